@@ -1,0 +1,77 @@
+// Bundles the extension, the language server and the command line; copies the wasm files they load.
+import * as esbuild from 'esbuild';
+import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+const production = process.argv.includes('--production');
+const watch = process.argv.includes('--watch');
+const outdir = join(root, 'dist');
+
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: !production,
+  minify: production,
+  logLevel: 'warning',
+  plugins: [
+    {
+      // the ESM build of web-tree-sitter dies in Parser.init inside a CJS bundle: use its .cjs build
+      name: 'web-tree-sitter-cjs',
+      setup(build) {
+        const cjs = join(dirname(require.resolve('web-tree-sitter/web-tree-sitter.wasm')), 'web-tree-sitter.cjs');
+        build.onResolve({ filter: /^web-tree-sitter$/ }, () => ({ path: cjs }));
+      },
+    },
+  ],
+  // sql.js probes for these in browsers only
+  external: ['vscode', 'fs/promises'],
+};
+
+const entries = [
+  { in: 'src/extension/extension.ts', out: 'extension' },
+  { in: 'src/server/main.ts', out: 'server' },
+  { in: 'src/cli/main.ts', out: 'cli' },
+].filter((e) => existsSync(join(root, e.in)));
+
+const assets = [
+  require.resolve('web-tree-sitter/web-tree-sitter.wasm'),
+  require.resolve('tree-sitter-python/tree-sitter-python.wasm'),
+  require.resolve('sql.js/dist/sql-wasm.wasm'),
+];
+
+function copyAssets() {
+  mkdirSync(outdir, { recursive: true });
+  for (const file of assets) {
+    const target = join(outdir, file.split(/[\\/]/).pop());
+    copyFileSync(file, target);
+    if (!existsSync(target) || statSync(target).size === 0) {
+      throw new Error(`wasm asset missing after copy: ${target}`);
+    }
+  }
+}
+
+const contexts = await Promise.all(
+  entries.map((e) =>
+    esbuild.context({
+      ...common,
+      entryPoints: { [e.out]: join(root, e.in) },
+      outdir,
+      banner: e.banner ? { js: e.banner } : undefined,
+    }),
+  ),
+);
+copyAssets();
+if (watch) {
+  await Promise.all(contexts.map((c) => c.watch()));
+  console.log('[build] watching');
+} else {
+  await Promise.all(contexts.map((c) => c.rebuild()));
+  await Promise.all(contexts.map((c) => c.dispose()));
+  console.log(`[build] ${entries.map((e) => `dist/${e.out}.js`).join(', ')} and ${assets.length} wasm files`);
+}

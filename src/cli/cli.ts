@@ -1,0 +1,303 @@
+/** The `nn-rag` command line: the core, in-process, for terminals, CI and batch extraction. */
+import * as os from 'os';
+import * as path from 'path';
+import { performance } from 'perf_hooks';
+import { findTarget } from '../core/blocks/target';
+import { CancelledError, errorMessage, NnragError } from '../core/errors';
+import { IndexDb } from '../core/index/database';
+import { finishRun, indexSource } from '../core/index/indexer';
+import type { IndexRunStats } from '../core/index/indexer';
+import { indexStats } from '../core/index/stats';
+import type { WasmPaths } from '../core/parse/parser';
+import { PythonParser } from '../core/parse/parser';
+import { describeClass } from '../core/resolve/describe';
+import { searchBlocks } from '../core/search/search';
+import type { BlockKind } from '../core/search/search';
+import { openSource, sourceFromArgument } from '../core/sources/open';
+import type { SourceConfig } from '../core/sources/types';
+import { flag, intOpt, opt, parseArgs } from './args';
+import type { OptionSpec, ParsedArgs } from './args';
+import { pullCommand, validateCommand } from './pullCommands';
+
+export interface CliAssets extends WasmPaths {
+  sqlWasm: string;
+  /** python-runner/validate.py */
+  runner: string;
+}
+
+export interface CliEnv {
+  assets: CliAssets;
+  out: (text: string) => void;
+  err: (text: string) => void;
+  /** Whether stderr is a terminal (progress lines are drawn only there). */
+  tty: boolean;
+  env: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+}
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, input: 3, cancelled: 130 } as const;
+
+export const HELP = `nn-rag: find PyTorch nn.Module blocks across repositories and pull a validated copy
+
+usage:
+  nn-rag index SOURCE... [--db F] [--name N] [--ref R] [--include G]... [--exclude G]... [--symbols G]...
+                         [--priority P] [--python-env PY --packages a,b] [--cache DIR] [--json]
+  nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N] [--json]
+  nn-rag show TARGET [--db F] [--json]
+  nn-rag pull TARGET [--db F] --out FILE [--python PY] [--no-validate] [--timeout S] [--json]
+  nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY] [--json]
+  nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--json]
+  nn-rag stats [--db F] [--json]
+
+SOURCE is a local folder (its basename names the repository) or an http(s) git URL.
+TARGET is module.path.ClassName, or repo:module.path.ClassName where two repositories share module paths.
+The database defaults to .nnrag/index.db in the current folder; git clones are cached in --cache
+(default: $XDG_CACHE_HOME/nn-rag or ~/.cache/nn-rag).
+
+exit codes:
+  0    success
+  1    the work ran but did not succeed (a pull that did not validate, a failed clone)
+  2    usage error (unknown command or option, bad target)
+  3    bad input (a missing folder, a bad URL, an unreadable database, a missing interpreter)
+  130  cancelled (Ctrl-C)
+`;
+
+const COMMON: Record<string, OptionSpec> = { db: { value: true }, json: {}, help: {} };
+
+export async function runCli(argv: string[], env: CliEnv): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        env.out(HELP);
+        return command === undefined ? EXIT.usage : EXIT.ok;
+      case '--version':
+        env.out('0.1.0\n');
+        return EXIT.ok;
+      case 'index':
+        return await indexCommand(rest, env);
+      case 'search':
+        return await searchCommand(rest, env);
+      case 'show':
+        return await showCommand(rest, env);
+      case 'stats':
+        return await statsCommand(rest, env);
+      case 'pull':
+        return await pullCommand(rest, env);
+      case 'validate':
+        return await validateCommand(rest, env);
+      default:
+        throw new NnragError('usage', `unknown command '${command}'; run 'nn-rag --help'`);
+    }
+  } catch (err) {
+    return reportError(err, env);
+  }
+}
+
+export function reportError(err: unknown, env: CliEnv): number {
+  if (err instanceof CancelledError) {
+    env.err('nn-rag: cancelled\n');
+    return EXIT.cancelled;
+  }
+  if (err instanceof NnragError) {
+    env.err(`nn-rag: ${err.message}\n`);
+    return err.code === 'usage' ? EXIT.usage : err.code === 'git' || err.code === 'internal' ? EXIT.failed : EXIT.input;
+  }
+  env.err(`nn-rag: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  return EXIT.failed;
+}
+
+export function parse(argv: string[], spec: Record<string, OptionSpec>): ParsedArgs {
+  return parseArgs(argv, { ...COMMON, ...spec });
+}
+
+export function dbPath(args: ParsedArgs): string {
+  return path.resolve(opt(args, 'db') ?? path.join('.nnrag', 'index.db'));
+}
+
+export async function openDb(args: ParsedArgs, env: CliEnv, mustExist = true): Promise<IndexDb> {
+  const file = dbPath(args);
+  if (mustExist) {
+    const fs = await import('fs');
+    if (!fs.existsSync(file)) throw new NnragError('not-found', `no index at ${file}; run 'nn-rag index SOURCE --db ${opt(args, 'db') ?? file}' first`);
+  }
+  const { db, recovered } = await IndexDb.open(file, { sqlWasm: env.assets.sqlWasm });
+  if (recovered) {
+    env.err(`nn-rag: the index at ${file} was unreadable (${recovered.reason}); it was moved to ${recovered.movedTo} and a new one started\n`);
+  }
+  return db;
+}
+
+function cacheDir(args: ParsedArgs, env: CliEnv): string {
+  const explicit = opt(args, 'cache');
+  if (explicit) return path.resolve(explicit);
+  const base = env.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(base, 'nn-rag');
+}
+
+function progressLine(env: CliEnv): (text: string) => void {
+  let last = 0;
+  return (text: string) => {
+    if (!env.tty) return;
+    const now = performance.now();
+    if (now - last < 80) return;
+    last = now;
+    env.err(`\r\x1b[K${text.slice(0, 110)}`);
+  };
+}
+
+async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, {
+    name: { value: true },
+    ref: { value: true },
+    include: { value: true, multiple: true },
+    exclude: { value: true, multiple: true },
+    symbols: { value: true, multiple: true },
+    priority: { value: true },
+    inline: {},
+    'python-env': { value: true },
+    packages: { value: true },
+    cache: { value: true },
+    'max-file-kb': { value: true },
+  });
+  if (flag(args, 'help')) {
+    env.out(HELP);
+    return EXIT.ok;
+  }
+  const extra: Partial<SourceConfig> = {
+    include: args.options.get('include'),
+    exclude: args.options.get('exclude'),
+    symbols: args.options.get('symbols'),
+    priority: intOpt(args, 'priority', 0),
+    inline: flag(args, 'inline') || undefined,
+  };
+  const configs: SourceConfig[] = [];
+  for (const p of args.positionals) configs.push(await sourceFromArgument(p, { ...extra, ref: opt(args, 'ref') }));
+  if (opt(args, 'name')) {
+    if (configs.length !== 1) throw new NnragError('usage', '--name names one source; give exactly one');
+    configs[0].name = opt(args, 'name');
+  }
+  const pyEnv = opt(args, 'python-env');
+  const packages = opt(args, 'packages');
+  if (pyEnv || packages) {
+    if (!pyEnv || !packages) throw new NnragError('usage', '--python-env PY and --packages a,b go together');
+    configs.push({ ...extra, kind: 'python-env', location: packages, python: pyEnv });
+  }
+  if (configs.length === 0) throw new NnragError('usage', 'index needs at least one SOURCE (a folder or an http(s) git URL)');
+
+  const parser = await PythonParser.create(env.assets);
+  const db = await openDb(args, env, false);
+  const draw = progressLine(env);
+  const runs: IndexRunStats[] = [];
+  const t0 = performance.now();
+  try {
+    for (const config of configs) {
+      const sources = await openSource(config, { cacheDir: cacheDir(args, env), signal: env.signal, onMessage: (m) => draw(`[git] ${m}`) });
+      for (const source of sources) {
+        const run = await indexSource(db, source, {
+          parser,
+          signal: env.signal,
+          maxFileBytes: intOpt(args, 'max-file-kb', 2048) * 1024,
+          onProgress: (p) => draw(`[index] ${p.step}/${p.total} ${p.message}`),
+        });
+        runs.push(run);
+      }
+    }
+  } finally {
+    // whatever finished is kept: every file's facts were written as it completed
+    const { blocks } = finishRun(db);
+    await db.save();
+    if (env.tty) env.err('\r\x1b[K');
+    if (runs.length && !flag(args, 'json')) {
+      for (const r of runs) {
+        env.out(
+          `[index] ${r.repo}: ${r.files} files, ${r.computed} parsed now, ${r.kept} unchanged, ${r.deleted} removed, ` +
+            `${r.skipped} skipped, ${r.seconds.toFixed(2)} s${r.commit ? ` (${r.commit.slice(0, 12)})` : ''}\n`,
+        );
+      }
+      env.out(`[index] ${blocks} blocks in ${dbPath(args)}\n`);
+    } else if (runs.length) {
+      env.out(`${JSON.stringify({ runs, blocks, seconds: (performance.now() - t0) / 1000, db: dbPath(args) })}\n`);
+    }
+    db.close();
+  }
+  return EXIT.ok;
+}
+
+async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, { repo: { value: true }, category: { value: true }, kind: { value: true }, limit: { value: true }, validation: { value: true } });
+  const kind = opt(args, 'kind') ?? 'block';
+  if (!['block', 'abstract', 'class'].includes(kind)) throw new NnragError('usage', `--kind is block, abstract or class, not '${kind}'`);
+  const db = await openDb(args, env);
+  try {
+    const hits = searchBlocks(db, {
+      text: args.positionals.join(' '),
+      repo: opt(args, 'repo'),
+      category: opt(args, 'category'),
+      kind: kind as BlockKind,
+      validation: opt(args, 'validation'),
+      limit: intOpt(args, 'limit', 20),
+    });
+    if (flag(args, 'json')) {
+      env.out(`${JSON.stringify(hits, null, 1)}\n`);
+    } else if (hits.length === 0) {
+      env.out('no blocks found\n');
+    } else {
+      for (const h of hits) {
+        env.out(`${h.target}  [${h.category}${h.abstract ? ', abstract' : ''}]  ${h.path}:${h.line}\n    ${h.name}${h.signature || '()'}\n`);
+      }
+    }
+  } finally {
+    db.close();
+  }
+  return EXIT.ok;
+}
+
+async function showCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, {});
+  if (args.positionals.length !== 1) throw new NnragError('usage', 'show needs one TARGET');
+  const db = await openDb(args, env);
+  try {
+    const ref = findTarget(db, args.positionals[0]);
+    const details = describeClass(db, ref);
+    if (flag(args, 'json')) {
+      env.out(`${JSON.stringify(details, null, 1)}\n`);
+    } else {
+      env.out(`${details.target}  (${details.isBlock ? 'block' : 'class'}, ${details.category}${details.abstract ? ', abstract' : ''})\n`);
+      env.out(`  ${details.path}:${details.line}-${details.endLine}\n`);
+      env.out(`  bases: ${details.bases.map((b) => `${b.written} -> ${b.resolved}`).join(', ') || '(none)'}\n`);
+      if (details.signature) env.out(`  __init__${details.signature}\n`);
+      if (details.doc) env.out(`  ${details.doc.split('\n')[0]}\n`);
+      env.out('  needs:\n');
+      for (const d of details.dependencies) env.out(`    ${d.name} (${d.timing}) -> ${d.kind}${d.target ? ` ${d.target}` : ''}\n`);
+    }
+  } finally {
+    db.close();
+  }
+  return EXIT.ok;
+}
+
+async function statsCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, {});
+  const db = await openDb(args, env);
+  try {
+    const s = indexStats(db);
+    if (flag(args, 'json')) {
+      env.out(`${JSON.stringify(s, null, 1)}\n`);
+      return EXIT.ok;
+    }
+    for (const r of s.repos) {
+      env.out(`${r.name} (${r.kind}${r.commit ? ` ${r.commit.slice(0, 12)}` : ''}${r.license ? `, ${r.license}` : ''}): ${r.parsed} parsed, ${r.skipped} skipped, ${r.blocks} blocks\n`);
+    }
+    env.out(`total: ${s.files} files, ${s.modules} modules, ${s.blocks} blocks, database ${(s.db_bytes / 1024).toFixed(0)} KiB\n`);
+    for (const f of s.skipped_files) env.out(`  skipped ${f.repo}/${f.path}: ${f.reason} (${f.detail})\n`);
+  } finally {
+    db.close();
+  }
+  return EXIT.ok;
+}
+
+export { errorMessage };

@@ -1,0 +1,158 @@
+/**
+ * Which classes are blocks: those whose bases reach `torch.nn.Module`, through torch's own classes
+ * (`nn.Sequential`, `nn.Conv2d`...) or through other classes of any indexed module or repository.
+ */
+import type { IndexDb } from '../index/database';
+import { makeMatcher } from '../sources/glob';
+import { loadModuleTable } from '../resolve/loadTable';
+import type { ModuleTable, Target } from '../resolve/moduleTable';
+
+const TORCH_NN_CLASS = /^torch\.nn\.(?:modules\.[a-z_0-9.]+\.|parallel\.(?:[a-z_]+\.)?|quantized\.(?:[a-z_.]+\.)?|intrinsic\.(?:[a-z_.]+\.)?|qat\.(?:[a-z_.]+\.)?)?([A-Z]\w*)$/;
+const NOT_MODULES = new Set(['Parameter', 'UninitializedParameter', 'UninitializedBuffer', 'Buffer', 'ParameterList_', 'PackedSequence']);
+const OTHER_ROOTS = new Set(['torch.jit.ScriptModule', 'torch.jit.RecursiveScriptModule', 'torch.ao.quantization.QuantStub', 'torch.ao.quantization.DeQuantStub']);
+
+/** True for a qualified name of torch's own nn.Module classes. */
+export function isTorchModuleClass(qualname: string): boolean {
+  if (OTHER_ROOTS.has(qualname)) return true;
+  const m = TORCH_NN_CLASS.exec(qualname);
+  return !!m && !NOT_MODULES.has(m[1]);
+}
+
+interface ClassRow {
+  id: number;
+  fileId: number;
+  repoId: number;
+  module: string;
+  name: string;
+  bases: string[];
+  isBlock: boolean;
+  uses: number;
+}
+
+/** The class a base expression refers to: a class row id, or 'torch' for torch's own modules. */
+function baseOf(table: ModuleTable, target: Target, classIds: Map<string, number>): number | 'torch' | undefined {
+  if (target.kind === 'external') return isTorchModuleClass(target.qualname) ? 'torch' : undefined;
+  if (target.kind === 'symbol') {
+    if (isTorchModuleClass(`${target.mod.module}.${target.name}`)) return 'torch';
+    return classIds.get(`${target.mod.fileId}:${target.name}`);
+  }
+  void table;
+  return undefined;
+}
+
+/** Recomputes `is_block` for every class; returns how many blocks the index holds. */
+export function discoverBlocks(db: IndexDb, table: ModuleTable = loadModuleTable(db)): number {
+  const rows: ClassRow[] = db
+    .all('SELECT id, file_id, repo_id, module, name, bases, is_block, uses FROM classes ORDER BY id')
+    .map((r) => ({
+      id: Number(r.id),
+      fileId: Number(r.file_id),
+      repoId: Number(r.repo_id),
+      module: String(r.module),
+      name: String(r.name),
+      bases: JSON.parse(String(r.bases)) as string[],
+      isBlock: Number(r.is_block) === 1,
+      uses: Number(r.uses),
+    }));
+  const classIds = new Map<string, number>();
+  for (const r of rows) classIds.set(`${r.fileId}:${r.name}`, r.id);
+  const recordOf = new Map<number, ReturnType<ModuleTable['lookupIn']>>();
+  const symbolFilters = new Map<number, ((v: string) => boolean) | undefined>();
+  for (const r of db.all('SELECT id, config FROM repos')) {
+    const cfg = JSON.parse(String(r.config ?? '{}')) as { symbols?: string[] };
+    symbolFilters.set(Number(r.id), makeMatcher(cfg.symbols));
+  }
+
+  const edges = new Map<number, (number | 'torch')[]>();
+  for (const r of rows) {
+    let rec = recordOf.get(r.fileId);
+    if (!recordOf.has(r.fileId)) {
+      rec = table.lookupIn(r.module, r.repoId);
+      recordOf.set(r.fileId, rec);
+    }
+    const out: (number | 'torch')[] = [];
+    for (const base of r.bases) {
+      const dotted = base.replace(/\[.*$/s, '').trim();
+      if (!/^[A-Za-z_][\w.]*$/.test(dotted)) continue;
+      if (isTorchModuleClass(dotted)) {
+        out.push('torch');
+        continue;
+      }
+      if (!rec) continue;
+      const b = baseOf(table, table.resolveDotted(rec, dotted), classIds);
+      if (b !== undefined && b !== r.id) out.push(b);
+    }
+    edges.set(r.id, out);
+  }
+
+  // iterative fixpoint: a class is a block when one of its bases is
+  const state = new Map<number, boolean>();
+  for (const r of rows) {
+    const stack: { id: number; i: number }[] = [{ id: r.id, i: 0 }];
+    const onStack = new Set<number>([r.id]);
+    while (stack.length) {
+      const top = stack[stack.length - 1];
+      if (state.has(top.id)) {
+        stack.pop();
+        onStack.delete(top.id);
+        continue;
+      }
+      const es = edges.get(top.id) ?? [];
+      let decided: boolean | undefined;
+      while (top.i < es.length) {
+        const e = es[top.i];
+        if (e === 'torch') {
+          decided = true;
+          break;
+        }
+        if (state.has(e)) {
+          if (state.get(e)) {
+            decided = true;
+            break;
+          }
+          top.i++;
+          continue;
+        }
+        if (onStack.has(e)) {
+          top.i++;
+          continue;
+        }
+        stack.push({ id: e, i: 0 });
+        onStack.add(e);
+        break;
+      }
+      if (decided === true || top.i >= es.length) {
+        state.set(top.id, decided === true);
+        stack.pop();
+        onStack.delete(top.id);
+      }
+    }
+  }
+
+  // how often each name is used by other code of the index: a popularity prior for search ranking
+  const uses = new Map<string, number>();
+  for (const list of table.modules()) {
+    for (const rec of list) {
+      for (const u of rec.facts.units) {
+        for (const n of u.defNames) uses.set(n, (uses.get(n) ?? 0) + 1);
+        for (const n of u.callNames) uses.set(n, (uses.get(n) ?? 0) + 1);
+      }
+    }
+  }
+
+  let count = 0;
+  const changes: [number, number, number][] = [];
+  for (const r of rows) {
+    const filter = symbolFilters.get(r.repoId);
+    const block = (state.get(r.id) ?? false) && (!filter || filter(r.name));
+    if (block) count++;
+    const used = uses.get(r.name) ?? 0;
+    if (block !== r.isBlock || used !== r.uses) changes.push([block ? 1 : 0, used, r.id]);
+  }
+  if (changes.length) {
+    db.transaction(() => {
+      for (const [flag, used, id] of changes) db.run('UPDATE classes SET is_block = ?, uses = ? WHERE id = ?', [flag, used, id]);
+    });
+  }
+  return count;
+}

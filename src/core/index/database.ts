@@ -1,0 +1,196 @@
+/**
+ * The sql.js database: opened from a file (or created), checked, migrated, and saved atomically.
+ * A file that fails `PRAGMA quick_check` is moved aside and rebuilt, never silently used.
+ */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import initSqlJs from 'sql.js';
+import type { Database, SqlJsStatic, SqlValue } from 'sql.js';
+import { MIGRATIONS } from './migrations';
+
+export type Row = Record<string, SqlValue>;
+
+let sqlPromise: Promise<SqlJsStatic> | undefined;
+
+/** Loads sql.js once; `wasmPath` points at `sql-wasm.wasm` (next to the bundle in production). */
+export function loadSqlJs(wasmPath?: string): Promise<SqlJsStatic> {
+  sqlPromise = sqlPromise ?? initSqlJs(wasmPath ? { locateFile: () => wasmPath } : undefined);
+  return sqlPromise;
+}
+
+export interface OpenResult {
+  db: IndexDb;
+  /** Set when an existing file was unreadable and moved aside; the database starts empty. */
+  recovered?: { movedTo: string; reason: string };
+}
+
+export class IndexDb {
+  private saveTimer: NodeJS.Timeout | undefined;
+  private dirty = false;
+
+  private constructor(
+    readonly raw: Database,
+    readonly file: string | undefined,
+  ) {}
+
+  /** Opens (or creates) the database at `file`; `undefined` gives an in-memory database. */
+  static async open(file: string | undefined, options: { sqlWasm?: string } = {}): Promise<OpenResult> {
+    const SQL = await loadSqlJs(options.sqlWasm);
+    let recovered: OpenResult['recovered'];
+    let raw: Database | undefined;
+    if (file) {
+      let bytes: Buffer | undefined;
+      try {
+        bytes = await fsp.readFile(file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+      if (bytes && bytes.length > 0) {
+        const problem = checkBytes(SQL, bytes);
+        if (problem.ok) {
+          raw = problem.db;
+        } else {
+          const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+          await fsp.rename(file, movedTo);
+          recovered = { movedTo, reason: problem.reason };
+        }
+      }
+    }
+    if (!raw) {
+      raw = new SQL.Database();
+      // small pages waste less of a small database that is saved whole
+      raw.run('PRAGMA page_size = 1024');
+    }
+    raw.run('PRAGMA foreign_keys = ON');
+    const db = new IndexDb(raw, file);
+    db.migrate();
+    return { db, recovered };
+  }
+
+  private migrate(): void {
+    this.raw.run('CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)');
+    const done = new Set(this.all('SELECT name FROM migrations').map((r) => String(r.name)));
+    for (const m of MIGRATIONS) {
+      if (done.has(m.name)) continue;
+      this.transaction(() => {
+        this.raw.exec(m.sql);
+        this.run('INSERT INTO migrations (name, applied_at) VALUES (?, ?)', [m.name, new Date().toISOString()]);
+      });
+      this.dirty = true;
+    }
+  }
+
+  appliedMigrations(): string[] {
+    return this.all('SELECT name FROM migrations ORDER BY name').map((r) => String(r.name));
+  }
+
+  run(sql: string, params: SqlValue[] = []): void {
+    this.raw.run(sql, params);
+    this.dirty = true;
+  }
+
+  all(sql: string, params: SqlValue[] = []): Row[] {
+    const stmt = this.raw.prepare(sql);
+    try {
+      stmt.bind(params);
+      const rows: Row[] = [];
+      while (stmt.step()) rows.push(stmt.getAsObject());
+      return rows;
+    } finally {
+      stmt.free();
+    }
+  }
+
+  get(sql: string, params: SqlValue[] = []): Row | undefined {
+    return this.all(sql, params)[0];
+  }
+
+  lastId(): number {
+    return Number(this.raw.exec('SELECT last_insert_rowid()')[0].values[0][0]);
+  }
+
+  transaction<T>(fn: () => T): T {
+    this.raw.run('BEGIN');
+    try {
+      const result = fn();
+      this.raw.run('COMMIT');
+      this.dirty = true;
+      return result;
+    } catch (err) {
+      this.raw.run('ROLLBACK');
+      throw err;
+    }
+  }
+
+  getMeta(key: string): string | undefined {
+    const row = this.get('SELECT value FROM meta WHERE key = ?', [key]);
+    return row ? String(row.value) : undefined;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.run('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value', [key, value]);
+  }
+
+  /** Writes the whole database to a temporary file and renames it over the target. */
+  async save(): Promise<void> {
+    if (this.saveTimer) {
+      clearTimeout(this.saveTimer);
+      this.saveTimer = undefined;
+    }
+    if (!this.file || !this.dirty) return;
+    const bytes = this.raw.export();
+    // export() ends any open transaction's statement state and resets pragmas
+    this.raw.run('PRAGMA foreign_keys = ON');
+    await fsp.mkdir(path.dirname(path.resolve(this.file)), { recursive: true });
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    await fsp.writeFile(tmp, bytes);
+    await fsp.rename(tmp, this.file);
+    this.dirty = false;
+  }
+
+  /** Saves after `ms` of quiet; a later call pushes the save back. */
+  scheduleSave(ms = 1000, onError: (err: unknown) => void = () => undefined): void {
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = setTimeout(() => {
+      this.saveTimer = undefined;
+      this.save().catch(onError);
+    }, ms);
+  }
+
+  /** VACUUM when more than a tenth of the pages are free (after deletions and FTS merges). */
+  compactIfFragmented(): void {
+    const pages = Number(this.raw.exec('PRAGMA page_count')[0].values[0][0]);
+    const free = Number(this.raw.exec('PRAGMA freelist_count')[0].values[0][0]);
+    if (pages > 64 && free * 10 > pages) {
+      this.raw.run('VACUUM');
+      this.raw.run('PRAGMA foreign_keys = ON');
+      this.dirty = true;
+    }
+  }
+
+  sizeBytes(): number {
+    const pages = Number(this.raw.exec('PRAGMA page_count')[0].values[0][0]);
+    const size = Number(this.raw.exec('PRAGMA page_size')[0].values[0][0]);
+    return pages * size;
+  }
+
+  close(): void {
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.raw.close();
+  }
+}
+
+function checkBytes(SQL: SqlJsStatic, bytes: Buffer): { ok: true; db: Database } | { ok: false; reason: string } {
+  let db: Database | undefined;
+  try {
+    db = new SQL.Database(bytes);
+    const res = db.exec('PRAGMA quick_check');
+    const verdict = String(res[0]?.values[0]?.[0] ?? '');
+    if (verdict !== 'ok') throw new Error(`quick_check: ${verdict || 'no answer'}`);
+    db.exec('SELECT count(*) FROM sqlite_master');
+    return { ok: true, db };
+  } catch (err) {
+    db?.close();
+    return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * Incremental indexing of one source: plan (compute / delete / keep) by content hash, parse what changed,
+ * write each file's facts as it completes, then rediscover blocks over the whole index.
+ */
+import { createHash } from 'crypto';
+import { performance } from 'perf_hooks';
+import { guessCategory } from '../blocks/category';
+import { discoverBlocks } from '../blocks/discover';
+import { NnragError, throwIfAborted } from '../errors';
+import type { PythonParser } from '../parse/parser';
+import type { ParseOutcome } from '../parse/types';
+import { searchWords } from '../search/words';
+import { isImportable, modulePathOf } from '../sources/modulePath';
+import type { OpenedSource, SourceFile } from '../sources/types';
+import type { IndexDb } from './database';
+import { encodeFacts } from './factsCodec';
+
+/** Bump when the facts extraction changes: every file is parsed again on the next run. */
+export const PARSER_VERSION = '3';
+
+export interface Progress {
+  step: number;
+  total: number;
+  message: string;
+}
+
+export interface IndexOptions {
+  parser: PythonParser;
+  signal?: AbortSignal;
+  onProgress?: (p: Progress) => void;
+  maxFileBytes?: number;
+}
+
+export interface IndexRunStats {
+  repo: string;
+  files: number;
+  parsed: number;
+  skipped: number;
+  computed: number;
+  kept: number;
+  deleted: number;
+  seconds: number;
+  parseSeconds: number;
+  commit?: string;
+}
+
+/** The git blob id of some bytes (what `git hash-object` prints): the content hash for every kind of source. */
+export function blobId(bytes: Uint8Array): string {
+  return createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
+}
+
+interface ExistingFile {
+  id: number;
+  size: number;
+  mtime: number | null;
+  hash: string;
+}
+
+export async function indexSource(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
+  const t0 = performance.now();
+  const { info, config } = source;
+  const repoId = upsertRepo(db, source);
+  const reparseAll = db.getMeta('parser_version') !== PARSER_VERSION;
+
+  const { files, skipped } = await source.list(options.signal);
+  const srcLayout = !info.modulePrefix && files.some((f) => f.path.startsWith('src/')) && !files.some((f) => f.path === 'src/__init__.py');
+
+  const existing = new Map<string, ExistingFile>();
+  for (const r of db.all('SELECT id, path, size, mtime, hash FROM files WHERE repo_id = ?', [repoId])) {
+    existing.set(String(r.path), { id: Number(r.id), size: Number(r.size), mtime: r.mtime === null ? null : Number(r.mtime), hash: String(r.hash) });
+  }
+  const seen = new Set<string>();
+  const stats: IndexRunStats = { repo: info.name, files: files.length, parsed: 0, skipped: 0, computed: 0, kept: 0, deleted: 0, seconds: 0, parseSeconds: 0, commit: info.commit };
+
+  for (const s of skipped) {
+    seen.add(s.path);
+    const { module, isPackage } = modulePathOf(s.path, info.modulePrefix, srcLayout);
+    writeFile(db, repoId, existing.get(s.path)?.id, { path: s.path, module, isPackage, size: 0, mtime: null, hash: '', status: 'skipped', reason: s.reason, detail: s.detail });
+  }
+
+  let step = 0;
+  for (const file of files) {
+    throwIfAborted(options.signal);
+    step++;
+    seen.add(file.path);
+    const old = existing.get(file.path);
+    if (old && !reparseAll) {
+      if (file.oid && old.hash === file.oid) {
+        stats.kept++;
+        continue;
+      }
+      if (!file.oid && old.size === file.size && old.mtime === (file.mtimeMs ?? null) && old.hash) {
+        stats.kept++;
+        continue;
+      }
+    }
+    let bytes: Uint8Array;
+    try {
+      bytes = await source.read(file);
+    } catch (err) {
+      const { module, isPackage } = modulePathOf(file.path, info.modulePrefix, srcLayout);
+      writeFile(db, repoId, old?.id, { path: file.path, module, isPackage, size: file.size, mtime: null, hash: '', status: 'skipped', reason: 'unreadable', detail: (err as Error).message });
+      continue;
+    }
+    const hash = file.oid ?? blobId(bytes);
+    if (old && old.hash === hash && !reparseAll) {
+      db.run('UPDATE files SET size = ?, mtime = ? WHERE id = ?', [file.size, file.mtimeMs ?? null, old.id]);
+      stats.kept++;
+      continue;
+    }
+    const p0 = performance.now();
+    const outcome = options.parser.parse(bytes, options.maxFileBytes);
+    const parseMs = performance.now() - p0;
+    stats.parseSeconds += parseMs / 1000;
+    stats.computed++;
+    storeOutcome(db, repoId, source, file, bytes.length, hash, outcome, parseMs, old?.id, srcLayout);
+    options.onProgress?.({ step, total: files.length, message: `${info.name}: ${file.path}` });
+  }
+
+  for (const [p, old] of existing) {
+    if (seen.has(p)) continue;
+    deleteFile(db, old.id);
+    stats.deleted++;
+  }
+
+  const counts = db.get("SELECT sum(status = 'parsed') AS parsed, sum(status = 'skipped') AS skipped FROM files WHERE repo_id = ?", [repoId]);
+  stats.parsed = Number(counts?.parsed ?? 0);
+  stats.skipped = Number(counts?.skipped ?? 0);
+  stats.seconds = (performance.now() - t0) / 1000;
+  db.run('UPDATE repos SET indexed_at = ?, commit_id = ?, license = ?, last_run = ? WHERE id = ?', [
+    new Date().toISOString(),
+    info.commit ?? null,
+    info.license ?? null,
+    JSON.stringify(stats),
+    repoId,
+  ]);
+  void config;
+  return stats;
+}
+
+/** After every source of a run is indexed: rediscover blocks and record the parser version. */
+export function finishRun(db: IndexDb): { blocks: number; seconds: number } {
+  const t0 = performance.now();
+  const blocks = discoverBlocks(db);
+  db.setMeta('parser_version', PARSER_VERSION);
+  // merge the full-text index's segments: smaller file, faster queries
+  db.run("INSERT INTO classes_fts(classes_fts) VALUES ('optimize')");
+  db.compactIfFragmented();
+  return { blocks, seconds: (performance.now() - t0) / 1000 };
+}
+
+function upsertRepo(db: IndexDb, source: OpenedSource): number {
+  const { info, config } = source;
+  const row = db.get('SELECT id, location FROM repos WHERE name = ?', [info.name]);
+  const cfg = JSON.stringify({ include: config.include, exclude: config.exclude, symbols: config.symbols, inline: config.inline, ref: config.ref });
+  if (row) {
+    if (String(row.location) !== info.location) {
+      throw new NnragError(
+        'bad-source',
+        `a repository named '${info.name}' is already indexed from ${String(row.location)}; give this one another name (--name)`,
+      );
+    }
+    db.run('UPDATE repos SET kind = ?, url = ?, ref = ?, root = ?, module_prefix = ?, priority = ?, config = ? WHERE id = ?', [
+      info.kind,
+      info.url ?? null,
+      info.ref ?? null,
+      info.root,
+      info.modulePrefix,
+      config.priority ?? 0,
+      cfg,
+      Number(row.id),
+    ]);
+    return Number(row.id);
+  }
+  db.run('INSERT INTO repos (name, kind, location, url, ref, root, module_prefix, priority, config) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+    info.name,
+    info.kind,
+    info.location,
+    info.url ?? null,
+    info.ref ?? null,
+    info.root,
+    info.modulePrefix,
+    config.priority ?? 0,
+    cfg,
+  ]);
+  return db.lastId();
+}
+
+interface FileRow {
+  path: string;
+  module: string;
+  isPackage: boolean;
+  size: number;
+  mtime: number | null;
+  hash: string;
+  status: 'parsed' | 'skipped';
+  reason?: string;
+  detail?: string;
+  facts?: Uint8Array;
+  parseMs?: number;
+}
+
+function writeFile(db: IndexDb, repoId: number, oldId: number | undefined, f: FileRow): number {
+  if (oldId !== undefined) {
+    deleteClasses(db, oldId);
+    db.run(
+      'UPDATE files SET module = ?, is_package = ?, size = ?, mtime = ?, hash = ?, status = ?, reason = ?, detail = ?, facts = ?, parse_ms = ? WHERE id = ?',
+      [f.module, f.isPackage ? 1 : 0, f.size, f.mtime, f.hash, f.status, f.reason ?? null, f.detail ?? null, f.facts ?? null, f.parseMs ?? null, oldId],
+    );
+    return oldId;
+  }
+  db.run(
+    'INSERT INTO files (repo_id, path, module, is_package, size, mtime, hash, status, reason, detail, facts, parse_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    [repoId, f.path, f.module, f.isPackage ? 1 : 0, f.size, f.mtime, f.hash, f.status, f.reason ?? null, f.detail ?? null, f.facts ?? null, f.parseMs ?? null],
+  );
+  return db.lastId();
+}
+
+function deleteClasses(db: IndexDb, fileId: number): void {
+  // external-content FTS reads the old values from `classes`: delete from the index first
+  db.run('DELETE FROM classes_fts WHERE docid IN (SELECT id FROM classes WHERE file_id = ?)', [fileId]);
+  db.run('DELETE FROM classes WHERE file_id = ?', [fileId]);
+}
+
+export function deleteFile(db: IndexDb, fileId: number): void {
+  db.transaction(() => {
+    deleteClasses(db, fileId);
+    db.run('DELETE FROM files WHERE id = ?', [fileId]);
+  });
+}
+
+function storeOutcome(
+  db: IndexDb,
+  repoId: number,
+  source: OpenedSource,
+  file: SourceFile,
+  size: number,
+  hash: string,
+  outcome: ParseOutcome,
+  parseMs: number,
+  oldId: number | undefined,
+  srcLayout: boolean,
+): void {
+  const { info } = source;
+  const { module, isPackage } = modulePathOf(file.path, info.modulePrefix, srcLayout);
+  db.transaction(() => {
+    if (!outcome.ok) {
+      writeFile(db, repoId, oldId, { path: file.path, module, isPackage, size, mtime: file.mtimeMs ?? null, hash, status: 'skipped', reason: outcome.reason, detail: outcome.detail, parseMs });
+      return;
+    }
+    const facts = outcome.facts;
+    const fileId = writeFile(db, repoId, oldId, {
+      path: file.path,
+      module,
+      isPackage,
+      size,
+      mtime: file.mtimeMs ?? null,
+      hash,
+      status: 'parsed',
+      reason: isImportable(module) ? undefined : 'not-importable',
+      detail: isImportable(module) ? undefined : `'${module}' is not an importable module path`,
+      facts: encodeFacts(facts),
+      parseMs,
+    });
+    for (const c of facts.classes) {
+      const doc = [c.docstring, c.comments].filter(Boolean).join('\n').slice(0, 800);
+      const category = guessCategory(c.name, c.bases, module);
+      // the FTS table reads these same columns back from `classes` (external content): keep them identical
+      const text = {
+        name: c.name,
+        words: searchWords(c.name, [category, module.split('.').pop() ?? '']),
+        doc,
+        signature: c.signature,
+        path: `${module.replace(/\./g, ' ')} ${searchWords(module.split('.').pop() ?? '')} ${file.path}`,
+        repo: info.name,
+      };
+      db.run(
+        'INSERT INTO classes (file_id, repo_id, module, name, line, end_line, bases, abstract, category, words, doc, signature, path, repo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        [fileId, repoId, module, text.name, c.startLine, c.endLine, JSON.stringify(c.bases), c.abstract ? 1 : 0, category, text.words, text.doc, text.signature, text.path, text.repo],
+      );
+      const id = db.lastId();
+      db.run('INSERT INTO classes_fts (docid, name, words, doc, signature, path, repo) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+        id,
+        text.name,
+        text.words,
+        text.doc,
+        text.signature,
+        text.path,
+        text.repo,
+      ]);
+    }
+  });
+}

@@ -1,0 +1,74 @@
+/** Named, idempotent schema migrations, applied in order and recorded in the `migrations` table. */
+
+export interface Migration {
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    name: '0001-initial',
+    sql: `
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS repos (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        location TEXT NOT NULL,
+        url TEXT,
+        ref TEXT,
+        commit_id TEXT,
+        root TEXT NOT NULL,
+        module_prefix TEXT NOT NULL DEFAULT '',
+        priority INTEGER NOT NULL DEFAULT 0,
+        config TEXT NOT NULL DEFAULT '{}',
+        license TEXT,
+        indexed_at TEXT,
+        last_run TEXT
+      );
+      CREATE TABLE IF NOT EXISTS files (
+        id INTEGER PRIMARY KEY,
+        repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        module TEXT NOT NULL,
+        is_package INTEGER NOT NULL DEFAULT 0,
+        size INTEGER NOT NULL,
+        mtime REAL,
+        hash TEXT NOT NULL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        detail TEXT,
+        facts BLOB,
+        parse_ms REAL,
+        UNIQUE (repo_id, path)
+      );
+      CREATE INDEX IF NOT EXISTS files_module ON files(module);
+      CREATE TABLE IF NOT EXISTS classes (
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        repo_id INTEGER NOT NULL,
+        module TEXT NOT NULL,
+        name TEXT NOT NULL,
+        line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        bases TEXT NOT NULL,
+        abstract INTEGER NOT NULL DEFAULT 0,
+        is_block INTEGER NOT NULL DEFAULT 0,
+        uses INTEGER NOT NULL DEFAULT 0,
+        category TEXT NOT NULL DEFAULT 'other',
+        words TEXT NOT NULL,
+        doc TEXT NOT NULL,
+        signature TEXT NOT NULL,
+        path TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        validation TEXT
+      );
+      CREATE INDEX IF NOT EXISTS classes_file ON classes(file_id);
+      CREATE INDEX IF NOT EXISTS classes_name ON classes(name);
+      CREATE INDEX IF NOT EXISTS classes_module ON classes(module, name);
+      CREATE VIRTUAL TABLE IF NOT EXISTS classes_fts USING fts4(
+        content="classes", name, words, doc, signature, path, repo, tokenize=porter
+      );
+    `,
+  },
+];

@@ -1,0 +1,91 @@
+/** What the index holds: files, blocks, skipped files with reasons, and the last runs' timings. */
+import type { IndexDb } from './database';
+
+export interface RepoStats {
+  name: string;
+  kind: string;
+  location: string;
+  commit: string | null;
+  license: string | null;
+  files: number;
+  parsed: number;
+  skipped: number;
+  classes: number;
+  blocks: number;
+  indexedAt: string | null;
+  lastRun: unknown;
+}
+
+export interface IndexStats {
+  repos: RepoStats[];
+  files: number;
+  parsed: number;
+  skipped: number;
+  modules: number;
+  classes: number;
+  blocks: number;
+  abstract_blocks: number;
+  categories: Record<string, number>;
+  skipped_by_reason: Record<string, number>;
+  skipped_files: { repo: string; path: string; reason: string; detail: string }[];
+  db_bytes: number;
+  migrations: string[];
+}
+
+export function indexStats(db: IndexDb): IndexStats {
+  const repos: RepoStats[] = db
+    .all(
+      `SELECT r.name, r.kind, r.location, r.commit_id, r.license, r.indexed_at, r.last_run,
+        (SELECT count(*) FROM files f WHERE f.repo_id = r.id) AS files,
+        (SELECT count(*) FROM files f WHERE f.repo_id = r.id AND f.status = 'parsed') AS parsed,
+        (SELECT count(*) FROM files f WHERE f.repo_id = r.id AND f.status = 'skipped') AS skipped,
+        (SELECT count(*) FROM classes c WHERE c.repo_id = r.id) AS classes,
+        (SELECT count(*) FROM classes c WHERE c.repo_id = r.id AND c.is_block = 1) AS blocks
+       FROM repos r ORDER BY r.name`,
+    )
+    .map((r) => ({
+      name: String(r.name),
+      kind: String(r.kind),
+      location: String(r.location),
+      commit: r.commit_id === null ? null : String(r.commit_id),
+      license: r.license === null ? null : String(r.license),
+      files: Number(r.files),
+      parsed: Number(r.parsed),
+      skipped: Number(r.skipped),
+      classes: Number(r.classes),
+      blocks: Number(r.blocks),
+      indexedAt: r.indexed_at === null ? null : String(r.indexed_at),
+      lastRun: r.last_run ? JSON.parse(String(r.last_run)) : null,
+    }));
+  const categories: Record<string, number> = {};
+  for (const r of db.all('SELECT category, count(*) AS n FROM classes WHERE is_block = 1 GROUP BY category ORDER BY n DESC')) {
+    categories[String(r.category)] = Number(r.n);
+  }
+  const skipped_by_reason: Record<string, number> = {};
+  for (const r of db.all("SELECT reason, count(*) AS n FROM files WHERE status = 'skipped' GROUP BY reason ORDER BY n DESC")) {
+    skipped_by_reason[String(r.reason)] = Number(r.n);
+  }
+  const skipped_files = db
+    .all(
+      "SELECT r.name AS repo, f.path, f.reason, f.detail FROM files f JOIN repos r ON r.id = f.repo_id WHERE f.status = 'skipped' ORDER BY r.name, f.path",
+    )
+    .map((r) => ({ repo: String(r.repo), path: String(r.path), reason: String(r.reason), detail: String(r.detail ?? '') }));
+  const sum = (k: keyof RepoStats): number => repos.reduce((a, r) => a + Number(r[k]), 0);
+  const modules = Number(db.get("SELECT count(DISTINCT repo_id || ':' || module) AS n FROM files WHERE status = 'parsed'")?.n ?? 0);
+  const abstract = Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1 AND abstract = 1')?.n ?? 0);
+  return {
+    repos,
+    files: sum('files'),
+    parsed: sum('parsed'),
+    skipped: sum('skipped'),
+    modules,
+    classes: sum('classes'),
+    blocks: sum('blocks'),
+    abstract_blocks: abstract,
+    categories,
+    skipped_by_reason,
+    skipped_files,
+    db_bytes: db.sizeBytes(),
+    migrations: db.appliedMigrations(),
+  };
+}

@@ -1,0 +1,861 @@
+/**
+ * One pass over a tree-sitter Python tree: imports, top-level units, classes, and for every unit the
+ * module-scope names it uses, split by when they are needed, following Python's scope rules.
+ */
+import type { Node } from 'web-tree-sitter';
+import type {
+  ClassFact,
+  FunctionFact,
+  ImportFact,
+  ModuleFacts,
+  ParsedModule,
+  Ref,
+  RegistryUse,
+  StringRef,
+  Timing,
+  Unit,
+  UnitKind,
+} from './types';
+
+/** Nesting deeper than this is refused (CPython's own parser stops at 200 parentheses). */
+export const MAX_DEPTH = 400;
+
+export class TooDeepError extends Error {
+  constructor(line: number) {
+    super(`nesting deeper than ${MAX_DEPTH} levels at line ${line}`);
+  }
+}
+
+type ScopeKind = 'module' | 'function' | 'class' | 'comprehension';
+
+class Scope {
+  readonly locals = new Set<string>();
+  readonly globals = new Set<string>();
+  readonly nonlocals = new Set<string>();
+  constructor(
+    readonly kind: ScopeKind,
+    readonly parent: Scope | undefined,
+  ) {}
+
+  /** True when a bare name read in this scope reaches the module (global or builtin). */
+  isFree(name: string): boolean {
+    let scope: Scope | undefined = this;
+    let first = true;
+    while (scope) {
+      if (scope.kind === 'module') return true;
+      if (scope.globals.has(name)) return true;
+      // class scopes are visible only to code directly in the class body
+      if ((first || scope.kind !== 'class') && (scope.locals.has(name) || scope.nonlocals.has(name))) {
+        return false;
+      }
+      first = false;
+      scope = scope.parent;
+    }
+    return true;
+  }
+
+  /** The scope a walrus binds in: the nearest non-comprehension scope. */
+  walrusTarget(): Scope {
+    let scope: Scope = this;
+    while (scope.kind === 'comprehension' && scope.parent) scope = scope.parent;
+    return scope;
+  }
+}
+
+const PATTERN_CONTAINERS = new Set([
+  'pattern_list',
+  'tuple_pattern',
+  'list_pattern',
+  'tuple',
+  'list',
+  'parenthesized_expression',
+  'list_splat_pattern',
+  'list_splat',
+  'expression_list',
+]);
+const IDENT_STRING = /^[A-Za-z_][A-Za-z0-9_]{0,79}$/;
+
+function stringValue(node: Node): string | undefined {
+  if (node.type !== 'string') return undefined;
+  let out = '';
+  for (const child of node.namedChildren) {
+    if (!child) continue;
+    if (child.type === 'interpolation') return undefined;
+    if (child.type === 'string_content') out += child.text;
+    else if (child.type === 'escape_sequence') out += child.text;
+  }
+  return out;
+}
+
+function docstringOf(body: Node | null): string {
+  if (!body) return '';
+  const first = body.namedChildren.find((c) => c && c.type !== 'comment');
+  if (first?.type === 'expression_statement' && first.namedChildCount === 1) {
+    const s = first.namedChild(0);
+    if (s?.type === 'string') return (stringValue(s) ?? '').trim();
+  }
+  return '';
+}
+
+function collapse(text: string, max = 400): string {
+  const t = text.replace(/\s+/g, ' ').trim();
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}
+
+/** The definition node inside a possibly decorated definition. */
+function definitionOf(node: Node): Node {
+  return node.type === 'decorated_definition' ? (node.childForFieldName('definition') ?? node) : node;
+}
+
+function decoratorsOf(node: Node): Node[] {
+  return node.type === 'decorated_definition'
+    ? (node.namedChildren.filter((c) => c?.type === 'decorator') as Node[])
+    : [];
+}
+
+/** Text of a dotted expression (`a.b.c`), or undefined if it is not one. */
+export function dottedText(node: Node | null): string | undefined {
+  if (!node) return undefined;
+  if (node.type === 'identifier') return node.text;
+  if (node.type === 'attribute') {
+    const obj = dottedText(node.childForFieldName('object'));
+    const attr = node.childForFieldName('attribute');
+    return obj && attr ? `${obj}.${attr.text}` : undefined;
+  }
+  return undefined;
+}
+
+export interface ExtractOptions {
+  /** Treat annotations as never evaluated (set automatically by `from __future__ import annotations`). */
+  futureAnnotations?: boolean;
+}
+
+export function extractFacts(root: Node, text: string): ParsedModule {
+  return new Extractor(text).run(root);
+}
+
+class Extractor {
+  private readonly imports: ImportFact[] = [];
+  private readonly units: Unit[] = [];
+  private readonly classes: ClassFact[] = [];
+  private readonly functions: FunctionFact[] = [];
+  private readonly registrations: RegistryUse[] = [];
+  private readonly refs: Ref[][] = [];
+  private readonly strings: StringRef[][] = [];
+  private readonly importRanges: ParsedModule['importRanges'] = [];
+  private all: string[] | null = null;
+  private futureAnnotations = false;
+  private unitIndex = 0;
+  private curRefs: Ref[] = [];
+  private curStrings: StringRef[] = [];
+  private depth = 0;
+
+  constructor(private readonly text: string) {}
+
+  run(root: Node): ParsedModule {
+    const moduleScope = new Scope('module', undefined);
+    const body = root.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+    // `from __future__ import annotations` must come first; find it before any analysis
+    for (const stmt of body) {
+      if (stmt.type === 'future_import_statement' && /\bannotations\b/.test(stmt.text)) {
+        this.futureAnnotations = true;
+      }
+    }
+    for (const stmt of body) {
+      this.unitIndex = this.units.length;
+      this.curRefs = [];
+      this.curStrings = [];
+      const unit = this.topLevel(stmt, moduleScope);
+      this.units.push(unit);
+      this.refs.push(this.curRefs);
+      this.strings.push(this.curStrings);
+    }
+    const facts: ModuleFacts = {
+      docstring: docstringOf(root),
+      all: this.all,
+      futureAnnotations: this.futureAnnotations,
+      imports: this.imports,
+      units: this.units,
+      classes: this.classes,
+      functions: this.functions,
+      registrations: this.registrations,
+    };
+    return { facts, text: this.text, refs: this.refs, strings: this.strings, importRanges: this.importRanges };
+  }
+
+  // ---- top level -------------------------------------------------------------------------------
+
+  private topLevel(stmt: Node, moduleScope: Scope): Unit {
+    const unit: Unit = {
+      kind: 'other',
+      binds: [],
+      defNames: [],
+      callNames: [],
+      start: stmt.startIndex,
+      end: stmt.endIndex,
+      startLine: stmt.startPosition.row + 1,
+      endLine: stmt.endPosition.row + 1,
+    };
+    const binds = new Set<string>();
+    const kind = this.classify(stmt, unit);
+    unit.kind = kind;
+    if (kind === 'main') {
+      return unit; // `if __name__ == "__main__":` never runs on import
+    }
+    this.collectTopBindings(stmt, binds, false, unit.guard === 'type-checking');
+    this.visit(stmt, moduleScope, 'def');
+    unit.binds = [...binds];
+    const def = new Set<string>();
+    const call = new Set<string>();
+    for (const r of this.curRefs) (r.timing === 'def' ? def : call).add(r.name);
+    for (const n of def) call.delete(n);
+    unit.defNames = [...def];
+    unit.callNames = [...call];
+    this.noteAll(stmt);
+    this.noteRegistrationCall(stmt);
+    return unit;
+  }
+
+  private classify(stmt: Node, unit: Unit): UnitKind {
+    const def = definitionOf(stmt);
+    switch (def.type) {
+      case 'class_definition':
+        unit.name = def.childForFieldName('name')?.text;
+        this.noteClass(stmt, def, unit);
+        return 'class';
+      case 'function_definition':
+        unit.name = def.childForFieldName('name')?.text;
+        this.noteFunction(def, unit);
+        return 'function';
+      case 'import_statement':
+      case 'import_from_statement':
+      case 'future_import_statement':
+        return 'import';
+      case 'expression_statement': {
+        const inner = def.namedChild(0);
+        if (inner && (inner.type === 'assignment' || inner.type === 'augmented_assignment')) return 'assign';
+        return 'expr';
+      }
+      case 'if_statement': {
+        const cond = def.childForFieldName('condition')?.text.replace(/\s+/g, '') ?? '';
+        if (/^__name__==['"]__main__['"]$|^['"]__main__['"]==__name__$/.test(cond)) return 'main';
+        unit.guard = /^(typing\.)?TYPE_CHECKING$/.test(cond) ? 'type-checking' : 'if';
+        this.noteNested(def, unit);
+        return 'compound';
+      }
+      case 'try_statement':
+        unit.guard = 'try';
+        this.noteNested(def, unit);
+        return 'compound';
+      case 'with_statement':
+      case 'for_statement':
+      case 'while_statement':
+        this.noteNested(def, unit);
+        return 'compound';
+      default:
+        return 'other';
+    }
+  }
+
+  /** Classes and functions defined inside a top-level if/try/with block. */
+  private noteNested(node: Node, unit: Unit): void {
+    for (const child of node.namedChildren) {
+      if (!child) continue;
+      const def = definitionOf(child);
+      if (def.type === 'class_definition') this.noteClass(child, def, unit);
+      else if (def.type === 'function_definition') this.noteFunction(def, unit);
+      else if (
+        ['block', 'else_clause', 'elif_clause', 'except_clause', 'finally_clause', 'except_group_clause'].includes(
+          child.type,
+        )
+      ) {
+        this.noteNested(child, unit);
+      }
+    }
+  }
+
+  private noteFunction(def: Node, unit: Unit): void {
+    const name = def.childForFieldName('name')?.text;
+    if (!name) return;
+    this.functions.push({
+      name,
+      unit: this.unitIndex,
+      startLine: def.startPosition.row + 1,
+      endLine: def.endPosition.row + 1,
+      signature: collapse(def.childForFieldName('parameters')?.text ?? '()'),
+      docstring: docstringOf(def.childForFieldName('body')).slice(0, 2000),
+    });
+    void unit;
+  }
+
+  private noteClass(outer: Node, def: Node, unit: Unit): void {
+    const name = def.childForFieldName('name')?.text;
+    if (!name) return;
+    const bases: string[] = [];
+    let abstract = false;
+    const superclasses = def.childForFieldName('superclasses');
+    for (const arg of superclasses?.namedChildren ?? []) {
+      if (!arg) continue;
+      if (arg.type === 'keyword_argument') {
+        const v = arg.childForFieldName('value')?.text ?? '';
+        if (/ABCMeta$/.test(v)) abstract = true;
+        continue;
+      }
+      bases.push(collapse(arg.text, 200));
+      if (/(^|\.)ABC$/.test(arg.text)) abstract = true;
+    }
+    const decorators = decoratorsOf(outer).map((d) => collapse(d.text.replace(/^@\s*/, ''), 200));
+    const body = def.childForFieldName('body');
+    const methods: string[] = [];
+    let signature = '';
+    let forwardSignature = '';
+    const comments: string[] = [];
+    let leading = true;
+    for (const stmt of body?.namedChildren ?? []) {
+      if (!stmt) continue;
+      if (stmt.type === 'comment') {
+        if (leading) comments.push(stmt.text.replace(/^#+\s?/, ''));
+        continue;
+      }
+      leading = false;
+      const mdef = definitionOf(stmt);
+      if (mdef.type !== 'function_definition') continue;
+      const mname = mdef.childForFieldName('name')?.text ?? '';
+      methods.push(mname);
+      const params = mdef.childForFieldName('parameters')?.text ?? '()';
+      const sig = collapse(params.replace(/^\(\s*self\s*,?\s*/, '('), 300);
+      if (mname === '__init__') signature = sig;
+      if (mname === 'forward') forwardSignature = sig;
+      if (decoratorsOf(stmt).some((d) => /abstractmethod/.test(d.text))) abstract = true;
+    }
+    const fact: ClassFact = {
+      name,
+      unit: this.unitIndex,
+      startLine: def.startPosition.row + 1,
+      endLine: def.endPosition.row + 1,
+      bases,
+      decorators,
+      docstring: docstringOf(body).slice(0, 4000),
+      comments: comments.join(' ').slice(0, 2000),
+      signature,
+      forwardSignature,
+      methods,
+      abstract,
+    };
+    for (const d of decoratorsOf(outer)) {
+      const reg = registryDecorator(d);
+      if (reg) fact.registry = reg;
+    }
+    this.classes.push(fact);
+    void unit;
+  }
+
+  private noteAll(stmt: Node): void {
+    if (stmt.type !== 'expression_statement') return;
+    const inner = stmt.namedChild(0);
+    if (!inner) return;
+    let values: Node | null = null;
+    let extend = false;
+    if (inner.type === 'assignment' && inner.childForFieldName('left')?.text === '__all__') {
+      values = inner.childForFieldName('right');
+    } else if (inner.type === 'augmented_assignment' && inner.childForFieldName('left')?.text === '__all__') {
+      values = inner.childForFieldName('right');
+      extend = true;
+    } else if (inner.type === 'call' && inner.childForFieldName('function')?.text === '__all__.extend') {
+      values = inner.childForFieldName('arguments')?.namedChild(0) ?? null;
+      extend = true;
+    }
+    if (!values || !['list', 'tuple'].includes(values.type)) return;
+    const names = values.namedChildren.map((c) => (c ? stringValue(c) : undefined)).filter((s): s is string => !!s);
+    this.all = extend && this.all ? [...this.all, ...names] : names;
+  }
+
+  /** `MODELS.register_module(module=Foo)` / `MODELS.register_module(name='x', module=Foo)` at module level. */
+  private noteRegistrationCall(stmt: Node): void {
+    if (stmt.type !== 'expression_statement') return;
+    const call = stmt.namedChild(0);
+    if (call?.type !== 'call') return;
+    const fn = dottedText(call.childForFieldName('function'));
+    if (!fn || !/\.(register_module|register)$/.test(fn)) return;
+    let target: string | undefined;
+    let alias: string | undefined;
+    for (const arg of call.childForFieldName('arguments')?.namedChildren ?? []) {
+      if (arg?.type !== 'keyword_argument') continue;
+      const key = arg.childForFieldName('name')?.text;
+      const value = arg.childForFieldName('value');
+      if (!value) continue;
+      if (key === 'module' || key === 'cls') target = dottedText(value);
+      if (key === 'name') alias = stringValue(value);
+    }
+    if (target) this.registrations.push({ registry: fn.replace(/\.[^.]+$/, ''), alias, target });
+  }
+
+  // ---- bindings ---------------------------------------------------------------------------------
+
+  /** Names a top-level statement binds in the module, looking into if/try/with/for blocks. */
+  private collectTopBindings(node: Node, out: Set<string>, guarded: boolean, typeChecking: boolean): void {
+    const def = definitionOf(node);
+    switch (def.type) {
+      case 'class_definition':
+      case 'function_definition': {
+        const name = def.childForFieldName('name')?.text;
+        if (name) out.add(name);
+        return;
+      }
+      case 'import_statement':
+      case 'import_from_statement':
+        this.recordImport(def, false, typeChecking, guarded, out);
+        return;
+      case 'expression_statement':
+        for (const c of def.namedChildren) if (c) this.targetsOf(c, out);
+        return;
+      case 'for_statement':
+        this.patternNames(def.childForFieldName('left'), out);
+        break;
+      case 'with_statement':
+        for (const clause of def.namedChildren) {
+          if (clause?.type !== 'with_clause') continue;
+          for (const t of clause.descendantsOfType('as_pattern_target')) if (t) this.patternNames(t, out);
+        }
+        break;
+      case 'except_clause':
+        for (const c of def.namedChildren) {
+          if (c?.type === 'as_pattern') this.patternNames(c.childForFieldName('alias'), out);
+        }
+        break;
+      case 'if_statement':
+      case 'try_statement':
+      case 'while_statement':
+      case 'else_clause':
+      case 'elif_clause':
+      case 'finally_clause':
+      case 'except_group_clause':
+        break;
+      default:
+        return;
+    }
+    for (const child of def.namedChildren) {
+      if (!child) continue;
+      if (child.type === 'block') {
+        for (const stmt of child.namedChildren) if (stmt) this.collectTopBindings(stmt, out, true, typeChecking);
+      } else if (child.type.endsWith('_clause') && child.type !== 'with_clause') {
+        this.collectTopBindings(child, out, true, typeChecking);
+      } else if (child.type === 'named_expression') {
+        const n = child.childForFieldName('name');
+        if (n) out.add(n.text);
+      }
+    }
+  }
+
+  /** Assignment targets inside an expression statement (`a = b = 1`, `x: int = 1`, `a += 1`). */
+  private targetsOf(node: Node, out: Set<string>): void {
+    if (node.type === 'assignment') {
+      this.patternNames(node.childForFieldName('left'), out);
+      const right = node.childForFieldName('right');
+      if (right?.type === 'assignment') this.targetsOf(right, out);
+    } else if (node.type === 'augmented_assignment') {
+      this.patternNames(node.childForFieldName('left'), out);
+    }
+    // walrus at module level binds too
+    for (const w of node.descendantsOfType('named_expression')) {
+      const n = w?.childForFieldName('name');
+      if (n) out.add(n.text);
+    }
+  }
+
+  private patternNames(node: Node | null, out: Set<string>): void {
+    if (!node) return;
+    if (node.type === 'identifier') {
+      out.add(node.text);
+    } else if (PATTERN_CONTAINERS.has(node.type) || node.type === 'as_pattern_target') {
+      for (const c of node.namedChildren) if (c) this.patternNames(c, out);
+    }
+  }
+
+  private recordImport(node: Node, inFunction: boolean, typeChecking: boolean, guarded: boolean, out: Set<string>): void {
+    const line = node.startPosition.row + 1;
+    const base = { line, inFunction, typeChecking, guarded, unit: this.unitIndex };
+    const first = this.imports.length;
+    if (node.type === 'import_statement') {
+      for (const item of node.namedChildren) {
+        if (!item) continue;
+        if (item.type === 'dotted_name') {
+          const module = item.text.replace(/\s+/g, '');
+          const bound = module.split('.')[0];
+          out.add(bound);
+          this.imports.push({ kind: 'import', module, level: 0, bound, ...base });
+        } else if (item.type === 'aliased_import') {
+          const module = (item.childForFieldName('name')?.text ?? '').replace(/\s+/g, '');
+          const bound = item.childForFieldName('alias')?.text ?? module;
+          out.add(bound);
+          this.imports.push({ kind: 'import', module, level: 0, bound, ...base });
+        }
+      }
+    } else if (node.type === 'import_from_statement') {
+      const modNode = node.childForFieldName('module_name');
+      let module = '';
+      let level = 0;
+      if (modNode?.type === 'relative_import') {
+        const prefix = modNode.namedChildren.find((c) => c?.type === 'import_prefix');
+        level = (prefix?.text ?? '').length;
+        module = modNode.namedChildren.find((c) => c?.type === 'dotted_name')?.text ?? '';
+      } else if (modNode) {
+        module = modNode.text;
+      }
+      module = module.replace(/\s+/g, '');
+      if (node.namedChildren.some((c) => c?.type === 'wildcard_import')) {
+        this.imports.push({ kind: 'star', module, level, ...base });
+      }
+      for (const item of node.childrenForFieldName('name')) {
+        if (!item) continue;
+        if (item.type === 'dotted_name') {
+          out.add(item.text);
+          this.imports.push({ kind: 'from', module, level, name: item.text, bound: item.text, ...base });
+        } else if (item.type === 'aliased_import') {
+          const name = item.childForFieldName('name')?.text ?? '';
+          const bound = item.childForFieldName('alias')?.text ?? name;
+          out.add(bound);
+          this.imports.push({ kind: 'from', module, level, name, bound, ...base });
+        }
+      }
+    }
+    if (this.imports.length > first) {
+      this.importRanges.push({
+        unit: this.unitIndex,
+        start: node.startIndex,
+        end: node.endIndex,
+        imports: Array.from({ length: this.imports.length - first }, (_, i) => first + i),
+      });
+    }
+  }
+
+  /** Bindings of a function or class body (not descending into nested scopes, except for walrus in comprehensions). */
+  private collectScope(body: Node | null, scope: Scope): void {
+    if (!body) return;
+    const stack: Node[] = [body];
+    while (stack.length) {
+      const node = stack.pop()!;
+      switch (node.type) {
+        case 'function_definition':
+        case 'class_definition': {
+          const name = node.childForFieldName('name');
+          if (name) scope.locals.add(name.text);
+          if (node.type === 'function_definition') {
+            // defaults and decorators run in this scope; walrus there is rare enough to ignore
+          }
+          continue;
+        }
+        case 'lambda':
+          continue;
+        case 'global_statement':
+          for (const c of node.namedChildren) if (c?.type === 'identifier') scope.globals.add(c.text);
+          continue;
+        case 'nonlocal_statement':
+          for (const c of node.namedChildren) if (c?.type === 'identifier') scope.nonlocals.add(c.text);
+          continue;
+        case 'import_statement':
+        case 'import_from_statement': {
+          const names = new Set<string>();
+          if (scope.kind === 'function') {
+            this.recordImport(node, true, false, false, names);
+          } else {
+            for (const c of node.namedChildren) {
+              if (c?.type === 'dotted_name') names.add(c.text.split('.')[0]);
+              if (c?.type === 'aliased_import') names.add(c.childForFieldName('alias')?.text ?? '');
+            }
+          }
+          for (const n of names) scope.locals.add(n);
+          continue;
+        }
+        case 'assignment':
+        case 'augmented_assignment':
+          this.patternNames(node.childForFieldName('left'), scope.locals);
+          break;
+        case 'for_statement':
+        case 'for_in_clause':
+          if (node.type === 'for_statement') this.patternNames(node.childForFieldName('left'), scope.locals);
+          break;
+        case 'as_pattern_target':
+          this.patternNames(node, scope.locals);
+          break;
+        case 'as_pattern':
+          // `except E as e` uses as_pattern with an alias field
+          if (node.parent?.type === 'except_clause') this.patternNames(node.childForFieldName('alias'), scope.locals);
+          break;
+        case 'named_expression': {
+          const n = node.childForFieldName('name');
+          if (n) scope.walrusTarget().locals.add(n.text);
+          break;
+        }
+        case 'delete_statement':
+          for (const c of node.namedChildren) if (c) this.patternNames(c, scope.locals);
+          break;
+        default:
+          break;
+      }
+      for (let i = node.namedChildCount - 1; i >= 0; i--) {
+        const c = node.namedChild(i);
+        if (c) stack.push(c);
+      }
+    }
+  }
+
+  // ---- references -------------------------------------------------------------------------------
+
+  private ref(node: Node, scope: Scope, timing: Timing, attrs: string[] = [], attrEnds: number[] = []): void {
+    const name = node.text;
+    if (!scope.isFree(name)) return;
+    this.curRefs.push({ name, start: node.startIndex, end: node.endIndex, timing, attrs, attrEnds });
+  }
+
+  private visitAll(nodes: (Node | null)[], scope: Scope, timing: Timing): void {
+    for (const n of nodes) if (n) this.visit(n, scope, timing);
+  }
+
+  private visit(node: Node, scope: Scope, timing: Timing): void {
+    if (++this.depth > MAX_DEPTH) {
+      this.depth = 0;
+      throw new TooDeepError(node.startPosition.row + 1);
+    }
+    try {
+      this.visitInner(node, scope, timing);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private visitInner(node: Node, scope: Scope, timing: Timing): void {
+    switch (node.type) {
+      case 'identifier':
+        this.ref(node, scope, timing);
+        return;
+      case 'attribute': {
+        // collect a dotted chain rooted at a bare name
+        const attrs: string[] = [];
+        const ends: number[] = [];
+        let cur: Node = node;
+        while (cur.type === 'attribute') {
+          const attr = cur.childForFieldName('attribute');
+          attrs.unshift(attr?.text ?? '');
+          ends.unshift(cur.endIndex);
+          const obj = cur.childForFieldName('object');
+          if (!obj) return;
+          cur = obj;
+        }
+        if (cur.type === 'identifier') this.ref(cur, scope, timing, attrs, ends);
+        else this.visit(cur, scope, timing);
+        return;
+      }
+      case 'keyword_argument':
+        this.visitAll([node.childForFieldName('value')], scope, timing);
+        return;
+      case 'string': {
+        const v = stringValue(node);
+        if (v !== undefined && IDENT_STRING.test(v)) this.curStrings.push({ value: v, timing });
+        for (const c of node.namedChildren) if (c?.type === 'interpolation') this.visitAll(c.namedChildren, scope, timing);
+        return;
+      }
+      case 'concatenated_string':
+        this.visitAll(node.namedChildren, scope, timing);
+        return;
+      case 'decorated_definition':
+        for (const d of decoratorsOf(node)) this.visitAll(d.namedChildren, scope, timing);
+        this.visitAll([node.childForFieldName('definition')], scope, timing);
+        return;
+      case 'function_definition':
+        this.visitFunction(node, scope, timing);
+        return;
+      case 'class_definition': {
+        const superclasses = node.childForFieldName('superclasses');
+        if (superclasses) this.visit(superclasses, scope, timing);
+        const cls = new Scope('class', scope);
+        const body = node.childForFieldName('body');
+        this.collectScope(body, cls);
+        if (body) this.visitAll(body.namedChildren, cls, timing);
+        return;
+      }
+      case 'lambda': {
+        const params = node.childForFieldName('parameters');
+        const fn = new Scope('function', scope);
+        this.visitParameters(params, scope, fn, timing);
+        const body = node.childForFieldName('body');
+        this.collectScope(body, fn);
+        if (body) this.visit(body, fn, 'call');
+        return;
+      }
+      case 'list_comprehension':
+      case 'set_comprehension':
+      case 'dictionary_comprehension':
+      case 'generator_expression':
+        this.visitComprehension(node, scope, timing);
+        return;
+      case 'named_expression':
+        this.visitAll([node.childForFieldName('value')], scope, timing);
+        return;
+      case 'assignment': {
+        const left = node.childForFieldName('left');
+        this.visitTarget(left, scope, timing);
+        const type = node.childForFieldName('type');
+        // module- and class-level variable annotations are evaluated; function-local ones are not
+        if (type && !this.futureAnnotations && scope.kind !== 'function') this.visit(type, scope, timing);
+        this.visitAll([node.childForFieldName('right')], scope, timing);
+        return;
+      }
+      case 'augmented_assignment':
+        this.visitAll([node.childForFieldName('left'), node.childForFieldName('right')], scope, timing);
+        return;
+      case 'for_statement':
+        this.visitTarget(node.childForFieldName('left'), scope, timing);
+        this.visitAll(
+          [node.childForFieldName('right'), node.childForFieldName('body'), node.childForFieldName('alternative')],
+          scope,
+          timing,
+        );
+        return;
+      case 'as_pattern_target':
+        for (const c of node.namedChildren) this.visitTarget(c, scope, timing);
+        return;
+      case 'as_pattern':
+        this.visitAll(
+          node.namedChildren.filter((c) => c && c.id !== node.childForFieldName('alias')?.id),
+          scope,
+          timing,
+        );
+        return;
+      case 'import_statement':
+      case 'import_from_statement':
+      case 'future_import_statement':
+      case 'global_statement':
+      case 'nonlocal_statement':
+      case 'comment':
+        return;
+      case 'print_statement':
+      case 'exec_statement':
+        throw new Python2Error(node.startPosition.row + 1, node.type);
+      default:
+        this.visitAll(node.namedChildren, scope, timing);
+    }
+  }
+
+  /** Targets bind names; only the objects of attribute and subscript targets are read. */
+  private visitTarget(node: Node | null, scope: Scope, timing: Timing): void {
+    if (!node) return;
+    if (node.type === 'identifier') return;
+    if (PATTERN_CONTAINERS.has(node.type)) {
+      for (const c of node.namedChildren) this.visitTarget(c, scope, timing);
+      return;
+    }
+    this.visit(node, scope, timing);
+  }
+
+  private visitParameters(params: Node | null, outer: Scope, inner: Scope, timing: Timing): void {
+    for (const p of params?.namedChildren ?? []) {
+      if (!p) continue;
+      const nameNode = p.childForFieldName('name') ?? p.namedChildren.find((c) => c?.type === 'identifier') ?? null;
+      switch (p.type) {
+        case 'identifier':
+          inner.locals.add(p.text);
+          break;
+        case 'default_parameter':
+        case 'typed_default_parameter':
+          if (nameNode) inner.locals.add(nameNode.text);
+          this.visitAll([p.childForFieldName('value')], outer, timing);
+          if (p.type === 'typed_default_parameter' && !this.futureAnnotations) {
+            this.visitAll([p.childForFieldName('type')], outer, timing);
+          }
+          break;
+        case 'typed_parameter': {
+          const names = new Set<string>();
+          for (const c of p.namedChildren) if (c && c.type !== 'type') this.patternNames(c, names);
+          for (const c of p.namedChildren) {
+            if (c?.type === 'list_splat_pattern' || c?.type === 'dictionary_splat_pattern') {
+              for (const cc of c.namedChildren) if (cc?.type === 'identifier') names.add(cc.text);
+            }
+          }
+          for (const n of names) inner.locals.add(n);
+          if (!this.futureAnnotations) this.visitAll([p.childForFieldName('type')], outer, timing);
+          break;
+        }
+        case 'list_splat_pattern':
+        case 'dictionary_splat_pattern':
+        case 'tuple_pattern':
+          for (const c of p.descendantsOfType('identifier')) if (c) inner.locals.add(c.text);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  private visitFunction(node: Node, scope: Scope, timing: Timing): void {
+    const fn = new Scope('function', scope);
+    this.visitParameters(node.childForFieldName('parameters'), scope, fn, timing);
+    if (!this.futureAnnotations) this.visitAll([node.childForFieldName('return_type')], scope, timing);
+    const body = node.childForFieldName('body');
+    this.collectScope(body, fn);
+    if (body) this.visitAll(body.namedChildren, fn, 'call');
+  }
+
+  private visitComprehension(node: Node, scope: Scope, timing: Timing): void {
+    const clauses = node.namedChildren.filter((c): c is Node => !!c && (c.type === 'for_in_clause' || c.type === 'if_clause'));
+    const comp = new Scope('comprehension', scope);
+    for (const c of clauses) {
+      if (c.type === 'for_in_clause') this.patternNames(c.childForFieldName('left'), comp.locals);
+    }
+    // walrus targets inside bind in the enclosing function scope
+    for (const w of node.descendantsOfType('named_expression')) {
+      const n = w?.childForFieldName('name');
+      if (n) comp.walrusTarget().locals.add(n.text);
+    }
+    let firstIter = true;
+    for (const c of clauses) {
+      if (c.type === 'for_in_clause') {
+        const right = c.childForFieldName('right');
+        // the first iterable is evaluated in the enclosing scope
+        if (right) this.visit(right, firstIter ? scope : comp, timing);
+        firstIter = false;
+        this.visitTarget(c.childForFieldName('left'), comp, timing);
+      } else {
+        this.visitAll(c.namedChildren, comp, timing);
+      }
+    }
+    const body = node.childForFieldName('body');
+    if (body) this.visit(body, comp, timing);
+    for (const c of node.namedChildren) {
+      if (c && c.id !== body?.id && c.type !== 'for_in_clause' && c.type !== 'if_clause') this.visit(c, comp, timing);
+    }
+  }
+}
+
+export class Python2Error extends Error {
+  constructor(line: number, what: string) {
+    super(`Python 2 syntax (${what.replace('_statement', '')} statement) at line ${line}`);
+  }
+}
+
+/** `@X.register_module()`, `@X.register_module(name="a")`, `@X.register`, `@X.register("a")`. */
+function registryDecorator(decorator: Node): RegistryUse | undefined {
+  let expr = decorator.namedChild(0);
+  if (!expr) return undefined;
+  let alias: string | undefined;
+  if (expr.type === 'call') {
+    for (const arg of expr.childForFieldName('arguments')?.namedChildren ?? []) {
+      if (!arg) continue;
+      if (arg.type === 'keyword_argument' && arg.childForFieldName('name')?.text === 'name') {
+        alias = stringValue(arg.childForFieldName('value')!) ?? alias;
+      } else if (arg.type === 'string') {
+        alias = stringValue(arg) ?? alias;
+      }
+    }
+    expr = expr.childForFieldName('function');
+  }
+  const text = dottedText(expr);
+  if (!text) return undefined;
+  const m = /^(.+)\.(register_module|register)$/.exec(text);
+  return m ? { registry: m[1], alias } : undefined;
+}
+
+/** Sorted unique helper used when comparing facts. */
+export function uniqueSorted(values: Iterable<string>): string[] {
+  return [...new Set(values)].sort();
+}

@@ -1,0 +1,83 @@
+/** web-tree-sitter with the Python grammar: bytes in, module facts (or the reason there are none) out. */
+import { Language, Parser } from 'web-tree-sitter';
+import { decodePython } from './decode';
+import { extractFacts, Python2Error, TooDeepError } from './facts';
+import type { ParseOutcome } from './types';
+
+export interface WasmPaths {
+  /** web-tree-sitter's runtime, `web-tree-sitter.wasm`. */
+  treeSitterWasm: string;
+  /** The grammar, `tree-sitter-python.wasm`. */
+  pythonWasm: string;
+}
+
+/** Files larger than this are skipped and reported (generated tables, vendored blobs). */
+export const DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024;
+
+const PY2_HINTS = [/^\s*print\s+[^\s(=,)]/m, /^\s*except\s+[\w.]+\s*,\s*\w+\s*:/m, /^\s*exec\s+["'\w]/m, /\b0[0-7]+L?\b/, /`[^`\n]+`/];
+
+let runtime: Promise<void> | undefined;
+
+export class PythonParser {
+  private constructor(private readonly parser: Parser) {}
+
+  static async create(paths: WasmPaths): Promise<PythonParser> {
+    runtime ??= Parser.init({ locateFile: () => paths.treeSitterWasm });
+    await runtime;
+    const language = await Language.load(paths.pythonWasm);
+    const parser = new Parser();
+    parser.setLanguage(language);
+    return new PythonParser(parser);
+  }
+
+  /** Parses one file's bytes. Never throws for bad input: the outcome says why it was skipped. */
+  parse(bytes: Uint8Array, maxBytes = DEFAULT_MAX_FILE_BYTES): ParseOutcome {
+    if (bytes.length > maxBytes) {
+      return { ok: false, reason: 'too-large', detail: `${bytes.length} bytes, over the ${maxBytes}-byte limit` };
+    }
+    const decoded = decodePython(bytes);
+    if (!decoded.ok) {
+      return { ok: false, reason: decoded.reason, detail: decoded.detail };
+    }
+    return this.parseText(decoded.text);
+  }
+
+  parseText(text: string): ParseOutcome {
+    const tree = this.parser.parse(text);
+    if (!tree) {
+      return { ok: false, reason: 'error', detail: 'the parser returned no tree' };
+    }
+    try {
+      const root = tree.rootNode;
+      if (root.hasError) {
+        const line = firstErrorLine(root);
+        const py2 = PY2_HINTS.some((re) => re.test(text));
+        return py2
+          ? { ok: false, reason: 'python2', detail: `Python 2 syntax (syntax error at line ${line})` }
+          : { ok: false, reason: 'syntax', detail: `syntax error at line ${line}` };
+      }
+      return { ok: true, ...extractFacts(root, text) };
+    } catch (err) {
+      if (err instanceof TooDeepError) return { ok: false, reason: 'too-deep', detail: err.message };
+      if (err instanceof Python2Error) return { ok: false, reason: 'python2', detail: err.message };
+      if (err instanceof RangeError) return { ok: false, reason: 'too-deep', detail: `nesting too deep: ${err.message}` };
+      return { ok: false, reason: 'error', detail: err instanceof Error ? err.message : String(err) };
+    } finally {
+      tree.delete();
+    }
+  }
+}
+
+function firstErrorLine(root: import('web-tree-sitter').Node): number {
+  const stack = [root];
+  while (stack.length) {
+    const node = stack.pop()!;
+    if (node.isError || node.isMissing) return node.startPosition.row + 1;
+    if (!node.hasError) continue;
+    for (let i = node.childCount - 1; i >= 0; i--) {
+      const c = node.child(i);
+      if (c) stack.push(c);
+    }
+  }
+  return root.startPosition.row + 1;
+}

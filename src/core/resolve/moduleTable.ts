@@ -1,0 +1,227 @@
+/**
+ * Name resolution across indexed modules, the way Python's import system binds names: relative imports,
+ * package re-exports, aliases, star imports with `__all__`, module attributes, the last binding winning.
+ */
+import type { ModuleFacts } from '../parse/types';
+
+export const BUILTINS: ReadonlySet<string> = new Set(
+  `ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup BlockingIOError
+BrokenPipeError BufferError BytesWarning ChildProcessError ConnectionAbortedError ConnectionError
+ConnectionRefusedError ConnectionResetError DeprecationWarning EOFError Ellipsis EncodingWarning
+EnvironmentError Exception ExceptionGroup False FileExistsError FileNotFoundError FloatingPointError
+FutureWarning GeneratorExit IOError ImportError ImportWarning IndentationError IndexError InterruptedError
+IsADirectoryError KeyError KeyboardInterrupt LookupError MemoryError ModuleNotFoundError NameError None
+NotADirectoryError NotImplemented NotImplementedError OSError OverflowError PendingDeprecationWarning
+PermissionError ProcessLookupError RecursionError ReferenceError ResourceWarning RuntimeError RuntimeWarning
+StopAsyncIteration StopIteration SyntaxError SyntaxWarning SystemError SystemExit TabError TimeoutError True
+TypeError UnboundLocalError UnicodeDecodeError UnicodeEncodeError UnicodeError UnicodeTranslateError
+UnicodeWarning UserWarning ValueError Warning ZeroDivisionError __build_class__ __debug__ __doc__ __import__
+__loader__ __name__ __package__ __spec__ abs aiter all anext any ascii bin bool breakpoint bytearray bytes
+callable chr classmethod compile complex copyright credits delattr dict dir divmod enumerate eval exec exit
+filter float format frozenset getattr globals hasattr hash help hex id input int isinstance issubclass iter
+len license list locals map max memoryview min next object oct open ord pow print property quit range repr
+reversed round set setattr slice sorted staticmethod str sum super tuple type vars zip __file__ __builtins__
+__annotations__ __path__`.split(/\s+/),
+);
+
+export interface ModuleRecord {
+  repoId: number;
+  repo: string;
+  module: string;
+  isPackage: boolean;
+  path: string;
+  fileId: number;
+  facts: ModuleFacts;
+}
+
+export type Target =
+  | { kind: 'module'; mod: ModuleRecord }
+  | { kind: 'symbol'; mod: ModuleRecord; name: string; unit: number }
+  | { kind: 'external'; qualname: string }
+  | { kind: 'builtin'; name: string }
+  | { kind: 'missing'; qualname: string; repo: string }
+  | { kind: 'unresolved'; name: string };
+
+export interface RepoRecord {
+  id: number;
+  name: string;
+  priority: number;
+}
+
+export class ModuleTable {
+  private readonly byModule = new Map<string, ModuleRecord[]>();
+  private readonly topNames = new Map<number, Set<string>>();
+  private readonly priority = new Map<number, number>();
+  private readonly bindingCache = new Map<ModuleRecord, Map<string, number>>();
+
+  constructor(records: Iterable<ModuleRecord>, repos: RepoRecord[]) {
+    for (const r of repos) this.priority.set(r.id, r.priority);
+    for (const rec of records) {
+      let list = this.byModule.get(rec.module);
+      if (!list) this.byModule.set(rec.module, (list = []));
+      list.push(rec);
+      let tops = this.topNames.get(rec.repoId);
+      if (!tops) this.topNames.set(rec.repoId, (tops = new Set()));
+      tops.add(rec.module.split('.')[0]);
+    }
+    for (const list of this.byModule.values()) {
+      list.sort((a, b) => (this.priority.get(b.repoId) ?? 0) - (this.priority.get(a.repoId) ?? 0) || a.repoId - b.repoId);
+    }
+  }
+
+  /** The module as seen from `fromRepo`: its own repository first, then others by priority. */
+  lookup(module: string, fromRepo?: number): ModuleRecord | undefined {
+    const list = this.byModule.get(module);
+    if (!list) return undefined;
+    return (fromRepo !== undefined && list.find((r) => r.repoId === fromRepo)) || list[0];
+  }
+
+  lookupIn(module: string, repoId: number): ModuleRecord | undefined {
+    return this.byModule.get(module)?.find((r) => r.repoId === repoId);
+  }
+
+  modules(): IterableIterator<ModuleRecord[]> {
+    return this.byModule.values();
+  }
+
+  /** True when `module` belongs to the repository's own top-level packages or modules. */
+  isInternal(module: string, repoId: number): boolean {
+    return this.topNames.get(repoId)?.has(module.split('.')[0]) ?? false;
+  }
+
+  /** Absolute module path of a (possibly relative) import written in `from`. */
+  absoluteModule(from: ModuleRecord, level: number, module: string): string {
+    if (level === 0) return module;
+    const parts = from.module.split('.');
+    const pkg = from.isPackage ? parts : parts.slice(0, -1);
+    const base = pkg.slice(0, Math.max(0, pkg.length - (level - 1)));
+    return [...base, ...(module ? module.split('.') : [])].join('.');
+  }
+
+  /** Index of the unit that binds `name` last at module level (the binding Python would see after import). */
+  bindingUnit(mod: ModuleRecord, name: string): number | undefined {
+    let cache = this.bindingCache.get(mod);
+    if (!cache) {
+      cache = new Map();
+      const typeOnly = new Map<string, number>();
+      mod.facts.units.forEach((u, i) => {
+        if (u.kind === 'main') return;
+        for (const b of u.binds) (u.guard === 'type-checking' ? typeOnly : cache!).set(b, i);
+      });
+      this.bindingCache.set(mod, cache);
+    }
+    return cache.get(name);
+  }
+
+  /** Resolves a bare name at module scope of `mod`. */
+  resolveName(mod: ModuleRecord, name: string, seen = new Set<string>()): Target {
+    const key = `${mod.repoId}:${mod.module}:${name}`;
+    if (seen.has(key)) return { kind: 'unresolved', name };
+    seen.add(key);
+    const unit = this.bindingUnit(mod, name);
+    if (unit !== undefined) {
+      const u = mod.facts.units[unit];
+      if (u.kind === 'import') {
+        const imp = [...mod.facts.imports].reverse().find((f) => f.unit === unit && f.bound === name && !f.inFunction);
+        if (imp) return this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, seen);
+      }
+      return { kind: 'symbol', mod, name, unit };
+    }
+    // star imports, last one first
+    const stars = mod.facts.imports.filter((f) => f.kind === 'star' && !f.inFunction && !f.typeChecking);
+    for (let i = stars.length - 1; i >= 0; i--) {
+      const abs = this.absoluteModule(mod, stars[i].level, stars[i].module);
+      const rec = this.lookup(abs, mod.repoId);
+      if (rec) {
+        if (this.exports(rec, name, seen)) return this.resolveName(rec, name, seen);
+      } else if (stars.length === 1 && !BUILTINS.has(name)) {
+        return this.isInternal(abs, mod.repoId) || stars[i].level > 0
+          ? { kind: 'missing', qualname: abs, repo: mod.repo }
+          : { kind: 'external', qualname: `${abs}.${name}` };
+      }
+    }
+    if (BUILTINS.has(name)) return { kind: 'builtin', name };
+    return { kind: 'unresolved', name };
+  }
+
+  /** Whether `from rec import *` brings `name`. */
+  private exports(rec: ModuleRecord, name: string, seen: Set<string>): boolean {
+    if (rec.facts.all) return rec.facts.all.includes(name);
+    if (name.startsWith('_')) return false;
+    if (this.bindingUnit(rec, name) !== undefined) return true;
+    const t = this.resolveName(rec, name, new Set(seen));
+    return t.kind !== 'unresolved' && t.kind !== 'builtin';
+  }
+
+  /** What an import statement binds: `import a.b` binds module `a`; `import a.b as c` binds `a.b`. */
+  resolveImport(
+    mod: ModuleRecord,
+    kind: 'import' | 'from' | 'star',
+    level: number,
+    module: string,
+    importedName: string | undefined,
+    bound: string,
+    seen = new Set<string>(),
+  ): Target {
+    const abs = this.absoluteModule(mod, level, module);
+    if (kind === 'import') {
+      const target = bound === module.split('.')[0] && module.includes('.') && bound !== module ? module.split('.')[0] : abs;
+      return this.moduleTarget(target, mod, level > 0);
+    }
+    return this.fromImport(abs, importedName ?? bound, mod, level > 0, seen);
+  }
+
+  private moduleTarget(abs: string, from: ModuleRecord, relative: boolean): Target {
+    const rec = this.lookup(abs, from.repoId);
+    if (rec) return { kind: 'module', mod: rec };
+    if (relative || this.isInternal(abs, from.repoId)) return { kind: 'missing', qualname: abs, repo: from.repo };
+    return { kind: 'external', qualname: abs };
+  }
+
+  private fromImport(abs: string, name: string, from: ModuleRecord, relative: boolean, seen: Set<string>): Target {
+    const rec = this.lookup(abs, from.repoId);
+    if (rec) {
+      const t = this.resolveName(rec, name, seen);
+      if (t.kind !== 'unresolved' && t.kind !== 'builtin') return t;
+      const sub = this.lookup(`${abs}.${name}`, rec.repoId);
+      if (sub) return { kind: 'module', mod: sub };
+      return { kind: 'missing', qualname: `${abs}.${name}`, repo: rec.repo };
+    }
+    const sub = this.lookup(`${abs}.${name}`, from.repoId);
+    if (sub) return { kind: 'module', mod: sub };
+    if (relative || this.isInternal(abs, from.repoId)) return { kind: 'missing', qualname: `${abs}.${name}`, repo: from.repo };
+    return { kind: 'external', qualname: `${abs}.${name}` };
+  }
+
+  /** Follows attribute access from a target: `mod.attr`, `pkg.sub.mod.f`, `external.x`. */
+  resolveAttrs(target: Target, attrs: string[], seen = new Set<string>()): { target: Target; consumed: number } {
+    let cur = target;
+    let consumed = 0;
+    for (const attr of attrs) {
+      if (cur.kind === 'module') {
+        const t = this.resolveName(cur.mod, attr, new Set(seen));
+        if (t.kind !== 'unresolved' && t.kind !== 'builtin') {
+          cur = t;
+        } else {
+          const sub = this.lookup(`${cur.mod.module}.${attr}`, cur.mod.repoId);
+          if (!sub) return { target: { kind: 'missing', qualname: `${cur.mod.module}.${attr}`, repo: cur.mod.repo }, consumed: consumed + 1 };
+          cur = { kind: 'module', mod: sub };
+        }
+        consumed++;
+      } else if (cur.kind === 'external') {
+        cur = { kind: 'external', qualname: `${cur.qualname}.${attr}` };
+        consumed++;
+      } else {
+        break;
+      }
+    }
+    return { target: cur, consumed };
+  }
+
+  /** Resolves a dotted expression written in `mod` (`nn.Module`, `layers.Base`). */
+  resolveDotted(mod: ModuleRecord, dotted: string): Target {
+    const [head, ...rest] = dotted.split('.');
+    const t = this.resolveName(mod, head);
+    return rest.length ? this.resolveAttrs(t, rest).target : t;
+  }
+}

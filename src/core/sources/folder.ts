@@ -1,0 +1,150 @@
+/** A local folder source: a walk that never follows a link, and a module prefix when the root is a package. */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { NnragError, throwIfAborted } from '../errors';
+import { makeMatcher } from './glob';
+import { detectLicense, LICENSE_FILES } from './license';
+import type { OpenedSource, RepoInfo, SkippedEntry, SourceConfig, SourceFile } from './types';
+
+const SKIP_DIRS = new Set(['.git', '.hg', '.svn', '__pycache__', 'node_modules', '.tox', '.venv', '.mypy_cache', '.eggs']);
+
+export function validateName(name: string): string {
+  if (!/^[A-Za-z0-9_.-]+$/.test(name) || name.startsWith('-')) {
+    throw new NnragError('bad-source', `invalid repository name '${name}': use letters, digits, '.', '_' and '-'`);
+  }
+  return name;
+}
+
+/** The dotted package chain that `dir` sits in (`/x/torchvision/models` -> `torchvision.models`). */
+async function packagePrefix(dir: string): Promise<string> {
+  const parts: string[] = [];
+  let cur = dir;
+  while (await exists(path.join(cur, '__init__.py'))) {
+    parts.unshift(path.basename(cur));
+    const parent = path.dirname(cur);
+    if (parent === cur) break;
+    cur = parent;
+  }
+  return parts.join('.');
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await fsp.access(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function readLicenseIn(dirs: string[]): Promise<string | undefined> {
+  for (const dir of dirs) {
+    for (const name of LICENSE_FILES) {
+      try {
+        const text = await fsp.readFile(path.join(dir, name), 'utf8');
+        const id = detectLicense(text);
+        if (id) return id;
+      } catch {
+        // not there
+      }
+    }
+  }
+  return undefined;
+}
+
+export interface FolderOptions {
+  kind?: RepoInfo['kind'];
+  license?: string;
+  commit?: string;
+}
+
+export async function openFolder(config: SourceConfig, options: FolderOptions = {}): Promise<OpenedSource> {
+  const root = path.resolve(config.location);
+  let stat;
+  try {
+    stat = await fsp.stat(root);
+  } catch {
+    throw new NnragError('bad-source', `no such folder: ${config.location}`);
+  }
+  if (!stat.isDirectory()) throw new NnragError('bad-source', `not a folder: ${config.location}`);
+  const realRoot = await fsp.realpath(root);
+  const modulePrefix = await packagePrefix(realRoot);
+  const name = validateName(config.name ?? path.basename(realRoot));
+  const include = makeMatcher(config.include);
+  const exclude = makeMatcher(config.exclude);
+  const license = options.license ?? (await readLicenseIn([realRoot, path.dirname(realRoot)]));
+  const info: RepoInfo = {
+    name,
+    kind: options.kind ?? 'folder',
+    location: realRoot,
+    root: realRoot,
+    modulePrefix,
+    license,
+    commit: options.commit,
+  };
+
+  async function list(signal?: AbortSignal): Promise<{ files: SourceFile[]; skipped: SkippedEntry[] }> {
+    const files: SourceFile[] = [];
+    const skipped: SkippedEntry[] = [];
+    const stack = [''];
+    while (stack.length) {
+      throwIfAborted(signal);
+      const rel = stack.pop()!;
+      let entries;
+      try {
+        entries = await fsp.readdir(path.join(realRoot, rel), { withFileTypes: true });
+      } catch (err) {
+        skipped.push({ path: rel || '.', reason: 'unreadable', detail: (err as Error).message });
+        continue;
+      }
+      entries.sort((a, b) => (a.name < b.name ? -1 : 1));
+      for (const e of entries) {
+        const childRel = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isSymbolicLink()) {
+          if (e.name.endsWith('.py') || !e.name.includes('.')) skipped.push(await describeLink(realRoot, childRel));
+          continue;
+        }
+        if (e.isDirectory()) {
+          if (!SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) stack.push(childRel);
+          continue;
+        }
+        if (!e.isFile() || !e.name.endsWith('.py')) continue;
+        if (include && !include(childRel)) continue;
+        if (exclude && exclude(childRel)) continue;
+        try {
+          const st = await fsp.stat(path.join(realRoot, childRel));
+          files.push({ path: childRel, size: st.size, mtimeMs: st.mtimeMs });
+        } catch (err) {
+          skipped.push({ path: childRel, reason: 'unreadable', detail: (err as Error).message });
+        }
+      }
+    }
+    files.sort((a, b) => (a.path < b.path ? -1 : 1));
+    return { files, skipped };
+  }
+
+  async function read(file: SourceFile): Promise<Uint8Array> {
+    return fsp.readFile(path.join(realRoot, file.path));
+  }
+
+  return { info, config, list, read };
+}
+
+/** Links are never followed; say where one points and why it was skipped. */
+async function describeLink(root: string, rel: string): Promise<SkippedEntry> {
+  const abs = path.join(root, rel);
+  let target = '?';
+  try {
+    target = await fsp.readlink(abs);
+    const real = await fsp.realpath(abs);
+    const inside = real === root || real.startsWith(root + path.sep);
+    return inside
+      ? { path: rel, reason: 'link', detail: `link to ${target} inside the repository (indexed at its real path)` }
+      : { path: rel, reason: 'link-outside', detail: `link to ${target}, outside the repository: not followed` };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ELOOP'
+      ? { path: rel, reason: 'link-loop', detail: `link loop through ${target}: not followed` }
+      : { path: rel, reason: 'link-outside', detail: `dangling link to ${target}: not followed` };
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * A git source over http(s): a shallow, single-branch clone without checkout into a cache folder, blobs read
+ * straight from the object store with one shared cache; later runs fetch and notice a new commit.
+ */
+import { createHash } from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import git from 'isomorphic-git';
+import http from 'isomorphic-git/http/node';
+import { errorMessage, NnragError, throwIfAborted } from '../errors';
+import { validateName } from './folder';
+import { makeMatcher } from './glob';
+import { detectLicense, LICENSE_FILES } from './license';
+import type { OpenedSource, RepoInfo, SkippedEntry, SourceConfig, SourceFile } from './types';
+
+/** Checks a git URL and returns it normalised; throws a clear error for anything else. */
+export function checkGitUrl(raw: string): string {
+  if (raw.startsWith('-')) throw new NnragError('bad-url', `'${raw}' looks like an option, not a repository URL`);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new NnragError('bad-url', `'${raw}' is not a URL; give an http(s) git URL or a local folder`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new NnragError('bad-url', `unsupported URL scheme '${url.protocol}' in '${raw}': only http:// and https:// git URLs are supported`);
+  }
+  if (!url.hostname) throw new NnragError('bad-url', `no host in '${raw}'`);
+  if (url.username || url.password) {
+    throw new NnragError('bad-url', `'${url.origin}': do not put credentials in the URL; they would be stored in plain text`);
+  }
+  return url.toString().replace(/\/$/, '');
+}
+
+export function looksLikeUrl(s: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(s) || /^git@/.test(s);
+}
+
+export function defaultGitName(url: string): string {
+  const last = new URL(url).pathname.split('/').filter(Boolean).pop() ?? 'repo';
+  return last.replace(/\.git$/, '') || 'repo';
+}
+
+export interface GitOptions {
+  cacheDir: string;
+  /** Called with human-readable progress of the clone or fetch. */
+  onMessage?: (message: string) => void;
+  signal?: AbortSignal;
+  onAuth?: () => { username?: string; password?: string } | undefined;
+}
+
+const CURRENT_REF = 'refs/nnrag/current';
+
+export async function openGit(config: SourceConfig, options: GitOptions): Promise<OpenedSource & { updated: boolean; previous?: string }> {
+  const url = checkGitUrl(config.location);
+  const name = validateName(config.name ?? defaultGitName(url));
+  const gitdir = path.join(options.cacheDir, 'git', `${name}-${createHash('sha1').update(url).digest('hex').slice(0, 10)}.git`);
+  const cache = {};
+  const isCommit = !!config.ref && /^[0-9a-f]{40}$/i.test(config.ref);
+  const onProgress = options.onMessage
+    ? (p: { phase: string; loaded: number; total?: number }) =>
+        options.onMessage!(`${p.phase} ${p.loaded}${p.total ? `/${p.total}` : ''}`)
+    : undefined;
+  const onAuth = options.onAuth ? () => options.onAuth!() ?? { cancel: true } : undefined;
+
+  let previous: string | undefined;
+  try {
+    previous = await git.resolveRef({ fs, gitdir, ref: CURRENT_REF });
+  } catch {
+    previous = undefined;
+  }
+  let commit: string;
+  throwIfAborted(options.signal);
+  try {
+    if (!previous) {
+      await fs.promises.rm(gitdir, { recursive: true, force: true });
+      await git.clone({
+        fs,
+        http,
+        dir: gitdir,
+        gitdir,
+        url,
+        ref: isCommit ? undefined : config.ref,
+        singleBranch: !isCommit,
+        depth: isCommit ? undefined : 1,
+        noCheckout: true,
+        noTags: true,
+        cache,
+        onProgress,
+        onAuth,
+      });
+      commit = isCommit ? config.ref!.toLowerCase() : await git.resolveRef({ fs, gitdir, ref: 'HEAD' });
+    } else if (isCommit) {
+      commit = config.ref!.toLowerCase();
+      if (commit !== previous) {
+        await git.fetch({ fs, http, gitdir, url, cache, onProgress, onAuth, tags: false });
+      }
+    } else {
+      // never pass depth to a follow-up fetch: isomorphic-git then refetches history
+      const res = await git.fetch({ fs, http, gitdir, url, ref: config.ref, singleBranch: true, tags: false, cache, onProgress, onAuth });
+      commit = res.fetchHead ?? previous;
+    }
+  } catch (err) {
+    if (previous && !isCommit) {
+      options.onMessage?.(`fetch failed (${errorMessage(err)}); using the cached commit ${previous.slice(0, 8)}`);
+      commit = previous;
+    } else {
+      await fs.promises.rm(gitdir, { recursive: true, force: true }).catch(() => undefined);
+      throw new NnragError('git', `cannot clone ${url}${config.ref ? ` at ${config.ref}` : ''}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+  try {
+    await git.readCommit({ fs, gitdir, oid: commit, cache });
+  } catch (err) {
+    throw new NnragError('git', `commit ${commit} of ${url} is not available: ${errorMessage(err)}`);
+  }
+  await git.writeRef({ fs, gitdir, ref: CURRENT_REF, value: commit, force: true });
+
+  const include = makeMatcher(config.include);
+  const exclude = makeMatcher(config.exclude);
+  let license: string | undefined;
+  const info: RepoInfo = {
+    name,
+    kind: 'git',
+    location: url,
+    url,
+    ref: config.ref,
+    commit,
+    root: gitdir,
+    modulePrefix: '',
+  };
+
+  async function list(signal?: AbortSignal): Promise<{ files: SourceFile[]; skipped: SkippedEntry[] }> {
+    const files: SourceFile[] = [];
+    const skipped: SkippedEntry[] = [];
+    const { commit: c } = await git.readCommit({ fs, gitdir, oid: commit, cache });
+    const stack: { oid: string; prefix: string }[] = [{ oid: c.tree, prefix: '' }];
+    while (stack.length) {
+      throwIfAborted(signal);
+      const { oid, prefix } = stack.pop()!;
+      const { tree } = await git.readTree({ fs, gitdir, oid, cache });
+      for (const entry of tree) {
+        const rel = prefix ? `${prefix}/${entry.path}` : entry.path;
+        if (entry.type === 'tree') {
+          if (!entry.path.startsWith('.') && entry.path !== '__pycache__') stack.push({ oid: entry.oid, prefix: rel });
+        } else if (entry.mode === '120000') {
+          if (entry.path.endsWith('.py')) skipped.push({ path: rel, reason: 'link', detail: 'symbolic link in the repository: not followed' });
+        } else if (entry.type === 'blob') {
+          if (!prefix && LICENSE_FILES.includes(entry.path) && !license) {
+            const { blob } = await git.readBlob({ fs, gitdir, oid: entry.oid, cache });
+            license = detectLicense(Buffer.from(blob).toString('utf8'));
+            info.license = license;
+          }
+          if (!entry.path.endsWith('.py')) continue;
+          if (include && !include(rel)) continue;
+          if (exclude && exclude(rel)) continue;
+          files.push({ path: rel, size: -1, oid: entry.oid });
+        }
+      }
+    }
+    files.sort((a, b) => (a.path < b.path ? -1 : 1));
+    return { files, skipped };
+  }
+
+  async function read(file: SourceFile): Promise<Uint8Array> {
+    const { blob } = await git.readBlob({ fs, gitdir, oid: file.oid!, cache });
+    return blob;
+  }
+
+  return { info, config, list, read, updated: previous !== undefined && previous !== commit, previous };
+}
+
+/** Reads one blob of a cached clone (used when the emitter needs a file's text). */
+export async function readGitBlob(gitdir: string, oid: string): Promise<Uint8Array> {
+  const { blob } = await git.readBlob({ fs, gitdir, oid });
+  return blob;
+}

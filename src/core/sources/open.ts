@@ -1,0 +1,51 @@
+/** Turns source arguments and settings into opened sources, with clear errors for bad input. */
+import { promises as fsp } from 'fs';
+import { NnragError } from '../errors';
+import { openFolder } from './folder';
+import { checkGitUrl, looksLikeUrl, openGit } from './git';
+import { openPythonPackages } from './pythonEnv';
+import type { OpenedSource, SourceConfig } from './types';
+
+export interface OpenOptions {
+  cacheDir: string;
+  signal?: AbortSignal;
+  onMessage?: (message: string) => void;
+  onAuth?: () => { username?: string; password?: string } | undefined;
+}
+
+/** What a bare argument names: an http(s) URL is a git source, anything else must be a folder. */
+export async function sourceFromArgument(arg: string, extra: Partial<SourceConfig> = {}): Promise<SourceConfig> {
+  if (arg.startsWith('-')) throw new NnragError('usage', `'${arg}' looks like an option, not a source; put sources after 'index'`);
+  if (looksLikeUrl(arg)) {
+    return { ...extra, location: checkGitUrl(arg), kind: 'git' };
+  }
+  try {
+    const st = await fsp.stat(arg);
+    if (!st.isDirectory()) throw new NnragError('bad-source', `'${arg}' is a file; give the repository's folder`);
+  } catch (err) {
+    if (err instanceof NnragError) throw err;
+    throw new NnragError('bad-source', `'${arg}' is neither an http(s) git URL nor an existing folder`);
+  }
+  return { ...extra, location: arg, kind: 'folder' };
+}
+
+export async function openSource(config: SourceConfig, options: OpenOptions): Promise<OpenedSource[]> {
+  const kind = config.kind ?? (looksLikeUrl(config.location) ? 'git' : 'folder');
+  switch (kind) {
+    case 'git':
+      return [await openGit(config, options)];
+    case 'python-env': {
+      if (!config.python) throw new NnragError('bad-source', `no interpreter given for the installed package '${config.location}'`);
+      return openPythonPackages(config.python, config.location.split(',').map((s) => s.trim()).filter(Boolean), {
+        include: config.include,
+        exclude: config.exclude,
+        symbols: config.symbols,
+        priority: config.priority,
+        inline: config.inline,
+        name: config.name,
+      });
+    }
+    default:
+      return [await openFolder(config)];
+  }
+}
