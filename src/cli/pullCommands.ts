@@ -1,4 +1,256 @@
-import { NnragError } from '../core/errors';
+/** `nn-rag pull` (one block or a batch) and `nn-rag validate`. */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { performance } from 'perf_hooks';
+import { findTarget } from '../core/blocks/target';
+import type { ClassRef } from '../core/blocks/target';
+import { CancelledError, errorMessage, NnragError } from '../core/errors';
+import { PythonParser } from '../core/parse/parser';
+import { openPullSession, pullBlock, requirementsText } from '../core/pull';
+import type { PullReport } from '../core/pull';
+import { loadModuleTable } from '../core/resolve/loadTable';
+import { TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
+import { flag, intOpt, opt } from './args';
+import { EXIT, openDb, parse } from './cli';
 import type { CliEnv } from './cli';
-export async function pullCommand(_a: string[], _e: CliEnv): Promise<number> { throw new NnragError('usage', 'pull: not yet'); }
-export async function validateCommand(_a: string[], _e: CliEnv): Promise<number> { throw new NnragError('usage', 'validate: not yet'); }
+
+const PULL_OPTIONS = {
+  out: { value: true },
+  'out-dir': { value: true },
+  python: { value: true },
+  'no-validate': {},
+  timeout: { value: true },
+  'memory-mb': { value: true },
+  all: {},
+  from: { value: true },
+  repo: { value: true },
+  limit: { value: true },
+  'start-from': { value: true },
+  requirements: {},
+};
+
+function defaultPython(env: CliEnv): string {
+  return env.env.NNRAG_PYTHON || 'python3';
+}
+
+export async function pullCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, PULL_OPTIONS);
+  if (flag(args, 'all') || opt(args, 'from')) return batchPull(args, env);
+  if (args.positionals.length !== 1) throw new NnragError('usage', 'pull needs one TARGET (or --all / --from FILE)');
+  const out = opt(args, 'out');
+  if (!out) throw new NnragError('usage', 'pull needs --out FILE');
+  const validate = !flag(args, 'no-validate');
+  const db = await openDb(args, env);
+  try {
+    const ref = findTarget(db, args.positionals[0]);
+    const parser = await PythonParser.create(env.assets);
+    const session = openPullSession(db, loadModuleTable(db));
+    let report: PullReport;
+    try {
+      report = await pullBlock(session, ref, {
+        parser,
+        out,
+        python: opt(args, 'python') ?? defaultPython(env),
+        runner: env.assets.runner,
+        validate,
+        timeoutMs: intOpt(args, 'timeout', 120) * 1000,
+        memoryMb: intOpt(args, 'memory-mb', 4096),
+        signal: env.signal,
+      });
+    } catch (err) {
+      if (!(err instanceof NnragError) || err.code !== 'interpreter') throw err;
+      report = interpreterFailure(ref, out, err.message);
+    }
+    if (flag(args, 'requirements') && report.status !== 'failed') {
+      const reqFile = out.replace(/\.py$/, '') + '.requirements.txt';
+      await fsp.writeFile(reqFile, requirementsText(report.requirements, report.imports), 'utf8');
+    }
+    await db.save();
+    if (flag(args, 'json')) {
+      env.out(`${JSON.stringify(report, null, 1)}\n`);
+    } else {
+      env.out(describeReport(report));
+    }
+    return report.status === 'validated' || (!validate && report.status === 'extracted') ? EXIT.ok : EXIT.failed;
+  } finally {
+    db.close();
+  }
+}
+
+function interpreterFailure(ref: ClassRef, out: string, message: string): PullReport {
+  return {
+    status: 'failed',
+    target: `${ref.repo}:${ref.module}.${ref.name}`,
+    out: path.resolve(out),
+    category: 'interpreter',
+    message,
+    tier: null,
+    problems: [],
+    definitions: 0,
+    imports: [],
+    timings: { resolve_ms: 0, emit_ms: 0, validate_ms: 0 },
+  };
+}
+
+function describeReport(r: PullReport): string {
+  const lines = [`${r.status}: ${r.target}`];
+  if (r.out) lines.push(`  wrote ${r.out} (${r.definitions} definitions; imports ${r.imports.join(', ') || 'nothing third-party'})`);
+  if (r.tier) lines.push(`  tier reached: ${r.tier}`);
+  if (r.validation?.kwargs || r.validation?.args) {
+    lines.push(`  built with args ${JSON.stringify(r.validation.args ?? [])} kwargs ${JSON.stringify(r.validation.kwargs ?? {})}`);
+  }
+  if (r.validation?.input_shapes) lines.push(`  forward on inputs ${JSON.stringify(r.validation.input_shapes)} -> ${JSON.stringify(r.validation.output_shapes)}`);
+  if (r.category) lines.push(`  ${r.category}: ${r.message}`);
+  else if (r.message) lines.push(`  note: ${r.message}`);
+  return `${lines.join('\n')}\n`;
+}
+
+interface BatchItem {
+  target: string;
+  status: PullReport['status'] | 'error';
+  tier: string | null;
+  category?: string;
+  message?: string;
+  out?: string | null;
+  seconds: number;
+}
+
+async function batchTargets(args: ReturnType<typeof parse>, db: Awaited<ReturnType<typeof openDb>>): Promise<string[]> {
+  const from = opt(args, 'from');
+  if (from) {
+    let list: unknown;
+    try {
+      list = JSON.parse(await fsp.readFile(from, 'utf8'));
+    } catch (err) {
+      throw new NnragError('bad-source', `cannot read the target list ${from}: ${errorMessage(err)}`);
+    }
+    if (!Array.isArray(list) || !list.every((x) => typeof x === 'string')) {
+      throw new NnragError('bad-source', `${from} must hold a JSON array of targets ("module.Class" or "repo:module.Class")`);
+    }
+    return list as string[];
+  }
+  const repo = opt(args, 'repo');
+  return db
+    .all(`SELECT repo, module, name FROM classes WHERE is_block = 1 ${repo ? 'AND repo = ?' : ''} ORDER BY repo, module, line`, repo ? [repo] : [])
+    .map((r) => `${String(r.repo)}:${String(r.module)}.${String(r.name)}`);
+}
+
+async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
+  const outDir = path.resolve(opt(args, 'out-dir') ?? 'nnrag-pulled');
+  const validate = !flag(args, 'no-validate');
+  const db = await openDb(args, env);
+  const started = performance.now();
+  try {
+    const all = await batchTargets(args, db);
+    const startFrom = intOpt(args, 'start-from', 0);
+    const limit = intOpt(args, 'limit', all.length);
+    const targets = all.slice(startFrom, startFrom + limit);
+    const parser = await PythonParser.create(env.assets);
+    const session = openPullSession(db, loadModuleTable(db));
+    const items: BatchItem[] = [];
+    for (const [i, target] of targets.entries()) {
+      if (env.signal?.aborted) break;
+      const t0 = performance.now();
+      try {
+        const ref = findTarget(db, target);
+        const out = path.join(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
+        const r = await pullBlock(session, ref, {
+          parser,
+          out,
+          python: opt(args, 'python') ?? defaultPython(env),
+          runner: env.assets.runner,
+          validate,
+          timeoutMs: intOpt(args, 'timeout', 120) * 1000,
+          memoryMb: intOpt(args, 'memory-mb', 4096),
+          signal: env.signal,
+        });
+        items.push({ target, status: r.status, tier: r.tier, category: r.category, message: r.message, out: r.out, seconds: (performance.now() - t0) / 1000 });
+      } catch (err) {
+        if (err instanceof CancelledError) break;
+        if (err instanceof NnragError && err.code === 'interpreter') throw err;
+        items.push({ target, status: 'error', tier: null, category: 'error', message: errorMessage(err), seconds: (performance.now() - t0) / 1000 });
+      }
+      const last = items[items.length - 1];
+      if (!flag(args, 'json')) env.err(`[pull] ${i + 1}/${targets.length} ${last.status}${last.tier ? ` (${last.tier})` : ''} ${target}${last.category ? ` - ${last.category}: ${String(last.message).slice(0, 160)}` : ''}\n`);
+    }
+    await db.save();
+    const summary = summarise(items, targets.length, (performance.now() - started) / 1000, validate);
+    await fsp.mkdir(outDir, { recursive: true });
+    await fsp.writeFile(path.join(outDir, 'report.json'), JSON.stringify({ summary, items }, null, 1), 'utf8');
+    if (flag(args, 'json')) {
+      env.out(`${JSON.stringify({ ...summary, report: path.join(outDir, 'report.json') })}\n`);
+    } else {
+      env.out(describeSummary(summary, path.join(outDir, 'report.json')));
+    }
+    return summary.failed === 0 ? EXIT.ok : EXIT.failed;
+  } finally {
+    db.close();
+  }
+}
+
+export interface BatchSummary {
+  targeted: number;
+  attempted: number;
+  extracted: number;
+  validated: number;
+  failed: number;
+  pass_rate: number;
+  tiers: Record<string, number>;
+  categories: Record<string, number>;
+  seconds: number;
+  seconds_per_block: number;
+}
+
+function summarise(items: BatchItem[], targeted: number, seconds: number, validate: boolean): BatchSummary {
+  const tiers: Record<string, number> = {};
+  for (const t of TIERS) tiers[t] = items.filter((i) => i.tier && tierAtLeast(i.tier as (typeof TIERS)[number], t)).length;
+  const categories: Record<string, number> = {};
+  for (const i of items) if (i.status !== 'validated' && i.category) categories[i.category] = (categories[i.category] ?? 0) + 1;
+  const validated = items.filter((i) => i.status === 'validated').length;
+  const failed = items.filter((i) => i.status === 'failed' || i.status === 'error').length;
+  return {
+    targeted,
+    attempted: items.length,
+    extracted: items.filter((i) => i.status !== 'error').length,
+    validated,
+    failed,
+    pass_rate: items.length ? Math.round((10000 * (validate ? validated : items.filter((i) => i.status === 'extracted').length)) / items.length) / 100 : 0,
+    tiers,
+    categories,
+    seconds: Math.round(seconds * 100) / 100,
+    seconds_per_block: items.length ? Math.round((seconds / items.length) * 1000) / 1000 : 0,
+  };
+}
+
+function describeSummary(s: BatchSummary, reportFile: string): string {
+  const lines = [
+    `pulled ${s.attempted} of ${s.targeted} blocks in ${s.seconds} s (${s.seconds_per_block} s per block)`,
+    `validated ${s.validated} (${s.pass_rate}%), failed ${s.failed}`,
+    `tiers reached: ${Object.entries(s.tiers).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `failures: ${Object.entries(s.categories).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    `report: ${reportFile}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+export async function validateCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, { python: { value: true }, class: { value: true }, timeout: { value: true }, 'memory-mb': { value: true } });
+  if (args.positionals.length !== 1) throw new NnragError('usage', 'validate needs one FILE');
+  const file = args.positionals[0];
+  try {
+    await fsp.access(file);
+  } catch {
+    throw new NnragError('not-found', `no such file: ${file}`);
+  }
+  const report = await validateFile(file, {
+    python: opt(args, 'python') ?? defaultPython(env),
+    runner: env.assets.runner,
+    className: opt(args, 'class'),
+    timeoutMs: intOpt(args, 'timeout', 120) * 1000,
+    memoryMb: intOpt(args, 'memory-mb', 4096),
+    signal: env.signal,
+  });
+  if (flag(args, 'json')) env.out(`${JSON.stringify(report, null, 1)}\n`);
+  else env.out(`${report.ok ? 'validated' : 'failed'}: tier ${report.tier ?? 'none'}${report.category ? ` - ${report.category}: ${report.message}` : ''}\n`);
+  return report.ok ? EXIT.ok : EXIT.failed;
+}

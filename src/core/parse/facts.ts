@@ -4,6 +4,7 @@
  */
 import type { Node } from 'web-tree-sitter';
 import type {
+  BindSite,
   ClassFact,
   FunctionFact,
   ImportFact,
@@ -148,6 +149,8 @@ class Extractor {
   private unitIndex = 0;
   private curRefs: Ref[] = [];
   private curStrings: StringRef[] = [];
+  private curSites: BindSite[] = [];
+  private readonly bindSites: BindSite[][] = [];
   private depth = 0;
 
   constructor(private readonly text: string) {}
@@ -165,10 +168,12 @@ class Extractor {
       this.unitIndex = this.units.length;
       this.curRefs = [];
       this.curStrings = [];
+      this.curSites = [];
       const unit = this.topLevel(stmt, moduleScope);
       this.units.push(unit);
       this.refs.push(this.curRefs);
       this.strings.push(this.curStrings);
+      this.bindSites.push(this.curSites);
     }
     const facts: ModuleFacts = {
       docstring: docstringOf(root),
@@ -180,7 +185,14 @@ class Extractor {
       functions: this.functions,
       registrations: this.registrations,
     };
-    return { facts, text: this.text, refs: this.refs, strings: this.strings, importRanges: this.importRanges };
+    return {
+      facts,
+      text: this.text,
+      refs: this.refs,
+      strings: this.strings,
+      bindSites: this.bindSites,
+      importRanges: this.importRanges,
+    };
   }
 
   // ---- top level -------------------------------------------------------------------------------
@@ -398,8 +410,11 @@ class Extractor {
     switch (def.type) {
       case 'class_definition':
       case 'function_definition': {
-        const name = def.childForFieldName('name')?.text;
-        if (name) out.add(name);
+        const name = def.childForFieldName('name');
+        if (name) {
+          out.add(name.text);
+          this.curSites.push({ name: name.text, start: name.startIndex, end: name.endIndex });
+        }
         return;
       }
       case 'import_statement':
@@ -410,17 +425,17 @@ class Extractor {
         for (const c of def.namedChildren) if (c) this.targetsOf(c, out);
         return;
       case 'for_statement':
-        this.patternNames(def.childForFieldName('left'), out);
+        this.patternNames(def.childForFieldName('left'), out, this.curSites);
         break;
       case 'with_statement':
         for (const clause of def.namedChildren) {
           if (clause?.type !== 'with_clause') continue;
-          for (const t of clause.descendantsOfType('as_pattern_target')) if (t) this.patternNames(t, out);
+          for (const t of clause.descendantsOfType('as_pattern_target')) if (t) this.patternNames(t, out, this.curSites);
         }
         break;
       case 'except_clause':
         for (const c of def.namedChildren) {
-          if (c?.type === 'as_pattern') this.patternNames(c.childForFieldName('alias'), out);
+          if (c?.type === 'as_pattern') this.patternNames(c.childForFieldName('alias'), out, this.curSites);
         }
         break;
       case 'if_statement':
@@ -450,25 +465,29 @@ class Extractor {
   /** Assignment targets inside an expression statement (`a = b = 1`, `x: int = 1`, `a += 1`). */
   private targetsOf(node: Node, out: Set<string>): void {
     if (node.type === 'assignment') {
-      this.patternNames(node.childForFieldName('left'), out);
+      this.patternNames(node.childForFieldName('left'), out, this.curSites);
       const right = node.childForFieldName('right');
       if (right?.type === 'assignment') this.targetsOf(right, out);
     } else if (node.type === 'augmented_assignment') {
-      this.patternNames(node.childForFieldName('left'), out);
+      this.patternNames(node.childForFieldName('left'), out, this.curSites);
     }
     // walrus at module level binds too
     for (const w of node.descendantsOfType('named_expression')) {
       const n = w?.childForFieldName('name');
-      if (n) out.add(n.text);
+      if (n) {
+        out.add(n.text);
+        this.curSites.push({ name: n.text, start: n.startIndex, end: n.endIndex });
+      }
     }
   }
 
-  private patternNames(node: Node | null, out: Set<string>): void {
+  private patternNames(node: Node | null, out: Set<string>, sites?: BindSite[]): void {
     if (!node) return;
     if (node.type === 'identifier') {
       out.add(node.text);
+      sites?.push({ name: node.text, start: node.startIndex, end: node.endIndex });
     } else if (PATTERN_CONTAINERS.has(node.type) || node.type === 'as_pattern_target') {
-      for (const c of node.namedChildren) if (c) this.patternNames(c, out);
+      for (const c of node.namedChildren) if (c) this.patternNames(c, out, sites);
     }
   }
 

@@ -58,6 +58,12 @@ export interface Ref {
   attrEnds: number[];
 }
 
+export interface BindSite {
+  name: string;
+  start: number;
+  end: number;
+}
+
 /** A string literal that may name a registered class (`dict(type="MLPHead")`). */
 export interface StringRef {
   value: string;
@@ -121,6 +127,8 @@ export interface ParsedModule {
   text: string;
   /** Per unit: references to module-scope names. */
   refs: Ref[][];
+  /** Per unit: where the unit binds module-level names (def/class names, assignment targets). */
+  bindSites: BindSite[][];
   /** Per unit: identifier-like string literals. */
   strings: StringRef[][];
   /** Per unit: the import statements inside it that reach other modules (byte ranges for rewriting). */

@@ -37,7 +37,16 @@ export interface ModuleRecord {
 export type Target =
   | { kind: 'module'; mod: ModuleRecord }
   | { kind: 'symbol'; mod: ModuleRecord; name: string; unit: number }
-  | { kind: 'external'; qualname: string }
+  | {
+      kind: 'external';
+      qualname: string;
+      /** The module to import. */
+      module: string;
+      /** `from module import name`; undefined for `import module`. */
+      name?: string;
+      /** `import a.b` binding `a`: keep the statement exactly as written. */
+      plainDotted?: boolean;
+    }
   | { kind: 'builtin'; name: string }
   | { kind: 'missing'; qualname: string; repo: string }
   | { kind: 'unresolved'; name: string };
@@ -137,7 +146,7 @@ export class ModuleTable {
       } else if (stars.length === 1 && !BUILTINS.has(name)) {
         return this.isInternal(abs, mod.repoId) || stars[i].level > 0
           ? { kind: 'missing', qualname: abs, repo: mod.repo }
-          : { kind: 'external', qualname: `${abs}.${name}` };
+          : { kind: 'external', qualname: `${abs}.${name}`, module: abs, name };
       }
     }
     if (BUILTINS.has(name)) return { kind: 'builtin', name };
@@ -165,8 +174,9 @@ export class ModuleTable {
   ): Target {
     const abs = this.absoluteModule(mod, level, module);
     if (kind === 'import') {
-      const target = bound === module.split('.')[0] && module.includes('.') && bound !== module ? module.split('.')[0] : abs;
-      return this.moduleTarget(target, mod, level > 0);
+      const plainDotted = bound === module.split('.')[0] && module.includes('.');
+      const t = this.moduleTarget(plainDotted ? bound : abs, mod, level > 0);
+      return t.kind === 'external' && plainDotted ? { ...t, module: abs, qualname: bound, plainDotted } : t;
     }
     return this.fromImport(abs, importedName ?? bound, mod, level > 0, seen);
   }
@@ -175,7 +185,7 @@ export class ModuleTable {
     const rec = this.lookup(abs, from.repoId);
     if (rec) return { kind: 'module', mod: rec };
     if (relative || this.isInternal(abs, from.repoId)) return { kind: 'missing', qualname: abs, repo: from.repo };
-    return { kind: 'external', qualname: abs };
+    return { kind: 'external', qualname: abs, module: abs };
   }
 
   private fromImport(abs: string, name: string, from: ModuleRecord, relative: boolean, seen: Set<string>): Target {
@@ -190,7 +200,7 @@ export class ModuleTable {
     const sub = this.lookup(`${abs}.${name}`, from.repoId);
     if (sub) return { kind: 'module', mod: sub };
     if (relative || this.isInternal(abs, from.repoId)) return { kind: 'missing', qualname: `${abs}.${name}`, repo: from.repo };
-    return { kind: 'external', qualname: `${abs}.${name}` };
+    return { kind: 'external', qualname: `${abs}.${name}`, module: abs, name };
   }
 
   /** Follows attribute access from a target: `mod.attr`, `pkg.sub.mod.f`, `external.x`. */
@@ -209,7 +219,7 @@ export class ModuleTable {
         }
         consumed++;
       } else if (cur.kind === 'external') {
-        cur = { kind: 'external', qualname: `${cur.qualname}.${attr}` };
+        cur = { ...cur, qualname: `${cur.qualname}.${attr}` };
         consumed++;
       } else {
         break;

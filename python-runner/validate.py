@@ -1,0 +1,493 @@
+#!/usr/bin/env python3
+"""Validate one pulled block file, tier by tier, and print one JSON object on stdout.
+
+Tiers, in order: parsed, compiled, names-closed (no undefined global name), imported, instantiated,
+forward. The result names the highest tier reached, the constructor arguments and input shapes that
+worked, and on failure a category and a message that names the cause.
+
+Standard library only: torch is imported from the file under test, never by this script itself.
+Progress goes to stderr as ``nnrag-tier: NAME`` lines so that a caller that has to kill the process
+(time or memory limit) still knows how far it got. Everything else the block prints goes to stderr too.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+import importlib.util
+import inspect
+import io
+import json
+import os
+import symtable
+import sys
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+TIERS = ["parsed", "compiled", "names-closed", "imported", "instantiated", "forward"]
+MODULE_NAMES = {"__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__builtins__",
+                "__annotations__", "__dict__", "__path__", "__cached__"}
+
+
+class Failure(Exception):
+    """A tier failed: carries the category and a message that names the cause."""
+
+    def __init__(self, category: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.category = category
+        self.message = message
+        self.extra = extra
+
+
+def progress(tier: str) -> None:
+    """Tell the caller (on stderr) that a tier was reached."""
+    sys.stderr.write(f"nnrag-tier: {tier}\n")
+    sys.stderr.flush()
+
+
+def limit_memory(megabytes: int) -> None:
+    """Cap the data segment (RLIMIT_DATA; RLIMIT_AS breaks `import torch`) where the OS has it."""
+    try:
+        import resource
+    except ImportError:
+        return
+    limit = megabytes * 1024 * 1024
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    except (ValueError, OSError, AttributeError):
+        pass
+
+
+def block_network() -> None:
+    """Refuse outgoing connections and name lookups from the block under test (an audit hook)."""
+    blocked = {"socket.connect", "socket.getaddrinfo", "socket.gethostbyname", "socket.sendto", "urllib.Request"}
+
+    def hook(event: str, args: Tuple[Any, ...]) -> None:
+        if event in blocked:
+            raise PermissionError(f"network access is disabled during validation ({event})")
+
+    sys.addaudithook(hook)
+
+
+def undefined_names(source: str, filename: str) -> List[Tuple[str, int]]:
+    """Global names that are read somewhere but bound nowhere at module level and are not builtins."""
+    top = symtable.symtable(source, filename, "exec")
+    bound = set()
+    star = False
+    for sym in top.get_symbols():
+        if sym.is_assigned() or sym.is_imported() or sym.is_namespace():
+            bound.add(sym.get_name())
+    tree = ast.parse(source, filename)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            star = True
+        if isinstance(node, ast.Global):
+            bound.update(node.names)
+    if star:
+        return []
+    wanted = set()
+
+    def visit(table: symtable.SymbolTable) -> None:
+        for sym in table.get_symbols():
+            if not sym.is_referenced():
+                continue
+            name = sym.get_name()
+            is_module = table.get_type() == "module"
+            if (is_module and not (sym.is_assigned() or sym.is_imported())) or (not is_module and sym.is_global()):
+                wanted.add(name)
+        for child in table.get_children():
+            visit(child)
+
+    visit(top)
+    missing = sorted(n for n in wanted if n not in bound and not hasattr(builtins, n) and n not in MODULE_NAMES)
+    lines = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in missing and node.id not in lines:
+            lines[node.id] = node.lineno
+    return [(n, lines.get(n, 0)) for n in missing]
+
+
+def imported_top_levels(tree: ast.AST) -> List[str]:
+    """Top-level module names the file imports (anywhere, function bodies too)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return sorted(names)
+
+
+def requirements(modules: List[str]) -> List[Dict[str, Optional[str]]]:
+    """Third-party distributions behind the imported modules, with the versions installed here."""
+    stdlib = getattr(sys, "stdlib_module_names", set())
+    out = []
+    try:
+        import importlib.metadata as md
+        dists = md.packages_distributions() if hasattr(md, "packages_distributions") else {}
+    except Exception:  # noqa: BLE001 - metadata is best effort
+        md, dists = None, {}
+    for mod in modules:
+        if mod in stdlib or mod == "__future__":
+            continue
+        dist = (dists.get(mod) or [mod])[0]
+        version = None
+        if md is not None:
+            try:
+                version = md.version(dist)
+            except Exception:  # noqa: BLE001
+                version = None
+        out.append({"module": mod, "distribution": dist if version else None, "version": version})
+    return out
+
+
+def classify_import_error(exc: BaseException, native: List[str]) -> Failure:
+    """Turn an exception raised while importing the file into a category and a message naming the cause."""
+    if isinstance(exc, MemoryError):
+        return Failure("memory", "out of memory while importing the file")
+    if isinstance(exc, ModuleNotFoundError):
+        name = exc.name or str(exc)
+        top = name.split(".")[0]
+        if any(name == n or name.startswith(n + ".") or n.endswith("." + name) for n in native):
+            return Failure("native-extension", f"needs the compiled module '{name}', which has no Python source")
+        found = importlib.util.find_spec(top) is not None if top else False
+        if not found:
+            return Failure("missing-package", f"missing package '{top}': No module named '{name}' in this interpreter", package=top)
+        return Failure("import-error", f"No module named '{name}' (package '{top}' is installed but lacks it)")
+    if isinstance(exc, ImportError) and (".so" in str(exc) or "undefined symbol" in str(exc) or "DLL" in str(exc)):
+        return Failure("native-extension", f"a compiled extension failed to load: {exc}")
+    return Failure("import-error", f"{type(exc).__name__}: {exc}{where(exc)}")
+
+
+def where(exc: BaseException) -> str:
+    """' (line N of the pulled file)' when the traceback passes through it."""
+    target = os.environ.get("NNRAG_VALIDATE_FILE", "")
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename == target:
+            return f" (line {frame.lineno} of the pulled file)"
+    return ""
+
+
+def find_block(module: Any, name: Optional[str], nn: Any) -> Any:
+    """The class to validate: the one named, else the last nn.Module subclass defined in the file."""
+    if name:
+        cls = getattr(module, name, None)
+        if cls is None:
+            raise Failure("import-error", f"the file defines no '{name}'")
+        return cls
+    found = [v for v in vars(module).values()
+             if inspect.isclass(v) and issubclass(v, nn.Module) and v.__module__ == module.__name__]
+    if not found:
+        raise Failure("import-error", "the file defines no nn.Module subclass")
+    return found[-1]
+
+
+GUESSES: List[Tuple[Tuple[str, ...], Any]] = [
+    (("in_channels", "in_chans", "in_ch", "inplanes", "in_planes", "inp", "c1", "in_dim", "input_dim", "channels",
+      "num_channels", "in_features", "dim", "d_model", "embed_dim", "hidden_dim", "hidden_size", "width", "planes",
+      "num_features", "features", "input_size", "c", "ch", "chs", "dim_in", "n_embd", "hidden_channels"), 16),
+    (("out_channels", "out_chans", "out_ch", "oup", "c2", "out_dim", "output_dim", "out_features", "out_planes",
+      "dim_out", "output_size", "outplanes"), 16),
+    (("kernel_size", "k", "ksize", "kernel"), 3),
+    (("stride", "s", "dilation", "groups", "g", "expand_ratio", "expansion", "depth", "num_layers", "n",
+      "layers", "repeats"), 1),
+    (("num_heads", "heads", "nhead", "n_head", "head_num", "num_attention_heads"), 2),
+    (("num_classes", "classes", "n_classes", "num_labels"), 10),
+    (("head_dim", "dim_head"), 8),
+    (("mlp_ratio", "ratio"), 2.0),
+    (("reduction", "reduction_ratio", "squeeze_factor"), 4),
+    (("p", "drop", "dropout", "drop_rate", "attn_drop", "proj_drop", "drop_path", "drop_prob", "dropout_rate",
+      "attention_dropout"), 0.0),
+    (("eps",), 1e-5),
+    (("num_embeddings", "vocab_size", "num_tokens", "n_vocab"), 32),
+    (("embedding_dim", "squeeze_channels", "mid_channels", "hidden_features", "mlp_dim", "dim_feedforward",
+      "intermediate_size", "expand_channels", "bottleneck_channels", "block_size"), 16),
+    (("seq_len", "max_len", "num_patches", "max_seq_len", "tokens", "num_tokens", "window_size"), 8),
+    (("img_size", "image_size", "input_resolution", "resolution", "size"), 32),
+    (("patch_size",), 4),
+    (("padding", "pad"), 1),
+    (("bias", "affine", "inplace", "batch_first"), True),
+]
+FACTORIES = ("norm_layer", "activation_layer", "act_layer", "block", "layer", "conv_layer", "norm", "act")
+
+
+def guess_value(param: inspect.Parameter, nn: Any) -> Any:
+    """A plausible value for a required constructor parameter, from its name and annotation."""
+    name = param.name.lower()
+    for names, value in GUESSES:
+        if name in names:
+            return value
+    if name in FACTORIES or name.endswith("_layer"):
+        return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
+    ann = param.annotation
+    text = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
+    if "bool" in str(text):
+        return False
+    if "float" in str(text):
+        return 0.1
+    if "int" in str(text):
+        return 16
+    if "List" in str(text) or "Sequence" in str(text) or "Tuple" in str(text) or "list" in str(text):
+        return [16, 16]
+    if name.endswith(("_channels", "_dim", "_features", "_size", "_planes")):
+        return 16
+    if name.startswith(("num_", "n_")):
+        return 2
+    return 16
+
+
+def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any) -> List[Tuple[List[Any], Dict[str, Any]]]:
+    """Argument sets to try: the ones given by the caller (call sites of the block), defaults, then guesses."""
+    out: List[Tuple[List[Any], Dict[str, Any]]] = []
+    for g in given:
+        out.append((list(g.get("args", [])), dict(g.get("kwargs", {}))))
+    out.append(([], {}))
+    try:
+        sig = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return out
+    required = {}
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.default is p.empty:
+            required[p.name] = guess_value(p, nn)
+    if required:
+        out.append(([], required))
+        # channel pairs that must match (in == out) or be divisible by heads/groups
+        out.append(([], {k: (32 if isinstance(v, int) and v == 16 else v) for k, v in required.items()}))
+        out.append(([], {k: (64 if isinstance(v, int) and v == 16 else v) for k, v in required.items()}))
+    return out
+
+
+SEQ_NAMES = ("tokens", "num_tokens", "seq_len", "max_len", "num_patches", "max_seq_len", "seq_length", "n_tokens",
+             "max_position_embeddings", "block_size", "context_length", "n_ctx")
+
+
+def sequence_lengths(model: Any, built_with: Dict[str, Any]) -> List[int]:
+    """Sequence lengths the block expects: from how it was built, its defaults, and position tables."""
+    lengths: List[int] = []
+    try:
+        params = inspect.signature(type(model).__init__).parameters.values()
+    except (TypeError, ValueError):
+        params = []
+    for p in params:
+        if p.name in SEQ_NAMES:
+            value = built_with.get(p.name, p.default)
+            if isinstance(value, int) and 0 < value <= 4096:
+                lengths.append(value)
+    for name, t in list(model.named_buffers()) + list(model.named_parameters()):
+        if ("pos" in name or "embed" in name) and t.dim() in (2, 3) and t.shape[-2] <= 4096:
+            lengths.append(int(t.shape[-2]))
+    return lengths
+
+
+def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[str, Any]] = None) -> List[List[Any]]:
+    """Inputs to try, inferred from the first layers the block built, then common shapes."""
+    cands: List[List[Any]] = []
+    seqs = sequence_lengths(model, built_with or {})
+    for m in model.modules():
+        if m is model:
+            continue
+        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+            dims = 1 if isinstance(m, (nn.Conv1d, nn.ConvTranspose1d)) else 3 if isinstance(m, (nn.Conv3d, nn.ConvTranspose3d)) else 2
+            cands.append([torch.randn(2, m.in_channels, *([16] * dims))])
+            cands.append([torch.randn(2, m.in_channels, *([32] * dims))])
+            break
+        if isinstance(m, nn.Linear):
+            cands.extend([torch.randn(2, n, m.in_features)] for n in seqs)
+            cands.append([torch.randn(2, m.in_features)])
+            cands.append([torch.randn(2, 8, m.in_features)])
+            break
+        if isinstance(m, nn.Embedding):
+            cands.append([torch.randint(0, m.num_embeddings, (2, 8))])
+            break
+        if isinstance(m, nn.LayerNorm):
+            shape = tuple(m.normalized_shape)
+            cands.extend([torch.randn(2, n, *shape)] for n in seqs)
+            cands.append([torch.randn(2, 8, *shape)])
+            cands.append([torch.randn(2, *shape)])
+            break
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm2d)):
+            extra = {nn.BatchNorm1d: [8], nn.BatchNorm2d: [8, 8], nn.BatchNorm3d: [4, 4, 4]}.get(type(m), [8, 8])
+            cands.append([torch.randn(2, m.num_features, *extra)])
+            break
+        if isinstance(m, nn.GroupNorm):
+            cands.append([torch.randn(2, m.num_channels, 8, 8)])
+            break
+        if isinstance(m, nn.MultiheadAttention):
+            x = torch.randn(8, 2, m.embed_dim)
+            cands.append([x, x, x])
+            break
+        if isinstance(m, (nn.RNNBase,)):
+            shape = (2, 8, m.input_size) if m.batch_first else (8, 2, m.input_size)
+            cands.append([torch.randn(*shape)])
+            break
+    for shape in [(2, 3, 32, 32), (2, 16, 16, 16), (2, 8, 16), (2, 16), (2, 3, 64, 64), (2, 32, 16, 16),
+                  (2, 64, 8, 8), (2, 3, 16, 16, 16), (2, 16, 32), (2, 3, 224, 224)]:
+        cands.append([torch.randn(*shape)])
+    return cands
+
+
+def forward_arity(model: Any) -> int:
+    """How many required positional inputs forward() takes."""
+    try:
+        sig = inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return 1
+    n = sum(1 for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
+    return max(n, 1)
+
+
+def shapes(value: Any) -> Any:
+    """Shapes of tensors in a (nested) output, for the report."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return list(value.shape)
+    if isinstance(value, (list, tuple)):
+        return [shapes(v) for v in value[:8]]
+    if isinstance(value, dict):
+        return {str(k): shapes(v) for k, v in list(value.items())[:8]}
+    return type(value).__name__
+
+
+def jsonable(value: Any) -> Any:
+    """Arguments as JSON (classes and functions by name)."""
+    if isinstance(value, (int, float, str, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return getattr(value, "__name__", repr(value))
+
+
+def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], native: List[str]) -> Dict[str, Any]:
+    """Run the tiers in order; return the report."""
+    report: Dict[str, Any] = {"file": path, "tier": None, "ok": False, "class": class_name}
+    started = time.time()
+
+    def reach(tier: str) -> None:
+        report["tier"] = tier
+        progress(tier)
+
+    try:
+        raw = open(path, "rb").read()
+        try:
+            tree = ast.parse(raw, path)
+        except SyntaxError as exc:
+            raise Failure("syntax", f"syntax error at line {exc.lineno}: {exc.msg}")
+        reach("parsed")
+        source = raw.decode("utf-8")
+        try:
+            code = compile(tree, path, "exec")
+        except (SyntaxError, ValueError) as exc:
+            raise Failure("syntax", f"does not compile: {exc}")
+        reach("compiled")
+        undefined = undefined_names(source, path)
+        if undefined:
+            listed = ", ".join(f"'{n}' (line {line})" for n, line in undefined[:8])
+            raise Failure("unresolved", f"undefined names: {listed}", names=[n for n, _ in undefined])
+        reach("names-closed")
+        report["requirements"] = requirements(imported_top_levels(tree))
+
+        os.environ["NNRAG_VALIDATE_FILE"] = path
+        spec = importlib.util.spec_from_file_location("nnrag_pulled_block", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["nnrag_pulled_block"] = module
+        try:
+            exec(code, module.__dict__)  # noqa: S102 - running the block is the point; the caller sandboxes us
+        except BaseException as exc:  # noqa: BLE001 - anything the module does on import is a finding
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise Failure("import-error", f"the file called {type(exc).__name__} on import")
+            raise classify_import_error(exc, native)
+        try:
+            import torch
+            from torch import nn
+        except ImportError:
+            raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")
+        reach("imported")
+
+        cls = find_block(module, class_name, nn)
+        report["class"] = cls.__name__
+        if inspect.isabstract(cls):
+            raise Failure("instantiate", f"{cls.__name__} is abstract: {sorted(getattr(cls, '__abstractmethods__', []))}")
+        model = None
+        first_error: Optional[str] = None
+        for args, kwargs in constructor_candidates(cls, given, nn):
+            try:
+                torch.manual_seed(0)
+                model = cls(*args, **kwargs)
+                report["args"] = jsonable(args)
+                report["kwargs"] = jsonable(kwargs)
+                break
+            except MemoryError:
+                raise Failure("memory", f"out of memory while building {cls.__name__}")
+            except Exception as exc:  # noqa: BLE001
+                first_error = first_error or f"{type(exc).__name__}: {exc}{where(exc)}"
+        if model is None:
+            raise Failure("instantiate", f"cannot build {cls.__name__}: {first_error}")
+        if not isinstance(model, nn.Module):
+            raise Failure("instantiate", f"{cls.__name__}(...) is not an nn.Module")
+        reach("instantiated")
+
+        model.eval()
+        arity = forward_arity(model)
+        last_error: Optional[str] = None
+        with torch.no_grad():
+            for inputs in input_candidates(model, torch, nn, report.get("kwargs") or {}):
+                if len(inputs) < arity:
+                    inputs = inputs + [inputs[0]] * (arity - len(inputs))
+                try:
+                    out = model(*inputs)
+                    report["input_shapes"] = [list(t.shape) for t in inputs]
+                    report["output_shapes"] = shapes(out)
+                    break
+                except MemoryError:
+                    raise Failure("memory", "out of memory in forward")
+                except Exception as exc:  # noqa: BLE001
+                    last_error = last_error or f"{type(exc).__name__}: {exc}{where(exc)}"
+            else:
+                raise Failure("forward", f"no input worked for {cls.__name__}.forward: {last_error}")
+        reach("forward")
+        report["ok"] = True
+    except Failure as failure:
+        report["category"] = failure.category
+        report["message"] = failure.message
+        report.update(failure.extra)
+    report["seconds"] = round(time.time() - started, 3)
+    return report
+
+
+def main(argv: List[str]) -> int:
+    """Command line: validate.py FILE [--class NAME] [--candidates JSON] [--native a,b] [--memory-mb N]."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("file")
+    parser.add_argument("--class", dest="class_name")
+    parser.add_argument("--candidates", default="[]", help="JSON list of {args, kwargs} to try first")
+    parser.add_argument("--native", default="", help="comma-separated modules known to be compiled extensions")
+    parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--no-network-guard", action="store_true")
+    opts = parser.parse_args(argv)
+    if opts.memory_mb:
+        limit_memory(opts.memory_mb)
+    if not opts.no_network_guard:
+        block_network()
+    real_stdout = sys.stdout
+    sys.stdout = io.TextIOWrapper(sys.stderr.buffer, encoding="utf-8", line_buffering=True) if hasattr(sys.stderr, "buffer") else sys.stderr
+    try:
+        given = json.loads(opts.candidates)
+    except ValueError:
+        given = []
+    report = validate(os.path.abspath(opts.file), opts.class_name, given, [n for n in opts.native.split(",") if n])
+    real_stdout.write(json.dumps(report) + "\n")
+    real_stdout.flush()
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

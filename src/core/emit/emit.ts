@@ -1,0 +1,286 @@
+/**
+ * One dependency-closed file: provenance header, grouped imports, definitions in a valid order,
+ * colliding names renamed consistently, nothing the block does not use.
+ */
+import { createHash } from 'crypto';
+import type { ParsedModule } from '../parse/types';
+import type { ClosureResult, ExternalImport, UnitNode } from '../resolve/closure';
+import { symbolKey } from '../resolve/closure';
+import type { ModuleRecord } from '../resolve/moduleTable';
+import { isStdlib } from './stdlib';
+
+export interface SourceInfo {
+  repo: string;
+  url: string | null;
+  location: string;
+  commit: string | null;
+  license: string | null;
+  path: string;
+  blob: string;
+}
+
+export interface ProvenanceEntry {
+  names: string[];
+  module: string;
+  repo: string;
+  path: string;
+  lines: [number, number];
+  blob: string;
+}
+
+export interface Provenance {
+  version: 1;
+  target: string;
+  block: string;
+  repo: string;
+  url: string | null;
+  commit: string | null;
+  license: string | null;
+  /** sha256 of everything below the header. */
+  hash: string;
+  pulledAt: string;
+  definitions: ProvenanceEntry[];
+  /** Third-party top-level modules the file imports. */
+  imports: string[];
+  /** Renamed names: original `module.name` -> name in this file. */
+  renamed: Record<string, string>;
+}
+
+export interface EmitResult {
+  code: string;
+  provenance: Provenance;
+  /** Third-party (non-stdlib) top-level modules imported anywhere in the file. */
+  thirdParty: string[];
+  order: UnitNode[];
+}
+
+export interface EmitContext {
+  parsed(rec: ModuleRecord): ParsedModule;
+  source(rec: ModuleRecord): SourceInfo;
+  now?: () => Date;
+}
+
+const PROVENANCE_PREFIX = '# nnrag-provenance: ';
+
+/** Dependencies first (def-time ones strictly), the block last; source order where nothing constrains. */
+export function orderUnits(closure: ClosureResult): UnitNode[] {
+  const byOrder = (keys: Iterable<string>): UnitNode[] =>
+    [...keys].map((k) => closure.units.get(k)!).sort((a, b) => a.order - b.order);
+  // 1. a readable order: depth-first over every dependency, iteratively
+  const readable: UnitNode[] = [];
+  const seen = new Set<string>([closure.root.key]);
+  const stack: { node: UnitNode; deps: UnitNode[]; i: number }[] = [
+    { node: closure.root, deps: byOrder(new Set([...closure.root.def, ...closure.root.call])), i: 0 },
+  ];
+  while (stack.length) {
+    const top = stack[stack.length - 1];
+    if (top.i < top.deps.length) {
+      const d = top.deps[top.i++];
+      if (!seen.has(d.key)) {
+        seen.add(d.key);
+        stack.push({ node: d, deps: byOrder(new Set([...d.def, ...d.call])), i: 0 });
+      }
+    } else {
+      readable.push(top.node);
+      stack.pop();
+    }
+  }
+  // 2. a valid order: before each unit, everything it needs at definition time
+  const placed = new Set<string>();
+  const out: UnitNode[] = [];
+  for (const start of readable) {
+    if (placed.has(start.key)) continue;
+    const inProgress = new Set<string>([start.key]);
+    const st: { node: UnitNode; deps: UnitNode[]; i: number }[] = [{ node: start, deps: byOrder(start.def), i: 0 }];
+    while (st.length) {
+      const top = st[st.length - 1];
+      if (top.i < top.deps.length) {
+        const d = top.deps[top.i++];
+        if (!placed.has(d.key) && !inProgress.has(d.key)) {
+          inProgress.add(d.key);
+          st.push({ node: d, deps: byOrder(d.def), i: 0 });
+        }
+      } else {
+        placed.add(top.node.key);
+        out.push(top.node);
+        st.pop();
+      }
+    }
+  }
+  return out;
+}
+
+function suffixOf(rec: ModuleRecord): string {
+  const last = rec.module.split('.').pop() ?? 'mod';
+  return last.replace(/^_+/, '') || 'mod';
+}
+
+/** Final names for every definition and import: the block keeps its name; collisions get a module suffix. */
+function assignNames(closure: ClosureResult, order: UnitNode[]): Map<string, string> {
+  const names = new Map<string, string>();
+  const taken = new Map<string, string>();
+  const reserved = closure.builtinsUsed;
+  const take = (key: string, desired: string, suffix: string): void => {
+    if (names.has(key)) return;
+    const free = (name: string): boolean => (!taken.has(name) || taken.get(name) === key) && !reserved.has(name);
+    let name = desired;
+    for (let n = 1; !free(name); n++) name = n === 1 ? `${desired}_${suffix}` : `${desired}_${suffix}${n}`;
+    names.set(key, name);
+    taken.set(name, key);
+  };
+  const root = closure.root;
+  for (const b of root.rec.facts.units[root.unit].binds) {
+    names.set(symbolKey(root.rec, b), b);
+    taken.set(b, symbolKey(root.rec, b));
+  }
+  for (const e of [...closure.externals.values()].sort((a, b) => a.key.localeCompare(b.key))) {
+    take(e.key, e.bound, e.module.split('.')[0]);
+  }
+  for (const node of order) {
+    for (const b of node.rec.facts.units[node.unit].binds) take(symbolKey(node.rec, b), b, suffixOf(node.rec));
+  }
+  return names;
+}
+
+function importLine(e: ExternalImport, as: string): string {
+  if (e.name !== undefined) return `from ${e.module} import ${e.name}${as !== e.name ? ` as ${as}` : ''}`;
+  if (e.plainDotted && as === e.module.split('.')[0]) return `import ${e.module}`;
+  return as === e.module ? `import ${e.module}` : `import ${e.module} as ${as}`;
+}
+
+function importBlock(externals: ExternalImport[], names: Map<string, string>, future: boolean): { text: string; thirdParty: string[] } {
+  const plain = new Set<string>();
+  const froms = new Map<string, Set<string>>();
+  for (const e of externals) {
+    const as = names.get(e.key) ?? e.bound;
+    if (e.name !== undefined) {
+      const set = froms.get(e.module) ?? new Set<string>();
+      set.add(e.name === as ? e.name : `${e.name} as ${as}`);
+      froms.set(e.module, set);
+    } else {
+      plain.add(importLine(e, as));
+    }
+  }
+  const lines: { group: number; sort: string; text: string }[] = [];
+  const groupOf = (module: string): number => (isStdlib(module) ? 1 : 2);
+  for (const p of plain) {
+    const module = p.replace(/^import\s+/, '').split(/\s+/)[0];
+    lines.push({ group: groupOf(module), sort: `${module} 0`, text: p });
+  }
+  for (const [module, set] of froms) {
+    const items = [...set].sort();
+    const text = `from ${module} import ${items.join(', ')}`;
+    lines.push({ group: groupOf(module), sort: `${module} 1`, text: text.length > 100 ? `from ${module} import (\n    ${items.join(',\n    ')},\n)` : text });
+  }
+  lines.sort((a, b) => a.group - b.group || a.sort.localeCompare(b.sort));
+  const groups: string[] = [];
+  if (future) groups.push('from __future__ import annotations');
+  for (const g of [1, 2]) {
+    const block = lines.filter((l) => l.group === g).map((l) => l.text);
+    if (block.length) groups.push(block.join('\n'));
+  }
+  const thirdParty = [...new Set(externals.map((e) => e.module.split('.')[0]).filter((m) => !isStdlib(m)))].sort();
+  return { text: groups.join('\n\n'), thirdParty };
+}
+
+function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, string>): string {
+  const u = node.rec.facts.units[node.unit];
+  const edits: { start: number; end: number; text: string }[] = [];
+  for (const e of node.edits) {
+    if (e.imports) {
+      const stmts = e.imports.map(({ bound, to }) => {
+        const final = names.get(to) ?? bound;
+        return final === bound ? 'pass' : `${bound} = ${final}`;
+      });
+      edits.push({ start: e.start, end: e.end, text: stmts.length ? [...new Set(stmts)].join('; ') : 'pass' });
+    } else if (e.to) {
+      const final = names.get(e.to);
+      if (final !== undefined && final !== parsed.text.slice(e.start, e.end)) edits.push({ start: e.start, end: e.end, text: final });
+    }
+  }
+  for (const site of parsed.bindSites[node.unit]) {
+    const final = names.get(symbolKey(node.rec, site.name));
+    if (final !== undefined && final !== site.name) edits.push({ start: site.start, end: site.end, text: final });
+  }
+  edits.sort((a, b) => b.start - a.start || b.end - a.end);
+  let text = parsed.text.slice(u.start, u.end);
+  let lastStart = Infinity;
+  for (const e of edits) {
+    if (e.end > lastStart) continue; // overlapping (same site seen twice): the outer edit already applied
+    text = text.slice(0, e.start - u.start) + e.text + text.slice(e.end - u.start);
+    lastStart = e.start;
+  }
+  return text;
+}
+
+export function emitFile(closure: ClosureResult, ctx: EmitContext, target: string): EmitResult {
+  const order = orderUnits(closure);
+  const names = assignNames(closure, order);
+  const future = order.some((n) => n.rec.facts.futureAnnotations);
+  const { text: imports, thirdParty } = importBlock([...closure.externals.values()], names, future);
+  const body: string[] = [];
+  const definitions: ProvenanceEntry[] = [];
+  for (const node of order) {
+    const parsed = ctx.parsed(node.rec);
+    body.push(unitText(node, parsed, names));
+    const u = node.rec.facts.units[node.unit];
+    const src = ctx.source(node.rec);
+    definitions.push({
+      names: u.binds.map((b) => names.get(symbolKey(node.rec, b)) ?? b),
+      module: node.rec.module,
+      repo: src.repo,
+      path: src.path,
+      lines: [u.startLine, u.endLine],
+      blob: src.blob,
+    });
+  }
+  const rest = `${imports ? `${imports}\n\n\n` : ''}${body.join('\n\n\n')}\n`;
+  const hash = createHash('sha256').update(rest).digest('hex');
+  const root = closure.root;
+  const rootSrc = ctx.source(root.rec);
+  const renamed: Record<string, string> = {};
+  for (const s of closure.symbols.values()) {
+    const n = names.get(s.key);
+    if (n && n !== s.name) renamed[`${s.rec.module}.${s.name}`] = n;
+  }
+  const provenance: Provenance = {
+    version: 1,
+    target,
+    block: root.rec.facts.units[root.unit].name ?? '',
+    repo: rootSrc.repo,
+    url: rootSrc.url,
+    commit: rootSrc.commit,
+    license: rootSrc.license,
+    hash: `sha256:${hash}`,
+    pulledAt: (ctx.now?.() ?? new Date()).toISOString(),
+    definitions,
+    imports: thirdParty,
+    renamed,
+  };
+  const header = [
+    `# ${provenance.block}: pulled by NN-RAG from ${rootSrc.repo} (${rootSrc.url ?? rootSrc.location})`,
+    `# commit ${rootSrc.commit ?? 'unknown (not a git checkout)'}; license ${rootSrc.license ?? 'not declared'}`,
+    '# inlined definitions (repository path:lines, git blob):',
+    ...definitions.map((d) => `#   ${d.names.join(', ') || '(statement)'}: ${d.repo} ${d.path}:${d.lines[0]}-${d.lines[1]} blob ${d.blob.slice(0, 12)}`),
+    `# content sha256 of everything below this header: ${hash}`,
+    `${PROVENANCE_PREFIX}${JSON.stringify(provenance)}`,
+  ].join('\n');
+  return { code: `${header}\n\n${rest}`, provenance, thirdParty, order };
+}
+
+/** Reads the provenance record back from a pulled file's text, if it has one. */
+export function readProvenance(text: string): Provenance | undefined {
+  const line = text.split('\n', 40).find((l) => l.startsWith(PROVENANCE_PREFIX));
+  if (!line) return undefined;
+  try {
+    return JSON.parse(line.slice(PROVENANCE_PREFIX.length)) as Provenance;
+  } catch {
+    return undefined;
+  }
+}
+
+/** sha256 of a pulled file's body, to tell whether the user edited it since the pull. */
+export function bodyHash(text: string): string {
+  const idx = text.indexOf('\n', text.indexOf(PROVENANCE_PREFIX));
+  return `sha256:${createHash('sha256').update(text.slice(idx + 2)).digest('hex')}`;
+}

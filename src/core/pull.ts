@@ -1,0 +1,194 @@
+/**
+ * Pull a block: resolve its dependency closure, emit one dependency-closed file, validate it with the
+ * chosen interpreter, record the result. The same pipeline serves the CLI, the server and batch runs.
+ */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { performance } from 'perf_hooks';
+import type { ClassRef } from './blocks/target';
+import { emitFile } from './emit/emit';
+import type { Provenance } from './emit/emit';
+import { NnragError } from './errors';
+import type { IndexDb } from './index/database';
+import type { PythonParser } from './parse/parser';
+import type { ParsedModule } from './parse/types';
+import { computeClosure } from './resolve/closure';
+import type { Problem } from './resolve/closure';
+import type { ModuleRecord, ModuleTable } from './resolve/moduleTable';
+import { loadRepoRows, readIndexedFile } from './sources/reader';
+import type { RepoRow } from './sources/reader';
+import { validateFile } from './validate/runner';
+import type { FailureCategory, Requirement, Tier, ValidationReport } from './validate/runner';
+
+export type PullStatus = 'validated' | 'extracted' | 'failed';
+
+export interface PullReport {
+  status: PullStatus;
+  target: string;
+  out: string | null;
+  category?: FailureCategory;
+  message?: string;
+  tier: Tier | null;
+  validation?: ValidationReport;
+  problems: Problem[];
+  definitions: number;
+  imports: string[];
+  requirements?: Requirement[];
+  provenance?: Provenance;
+  timings: { resolve_ms: number; emit_ms: number; validate_ms: number };
+}
+
+export interface PullOptions {
+  parser: PythonParser;
+  /** Where to write the file; undefined: emit in memory only (benchmarks). */
+  out?: string;
+  python?: string;
+  runner?: string;
+  validate: boolean;
+  timeoutMs?: number;
+  memoryMb?: number;
+  signal?: AbortSignal;
+}
+
+/** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
+export interface PullSession {
+  db: IndexDb;
+  table: ModuleTable;
+  repos: Map<number, RepoRow>;
+  files: Map<number, { path: string; hash: string }>;
+  skipped: Map<string, string>;
+  parsed: Map<number, ParsedModule>;
+}
+
+export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
+  const files = new Map<number, { path: string; hash: string }>();
+  const skipped = new Map<string, string>();
+  for (const r of db.all('SELECT id, repo_id, path, module, hash, status, reason, detail FROM files')) {
+    files.set(Number(r.id), { path: String(r.path), hash: String(r.hash) });
+    if (r.status === 'skipped') skipped.set(`${Number(r.repo_id)}:${String(r.module)}`, `${String(r.reason)}: ${String(r.detail ?? '')}`);
+  }
+  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map() };
+}
+
+async function parseRecord(session: PullSession, parser: PythonParser, rec: ModuleRecord): Promise<ParsedModule> {
+  const cached = session.parsed.get(rec.fileId);
+  if (cached) return cached;
+  const repo = session.repos.get(rec.repoId)!;
+  const file = session.files.get(rec.fileId)!;
+  const bytes = await readIndexedFile(repo, file.path, file.hash);
+  const outcome = parser.parse(bytes, Number.MAX_SAFE_INTEGER);
+  if (!outcome.ok) throw new NnragError('not-found', `${repo.name}/${file.path} no longer parses: ${outcome.detail}`);
+  session.parsed.set(rec.fileId, outcome);
+  return outcome;
+}
+
+function failureOf(problems: Problem[]): { category: FailureCategory; message: string } | undefined {
+  const native = problems.filter((p) => p.kind === 'native-extension');
+  if (native.length) return { category: 'native-extension', message: native.map((p) => p.detail).join('; ') };
+  const unparsed = problems.filter((p) => p.kind === 'unparsed');
+  if (unparsed.length) return { category: 'unresolved', message: unparsed.map((p) => p.detail).join('; ') };
+  return undefined;
+}
+
+export async function pullBlock(session: PullSession, ref: ClassRef, options: PullOptions): Promise<PullReport> {
+  const t0 = performance.now();
+  const target = `${ref.repo}:${ref.module}.${ref.name}`;
+  const rec = session.table.lookupIn(ref.module, ref.repoId);
+  const fact = rec?.facts.classes.filter((c) => c.name === ref.name).pop();
+  if (!rec || !fact) throw new NnragError('not-found', `${target} is not in the index any more; run 'nn-rag index' again`);
+
+  const closure = await computeClosure(
+    {
+      table: session.table,
+      parse: (r) => parseRecord(session, options.parser, r),
+      inlines: (r, rootRepo) => r.repoId === rootRepo || session.repos.get(r.repoId)?.config.inline === true,
+      skippedReason: (module, repoId) => session.skipped.get(`${repoId}:${module}`),
+    },
+    rec,
+    fact.unit,
+  );
+  const t1 = performance.now();
+  const emitted = emitFile(
+    closure,
+    {
+      parsed: (r) => session.parsed.get(r.fileId)!,
+      source: (r) => {
+        const repo = session.repos.get(r.repoId)!;
+        const file = session.files.get(r.fileId)!;
+        return { repo: repo.name, url: repo.url, location: repo.location, commit: repo.commit, license: repo.license, path: file.path, blob: file.hash };
+      },
+    },
+    target,
+  );
+  const t2 = performance.now();
+  const report: PullReport = {
+    status: 'extracted',
+    target,
+    out: options.out ? path.resolve(options.out) : null,
+    tier: null,
+    problems: closure.problems,
+    definitions: emitted.order.length,
+    imports: emitted.thirdParty,
+    provenance: emitted.provenance,
+    timings: { resolve_ms: round(t1 - t0), emit_ms: round(t2 - t1), validate_ms: 0 },
+  };
+  if (options.out) {
+    await fsp.mkdir(path.dirname(path.resolve(options.out)), { recursive: true });
+    await fsp.writeFile(options.out, emitted.code, 'utf8');
+  }
+  const blocked = failureOf(closure.problems);
+  if (blocked) {
+    // the file is written for the user to read, but it cannot run: never validate or report success
+    Object.assign(report, { status: 'failed', ...blocked });
+  } else if (options.validate) {
+    if (!options.out || !options.python || !options.runner) throw new NnragError('usage', 'validation needs an output file, an interpreter and the runner');
+    const v = await validateFile(options.out, {
+      python: options.python,
+      runner: options.runner,
+      className: ref.name,
+      timeoutMs: options.timeoutMs,
+      memoryMb: options.memoryMb,
+      native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
+      signal: options.signal,
+    });
+    report.validation = v;
+    report.tier = v.tier;
+    report.requirements = v.requirements;
+    report.timings.validate_ms = round(v.seconds * 1000);
+    if (v.ok && v.tier === 'forward') {
+      report.status = 'validated';
+    } else {
+      report.status = 'failed';
+      report.category = v.category ?? 'forward';
+      report.message = v.message ?? 'validation did not reach forward';
+    }
+    recordValidation(session.db, ref.id, report);
+  }
+  if (report.status !== 'failed' && closure.problems.length) {
+    report.message = closure.problems.map((p) => p.detail).join('; ');
+  }
+  return report;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+function recordValidation(db: IndexDb, classId: number, report: PullReport): void {
+  db.run('UPDATE classes SET validation = ? WHERE id = ?', [
+    JSON.stringify({ status: report.status, tier: report.tier, category: report.category ?? null, at: new Date().toISOString() }),
+    classId,
+  ]);
+}
+
+/** `requirements.txt` lines for the distributions a pulled file imports. */
+export function requirementsText(reqs: Requirement[] | undefined, modules: string[]): string {
+  const lines = new Set<string>();
+  const known = new Map((reqs ?? []).map((r) => [r.module, r]));
+  for (const m of modules) {
+    const r = known.get(m);
+    if (r?.distribution && r.version) lines.add(`${r.distribution}==${r.version}`);
+    else lines.add(`${m}  # not installed in the validating interpreter`);
+  }
+  return [...lines].sort().join('\n') + (lines.size ? '\n' : '');
+}

@@ -1,0 +1,239 @@
+/**
+ * The dependency closure of a block: every module-level statement it needs, transitively, each name
+ * resolved the way Python would; third-party names become imports; string registries count as references.
+ */
+import type { ParsedModule, Timing } from '../parse/types';
+import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
+
+export interface UnitNode {
+  key: string;
+  rec: ModuleRecord;
+  unit: number;
+  /** Units this one needs when it runs at import time (must come first) and only when called. */
+  def: Set<string>;
+  call: Set<string>;
+  edits: Edit[];
+  /** Discovery order, for a stable and readable output. */
+  order: number;
+}
+
+/** A text edit inside a unit: the span is replaced by the final name of `to`, or by `text`. */
+export interface Edit {
+  start: number;
+  end: number;
+  to?: string;
+  /** For replaced import statements: one line per bound name. */
+  imports?: { bound: string; to: string }[];
+}
+
+export interface ExternalImport {
+  key: string;
+  module: string;
+  name?: string;
+  plainDotted: boolean;
+  /** The name the original code binds it to. */
+  bound: string;
+}
+
+export interface SymbolBinding {
+  key: string;
+  rec: ModuleRecord;
+  name: string;
+  unitKey: string;
+}
+
+export type ProblemKind = 'native-extension' | 'unresolved' | 'unparsed' | 'module-object';
+
+export interface Problem {
+  kind: ProblemKind;
+  name: string;
+  detail: string;
+}
+
+export interface ClosureResult {
+  root: UnitNode;
+  units: Map<string, UnitNode>;
+  symbols: Map<string, SymbolBinding>;
+  externals: Map<string, ExternalImport>;
+  /** Builtins the emitted code reads: no definition may take these names. */
+  builtinsUsed: Set<string>;
+  problems: Problem[];
+}
+
+export interface ClosureContext {
+  table: ModuleTable;
+  /** Parsed source of a module (the text and the positions the index does not keep). */
+  parse(rec: ModuleRecord): Promise<ParsedModule>;
+  /** Whether code of `rec` is inlined into a file pulled from `rootRepo` (else it stays an import). */
+  inlines(rec: ModuleRecord, rootRepo: number): boolean;
+  /** Why an internal module has no facts (a skipped file), if it exists in the index at all. */
+  skippedReason(module: string, repoId: number): string | undefined;
+}
+
+export function unitKey(rec: ModuleRecord, unit: number): string {
+  return `${rec.fileId}:${unit}`;
+}
+
+export function symbolKey(rec: ModuleRecord, name: string): string {
+  return `${rec.fileId}:${name}`;
+}
+
+function externalKey(e: Omit<ExternalImport, 'key'>): string {
+  return `${e.module}|${e.name ?? ''}|${e.plainDotted ? 1 : 0}|${e.bound}`;
+}
+
+/** `@X.register_module(name=...)` and `X.register_module(module=C)` of one repository: alias -> class. */
+function registryIndex(table: ModuleTable, repoId: number): Map<string, { rec: ModuleRecord; name: string }> {
+  const out = new Map<string, { rec: ModuleRecord; name: string }>();
+  for (const list of table.modules()) {
+    for (const rec of list) {
+      if (rec.repoId !== repoId) continue;
+      for (const c of rec.facts.classes) if (c.registry) out.set(c.registry.alias ?? c.name, { rec, name: c.name });
+      for (const r of rec.facts.registrations) {
+        if (r.target && /^[A-Za-z_]\w*$/.test(r.target)) out.set(r.alias ?? r.target, { rec, name: r.target });
+      }
+    }
+  }
+  return out;
+}
+
+export async function computeClosure(ctx: ClosureContext, rootRec: ModuleRecord, rootUnit: number): Promise<ClosureResult> {
+  const { table } = ctx;
+  const units = new Map<string, UnitNode>();
+  const symbols = new Map<string, SymbolBinding>();
+  const externals = new Map<string, ExternalImport>();
+  const builtinsUsed = new Set<string>();
+  const problems: Problem[] = [];
+  const problemKeys = new Set<string>();
+  let registries: Map<string, { rec: ModuleRecord; name: string }> | undefined;
+  const queue: UnitNode[] = [];
+
+  const problem = (p: Problem): void => {
+    const k = `${p.kind}:${p.name}`;
+    if (!problemKeys.has(k)) {
+      problemKeys.add(k);
+      problems.push(p);
+    }
+  };
+
+  const need = (rec: ModuleRecord, unit: number): UnitNode => {
+    const key = unitKey(rec, unit);
+    let node = units.get(key);
+    if (!node) {
+      node = { key, rec, unit, def: new Set(), call: new Set(), edits: [], order: units.size };
+      units.set(key, node);
+      queue.push(node);
+      for (const b of rec.facts.units[unit].binds) {
+        symbols.set(symbolKey(rec, b), { key: symbolKey(rec, b), rec, name: b, unitKey: key });
+      }
+    }
+    return node;
+  };
+
+  const external = (e: Omit<ExternalImport, 'key'>): string => {
+    const key = externalKey(e);
+    if (!externals.has(key)) externals.set(key, { ...e, key });
+    return key;
+  };
+
+  /** Where a resolved target goes in the output: a symbol key, an external key, or nothing. */
+  const place = (from: UnitNode, t: Target, bound: string, timing: Timing, where: string): string | undefined => {
+    switch (t.kind) {
+      case 'symbol': {
+        if (!ctx.inlines(t.mod, rootRec.repoId)) {
+          return external({ module: t.mod.module, name: t.name, plainDotted: false, bound });
+        }
+        const target = need(t.mod, t.unit);
+        if (target.key !== from.key) (timing === 'def' ? from.def : from.call).add(target.key);
+        return symbolKey(t.mod, t.name);
+      }
+      case 'external':
+        return external({ module: t.module, name: t.name, plainDotted: !!t.plainDotted, bound });
+      case 'module':
+        if (!ctx.inlines(t.mod, rootRec.repoId)) return external({ module: t.mod.module, plainDotted: false, bound });
+        problem({ kind: 'module-object', name: t.mod.module, detail: `${where} uses the module ${t.mod.module} as an object` });
+        return undefined;
+      case 'builtin':
+        builtinsUsed.add(t.name);
+        return undefined;
+      case 'missing': {
+        const reason = ctx.skippedReason(t.qualname, rootRec.repoId);
+        problem(
+          reason
+            ? { kind: 'unparsed', name: t.qualname, detail: `${where} needs ${t.qualname}, which could not be indexed (${reason})` }
+            : {
+                kind: 'native-extension',
+                name: t.qualname,
+                detail: `${where} needs the compiled module ${t.qualname}, which has no Python source in ${t.repo}`,
+              },
+        );
+        return undefined;
+      }
+      default:
+        problem({ kind: 'unresolved', name: t.name, detail: `${where}: name '${t.name}' is not defined` });
+        return undefined;
+    }
+  };
+
+  const root = need(rootRec, rootUnit);
+  while (queue.length) {
+    const node = queue.shift()!;
+    const { rec, unit } = node;
+    const parsed = await ctx.parse(rec);
+    const u = rec.facts.units[unit];
+    const where = `${rec.module}${u.name ? `.${u.name}` : ''} (line ${u.startLine})`;
+
+    for (const ref of parsed.refs[unit]) {
+      let t = table.resolveName(rec, ref.name);
+      let end = ref.end;
+      if (t.kind === 'module' && ref.attrs.length && ctx.inlines(t.mod, rootRec.repoId)) {
+        // `a.init_weights`, `pkg.sub.f`: the module attribute becomes a plain name in the output
+        const r = table.resolveAttrs(t, ref.attrs);
+        if (r.consumed > 0) {
+          t = r.target;
+          end = ref.attrEnds[r.consumed - 1];
+        }
+      }
+      const to = place(node, t, ref.name, ref.timing, where);
+      if (to) node.edits.push({ start: ref.start, end, to });
+    }
+
+    // string registries: dict(type="MLPHead") names a registered class
+    const strings = parsed.strings[unit];
+    if (strings.length) {
+      registries ??= registryIndex(table, rootRec.repoId);
+      for (const s of strings) {
+        const hit = registries.get(s.value);
+        if (!hit) continue;
+        const bindUnit = table.bindingUnit(hit.rec, hit.name);
+        if (bindUnit === undefined) continue;
+        const target = need(hit.rec, bindUnit);
+        if (target.key !== node.key) (s.timing === 'def' ? node.def : node.call).add(target.key);
+      }
+    }
+
+    // import statements inside the unit (in a function body or a try/if block) that reach repository code
+    for (const range of parsed.importRanges) {
+      if (range.unit !== unit || (u.kind === 'import')) continue;
+      const resolved = range.imports
+        .map((i) => rec.facts.imports[i])
+        .filter((imp) => !imp.typeChecking)
+        .map((imp) => {
+          const bound = imp.bound ?? imp.module.split('.')[0];
+          return { imp, bound, t: table.resolveImport(rec, imp.kind, imp.level, imp.module, imp.name, bound) };
+        });
+      const internal = resolved.some(
+        ({ t }) => t.kind === 'missing' || ((t.kind === 'symbol' || t.kind === 'module') && ctx.inlines(t.mod, rootRec.repoId)),
+      );
+      // an import of third-party code stays where it is, as written
+      if (!internal) continue;
+      const lines: { bound: string; to: string }[] = [];
+      for (const { imp, bound, t } of resolved) {
+        const to = place(node, t, bound, imp.inFunction ? 'call' : 'def', where);
+        if (to) lines.push({ bound, to });
+      }
+      node.edits.push({ start: range.start, end: range.end, imports: lines });
+    }
+  }
+  return { root, units, symbols, externals, builtinsUsed, problems };
+}

@@ -1,0 +1,55 @@
+/** Reads an indexed file's bytes back from where the index found it (a folder or a cached clone). */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { NnragError } from '../errors';
+import type { IndexDb } from '../index/database';
+import { blobId } from '../index/indexer';
+import { readGitBlob } from './git';
+
+export interface RepoRow {
+  id: number;
+  name: string;
+  kind: string;
+  location: string;
+  url: string | null;
+  commit: string | null;
+  root: string;
+  license: string | null;
+  config: { inline?: boolean; include?: string[]; exclude?: string[]; symbols?: string[] };
+}
+
+export function loadRepoRows(db: IndexDb): Map<number, RepoRow> {
+  const out = new Map<number, RepoRow>();
+  for (const r of db.all('SELECT id, name, kind, location, url, commit_id, root, license, config FROM repos')) {
+    out.set(Number(r.id), {
+      id: Number(r.id),
+      name: String(r.name),
+      kind: String(r.kind),
+      location: String(r.location),
+      url: r.url === null ? null : String(r.url),
+      commit: r.commit_id === null ? null : String(r.commit_id),
+      root: String(r.root),
+      license: r.license === null ? null : String(r.license),
+      config: JSON.parse(String(r.config ?? '{}')),
+    });
+  }
+  return out;
+}
+
+/** The file's bytes, checked against the hash the index recorded. */
+export async function readIndexedFile(repo: RepoRow, relPath: string, hash: string): Promise<Uint8Array> {
+  let bytes: Uint8Array;
+  if (repo.kind === 'git') {
+    bytes = await readGitBlob(repo.root, hash);
+  } else {
+    try {
+      bytes = await fsp.readFile(path.join(repo.root, relPath));
+    } catch (err) {
+      throw new NnragError('not-found', `cannot read ${repo.name}/${relPath}: ${(err as Error).message}; run 'nn-rag index' again`);
+    }
+  }
+  if (blobId(bytes) !== hash) {
+    throw new NnragError('not-found', `${repo.name}/${relPath} changed since it was indexed; run 'nn-rag index' again`);
+  }
+  return bytes;
+}
