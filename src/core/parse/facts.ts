@@ -751,6 +751,15 @@ class Extractor {
       case 'print_statement':
       case 'exec_statement':
         throw new Python2Error(node.startPosition.row + 1, node.type);
+      case 'raise_statement':
+        // `raise E, "message"` is Python 2 only
+        if (node.namedChild(0)?.type === 'expression_list') throw new Python2Error(node.startPosition.row + 1, 'raise_statement');
+        this.visitAll(node.namedChildren, scope, timing);
+        return;
+      case 'integer':
+        // `0777` and `10L` are Python 2 literals
+        if (/^0\d+[lL]?$|^\d+[lL]$/.test(node.text)) throw new Python2Error(node.startPosition.row + 1, 'integer literal');
+        return;
       default:
         this.visitAll(node.namedChildren, scope, timing);
     }
@@ -759,7 +768,11 @@ class Extractor {
   /** Targets bind names; only the objects of attribute and subscript targets are read. */
   private visitTarget(node: Node | null, scope: Scope, timing: Timing): void {
     if (!node) return;
-    if (node.type === 'identifier') return;
+    if (node.type === 'identifier') {
+      // writing a name declared `global` is a use of the module's binding
+      if (scope.kind !== 'module' && scope.globals.has(node.text)) this.ref(node, scope, timing);
+      return;
+    }
     if (PATTERN_CONTAINERS.has(node.type)) {
       for (const c of node.namedChildren) this.visitTarget(c, scope, timing);
       return;
@@ -848,7 +861,7 @@ class Extractor {
 
 export class Python2Error extends Error {
   constructor(line: number, what: string) {
-    super(`Python 2 syntax (${what.replace('_statement', '')} statement) at line ${line}`);
+    super(`Python 2 syntax (${what.replace('_statement', ' statement')}) at line ${line}`);
   }
 }
 

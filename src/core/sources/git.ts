@@ -84,7 +84,7 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
         singleBranch: !isCommit,
         depth: isCommit ? undefined : 1,
         noCheckout: true,
-        noTags: true,
+        noTags: !config.ref,
         cache,
         onProgress,
         onAuth,

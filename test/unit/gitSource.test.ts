@@ -1,0 +1,92 @@
+import * as assert from 'assert';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { NnragError } from '../../src/core/errors';
+import { finishRun, indexSource } from '../../src/core/index/indexer';
+import { checkGitUrl, openGit } from '../../src/core/sources/git';
+import { git, startGitServer } from './gitServer';
+import type { GitServer } from './gitServer';
+import { memoryDb, parser, tmpdir, writeTree } from './helpers';
+
+const MIT = 'MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy...\n';
+
+describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function () {
+  this.timeout(120_000);
+  let root: string;
+  let work: string;
+  let server: GitServer;
+
+  before(async () => {
+    root = await tmpdir('nnrag-git-');
+    work = path.join(root, 'work');
+    await writeTree(work, {
+      'LICENSE': MIT,
+      'netlib/__init__.py': '',
+      'netlib/layers.py': 'from torch import nn\n\nclass Block(nn.Module):\n    pass\n',
+      'netlib/other.py': 'X = 1\n',
+    });
+    await fsp.symlink('layers.py', path.join(work, 'netlib', 'alias.py'));
+    git(work, 'init', '-q', '-b', 'main');
+    git(work, 'add', '-A');
+    git(work, 'commit', '-qm', 'first');
+    git(work, 'tag', 'v1');
+    git(root, 'clone', '-q', '--bare', work, 'served.git');
+    server = await startGitServer(root);
+  });
+
+  after(async () => {
+    await server.close();
+  });
+
+  it('clones shallow without checkout, indexes blobs, and notices a new commit', async () => {
+    const cache = await tmpdir('nnrag-cache-');
+    const db = await memoryDb();
+    const first = await openGit({ location: server.url('served.git') }, { cacheDir: cache });
+    assert.strictEqual(first.info.name, 'served');
+    assert.strictEqual(first.info.commit, git(work, 'rev-parse', 'HEAD'));
+    assert.strictEqual(first.updated, false);
+    const run1 = await indexSource(db, first, { parser: await parser() });
+    finishRun(db);
+    assert.strictEqual(run1.computed, 3);
+    assert.strictEqual(first.info.license, 'MIT');
+    const skipped = db.get("SELECT reason FROM files WHERE path = 'netlib/alias.py'");
+    assert.strictEqual(skipped?.reason, 'link', 'a symlink in the repository is reported, not followed');
+    const hash = db.get("SELECT hash FROM files WHERE path = 'netlib/layers.py'")!.hash;
+    assert.strictEqual(hash, git(work, 'rev-parse', 'HEAD:netlib/layers.py'), 'the content hash is the git blob id');
+    // no working tree was checked out
+    const entries = await fsp.readdir(path.join(cache, 'git'));
+    assert.strictEqual(entries.length, 1);
+    assert.ok(!(await fsp.readdir(path.join(cache, 'git', entries[0]))).includes('netlib'));
+
+    await writeTree(work, { 'netlib/other.py': 'from torch import nn\nclass New(nn.Module):\n    pass\n' });
+    git(work, 'commit', '-qam', 'second');
+    git(root, '--git-dir', 'served.git', 'fetch', '-q', work, 'main:main');
+    const second = await openGit({ location: server.url('served.git') }, { cacheDir: cache });
+    assert.strictEqual(second.updated, true);
+    assert.strictEqual(second.info.commit, git(work, 'rev-parse', 'HEAD'));
+    const run2 = await indexSource(db, second, { parser: await parser() });
+    finishRun(db);
+    assert.deepStrictEqual([run2.computed, run2.kept], [1, 2], 'only the changed blob is parsed again');
+    assert.ok(db.get("SELECT 1 AS x FROM classes WHERE name = 'New' AND is_block = 1"));
+  });
+
+  it('checks out a tag', async () => {
+    const cache = await tmpdir('nnrag-cache-');
+    const src = await openGit({ location: server.url('served.git'), ref: 'v1', name: 'tagged' }, { cacheDir: cache });
+    assert.strictEqual(src.info.commit, git(work, 'rev-parse', 'v1^{commit}'));
+  });
+
+  it('fails clearly for a repository that does not exist, and leaves no half clone', async () => {
+    const cache = await tmpdir('nnrag-cache-');
+    await assert.rejects(openGit({ location: server.url('missing.git') }, { cacheDir: cache }), (err: unknown) => err instanceof NnragError && err.code === 'git' && /cannot clone/.test(err.message));
+    const left = await fsp.readdir(path.join(cache, 'git')).catch(() => []);
+    assert.deepStrictEqual(left, []);
+  });
+
+  it('rejects bad URLs before any network use', () => {
+    for (const bad of ['ftp://host/x.git', 'file:///etc', 'not a url', '--upload-pack=evil', 'https://user:pw@host/x.git', 'ssh://git@host/x.git']) {
+      assert.throws(() => checkGitUrl(bad), (err: unknown) => err instanceof NnragError && err.code === 'bad-url', bad);
+    }
+    assert.strictEqual(checkGitUrl('https://example.org/a/b.git/'), 'https://example.org/a/b.git');
+  });
+});

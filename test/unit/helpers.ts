@@ -1,0 +1,53 @@
+/** Shared test helpers: asset paths from node_modules, temporary folders, small fixture trees. */
+import { promises as fsp } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import type { CliAssets } from '../../src/cli/cli';
+import { IndexDb } from '../../src/core/index/database';
+import { finishRun, indexSource } from '../../src/core/index/indexer';
+import type { IndexRunStats } from '../../src/core/index/indexer';
+import { PythonParser } from '../../src/core/parse/parser';
+import { openFolder } from '../../src/core/sources/folder';
+import type { SourceConfig } from '../../src/core/sources/types';
+
+export const ROOT = path.resolve(__dirname, '..', '..');
+
+export const ASSETS: CliAssets = {
+  treeSitterWasm: path.join(ROOT, 'node_modules/web-tree-sitter/web-tree-sitter.wasm'),
+  pythonWasm: path.join(ROOT, 'node_modules/tree-sitter-python/tree-sitter-python.wasm'),
+  sqlWasm: path.join(ROOT, 'node_modules/sql.js/dist/sql-wasm.wasm'),
+  runner: path.join(ROOT, 'python-runner/validate.py'),
+};
+
+let parserPromise: Promise<PythonParser> | undefined;
+export function parser(): Promise<PythonParser> {
+  parserPromise ??= PythonParser.create(ASSETS);
+  return parserPromise;
+}
+
+export async function tmpdir(prefix = 'nnrag-test-'): Promise<string> {
+  return fsp.mkdtemp(path.join(os.tmpdir(), prefix));
+}
+
+/** Writes `files` (relative path -> text or bytes) under `root`. */
+export async function writeTree(root: string, files: Record<string, string | Uint8Array>): Promise<void> {
+  for (const [rel, content] of Object.entries(files)) {
+    const p = path.join(root, rel);
+    await fsp.mkdir(path.dirname(p), { recursive: true });
+    await fsp.writeFile(p, content);
+  }
+}
+
+export async function memoryDb(): Promise<IndexDb> {
+  return (await IndexDb.open(undefined, { sqlWasm: ASSETS.sqlWasm })).db;
+}
+
+/** Indexes a folder into `db` and runs discovery, as `nn-rag index` does. */
+export async function indexFolder(db: IndexDb, dir: string, config: Partial<SourceConfig> = {}): Promise<IndexRunStats> {
+  const source = await openFolder({ location: dir, ...config });
+  const stats = await indexSource(db, source, { parser: await parser() });
+  finishRun(db);
+  return stats;
+}
+
+export const PYTHON_WITH_TORCH = '/usr/bin/python3';

@@ -1,0 +1,165 @@
+import * as assert from 'assert';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { IndexDb } from '../../src/core/index/database';
+import { blobId, finishRun, indexSource } from '../../src/core/index/indexer';
+import { indexStats } from '../../src/core/index/stats';
+import { openFolder } from '../../src/core/sources/folder';
+import { ASSETS, indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
+
+const BLOCK = 'from torch import nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n';
+
+describe('index: incremental updates', () => {
+  it('adds, keeps, changes and deletes files by content hash', async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, { 'pkg/__init__.py': '', 'pkg/a.py': BLOCK, 'pkg/b.py': 'X = 1\n' });
+    const db = await memoryDb();
+    const first = await indexFolder(db, dir);
+    assert.deepStrictEqual([first.computed, first.kept, first.deleted], [3, 0, 0]);
+
+    const again = await indexFolder(db, dir);
+    assert.deepStrictEqual([again.computed, again.kept, again.deleted], [0, 3, 0], 'nothing changed: nothing parsed');
+
+    // same content, new mtime: hashed, found equal, kept
+    const now = new Date(Date.now() + 5000);
+    await fsp.utimes(path.join(dir, 'pkg/b.py'), now, now);
+    const touched = await indexFolder(db, dir);
+    assert.deepStrictEqual([touched.computed, touched.kept], [0, 3]);
+
+    await writeTree(dir, { 'pkg/b.py': 'from torch import nn\nclass Other(nn.Sequential):\n    pass\n' });
+    await fsp.rm(path.join(dir, 'pkg/a.py'));
+    const changed = await indexFolder(db, dir);
+    assert.deepStrictEqual([changed.computed, changed.kept, changed.deleted], [1, 1, 1]);
+    const names = db.all('SELECT name, is_block FROM classes ORDER BY name').map((r) => `${String(r.name)}:${Number(r.is_block)}`);
+    assert.deepStrictEqual(names, ['Other:1'], 'the deleted file took its class and search rows along');
+    const fts = db.all("SELECT docid FROM classes_fts WHERE classes_fts MATCH 'net'");
+    assert.strictEqual(fts.length, 0, 'no stale full-text rows');
+  });
+
+  it('records a parse failure with its reason and retries when the file changes', async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, { 'm.py': 'def broken(:\n' });
+    const db = await memoryDb();
+    await indexFolder(db, dir);
+    let row = db.get("SELECT status, reason, detail FROM files WHERE path = 'm.py'")!;
+    assert.strictEqual(row.status, 'skipped');
+    assert.strictEqual(row.reason, 'syntax');
+    assert.match(String(row.detail), /line 1/);
+    const unchanged = await indexFolder(db, dir);
+    assert.strictEqual(unchanged.computed, 0, 'a failed file is not parsed again while it is unchanged');
+    await writeTree(dir, { 'm.py': BLOCK });
+    await indexFolder(db, dir);
+    row = db.get("SELECT status, reason FROM files WHERE path = 'm.py'")!;
+    assert.strictEqual(row.status, 'parsed');
+  });
+
+  it('reports hostile files with reasons and never follows links out of the root', async () => {
+    const outside = await tmpdir();
+    await writeTree(outside, { 'secret.py': 'class Leak(nn.Module):\n    pass\n' });
+    const dir = await tmpdir();
+    await writeTree(dir, {
+      'ok.py': BLOCK,
+      'junk.py': Buffer.from([0, 1, 2, 3, 0xff]),
+      'old.py': 'print "hi"\n',
+      'big.py': `X = "${'a'.repeat(3000)}"\n`,
+      'empty.py': '',
+    });
+    await fsp.symlink(path.join(outside, 'secret.py'), path.join(dir, 'link.py'));
+    await fsp.symlink(path.join(dir, 'loop2.py'), path.join(dir, 'loop1.py'));
+    await fsp.symlink(path.join(dir, 'loop1.py'), path.join(dir, 'loop2.py'));
+    await fsp.symlink(outside, path.join(dir, 'outdir'));
+    const db = await memoryDb();
+    const source = await openFolder({ location: dir });
+    await indexSource(db, source, { parser: await parser(), maxFileBytes: 2000 });
+    finishRun(db);
+    const stats = indexStats(db);
+    const reasons = Object.fromEntries(stats.skipped_files.map((f) => [f.path, f.reason]));
+    assert.deepStrictEqual(reasons, {
+      'big.py': 'too-large',
+      'junk.py': 'binary',
+      'link.py': 'link-outside',
+      'loop1.py': 'link-loop',
+      'loop2.py': 'link-loop',
+      'old.py': 'python2',
+      outdir: 'link-outside',
+    });
+    assert.strictEqual(db.all("SELECT 1 FROM classes WHERE name = 'Leak'").length, 0, 'nothing indexed through a link');
+    assert.strictEqual(stats.parsed, 2, 'ok.py and empty.py parse');
+  });
+
+  it('gives module paths: packages, src layout, and a root that is itself a package', async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, { 'src/lib/__init__.py': '', 'src/lib/layers.py': BLOCK });
+    const db = await memoryDb();
+    await indexFolder(db, dir);
+    assert.deepStrictEqual(db.all('SELECT module FROM files ORDER BY module').map((r) => r.module), ['lib', 'lib.layers']);
+
+    const pkgParent = await tmpdir();
+    await writeTree(pkgParent, { 'vision/__init__.py': '', 'vision/models/__init__.py': '', 'vision/models/net.py': BLOCK });
+    const db2 = await memoryDb();
+    await indexFolder(db2, path.join(pkgParent, 'vision'));
+    assert.deepStrictEqual(db2.all('SELECT module FROM files ORDER BY module').map((r) => r.module), ['vision', 'vision.models', 'vision.models.net']);
+    assert.strictEqual(db2.get('SELECT name FROM repos')!.name, 'vision');
+  });
+
+  it('refuses a second repository under the same name from elsewhere', async () => {
+    const a = await tmpdir();
+    const b = await tmpdir();
+    await fsp.mkdir(path.join(a, 'repo'));
+    await fsp.mkdir(path.join(b, 'repo'));
+    const db = await memoryDb();
+    await indexFolder(db, path.join(a, 'repo'));
+    await assert.rejects(indexFolder(db, path.join(b, 'repo')), /already indexed from/);
+  });
+
+  it('uses git blob ids as content hashes', () => {
+    // `printf 'hello\n' | git hash-object --stdin`
+    assert.strictEqual(blobId(Buffer.from('hello\n')), 'ce013625030ba8dba906f756967f9e9ca394464a');
+  });
+});
+
+describe('index: the database file', () => {
+  it('saves atomically and reopens with the same content', async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, { 'm.py': BLOCK });
+    const file = path.join(await tmpdir(), 'sub', 'index.db');
+    const { db } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    await indexFolder(db, dir);
+    await db.save();
+    db.close();
+    const leftovers = (await fsp.readdir(path.dirname(file))).filter((f) => f.endsWith('.tmp'));
+    assert.deepStrictEqual(leftovers, []);
+    const { db: again, recovered } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    assert.strictEqual(recovered, undefined);
+    assert.deepStrictEqual(again.all('SELECT name FROM classes').map((r) => r.name), ['Net']);
+    assert.deepStrictEqual(again.appliedMigrations(), ['0001-initial']);
+    again.close();
+  });
+
+  it('sets a corrupt file aside and starts a new one', async () => {
+    const file = path.join(await tmpdir(), 'index.db');
+    await fsp.writeFile(file, Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096, 7)]));
+    const { db, recovered } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    assert.ok(recovered, 'the corrupt file is reported');
+    assert.match(recovered.movedTo, /index\.db\.corrupt-/);
+    await fsp.access(recovered.movedTo);
+    assert.deepStrictEqual(db.all('SELECT count(*) AS n FROM files')[0].n, 0);
+    db.close();
+  });
+
+  it('debounces saves', async () => {
+    const file = path.join(await tmpdir(), 'index.db');
+    const { db } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    db.setMeta('k', 'v');
+    db.scheduleSave(30);
+    db.setMeta('k', 'w');
+    db.scheduleSave(30);
+    await assert.rejects(fsp.access(file), 'not written before the delay');
+    await new Promise((r) => setTimeout(r, 120));
+    await fsp.access(file);
+    db.close();
+    const { db: again } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    assert.strictEqual(again.getMeta('k'), 'w');
+    again.close();
+  });
+});

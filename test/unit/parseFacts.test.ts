@@ -1,0 +1,245 @@
+import * as assert from 'assert';
+import type { ParsedModule } from '../../src/core/parse/types';
+import { parser } from './helpers';
+
+async function parse(text: string): Promise<ParsedModule> {
+  const p = await parser();
+  const out = p.parseText(text);
+  if (!out.ok) throw new Error(`${out.reason}: ${out.detail}`);
+  return out;
+}
+
+function unitNamed(m: ParsedModule, name: string) {
+  const u = m.facts.units.find((x) => x.name === name || x.binds.includes(name));
+  assert.ok(u, `no unit binds ${name}`);
+  return u;
+}
+
+describe('parse: imports', () => {
+  it('records every import form with level, alias and placement', async () => {
+    const m = await parse(
+      [
+        'import os',
+        'import torch.nn as nn',
+        'import a.b.c',
+        'from . import sibling',
+        'from ..pkg.mod import X as Y, Z',
+        'from .star import *',
+        'try:',
+        '    import fast',
+        'except ImportError:',
+        '    fast = None',
+        'if TYPE_CHECKING:',
+        '    from .types import T',
+        'def f():',
+        '    from .inner import helper',
+        '    return helper()',
+      ].join('\n'),
+    );
+    const imps = m.facts.imports.map((i) => ({ k: i.kind, m: i.module, l: i.level, n: i.name, b: i.bound, f: i.inFunction, t: i.typeChecking, g: i.guarded }));
+    assert.deepStrictEqual(imps, [
+      { k: 'import', m: 'os', l: 0, n: undefined, b: 'os', f: false, t: false, g: false },
+      { k: 'import', m: 'torch.nn', l: 0, n: undefined, b: 'nn', f: false, t: false, g: false },
+      { k: 'import', m: 'a.b.c', l: 0, n: undefined, b: 'a', f: false, t: false, g: false },
+      { k: 'from', m: '', l: 1, n: 'sibling', b: 'sibling', f: false, t: false, g: false },
+      { k: 'from', m: 'pkg.mod', l: 2, n: 'X', b: 'Y', f: false, t: false, g: false },
+      { k: 'from', m: 'pkg.mod', l: 2, n: 'Z', b: 'Z', f: false, t: false, g: false },
+      { k: 'star', m: 'star', l: 1, n: undefined, b: undefined, f: false, t: false, g: false },
+      { k: 'import', m: 'fast', l: 0, n: undefined, b: 'fast', f: false, t: false, g: true },
+      { k: 'from', m: 'types', l: 1, n: 'T', b: 'T', f: false, t: true, g: true },
+      { k: 'from', m: 'inner', l: 1, n: 'helper', b: 'helper', f: true, t: false, g: false },
+    ]);
+  });
+});
+
+describe('parse: definitions', () => {
+  it('finds top-level definitions with ranges, including inside if/try, and __all__', async () => {
+    const m = await parse(
+      [
+        '"""Module doc."""',
+        '__all__ = ["A", "f"]',
+        '__all__ += ["B"]',
+        '',
+        '@register',
+        'class A(nn.Module, metaclass=Meta):',
+        '    """A block."""',
+        '    def __init__(self, dim: int = 4, *args, **kw):',
+        '        super().__init__()',
+        '    def forward(self, x):',
+        '        return x',
+        '',
+        'if USE_B:',
+        '    class B(A):',
+        '        pass',
+        'else:',
+        '    B = None',
+        '',
+        'def f(x, y=DEFAULT):',
+        '    """Doc of f."""',
+        '    return g(x)',
+      ].join('\n'),
+    );
+    assert.strictEqual(m.facts.docstring, 'Module doc.');
+    assert.deepStrictEqual(m.facts.all, ['A', 'f', 'B']);
+    const a = m.facts.classes.find((c) => c.name === 'A')!;
+    assert.deepStrictEqual(a.bases, ['nn.Module']);
+    assert.deepStrictEqual(a.decorators, ['register']);
+    assert.strictEqual(a.docstring, 'A block.');
+    assert.strictEqual(a.signature, '(dim: int = 4, *args, **kw)');
+    assert.strictEqual(a.forwardSignature, '(x)');
+    assert.strictEqual(a.startLine, 6);
+    const unitA = unitNamed(m, 'A');
+    assert.strictEqual(unitA.startLine, 5, 'a decorated class starts at its decorator');
+    assert.ok(m.facts.classes.some((c) => c.name === 'B' && c.bases[0] === 'A'), 'class inside a top-level if');
+    const compound = m.facts.units.find((u) => u.kind === 'compound')!;
+    assert.deepStrictEqual(compound.binds.sort(), ['B']);
+    assert.strictEqual(compound.guard, 'if');
+    const f = m.facts.functions.find((x) => x.name === 'f')!;
+    assert.strictEqual(f.docstring, 'Doc of f.');
+    const unitF = unitNamed(m, 'f');
+    assert.deepStrictEqual(unitF.defNames, ['DEFAULT']);
+    assert.deepStrictEqual(unitF.callNames, ['g']);
+    assert.strictEqual(m.text.slice(unitF.start, unitF.end).split('\n')[0], 'def f(x, y=DEFAULT):');
+  });
+
+  it('marks abstract classes', async () => {
+    const m = await parse('class Base(nn.Module, ABC):\n    @abstractmethod\n    def forward(self, x): ...\n');
+    assert.strictEqual(m.facts.classes[0].abstract, true);
+  });
+
+  it('recognises registry decorators and registration calls', async () => {
+    const m = await parse(
+      [
+        '@MODELS.register_module()',
+        'class A: pass',
+        '@MODELS.register_module(name="Alias")',
+        'class B: pass',
+        '@HEADS.register("short")',
+        'class C: pass',
+        'MODELS.register_module(module=D, name="Dee")',
+      ].join('\n'),
+    );
+    const reg = Object.fromEntries(m.facts.classes.map((c) => [c.name, c.registry]));
+    assert.deepStrictEqual(reg.A, { registry: 'MODELS', alias: undefined });
+    assert.deepStrictEqual(reg.B, { registry: 'MODELS', alias: 'Alias' });
+    assert.deepStrictEqual(reg.C, { registry: 'HEADS', alias: 'short' });
+    assert.deepStrictEqual(m.facts.registrations, [{ registry: 'MODELS', alias: 'Dee', target: 'D' }]);
+  });
+});
+
+describe('parse: scope rules (free names of each top-level definition)', () => {
+  async function free(src: string, name: string): Promise<{ def: string[]; call: string[] }> {
+    const u = unitNamed(await parse(src), name);
+    return { def: [...u.defNames].sort(), call: [...u.callNames].sort() };
+  }
+
+  it('class scope is invisible to methods; bare names in methods are globals', async () => {
+    const r = await free('class K(Base):\n    EPS = 0.1\n    y = EPS * 2\n    def f(self):\n        return EPS + self.EPS\n', 'K');
+    assert.deepStrictEqual(r.def, ['Base']);
+    assert.deepStrictEqual(r.call, ['EPS']);
+  });
+
+  it('parameters and locals shadow globals; annotations and defaults are definition-time', async () => {
+    const r = await free('def f(width: Width = W0, *a, **k) -> Out:\n    proj = make()\n    return proj(width) + a + k\n', 'f');
+    assert.deepStrictEqual(r.def, ['Out', 'W0', 'Width']);
+    assert.deepStrictEqual(r.call, ['make']);
+  });
+
+  it('comprehension targets are local, the first iterable is read outside, walrus binds in the function', async () => {
+    const r = await free('def f(xs):\n    ys = [act(v) * scale for v in xs if (n := len(v))]\n    return n, [w for w in GLOBAL_LIST]\n', 'f');
+    assert.deepStrictEqual(r.call, ['GLOBAL_LIST', 'act', 'len', 'scale']);
+  });
+
+  it('global and nonlocal declarations', async () => {
+    const r = await free('def f():\n    global COUNTER\n    COUNTER = 1\n    x = 0\n    def g():\n        nonlocal x\n        x = helper()\n    return g\n', 'f');
+    assert.deepStrictEqual(r.call, ['COUNTER', 'helper']);
+  });
+
+  it('lambdas, nested functions and class bodies inside functions', async () => {
+    const r = await free('F = lambda x, k=K: x + outer(x)\n', 'F');
+    assert.deepStrictEqual(r.def, ['K']);
+    assert.deepStrictEqual(r.call, ['outer']);
+  });
+
+  it('postponed annotations are not names at all', async () => {
+    const m = await parse('from __future__ import annotations\ndef f(x: Hidden) -> Ret:\n    return x\n');
+    assert.strictEqual(m.facts.futureAnnotations, true);
+    const u = unitNamed(m, 'f');
+    assert.deepStrictEqual([...u.defNames, ...u.callNames], []);
+  });
+
+  it('keyword argument names, attributes and import names are not references', async () => {
+    const r = await free('def f(x):\n    import numpy as np\n    return torch.cat(x, dim=DIM).view(np.shape)\n', 'f');
+    assert.deepStrictEqual(r.call, ['DIM', 'torch']);
+  });
+
+  it('except targets, with targets and for targets are locals', async () => {
+    const r = await free('def f(p):\n    with open(p) as fh:\n        for i, line in enumerate(fh):\n            pass\n    try:\n        pass\n    except Err as e:\n        return e, i, line\n', 'f');
+    assert.deepStrictEqual(r.call, ['Err', 'enumerate', 'open']);
+  });
+
+  it('records attribute chains on references for module attribute access', async () => {
+    const m = await parse('def f():\n    return pkg.sub.fn(1)\n');
+    const refs = m.refs[0];
+    assert.strictEqual(refs.length, 1);
+    assert.deepStrictEqual(refs[0].attrs, ['sub', 'fn']);
+    assert.strictEqual(m.text.slice(refs[0].start, refs[0].attrEnds[1]), 'pkg.sub.fn');
+  });
+});
+
+describe('parse: hostile input', () => {
+  it('rejects binary data', async () => {
+    const p = await parser();
+    const out = p.parse(Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1, 2, 3]));
+    assert.strictEqual(out.ok, false);
+    assert.strictEqual(!out.ok && out.reason, 'binary');
+  });
+
+  it('honours a PEP 263 coding line (latin-1)', async () => {
+    const p = await parser();
+    const bytes = Buffer.concat([Buffer.from('# -*- coding: latin-1 -*-\nNAME = "caf'), Buffer.from([0xe9]), Buffer.from('"\n')]);
+    const out = p.parse(bytes);
+    assert.ok(out.ok);
+    assert.ok(out.ok && out.text.includes('café'));
+  });
+
+  it('rejects text that is not UTF-8 without a coding line', async () => {
+    const p = await parser();
+    const out = p.parse(Buffer.from([0x78, 0x20, 0x3d, 0x20, 0x22, 0xe9, 0x22, 0x0a]));
+    assert.strictEqual(!out.ok && out.reason, 'binary');
+  });
+
+  it('skips files over the size limit', async () => {
+    const p = await parser();
+    const out = p.parse(Buffer.alloc(5000, 0x20), 1000);
+    assert.strictEqual(!out.ok && out.reason, 'too-large');
+  });
+
+  it('reports Python 2 and syntax errors', async () => {
+    const p = await parser();
+    const py2 = p.parseText('print "hello"\n');
+    assert.strictEqual(!py2.ok && py2.reason, 'python2');
+    const py2b = p.parseText('def f():\n    raise ValueError, "bad"\n');
+    assert.strictEqual(!py2b.ok && py2b.reason, 'python2');
+    const py2c = p.parseText('MODE = 0777\n');
+    assert.strictEqual(!py2c.ok && py2c.reason, 'python2');
+    const bad = p.parseText('def f(:\n');
+    assert.strictEqual(!bad.ok && bad.reason, 'syntax');
+  });
+
+  it('refuses pathological nesting instead of overflowing the stack', async () => {
+    const p = await parser();
+    const deep = `x = ${'('.repeat(1200)}1${')'.repeat(1200)}\n`;
+    const out = p.parseText(deep);
+    assert.strictEqual(out.ok, false);
+    assert.ok(!out.ok && ['too-deep', 'syntax'].includes(out.reason));
+    const fine = p.parseText(`x = ${'('.repeat(150)}1${')'.repeat(150)}\n`);
+    assert.ok(fine.ok, 'ordinary nesting parses');
+  });
+
+  it('parses an empty file', async () => {
+    const p = await parser();
+    const out = p.parse(Buffer.alloc(0));
+    assert.ok(out.ok);
+  });
+});
