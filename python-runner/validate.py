@@ -224,7 +224,11 @@ def guess_value(param: inspect.Parameter, nn: Any) -> Any:
     if name in FACTORIES or name.endswith("_layer"):
         return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
     ann = param.annotation
-    text = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
+    text = ann if isinstance(ann, str) else repr(ann) if getattr(ann, "__args__", None) else getattr(ann, "__name__", repr(ann))
+    if "List[int]" in str(text) or "Sequence[int]" in str(text) or "List[float]" in str(text):
+        return [2, 2] if "int" in str(text) else [1.0, 1.0]
+    if "Module" in str(text) and "Callable" not in str(text):
+        return nn.Identity()
     if "bool" in str(text):
         return False
     if "float" in str(text):
@@ -240,27 +244,68 @@ def guess_value(param: inspect.Parameter, nn: Any) -> Any:
     return 16
 
 
-def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any) -> List[Tuple[List[Any], Dict[str, Any]]]:
-    """Argument sets to try: the ones given by the caller (call sites of the block), defaults, then guesses."""
+def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
+    """A literal from a call site: names (`nn.ReLU`) are looked up in the pulled file's namespace."""
+    if isinstance(value, dict) and "$unknown" in value:
+        return False, None
+    if isinstance(value, dict) and "$name" in value:
+        parts = str(value["$name"]).split(".")
+        if parts[0] not in namespace:
+            return False, None
+        obj = namespace[parts[0]]
+        for p in parts[1:]:
+            if not hasattr(obj, p):
+                return False, None
+            obj = getattr(obj, p)
+        return True, obj
+    if isinstance(value, list):
+        items = [resolve_given(v, namespace) for v in value]
+        return (all(ok for ok, _ in items), [v for _, v in items])
+    return True, value
+
+
+def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
+                           namespace: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any]]]:
+    """Argument sets to try: how the repository calls the block (unknown values guessed), defaults, guesses."""
+    try:
+        params = [p for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    by_name = {p.name: p for p in params}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     out: List[Tuple[List[Any], Dict[str, Any]]] = []
     for g in given:
-        out.append((list(g.get("args", [])), dict(g.get("kwargs", {}))))
+        args: List[Any] = []
+        for i, v in enumerate(g.get("args", [])):
+            ok, value = resolve_given(v, namespace)
+            if not ok:
+                value = guess_value(positional[i], nn) if i < len(positional) else 16
+            args.append(value)
+        kwargs: Dict[str, Any] = {}
+        for k, v in dict(g.get("kwargs", {})).items():
+            ok, value = resolve_given(v, namespace)
+            if not ok:
+                if k not in by_name:
+                    continue
+                value = guess_value(by_name[k], nn)
+            kwargs[k] = value
+        # required parameters the call site passed through **kwargs or a variable: guessed
+        taken = {p.name for p in positional[:len(args)]} | set(kwargs)
+        for p in params:
+            if p.default is p.empty and p.name not in taken:
+                kwargs[p.name] = guess_value(p, nn)
+        out.append((args, kwargs))
     out.append(([], {}))
-    try:
-        sig = inspect.signature(cls.__init__)
-    except (TypeError, ValueError):
-        return out
-    required = {}
-    for p in list(sig.parameters.values())[1:]:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        if p.default is p.empty:
-            required[p.name] = guess_value(p, nn)
+    required = {p.name: guess_value(p, nn) for p in params if p.default is p.empty}
     if required:
         out.append(([], required))
-        # channel pairs that must match (in == out) or be divisible by heads/groups
-        out.append(([], {k: (32 if isinstance(v, int) and v == 16 else v) for k, v in required.items()}))
-        out.append(([], {k: (64 if isinstance(v, int) and v == 16 else v) for k, v in required.items()}))
+        # an input width four times the inner width (ResNet's Bottleneck keeps its identity shortcut)
+        if any(k.startswith(("in", "inp")) for k in required) and any(isinstance(v, int) and v == 16 for v in required.values()):
+            out.append(([], {k: (64 if k.startswith(("in", "inp")) and v == 16 else v) for k, v in required.items()}))
+        # widths divisible by GroupNorm's 32 groups and by head counts
+        out.append(([], {k: (64 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
+        out.append(([], {k: (32 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
     return out
 
 
@@ -418,7 +463,7 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
             raise Failure("instantiate", f"{cls.__name__} is abstract: {sorted(getattr(cls, '__abstractmethods__', []))}")
         model = None
         first_error: Optional[str] = None
-        for args, kwargs in constructor_candidates(cls, given, nn):
+        for args, kwargs in constructor_candidates(cls, given, nn, vars(module)):
             try:
                 torch.manual_seed(0)
                 model = cls(*args, **kwargs)
@@ -435,11 +480,15 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
             raise Failure("instantiate", f"{cls.__name__}(...) is not an nn.Module")
         reach("instantiated")
 
-        model.eval()
+        try:
+            model.eval()
+            candidates = input_candidates(model, torch, nn, report.get("kwargs") or {})
+        except Exception as exc:  # noqa: BLE001 - a block that breaks nn.Module's own machinery
+            raise Failure("instantiate", f"{cls.__name__} is not a usable nn.Module: {type(exc).__name__}: {exc}")
         arity = forward_arity(model)
         last_error: Optional[str] = None
         with torch.no_grad():
-            for inputs in input_candidates(model, torch, nn, report.get("kwargs") or {}):
+            for inputs in candidates:
                 if len(inputs) < arity:
                     inputs = inputs + [inputs[0]] * (arity - len(inputs))
                 try:
@@ -459,6 +508,11 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
         report["category"] = failure.category
         report["message"] = failure.message
         report.update(failure.extra)
+    except Exception as exc:  # noqa: BLE001 - never leave the caller without a report
+        after = {None: "syntax", "parsed": "syntax", "compiled": "unresolved", "names-closed": "import-error",
+                 "imported": "instantiate", "instantiated": "forward"}.get(report["tier"], "forward")
+        report["category"] = after
+        report["message"] = f"{type(exc).__name__}: {exc}"
     report["seconds"] = round(time.time() - started, 3)
     return report
 

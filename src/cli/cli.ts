@@ -208,7 +208,8 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
     }
   } finally {
     // whatever finished is kept: every file's facts were written as it completed
-    const { blocks } = finishRun(db);
+    const changed = runs.length === 0 || runs.some((r) => r.computed + r.deleted > 0);
+    const blocks = changed ? finishRun(db).blocks : Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0);
     await db.save();
     if (env.tty) env.err('\r\x1b[K');
     if (runs.length && !flag(args, 'json')) {

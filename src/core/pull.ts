@@ -6,7 +6,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { ClassRef } from './blocks/target';
-import { emitFile } from './emit/emit';
+import { emitFile, replaceProvenance } from './emit/emit';
 import type { Provenance } from './emit/emit';
 import { NnragError } from './errors';
 import type { IndexDb } from './index/database';
@@ -146,6 +146,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       python: options.python,
       runner: options.runner,
       className: ref.name,
+      candidates: callSites(session, rec, ref.name),
       timeoutMs: options.timeoutMs,
       memoryMb: options.memoryMb,
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
@@ -163,11 +164,47 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       report.message = v.message ?? 'validation did not reach forward';
     }
     recordValidation(session.db, ref.id, report);
+    // the validation result goes into the file's provenance record, for hovers
+    emitted.provenance.validation = {
+      status: report.status,
+      tier: v.tier,
+      category: report.category,
+      args: v.args,
+      kwargs: v.kwargs,
+      input_shapes: v.input_shapes,
+      output_shapes: v.output_shapes,
+    };
+    await fsp.writeFile(options.out, replaceProvenance(emitted.code, emitted.provenance), 'utf8');
   }
   if (report.status !== 'failed' && closure.problems.length) {
     report.message = closure.problems.map((p) => p.detail).join('; ');
   }
   return report;
+}
+
+/** How the repository itself builds the block: literal arguments of its call sites, most informative first. */
+export function callSites(session: PullSession, rec: ModuleRecord, name: string): { args: unknown[]; kwargs: Record<string, unknown> }[] {
+  const out: { args: unknown[]; kwargs: Record<string, unknown>; score: number }[] = [];
+  const seen = new Set<string>();
+  for (const list of session.table.modules()) {
+    for (const m of list) {
+      if (m.repoId !== rec.repoId || !m.facts.calls) continue;
+      for (const c of m.facts.calls) {
+        if (c.callee.split('.').pop() !== name) continue;
+        const t = session.table.resolveDotted(m, c.callee);
+        if (t.kind !== 'symbol' || t.mod.fileId !== rec.fileId || t.name !== name) continue;
+        const key = JSON.stringify([c.args, c.kwargs]);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const score = [...c.args, ...Object.values(c.kwargs)].filter((v) => !(v && typeof v === 'object' && '$unknown' in v)).length;
+        out.push({ args: c.args, kwargs: c.kwargs, score });
+      }
+    }
+  }
+  return out
+    .sort((a, b) => b.score - a.score)
+    .slice(0, 6)
+    .map(({ args, kwargs }) => ({ args, kwargs }));
 }
 
 function round(ms: number): number {

@@ -44,6 +44,16 @@ export interface Provenance {
   imports: string[];
   /** Renamed names: original `module.name` -> name in this file. */
   renamed: Record<string, string>;
+  /** Filled in after validation. */
+  validation?: {
+    status: string;
+    tier: string | null;
+    category?: string;
+    args?: unknown[];
+    kwargs?: Record<string, unknown>;
+    input_shapes?: number[][];
+    output_shapes?: unknown;
+  };
 }
 
 export interface EmitResult {
@@ -188,9 +198,10 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
   const edits: { start: number; end: number; text: string }[] = [];
   for (const e of node.edits) {
     if (e.imports) {
-      const stmts = e.imports.map(({ bound, to }) => {
-        const final = names.get(to) ?? bound;
-        return final === bound ? 'pass' : `${bound} = ${final}`;
+      const stmts = e.imports.map(({ bound, boundKey, to }) => {
+        const left = (boundKey && names.get(boundKey)) || bound;
+        const right = names.get(to) ?? bound;
+        return left === right ? 'pass' : `${left} = ${right}`;
       });
       edits.push({ start: e.start, end: e.end, text: stmts.length ? [...new Set(stmts)].join('; ') : 'pass' });
     } else if (e.to) {
@@ -258,7 +269,9 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     renamed,
   };
   const header = [
-    `# ${provenance.block}: pulled by NN-RAG from ${rootSrc.repo} (${rootSrc.url ?? rootSrc.location})`,
+    // an explicit coding line: otherwise a block named like `PositionalEncoding:` would read as one (PEP 263)
+    '# -*- coding: utf-8 -*-',
+    `# Pulled by NN-RAG: ${provenance.block} from ${rootSrc.repo} (${rootSrc.url ?? rootSrc.location})`,
     `# commit ${rootSrc.commit ?? 'unknown (not a git checkout)'}; license ${rootSrc.license ?? 'not declared'}`,
     '# inlined definitions (repository path:lines, git blob):',
     ...definitions.map((d) => `#   ${d.names.join(', ') || '(statement)'}: ${d.repo} ${d.path}:${d.lines[0]}-${d.lines[1]} blob ${d.blob.slice(0, 12)}`),
@@ -277,6 +290,14 @@ export function readProvenance(text: string): Provenance | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The file's text with its provenance record replaced (the body, and so its hash, stay as they are). */
+export function replaceProvenance(text: string, prov: Provenance): string {
+  const start = text.indexOf(PROVENANCE_PREFIX);
+  if (start < 0) return text;
+  const end = text.indexOf('\n', start);
+  return `${text.slice(0, start)}${PROVENANCE_PREFIX}${JSON.stringify(prov)}${text.slice(end)}`;
 }
 
 /** sha256 of a pulled file's body, to tell whether the user edited it since the pull. */

@@ -16,7 +16,7 @@ import type { IndexDb } from './database';
 import { encodeFacts } from './factsCodec';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '3';
+export const PARSER_VERSION = '5';
 
 export interface Progress {
   step: number;

@@ -5,6 +5,8 @@
 import type { Node } from 'web-tree-sitter';
 import type {
   BindSite,
+  CallSite,
+  Literal,
   ClassFact,
   FunctionFact,
   ImportFact,
@@ -141,6 +143,7 @@ class Extractor {
   private readonly classes: ClassFact[] = [];
   private readonly functions: FunctionFact[] = [];
   private readonly registrations: RegistryUse[] = [];
+  private readonly calls: CallSite[] = [];
   private readonly refs: Ref[][] = [];
   private readonly strings: StringRef[][] = [];
   private readonly importRanges: ParsedModule['importRanges'] = [];
@@ -184,6 +187,7 @@ class Extractor {
       classes: this.classes,
       functions: this.functions,
       registrations: this.registrations,
+      calls: this.calls,
     };
     return {
       facts,
@@ -668,6 +672,10 @@ class Extractor {
       case 'keyword_argument':
         this.visitAll([node.childForFieldName('value')], scope, timing);
         return;
+      case 'call':
+        this.noteCall(node);
+        this.visitAll(node.namedChildren, scope, timing);
+        return;
       case 'string': {
         const v = stringValue(node);
         if (v !== undefined && IDENT_STRING.test(v)) this.curStrings.push({ value: v, timing });
@@ -715,8 +723,9 @@ class Extractor {
         const left = node.childForFieldName('left');
         this.visitTarget(left, scope, timing);
         const type = node.childForFieldName('type');
-        // module- and class-level variable annotations are evaluated; function-local ones are not
-        if (type && !this.futureAnnotations && scope.kind !== 'function') this.visit(type, scope, timing);
+        // module- and class-level variable annotations are evaluated; function-local ones are not, but
+        // linters and the names-closed check read them, so they count as call-time uses
+        if (type && !this.futureAnnotations) this.visit(type, scope, scope.kind === 'function' ? 'call' : timing);
         this.visitAll([node.childForFieldName('right')], scope, timing);
         return;
       }
@@ -763,6 +772,33 @@ class Extractor {
       default:
         this.visitAll(node.namedChildren, scope, timing);
     }
+  }
+
+  /** Records `Block(64, k=3)`-style calls: literal arguments tell the validator how the repository builds a block. */
+  private noteCall(node: Node): void {
+    const callee = dottedText(node.childForFieldName('function'));
+    if (!callee || !/^[A-Z]/.test(callee.split('.').pop() ?? '') || this.calls.length >= 2000) return;
+    const argsNode = node.childForFieldName('arguments');
+    if (argsNode?.type !== 'argument_list') return;
+    const args: Literal[] = [];
+    const kwargs: Record<string, Literal> = {};
+    let known = 0;
+    for (const a of argsNode.namedChildren) {
+      if (!a || a.type === 'comment') continue;
+      if (a.type === 'list_splat' || a.type === 'dictionary_splat') return; // *args: positions unknown
+      if (a.type === 'keyword_argument') {
+        const key = a.childForFieldName('name')?.text;
+        const v = literalOf(a.childForFieldName('value'));
+        if (!key) continue;
+        kwargs[key] = v;
+        if (informative(v)) known++;
+      } else {
+        const v = literalOf(a);
+        args.push(v);
+        if (informative(v)) known++;
+      }
+    }
+    if (known > 0) this.calls.push({ callee, unit: this.unitIndex, args, kwargs });
   }
 
   /** Targets bind names; only the objects of attribute and subscript targets are read. */
@@ -862,6 +898,59 @@ class Extractor {
 export class Python2Error extends Error {
   constructor(line: number, what: string) {
     super(`Python 2 syntax (${what.replace('_statement', ' statement')}) at line ${line}`);
+  }
+}
+
+const UNKNOWN: Literal = { $unknown: true };
+
+/** A value worth recording: a constant, or a class-like or dotted name (not a local variable). */
+function informative(v: Literal): boolean {
+  if (isUnknown(v)) return false;
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && '$name' in v) return /^[A-Z]|\./.test(v.$name);
+  return true;
+}
+
+function isUnknown(v: Literal): boolean {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && '$unknown' in v;
+}
+
+/** The value of a literal expression (numbers, strings, booleans, None, lists and tuples of them, dotted names). */
+function literalOf(node: Node | null, depth = 0): Literal {
+  if (!node || depth > 3) return UNKNOWN;
+  switch (node.type) {
+    case 'integer':
+    case 'float': {
+      const n = Number(node.text.replace(/_/g, ''));
+      return Number.isFinite(n) ? n : UNKNOWN;
+    }
+    case 'unary_operator': {
+      const v = literalOf(node.namedChild(0), depth + 1);
+      return typeof v === 'number' && node.text.trim().startsWith('-') ? -v : UNKNOWN;
+    }
+    case 'true':
+      return true;
+    case 'false':
+      return false;
+    case 'none':
+      return null;
+    case 'string': {
+      const v = stringValue(node);
+      return v === undefined || v.length > 200 ? UNKNOWN : v;
+    }
+    case 'list':
+    case 'tuple': {
+      const items = node.namedChildren.filter((c): c is Node => !!c && c.type !== 'comment');
+      if (items.length > 32) return UNKNOWN;
+      const values = items.map((c) => literalOf(c, depth + 1));
+      return values.some(isUnknown) ? UNKNOWN : values;
+    }
+    case 'identifier':
+    case 'attribute': {
+      const d = dottedText(node);
+      return d ? { $name: d } : UNKNOWN;
+    }
+    default:
+      return UNKNOWN;
   }
 }
 

@@ -108,6 +108,17 @@ export interface FunctionFact {
   docstring: string;
 }
 
+/** A literal argument value; `{ $name }` for a dotted name (`nn.ReLU`); null when not a literal. */
+export type Literal = number | string | boolean | null | Literal[] | { $name: string } | { $unknown: true };
+
+/** A call of a class-like name with literal arguments: how the repository itself builds a block. */
+export interface CallSite {
+  callee: string;
+  unit: number;
+  args: Literal[];
+  kwargs: Record<string, Literal>;
+}
+
 export interface ModuleFacts {
   docstring: string;
   /** `__all__` when the module declares it as literals. */
@@ -119,6 +130,8 @@ export interface ModuleFacts {
   functions: FunctionFact[];
   /** Module-level `X.register_module(module=C)` calls. */
   registrations: RegistryUse[];
+  /** Calls of capitalised names with at least one literal argument. */
+  calls: CallSite[];
 }
 
 /** The full result of a parse: facts plus the positions that only the emitter needs (never stored). */

@@ -22,8 +22,8 @@ export interface Edit {
   start: number;
   end: number;
   to?: string;
-  /** For replaced import statements: one line per bound name. */
-  imports?: { bound: string; to: string }[];
+  /** For replaced import statements: one assignment per bound name (`boundKey`: a module-level binding). */
+  imports?: { bound: string; boundKey?: string; to: string }[];
 }
 
 export interface ExternalImport {
@@ -227,10 +227,10 @@ export async function computeClosure(ctx: ClosureContext, rootRec: ModuleRecord,
       );
       // an import of third-party code stays where it is, as written
       if (!internal) continue;
-      const lines: { bound: string; to: string }[] = [];
+      const lines: { bound: string; boundKey?: string; to: string }[] = [];
       for (const { imp, bound, t } of resolved) {
         const to = place(node, t, bound, imp.inFunction ? 'call' : 'def', where);
-        if (to) lines.push({ bound, to });
+        if (to) lines.push({ bound, boundKey: imp.inFunction ? undefined : symbolKey(rec, bound), to });
       }
       node.edits.push({ start: range.start, end: range.end, imports: lines });
     }

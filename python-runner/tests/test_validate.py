@@ -1,0 +1,141 @@
+"""Tests for validate.py: they pass with or without torch in the interpreter that runs them."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUNNER = os.path.join(HERE, "..", "validate.py")
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+spec = importlib.util.spec_from_file_location("validate", RUNNER)
+validate = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(validate)
+
+
+def run_file(source: str, *args: str) -> dict:
+    """Write `source` to a temporary file, run the validator on it in a child process, return its report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "block.py")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(textwrap.dedent(source))
+        proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, *args], capture_output=True, text=True,
+                              timeout=300, cwd=tmp)
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+class TiersWithoutTorch(unittest.TestCase):
+    """Failures that must be reported cleanly whatever the interpreter has."""
+
+    def test_syntax_error(self) -> None:
+        report = run_file("def broken(:\n    pass\n")
+        self.assertFalse(report["ok"])
+        self.assertIsNone(report["tier"])
+        self.assertEqual(report["category"], "syntax")
+        self.assertIn("line 1", report["message"])
+
+    def test_undefined_names(self) -> None:
+        report = run_file("""
+            import os
+            class K:
+                X = 1
+                def f(self):
+                    return helper(os.sep) + X
+        """)
+        self.assertEqual(report["tier"], "compiled")
+        self.assertEqual(report["category"], "unresolved")
+        self.assertEqual(report["names"], ["X", "helper"])
+
+    def test_missing_package_is_named(self) -> None:
+        report = run_file("import surely_not_installed_pkg as s\nclass K:\n    pass\n")
+        self.assertEqual(report["tier"], "names-closed")
+        self.assertEqual(report["category"], "missing-package")
+        self.assertIn("surely_not_installed_pkg", report["message"])
+        self.assertEqual(report["package"], "surely_not_installed_pkg")
+
+    def test_import_error_names_the_line(self) -> None:
+        report = run_file("x = 1\nraise RuntimeError('boom on import')\n")
+        self.assertEqual(report["category"], "import-error")
+        self.assertIn("boom on import", report["message"])
+        self.assertIn("line 2", report["message"])
+
+    @unittest.skipIf(HAS_TORCH, "this interpreter has torch")
+    def test_missing_torch_is_a_missing_package(self) -> None:
+        report = run_file("import torch\nfrom torch import nn\nclass K(nn.Module):\n    pass\n")
+        self.assertEqual(report["category"], "missing-package")
+        self.assertIn("torch", report["message"])
+
+    def test_network_is_blocked(self) -> None:
+        report = run_file("""
+            import socket
+            socket.create_connection(("127.0.0.1", 9), timeout=1)
+        """)
+        self.assertEqual(report["category"], "import-error")
+        self.assertIn("network access is disabled", report["message"])
+
+    def test_prints_of_the_block_do_not_corrupt_the_report(self) -> None:
+        report = run_file("print('{not json')\nimport surely_not_installed_pkg\n")
+        self.assertEqual(report["category"], "missing-package")
+
+
+class UndefinedNames(unittest.TestCase):
+    """The static names-closed check follows Python's scopes."""
+
+    def check(self, source: str) -> list:
+        return [n for n, _ in validate.undefined_names(textwrap.dedent(source), "<t>")]
+
+    def test_scopes(self) -> None:
+        self.assertEqual(self.check("""
+            G = 1
+            def f(a, *b, **c):
+                import json
+                ys = [v for v in a if (n := v)]
+                global LATER
+                LATER = 2
+                return G, ys, n, json, b, c, LATER, len
+            class C:
+                Y = 1
+                Z = Y + 1
+        """), [])
+
+    def test_conditional_definitions_count(self) -> None:
+        self.assertEqual(self.check("try:\n    from x import y\nexcept ImportError:\n    y = None\nprint(y)\n"), [])
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class TiersWithTorch(unittest.TestCase):
+    """The full ladder on small blocks (runs where torch is installed)."""
+
+    def test_forward_with_inferred_arguments(self) -> None:
+        report = run_file("""
+            from torch import nn
+            class Proj(nn.Module):
+                def __init__(self, in_channels, out_channels, kernel_size=3):
+                    super().__init__()
+                    self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, padding=1)
+                def forward(self, x):
+                    return self.conv(x)
+        """, "--class", "Proj")
+        self.assertTrue(report["ok"], report)
+        self.assertEqual(report["tier"], "forward")
+        self.assertEqual(report["kwargs"], {"in_channels": 16, "out_channels": 16})
+        self.assertEqual(report["input_shapes"], [[2, 16, 16, 16]])
+
+    def test_forward_failure_is_categorised(self) -> None:
+        report = run_file("""
+            from torch import nn
+            class Bad(nn.Module):
+                def forward(self, x):
+                    raise ValueError("always")
+        """)
+        self.assertEqual(report["tier"], "instantiated")
+        self.assertEqual(report["category"], "forward")
+        self.assertIn("always", report["message"])
+
+
+if __name__ == "__main__":
+    unittest.main()

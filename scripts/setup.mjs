@@ -1,0 +1,71 @@
+// Installs what a fresh machine lacks (npm packages, Debian's torch) and builds. Plain Node, no dependencies:
+// `npm test`, `npm run demo` and `npm run bench` call it before anything else.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const TORCH_PYTHON = process.env.NNRAG_TEST_PYTHON || '/usr/bin/python3';
+
+export function log(area, message) {
+  console.log(`[${area}] ${message}`);
+}
+
+/** Runs a command, streaming its output; returns its exit code (throws when `check` and it failed). */
+export function run(cmd, args, { check = true, cwd = ROOT, env = process.env, capture = false } = {}) {
+  const res = spawnSync(cmd, args, { cwd, env, stdio: capture ? ['ignore', 'pipe', 'pipe'] : 'inherit', encoding: 'utf8' });
+  if (res.error) {
+    if (check) throw new Error(`${cmd}: ${res.error.message}`);
+    return { code: 127, stdout: '', stderr: res.error.message };
+  }
+  if (check && res.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${res.status}`);
+  return { code: res.status ?? 1, stdout: res.stdout ?? '', stderr: res.stderr ?? '' };
+}
+
+/** npm packages: installed from the lock file when node_modules is missing or older than the lock. */
+export function ensureNodeModules() {
+  const marker = join(ROOT, 'node_modules', '.package-lock.json');
+  const lock = join(ROOT, 'package-lock.json');
+  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs && existsSync(join(ROOT, 'node_modules', 'esbuild'))) return;
+  log('setup', 'installing npm packages (npm ci)');
+  run('npm', ['ci', '--no-audit', '--no-fund']);
+}
+
+function hasTorch(python) {
+  return run(python, ['-c', 'import torch, torchvision'], { check: false, capture: true }).code === 0;
+}
+
+/** Debian's python3-torch and python3-torchvision (torch 1.13 for /usr/bin/python3), installed when missing. */
+export function ensureTorch({ required = true } = {}) {
+  if (hasTorch(TORCH_PYTHON)) return TORCH_PYTHON;
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  const apt = existsSync('/usr/bin/apt-get');
+  if (apt && (isRoot || existsSync('/usr/bin/sudo'))) {
+    const pre = isRoot ? [] : ['sudo', '-n'];
+    log('setup', 'installing python3-torch and python3-torchvision from Debian (about 2 minutes)');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    const cmd = (args) => (pre.length ? run(pre[0], [...pre.slice(1), ...args], { env, check: false }) : run(args[0], args.slice(1), { env, check: false }));
+    cmd(['apt-get', 'update', '-q']);
+    cmd(['apt-get', 'install', '-y', '-q', '--no-install-recommends', 'python3-torch', 'python3-torchvision']);
+  }
+  if (hasTorch(TORCH_PYTHON)) return TORCH_PYTHON;
+  const message = `${TORCH_PYTHON} has no torch; install it (on Debian: apt-get install python3-torch python3-torchvision) or set NNRAG_TEST_PYTHON`;
+  if (required) throw new Error(message);
+  log('setup', message);
+  return undefined;
+}
+
+/** Layer check, type check and bundles. */
+export function build({ typecheck = true } = {}) {
+  run(process.execPath, [join(ROOT, 'scripts', 'checkLayers.mjs')]);
+  if (typecheck) {
+    log('build', 'type-checking (tsc --noEmit)');
+    run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', ROOT, '--noEmit']);
+  }
+  run(process.execPath, [join(ROOT, 'esbuild.config.mjs')]);
+}
+
+export function packageVersion() {
+  return JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
+}

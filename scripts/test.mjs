@@ -1,0 +1,70 @@
+// `npm test`: installs what is missing, builds, then runs every suite: mocha unit tests, the python-runner's
+// unittest suite (with and without torch), and the conformance cases of ../shared/conformance.
+// The last line is "tests: N passed, N failed".
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { build, ensureNodeModules, ensureTorch, log, ROOT, run } from './setup.mjs';
+
+const results = [];
+
+function record(suite, passed, failed, code) {
+  results.push({ suite, passed, failed, ok: code === 0 && failed === 0 });
+  log('test', `${suite}: ${passed} passed, ${failed} failed${code !== 0 && failed === 0 ? ` (exit ${code})` : ''}`);
+}
+
+function tee(cmd, args, env = {}, cwd = ROOT) {
+  const r = run(cmd, args, { check: false, capture: true, cwd, env: { ...process.env, ...env } });
+  process.stdout.write(r.stdout);
+  process.stderr.write(r.stderr);
+  return r;
+}
+
+function mocha() {
+  const r = tee(process.execPath, [join(ROOT, 'node_modules', 'mocha', 'bin', 'mocha.js')]);
+  const passed = Number(/(\d+) passing/.exec(r.stdout)?.[1] ?? 0);
+  const failed = Number(/(\d+) failing/.exec(r.stdout)?.[1] ?? (r.code === 0 ? 0 : 1));
+  record('unit (mocha)', passed, failed, r.code);
+}
+
+function unittest(python, label) {
+  const r = tee(python, ['-B', '-m', 'unittest', 'discover', '-s', 'tests', '-t', '.'], {}, join(ROOT, 'python-runner'));
+  const out = `${r.stdout}\n${r.stderr}`;
+  const ran = Number(/Ran (\d+) test/.exec(out)?.[1] ?? 0);
+  const m = /FAILED \(([^)]*)\)/.exec(out);
+  const failed = m ? [...m[1].matchAll(/(?:failures|errors)=(\d+)/g)].reduce((a, x) => a + Number(x[1]), 0) : 0;
+  const skipped = Number(/skipped=(\d+)/.exec(out)?.[1] ?? 0);
+  record(`python-runner (${label})`, ran - failed - skipped, failed, r.code);
+}
+
+function conformance(python) {
+  const dir = process.env.NNRAG_CONFORMANCE || join(ROOT, '..', 'shared', 'conformance');
+  if (!existsSync(join(dir, 'run.sh'))) {
+    if (process.env.CI) throw new Error(`conformance cases not found at ${dir}`);
+    log('test', `conformance cases not found at ${dir}: skipped (set NNRAG_CONFORMANCE)`);
+    return;
+  }
+  const r = tee('bash', [join(dir, 'run.sh')], { NNRAG: `node ${join(ROOT, 'dist', 'cli.js')}`, PYTHON: python });
+  const m = /conformance: (\d+) passed, (\d+) failed/.exec(r.stdout);
+  record('conformance', Number(m?.[1] ?? 0), Number(m?.[2] ?? 1), r.code);
+}
+
+try {
+  ensureNodeModules();
+  const torchPython = ensureTorch();
+  build();
+  mocha();
+  // the python-runner must work without torch (the python3 first on PATH here has none) and with it
+  const plain = run('python3', ['-c', 'import sys; print(sys.executable)'], { check: false, capture: true });
+  if (plain.code === 0) unittest('python3', plain.stdout.trim());
+  unittest(torchPython, `${torchPython}, with torch`);
+  conformance(torchPython);
+} catch (err) {
+  console.error(`[test] ${err instanceof Error ? err.message : String(err)}`);
+  results.push({ suite: 'setup', passed: 0, failed: 1, ok: false });
+}
+
+const passed = results.reduce((a, r) => a + r.passed, 0);
+const failed = results.reduce((a, r) => a + r.failed, 0);
+const ok = results.length > 0 && results.every((r) => r.ok);
+console.log(`tests: ${passed} passed, ${failed} failed`);
+process.exit(ok ? 0 : 1);

@@ -1,0 +1,61 @@
+/** The block tree: repositories -> categories -> blocks, filtered by the active search query. */
+import * as vscode from 'vscode';
+import type { NnragClient } from './client';
+import { ListTree } from '../shared/protocol';
+import type { TreeNode } from '../shared/protocol';
+
+export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
+  private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private query = '';
+
+  constructor(
+    private readonly client: NnragClient,
+    private readonly media: vscode.Uri,
+  ) {}
+
+  get activeQuery(): string {
+    return this.query;
+  }
+
+  setQuery(query: string): void {
+    this.query = query;
+    void vscode.commands.executeCommand('setContext', 'nnrag.hasQuery', query.length > 0);
+    this.refresh();
+  }
+
+  refresh(): void {
+    this.changed.fire(undefined);
+  }
+
+  getChildren(element?: TreeNode): Promise<TreeNode[]> {
+    return this.client.request(ListTree, { parent: element, query: this.query });
+  }
+
+  getTreeItem(node: TreeNode): vscode.TreeItem {
+    if (node.kind === 'block' && node.hit) {
+      const h = node.hit;
+      const item = new vscode.TreeItem(h.name, vscode.TreeItemCollapsibleState.None);
+      item.contextValue = 'block';
+      item.description = `${h.module}${h.validation ? ` · ${validationLabel(h.validation)}` : ''}`;
+      item.tooltip = new vscode.MarkdownString(`**${h.name}**${h.signature}\n\n${h.doc ? `${h.doc}\n\n` : ''}\`${h.target}\`\n\n${h.path}:${h.line}`);
+      item.iconPath = h.abstract ? new vscode.ThemeIcon('symbol-interface') : vscode.Uri.joinPath(this.media, 'block.svg');
+      item.command = { command: 'nnrag.openSource', title: vscode.l10n.t('Open Source'), arguments: [node] };
+      return item;
+    }
+    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Collapsed);
+    item.contextValue = node.kind;
+    item.description = node.count !== undefined ? String(node.count) : undefined;
+    item.iconPath = new vscode.ThemeIcon(node.kind === 'repo' ? 'repo' : 'symbol-folder');
+    return item;
+  }
+}
+
+function validationLabel(raw: string): string {
+  try {
+    const v = JSON.parse(raw) as { status: string; tier: string | null };
+    return v.status === 'validated' ? '✓ validated' : `✗ ${v.tier ?? 'failed'}`;
+  } catch {
+    return '';
+  }
+}

@@ -1,0 +1,34 @@
+/** The language client: starts the server over IPC with the paths it needs, and gives typed requests. */
+import * as vscode from 'vscode';
+import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
+import { LanguageClient, TransportKind } from 'vscode-languageclient/node';
+import type { InitOptions, Method } from '../shared/protocol';
+
+export class NnragClient {
+  private constructor(private readonly client: LanguageClient) {}
+
+  static async start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel, init: InitOptions): Promise<NnragClient> {
+    const serverModule = vscode.Uri.joinPath(context.extensionUri, 'dist', 'server.js').fsPath;
+    const serverOptions: ServerOptions = {
+      run: { module: serverModule, transport: TransportKind.ipc },
+      debug: { module: serverModule, transport: TransportKind.ipc, options: { execArgv: ['--nolazy', '--inspect=6019'] } },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ language: 'python' }],
+      outputChannel: log,
+      initializationOptions: init,
+    };
+    const client = new LanguageClient('nnrag', 'NN-RAG', serverOptions, clientOptions);
+    await client.start();
+    context.subscriptions.push(client);
+    return new NnragClient(client);
+  }
+
+  request<P, R>(m: Method<P, R>, params: P, token?: vscode.CancellationToken): Promise<R> {
+    return this.client.sendRequest<R>(m.method, params, token);
+  }
+
+  onNotification<P>(m: Method<P, void>, handler: (params: P) => void): vscode.Disposable {
+    return this.client.onNotification(m.method, handler);
+  }
+}

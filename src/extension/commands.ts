@@ -1,0 +1,287 @@
+/** The commands: search, pull into the workspace, open source, re-index, add a repository. */
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { STDLIB } from '../core/emit/stdlib';
+import type { PullReport } from '../core/pull';
+import type { SearchHit } from '../core/search/search';
+import type { SourceConfig } from '../core/sources/types';
+import { PullBlock, ReadSource, ReindexRepositories, SearchBlocks } from '../shared/protocol';
+import type { TreeNode } from '../shared/protocol';
+import type { BlockTreeProvider } from './blockTree';
+import type { NnragClient } from './client';
+import type { InterpreterService } from './interpreter';
+
+/** Module names a pulled file must not shadow (besides the standard library). */
+const PROTECTED = new Set(['torch', 'torchvision', 'torchaudio', 'numpy', 'timm', 'transformers', 'einops', 'scipy', 'PIL', 'mmcv', 'mmdet', 'mmengine']);
+
+/** Why a file name cannot hold a pulled block, or undefined when it can. */
+export function checkFileName(name: string): string | undefined {
+  if (/[\\/]/.test(name) || name.includes('..')) return vscode.l10n.t('A file name only, without folders');
+  if (!/^[A-Za-z_][A-Za-z0-9_]*\.py$/.test(name)) return vscode.l10n.t('Use a Python module name ending in .py (letters, digits, _)');
+  const module = name.slice(0, -3);
+  if (STDLIB.has(module) || PROTECTED.has(module)) return vscode.l10n.t("'{0}' would shadow the module of that name", module);
+  return undefined;
+}
+
+export function snakeCase(name: string): string {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    .toLowerCase();
+}
+
+interface Deps {
+  client: NnragClient;
+  tree: BlockTreeProvider;
+  interpreter: InterpreterService;
+  log: vscode.LogOutputChannel;
+  storage: vscode.Uri;
+  treeView: vscode.TreeView<TreeNode>;
+}
+
+/** Every command goes through here: errors are logged with their stack and shown with a Show Log button. */
+export function register(context: vscode.ExtensionContext, id: string, log: vscode.LogOutputChannel, fn: (...args: unknown[]) => unknown): void {
+  context.subscriptions.push(
+    vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+      try {
+        return await fn(...args);
+      } catch (err) {
+        if (err instanceof vscode.CancellationError || (err as { code?: number })?.code === -32800) {
+          log.info(`[command] ${id}: cancelled`);
+          return undefined;
+        }
+        const message = err instanceof Error ? err.message : String(err);
+        log.error(`[command] ${id}: ${err instanceof Error ? (err.stack ?? message) : message}`);
+        const show = vscode.l10n.t('Show Log');
+        if ((await vscode.window.showErrorMessage(`NN-RAG: ${message}`, show)) === show) log.show();
+        return undefined;
+      }
+    }),
+  );
+}
+
+function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
+  return {
+    label: `$(symbol-class) ${h.name}`,
+    description: `${h.repo} · ${h.category}${h.abstract ? ' · abstract' : ''}`,
+    detail: `${h.path}:${h.line}  ${h.name}${h.signature || '()'}`,
+    alwaysShow: true,
+    hit: h,
+  };
+}
+
+/** The search QuickPick, backed by the server; resolves with the chosen block. */
+export function searchQuickPick(client: NnragClient, initial = ''): Promise<SearchHit | undefined> {
+  return new Promise((resolve) => {
+    const qp = vscode.window.createQuickPick<vscode.QuickPickItem & { hit: SearchHit }>();
+    qp.title = vscode.l10n.t('NN-RAG: Search Blocks');
+    qp.placeholder = vscode.l10n.t('Name, words, docstring or signature (e.g. residual block, attention, ConvBN)');
+    qp.matchOnDescription = false;
+    qp.matchOnDetail = false;
+    qp.value = initial;
+    let seq = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const update = (text: string): void => {
+      const mine = ++seq;
+      qp.busy = true;
+      client.request(SearchBlocks, { text, limit: 50 }).then(
+        (hits) => {
+          if (mine !== seq) return;
+          qp.items = hits.map(hitItem);
+          qp.busy = false;
+        },
+        () => {
+          qp.busy = false;
+        },
+      );
+    };
+    qp.onDidChangeValue((v) => {
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => update(v), 60);
+    });
+    qp.onDidAccept(() => {
+      resolve(qp.selectedItems[0]?.hit);
+      qp.hide();
+    });
+    qp.onDidHide(() => {
+      resolve(undefined);
+      qp.dispose();
+    });
+    update(initial);
+    qp.show();
+  });
+}
+
+function targetOf(arg: unknown): string | undefined {
+  if (typeof arg === 'string') return arg;
+  const node = arg as TreeNode | undefined;
+  return node?.hit?.target;
+}
+
+export function registerCommands(context: vscode.ExtensionContext, deps: Deps): void {
+  const { client, tree, interpreter, log } = deps;
+  const reg = (id: string, fn: (...args: unknown[]) => unknown): void => register(context, id, log, fn);
+
+  reg('nnrag.searchBlocks', async () => {
+    const hit = await searchQuickPick(client, tree.activeQuery);
+    if (!hit) return;
+    const pull = vscode.l10n.t('Pull into Workspace');
+    const open = vscode.l10n.t('Open Source');
+    const filter = vscode.l10n.t('Show in Tree');
+    const choice = await vscode.window.showQuickPick([pull, open, filter], { title: hit.target });
+    if (choice === pull) await vscode.commands.executeCommand('nnrag.pullBlock', hit.target);
+    else if (choice === open) await vscode.commands.executeCommand('nnrag.openSource', hit.target);
+    else if (choice === filter) {
+      tree.setQuery(hit.name);
+      deps.treeView.description = vscode.l10n.t('search: {0}', hit.name);
+    }
+  });
+
+  reg('nnrag.clearSearch', () => {
+    tree.setQuery('');
+    deps.treeView.description = undefined;
+  });
+
+  reg('nnrag.copyTarget', async (arg) => {
+    const target = targetOf(arg);
+    if (target) await vscode.env.clipboard.writeText(target);
+  });
+
+  reg('nnrag.openSource', async (arg) => {
+    const target = targetOf(arg);
+    if (!target) return;
+    const src = await client.request(ReadSource, { target });
+    const uri = vscode.Uri.from({ scheme: 'nnrag-source', path: `/${src.repo}/${src.path}`, query: target });
+    const doc = await vscode.workspace.openTextDocument(uri);
+    const editor = await vscode.window.showTextDocument(await vscode.languages.setTextDocumentLanguage(doc, 'python'));
+    const pos = new vscode.Position(Math.max(0, src.line - 1), 0);
+    editor.selection = new vscode.Selection(pos, pos);
+    editor.revealRange(new vscode.Range(pos, pos), vscode.TextEditorRevealType.AtTop);
+  });
+
+  reg('nnrag.reindex', async () => {
+    const repositories = vscode.workspace.getConfiguration('nnrag').get<SourceConfig[]>('repositories') ?? [];
+    await client.request(ReindexRepositories, { repositories });
+    tree.refresh();
+  });
+
+  reg('nnrag.showLog', () => log.show());
+  reg('nnrag.selectInterpreter', () => interpreter.pick());
+
+  reg('nnrag.addRepository', async () => {
+    const kinds = [
+      { label: vscode.l10n.t('Git URL'), source: 'git' as const },
+      { label: vscode.l10n.t('Local folder'), source: 'folder' as const },
+      { label: vscode.l10n.t('Installed package'), source: 'python-env' as const },
+    ];
+    const kind = await vscode.window.showQuickPick(kinds, { title: vscode.l10n.t('Add a repository to index') });
+    if (!kind) return;
+    let entry: SourceConfig | undefined;
+    if (kind.source === 'folder') {
+      const picked = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: vscode.l10n.t('Index this folder') });
+      if (picked?.[0]) entry = { location: picked[0].fsPath, kind: 'folder' };
+    } else if (kind.source === 'git') {
+      const url = await vscode.window.showInputBox({
+        prompt: vscode.l10n.t('http(s) URL of a git repository'),
+        placeHolder: 'https://github.com/owner/repo.git',
+        validateInput: (v) => (/^https?:\/\/[^\s@]+$/.test(v.trim()) ? undefined : vscode.l10n.t('An http:// or https:// URL, without credentials')),
+      });
+      if (url) entry = { location: url.trim(), kind: 'git' };
+    } else {
+      const pkgs = await vscode.window.showInputBox({ prompt: vscode.l10n.t('Installed packages, comma-separated'), value: 'torchvision' });
+      if (pkgs) entry = { location: pkgs.trim(), kind: 'python-env' };
+    }
+    if (!entry) return;
+    const config = vscode.workspace.getConfiguration('nnrag');
+    const list = config.get<SourceConfig[]>('repositories') ?? [];
+    await config.update('repositories', [...list, entry], vscode.ConfigurationTarget.Global);
+  });
+
+  reg('nnrag.pullBlock', async (arg) => {
+    let target = targetOf(arg);
+    if (!target) target = (await searchQuickPick(client))?.target;
+    if (!target) return;
+    await pullIntoWorkspace(deps, target);
+  });
+}
+
+async function pullIntoWorkspace(deps: Deps, target: string): Promise<void> {
+  const { client, interpreter, log } = deps;
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  if (!folder) throw new Error(vscode.l10n.t('Open a folder first: pulled blocks are written into the workspace'));
+  const settings = vscode.workspace.getConfiguration('nnrag', folder.uri);
+  const sub = (settings.get<string>('pullFolder') ?? 'blocks').replace(/^[\\/]+/, '');
+  if (sub.split(/[\\/]/).includes('..')) throw new Error(vscode.l10n.t('nnrag.pullFolder must stay inside the workspace'));
+  const className = target.split('.').pop() ?? 'block';
+  const name = await vscode.window.showInputBox({
+    title: vscode.l10n.t('Pull {0}', target),
+    prompt: vscode.l10n.t('File name in {0}/', sub),
+    value: `${snakeCase(className)}.py`,
+    validateInput: checkFileName,
+  });
+  if (!name || checkFileName(name)) return;
+  const dest = vscode.Uri.joinPath(folder.uri, sub, name);
+
+  // 1. extract into a scratch file and show it as a confirmable workspace edit (preview, undo)
+  const scratch = vscode.Uri.joinPath(deps.storage, 'preview', name);
+  await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(deps.storage, 'preview'));
+  const preview = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0 });
+  const code = new TextDecoder().decode(await vscode.workspace.fs.readFile(scratch));
+  const edit = new vscode.WorkspaceEdit();
+  const meta = { needsConfirmation: true, label: vscode.l10n.t('Pull {0}', className), description: `${preview.definitions} definitions` };
+  edit.createFile(dest, { overwrite: true }, meta);
+  edit.insert(dest, new vscode.Position(0, 0), code, meta);
+  if (!(await vscode.workspace.applyEdit(edit))) return;
+  const doc = await vscode.workspace.openTextDocument(dest);
+  await doc.save();
+  await vscode.window.showTextDocument(doc);
+  if (preview.status === 'failed') {
+    await showFailure(log, preview);
+    return;
+  }
+
+  // 2. validate with the selected interpreter, in a cancellable notification
+  if (!vscode.workspace.isTrusted) {
+    const manage = vscode.l10n.t('Manage Workspace Trust');
+    const pick = await vscode.window.showWarningMessage(vscode.l10n.t('Pulled {0}. Validation runs its code, so it is off in an untrusted workspace.', className), manage);
+    if (pick === manage) await vscode.commands.executeCommand('workbench.trust.manage');
+    return;
+  }
+  const python = interpreter.current().path;
+  const report = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', className, python), cancellable: true },
+    (_progress, token) =>
+      client.request(
+        PullBlock,
+        {
+          target,
+          out: dest.fsPath,
+          python,
+          validate: true,
+          timeoutSeconds: settings.get<number>('validation.timeoutSeconds') ?? 120,
+          memoryMb: settings.get<number>('validation.memoryMb') ?? 4096,
+        },
+        token,
+      ),
+  );
+  if (report.status === 'validated') {
+    const req = vscode.l10n.t('Write requirements');
+    const pick = await vscode.window.showInformationMessage(vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', path.basename(dest.fsPath)), req);
+    if (pick === req) {
+      const lines = (report.requirements ?? []).map((r) => (r.distribution && r.version ? `${r.distribution}==${r.version}` : `${r.module}  # not installed`));
+      await vscode.workspace.fs.writeFile(vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt')), new TextEncoder().encode(`${lines.join('\n')}\n`));
+    }
+  } else {
+    await showFailure(log, report);
+  }
+}
+
+async function showFailure(log: vscode.LogOutputChannel, report: PullReport): Promise<void> {
+  log.warn(`[pull] ${report.target}: ${report.status} at tier ${report.tier ?? 'none'}: ${report.category}: ${report.message}`);
+  const show = vscode.l10n.t('Show Log');
+  const pick = await vscode.window.showWarningMessage(
+    vscode.l10n.t('{0} did not validate (tier {1}): {2}: {3}', report.target, report.tier ?? 'none', report.category ?? '', report.message ?? ''),
+    show,
+  );
+  if (pick === show) log.show();
+}

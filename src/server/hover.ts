@@ -1,0 +1,45 @@
+/** Provenance hovers on pulled files: over a pulled definition's name, where it came from and how it validated. */
+import type { Hover } from 'vscode-languageserver';
+import { MarkupKind } from 'vscode-languageserver';
+import { bodyHash, readProvenance } from '../core/emit/emit';
+import type { IndexStatus } from '../shared/protocol';
+
+/** The identifier around `offset`. */
+function wordAt(text: string, offset: number): string | undefined {
+  let s = offset;
+  let e = offset;
+  while (s > 0 && /\w/.test(text[s - 1])) s--;
+  while (e < text.length && /\w/.test(text[e])) e++;
+  return s < e ? text.slice(s, e) : undefined;
+}
+
+export function provenanceHover(text: string, offset: number, _status: IndexStatus): Hover | null {
+  const prov = readProvenance(text);
+  if (!prov) return null;
+  const word = wordAt(text, offset);
+  if (!word) return null;
+  const def = prov.definitions.find((d) => d.names.includes(word));
+  if (!def) return null;
+  const edited = bodyHash(text) !== prov.hash;
+  const where = prov.url ? `${prov.url}` : prov.repo;
+  const lines = [
+    `**${word}** — pulled by NN-RAG from \`${def.repo}\``,
+    '',
+    `- source: \`${def.path}\` lines ${def.lines[0]}–${def.lines[1]} (${def.module})`,
+    `- repository: ${where}${prov.commit ? ` @ \`${prov.commit.slice(0, 12)}\`` : ''}`,
+    `- license: ${prov.license ?? 'not declared'}`,
+    `- git blob: \`${def.blob}\` (swh:1:cnt:${def.blob})`,
+    `- content hash: \`${prov.hash.slice(0, 23)}…\`${edited ? ' — **edited since the pull**' : ''}`,
+  ];
+  if (word === prov.block) {
+    lines.push(`- dependencies: ${prov.definitions.filter((d) => !d.names.includes(word)).flatMap((d) => d.names).join(', ') || 'none'}`);
+    lines.push(`- imports: ${prov.imports.join(', ') || 'standard library only'}`);
+    if (prov.validation) {
+      const v = prov.validation;
+      lines.push(`- validation: **${v.status}**, tier \`${v.tier ?? 'none'}\`${v.category ? ` (${v.category})` : ''}`);
+      if (v.kwargs || v.args) lines.push(`- built with: \`${JSON.stringify(v.args ?? [])}\` \`${JSON.stringify(v.kwargs ?? {})}\``);
+      if (v.input_shapes) lines.push(`- forward on: \`${JSON.stringify(v.input_shapes)}\` → \`${JSON.stringify(v.output_shapes)}\``);
+    }
+  }
+  return { contents: { kind: MarkupKind.Markdown, value: lines.join('\n') } };
+}

@@ -1,0 +1,227 @@
+/**
+ * The language server: holds the index and the core, answers the custom requests of src/shared/protocol.ts,
+ * and gives provenance hovers on pulled files. Never writes to stdout (the LSP pipe); logs go to the client.
+ */
+import * as path from 'path';
+import type { CancellationToken, Connection, Hover, InitializeResult } from 'vscode-languageserver';
+import { TextDocuments, TextDocumentSyncKind } from 'vscode-languageserver';
+import { TextDocument } from 'vscode-languageserver-textdocument';
+import { findTarget } from '../core/blocks/target';
+import { readProvenance } from '../core/emit/emit';
+import { CancelledError, errorMessage } from '../core/errors';
+import { IndexDb } from '../core/index/database';
+import { finishRun, indexSource } from '../core/index/indexer';
+import { indexStats } from '../core/index/stats';
+import { PythonParser } from '../core/parse/parser';
+import { openPullSession, pullBlock } from '../core/pull';
+import { describeClass } from '../core/resolve/describe';
+import { loadModuleTable } from '../core/resolve/loadTable';
+import { searchBlocks } from '../core/search/search';
+import { openSource } from '../core/sources/open';
+import { loadRepoRows, readIndexedFile } from '../core/sources/reader';
+import type { SourceConfig } from '../core/sources/types';
+import {
+  GetBlockDetails,
+  GetIndexStatus,
+  GetProvenance,
+  GetStats,
+  IndexStatusChanged,
+  ListTree,
+  PullBlock,
+  ReadSource,
+  ReindexRepositories,
+  SearchBlocks,
+} from '../shared/protocol';
+import type { IndexStatus, InitOptions, Method, TreeNode } from '../shared/protocol';
+import { provenanceHover } from './hover';
+
+function onRequest<P, R>(connection: Connection, m: Method<P, R>, handler: (params: P, token: CancellationToken) => Promise<R> | R): void {
+  connection.onRequest(m.method, (params: P, token: CancellationToken): Promise<unknown> => Promise.resolve(handler(params, token)));
+}
+
+/** An AbortSignal that follows an LSP cancellation token (the core only knows AbortSignal). */
+function signalOf(token: CancellationToken): AbortSignal {
+  const controller = new AbortController();
+  if (token.isCancellationRequested) controller.abort();
+  token.onCancellationRequested(() => controller.abort());
+  return controller.signal;
+}
+
+export function startServer(connection: Connection): void {
+  const documents = new TextDocuments(TextDocument);
+  let options: InitOptions;
+  let db: IndexDb | undefined;
+  let parser: PythonParser | undefined;
+  let status: IndexStatus = { state: 'starting', message: 'Starting', files: 0, blocks: 0, repos: 0 };
+  let indexing: Promise<IndexStatus> | undefined;
+  let indexAbort: AbortController | undefined;
+
+  const log = (area: string, message: string): void => connection.console.log(`[${area}] ${message}`);
+  const setStatus = (s: IndexStatus): void => {
+    status = s;
+    connection.sendNotification(IndexStatusChanged.method, s);
+  };
+  const counts = (): Pick<IndexStatus, 'files' | 'blocks' | 'repos'> => ({
+    files: Number(db!.get('SELECT count(*) AS n FROM files')?.n ?? 0),
+    blocks: Number(db!.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0),
+    repos: Number(db!.get('SELECT count(*) AS n FROM repos')?.n ?? 0),
+  });
+
+  async function ready(): Promise<{ db: IndexDb; parser: PythonParser }> {
+    if (!db || !parser) {
+      parser = await PythonParser.create(options);
+      const opened = await IndexDb.open(path.join(options.storageDir, 'index.db'), { sqlWasm: options.sqlWasm });
+      db = opened.db;
+      if (opened.recovered) log('index', `the index was unreadable (${opened.recovered.reason}); moved to ${opened.recovered.movedTo} and rebuilt`);
+    }
+    return { db, parser };
+  }
+
+  async function reindex(repositories: SourceConfig[]): Promise<IndexStatus> {
+    indexAbort?.abort();
+    await indexing?.catch(() => undefined);
+    const controller = new AbortController();
+    indexAbort = controller;
+    const run = (async (): Promise<IndexStatus> => {
+      const { db: d, parser: p } = await ready();
+      const t0 = Date.now();
+      let changed = 0;
+      try {
+        for (const config of repositories) {
+          setStatus({ ...status, state: 'indexing', message: `Indexing ${config.name ?? config.location}` });
+          try {
+            const sources = await openSource(config, { cacheDir: options.cacheDir, signal: controller.signal, onMessage: (m) => log('git', m) });
+            for (const source of sources) {
+              const r = await indexSource(d, source, {
+                parser: p,
+                signal: controller.signal,
+                maxFileBytes: options.maxFileKb * 1024,
+                onProgress: (pr) => {
+                  if (pr.step % 25 === 0 || pr.step === pr.total) {
+                    setStatus({ ...status, state: 'indexing', message: `Indexing ${source.info.name}`, progress: { step: pr.step, total: pr.total, repo: source.info.name } });
+                  }
+                },
+              });
+              changed += r.computed + r.deleted;
+              log('index', `${r.repo}: ${r.files} files, ${r.computed} changed, ${r.deleted} removed, ${r.seconds.toFixed(2)} s`);
+              // let search answer between repositories
+              await new Promise((resolve) => setImmediate(resolve));
+            }
+          } catch (err) {
+            if (err instanceof CancelledError) throw err;
+            log('index', `${config.name ?? config.location}: ${errorMessage(err)}`);
+            // the client may not answer (or refuse) the message request: never let that crash the server
+            connection.window.showErrorMessage(`NN-RAG: cannot index ${config.name ?? config.location}: ${errorMessage(err)}`).then(undefined, () => undefined);
+          }
+        }
+        if (changed) finishRun(d);
+        d.scheduleSave(500, (err) => log('index', `save failed: ${errorMessage(err)}`));
+        const s: IndexStatus = { state: 'ready', message: `Indexed in ${((Date.now() - t0) / 1000).toFixed(1)} s`, ...counts() };
+        setStatus(s);
+        return s;
+      } catch (err) {
+        if (err instanceof CancelledError) {
+          if (changed) finishRun(d);
+          const s: IndexStatus = { state: 'ready', message: 'Indexing cancelled', ...counts() };
+          setStatus(s);
+          return s;
+        }
+        const s: IndexStatus = { ...status, state: 'error', message: errorMessage(err) };
+        setStatus(s);
+        throw err;
+      }
+    })();
+    indexing = run;
+    return run;
+  }
+
+  connection.onInitialize((params): InitializeResult => {
+    options = params.initializationOptions as InitOptions;
+    return {
+      capabilities: {
+        textDocumentSync: TextDocumentSyncKind.Incremental,
+        hoverProvider: true,
+      },
+      serverInfo: { name: 'nn-rag', version: '0.1.0' },
+    };
+  });
+
+  connection.onInitialized(() => {
+    reindex(options.repositories).catch((err) => log('index', errorMessage(err)));
+  });
+
+  onRequest(connection, GetIndexStatus, () => status);
+  onRequest(connection, ReindexRepositories, async (params) => {
+    if (params?.repositories) options.repositories = params.repositories;
+    return reindex(options.repositories);
+  });
+  onRequest(connection, SearchBlocks, async (q) => searchBlocks((await ready()).db, q));
+  onRequest(connection, GetStats, async () => indexStats((await ready()).db));
+  onRequest(connection, ListTree, async ({ parent, query }) => {
+    const { db: d } = await ready();
+    if (!parent) {
+      return d.all('SELECT r.name, count(c.id) AS n FROM repos r LEFT JOIN classes c ON c.repo_id = r.id AND c.is_block = 1 GROUP BY r.id ORDER BY r.name').map(
+        (r): TreeNode => ({ kind: 'repo', label: String(r.name), repo: String(r.name), count: Number(r.n) }),
+      );
+    }
+    if (parent.kind === 'repo') {
+      const hits = searchBlocks(d, { text: query ?? '', repo: parent.repo, limit: 1000 });
+      const byCat = new Map<string, number>();
+      for (const h of hits) byCat.set(h.category, (byCat.get(h.category) ?? 0) + 1);
+      return [...byCat.entries()]
+        .sort((a, b) => a[0].localeCompare(b[0]))
+        .map(([category, n]): TreeNode => ({ kind: 'category', label: category, repo: parent.repo, category, count: n }));
+    }
+    if (parent.kind === 'category') {
+      return searchBlocks(d, { text: query ?? '', repo: parent.repo, category: parent.category, limit: 1000 }).map(
+        (hit): TreeNode => ({ kind: 'block', label: hit.name, repo: hit.repo, category: hit.category, hit }),
+      );
+    }
+    return [];
+  });
+  onRequest(connection, GetBlockDetails, async ({ target }) => {
+    const { db: d } = await ready();
+    return describeClass(d, findTarget(d, target));
+  });
+  onRequest(connection, PullBlock, async (params, token) => {
+    const { db: d, parser: p } = await ready();
+    const ref = findTarget(d, params.target);
+    const report = await pullBlock(openPullSession(d, loadModuleTable(d)), ref, {
+      parser: p,
+      out: params.out,
+      python: params.python,
+      runner: options.runner,
+      validate: params.validate,
+      timeoutMs: params.timeoutSeconds * 1000,
+      memoryMb: params.memoryMb,
+      signal: signalOf(token),
+    });
+    d.scheduleSave(500);
+    log('pull', `${report.target}: ${report.status}${report.tier ? ` (${report.tier})` : ''}${report.category ? ` ${report.category}: ${report.message}` : ''}`);
+    return report;
+  });
+  onRequest(connection, GetProvenance, ({ text }) => readProvenance(text) ?? null);
+  onRequest(connection, ReadSource, async ({ target }) => {
+    const { db: d } = await ready();
+    const ref = findTarget(d, target);
+    const repo = loadRepoRows(d).get(ref.repoId)!;
+    const file = d.get('SELECT path, hash FROM files WHERE id = ?', [ref.fileId])!;
+    const outcome = (await ready()).parser.parse(await readIndexedFile(repo, String(file.path), String(file.hash)), Number.MAX_SAFE_INTEGER);
+    return { text: outcome.ok ? outcome.text : '', path: ref.path, line: ref.line, repo: ref.repo };
+  });
+
+  connection.onHover((params): Hover | null => {
+    const doc = documents.get(params.textDocument.uri);
+    if (!doc) return null;
+    return provenanceHover(doc.getText(), doc.offsetAt(params.position), status);
+  });
+
+  connection.onShutdown(async () => {
+    indexAbort?.abort();
+    await indexing?.catch(() => undefined);
+    await db?.save().catch(() => undefined);
+  });
+
+  documents.listen(connection);
+  connection.listen();
+}

@@ -1,0 +1,85 @@
+/**
+ * Every custom request and notification between the extension (client) and the language server, declared once.
+ * Method names are `nnrag/verbNoun`; call sites use these constants, never string literals.
+ */
+import type { ClassDetails } from '../core/resolve/describe';
+import type { PullReport } from '../core/pull';
+import type { SearchHit, SearchQuery } from '../core/search/search';
+import type { SourceConfig } from '../core/sources/types';
+import type { IndexStats } from '../core/index/stats';
+import type { Provenance } from '../core/emit/emit';
+
+/** A typed method name: `P` the params, `R` the result. */
+export interface Method<P, R> {
+  method: string;
+  /** Phantom fields, for typing only. */
+  readonly params?: P;
+  readonly result?: R;
+}
+
+function method<P, R>(name: string): Method<P, R> {
+  return { method: name };
+}
+
+/** Paths and settings the client computes and hands to the server at start (no guessing inside the server). */
+export interface InitOptions {
+  storageDir: string;
+  treeSitterWasm: string;
+  pythonWasm: string;
+  sqlWasm: string;
+  runner: string;
+  cacheDir: string;
+  repositories: SourceConfig[];
+  maxFileKb: number;
+}
+
+export type IndexState = 'starting' | 'indexing' | 'ready' | 'error';
+
+export interface IndexStatus {
+  state: IndexState;
+  message: string;
+  files: number;
+  blocks: number;
+  repos: number;
+  /** Set while indexing. */
+  progress?: { step: number; total: number; repo: string };
+}
+
+export interface TreeNode {
+  kind: 'repo' | 'category' | 'block';
+  label: string;
+  repo: string;
+  category?: string;
+  hit?: SearchHit;
+  count?: number;
+}
+
+export interface PullParams {
+  target: string;
+  out: string;
+  python?: string;
+  validate: boolean;
+  timeoutSeconds: number;
+  memoryMb: number;
+}
+
+/** Client -> server: the index state (also pushed by `IndexStatusChanged`). */
+export const GetIndexStatus = method<void, IndexStatus>('nnrag/getIndexStatus');
+/** Server -> client: the index state changed (progress while indexing, counts when done). */
+export const IndexStatusChanged = method<IndexStatus, void>('nnrag/indexStatusChanged');
+/** Client -> server: index the configured repositories again (on demand or after a settings change). */
+export const ReindexRepositories = method<{ repositories?: SourceConfig[] }, IndexStatus>('nnrag/reindexRepositories');
+/** Client -> server: search blocks for the QuickPick and the tree. */
+export const SearchBlocks = method<SearchQuery, SearchHit[]>('nnrag/searchBlocks');
+/** Client -> server: children of a tree node (repositories, then categories, then blocks). */
+export const ListTree = method<{ parent?: TreeNode; query?: string }, TreeNode[]>('nnrag/listTree');
+/** Client -> server: facts, bases and dependencies of one block. */
+export const GetBlockDetails = method<{ target: string }, ClassDetails>('nnrag/getBlockDetails');
+/** Client -> server: pull a block into a file and validate it (cancellable). */
+export const PullBlock = method<PullParams, PullReport>('nnrag/pullBlock');
+/** Client -> server: the provenance recorded in a pulled file's text. */
+export const GetProvenance = method<{ text: string }, Provenance | null>('nnrag/getProvenance');
+/** Client -> server: the source text of a block's file (git sources have no checkout to open). */
+export const ReadSource = method<{ target: string }, { text: string; path: string; line: number; repo: string }>('nnrag/readSource');
+/** Client -> server: statistics for the log and the status bar tooltip. */
+export const GetStats = method<void, IndexStats>('nnrag/getStats');

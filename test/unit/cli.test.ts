@@ -1,0 +1,84 @@
+import * as assert from 'assert';
+import * as path from 'path';
+import { runCli } from '../../src/cli/cli';
+import { ASSETS, tmpdir, writeTree } from './helpers';
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { assets: ASSETS, out: (t) => (out += t), err: (t) => (err += t), tty: false, env: {} });
+  return { code, out, err };
+}
+
+describe('command line', () => {
+  let repo: string;
+  let db: string;
+  before(async () => {
+    const dir = await tmpdir();
+    repo = path.join(dir, 'mylib');
+    db = path.join(dir, 'index.db');
+    await writeTree(repo, {
+      'mylib/__init__.py': '',
+      'mylib/blocks.py': 'from torch import nn\n\nclass SqueezeExcite(nn.Module):\n    """Channel attention."""\n    def __init__(self, ch=8):\n        super().__init__()\n',
+      'mylib/bad.py': 'print "old"\n',
+    });
+  });
+
+  it('indexes, then searches, shows and reports stats as JSON', async () => {
+    const idx = await cli('index', repo, '--db', db);
+    assert.strictEqual(idx.code, 0, idx.err);
+    assert.match(idx.out, /\[index\] mylib: 3 files/);
+    const search = await cli('search', 'squeeze', '--db', db, '--json');
+    assert.strictEqual(search.code, 0);
+    const hits = JSON.parse(search.out);
+    assert.deepStrictEqual(
+      { name: hits[0].name, qualname: hits[0].qualname, repo: hits[0].repo, path: hits[0].path, line: hits[0].line },
+      { name: 'SqueezeExcite', qualname: 'mylib.blocks.SqueezeExcite', repo: 'mylib', path: 'mylib/blocks.py', line: 3 },
+    );
+    const show = await cli('show', 'mylib:mylib.blocks.SqueezeExcite', '--db', db, '--json');
+    assert.strictEqual(show.code, 0, show.err);
+    const details = JSON.parse(show.out);
+    assert.deepStrictEqual(details.bases, [{ written: 'nn.Module', resolved: 'torch.nn.Module' }]);
+    assert.ok(details.dependencies.some((d: { name: string; kind: string }) => d.name === 'nn' && d.kind === 'external'));
+    const stats = JSON.parse((await cli('stats', '--db', db, '--json')).out);
+    assert.strictEqual(stats.blocks, 1);
+    assert.deepStrictEqual(stats.skipped_by_reason, { python2: 1 });
+    assert.strictEqual(stats.skipped_files[0].path, 'mylib/bad.py');
+  });
+
+  it('exits 2 on usage errors and 3 on bad input, with a clear message', async () => {
+    const cases: [string[], number, RegExp][] = [
+      [['frobnicate'], 2, /unknown command/],
+      [['search', 'x', '--db', db, '--colour'], 2, /unknown option --colour/],
+      [['index', '--db', db], 2, /at least one SOURCE/],
+      [['index', '/definitely/not/here', '--db', db], 3, /neither an http\(s\) git URL nor an existing folder/],
+      [['index', 'ftp://example.org/x.git', '--db', db], 3, /only http:\/\/ and https:\/\//],
+      [['search', 'x', '--db', path.join(path.dirname(db), 'nope.db')], 3, /no index at/],
+      [['show', 'no.such.Thing', '--db', db], 3, /no class 'no.such.Thing'/],
+      [['show', 'not a target', '--db', db], 2, /not a target/],
+      [['search', 'x', '--db', db, '--limit', 'many'], 2, /whole number/],
+      [['pull', 'mylib.blocks.SqueezeExcite', '--db', db], 2, /--out FILE/],
+    ];
+    for (const [argv, code, message] of cases) {
+      const r = await cli(...argv);
+      assert.strictEqual(r.code, code, `${argv.join(' ')}: ${r.err}`);
+      assert.match(r.err, message, argv.join(' '));
+    }
+  });
+
+  it('reports a missing interpreter as a failed pull, not a crash', async () => {
+    const out = path.join(path.dirname(db), 'p.py');
+    const r = await cli('pull', 'mylib.blocks.SqueezeExcite', '--db', db, '--out', out, '--python', '/no/such/python3', '--json');
+    assert.strictEqual(r.code, 1);
+    const report = JSON.parse(r.out);
+    assert.strictEqual(report.status, 'failed');
+    assert.strictEqual(report.category, 'interpreter');
+    assert.match(report.message, /not found: \/no\/such\/python3/);
+  });
+
+  it('prints help with the exit codes', async () => {
+    const r = await cli('--help');
+    assert.strictEqual(r.code, 0);
+    assert.match(r.out, /exit codes:/);
+  });
+});

@@ -1,0 +1,59 @@
+import * as assert from 'assert';
+import { readdirSync, readFileSync } from 'fs';
+import * as path from 'path';
+import { ROOT } from './helpers';
+
+const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+
+function sources(dir: string): string {
+  return readdirSync(dir, { withFileTypes: true })
+    .map((e) => (e.isDirectory() ? sources(path.join(dir, e.name)) : e.name.endsWith('.ts') ? readFileSync(path.join(dir, e.name), 'utf8') : ''))
+    .join('\n');
+}
+
+describe('package.json against the code', () => {
+  const code = sources(path.join(ROOT, 'src', 'extension'));
+  const registered = new Set([...code.matchAll(/reg\('(nnrag\.\w+)'/g)].map((m) => m[1]));
+  const contributed: { command: string; category?: string; title: string }[] = pkg.contributes.commands;
+
+  it('every contributed command has a handler and a category, and every handler is contributed', () => {
+    for (const c of contributed) {
+      assert.ok(registered.has(c.command), `${c.command} has no handler`);
+      assert.strictEqual(c.category, 'NN-RAG', `${c.command} has no category`);
+      assert.match(c.command, /^nnrag\.[a-z][A-Za-z]+$/);
+    }
+    for (const id of registered) assert.ok(contributed.some((c) => c.command === id), `${id} is registered but not contributed`);
+  });
+
+  it('every menu entry names a contributed command, and every viewItem is a contextValue the tree sets', () => {
+    const values = new Set([...code.matchAll(/contextValue = '(\w+)'/g)].map((m) => m[1]));
+    values.add('repo').add('category'); // node.kind for the folders
+    for (const [menu, entries] of Object.entries<{ command: string; when?: string }[]>(pkg.contributes.menus)) {
+      for (const e of entries) {
+        assert.ok(contributed.some((c) => c.command === e.command), `${menu}: ${e.command} is not contributed`);
+        for (const m of (e.when ?? '').matchAll(/viewItem == (\w+)/g)) assert.ok(values.has(m[1]), `${menu}: no tree item sets contextValue '${m[1]}'`);
+      }
+    }
+  });
+
+  it('every setting is nnrag.*, scoped and described in markdown', () => {
+    for (const [key, s] of Object.entries<{ scope?: string; markdownDescription?: string }>(pkg.contributes.configuration.properties)) {
+      assert.match(key, /^nnrag\./);
+      assert.ok(s.scope, `${key} has no scope`);
+      assert.ok((s.markdownDescription ?? '').length > 20, `${key} has no markdownDescription`);
+    }
+  });
+
+  it('declares limited support for untrusted workspaces, the view container and its view', () => {
+    assert.strictEqual(pkg.capabilities.untrustedWorkspaces.supported, 'limited');
+    assert.strictEqual(pkg.contributes.viewsContainers.activitybar[0].id, 'nnrag');
+    assert.strictEqual(pkg.contributes.views.nnrag[0].id, 'nnrag.blocks');
+    assert.ok(code.includes("createTreeView('nnrag.blocks'"));
+  });
+
+  it('keeps the layers apart', async () => {
+    // @ts-expect-error - a plain .mjs script without types
+    const { checkLayers } = await import('../../scripts/checkLayers.mjs');
+    assert.deepStrictEqual(checkLayers(ROOT), []);
+  });
+});

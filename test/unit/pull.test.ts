@@ -1,0 +1,171 @@
+import * as assert from 'assert';
+import { execFileSync } from 'child_process';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { findTarget } from '../../src/core/blocks/target';
+import { readProvenance } from '../../src/core/emit/emit';
+import { openPullSession, pullBlock } from '../../src/core/pull';
+import type { PullReport } from '../../src/core/pull';
+import { loadModuleTable } from '../../src/core/resolve/loadTable';
+import { indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
+
+/** Indexes `files` as a repository, pulls `target` without validation, returns the file and the report. */
+async function pull(files: Record<string, string>, target: string): Promise<{ code: string; report: PullReport; dir: string }> {
+  const dir = await tmpdir();
+  const repo = path.join(dir, 'repo');
+  await writeTree(repo, files);
+  const db = await memoryDb();
+  await indexFolder(db, repo);
+  const out = path.join(dir, 'out', 'pulled.py');
+  const report = await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, target), { parser: await parser(), out, validate: false });
+  return { code: await fsp.readFile(out, 'utf8'), report, dir };
+}
+
+/** Runs the pulled file with a plain python3 (no repository on the path) and returns what `snippet` prints. */
+function run(dir: string, snippet: string): string {
+  return execFileSync('python3', ['-I', '-c', `import runpy, sys\nns = runpy.run_path(${JSON.stringify(path.join(dir, 'out', 'pulled.py'))})\n${snippet}`], {
+    cwd: dir,
+    encoding: 'utf8',
+  }).trim();
+}
+
+function topLevelNames(code: string): string[] {
+  return [...code.matchAll(/^(?:class|def)\s+(\w+)|^(\w+)\s*=/gm)].map((m) => m[1] ?? m[2]).sort();
+}
+
+describe('pull: resolution and emission', () => {
+  it('renames colliding names consistently and keeps module attributes apart', async () => {
+    const { code, report, dir } = await pull(
+      {
+        'pkg/__init__.py': '',
+        'pkg/a.py': 'SCALE = 2\ndef helper(x):\n    return x * SCALE\n',
+        'pkg/b.py': 'SCALE = 3\ndef helper(x):\n    return x + SCALE\n',
+        'pkg/main.py': 'from . import a\nfrom .b import helper as hb, SCALE\n\nclass K:\n    def run(self, x):\n        return a.helper(x), hb(x), a.SCALE, SCALE\n',
+      },
+      'pkg.main.K',
+    );
+    assert.strictEqual(report.status, 'extracted');
+    assert.strictEqual(run(dir, "print(ns['K']().run(10))"), '(20, 13, 2, 3)');
+    assert.doesNotMatch(code, /^from \.|^import pkg|^from pkg/m);
+    assert.deepStrictEqual(Object.keys(report.provenance!.renamed).sort(), ['pkg.b.SCALE', 'pkg.b.helper']);
+  });
+
+  it('orders definition-time needs first: bases, decorators, defaults, class bodies', async () => {
+    const { code, dir } = await pull(
+      {
+        'lib/__init__.py': '',
+        'lib/deco.py': 'REG = []\ndef register(cls):\n    REG.append(cls.__name__)\n    return cls\n',
+        'lib/base.py': 'from .consts import WIDTH\nclass Base:\n    width = WIDTH\n',
+        'lib/consts.py': 'WIDTH = 7\nDEFAULT = WIDTH * 2\n',
+        'lib/top.py': 'from .base import Base\nfrom .deco import register, REG\nfrom .consts import DEFAULT\n\n@register\nclass Top(Base):\n    def f(self, d=DEFAULT):\n        return d + self.width, list(REG)\n',
+      },
+      'lib.top.Top',
+    );
+    assert.strictEqual(run(dir, "print(ns['Top']().f())"), "(21, ['Top'])");
+    const order = topLevelNames(code);
+    assert.deepStrictEqual(order, ['Base', 'DEFAULT', 'REG', 'Top', 'WIDTH', 'register']);
+    assert.ok(code.indexOf('WIDTH = 7') < code.indexOf('class Base'), 'a class-body need comes before the class');
+  });
+
+  it('closes over cycles, star imports with __all__, re-export chains and module-level values built by calls', async () => {
+    const { code, dir } = await pull(
+      {
+        'cy/__init__.py': 'from .api import *\n',
+        'cy/api.py': '__all__ = ["pair", "depth_a"]\nfrom .helpers import pair\nfrom .rec import depth_a\nfrom .helpers import unused\n',
+        'cy/helpers.py': 'def _ntuple(n):\n    def parse(x):\n        return (x,) * n\n    return parse\npair = _ntuple(2)\ndef unused():\n    pass\n',
+        'cy/rec.py': 'from . import rec2\ndef depth_a(n):\n    return 0 if n == 0 else 1 + rec2.depth_b(n - 1)\n',
+        'cy/rec2.py': 'from . import rec\ndef depth_b(n):\n    return 0 if n == 0 else 1 + rec.depth_a(n - 1)\n',
+        'cy/user.py': 'from cy import *\n\nclass U:\n    def go(self):\n        return pair(3), depth_a(5)\n',
+      },
+      'cy.user.U',
+    );
+    assert.strictEqual(run(dir, "print(ns['U']().go())"), '((3, 3), 5)');
+    assert.deepStrictEqual(topLevelNames(code), ['U', '_ntuple', 'depth_a', 'depth_b', 'pair']);
+  });
+
+  it('replaces repository imports inside functions and guarded blocks; third-party ones stay as written', async () => {
+    const { code, dir } = await pull(
+      {
+        'lz/__init__.py': '',
+        'lz/inner.py': 'def inner():\n    return "inner"\n',
+        'lz/fast.py': 'def speed():\n    return "fast"\n',
+        'lz/main.py': [
+          'try:',
+          '    from .fast import speed',
+          'except ImportError:',
+          '    speed = None',
+          '',
+          'class M:',
+          '    def go(self):',
+          '        from .inner import inner',
+          '        import json',
+          '        return inner(), speed(), json.dumps(1)',
+        ].join('\n'),
+      },
+      'lz.main.M',
+    );
+    assert.strictEqual(run(dir, "print(ns['M']().go())"), "('inner', 'fast', '1')");
+    assert.match(code, /^        import json$/m, 'a third-party or stdlib import inside a function stays where it was');
+    assert.doesNotMatch(code, /from \.|import lz/);
+  });
+
+  it('keeps imports of other repositories and third-party packages as imports, pruned to what is used', async () => {
+    const { code } = await pull(
+      {
+        'm/__init__.py': '',
+        'm/x.py': 'import os, sys\nimport numpy as np\nfrom collections import OrderedDict, defaultdict\n\nclass X:\n    def f(self):\n        return np.zeros(2), OrderedDict(), os.sep\n',
+      },
+      'm.x.X',
+    );
+    assert.match(code, /^import os$/m);
+    assert.match(code, /^import numpy as np$/m);
+    assert.match(code, /^from collections import OrderedDict$/m);
+    assert.doesNotMatch(code, /sys|defaultdict/);
+    assert.ok(code.indexOf('import os') < code.indexOf('import numpy'), 'standard library before third-party');
+  });
+
+  it('names a module without Python source as a native extension', async () => {
+    const { report } = await pull(
+      { 'nat/__init__.py': '', 'nat/op.py': 'from . import _C\n\nclass Op:\n    def f(self):\n        return _C.run()\n' },
+      'nat.op.Op',
+    );
+    assert.strictEqual(report.status, 'failed');
+    assert.strictEqual(report.category, 'native-extension');
+    assert.match(report.message!, /nat\._C/);
+  });
+
+  it('follows string registries to the registered class, and nothing else', async () => {
+    const { code, dir } = await pull(
+      {
+        'rg/__init__.py': 'from . import heads\n',
+        'rg/registry.py': 'class Registry:\n    def __init__(self):\n        self.m = {}\n    def register_module(self, name=None):\n        def deco(cls):\n            self.m[name or cls.__name__] = cls\n            return cls\n        return deco\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.m[cfg.pop("type")](**cfg)\nMODELS = Registry()\n',
+        'rg/heads.py': 'from .registry import MODELS\n@MODELS.register_module(name="Fancy")\nclass FancyHead:\n    def __init__(self, k=1):\n        self.k = k\n@MODELS.register_module()\nclass Unused:\n    pass\n',
+        'rg/model.py': 'from .registry import MODELS\nclass Model:\n    def __init__(self, head=dict(type="Fancy", k=3)):\n        self.head = MODELS.build(head)\n',
+      },
+      'rg.model.Model',
+    );
+    assert.strictEqual(run(dir, "print(ns['Model']().head.k)"), '3');
+    assert.ok(!code.includes('class Unused'));
+  });
+
+  it('never takes the name of a builtin the code reads', async () => {
+    const { dir } = await pull(
+      {
+        'bt/__init__.py': '',
+        'bt/ops.py': 'def max(a):\n    return "mine"\n',
+        'bt/k.py': 'from .ops import max as mymax\n\nclass K:\n    def f(self):\n        return mymax(1), max(1, 2)\n',
+      },
+      'bt.k.K',
+    );
+    assert.strictEqual(run(dir, "print(ns['K']().f())"), "('mine', 2)");
+  });
+
+  it('writes a provenance header that reads back', async () => {
+    const { code, report } = await pull({ 'p/__init__.py': '', 'p/q.py': 'class Q:\n    pass\n' }, 'p.q.Q');
+    const prov = readProvenance(code)!;
+    assert.strictEqual(prov.block, 'Q');
+    assert.strictEqual(prov.target, report.target);
+    assert.deepStrictEqual(prov.definitions.map((d) => [d.path, d.lines]), [['p/q.py', [1, 2]]]);
+    assert.match(prov.hash, /^sha256:[0-9a-f]{64}$/);
+  });
+});

@@ -1,0 +1,102 @@
+import * as assert from 'assert';
+import type { ChildProcess } from 'child_process';
+import { spawn } from 'child_process';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import type { MessageConnection } from 'vscode-jsonrpc/node';
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import type { PullReport } from '../../src/core/pull';
+import type { SearchHit } from '../../src/core/search/search';
+import { GetIndexStatus, IndexStatusChanged, ListTree, PullBlock, SearchBlocks } from '../../src/shared/protocol';
+import type { IndexStatus, InitOptions, TreeNode } from '../../src/shared/protocol';
+import { ASSETS, ROOT, tmpdir } from './helpers';
+
+describe('language server over stdio (the real server process)', function () {
+  this.timeout(60_000);
+  let child: ChildProcess;
+  let conn: MessageConnection;
+  let storage: string;
+  const statuses: IndexStatus[] = [];
+  const shown: string[] = [];
+
+  before(async () => {
+    storage = await tmpdir('nnrag-server-');
+    child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/server/main.ts'), '--stdio'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    conn = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+    conn.onNotification(IndexStatusChanged.method, (s: IndexStatus) => statuses.push(s));
+    conn.onNotification('window/logMessage', () => undefined);
+    conn.onRequest('window/showMessageRequest', (p: { message: string }) => {
+      shown.push(p.message);
+      return null;
+    });
+    conn.listen();
+    const init: InitOptions = {
+      storageDir: storage,
+      treeSitterWasm: ASSETS.treeSitterWasm,
+      pythonWasm: ASSETS.pythonWasm,
+      sqlWasm: ASSETS.sqlWasm,
+      runner: ASSETS.runner,
+      cacheDir: path.join(storage, 'cache'),
+      repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }, { location: path.join(storage, 'missing-folder') }],
+      maxFileKb: 2048,
+    };
+    await conn.sendRequest('initialize', { processId: process.pid, rootUri: null, capabilities: {}, initializationOptions: init });
+    conn.sendNotification('initialized', {});
+  });
+
+  after(async () => {
+    await conn.sendRequest('shutdown').catch(() => undefined);
+    conn.sendNotification('exit');
+    conn.dispose();
+    child.kill();
+  });
+
+  async function whenReady(): Promise<IndexStatus> {
+    for (let i = 0; i < 200; i++) {
+      const s = await conn.sendRequest<IndexStatus>(GetIndexStatus.method);
+      if (s.state === 'ready') return s;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('the server never became ready');
+  }
+
+  it('indexes the configured repositories, reports progress, and survives a bad one', async () => {
+    const s = await whenReady();
+    assert.strictEqual(s.blocks, 7);
+    assert.ok(statuses.some((x) => x.state === 'indexing'), 'progress was pushed while indexing');
+    assert.ok(shown.some((m) => /cannot index .*missing-folder: no such folder/.test(m)), `the bad repository is reported: ${shown.join(' | ')}`);
+    await fsp.access(path.join(storage, 'index.db')).catch(async () => {
+      await new Promise((r) => setTimeout(r, 1000));
+      await fsp.access(path.join(storage, 'index.db'));
+    });
+  });
+
+  it('answers search and the tree', async () => {
+    await whenReady();
+    const hits = await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: 'squeeze' });
+    assert.strictEqual(hits[0].name, 'SqueezeExcite');
+    const repos = await conn.sendRequest<TreeNode[]>(ListTree.method, {});
+    assert.deepStrictEqual(repos.map((r) => r.label), ['tinyblocks']);
+    const cats = await conn.sendRequest<TreeNode[]>(ListTree.method, { parent: repos[0] });
+    assert.ok(cats.some((c) => c.category === 'attention'));
+    const blocks = await conn.sendRequest<TreeNode[]>(ListTree.method, { parent: cats.find((c) => c.category === 'attention') });
+    assert.ok(blocks.every((b) => b.kind === 'block' && b.hit));
+  });
+
+  it('pulls a block and gives a provenance hover on the pulled file', async () => {
+    await whenReady();
+    const out = path.join(storage, 'ws', 'se.py');
+    const report = await conn.sendRequest<PullReport>(PullBlock.method, { target: 'tinyblocks.layers.se.SqueezeExcite', out, validate: false, timeoutSeconds: 60, memoryMb: 2048 });
+    assert.strictEqual(report.status, 'extracted');
+    const text = await fsp.readFile(out, 'utf8');
+    const uri = `file://${out}`;
+    conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
+    const lines = text.split('\n');
+    const line = lines.findIndex((l) => l.startsWith('def make_divisible'));
+    const hover = await conn.sendRequest<{ contents: { value: string } } | null>('textDocument/hover', { textDocument: { uri }, position: { line, character: 6 } });
+    assert.ok(hover, 'a hover over an inlined helper');
+    assert.match(hover.contents.value, /tinyblocks\/helpers\.py/);
+    assert.match(hover.contents.value, /license: MIT/);
+    assert.match(hover.contents.value, /swh:1:cnt:[0-9a-f]{40}/);
+  });
+});
