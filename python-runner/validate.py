@@ -19,6 +19,7 @@ import inspect
 import io
 import json
 import os
+import re
 import symtable
 import sys
 import time
@@ -225,6 +226,8 @@ def guess_value(param: inspect.Parameter, nn: Any) -> Any:
         return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
     ann = param.annotation
     text = ann if isinstance(ann, str) else repr(ann) if getattr(ann, "__args__", None) else getattr(ann, "__name__", repr(ann))
+    if "Union" in str(text) and "int" in str(text):
+        return 16
     if "List[int]" in str(text) or "Sequence[int]" in str(text) or "List[float]" in str(text):
         return [2, 2] if "int" in str(text) else [1.0, 1.0]
     if "Module" in str(text) and "Callable" not in str(text):
@@ -264,14 +267,27 @@ def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
     return True, value
 
 
+def init_parameters(cls: Any) -> List[inspect.Parameter]:
+    """The constructor's named parameters; for `__init__(self, *args, **kwargs)` wrappers, those of the first
+    base class in the MRO that names them (QuantizableX(X) passes everything through to X)."""
+    for klass in getattr(cls, "__mro__", [cls]):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            all_params = list(inspect.signature(init).parameters.values())[1:]
+        except (TypeError, ValueError):
+            return []
+        named = [p for p in all_params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if named or not all_params:
+            return named
+    return []
+
+
 def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
                            namespace: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any]]]:
     """Argument sets to try: how the repository calls the block (unknown values guessed), defaults, guesses."""
-    try:
-        params = [p for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
-                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
+    params = init_parameters(cls)
     by_name = {p.name: p for p in params}
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     out: List[Tuple[List[Any], Dict[str, Any]]] = []
@@ -335,8 +351,11 @@ def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[
     """Inputs to try, inferred from the first layers the block built, then common shapes."""
     cands: List[List[Any]] = []
     seqs = sequence_lengths(model, built_with or {})
+    layers = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Linear,
+              nn.Embedding, nn.LayerNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm, nn.RNNBase)
     for m in model.modules():
-        if m is model:
+        # the block itself counts when it is a torch layer (Conv3DSimple(nn.Conv3d), LayerNorm2d(nn.LayerNorm))
+        if m is model and not isinstance(m, layers):
             continue
         if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
             dims = 1 if isinstance(m, (nn.Conv1d, nn.ConvTranspose1d)) else 3 if isinstance(m, (nn.Conv3d, nn.ConvTranspose3d)) else 2
@@ -411,6 +430,81 @@ def jsonable(value: Any) -> Any:
     return getattr(value, "__name__", repr(value))
 
 
+MAX_CONSTRUCTIONS = 8
+MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)$")
+
+
+def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any, errors: List[str]) -> Any:
+    """Build the block; when a nested constructor reached through **kwargs misses arguments, guess them too."""
+    kwargs = dict(kwargs)
+    for _ in range(3):
+        try:
+            torch.manual_seed(0)
+            model = cls(*args, **kwargs)
+        except MemoryError:
+            raise Failure("memory", f"out of memory while building {cls.__name__}")
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"{type(exc).__name__}: {exc}{where(exc)}")
+            m = MISSING.search(str(exc)) if isinstance(exc, TypeError) else None
+            accepts_kwargs = any(p.kind == p.VAR_KEYWORD for p in safe_parameters(cls.__init__))
+            if not m or not accepts_kwargs or f"{cls.__name__}.__init__()" in str(exc):
+                return None
+            for name in re.findall(r"'(\w+)'", m.group(1)):
+                kwargs[name] = guess_value(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY), nn)
+            continue
+        if not isinstance(model, nn.Module):
+            errors.append(f"{cls.__name__}(...) is not an nn.Module")
+            return None
+        try:
+            model.eval()
+        except Exception as exc:  # noqa: BLE001 - a block that breaks nn.Module's own machinery
+            errors.append(f"not a usable nn.Module: {type(exc).__name__}: {exc}")
+            return None
+        return model
+    return None
+
+
+def safe_parameters(fn: Any) -> List[inspect.Parameter]:
+    """A callable's parameters, or none when it has no signature."""
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+
+
+def best_error(errors: List[str]) -> str:
+    """The most telling construction error: not the bare 'missing arguments' of the defaults attempt."""
+    for e in reversed(errors):
+        if "missing" not in e or "required" not in e:
+            return e
+    return errors[-1] if errors else "no argument set worked"
+
+
+def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], report: Dict[str, Any]) -> Tuple[bool, Optional[str]]:
+    """Drive forward with the inferred inputs; records shapes on success."""
+    try:
+        candidates = input_candidates(model, torch, nn, kwargs)
+    except Exception as exc:  # noqa: BLE001
+        return False, f"{type(exc).__name__}: {exc}"
+    arity = forward_arity(model)
+    error: Optional[str] = None
+    with torch.no_grad():
+        for inputs in candidates:
+            if len(inputs) < arity:
+                inputs = inputs + [inputs[0]] * (arity - len(inputs))
+            try:
+                out = model(*inputs)
+            except MemoryError:
+                raise Failure("memory", "out of memory in forward")
+            except Exception as exc:  # noqa: BLE001
+                error = error or f"{type(exc).__name__}: {exc}{where(exc)}"
+                continue
+            report["input_shapes"] = [list(t.shape) for t in inputs]
+            report["output_shapes"] = shapes(out)
+            return True, None
+    return False, error
+
+
 def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], native: List[str]) -> Dict[str, Any]:
     """Run the tiers in order; return the report."""
     report: Dict[str, Any] = {"file": path, "tier": None, "ok": False, "class": class_name}
@@ -461,47 +555,31 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
         report["class"] = cls.__name__
         if inspect.isabstract(cls):
             raise Failure("instantiate", f"{cls.__name__} is abstract: {sorted(getattr(cls, '__abstractmethods__', []))}")
-        model = None
-        first_error: Optional[str] = None
-        for args, kwargs in constructor_candidates(cls, given, nn, vars(module)):
-            try:
-                torch.manual_seed(0)
-                model = cls(*args, **kwargs)
-                report["args"] = jsonable(args)
-                report["kwargs"] = jsonable(kwargs)
+        built = False
+        build_errors: List[str] = []
+        forward_error: Optional[str] = None
+        forward_ok = False
+        # each argument set is built, then driven forward; a block that builds but cannot run forward with
+        # one set (Bottleneck's identity needs inplanes == 4 * planes) gets the next set
+        for args, kwargs in constructor_candidates(cls, given, nn, vars(module))[:MAX_CONSTRUCTIONS]:
+            model = build(cls, args, kwargs, torch, nn, build_errors)
+            if model is None:
+                continue
+            if not built:
+                built = True
+                reach("instantiated")
+            report["args"] = jsonable(args)
+            report["kwargs"] = jsonable(kwargs)
+            ok, error = run_forward(model, cls, torch, nn, kwargs, report)
+            if ok:
+                forward_ok = True
                 break
-            except MemoryError:
-                raise Failure("memory", f"out of memory while building {cls.__name__}")
-            except Exception as exc:  # noqa: BLE001
-                first_error = first_error or f"{type(exc).__name__}: {exc}{where(exc)}"
-        if model is None:
-            raise Failure("instantiate", f"cannot build {cls.__name__}: {first_error}")
-        if not isinstance(model, nn.Module):
-            raise Failure("instantiate", f"{cls.__name__}(...) is not an nn.Module")
-        reach("instantiated")
-
-        try:
-            model.eval()
-            candidates = input_candidates(model, torch, nn, report.get("kwargs") or {})
-        except Exception as exc:  # noqa: BLE001 - a block that breaks nn.Module's own machinery
-            raise Failure("instantiate", f"{cls.__name__} is not a usable nn.Module: {type(exc).__name__}: {exc}")
-        arity = forward_arity(model)
-        last_error: Optional[str] = None
-        with torch.no_grad():
-            for inputs in candidates:
-                if len(inputs) < arity:
-                    inputs = inputs + [inputs[0]] * (arity - len(inputs))
-                try:
-                    out = model(*inputs)
-                    report["input_shapes"] = [list(t.shape) for t in inputs]
-                    report["output_shapes"] = shapes(out)
-                    break
-                except MemoryError:
-                    raise Failure("memory", "out of memory in forward")
-                except Exception as exc:  # noqa: BLE001
-                    last_error = last_error or f"{type(exc).__name__}: {exc}{where(exc)}"
-            else:
-                raise Failure("forward", f"no input worked for {cls.__name__}.forward: {last_error}")
+            forward_error = forward_error or error
+        if not built:
+            tried = f" ({len(build_errors)} argument sets tried)" if len(build_errors) > 1 else ""
+            raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(build_errors)}{tried}")
+        if not forward_ok:
+            raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}")
         reach("forward")
         report["ok"] = True
     except Failure as failure:

@@ -4,7 +4,7 @@
  */
 import * as path from 'path';
 import type { CancellationToken, Connection, Hover, InitializeResult } from 'vscode-languageserver';
-import { TextDocuments, TextDocumentSyncKind } from 'vscode-languageserver';
+import { MessageType, ShowMessageNotification, TextDocuments, TextDocumentSyncKind } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { findTarget } from '../core/blocks/target';
 import { readProvenance } from '../core/emit/emit';
@@ -110,8 +110,8 @@ export function startServer(connection: Connection): void {
           } catch (err) {
             if (err instanceof CancelledError) throw err;
             log('index', `${config.name ?? config.location}: ${errorMessage(err)}`);
-            // the client may not answer (or refuse) the message request: never let that crash the server
-            connection.window.showErrorMessage(`NN-RAG: cannot index ${config.name ?? config.location}: ${errorMessage(err)}`).then(undefined, () => undefined);
+            // a notification, not a request: a client that does not answer message requests cannot crash us
+            connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Error, message: `NN-RAG: cannot index ${config.name ?? config.location}: ${errorMessage(err)}` });
           }
         }
         if (changed) finishRun(d);

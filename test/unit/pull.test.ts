@@ -160,6 +160,30 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(dir, "print(ns['K']().f())"), "('mine', 2)");
   });
 
+  it('keeps the unconditional fallback of a name rebound under try, and one name for one module', async () => {
+    const { code, dir } = await pull(
+      {
+        'ext/__init__.py': '',
+        'ext/ops.py': [
+          'import os',
+          'import os.path',
+          'def has_ops():',
+          '    return False',
+          'try:',
+          '    import surely_not_installed_native_lib',
+          '    def has_ops():',
+          '        return True',
+          'except ImportError:',
+          '    pass',
+        ].join('\n'),
+        'ext/use.py': 'import os\nfrom .ops import has_ops\n\nclass U:\n    def f(self):\n        return has_ops(), os.sep\n',
+      },
+      'ext.use.U',
+    );
+    assert.strictEqual(run(dir, "print(ns['U']().f())"), "(False, '/')");
+    assert.doesNotMatch(code, /os_os|as os_/, 'import os and import os.path share the name os');
+  });
+
   it('writes a provenance header that reads back', async () => {
     const { code, report } = await pull({ 'p/__init__.py': '', 'p/q.py': 'class Q:\n    pass\n' }, 'p.q.Q');
     const prov = readProvenance(code)!;

@@ -23,12 +23,14 @@ describe('language server over stdio (the real server process)', function () {
     storage = await tmpdir('nnrag-server-');
     child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/server/main.ts'), '--stdio'], { stdio: ['pipe', 'pipe', 'inherit'] });
     conn = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
-    conn.onNotification(IndexStatusChanged.method, (s: IndexStatus) => statuses.push(s));
-    conn.onNotification('window/logMessage', () => undefined);
-    conn.onRequest('window/showMessageRequest', (p: { message: string }) => {
-      shown.push(p.message);
-      return null;
+    conn.onNotification(IndexStatusChanged.method, (s: IndexStatus) => {
+      statuses.push(s);
     });
+    conn.onNotification('window/showMessage', (p: { message: string }) => {
+      shown.push(p.message);
+    });
+    conn.onNotification('window/logMessage', () => undefined);
+
     conn.listen();
     const init: InitOptions = {
       storageDir: storage,

@@ -143,8 +143,18 @@ function assignNames(closure: ClosureResult, order: UnitNode[]): Map<string, str
     names.set(symbolKey(root.rec, b), b);
     taken.set(b, symbolKey(root.rec, b));
   }
+  // `import torch` and `import torch.fx` both bind `torch` to the same module: one name, no rename
+  const valueOf = (e: ExternalImport): string =>
+    e.name !== undefined ? `${e.module}.${e.name}` : e.plainDotted ? e.module.split('.')[0] : e.module;
+  const byValue = new Map<string, string>();
   for (const e of [...closure.externals.values()].sort((a, b) => a.key.localeCompare(b.key))) {
+    const shared = byValue.get(`${valueOf(e)}|${e.bound}`);
+    if (shared) {
+      names.set(e.key, names.get(shared)!);
+      continue;
+    }
     take(e.key, e.bound, e.module.split('.')[0]);
+    byValue.set(`${valueOf(e)}|${e.bound}`, e.key);
   }
   for (const node of order) {
     for (const b of node.rec.facts.units[node.unit].binds) take(symbolKey(node.rec, b), b, suffixOf(node.rec));

@@ -126,6 +126,17 @@ export async function computeClosure(ctx: ClosureContext, rootRec: ModuleRecord,
       for (const b of rec.facts.units[unit].binds) {
         symbols.set(symbolKey(rec, b), { key: symbolKey(rec, b), rec, name: b, unitKey: key });
       }
+      // a binding under try/if may not happen: the earlier unconditional binding of the name is its fallback
+      if (rec.facts.units[unit].guard) {
+        for (const b of rec.facts.units[unit].binds) {
+          for (let i = unit - 1; i >= 0; i--) {
+            const earlier = rec.facts.units[i];
+            if (earlier.kind === 'main' || earlier.kind === 'import' || !earlier.binds.includes(b)) continue;
+            node.def.add(need(rec, i).key);
+            if (!earlier.guard) break;
+          }
+        }
+      }
     }
     return node;
   };
