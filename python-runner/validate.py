@@ -464,6 +464,22 @@ def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any
     return None
 
 
+def build_with(factory: Any, cls: Any, nn: Any, errors: List[str]) -> Any:
+    """Build through a builder function; it must return an instance of the block."""
+    try:
+        model = factory()
+    except MemoryError:
+        raise Failure("memory", f"out of memory while building {cls.__name__}")
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"builder: {type(exc).__name__}: {exc}{where(exc)}")
+        return None
+    if not isinstance(model, cls):
+        errors.append(f"builder returned {type(model).__name__}, not {cls.__name__}")
+        return None
+    model.eval()
+    return model
+
+
 def safe_parameters(fn: Any) -> List[inspect.Parameter]:
     """A callable's parameters, or none when it has no signature."""
     try:
@@ -505,7 +521,8 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
     return False, error
 
 
-def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], native: List[str]) -> Dict[str, Any]:
+def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], native: List[str],
+             builder: Optional[str] = None) -> Dict[str, Any]:
     """Run the tiers in order; return the report."""
     report: Dict[str, Any] = {"file": path, "tier": None, "ok": False, "class": class_name}
     started = time.time()
@@ -561,8 +578,18 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
         forward_ok = False
         # each argument set is built, then driven forward; a block that builds but cannot run forward with
         # one set (Bottleneck's identity needs inplanes == 4 * planes) gets the next set
-        for args, kwargs in constructor_candidates(cls, given, nn, vars(module))[:MAX_CONSTRUCTIONS]:
-            model = build(cls, args, kwargs, torch, nn, build_errors)
+        attempts: List[Tuple[Optional[Callable[..., Any]], List[Any], Dict[str, Any]]] = []
+        if builder:
+            # the repository's own builder function first: it knows the block's real configuration
+            attempts.append((getattr(module, builder, None), [], {}))
+        attempts += [(None, a, k) for a, k in constructor_candidates(cls, given, nn, vars(module))[:MAX_CONSTRUCTIONS]]
+        for factory, args, kwargs in attempts:
+            if factory is not None:
+                model = build_with(factory, cls, nn, build_errors)
+                if model is not None:
+                    report["builder"] = builder
+            else:
+                model = build(cls, args, kwargs, torch, nn, build_errors)
             if model is None:
                 continue
             if not built:
@@ -603,6 +630,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--candidates", default="[]", help="JSON list of {args, kwargs} to try first")
     parser.add_argument("--native", default="", help="comma-separated modules known to be compiled extensions")
     parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--builder", help="a function of the file that builds the block without arguments")
     parser.add_argument("--no-network-guard", action="store_true")
     opts = parser.parse_args(argv)
     if opts.memory_mb:
@@ -615,7 +643,8 @@ def main(argv: List[str]) -> int:
         given = json.loads(opts.candidates)
     except ValueError:
         given = []
-    report = validate(os.path.abspath(opts.file), opts.class_name, given, [n for n in opts.native.split(",") if n])
+    report = validate(os.path.abspath(opts.file), opts.class_name, given, [n for n in opts.native.split(",") if n],
+                      opts.builder)
     real_stdout.write(json.dumps(report) + "\n")
     real_stdout.flush()
     return 0 if report["ok"] else 1

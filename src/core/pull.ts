@@ -3,6 +3,7 @@
  * chosen interpreter, record the result. The same pipeline serves the CLI, the server and batch runs.
  */
 import { promises as fsp } from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { ClassRef } from './blocks/target';
@@ -12,6 +13,7 @@ import { NnragError } from './errors';
 import type { IndexDb } from './index/database';
 import type { PythonParser } from './parse/parser';
 import type { ParsedModule } from './parse/types';
+import { BuilderIndex } from './resolve/builders';
 import { computeClosure } from './resolve/closure';
 import type { Problem } from './resolve/closure';
 import type { ModuleRecord, ModuleTable } from './resolve/moduleTable';
@@ -58,6 +60,7 @@ export interface PullSession {
   files: Map<number, { path: string; hash: string }>;
   skipped: Map<string, string>;
   parsed: Map<number, ParsedModule>;
+  builders: Map<number, BuilderIndex>;
 }
 
 export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
@@ -67,7 +70,7 @@ export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
     files.set(Number(r.id), { path: String(r.path), hash: String(r.hash) });
     if (r.status === 'skipped') skipped.set(`${Number(r.repo_id)}:${String(r.module)}`, `${String(r.reason)}: ${String(r.detail ?? '')}`);
   }
-  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map() };
+  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map() };
 }
 
 async function parseRecord(session: PullSession, parser: PythonParser, rec: ModuleRecord): Promise<ParsedModule> {
@@ -97,29 +100,23 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   const fact = rec?.facts.classes.filter((c) => c.name === ref.name).pop();
   if (!rec || !fact) throw new NnragError('not-found', `${target} is not in the index any more; run 'nn-rag index' again`);
 
-  const closure = await computeClosure(
-    {
-      table: session.table,
-      parse: (r) => parseRecord(session, options.parser, r),
-      inlines: (r, rootRepo) => r.repoId === rootRepo || session.repos.get(r.repoId)?.config.inline === true,
-      skippedReason: (module, repoId) => session.skipped.get(`${repoId}:${module}`),
+  const closureCtx = {
+    table: session.table,
+    parse: (r: ModuleRecord) => parseRecord(session, options.parser, r),
+    inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || session.repos.get(r.repoId)?.config.inline === true,
+    skippedReason: (module: string, repoId: number) => session.skipped.get(`${repoId}:${module}`),
+  };
+  const emitCtx = {
+    parsed: (r: ModuleRecord) => session.parsed.get(r.fileId)!,
+    source: (r: ModuleRecord) => {
+      const repo = session.repos.get(r.repoId)!;
+      const file = session.files.get(r.fileId)!;
+      return { repo: repo.name, url: repo.url, location: repo.location, commit: repo.commit, license: repo.license, path: file.path, blob: file.hash };
     },
-    rec,
-    fact.unit,
-  );
+  };
+  const closure = await computeClosure(closureCtx, rec, fact.unit);
   const t1 = performance.now();
-  const emitted = emitFile(
-    closure,
-    {
-      parsed: (r) => session.parsed.get(r.fileId)!,
-      source: (r) => {
-        const repo = session.repos.get(r.repoId)!;
-        const file = session.files.get(r.fileId)!;
-        return { repo: repo.name, url: repo.url, location: repo.location, commit: repo.commit, license: repo.license, path: file.path, blob: file.hash };
-      },
-    },
-    target,
-  );
+  const emitted = emitFile(closure, emitCtx, target);
   const t2 = performance.now();
   const report: PullReport = {
     status: 'extracted',
@@ -142,7 +139,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     Object.assign(report, { status: 'failed', ...blocked });
   } else if (options.validate) {
     if (!options.out || !options.python || !options.runner) throw new NnragError('usage', 'validation needs an output file, an interpreter and the runner');
-    const v = await validateFile(options.out, {
+    let v = await validateFile(options.out, {
       python: options.python,
       runner: options.runner,
       className: ref.name,
@@ -152,12 +149,17 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
       signal: options.signal,
     });
+    if (!v.ok && (v.category === 'instantiate' || v.category === 'forward')) {
+      const built = await validateWithBuilder(session, closureCtx, emitCtx, rec, fact.unit, ref.name, target, options);
+      if (built) v = built;
+    }
     report.validation = v;
     report.tier = v.tier;
     report.requirements = v.requirements;
     report.timings.validate_ms = round(v.seconds * 1000);
     if (v.ok && v.tier === 'forward') {
       report.status = 'validated';
+      if (v.builder) report.message = `built through the repository's own builder ${v.builder}(): no guessed argument set builds it alone`;
     } else {
       report.status = 'failed';
       report.category = v.category ?? 'forward';
@@ -173,13 +175,59 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       kwargs: v.kwargs,
       input_shapes: v.input_shapes,
       output_shapes: v.output_shapes,
+      builder: v.builder,
     };
     await fsp.writeFile(options.out, replaceProvenance(emitted.code, emitted.provenance), 'utf8');
   }
   if (report.status !== 'failed' && closure.problems.length) {
-    report.message = closure.problems.map((p) => p.detail).join('; ');
+    report.message = [report.message, ...closure.problems.map((p) => p.detail)].filter(Boolean).join('; ');
   }
   return report;
+}
+
+/**
+ * When guessed arguments cannot build the block, the repository's own builder function can (`resnet18()`):
+ * the block's closure plus the builder's is emitted to a scratch file and validated through the builder.
+ */
+async function validateWithBuilder(
+  session: PullSession,
+  closureCtx: Parameters<typeof computeClosure>[0],
+  emitCtx: Parameters<typeof emitFile>[1],
+  rec: ModuleRecord,
+  unit: number,
+  name: string,
+  target: string,
+  options: PullOptions,
+): Promise<ValidationReport | undefined> {
+  let index = session.builders.get(rec.repoId);
+  if (!index) {
+    index = new BuilderIndex(session.table, rec.repoId);
+    session.builders.set(rec.repoId, index);
+  }
+  for (const b of index.buildersOf(rec, name).slice(0, 2)) {
+    const combined = await computeClosure(closureCtx, rec, unit, [{ rec: b.rec, unit: b.unit }]);
+    if (failureOf(combined.problems)) continue;
+    const emitted = emitFile(combined, emitCtx, target);
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-builder-'));
+    try {
+      const file = path.join(dir, 'block_with_builder.py');
+      await fsp.writeFile(file, emitted.code, 'utf8');
+      const builder = emitted.provenance.renamed[`${b.rec.module}.${b.name}`] ?? b.name;
+      const v = await validateFile(file, {
+        python: options.python!,
+        runner: options.runner!,
+        className: name,
+        builder,
+        timeoutMs: options.timeoutMs,
+        memoryMb: options.memoryMb,
+        signal: options.signal,
+      });
+      if (v.ok) return { ...v, builder: `${b.rec.module}.${b.name}` };
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  }
+  return undefined;
 }
 
 /** How the repository itself builds the block: literal arguments of its call sites, most informative first. */

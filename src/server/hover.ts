@@ -37,7 +37,8 @@ export function provenanceHover(text: string, offset: number, _status: IndexStat
     if (prov.validation) {
       const v = prov.validation;
       lines.push(`- validation: **${v.status}**, tier \`${v.tier ?? 'none'}\`${v.category ? ` (${v.category})` : ''}`);
-      if (v.kwargs || v.args) lines.push(`- built with: \`${JSON.stringify(v.args ?? [])}\` \`${JSON.stringify(v.kwargs ?? {})}\``);
+      if (v.builder) lines.push(`- built by the repository's \`${v.builder}()\``);
+      else if (v.kwargs || v.args) lines.push(`- built with: \`${JSON.stringify(v.args ?? [])}\` \`${JSON.stringify(v.kwargs ?? {})}\``);
       if (v.input_shapes) lines.push(`- forward on: \`${JSON.stringify(v.input_shapes)}\` → \`${JSON.stringify(v.output_shapes)}\``);
     }
   }

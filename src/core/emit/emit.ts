@@ -53,6 +53,7 @@ export interface Provenance {
     kwargs?: Record<string, unknown>;
     input_shapes?: number[][];
     output_shapes?: unknown;
+    builder?: string;
   };
 }
 
@@ -72,51 +73,39 @@ export interface EmitContext {
 
 const PROVENANCE_PREFIX = '# nnrag-provenance: ';
 
+/** Iterative depth-first post-order from each start; a node is marked when entered, so cycles end there. */
+function postOrder(starts: UnitNode[], depsOf: (n: UnitNode) => UnitNode[], visited: Set<string>, out: UnitNode[]): void {
+  for (const start of starts) {
+    if (visited.has(start.key)) continue;
+    visited.add(start.key);
+    const stack = [{ node: start, deps: depsOf(start), i: 0 }];
+    while (stack.length) {
+      const top = stack[stack.length - 1];
+      if (top.i < top.deps.length) {
+        const d = top.deps[top.i++];
+        if (!visited.has(d.key)) {
+          visited.add(d.key);
+          stack.push({ node: d, deps: depsOf(d), i: 0 });
+        }
+      } else {
+        out.push(top.node);
+        stack.pop();
+      }
+    }
+  }
+}
+
 /** Dependencies first (def-time ones strictly), the block last; source order where nothing constrains. */
 export function orderUnits(closure: ClosureResult): UnitNode[] {
   const byOrder = (keys: Iterable<string>): UnitNode[] =>
     [...keys].map((k) => closure.units.get(k)!).sort((a, b) => a.order - b.order);
-  // 1. a readable order: depth-first over every dependency, iteratively
+  // 1. a readable order: depth-first over every dependency, from the block (then from what only an extra
+  //    root such as a validation builder reaches)
   const readable: UnitNode[] = [];
-  const seen = new Set<string>([closure.root.key]);
-  const stack: { node: UnitNode; deps: UnitNode[]; i: number }[] = [
-    { node: closure.root, deps: byOrder(new Set([...closure.root.def, ...closure.root.call])), i: 0 },
-  ];
-  while (stack.length) {
-    const top = stack[stack.length - 1];
-    if (top.i < top.deps.length) {
-      const d = top.deps[top.i++];
-      if (!seen.has(d.key)) {
-        seen.add(d.key);
-        stack.push({ node: d, deps: byOrder(new Set([...d.def, ...d.call])), i: 0 });
-      }
-    } else {
-      readable.push(top.node);
-      stack.pop();
-    }
-  }
+  postOrder([closure.root, ...byOrder(closure.units.keys())], (n) => byOrder(new Set([...n.def, ...n.call])), new Set(), readable);
   // 2. a valid order: before each unit, everything it needs at definition time
-  const placed = new Set<string>();
   const out: UnitNode[] = [];
-  for (const start of readable) {
-    if (placed.has(start.key)) continue;
-    const inProgress = new Set<string>([start.key]);
-    const st: { node: UnitNode; deps: UnitNode[]; i: number }[] = [{ node: start, deps: byOrder(start.def), i: 0 }];
-    while (st.length) {
-      const top = st[st.length - 1];
-      if (top.i < top.deps.length) {
-        const d = top.deps[top.i++];
-        if (!placed.has(d.key) && !inProgress.has(d.key)) {
-          inProgress.add(d.key);
-          st.push({ node: d, deps: byOrder(d.def), i: 0 });
-        }
-      } else {
-        placed.add(top.node.key);
-        out.push(top.node);
-        st.pop();
-      }
-    }
-  }
+  postOrder(readable, (n) => byOrder(n.def), new Set(), out);
   return out;
 }
 

@@ -97,7 +97,13 @@ function registryIndex(table: ModuleTable, repoId: number): Map<string, { rec: M
   return out;
 }
 
-export async function computeClosure(ctx: ClosureContext, rootRec: ModuleRecord, rootUnit: number): Promise<ClosureResult> {
+export async function computeClosure(
+  ctx: ClosureContext,
+  rootRec: ModuleRecord,
+  rootUnit: number,
+  /** More units to close over with the root (a builder function used only for validation). */
+  extraRoots: { rec: ModuleRecord; unit: number }[] = [],
+): Promise<ClosureResult> {
   const { table } = ctx;
   const units = new Map<string, UnitNode>();
   const symbols = new Map<string, SymbolBinding>();
@@ -187,6 +193,7 @@ export async function computeClosure(ctx: ClosureContext, rootRec: ModuleRecord,
   };
 
   const root = need(rootRec, rootUnit);
+  for (const extra of extraRoots) need(extra.rec, extra.unit);
   while (queue.length) {
     const node = queue.shift()!;
     const { rec, unit } = node;

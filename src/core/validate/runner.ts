@@ -40,6 +40,8 @@ export interface ValidationReport {
   input_shapes?: number[][];
   output_shapes?: unknown;
   requirements?: Requirement[];
+  /** Set when the block was built by a builder function of its repository. */
+  builder?: string;
   seconds: number;
   sandbox?: string;
 }
@@ -54,6 +56,8 @@ export interface ValidateOptions {
   candidates?: { args: unknown[]; kwargs: Record<string, unknown> }[];
   /** Modules known to be compiled extensions, for the failure category. */
   native?: string[];
+  /** A function of the file that builds the block without arguments (the repository's own builder). */
+  builder?: string;
   signal?: AbortSignal;
 }
 
@@ -89,6 +93,7 @@ export async function validateFile(file: string, options: ValidateOptions): Prom
   ];
   if (options.className) pyArgs.push('--class', options.className);
   if (options.native?.length) pyArgs.push('--native', options.native.join(','));
+  if (options.builder) pyArgs.push('--builder', options.builder);
   const [cmd, args] = useNetns ? ['unshare', ['-rn', options.python, ...pyArgs]] : [options.python, pyArgs];
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,

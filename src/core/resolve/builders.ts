@@ -1,0 +1,79 @@
+/**
+ * Builder functions: how a repository itself constructs a block (`resnet18()` -> `_resnet(...)` -> `ResNet(...)`).
+ * A builder is a module-level function of the block's repository that reaches the class through calls and can be
+ * called without arguments. Validation uses one when the block cannot be built from guessed arguments.
+ */
+import type { ModuleRecord, ModuleTable } from './moduleTable';
+
+export interface Builder {
+  rec: ModuleRecord;
+  unit: number;
+  name: string;
+}
+
+/** True when a parameter list as written (`(*, weights=None, **kwargs)`) has no required parameter. */
+export function callableWithoutArguments(signature: string): boolean {
+  const inner = signature.replace(/^\(|\)$/g, '');
+  let depth = 0;
+  let cur = '';
+  const params: string[] = [];
+  for (const ch of inner) {
+    if ('([{'.includes(ch)) depth++;
+    if (')]}'.includes(ch)) depth--;
+    if (ch === ',' && depth === 0) {
+      params.push(cur.trim());
+      cur = '';
+    } else {
+      cur += ch;
+    }
+  }
+  if (cur.trim()) params.push(cur.trim());
+  return params.every((p) => p === '*' || p === '/' || p.startsWith('*') || p.includes('='));
+}
+
+/** Reverse call edges among the module-level functions of one repository (built once per table and repository). */
+export class BuilderIndex {
+  private readonly callers = new Map<string, { rec: ModuleRecord; unit: number; name: string }[]>();
+
+  constructor(table: ModuleTable, repoId: number) {
+    for (const list of table.modules()) {
+      for (const rec of list) {
+        if (rec.repoId !== repoId) continue;
+        rec.facts.units.forEach((u, i) => {
+          if (u.kind !== 'function' || !u.name) return;
+          for (const n of u.callNames) {
+            const t = table.resolveName(rec, n);
+            if (t.kind !== 'symbol') continue;
+            const key = `${t.mod.fileId}:${t.name}`;
+            const list2 = this.callers.get(key) ?? [];
+            list2.push({ rec, unit: i, name: u.name });
+            this.callers.set(key, list2);
+          }
+        });
+      }
+    }
+  }
+
+  /** Argument-free builders of `name` in `rec`, nearest first (a builder in the class's own module first). */
+  buildersOf(rec: ModuleRecord, name: string, maxDepth = 3): Builder[] {
+    const out: Builder[] = [];
+    const seen = new Set<string>([`${rec.fileId}:${name}`]);
+    let frontier = [`${rec.fileId}:${name}`];
+    for (let depth = 0; depth < maxDepth && frontier.length && out.length < 4; depth++) {
+      const next: string[] = [];
+      for (const key of frontier) {
+        for (const c of this.callers.get(key) ?? []) {
+          const ckey = `${c.rec.fileId}:${c.name}`;
+          if (seen.has(ckey)) continue;
+          seen.add(ckey);
+          next.push(ckey);
+          const fact = c.rec.facts.functions.find((f) => f.name === c.name && f.unit === c.unit);
+          if (fact && !c.name.startsWith('_') && callableWithoutArguments(fact.signature)) out.push(c);
+        }
+      }
+      frontier = next;
+    }
+    // the class's own module first, then source order
+    return out.sort((a, b) => Number(b.rec.fileId === rec.fileId) - Number(a.rec.fileId === rec.fileId) || a.unit - b.unit);
+  }
+}

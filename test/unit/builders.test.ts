@@ -1,0 +1,86 @@
+import * as assert from 'assert';
+import { execFileSync } from 'child_process';
+import * as path from 'path';
+import { findTarget } from '../../src/core/blocks/target';
+import { openPullSession, pullBlock } from '../../src/core/pull';
+import { BuilderIndex, callableWithoutArguments } from '../../src/core/resolve/builders';
+import { loadModuleTable } from '../../src/core/resolve/loadTable';
+import { ASSETS, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
+
+function hasTorch(): boolean {
+  try {
+    execFileSync(PYTHON_WITH_TORCH, ['-c', 'import torch'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const REPO = {
+  'zoo/__init__.py': '',
+  'zoo/net.py': [
+    'from torch import nn',
+    '',
+    'class Net(nn.Module):',
+    '    def __init__(self, widths, depth_list):',
+    '        super().__init__()',
+    '        layers = [nn.Conv2d(3, widths[0], 3, padding=1)]',
+    '        for a, b in zip(widths, widths[1:]):',
+    '            layers += [nn.Conv2d(a, b, 3, padding=1) for _ in range(depth_list[0])]',
+    '        self.body = nn.Sequential(*layers)',
+    '    def forward(self, x):',
+    '        return self.body(x)',
+    '',
+    'def _net(widths, depth, **kwargs):',
+    '    return Net(widths, depth, **kwargs)',
+    '',
+    'def net_small(*, progress=True, **kwargs):',
+    '    return _net([8, 16], [1], **kwargs)',
+    '',
+    'def needs_args(x):',
+    '    return _net([x], [1])',
+  ].join('\n'),
+};
+
+describe('builders: how the repository itself builds a block', () => {
+  it('reads whether a signature needs arguments', () => {
+    assert.ok(callableWithoutArguments('()'));
+    assert.ok(callableWithoutArguments('(*, weights=None, progress: bool = True, **kwargs: Any)'));
+    assert.ok(callableWithoutArguments('(a=(1, 2), b={"k": [1, 2]})'));
+    assert.ok(!callableWithoutArguments('(x)'));
+    assert.ok(!callableWithoutArguments('(x, y=1)'));
+  });
+
+  it('finds argument-free public builders through private helpers', async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, REPO);
+    const db = await memoryDb();
+    await indexFolder(db, dir);
+    const table = loadModuleTable(db);
+    const rec = table.lookup('zoo.net')!;
+    const repoId = rec.repoId;
+    assert.deepStrictEqual(new BuilderIndex(table, repoId).buildersOf(rec, 'Net').map((b) => b.name), ['net_small']);
+  });
+
+  it('validates a block through its builder when guessed arguments cannot build it', async function () {
+    if (!hasTorch()) this.skip();
+    this.timeout(120_000);
+    const dir = await tmpdir();
+    await writeTree(dir, REPO);
+    const db = await memoryDb();
+    await indexFolder(db, dir);
+    const out = path.join(dir, 'out', 'net.py');
+    const report = await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'zoo.net.Net'), {
+      parser: await parser(),
+      out,
+      python: PYTHON_WITH_TORCH,
+      runner: ASSETS.runner,
+      validate: true,
+      timeoutMs: 100_000,
+    });
+    assert.strictEqual(report.status, 'validated', JSON.stringify(report.validation));
+    assert.strictEqual(report.validation?.builder, 'zoo.net.net_small');
+    assert.deepStrictEqual(report.validation?.input_shapes, [[2, 3, 16, 16]]);
+    assert.match(report.message ?? '', /builder zoo\.net\.net_small\(\)/);
+  });
+});
