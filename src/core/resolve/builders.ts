@@ -41,7 +41,8 @@ export class BuilderIndex {
         if (rec.repoId !== repoId) continue;
         rec.facts.units.forEach((u, i) => {
           if (u.kind !== 'function' || !u.name) return;
-          for (const n of u.callNames) {
+          // a name read only in the return annotation is also in defNames (`def _resnet(...) -> ResNet`)
+          for (const n of [...u.callNames, ...u.defNames]) {
             const t = table.resolveName(rec, n);
             if (t.kind !== 'symbol') continue;
             const key = `${t.mod.fileId}:${t.name}`;
