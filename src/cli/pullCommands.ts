@@ -7,12 +7,13 @@ import type { ClassRef } from '../core/blocks/target';
 import { CancelledError, errorMessage, NnragError } from '../core/errors';
 import { PythonParser } from '../core/parse/parser';
 import { openPullSession, pullBlock, requirementsText } from '../core/pull';
-import type { PullReport } from '../core/pull';
+import type { PullOptions, PullReport } from '../core/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
 import { flag, intOpt, opt } from './args';
 import { EXIT, openDb, parse } from './cli';
 import type { CliEnv } from './cli';
+import type { ParsedArgs } from './args';
 
 const PULL_OPTIONS = {
   out: { value: true },
@@ -33,6 +34,19 @@ function defaultPython(env: CliEnv): string {
   return env.env.NNRAG_PYTHON || 'python3';
 }
 
+/** The options every pull of one command shares. */
+function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, validate: boolean): Omit<PullOptions, 'out'> {
+  return {
+    parser,
+    python: opt(args, 'python') ?? defaultPython(env),
+    runner: env.assets.runner,
+    validate,
+    timeoutMs: intOpt(args, 'timeout', 120) * 1000,
+    memoryMb: intOpt(args, 'memory-mb', 4096),
+    signal: env.signal,
+  };
+}
+
 export async function pullCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, PULL_OPTIONS);
   if (flag(args, 'all') || opt(args, 'from')) return batchPull(args, env);
@@ -47,16 +61,7 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
     const session = openPullSession(db, loadModuleTable(db));
     let report: PullReport;
     try {
-      report = await pullBlock(session, ref, {
-        parser,
-        out,
-        python: opt(args, 'python') ?? defaultPython(env),
-        runner: env.assets.runner,
-        validate,
-        timeoutMs: intOpt(args, 'timeout', 120) * 1000,
-        memoryMb: intOpt(args, 'memory-mb', 4096),
-        signal: env.signal,
-      });
+      report = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out });
     } catch (err) {
       if (!(err instanceof NnragError) || err.code !== 'interpreter') throw err;
       report = interpreterFailure(ref, out, err.message);
@@ -154,16 +159,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
       try {
         const ref = findTarget(db, target);
         const out = path.join(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
-        const r = await pullBlock(session, ref, {
-          parser,
-          out,
-          python: opt(args, 'python') ?? defaultPython(env),
-          runner: env.assets.runner,
-          validate,
-          timeoutMs: intOpt(args, 'timeout', 120) * 1000,
-          memoryMb: intOpt(args, 'memory-mb', 4096),
-          signal: env.signal,
-        });
+        const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out });
         items.push({ target, status: r.status, tier: r.tier, category: r.category, message: r.message, out: r.out, seconds: (performance.now() - t0) / 1000 });
       } catch (err) {
         if (err instanceof CancelledError) break;

@@ -153,37 +153,20 @@ function upsertRepo(db: IndexDb, source: OpenedSource): number {
   const { info, config } = source;
   const row = db.get('SELECT id, location FROM repos WHERE name = ?', [info.name]);
   const cfg = JSON.stringify({ include: config.include, exclude: config.exclude, symbols: config.symbols, inline: config.inline, ref: config.ref });
-  if (row) {
-    if (String(row.location) !== info.location) {
-      throw new NnragError(
-        'bad-source',
-        `a repository named '${info.name}' is already indexed from ${String(row.location)}; give this one another name (--name)`,
-      );
-    }
-    db.run('UPDATE repos SET kind = ?, url = ?, ref = ?, root = ?, module_prefix = ?, priority = ?, config = ? WHERE id = ?', [
-      info.kind,
-      info.url ?? null,
-      info.ref ?? null,
-      info.root,
-      info.modulePrefix,
-      config.priority ?? 0,
-      cfg,
-      Number(row.id),
-    ]);
-    return Number(row.id);
+  if (row && String(row.location) !== info.location) {
+    throw new NnragError(
+      'bad-source',
+      `a repository named '${info.name}' is already indexed from ${String(row.location)}; give this one another name (--name)`,
+    );
   }
-  db.run('INSERT INTO repos (name, kind, location, url, ref, root, module_prefix, priority, config) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
-    info.name,
-    info.kind,
-    info.location,
-    info.url ?? null,
-    info.ref ?? null,
-    info.root,
-    info.modulePrefix,
-    config.priority ?? 0,
-    cfg,
-  ]);
-  return db.lastId();
+  // one upsert keyed by name: a re-index refreshes where the repository lives and how it is configured
+  db.run(
+    `INSERT INTO repos (name, kind, location, url, ref, root, module_prefix, priority, config) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT(name) DO UPDATE SET kind = excluded.kind, url = excluded.url, ref = excluded.ref, root = excluded.root,
+       module_prefix = excluded.module_prefix, priority = excluded.priority, config = excluded.config`,
+    [info.name, info.kind, info.location, info.url ?? null, info.ref ?? null, info.root, info.modulePrefix, config.priority ?? 0, cfg],
+  );
+  return Number(db.get('SELECT id FROM repos WHERE name = ?', [info.name])!.id);
 }
 
 interface FileRow {
