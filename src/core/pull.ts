@@ -149,7 +149,9 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
       signal: options.signal,
     });
-    if (!v.ok && (v.category === 'instantiate' || v.category === 'forward')) {
+    // only when no argument set builds the block: a block that builds but fails forward wants other inputs,
+    // not the (often large) model its builder makes
+    if (!v.ok && v.category === 'instantiate') {
       const built = await validateWithBuilder(session, closureCtx, emitCtx, rec, fact.unit, ref.name, target, options);
       if (built) v = built;
     }
