@@ -30,13 +30,12 @@ interface ClassRow {
 }
 
 /** The class a base expression refers to: a class row id, or 'torch' for torch's own modules. */
-function baseOf(table: ModuleTable, target: Target, classIds: Map<string, number>): number | 'torch' | undefined {
+function baseOf(target: Target, classIds: Map<string, number>): number | 'torch' | undefined {
   if (target.kind === 'external') return isTorchModuleClass(target.qualname) ? 'torch' : undefined;
   if (target.kind === 'symbol') {
     if (isTorchModuleClass(`${target.mod.module}.${target.name}`)) return 'torch';
     return classIds.get(`${target.mod.fileId}:${target.name}`);
   }
-  void table;
   return undefined;
 }
 
@@ -79,7 +78,7 @@ export function discoverBlocks(db: IndexDb, table: ModuleTable = loadModuleTable
         continue;
       }
       if (!rec) continue;
-      const b = baseOf(table, table.resolveDotted(rec, dotted), classIds);
+      const b = baseOf(table.resolveDotted(rec, dotted), classIds);
       if (b !== undefined && b !== r.id) out.push(b);
     }
     edges.set(r.id, out);

@@ -58,7 +58,7 @@ interface ExistingFile {
 
 export async function indexSource(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
   const t0 = performance.now();
-  const { info, config } = source;
+  const { info } = source;
   const repoId = upsertRepo(db, source);
   const reparseAll = db.getMeta('parser_version') !== PARSER_VERSION;
 
@@ -134,7 +134,6 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
     JSON.stringify(stats),
     repoId,
   ]);
-  void config;
   return stats;
 }
 

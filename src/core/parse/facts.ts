@@ -128,11 +128,6 @@ export function dottedText(node: Node | null): string | undefined {
   return undefined;
 }
 
-export interface ExtractOptions {
-  /** Treat annotations as never evaluated (set automatically by `from __future__ import annotations`). */
-  futureAnnotations?: boolean;
-}
-
 export function extractFacts(root: Node, text: string): ParsedModule {
   return new Extractor(text).run(root);
 }
@@ -237,11 +232,11 @@ class Extractor {
     switch (def.type) {
       case 'class_definition':
         unit.name = def.childForFieldName('name')?.text;
-        this.noteClass(stmt, def, unit);
+        this.noteClass(stmt, def);
         return 'class';
       case 'function_definition':
         unit.name = def.childForFieldName('name')?.text;
-        this.noteFunction(def, unit);
+        this.noteFunction(def);
         return 'function';
       case 'import_statement':
       case 'import_from_statement':
@@ -256,17 +251,17 @@ class Extractor {
         const cond = def.childForFieldName('condition')?.text.replace(/\s+/g, '') ?? '';
         if (/^__name__==['"]__main__['"]$|^['"]__main__['"]==__name__$/.test(cond)) return 'main';
         unit.guard = /^(typing\.)?TYPE_CHECKING$/.test(cond) ? 'type-checking' : 'if';
-        this.noteNested(def, unit);
+        this.noteNested(def);
         return 'compound';
       }
       case 'try_statement':
         unit.guard = 'try';
-        this.noteNested(def, unit);
+        this.noteNested(def);
         return 'compound';
       case 'with_statement':
       case 'for_statement':
       case 'while_statement':
-        this.noteNested(def, unit);
+        this.noteNested(def);
         return 'compound';
       default:
         return 'other';
@@ -274,23 +269,23 @@ class Extractor {
   }
 
   /** Classes and functions defined inside a top-level if/try/with block. */
-  private noteNested(node: Node, unit: Unit): void {
+  private noteNested(node: Node): void {
     for (const child of node.namedChildren) {
       if (!child) continue;
       const def = definitionOf(child);
-      if (def.type === 'class_definition') this.noteClass(child, def, unit);
-      else if (def.type === 'function_definition') this.noteFunction(def, unit);
+      if (def.type === 'class_definition') this.noteClass(child, def);
+      else if (def.type === 'function_definition') this.noteFunction(def);
       else if (
         ['block', 'else_clause', 'elif_clause', 'except_clause', 'finally_clause', 'except_group_clause'].includes(
           child.type,
         )
       ) {
-        this.noteNested(child, unit);
+        this.noteNested(child);
       }
     }
   }
 
-  private noteFunction(def: Node, unit: Unit): void {
+  private noteFunction(def: Node): void {
     const name = def.childForFieldName('name')?.text;
     if (!name) return;
     this.functions.push({
@@ -301,10 +296,9 @@ class Extractor {
       signature: collapse(def.childForFieldName('parameters')?.text ?? '()'),
       docstring: docstringOf(def.childForFieldName('body')).slice(0, 2000),
     });
-    void unit;
   }
 
-  private noteClass(outer: Node, def: Node, unit: Unit): void {
+  private noteClass(outer: Node, def: Node): void {
     const name = def.childForFieldName('name')?.text;
     if (!name) return;
     const bases: string[] = [];
@@ -363,7 +357,6 @@ class Extractor {
       if (reg) fact.registry = reg;
     }
     this.classes.push(fact);
-    void unit;
   }
 
   private noteAll(stmt: Node): void {
@@ -974,9 +967,4 @@ function registryDecorator(decorator: Node): RegistryUse | undefined {
   if (!text) return undefined;
   const m = /^(.+)\.(register_module|register)$/.exec(text);
   return m ? { registry: m[1], alias } : undefined;
-}
-
-/** Sorted unique helper used when comparing facts. */
-export function uniqueSorted(values: Iterable<string>): string[] {
-  return [...new Set(values)].sort();
 }
