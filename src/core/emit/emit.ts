@@ -102,10 +102,12 @@ export function orderUnits(closure: ClosureResult): UnitNode[] {
   // 1. a readable order: depth-first over every dependency, from the block (then from what only an extra
   //    root such as a validation builder reaches)
   const readable: UnitNode[] = [];
-  postOrder([closure.root, ...byOrder(closure.units.keys())], (n) => byOrder(new Set([...n.def, ...n.call])), new Set(), readable);
+  const { graph } = closure;
+  postOrder([closure.root, ...byOrder(closure.units.keys())], (n) => byOrder(graph.outNeighbors(n.key)), new Set(), readable);
   // 2. a valid order: before each unit, everything it needs at definition time
   const out: UnitNode[] = [];
-  postOrder(readable, (n) => byOrder(n.def), new Set(), out);
+  const defNeeds = (n: UnitNode): UnitNode[] => byOrder(graph.filterOutEdges(n.key, (_edge, attr) => attr.def).map((e) => graph.target(e)));
+  postOrder(readable, defNeeds, new Set(), out);
   return out;
 }
 

@@ -2,6 +2,7 @@
  * The dependency closure of a block: every module-level statement it needs, transitively, each name
  * resolved the way Python would; third-party names become imports; string registries count as references.
  */
+import { DirectedGraph } from 'graphology';
 import type { ParsedModule, Timing } from '../parse/types';
 import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
 
@@ -9,9 +10,6 @@ export interface UnitNode {
   key: string;
   rec: ModuleRecord;
   unit: number;
-  /** Units this one needs when it runs at import time (must come first) and only when called. */
-  def: Set<string>;
-  call: Set<string>;
   edits: Edit[];
   /** Discovery order, for a stable and readable output. */
   order: number;
@@ -50,9 +48,16 @@ export interface Problem {
   detail: string;
 }
 
+/** An edge `a -> b`: unit a needs unit b; `def` when a needs it at import time (b must come first). */
+export interface NeedEdge {
+  def: boolean;
+}
+
 export interface ClosureResult {
   root: UnitNode;
   units: Map<string, UnitNode>;
+  /** The dependency graph between units (node keys are unit keys); cycles are allowed. */
+  graph: DirectedGraph<UnitNode, NeedEdge>;
   symbols: Map<string, SymbolBinding>;
   externals: Map<string, ExternalImport>;
   /** Builtins the emitted code reads: no definition may take these names. */
@@ -106,6 +111,17 @@ export async function computeClosure(
 ): Promise<ClosureResult> {
   const { table } = ctx;
   const units = new Map<string, UnitNode>();
+  const graph = new DirectedGraph<UnitNode, NeedEdge>();
+  /** Records that `from` needs `to`; a definition-time need wins over a call-time one. */
+  const depend = (from: UnitNode, to: UnitNode, timing: Timing): void => {
+    if (from.key === to.key) return;
+    const def = timing === 'def';
+    if (graph.hasEdge(from.key, to.key)) {
+      if (def) graph.setEdgeAttribute(from.key, to.key, 'def', true);
+    } else {
+      graph.addEdge(from.key, to.key, { def });
+    }
+  };
   const symbols = new Map<string, SymbolBinding>();
   const externals = new Map<string, ExternalImport>();
   const builtinsUsed = new Set<string>();
@@ -126,8 +142,9 @@ export async function computeClosure(
     const key = unitKey(rec, unit);
     let node = units.get(key);
     if (!node) {
-      node = { key, rec, unit, def: new Set(), call: new Set(), edits: [], order: units.size };
+      node = { key, rec, unit, edits: [], order: units.size };
       units.set(key, node);
+      graph.addNode(key, node);
       queue.push(node);
       for (const b of rec.facts.units[unit].binds) {
         symbols.set(symbolKey(rec, b), { key: symbolKey(rec, b), rec, name: b, unitKey: key });
@@ -138,7 +155,7 @@ export async function computeClosure(
           for (let i = unit - 1; i >= 0; i--) {
             const earlier = rec.facts.units[i];
             if (earlier.kind === 'main' || earlier.kind === 'import' || !earlier.binds.includes(b)) continue;
-            node.def.add(need(rec, i).key);
+            depend(node, need(rec, i), 'def');
             if (!earlier.guard) break;
           }
         }
@@ -161,7 +178,7 @@ export async function computeClosure(
           return external({ module: t.mod.module, name: t.name, plainDotted: false, bound });
         }
         const target = need(t.mod, t.unit);
-        if (target.key !== from.key) (timing === 'def' ? from.def : from.call).add(target.key);
+        depend(from, target, timing);
         return symbolKey(t.mod, t.name);
       }
       case 'external':
@@ -226,7 +243,7 @@ export async function computeClosure(
         const bindUnit = table.bindingUnit(hit.rec, hit.name);
         if (bindUnit === undefined) continue;
         const target = need(hit.rec, bindUnit);
-        if (target.key !== node.key) (s.timing === 'def' ? node.def : node.call).add(target.key);
+        depend(node, target, s.timing);
       }
     }
 
@@ -253,5 +270,5 @@ export async function computeClosure(
       node.edits.push({ start: range.start, end: range.end, imports: lines });
     }
   }
-  return { root, units, symbols, externals, builtinsUsed, problems };
+  return { root, units, graph, symbols, externals, builtinsUsed, problems };
 }
