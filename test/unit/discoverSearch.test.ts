@@ -105,6 +105,9 @@ describe('search', () => {
     assert.strictEqual(searchBlocks(db, { text: 'attention', repo: 'nope' }).length, 0);
     const all = searchBlocks(db, { text: 'Attention', kind: 'class' }).map((h) => `${h.module}.${h.name}`);
     assert.ok(all.includes('zoo.util.Attention'), 'kind=class includes plain classes');
+    db.run(`UPDATE classes SET validation = '{"status":"validated","tier":"forward"}' WHERE name = 'RMSNorm'`);
+    assert.deepStrictEqual(searchBlocks(db, { text: '', validation: 'validated' }).map((h) => h.name), ['RMSNorm']);
+    assert.ok(!searchBlocks(db, { text: '', validation: 'none' }).some((h) => h.name === 'RMSNorm'));
     const hit = searchBlocks(db, { text: 'ConvBNAct' })[0];
     assert.deepStrictEqual(
       { target: hit.target, qualname: hit.qualname, path: hit.path, line: hit.line },

@@ -14,6 +14,7 @@ export interface SearchQuery {
   category?: string;
   /** `block` (default): nn.Module blocks; `abstract`: abstract blocks only; `class`: every class. */
   kind?: BlockKind;
+  /** `validated`, `failed`, or `none` (never pulled with validation). */
   validation?: string;
   limit?: number;
   offset?: number;
@@ -123,7 +124,8 @@ function filters(q: SearchQuery): { sql: string[]; params: SqlValue[] } {
   if (q.validation) {
     if (q.validation === 'none') sql.push('c.validation IS NULL');
     else {
-      sql.push('c.validation = ?');
+      // `validated` or `failed`, as recorded by the last pull
+      sql.push("json_extract(c.validation, '$.status') = ?");
       params.push(q.validation);
     }
   }
