@@ -431,6 +431,8 @@ def jsonable(value: Any) -> Any:
 
 
 MAX_CONSTRUCTIONS = 8
+# a block whose forward is slow (a detector resizing to 800 px) must not spend the whole time limit on guesses
+FORWARD_BUDGET_S = 20
 MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)$")
 
 
@@ -504,8 +506,12 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
         return False, f"{type(exc).__name__}: {exc}"
     arity = forward_arity(model)
     error: Optional[str] = None
+    started = time.time()
     with torch.no_grad():
         for inputs in candidates:
+            if time.time() - started > FORWARD_BUDGET_S:
+                error = f"{error} (stopped trying inputs after {FORWARD_BUDGET_S} s)"
+                break
             if len(inputs) < arity:
                 inputs = inputs + [inputs[0]] * (arity - len(inputs))
             try:
