@@ -56,6 +56,7 @@ describe('search', () => {
     assert.deepStrictEqual(splitIdentifier('SEBlock'), ['se', 'block']);
     assert.deepStrictEqual(splitIdentifier('resnet50'), ['resnet', '50']);
     assert.ok(searchWords('MHSAttn').split(' ').includes('attention'));
+    assert.strictEqual(searchWords('ConstructorToString'), 'constructor to string', 'no Object.prototype lookups');
   });
 
   async function corpus() {

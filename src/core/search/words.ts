@@ -11,7 +11,8 @@ export function splitIdentifier(name: string): string[] {
 }
 
 /** Abbreviations written in code, and the words a researcher types for them. */
-const EXPANSIONS: Record<string, string[]> = {
+const EXPANSIONS = new Map<string, string[]>(
+  Object.entries({
   attn: ['attention'],
   mhsa: ['multi', 'head', 'self', 'attention'],
   mha: ['multi', 'head', 'attention'],
@@ -43,14 +44,16 @@ const EXPANSIONS: Record<string, string[]> = {
   proj: ['projection'],
   enc: ['encoder'],
   dec: ['decoder'],
-};
+  }),
+);
 
 /** Split words plus their expansions, deduplicated, for the `words` search column. */
 export function searchWords(name: string, extra: string[] = []): string {
   const words = new Set<string>();
   for (const w of [...splitIdentifier(name), ...extra.flatMap(splitIdentifier)]) {
     words.add(w);
-    for (const e of EXPANSIONS[w] ?? []) words.add(e);
+    // a Map: identifiers such as `constructor` must not reach Object.prototype
+    for (const e of EXPANSIONS.get(w) ?? []) words.add(e);
   }
   return [...words].join(' ');
 }
