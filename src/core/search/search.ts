@@ -52,9 +52,10 @@ function ftsTerms(text: string): string[] {
     const w = raw.replace(/[^A-Za-z0-9_]/g, '');
     if (!w) continue;
     terms.add(w.toLowerCase());
-    for (const part of splitIdentifier(w)) terms.add(part);
+    // parts of an identifier help (`ConvBNAct` -> conv, bn, act); one letter or bare digits only add noise
+    for (const part of splitIdentifier(w)) if (part.length > 1 && !/^\d+$/.test(part)) terms.add(part);
   }
-  return [...terms].filter((t) => t.length > 0).slice(0, 16);
+  return [...terms].slice(0, 16);
 }
 
 /** BM25 summed over phrases and weighted columns, from matchinfo('pcnalx'). */
@@ -166,16 +167,26 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
       .all(`${SELECT} ${where} ORDER BY c.repo, c.module, c.name LIMIT ? OFFSET ?`, [...f.params, limit, offset])
       .map((r) => hitOf(r, 0));
   }
-  const match = terms.map((t) => `${t}*`).join(' OR ');
+  // prefix matching for words of three letters or more; shorter ones match whole words only
+  const pattern = (t: string): string => (t.length >= 3 ? `${t}*` : t);
   const where = ['classes_fts MATCH ?', ...f.sql].join(' AND ');
-  const rows = db.all(
-    `SELECT c.id, c.name, c.module, c.line, c.end_line, c.category, c.abstract, c.is_block, c.signature, c.doc, c.validation, c.repo,
-       c.uses, c.bases, f.path AS file_path, matchinfo(classes_fts, 'pcnalx') AS info
-     FROM classes_fts JOIN classes c ON c.id = classes_fts.docid JOIN files f ON f.id = c.file_id WHERE ${where}`,
-    [match, ...f.params],
-  );
+  // score on the narrow columns only; the wide ones are read for the page of results
+  const candidates = (match: string): Record<string, SqlValue>[] =>
+    db.all(
+      `SELECT c.id, c.name, c.uses, c.abstract, c.bases, matchinfo(classes_fts, 'pcnalx') AS info
+       FROM classes_fts JOIN classes c ON c.id = classes_fts.docid WHERE ${where}`,
+      [match, ...f.params],
+    );
+  // every word as typed, first (FTS4 ANDs them): when that fills the page, the word parts and the long tail
+  // of partial matches (`model*` matches thousands) need not be scored
+  const words = [...new Set(q.text.toLowerCase().split(/\s+/).map((w) => w.replace(/[^a-z0-9_]/g, '')).filter(Boolean))].slice(0, 8);
+  let rows = words.length ? candidates(words.map(pattern).join(' ')) : [];
+  // one word that names or begins names (`FrozenBatchNorm2d`, `AnnotatedC`): those names are the answer; the
+  // word's parts would only add the thousands of rows that mention `norm` or `model`
+  const enough = words.length === 1 ? rows.length > 0 : rows.length >= offset + limit;
+  if (!enough) rows = candidates(terms.map(pattern).join(' OR '));
   const query = q.text.trim().toLowerCase().replace(/\s+/g, '');
-  const queryWords = new Set(ftsTerms(q.text));
+  const queryWords = new Set(terms);
   const scored = rows.map((r) => {
     const info = toUint32(r.info);
     let score = bm25(info);
@@ -183,9 +194,9 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
     if (name === query) score += 1000;
     else if (name.startsWith(query)) score += 200 + 100 / name.length;
     else if (name.includes(query)) score += 50;
-    // every query word in the name's own words
+    // every query word in the name's own words (abbreviations expanded)
     const nameWords = new Set(searchWords(String(r.name)).split(' '));
-    score += [...queryWords].filter((w) => nameWords.has(w)).length * 5;
+    for (const w of queryWords) if (nameWords.has(w)) score += 5;
     score += 4 * Math.log1p(Number(r.uses));
     if (Number(r.abstract) === 1) score -= 1;
     return { r, score, covered: coverage(info) };
@@ -193,16 +204,22 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const order = (a: (typeof scored)[number], b: (typeof scored)[number]): number =>
     b.covered - a.covered || b.score - a.score || String(a.r.name).localeCompare(String(b.r.name));
   scored.sort(order);
-  // diversity: another copy of a name already listed, or a subclass of it, moves down
+  // diversity among the leading results: another copy of a name already listed, or a subclass of it, moves down
+  const head = scored.slice(0, (offset + limit) * 4);
   const seenNames = new Set<string>();
-  for (const s of scored) {
+  for (const s of head) {
     const name = String(s.r.name);
-    const bases = (JSON.parse(String(s.r.bases)) as string[]).map((b) => b.split('.').pop() ?? b);
-    if (seenNames.has(name) || bases.some((b) => seenNames.has(b))) s.score *= 0.75;
+    const bases = (JSON.parse(String(s.r.bases)) as string[]).map((x) => x.split('.').pop() ?? x);
+    if (seenNames.has(name) || bases.some((x) => seenNames.has(x))) s.score *= 0.75;
     seenNames.add(name);
   }
-  scored.sort(order);
-  return scored.slice(offset, offset + limit).map(({ r, score }) => hitOf(r, score));
+  head.sort(order);
+  const page = head.slice(offset, offset + limit);
+  if (page.length === 0) return [];
+  const full = new Map(
+    db.all(`${SELECT} WHERE c.id IN (${page.map(() => '?').join(',')})`, page.map((p) => p.r.id)).map((r) => [Number(r.id), r]),
+  );
+  return page.map((p) => hitOf(full.get(Number(p.r.id))!, p.score));
 }
 
 /** Blocks whose name is exactly `name`, for target lookup and duplicate listing. */
