@@ -127,13 +127,22 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
   stats.parsed = Number(counts?.parsed ?? 0);
   stats.skipped = Number(counts?.skipped ?? 0);
   stats.seconds = (performance.now() - t0) / 1000;
-  db.run('UPDATE repos SET indexed_at = ?, commit_id = ?, license = ?, last_run = ? WHERE id = ?', [
-    new Date().toISOString(),
-    info.commit ?? null,
-    info.license ?? null,
-    JSON.stringify(stats),
-    repoId,
-  ]);
+  const repoRow = db.get('SELECT indexed_at, commit_id, license FROM repos WHERE id = ?', [repoId])!;
+  const unchanged =
+    stats.computed + stats.deleted === 0 &&
+    repoRow.indexed_at !== null &&
+    repoRow.commit_id === (info.commit ?? null) &&
+    repoRow.license === (info.license ?? null);
+  // a run that found nothing new writes nothing, so a warm start leaves the database file alone
+  if (!unchanged) {
+    db.run('UPDATE repos SET indexed_at = ?, commit_id = ?, license = ?, last_run = ? WHERE id = ?', [
+      new Date().toISOString(),
+      info.commit ?? null,
+      info.license ?? null,
+      JSON.stringify(stats),
+      repoId,
+    ]);
+  }
   return stats;
 }
 
@@ -150,7 +159,7 @@ export function finishRun(db: IndexDb): { blocks: number; seconds: number } {
 
 function upsertRepo(db: IndexDb, source: OpenedSource): number {
   const { info, config } = source;
-  const row = db.get('SELECT id, location FROM repos WHERE name = ?', [info.name]);
+  const row = db.get('SELECT id, location, kind, url, ref, root, module_prefix, priority, config FROM repos WHERE name = ?', [info.name]);
   const cfg = JSON.stringify({ include: config.include, exclude: config.exclude, symbols: config.symbols, inline: config.inline, ref: config.ref });
   if (row && String(row.location) !== info.location) {
     throw new NnragError(
@@ -158,6 +167,16 @@ function upsertRepo(db: IndexDb, source: OpenedSource): number {
       `a repository named '${info.name}' is already indexed from ${String(row.location)}; give this one another name (--name)`,
     );
   }
+  const same =
+    row &&
+    row.kind === info.kind &&
+    row.url === (info.url ?? null) &&
+    row.ref === (info.ref ?? null) &&
+    row.root === info.root &&
+    row.module_prefix === info.modulePrefix &&
+    Number(row.priority) === (config.priority ?? 0) &&
+    row.config === cfg;
+  if (same) return Number(row.id);
   // one upsert keyed by name: a re-index refreshes where the repository lives and how it is configured
   db.run(
     `INSERT INTO repos (name, kind, location, url, ref, root, module_prefix, priority, config) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
