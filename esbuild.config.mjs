@@ -37,6 +37,7 @@ const entries = [
   { in: 'src/extension/extension.ts', out: 'extension' },
   { in: 'src/server/main.ts', out: 'server' },
   { in: 'src/cli/main.ts', out: 'cli' },
+  { in: 'src/core/parse/worker.ts', out: 'parseWorker' },
 ].filter((e) => existsSync(join(root, e.in)));
 
 const assets = [

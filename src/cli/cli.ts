@@ -10,6 +10,7 @@ import type { IndexRunStats } from '../core/index/indexer';
 import { indexStats } from '../core/index/stats';
 import type { WasmPaths } from '../core/parse/parser';
 import { PythonParser } from '../core/parse/parser';
+import { lazyPool } from '../core/parse/pool';
 import { describeClass } from '../core/resolve/describe';
 import { searchBlocks } from '../core/search/search';
 import type { BlockKind } from '../core/search/search';
@@ -21,6 +22,8 @@ import { pullCommand, validateCommand } from './pullCommands';
 
 export interface CliAssets extends WasmPaths {
   sqlWasm: string;
+  /** The parse worker script (dist/parseWorker.js); without it, parsing stays on the main thread. */
+  parseWorker?: string;
   /** python-runner/validate.py */
   runner: string;
 }
@@ -189,6 +192,7 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
   if (configs.length === 0) throw new NnragError('usage', 'index needs at least one SOURCE (a folder or an http(s) git URL)');
 
   const parser = await PythonParser.create(env.assets);
+  const pool = lazyPool(env.assets.parseWorker, env.assets, parser);
   const db = await openDb(args, env, false);
   const draw = progressLine(env);
   const runs: IndexRunStats[] = [];
@@ -199,6 +203,8 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
       for (const source of sources) {
         const run = await indexSource(db, source, {
           parser,
+          parse: pool.parse,
+          concurrency: pool.size * 2,
           signal: env.signal,
           maxFileBytes: intOpt(args, 'max-file-kb', 2048) * 1024,
           onProgress: (p) => draw(`[index] ${p.step}/${p.total} ${p.message}`),
@@ -207,15 +213,16 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
       }
     }
   } finally {
+    await pool.close();
     // whatever finished is kept: every file's facts were written as it completed
-    const changed = runs.length === 0 || runs.some((r) => r.computed + r.deleted > 0);
+    const changed = runs.length === 0 || runs.some((r) => r.changed > 0);
     const blocks = changed ? finishRun(db).blocks : Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0);
     await db.save();
     if (env.tty) env.err('\r\x1b[K');
     if (runs.length && !flag(args, 'json')) {
       for (const r of runs) {
         env.out(
-          `[index] ${r.repo}: ${r.files} files, ${r.computed} parsed now, ${r.kept} unchanged, ${r.deleted} removed, ` +
+          `[index] ${r.repo}: ${r.files} files, ${r.computed} new or changed, ${r.kept} unchanged, ${r.deleted} removed, ` +
             `${r.skipped} skipped, ${r.seconds.toFixed(2)} s${r.commit ? ` (${r.commit.slice(0, 12)})` : ''}\n`,
         );
       }

@@ -102,7 +102,7 @@ export function startServer(connection: Connection): void {
                   }
                 },
               });
-              changed += r.computed + r.deleted;
+              changed += r.changed;
               log('index', `${r.repo}: ${r.files} files, ${r.computed} changed, ${r.deleted} removed, ${r.seconds.toFixed(2)} s`);
               // let search answer between repositories
               await new Promise((resolve) => setImmediate(resolve));

@@ -8,7 +8,8 @@ import { guessCategory } from '../blocks/category';
 import { discoverBlocks } from '../blocks/discover';
 import { NnragError, throwIfAborted } from '../errors';
 import type { PythonParser } from '../parse/parser';
-import type { ParseOutcome } from '../parse/types';
+import { inlineParse } from '../parse/pool';
+import type { FactsOutcome, ParseFn } from '../parse/pool';
 import { searchWords } from '../search/words';
 import { isImportable, modulePathOf } from '../sources/modulePath';
 import type { OpenedSource, SourceFile } from '../sources/types';
@@ -26,6 +27,10 @@ export interface Progress {
 
 export interface IndexOptions {
   parser: PythonParser;
+  /** Where parsing happens (a worker pool); default: `parser`, in this thread. */
+  parse?: ParseFn;
+  /** Files in flight at once (reading and parsing); match the pool's size. */
+  concurrency?: number;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
   maxFileBytes?: number;
@@ -36,9 +41,12 @@ export interface IndexRunStats {
   files: number;
   parsed: number;
   skipped: number;
+  /** Files parsed in this run (new or changed content). */
   computed: number;
   kept: number;
   deleted: number;
+  /** Everything this run wrote: parsed, deleted and re-reported files. Zero means the index is as it was. */
+  changed: number;
   seconds: number;
   parseSeconds: number;
   commit?: string;
@@ -54,6 +62,8 @@ interface ExistingFile {
   size: number;
   mtime: number | null;
   hash: string;
+  reason: string | null;
+  detail: string | null;
 }
 
 export async function indexSource(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
@@ -66,56 +76,80 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
   const srcLayout = !info.modulePrefix && files.some((f) => f.path.startsWith('src/')) && !files.some((f) => f.path === 'src/__init__.py');
 
   const existing = new Map<string, ExistingFile>();
-  for (const r of db.all('SELECT id, path, size, mtime, hash FROM files WHERE repo_id = ?', [repoId])) {
-    existing.set(String(r.path), { id: Number(r.id), size: Number(r.size), mtime: r.mtime === null ? null : Number(r.mtime), hash: String(r.hash) });
+  for (const r of db.all('SELECT id, path, size, mtime, hash, reason, detail FROM files WHERE repo_id = ?', [repoId])) {
+    existing.set(String(r.path), {
+      id: Number(r.id),
+      size: Number(r.size),
+      mtime: r.mtime === null ? null : Number(r.mtime),
+      hash: String(r.hash),
+      reason: r.reason === null ? null : String(r.reason),
+      detail: r.detail === null ? null : String(r.detail),
+    });
   }
   const seen = new Set<string>();
-  const stats: IndexRunStats = { repo: info.name, files: files.length, parsed: 0, skipped: 0, computed: 0, kept: 0, deleted: 0, seconds: 0, parseSeconds: 0, commit: info.commit };
+  const stats: IndexRunStats = { repo: info.name, files: files.length, parsed: 0, skipped: 0, computed: 0, kept: 0, deleted: 0, changed: 0, seconds: 0, parseSeconds: 0, commit: info.commit };
 
   for (const s of skipped) {
     seen.add(s.path);
+    const old = existing.get(s.path);
+    if (old && old.reason === s.reason && old.detail === s.detail) continue;
     const { module, isPackage } = modulePathOf(s.path, info.modulePrefix, srcLayout);
-    writeFile(db, repoId, existing.get(s.path)?.id, { path: s.path, module, isPackage, size: 0, mtime: null, hash: '', status: 'skipped', reason: s.reason, detail: s.detail });
+    writeFile(db, repoId, old?.id, { path: s.path, module, isPackage, size: 0, mtime: null, hash: '', status: 'skipped', reason: s.reason, detail: s.detail });
+    stats.changed++;
   }
 
-  let step = 0;
+  // plan: what is unchanged is kept without reading it; the rest is read, hashed and (if new) parsed
+  const todo: SourceFile[] = [];
   for (const file of files) {
-    throwIfAborted(options.signal);
-    step++;
     seen.add(file.path);
     const old = existing.get(file.path);
-    if (old && !reparseAll) {
-      if (file.oid && old.hash === file.oid) {
-        stats.kept++;
-        continue;
-      }
-      if (!file.oid && old.size === file.size && old.mtime === (file.mtimeMs ?? null) && old.hash) {
-        stats.kept++;
-        continue;
-      }
+    if (old && !reparseAll && old.hash && (file.oid ? old.hash === file.oid : old.size === file.size && old.mtime === (file.mtimeMs ?? null))) {
+      stats.kept++;
+    } else {
+      todo.push(file);
     }
+  }
+  // largest first: the long parses start early and the pool ends together
+  todo.sort((a, b) => b.size - a.size);
+
+  const parse = options.parse ?? inlineParse(options.parser);
+  let step = stats.kept;
+  const work = async (file: SourceFile): Promise<void> => {
+    const old = existing.get(file.path);
     let bytes: Uint8Array;
     try {
       bytes = await source.read(file);
     } catch (err) {
       const { module, isPackage } = modulePathOf(file.path, info.modulePrefix, srcLayout);
       writeFile(db, repoId, old?.id, { path: file.path, module, isPackage, size: file.size, mtime: null, hash: '', status: 'skipped', reason: 'unreadable', detail: (err as Error).message });
-      continue;
+      return;
     }
     const hash = file.oid ?? blobId(bytes);
     if (old && old.hash === hash && !reparseAll) {
       db.run('UPDATE files SET size = ?, mtime = ? WHERE id = ?', [file.size, file.mtimeMs ?? null, old.id]);
       stats.kept++;
-      continue;
+      return;
     }
     const p0 = performance.now();
-    const outcome = options.parser.parse(bytes, options.maxFileBytes);
+    const outcome = await parse(bytes, options.maxFileBytes);
     const parseMs = performance.now() - p0;
     stats.parseSeconds += parseMs / 1000;
     stats.computed++;
+    // each file's facts are written as it completes: an interrupted run never records work it did not do
     storeOutcome(db, repoId, source, file, bytes.length, hash, outcome, parseMs, old?.id, srcLayout);
-    options.onProgress?.({ step, total: files.length, message: `${info.name}: ${file.path}` });
-  }
+    options.onProgress?.({ step: ++step, total: files.length, message: `${info.name}: ${file.path}` });
+  };
+  // as many files in flight as the parser can take, and no more (bounded memory)
+  const lanes = Math.max(1, options.concurrency ?? 1);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < todo.length) {
+        throwIfAborted(options.signal);
+        await work(todo[next++]);
+      }
+    }),
+  );
 
   for (const [p, old] of existing) {
     if (seen.has(p)) continue;
@@ -127,9 +161,10 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
   stats.parsed = Number(counts?.parsed ?? 0);
   stats.skipped = Number(counts?.skipped ?? 0);
   stats.seconds = (performance.now() - t0) / 1000;
+  stats.changed += stats.computed + stats.deleted;
   const repoRow = db.get('SELECT indexed_at, commit_id, license FROM repos WHERE id = ?', [repoId])!;
   const unchanged =
-    stats.computed + stats.deleted === 0 &&
+    stats.changed === 0 &&
     repoRow.indexed_at !== null &&
     repoRow.commit_id === (info.commit ?? null) &&
     repoRow.license === (info.license ?? null);
@@ -237,7 +272,7 @@ function storeOutcome(
   file: SourceFile,
   size: number,
   hash: string,
-  outcome: ParseOutcome,
+  outcome: FactsOutcome,
   parseMs: number,
   oldId: number | undefined,
   srcLayout: boolean,
