@@ -468,7 +468,8 @@ class Extractor {
     } else if (node.type === 'augmented_assignment') {
       this.patternNames(node.childForFieldName('left'), out, this.curSites);
     }
-    // walrus at module level binds too
+    // walrus at module level binds too (the text check spares a walk through the tree for nearly every statement)
+    if (!this.text.slice(node.startIndex, node.endIndex).includes(':=')) return;
     for (const w of node.descendantsOfType('named_expression')) {
       const n = w?.childForFieldName('name');
       if (n) {
@@ -864,7 +865,8 @@ class Extractor {
       if (c.type === 'for_in_clause') this.patternNames(c.childForFieldName('left'), comp.locals);
     }
     // walrus targets inside bind in the enclosing function scope
-    for (const w of node.descendantsOfType('named_expression')) {
+    const walrus = this.text.slice(node.startIndex, node.endIndex).includes(':=') ? node.descendantsOfType('named_expression') : [];
+    for (const w of walrus) {
       const n = w?.childForFieldName('name');
       if (n) comp.walrusTarget().locals.add(n.text);
     }
