@@ -141,6 +141,11 @@ function cacheDir(args: ParsedArgs, env: CliEnv): string {
   return path.join(base, 'nn-rag');
 }
 
+/** A git commit shortened to 12 characters; a package version (`torchvision==0.14.1`) as it is. */
+function shortCommit(commit: string): string {
+  return /^[0-9a-f]{40}$/.test(commit) ? commit.slice(0, 12) : commit;
+}
+
 function progressLine(env: CliEnv): (text: string) => void {
   let last = 0;
   return (text: string) => {
@@ -223,7 +228,7 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
       for (const r of runs) {
         env.out(
           `[index] ${r.repo}: ${r.files} files, ${r.computed} new or changed, ${r.kept} unchanged, ${r.deleted} removed, ` +
-            `${r.skipped} skipped, ${r.seconds.toFixed(2)} s${r.commit ? ` (${r.commit.slice(0, 12)})` : ''}\n`,
+            `${r.skipped} skipped, ${r.seconds.toFixed(2)} s${r.commit ? ` (${shortCommit(r.commit)})` : ''}\n`,
         );
       }
       env.out(`[index] ${blocks} blocks in ${dbPath(args)}\n`);
@@ -298,7 +303,7 @@ async function statsCommand(argv: string[], env: CliEnv): Promise<number> {
       return EXIT.ok;
     }
     for (const r of s.repos) {
-      env.out(`${r.name} (${r.kind}${r.commit ? ` ${r.commit.slice(0, 12)}` : ''}${r.license ? `, ${r.license}` : ''}): ${r.parsed} parsed, ${r.skipped} skipped, ${r.blocks} blocks\n`);
+      env.out(`${r.name} (${r.kind}${r.commit ? ` ${shortCommit(r.commit)}` : ''}${r.license ? `, ${r.license}` : ''}): ${r.parsed} parsed, ${r.skipped} skipped, ${r.blocks} blocks\n`);
     }
     env.out(`total: ${s.files} files, ${s.modules} modules, ${s.blocks} blocks, database ${(s.db_bytes / 1024).toFixed(0)} KiB\n`);
     for (const f of s.skipped_files) env.out(`  skipped ${f.repo}/${f.path}: ${f.reason} (${f.detail})\n`);
