@@ -397,6 +397,24 @@ def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[
     return cands
 
 
+def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:
+    """When forward's first parameter is annotated as a list or a dict of tensors (feature pyramids, poolers),
+    the candidates are given in that form too."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()]
+    except (TypeError, ValueError):
+        return candidates
+    if not params:
+        return candidates
+    ann = params[0].annotation
+    text = ann if isinstance(ann, str) else repr(ann)
+    if "Dict[str" in text or "OrderedDict" in text:
+        return [[{"0": c[0], "1": c[0]}] + c[1:] for c in candidates[:4]] + candidates
+    if "List[" in text and "Tensor" in text:
+        return [[[c[0], c[0]]] + c[1:] for c in candidates[:4]] + candidates
+    return candidates
+
+
 def forward_arity(model: Any) -> int:
     """How many required positional inputs forward() takes."""
     try:
@@ -466,20 +484,47 @@ def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any
     return None
 
 
-def build_with(factory: Any, cls: Any, nn: Any, errors: List[str]) -> Any:
-    """Build through a builder function; it must return an instance of the block."""
+def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str]) -> Tuple[Any, Optional[List[Any]], Optional[str]]:
+    """Build through a builder function of the repository. It may return the block itself, or a model that
+    contains it: then the block is taken from inside, and one forward pass of the model records the inputs the
+    model really gives it. Returns (block, recorded inputs, name of the containing model)."""
     try:
         model = factory()
     except MemoryError:
         raise Failure("memory", f"out of memory while building {cls.__name__}")
     except Exception as exc:  # noqa: BLE001
         errors.append(f"builder: {type(exc).__name__}: {exc}{where(exc)}")
-        return None
-    if not isinstance(model, cls):
-        errors.append(f"builder returned {type(model).__name__}, not {cls.__name__}")
-        return None
+        return None, None, None
+    if not isinstance(model, nn.Module):
+        errors.append(f"builder returned {type(model).__name__}, not an nn.Module")
+        return None, None, None
     model.eval()
-    return model
+    if isinstance(model, cls):
+        return model, None, None
+    inner = next((m for m in model.modules() if type(m) is cls), None) or next((m for m in model.modules() if isinstance(m, cls)), None)
+    if inner is None:
+        errors.append(f"builder made a {type(model).__name__} without a {cls.__name__} inside")
+        return None, None, None
+    recorded: List[List[Any]] = []
+
+    def record(_module: Any, args: Tuple[Any, ...]) -> None:
+        if not recorded:
+            recorded.append([a.detach().clone() if hasattr(a, "detach") else a for a in args])
+
+    hook = inner.register_forward_pre_hook(record)
+    started = time.time()
+    try:
+        with torch.no_grad():
+            for inputs in input_candidates(model, torch, nn, {}):
+                if recorded or time.time() - started > FORWARD_BUDGET_S:
+                    break
+                try:
+                    model(*inputs)
+                except Exception:  # noqa: BLE001 - the hook may have fired before the failure
+                    pass
+    finally:
+        hook.remove()
+    return inner, (recorded[0] if recorded else None), type(model).__name__
 
 
 def safe_parameters(fn: Any) -> List[inspect.Parameter]:
@@ -498,10 +543,11 @@ def best_error(errors: List[str]) -> str:
     return errors[-1] if errors else "no argument set worked"
 
 
-def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], report: Dict[str, Any]) -> Tuple[bool, Optional[str]]:
-    """Drive forward with the inferred inputs; records shapes on success."""
+def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], report: Dict[str, Any],
+                first: Optional[List[Any]] = None) -> Tuple[bool, Optional[str]]:
+    """Drive forward with the inputs recorded inside a real model (`first`), else inferred ones."""
     try:
-        candidates = input_candidates(model, torch, nn, kwargs)
+        candidates = ([first] if first else []) + containers(model, input_candidates(model, torch, nn, kwargs))
     except Exception as exc:  # noqa: BLE001
         return False, f"{type(exc).__name__}: {exc}"
     arity = forward_arity(model)
@@ -521,7 +567,7 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
             except Exception as exc:  # noqa: BLE001
                 error = error or f"{type(exc).__name__}: {exc}{where(exc)}"
                 continue
-            report["input_shapes"] = [list(t.shape) for t in inputs]
+            report["input_shapes"] = [shapes(t) for t in inputs]
             report["output_shapes"] = shapes(out)
             return True, None
     return False, error
@@ -590,10 +636,13 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
             attempts.append((getattr(module, builder, None), [], {}))
         attempts += [(None, a, k) for a, k in constructor_candidates(cls, given, nn, vars(module))[:MAX_CONSTRUCTIONS]]
         for factory, args, kwargs in attempts:
+            recorded: Optional[List[Any]] = None
             if factory is not None:
-                model = build_with(factory, cls, nn, build_errors)
+                model, recorded, container = build_with(factory, cls, torch, nn, build_errors)
                 if model is not None:
                     report["builder"] = builder
+                    if container:
+                        report["inside"] = container
             else:
                 model = build(cls, args, kwargs, torch, nn, build_errors)
             if model is None:
@@ -603,7 +652,7 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
                 reach("instantiated")
             report["args"] = jsonable(args)
             report["kwargs"] = jsonable(kwargs)
-            ok, error = run_forward(model, cls, torch, nn, kwargs, report)
+            ok, error = run_forward(model, cls, torch, nn, kwargs, report, recorded)
             if ok:
                 forward_ok = True
                 break

@@ -161,7 +161,11 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     report.timings.validate_ms = round(v.seconds * 1000);
     if (v.ok && v.tier === 'forward') {
       report.status = 'validated';
-      if (v.builder) report.message = `built through the repository's own builder ${v.builder}(): no guessed argument set builds it alone`;
+      if (v.builder) {
+        report.message = v.inside
+          ? `built inside the ${v.inside} that the repository's ${v.builder}() makes, and run on the inputs that model gives it: no guessed argument set builds it alone`
+          : `built through the repository's own builder ${v.builder}(): no guessed argument set builds it alone`;
+      }
     } else {
       report.status = 'failed';
       report.category = v.category ?? 'forward';

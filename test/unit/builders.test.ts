@@ -42,6 +42,36 @@ const REPO = {
   ].join('\n'),
 };
 
+const NESTED = {
+  'nest/__init__.py': '',
+  'nest/model.py': [
+    'from dataclasses import dataclass',
+    'from torch import nn',
+    '',
+    '@dataclass',
+    'class Cfg:',
+    '    width: int',
+    '',
+    'class Inner(nn.Module):',
+    '    def __init__(self, cfg):',
+    '        super().__init__()',
+    '        self.fc = nn.Linear(cfg.width, cfg.width)',
+    '    def forward(self, x):',
+    '        return self.fc(x).relu()',
+    '',
+    'class Outer(nn.Module):',
+    '    def __init__(self, widths):',
+    '        super().__init__()',
+    '        self.stem = nn.Linear(3, widths[0])',
+    '        self.blocks = nn.Sequential(*[Inner(Cfg(w)) for w in widths])',
+    '    def forward(self, x):',
+    '        return self.blocks(self.stem(x))',
+    '',
+    'def outer_small():',
+    '    return Outer([6, 6])',
+  ].join('\n'),
+};
+
 describe('builders: how the repository itself builds a block', () => {
   it('reads whether a signature needs arguments', () => {
     assert.ok(callableWithoutArguments('()'));
@@ -82,5 +112,26 @@ describe('builders: how the repository itself builds a block', () => {
     assert.strictEqual(report.validation?.builder, 'zoo.net.net_small');
     assert.deepStrictEqual(report.validation?.input_shapes, [[2, 3, 16, 16]]);
     assert.match(report.message ?? '', /builder zoo\.net\.net_small\(\)/);
+  });
+
+  it('validates a block that only a bigger model builds, on the inputs that model gives it', async function () {
+    if (!hasTorch()) this.skip();
+    this.timeout(120_000);
+    const dir = await tmpdir();
+    await writeTree(dir, NESTED);
+    const db = await memoryDb();
+    await indexFolder(db, dir);
+    const out = path.join(dir, 'out', 'inner.py');
+    const report = await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'nest.model.Inner'), {
+      parser: await parser(),
+      out,
+      python: PYTHON_WITH_TORCH,
+      runner: ASSETS.runner,
+      validate: true,
+      timeoutMs: 100_000,
+    });
+    assert.strictEqual(report.status, 'validated', JSON.stringify(report.validation));
+    assert.strictEqual(report.validation?.inside, 'Outer');
+    assert.deepStrictEqual(report.validation?.input_shapes, [[2, 6]], 'the input the Outer model gave it');
   });
 });

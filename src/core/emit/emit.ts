@@ -51,7 +51,7 @@ export interface Provenance {
     category?: string;
     args?: unknown[];
     kwargs?: Record<string, unknown>;
-    input_shapes?: number[][];
+    input_shapes?: unknown[];
     output_shapes?: unknown;
     builder?: string;
   };

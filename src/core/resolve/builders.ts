@@ -1,7 +1,8 @@
 /**
  * Builder functions: how a repository itself constructs a block (`resnet18()` -> `_resnet(...)` -> `ResNet(...)`).
- * A builder is a module-level function of the block's repository that reaches the class through calls and can be
- * called without arguments. Validation uses one when the block cannot be built from guessed arguments.
+ * A builder is a module-level function of the block's repository that reaches the class through calls (and
+ * through other classes that build it) and can be called without arguments. Validation uses one when the block
+ * cannot be built from guessed arguments: the builder's model is the block, or contains it.
  */
 import type { ModuleRecord, ModuleTable } from './moduleTable';
 
@@ -33,21 +34,22 @@ export function callableWithoutArguments(signature: string): boolean {
 
 /** Reverse call edges among the module-level functions of one repository (built once per table and repository). */
 export class BuilderIndex {
-  private readonly callers = new Map<string, { rec: ModuleRecord; unit: number; name: string }[]>();
+  private readonly callers = new Map<string, { rec: ModuleRecord; unit: number; name: string; isClass: boolean }[]>();
 
   constructor(table: ModuleTable, repoId: number) {
     for (const list of table.modules()) {
       for (const rec of list) {
         if (rec.repoId !== repoId) continue;
         rec.facts.units.forEach((u, i) => {
-          if (u.kind !== 'function' || !u.name) return;
+          // classes count as links of the chain (MobileNetV3 builds InvertedResidual; mobilenet_v3_large() builds it)
+          if ((u.kind !== 'function' && u.kind !== 'class') || !u.name) return;
           // a name read only in the return annotation is also in defNames (`def _resnet(...) -> ResNet`)
           for (const n of [...u.callNames, ...u.defNames]) {
             const t = table.resolveName(rec, n);
             if (t.kind !== 'symbol') continue;
             const key = `${t.mod.fileId}:${t.name}`;
             const list2 = this.callers.get(key) ?? [];
-            list2.push({ rec, unit: i, name: u.name });
+            list2.push({ rec, unit: i, name: u.name, isClass: u.kind === 'class' });
             this.callers.set(key, list2);
           }
         });
@@ -56,7 +58,7 @@ export class BuilderIndex {
   }
 
   /** Argument-free builders of `name` in `rec`, nearest first (a builder in the class's own module first). */
-  buildersOf(rec: ModuleRecord, name: string, maxDepth = 3): Builder[] {
+  buildersOf(rec: ModuleRecord, name: string, maxDepth = 4): Builder[] {
     const out: Builder[] = [];
     const seen = new Set<string>([`${rec.fileId}:${name}`]);
     let frontier = [`${rec.fileId}:${name}`];
@@ -68,8 +70,9 @@ export class BuilderIndex {
           if (seen.has(ckey)) continue;
           seen.add(ckey);
           next.push(ckey);
+          if (c.isClass) continue;
           const fact = c.rec.facts.functions.find((f) => f.name === c.name && f.unit === c.unit);
-          if (fact && !c.name.startsWith('_') && callableWithoutArguments(fact.signature)) out.push(c);
+          if (fact && !c.name.startsWith('_') && callableWithoutArguments(fact.signature)) out.push({ rec: c.rec, unit: c.unit, name: c.name });
         }
       }
       frontier = next;

@@ -37,11 +37,13 @@ export interface ValidationReport {
   class?: string;
   args?: unknown[];
   kwargs?: Record<string, unknown>;
-  input_shapes?: number[][];
+  input_shapes?: unknown[];
   output_shapes?: unknown;
   requirements?: Requirement[];
   /** Set when the block was built by a builder function of its repository. */
   builder?: string;
+  /** The model the builder made, when the block was taken from inside it. */
+  inside?: string;
   seconds: number;
   sandbox?: string;
 }
