@@ -449,6 +449,8 @@ def jsonable(value: Any) -> Any:
 
 
 MAX_CONSTRUCTIONS = 8
+# a forward that reaches compiled operators that are not there (torchvision's _C ops) is a native-extension problem
+NATIVE_OPS = re.compile(r"custom C\+\+ ops|Could not run '\w+::|undefined symbol|No such operator")
 # a block whose forward is slow (a detector resizing to 800 px) must not spend the whole time limit on guesses
 FORWARD_BUDGET_S = 20
 MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)$")
@@ -661,6 +663,8 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
             tried = f" ({len(build_errors)} argument sets tried)" if len(build_errors) > 1 else ""
             raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(build_errors)}{tried}")
         if not forward_ok:
+            if forward_error and NATIVE_OPS.search(forward_error):
+                raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}")
             raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}")
         reach("forward")
         report["ok"] = True

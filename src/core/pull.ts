@@ -149,9 +149,9 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
       signal: options.signal,
     });
-    // only when no argument set builds the block: a block that builds but fails forward wants other inputs,
-    // not the (often large) model its builder makes
-    if (!v.ok && v.category === 'instantiate') {
+    // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
+    // the model it makes runs on the inputs that model really gives it
+    if (!v.ok && (v.category === 'instantiate' || v.category === 'forward')) {
       const built = await validateWithBuilder(session, closureCtx, emitCtx, rec, fact.unit, ref.name, target, options);
       if (built) v = built;
     }
