@@ -3,6 +3,7 @@ import { execFileSync } from 'child_process';
 import * as path from 'path';
 import { findTarget } from '../../src/core/blocks/target';
 import { openPullSession, pullBlock } from '../../src/core/pull';
+import type { PullReport } from '../../src/core/pull';
 import { BuilderIndex, callableWithoutArguments } from '../../src/core/resolve/builders';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { ASSETS, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
@@ -72,6 +73,22 @@ const NESTED = {
   ].join('\n'),
 };
 
+/** Indexes `files`, pulls `target` with validation by the interpreter that has torch. */
+async function pullValidated(files: Record<string, string>, target: string): Promise<PullReport> {
+  const dir = await tmpdir();
+  await writeTree(dir, files);
+  const db = await memoryDb();
+  await indexFolder(db, dir);
+  return pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, target), {
+    parser: await parser(),
+    out: path.join(dir, 'out', 'pulled.py'),
+    python: PYTHON_WITH_TORCH,
+    runner: ASSETS.runner,
+    validate: true,
+    timeoutMs: 100_000,
+  });
+}
+
 describe('builders: how the repository itself builds a block', () => {
   it('reads whether a signature needs arguments', () => {
     assert.ok(callableWithoutArguments('()'));
@@ -95,19 +112,7 @@ describe('builders: how the repository itself builds a block', () => {
   it('validates a block through its builder when guessed arguments cannot build it', async function () {
     if (!hasTorch()) this.skip();
     this.timeout(120_000);
-    const dir = await tmpdir();
-    await writeTree(dir, REPO);
-    const db = await memoryDb();
-    await indexFolder(db, dir);
-    const out = path.join(dir, 'out', 'net.py');
-    const report = await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'zoo.net.Net'), {
-      parser: await parser(),
-      out,
-      python: PYTHON_WITH_TORCH,
-      runner: ASSETS.runner,
-      validate: true,
-      timeoutMs: 100_000,
-    });
+    const report = await pullValidated(REPO, 'zoo.net.Net');
     assert.strictEqual(report.status, 'validated', JSON.stringify(report.validation));
     assert.strictEqual(report.validation?.builder, 'zoo.net.net_small');
     assert.deepStrictEqual(report.validation?.input_shapes, [[2, 3, 16, 16]]);
@@ -117,19 +122,7 @@ describe('builders: how the repository itself builds a block', () => {
   it('validates a block that only a bigger model builds, on the inputs that model gives it', async function () {
     if (!hasTorch()) this.skip();
     this.timeout(120_000);
-    const dir = await tmpdir();
-    await writeTree(dir, NESTED);
-    const db = await memoryDb();
-    await indexFolder(db, dir);
-    const out = path.join(dir, 'out', 'inner.py');
-    const report = await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'nest.model.Inner'), {
-      parser: await parser(),
-      out,
-      python: PYTHON_WITH_TORCH,
-      runner: ASSETS.runner,
-      validate: true,
-      timeoutMs: 100_000,
-    });
+    const report = await pullValidated(NESTED, 'nest.model.Inner');
     assert.strictEqual(report.status, 'validated', JSON.stringify(report.validation));
     assert.strictEqual(report.validation?.inside, 'Outer');
     assert.deepStrictEqual(report.validation?.input_shapes, [[2, 6]], 'the input the Outer model gave it');
