@@ -452,7 +452,7 @@ MAX_CONSTRUCTIONS = 8
 # a forward that reaches compiled operators that are not there (torchvision's _C ops) is a native-extension problem
 NATIVE_OPS = re.compile(r"custom C\+\+ ops|Could not run '\w+::|undefined symbol|No such operator")
 # a block whose forward is slow (a detector resizing to 800 px) must not spend the whole time limit on guesses
-FORWARD_BUDGET_S = 20
+FORWARD_BUDGET_S = 10
 MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)$")
 
 
