@@ -232,14 +232,17 @@ def guess_value(param: inspect.Parameter, nn: Any) -> Any:
         return [2, 2] if "int" in str(text) else [1.0, 1.0]
     if "Module" in str(text) and "Callable" not in str(text):
         return nn.Identity()
+    if "dtype" in str(text):
+        return sys.modules["torch"].float32
+    # containers before scalars: Tuple[int, int] is a pair, not an int
+    if "Tuple" in str(text) or "List" in str(text) or "Sequence" in str(text) or "list" in str(text):
+        return [16, 16]
     if "bool" in str(text):
         return False
     if "float" in str(text):
         return 0.1
     if "int" in str(text):
         return 16
-    if "List" in str(text) or "Sequence" in str(text) or "Tuple" in str(text) or "list" in str(text):
-        return [16, 16]
     if name.endswith(("_channels", "_dim", "_features", "_size", "_planes")):
         return 16
     if name.startswith(("num_", "n_")):

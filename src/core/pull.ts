@@ -210,7 +210,8 @@ async function validateWithBuilder(
     index = new BuilderIndex(session.table, rec.repoId);
     session.builders.set(rec.repoId, index);
   }
-  for (const b of index.buildersOf(rec, name).slice(0, 2)) {
+  // a builder may make a model without this block inside (efficientnet_b0 has no FusedMBConv): try a few
+  for (const b of index.buildersOf(rec, name).slice(0, 4)) {
     const combined = await computeClosure(closureCtx, rec, unit, [{ rec: b.rec, unit: b.unit }]);
     if (failureOf(combined.problems)) continue;
     const emitted = emitFile(combined, emitCtx, target);
