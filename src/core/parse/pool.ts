@@ -124,7 +124,8 @@ export class ParsePool {
 export function lazyPool(script: string | undefined, wasm: WasmPaths, fallback: PythonParser, size?: number): { parse: ParseFn; size: number; close: () => Promise<void> } {
   let pool: Promise<ParsePool | undefined> | undefined;
   const inline = inlineParse(fallback);
-  const workers = size ?? Math.min(4, Math.max(1, os.cpus().length));
+  // one more worker than cores: while one waits for its next file from the main thread, the cores stay busy
+  const workers = size ?? Math.min(4, Math.max(1, os.cpus().length + 1));
   return {
     size: script ? workers : 1,
     parse: async (bytes, maxBytes) => {
