@@ -12,6 +12,7 @@ import { CancelledError, errorMessage } from '../core/errors';
 import { IndexDb } from '../core/index/database';
 import { finishRun, indexSource } from '../core/index/indexer';
 import { indexStats } from '../core/index/stats';
+import { decodePython } from '../core/parse/decode';
 import { PythonParser } from '../core/parse/parser';
 import { openPullSession, pullBlock } from '../core/pull';
 import { describeClass } from '../core/resolve/describe';
@@ -206,8 +207,9 @@ export function startServer(connection: Connection): void {
     const ref = findTarget(d, target);
     const repo = loadRepoRows(d).get(ref.repoId)!;
     const file = d.get('SELECT path, hash FROM files WHERE id = ?', [ref.fileId])!;
-    const outcome = (await ready()).parser.parse(await readIndexedFile(repo, String(file.path), String(file.hash)), Number.MAX_SAFE_INTEGER);
-    return { text: outcome.ok ? outcome.text : '', path: ref.path, line: ref.line, repo: ref.repo };
+    // only the decoded text is wanted: no parse
+    const decoded = decodePython(await readIndexedFile(repo, String(file.path), String(file.hash)));
+    return { text: decoded.ok ? decoded.text : '', path: ref.path, line: ref.line, repo: ref.repo };
   });
 
   connection.onHover((params): Hover | null => {

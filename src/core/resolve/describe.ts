@@ -1,5 +1,4 @@
 /** `show`: a class's facts, resolved bases and the names it needs, each resolved the way Python would. */
-import { guessCategory } from '../blocks/category';
 import type { ClassRef } from '../blocks/target';
 import type { IndexDb } from '../index/database';
 import { loadModuleTable } from './loadTable';
@@ -84,7 +83,7 @@ export function describeClass(db: IndexDb, ref: ClassRef, table: ModuleTable = l
     endLine: ref.endLine,
     isBlock: ref.isBlock,
     abstract: Number(row.abstract) === 1,
-    category: String(row.category ?? guessCategory(ref.name, [], ref.module)),
+    category: String(row.category),
     signature: String(row.signature),
     forwardSignature: fact?.forwardSignature ?? '',
     doc: String(row.doc),

@@ -221,8 +221,3 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   );
   return page.map((p) => hitOf(full.get(Number(p.r.id))!, p.score));
 }
-
-/** Blocks whose name is exactly `name`, for target lookup and duplicate listing. */
-export function blocksNamed(db: IndexDb, name: string): SearchHit[] {
-  return db.all(`${SELECT} WHERE c.name = ? ORDER BY c.repo, c.module`, [name]).map((r) => hitOf(r, 0));
-}
