@@ -1,6 +1,6 @@
 // Bundles the extension, the language server and the command line; copies the wasm files they load.
 import * as esbuild from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,12 +33,21 @@ const common = {
   external: ['vscode', 'fs/promises'],
 };
 
+const tests = process.argv.includes('--tests');
 const entries = [
   { in: 'src/extension/extension.ts', out: 'extension' },
   { in: 'src/server/main.ts', out: 'server' },
   { in: 'src/cli/main.ts', out: 'cli' },
   { in: 'src/core/parse/worker.ts', out: 'parseWorker' },
 ].filter((e) => existsSync(join(root, e.in)));
+
+// `--tests`: the integration suite, bundled for the extension host (mocha and vscode come from outside)
+const suiteDir = join(root, 'test', 'integration', 'suite');
+const testEntries = tests
+  ? readdirSync(suiteDir)
+      .filter((n) => n.endsWith('.ts'))
+      .map((n) => ({ in: join('test', 'integration', 'suite', n), out: n.replace(/\.ts$/, '') }))
+  : [];
 
 const assets = [
   require.resolve('web-tree-sitter/web-tree-sitter.wasm'),
@@ -57,8 +66,8 @@ function copyAssets() {
   }
 }
 
-const contexts = await Promise.all(
-  entries.map((e) =>
+const contexts = await Promise.all([
+  ...entries.map((e) =>
     esbuild.context({
       ...common,
       entryPoints: { [e.out]: join(root, e.in) },
@@ -66,7 +75,16 @@ const contexts = await Promise.all(
       banner: e.banner ? { js: e.banner } : undefined,
     }),
   ),
-);
+  ...testEntries.map((e) =>
+    esbuild.context({
+      ...common,
+      sourcemap: true,
+      external: [...common.external, 'mocha'],
+      entryPoints: { [e.out]: join(root, e.in) },
+      outdir: join(root, 'out', 'integration', 'suite'),
+    }),
+  ),
+]);
 copyAssets();
 if (watch) {
   await Promise.all(contexts.map((c) => c.watch()));
@@ -74,5 +92,5 @@ if (watch) {
 } else {
   await Promise.all(contexts.map((c) => c.rebuild()));
   await Promise.all(contexts.map((c) => c.dispose()));
-  console.log(`[build] ${entries.map((e) => `dist/${e.out}.js`).join(', ')} and ${assets.length} wasm files`);
+  console.log(`[build] ${entries.map((e) => `dist/${e.out}.js`).join(', ')} and ${assets.length} wasm files${testEntries.length ? `; ${testEntries.length} integration test bundles in out/integration/suite` : ''}`);
 }

@@ -36,19 +36,26 @@ function hasTorch(python) {
   return run(python, ['-c', 'import torch, torchvision'], { check: false, capture: true }).code === 0;
 }
 
+/** Installs Debian packages with apt-get when we are root (or have password-less sudo); returns whether it tried. */
+export function aptInstall(packages, why) {
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (!existsSync('/usr/bin/apt-get') || !(isRoot || existsSync('/usr/bin/sudo'))) return false;
+  const pre = isRoot ? [] : ['sudo', '-n'];
+  log('setup', `installing ${packages.join(', ')} from Debian (${why})`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const cmd = (args) => (pre.length ? run(pre[0], [...pre.slice(1), ...args], { env, check: false }) : run(args[0], args.slice(1), { env, check: false }));
+  if (cmd(['apt-get', 'install', '-y', '-q', '--no-install-recommends', ...packages]).code !== 0) {
+    // the package lists may be missing or stale on a fresh machine
+    cmd(['apt-get', 'update', '-q']);
+    cmd(['apt-get', 'install', '-y', '-q', '--no-install-recommends', ...packages]);
+  }
+  return true;
+}
+
 /** Debian's python3-torch and python3-torchvision (torch 1.13 for /usr/bin/python3), installed when missing. */
 export function ensureTorch({ required = true } = {}) {
   if (hasTorch(TORCH_PYTHON)) return TORCH_PYTHON;
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const apt = existsSync('/usr/bin/apt-get');
-  if (apt && (isRoot || existsSync('/usr/bin/sudo'))) {
-    const pre = isRoot ? [] : ['sudo', '-n'];
-    log('setup', 'installing python3-torch and python3-torchvision from Debian (about 2 minutes)');
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const cmd = (args) => (pre.length ? run(pre[0], [...pre.slice(1), ...args], { env, check: false }) : run(args[0], args.slice(1), { env, check: false }));
-    cmd(['apt-get', 'update', '-q']);
-    cmd(['apt-get', 'install', '-y', '-q', '--no-install-recommends', 'python3-torch', 'python3-torchvision']);
-  }
+  aptInstall(['python3-torch', 'python3-torchvision'], 'about 2 minutes');
   if (hasTorch(TORCH_PYTHON)) return TORCH_PYTHON;
   const message = `${TORCH_PYTHON} has no torch; install it (on Debian: apt-get install python3-torch python3-torchvision) or set NNRAG_TEST_PYTHON`;
   if (required) throw new Error(message);
@@ -57,13 +64,13 @@ export function ensureTorch({ required = true } = {}) {
 }
 
 /** Layer check, type check and bundles. */
-export function build({ typecheck = true } = {}) {
+export function build({ typecheck = true, tests = false } = {}) {
   run(process.execPath, [join(ROOT, 'scripts', 'checkLayers.mjs')]);
   if (typecheck) {
     log('build', 'type-checking (tsc --noEmit)');
     run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', ROOT, '--noEmit']);
   }
-  run(process.execPath, [join(ROOT, 'esbuild.config.mjs')]);
+  run(process.execPath, [join(ROOT, 'esbuild.config.mjs'), ...(tests ? ['--tests'] : [])]);
 }
 
 export function packageVersion() {

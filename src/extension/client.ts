@@ -14,7 +14,7 @@ export class NnragClient {
       debug: { module: serverModule, transport: TransportKind.ipc, options: { execArgv: ['--nolazy', '--inspect=6019'] } },
     };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ language: 'python' }],
+      documentSelector: [{ scheme: 'file', language: 'python' }],
       outputChannel: log,
       initializationOptions: init,
     };
@@ -25,7 +25,12 @@ export class NnragClient {
   }
 
   request<P, R>(m: Method<P, R>, params: P, token?: vscode.CancellationToken): Promise<R> {
-    return this.client.sendRequest<R>(m.method, params, token);
+    // never pass an undefined token: vscode-jsonrpc would send [params, null] as positional parameters
+    return token ? this.client.sendRequest<R>(m.method, params, token) : this.client.sendRequest<R>(m.method, params);
+  }
+
+  onRequest<P, R>(m: Method<P, R>, handler: (params: P) => Promise<R> | R): vscode.Disposable {
+    return this.client.onRequest(m.method, (params: P): Promise<unknown> => Promise.resolve(handler(params)));
   }
 
   onNotification<P>(m: Method<P, void>, handler: (params: P) => void): vscode.Disposable {

@@ -5,7 +5,7 @@ import { STDLIB } from '../core/emit/stdlib';
 import type { PullReport } from '../core/pull';
 import type { SearchHit } from '../core/search/search';
 import type { SourceConfig } from '../core/sources/types';
-import { PullBlock, ReadSource, ReindexRepositories, SearchBlocks } from '../shared/protocol';
+import { GetBlockDetails, PullBlock, ReadSource, ReindexRepositories, SearchBlocks } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
@@ -53,7 +53,8 @@ export function register(context: vscode.ExtensionContext, id: string, log: vsco
         const message = err instanceof Error ? err.message : String(err);
         log.error(`[command] ${id}: ${err instanceof Error ? (err.stack ?? message) : message}`);
         const show = vscode.l10n.t('Show Log');
-        if ((await vscode.window.showErrorMessage(`NN-RAG: ${message}`, show)) === show) log.show();
+        // not awaited: the command ends now, the message stays until the user closes it
+        void vscode.window.showErrorMessage(`NN-RAG: ${message}`, show).then((pick) => pick === show && log.show());
         return undefined;
       }
     }),
@@ -100,7 +101,10 @@ export function searchQuickPick(client: NnragClient, initial = ''): Promise<Sear
       timer = setTimeout(() => update(v), 60);
     });
     qp.onDidAccept(() => {
-      resolve(qp.selectedItems[0]?.hit);
+      // Enter before the results arrive keeps the picker open
+      const chosen = qp.selectedItems[0]?.hit ?? (qp.busy ? undefined : qp.activeItems[0]?.hit);
+      if (!chosen) return;
+      resolve(chosen);
       qp.hide();
     });
     qp.onDidHide(() => {
@@ -122,19 +126,24 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
   const { client, tree, interpreter, log } = deps;
   const reg = (id: string, fn: (...args: unknown[]) => unknown): void => register(context, id, log, fn);
 
-  reg('nnrag.searchBlocks', async () => {
-    const hit = await searchQuickPick(client, tree.activeQuery);
-    if (!hit) return;
+  // resolves with the chosen block and what was done with it (the integration tests read it)
+  reg('nnrag.searchBlocks', async (initial) => {
+    const hit = await searchQuickPick(client, typeof initial === 'string' ? initial : tree.activeQuery);
+    if (!hit) return undefined;
     const pull = vscode.l10n.t('Pull into Workspace');
     const open = vscode.l10n.t('Open Source');
+    const deps_ = vscode.l10n.t('Show Dependencies');
     const filter = vscode.l10n.t('Show in Tree');
-    const choice = await vscode.window.showQuickPick([pull, open, filter], { title: hit.target });
-    if (choice === pull) await vscode.commands.executeCommand('nnrag.pullBlock', hit.target);
+    const choice = await vscode.window.showQuickPick([pull, open, deps_, filter], { title: hit.target });
+    let result: unknown;
+    if (choice === pull) result = await vscode.commands.executeCommand('nnrag.pullBlock', hit.target);
     else if (choice === open) await vscode.commands.executeCommand('nnrag.openSource', hit.target);
+    else if (choice === deps_) await vscode.commands.executeCommand('nnrag.showDependencies', hit.target);
     else if (choice === filter) {
       tree.setQuery(hit.name);
       deps.treeView.description = vscode.l10n.t('search: {0}', hit.name);
     }
+    return { target: hit.target, action: choice, result };
   });
 
   reg('nnrag.clearSearch', () => {
@@ -197,15 +206,37 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
     await config.update('repositories', [...list, entry], vscode.ConfigurationTarget.Global);
   });
 
-  reg('nnrag.pullBlock', async (arg) => {
+  // the second argument (a file name) skips the file-name prompt; the result is the pull report
+  reg('nnrag.pullBlock', async (arg, fileName) => {
     let target = targetOf(arg);
     if (!target) target = (await searchQuickPick(client))?.target;
+    if (!target) return undefined;
+    return pullIntoWorkspace(deps, target, typeof fileName === 'string' ? fileName : undefined);
+  });
+
+  reg('nnrag.showDependencies', async (arg) => {
+    const target = targetOf(arg) ?? (await searchQuickPick(client))?.target;
     if (!target) return;
-    await pullIntoWorkspace(deps, target);
+    const details = await client.request(GetBlockDetails, { target });
+    const items = [
+      ...details.bases.map((b) => ({ label: `$(type-hierarchy-super) ${b.written}`, description: vscode.l10n.t('base'), detail: b.resolved, target: b.resolved })),
+      ...details.dependencies.map((d) => ({
+        label: `$(${d.kind === 'symbol' ? 'symbol-class' : d.kind === 'external' ? 'package' : 'symbol-variable'}) ${d.name}`,
+        description: `${d.kind} · ${d.timing === 'def' ? vscode.l10n.t('needed at definition') : vscode.l10n.t('needed when called')}`,
+        detail: d.target ?? '',
+        target: d.kind === 'symbol' ? d.target : undefined,
+      })),
+    ];
+    const pick = await vscode.window.showQuickPick(items, {
+      title: vscode.l10n.t('{0}: {1} dependencies', details.name, details.dependencies.length),
+      placeHolder: vscode.l10n.t('Choose a dependency defined in an indexed repository to open its source'),
+      matchOnDetail: true,
+    });
+    if (pick?.target && pick.target.includes(':')) await vscode.commands.executeCommand('nnrag.openSource', pick.target);
   });
 }
 
-async function pullIntoWorkspace(deps: Deps, target: string): Promise<void> {
+async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string): Promise<PullReport | undefined> {
   const { client, interpreter, log } = deps;
   const folder = vscode.workspace.workspaceFolders?.[0];
   if (!folder) throw new Error(vscode.l10n.t('Open a folder first: pulled blocks are written into the workspace'));
@@ -213,13 +244,19 @@ async function pullIntoWorkspace(deps: Deps, target: string): Promise<void> {
   const sub = (settings.get<string>('pullFolder') ?? 'blocks').replace(/^[\\/]+/, '');
   if (sub.split(/[\\/]/).includes('..')) throw new Error(vscode.l10n.t('nnrag.pullFolder must stay inside the workspace'));
   const className = target.split('.').pop() ?? 'block';
-  const name = await vscode.window.showInputBox({
-    title: vscode.l10n.t('Pull {0}', target),
-    prompt: vscode.l10n.t('File name in {0}/', sub),
-    value: `${snakeCase(className)}.py`,
-    validateInput: checkFileName,
-  });
-  if (!name || checkFileName(name)) return;
+  const check = async (v: string): Promise<string | undefined> =>
+    checkFileName(v) ?? ((await interpreter.hasModule(v.slice(0, -3))) ? vscode.l10n.t("'{0}' would shadow an installed module", v.slice(0, -3)) : undefined);
+  const name =
+    fileName ??
+    (await vscode.window.showInputBox({
+      title: vscode.l10n.t('Pull {0}', target),
+      prompt: vscode.l10n.t('File name in {0}/', sub),
+      value: `${snakeCase(className)}.py`,
+      validateInput: check,
+    }));
+  if (!name) return undefined;
+  const refused = await check(name);
+  if (refused) throw new Error(refused);
   const dest = vscode.Uri.joinPath(folder.uri, sub, name);
 
   // 1. extract into a scratch file and show it as a confirmable workspace edit (preview, undo)
@@ -228,24 +265,28 @@ async function pullIntoWorkspace(deps: Deps, target: string): Promise<void> {
   const preview = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0 });
   const code = new TextDecoder().decode(await vscode.workspace.fs.readFile(scratch));
   const edit = new vscode.WorkspaceEdit();
-  const meta = { needsConfirmation: true, label: vscode.l10n.t('Pull {0}', className), description: `${preview.definitions} definitions` };
+  const meta = { needsConfirmation: settings.get<boolean>('pull.preview') ?? true, label: vscode.l10n.t('Pull {0}', className), description: `${preview.definitions} definitions` };
   edit.createFile(dest, { overwrite: true }, meta);
   edit.insert(dest, new vscode.Position(0, 0), code, meta);
-  if (!(await vscode.workspace.applyEdit(edit))) return;
+  if (!(await vscode.workspace.applyEdit(edit))) {
+    log.info(`[pull] ${target}: the edit was not applied (discarded in the preview)`);
+    return undefined;
+  }
   const doc = await vscode.workspace.openTextDocument(dest);
   await doc.save();
   await vscode.window.showTextDocument(doc);
   if (preview.status === 'failed') {
-    await showFailure(log, preview);
-    return;
+    showFailure(log, preview);
+    return preview;
   }
 
   // 2. validate with the selected interpreter, in a cancellable notification
   if (!vscode.workspace.isTrusted) {
     const manage = vscode.l10n.t('Manage Workspace Trust');
-    const pick = await vscode.window.showWarningMessage(vscode.l10n.t('Pulled {0}. Validation runs its code, so it is off in an untrusted workspace.', className), manage);
-    if (pick === manage) await vscode.commands.executeCommand('workbench.trust.manage');
-    return;
+    void vscode.window
+      .showWarningMessage(vscode.l10n.t('Pulled {0}. Validation runs its code, so it is off in an untrusted workspace.', className), manage)
+      .then((pick) => pick === manage && vscode.commands.executeCommand('workbench.trust.manage'));
+    return preview;
   }
   const python = interpreter.current().path;
   const report = await vscode.window.withProgress(
@@ -264,24 +305,27 @@ async function pullIntoWorkspace(deps: Deps, target: string): Promise<void> {
         token,
       ),
   );
+  log.info(`[pull] ${report.target} -> ${dest.fsPath}: ${report.status} (tier ${report.tier ?? 'none'})`);
+  // messages are not awaited: the command resolves with the report while the message waits for the user
   if (report.status === 'validated') {
-    const req = vscode.l10n.t('Write requirements');
-    const pick = await vscode.window.showInformationMessage(vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', path.basename(dest.fsPath)), req);
-    if (pick === req) {
+    const req = vscode.l10n.t('Write Requirements');
+    void vscode.window.showInformationMessage(vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', path.basename(dest.fsPath)), req).then(async (pick) => {
+      if (pick !== req) return;
       const lines = (report.requirements ?? []).map((r) => (r.distribution && r.version ? `${r.distribution}==${r.version}` : `${r.module}  # not installed`));
-      await vscode.workspace.fs.writeFile(vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt')), new TextEncoder().encode(`${lines.join('\n')}\n`));
-    }
+      const file = vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt'));
+      await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(`${lines.join('\n')}\n`));
+      await vscode.window.showTextDocument(file);
+    });
   } else {
-    await showFailure(log, report);
+    showFailure(log, report);
   }
+  return report;
 }
 
-async function showFailure(log: vscode.LogOutputChannel, report: PullReport): Promise<void> {
+function showFailure(log: vscode.LogOutputChannel, report: PullReport): void {
   log.warn(`[pull] ${report.target}: ${report.status} at tier ${report.tier ?? 'none'}: ${report.category}: ${report.message}`);
   const show = vscode.l10n.t('Show Log');
-  const pick = await vscode.window.showWarningMessage(
-    vscode.l10n.t('{0} did not validate (tier {1}): {2}: {3}', report.target, report.tier ?? 'none', report.category ?? '', report.message ?? ''),
-    show,
-  );
-  if (pick === show) log.show();
+  void vscode.window
+    .showWarningMessage(vscode.l10n.t('{0} did not validate (tier {1}): {2}: {3}', report.target, report.tier ?? 'none', report.category ?? '', report.message ?? ''), show)
+    .then((pick) => pick === show && log.show());
 }

@@ -1,27 +1,40 @@
 /** Entry of the extension: builds the objects, registers them, and turns an activation failure into a visible error. */
 import * as vscode from 'vscode';
 import type { SourceConfig } from '../core/sources/types';
-import { GetIndexStatus, IndexStatusChanged, ReadSource, ReindexRepositories } from '../shared/protocol';
-import type { IndexStatus, InitOptions } from '../shared/protocol';
+import { GetGitCredentials, GetIndexStatus, GitCredentialsRejected, IndexStatusChanged, ReadSource, ReindexRepositories } from '../shared/protocol';
+import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
 import { BlockTreeProvider } from './blockTree';
 import { NnragClient } from './client';
 import { registerCommands } from './commands';
+import { GitCredentialService } from './credentials';
 import { InterpreterService } from './interpreter';
 
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+/**
+ * What `activate` returns: the index state and typed requests to the server. Used by the integration tests and by
+ * other extensions; it holds no logic of its own.
+ */
+export interface NnragApi {
+  status(): IndexStatus;
+  /** Resolves with the first status for which `predicate` holds (now or later). */
+  waitForStatus(predicate: (s: IndexStatus) => boolean): Promise<IndexStatus>;
+  request<P, R>(m: Method<P, R>, params: P): Promise<R>;
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<NnragApi | undefined> {
   const log = vscode.window.createOutputChannel('NN-RAG', { log: true });
   context.subscriptions.push(log);
   try {
-    await start(context, log);
+    return await start(context, log);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     log.error(`[activate] ${err instanceof Error ? (err.stack ?? message) : message}`);
     const show = vscode.l10n.t('Show Log');
     void vscode.window.showErrorMessage(vscode.l10n.t('NN-RAG could not start: {0}', message), show).then((p) => p === show && log.show());
+    return undefined;
   }
 }
 
-async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<void> {
+async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<NnragApi> {
   const dist = vscode.Uri.joinPath(context.extensionUri, 'dist');
   await vscode.workspace.fs.createDirectory(context.globalStorageUri);
   const settings = vscode.workspace.getConfiguration('nnrag');
@@ -36,6 +49,11 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     maxFileKb: settings.get<number>('maxFileKb') ?? 2048,
   };
   const client = await NnragClient.start(context, log, init);
+  const credentials = new GitCredentialService(context.secrets, log);
+  context.subscriptions.push(
+    client.onRequest(GetGitCredentials, ({ url }) => credentials.credentialsFor(url)),
+    client.onNotification(GitCredentialsRejected, ({ url }) => void credentials.rejected(url)),
+  );
   const interpreter = new InterpreterService();
   await interpreter.init();
   context.subscriptions.push(interpreter);
@@ -68,16 +86,31 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   context.subscriptions.push(interpreter.onDidChange(showPython));
 
   let finishProgress: (() => void) | undefined;
+  let reportProgress: ((message: string) => void) | undefined;
+  let current: IndexStatus = { state: 'starting', message: '', files: 0, blocks: 0, repos: 0 };
+  const statusChanged = new vscode.EventEmitter<IndexStatus>();
+  context.subscriptions.push(statusChanged);
   const showStatus = (s: IndexStatus): void => {
+    current = s;
+    statusChanged.fire(s);
     if (s.state === 'indexing') {
       indexItem.text = `$(sync~spin) NN-RAG ${s.progress ? `${s.progress.step}/${s.progress.total}` : ''}`;
       if (!finishProgress) {
-        void vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'NN-RAG' }, () => new Promise<void>((resolve) => (finishProgress = resolve)));
+        void vscode.window.withProgress(
+          { location: vscode.ProgressLocation.Window, title: vscode.l10n.t('NN-RAG indexing') },
+          (progress) =>
+            new Promise<void>((resolve) => {
+              finishProgress = resolve;
+              reportProgress = (message) => progress.report({ message });
+            }),
+        );
       }
+      reportProgress?.(s.progress ? `${s.progress.repo} ${s.progress.step}/${s.progress.total}` : s.message);
     } else {
       indexItem.text = s.state === 'error' ? '$(error) NN-RAG' : `$(symbol-class) ${s.blocks} blocks`;
       finishProgress?.();
       finishProgress = undefined;
+      reportProgress = undefined;
       tree.refresh();
     }
     indexItem.tooltip = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks`;
@@ -87,19 +120,40 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   context.subscriptions.push(client.onNotification(IndexStatusChanged, showStatus));
   showStatus(await client.request(GetIndexStatus, undefined));
 
-  context.subscriptions.push(
-    vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('nnrag.repositories')) {
-        const repositories = vscode.workspace.getConfiguration('nnrag').get<SourceConfig[]>('repositories') ?? [];
-        client.request(ReindexRepositories, { repositories }).then(
-          () => tree.refresh(),
-          (err: unknown) => log.error(`[index] ${err instanceof Error ? err.message : String(err)}`),
-        );
-      }
-    }),
+  const where = settings.inspect<SourceConfig[]>('repositories');
+  log.info(
+    `[settings] nnrag.repositories: ${init.repositories.length} (user ${where?.globalValue?.length ?? '-'}, workspace ${where?.workspaceValue?.length ?? '-'}, folder ${where?.workspaceFolderValue?.length ?? '-'}); folders: ${(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join(', ') || 'none'}`,
   );
+  let indexed = JSON.stringify(init.repositories);
+  const reindexIfChanged = (): void => {
+    const repositories = vscode.workspace.getConfiguration('nnrag').get<SourceConfig[]>('repositories') ?? [];
+    if (JSON.stringify(repositories) === indexed) return;
+    indexed = JSON.stringify(repositories);
+    client.request(ReindexRepositories, { repositories }).then(
+      () => tree.refresh(),
+      (err: unknown) => log.error(`[index] ${err instanceof Error ? err.message : String(err)}`),
+    );
+  };
+  context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('nnrag.repositories') && reindexIfChanged()));
+  // the settings may have changed while the server started (workspace settings can arrive after activation)
+  reindexIfChanged();
   registerCommands(context, { client, tree, interpreter, log, storage: context.globalStorageUri, treeView });
   log.info('[activate] NN-RAG ready');
+  return {
+    status: () => current,
+    waitForStatus: (predicate) =>
+      predicate(current)
+        ? Promise.resolve(current)
+        : new Promise((resolve) => {
+            const sub = statusChanged.event((s) => {
+              if (predicate(s)) {
+                sub.dispose();
+                resolve(s);
+              }
+            });
+          }),
+    request: (m, params) => client.request(m, params),
+  };
 }
 
 export function deactivate(): void {

@@ -2,6 +2,7 @@
  * The interpreter that validates pulled blocks: the Python extension's active environment when that extension
  * is installed (following its changes), else `python.defaultInterpreterPath`, else `nnrag.pythonPath`, else `python3`.
  */
+import { execFile } from 'child_process';
 import * as vscode from 'vscode';
 
 interface PythonApi {
@@ -21,6 +22,8 @@ export class InterpreterService implements vscode.Disposable {
   readonly onDidChange = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [this.changed];
   private api: PythonApi | undefined;
+  /** interpreter path -> module name -> installed? */
+  private readonly installed = new Map<string, Map<string, Promise<boolean>>>();
 
   async init(): Promise<void> {
     const ext = vscode.extensions.getExtension<PythonApi>('ms-python.python');
@@ -48,6 +51,26 @@ export class InterpreterService implements vscode.Disposable {
     const own = vscode.workspace.getConfiguration('nnrag').get<string>('pythonPath');
     if (own) return { path: own, source: 'nnrag.pythonPath' };
     return { path: 'python3', source: 'PATH' };
+  }
+
+  /**
+   * Would a file `NAME.py` shadow a module the interpreter has installed? Asks the interpreter once per name
+   * (`find_spec` finds without importing). Not asked in an untrusted workspace, nor when the interpreter fails.
+   */
+  hasModule(name: string): Promise<boolean> {
+    if (!vscode.workspace.isTrusted || !/^[A-Za-z_]\w*$/.test(name)) return Promise.resolve(false);
+    const python = this.current().path;
+    let known = this.installed.get(python);
+    if (!known) this.installed.set(python, (known = new Map()));
+    let answer = known.get(name);
+    if (!answer) {
+      answer = new Promise((resolve) => {
+        const code = `import importlib.util, sys; sys.path = [p for p in sys.path if p]; print(importlib.util.find_spec(${JSON.stringify(name)}) is not None)`;
+        execFile(python, ['-I', '-c', code], { timeout: 10_000 }, (err, stdout) => resolve(!err && stdout.trim() === 'True'));
+      });
+      known.set(name, answer);
+    }
+    return answer;
   }
 
   /** Lets the user type or pick an interpreter; writes `nnrag.pythonPath`. */

@@ -1,7 +1,9 @@
 /** Provenance hovers on pulled files: over a pulled definition's name, where it came from and how it validated. */
-import type { Hover } from 'vscode-languageserver';
+import type { CodeLens, Hover } from 'vscode-languageserver';
 import { MarkupKind } from 'vscode-languageserver';
 import { bodyHash, readProvenance } from '../core/emit/emit';
+import type { Provenance } from '../core/emit/emit';
+import type { UpstreamStatus } from '../core/emit/upstream';
 import type { IndexStatus } from '../shared/protocol';
 
 /** The identifier around `offset`. */
@@ -43,4 +45,27 @@ export function provenanceHover(text: string, offset: number, _status: IndexStat
     }
   }
   return { contents: { kind: MarkupKind.Markdown, value: lines.join('\n') } };
+}
+
+/** The line of `class NAME` (0-based), or of the provenance header when the class is not found. */
+function classLine(text: string, name: string): number {
+  const lines = text.split('\n');
+  const i = lines.findIndex((l) => l.startsWith(`class ${name}(`) || l.startsWith(`class ${name}:`));
+  return Math.max(0, i);
+}
+
+/** A CodeLens over the pulled block: up to date with its upstream, or which sources changed since the pull. */
+export function upstreamLens(text: string, prov: Provenance, up: UpstreamStatus): CodeLens[] {
+  const line = classLine(text, prov.block);
+  const range = { start: { line, character: 0 }, end: { line, character: 0 } };
+  const at = `${prov.repo}${prov.commit ? `@${prov.commit.slice(0, 8)}` : ''}`;
+  let title: string;
+  if (up.state === 'up-to-date') title = `NN-RAG: pulled from ${at}, up to date`;
+  else if (up.state === 'unknown') title = `NN-RAG: pulled from ${at} (repository not indexed here)`;
+  else {
+    const moved = up.entries.filter((e) => e.state === 'changed' || e.state === 'missing');
+    const files = [...new Set(moved.map((e) => e.path))];
+    title = `$(warning) NN-RAG: upstream changed since the pull: ${moved.flatMap((e) => e.names).join(', ')} (${files.join(', ')})`;
+  }
+  return [{ range, command: { title, command: 'nnrag.openSource', arguments: [prov.target] } }];
 }

@@ -3,11 +3,12 @@
  * and gives provenance hovers on pulled files. Never writes to stdout (the LSP pipe); logs go to the client.
  */
 import * as path from 'path';
-import type { CancellationToken, Connection, Hover, InitializeResult } from 'vscode-languageserver';
-import { MessageType, ShowMessageNotification, TextDocuments, TextDocumentSyncKind } from 'vscode-languageserver';
+import type { CancellationToken, CodeLens, Connection, Hover, InitializeResult } from 'vscode-languageserver';
+import { CodeLensRefreshRequest, MessageType, ShowMessageNotification, TextDocuments, TextDocumentSyncKind } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { findTarget } from '../core/blocks/target';
 import { readProvenance } from '../core/emit/emit';
+import { upstreamStatus } from '../core/emit/upstream';
 import { CancelledError, errorMessage } from '../core/errors';
 import { IndexDb } from '../core/index/database';
 import { finishRun, indexSource } from '../core/index/indexer';
@@ -25,7 +26,10 @@ import {
   GetBlockDetails,
   GetIndexStatus,
   GetProvenance,
+  GetGitCredentials,
   GetStats,
+  GetUpstreamStatus,
+  GitCredentialsRejected,
   IndexStatusChanged,
   ListTree,
   PullBlock,
@@ -34,7 +38,7 @@ import {
   SearchBlocks,
 } from '../shared/protocol';
 import type { IndexStatus, InitOptions, Method, TreeNode } from '../shared/protocol';
-import { provenanceHover } from './hover';
+import { provenanceHover, upstreamLens } from './hover';
 
 function onRequest<P, R>(connection: Connection, m: Method<P, R>, handler: (params: P, token: CancellationToken) => Promise<R> | R): void {
   connection.onRequest(m.method, (params: P, token: CancellationToken): Promise<unknown> => Promise.resolve(handler(params, token)));
@@ -56,6 +60,7 @@ export function startServer(connection: Connection): void {
   let status: IndexStatus = { state: 'starting', message: 'Starting', files: 0, blocks: 0, repos: 0 };
   let indexing: Promise<IndexStatus> | undefined;
   let indexAbort: AbortController | undefined;
+  let canRefreshLenses = false;
 
   const log = (area: string, message: string): void => connection.console.log(`[${area}] ${message}`);
   const setStatus = (s: IndexStatus): void => {
@@ -68,14 +73,18 @@ export function startServer(connection: Connection): void {
     repos: Number(db!.get('SELECT count(*) AS n FROM repos')?.n ?? 0),
   });
 
-  async function ready(): Promise<{ db: IndexDb; parser: PythonParser }> {
-    if (!db || !parser) {
+  // one opening shared by every caller: requests that arrive while the index opens wait for the same promise
+  let opening: Promise<{ db: IndexDb; parser: PythonParser }> | undefined;
+  function ready(): Promise<{ db: IndexDb; parser: PythonParser }> {
+    opening ??= (async () => {
       parser = await PythonParser.create(options);
       const opened = await IndexDb.open(path.join(options.storageDir, 'index.db'), { sqlWasm: options.sqlWasm });
       db = opened.db;
       if (opened.recovered) log('index', `the index was unreadable (${opened.recovered.reason}); moved to ${opened.recovered.movedTo} and rebuilt`);
-    }
-    return { db, parser };
+      return { db, parser };
+    })();
+    opening.catch(() => (opening = undefined));
+    return opening;
   }
 
   async function reindex(repositories: SourceConfig[]): Promise<IndexStatus> {
@@ -84,14 +93,22 @@ export function startServer(connection: Connection): void {
     const controller = new AbortController();
     indexAbort = controller;
     const run = (async (): Promise<IndexStatus> => {
-      const { db: d, parser: p } = await ready();
       const t0 = Date.now();
+      log('index', `indexing ${repositories.length} repositories`);
+      const { db: d, parser: p } = await ready();
       let changed = 0;
       try {
         for (const config of repositories) {
           setStatus({ ...status, state: 'indexing', message: `Indexing ${config.name ?? config.location}` });
           try {
-            const sources = await openSource(config, { cacheDir: options.cacheDir, signal: controller.signal, onMessage: (m) => log('git', m) });
+            const sources = await openSource(config, {
+              cacheDir: options.cacheDir,
+              signal: controller.signal,
+              onMessage: (m) => log('git', m),
+              // credentials come from the client's secret storage, asked for only when a server wants them
+              onAuth: async (url) => (await connection.sendRequest<{ username?: string; password?: string } | null>(GetGitCredentials.method, { url })) ?? undefined,
+              onAuthFailure: (url) => void connection.sendNotification(GitCredentialsRejected.method, { url }),
+            });
             for (const source of sources) {
               const r = await indexSource(d, source, {
                 parser: p,
@@ -119,6 +136,8 @@ export function startServer(connection: Connection): void {
         d.scheduleSave(500, (err) => log('index', `save failed: ${errorMessage(err)}`));
         const s: IndexStatus = { state: 'ready', message: `Indexed in ${((Date.now() - t0) / 1000).toFixed(1)} s`, ...counts() };
         setStatus(s);
+        // upstream code may have changed under pulled files
+        if (changed && canRefreshLenses) connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
         return s;
       } catch (err) {
         if (err instanceof CancelledError) {
@@ -138,10 +157,12 @@ export function startServer(connection: Connection): void {
 
   connection.onInitialize((params): InitializeResult => {
     options = params.initializationOptions as InitOptions;
+    canRefreshLenses = params.capabilities.workspace?.codeLens?.refreshSupport === true;
     return {
       capabilities: {
         textDocumentSync: TextDocumentSyncKind.Incremental,
         hoverProvider: true,
+        codeLensProvider: { resolveProvider: false },
       },
       serverInfo: { name: 'nn-rag', version: '0.1.0' },
     };
@@ -202,6 +223,10 @@ export function startServer(connection: Connection): void {
     return report;
   });
   onRequest(connection, GetProvenance, ({ text }) => readProvenance(text) ?? null);
+  onRequest(connection, GetUpstreamStatus, async ({ text }) => {
+    const prov = readProvenance(text);
+    return prov ? upstreamStatus((await ready()).db, prov) : null;
+  });
   onRequest(connection, ReadSource, async ({ target }) => {
     const { db: d } = await ready();
     const ref = findTarget(d, target);
@@ -216,6 +241,13 @@ export function startServer(connection: Connection): void {
     const doc = documents.get(params.textDocument.uri);
     if (!doc) return null;
     return provenanceHover(doc.getText(), doc.offsetAt(params.position), status);
+  });
+
+  connection.onCodeLens(async (params): Promise<CodeLens[]> => {
+    const doc = documents.get(params.textDocument.uri);
+    const prov = doc && readProvenance(doc.getText());
+    if (!doc || !prov || status.state === 'starting') return [];
+    return upstreamLens(doc.getText(), prov, upstreamStatus((await ready()).db, prov));
   });
 
   connection.onShutdown(async () => {

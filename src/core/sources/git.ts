@@ -46,7 +46,16 @@ export interface GitOptions {
   /** Called with human-readable progress of the clone or fetch. */
   onMessage?: (message: string) => void;
   signal?: AbortSignal;
-  onAuth?: () => { username?: string; password?: string } | undefined;
+  onAuth?: GitAuth;
+  /** Called when the server refused the credentials `onAuth` gave (so a stored secret can be forgotten). */
+  onAuthFailure?: (url: string) => void;
+}
+
+/** Credentials for a URL, asked for only when the server wants them (never stored in settings). */
+export type GitAuth = (url: string) => GitCredentials | undefined | Promise<GitCredentials | undefined>;
+export interface GitCredentials {
+  username?: string;
+  password?: string;
 }
 
 const CURRENT_REF = 'refs/nnrag/current';
@@ -61,7 +70,15 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
     ? (p: { phase: string; loaded: number; total?: number }) =>
         options.onMessage!(`${p.phase} ${p.loaded}${p.total ? `/${p.total}` : ''}`)
     : undefined;
-  const onAuth = options.onAuth ? () => options.onAuth!() ?? { cancel: true } : undefined;
+  const ask = options.onAuth;
+  const onAuth = ask ? async () => (await ask(url)) ?? { cancel: true } : undefined;
+  const failed = options.onAuthFailure;
+  const onAuthFailure = failed
+    ? () => {
+        failed(url);
+        return { cancel: true };
+      }
+    : undefined;
 
   let previous: string | undefined;
   try {
@@ -88,16 +105,17 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
         cache,
         onProgress,
         onAuth,
+        onAuthFailure,
       });
       commit = isCommit ? config.ref!.toLowerCase() : await git.resolveRef({ fs, gitdir, ref: 'HEAD' });
     } else if (isCommit) {
       commit = config.ref!.toLowerCase();
       if (commit !== previous) {
-        await git.fetch({ fs, http, gitdir, url, cache, onProgress, onAuth, tags: false });
+        await git.fetch({ fs, http, gitdir, url, cache, onProgress, onAuth, onAuthFailure, tags: false });
       }
     } else {
       // never pass depth to a follow-up fetch: isomorphic-git then refetches history
-      const res = await git.fetch({ fs, http, gitdir, url, ref: config.ref, singleBranch: true, tags: false, cache, onProgress, onAuth });
+      const res = await git.fetch({ fs, http, gitdir, url, ref: config.ref, singleBranch: true, tags: false, cache, onProgress, onAuth, onAuthFailure });
       commit = res.fetchHead ?? previous;
     }
   } catch (err) {

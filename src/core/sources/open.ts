@@ -3,6 +3,7 @@ import { promises as fsp } from 'fs';
 import { NnragError } from '../errors';
 import { openFolder } from './folder';
 import { checkGitUrl, looksLikeUrl, openGit } from './git';
+import type { GitAuth } from './git';
 import { openPythonPackages } from './pythonEnv';
 import type { OpenedSource, SourceConfig } from './types';
 
@@ -10,7 +11,8 @@ export interface OpenOptions {
   cacheDir: string;
   signal?: AbortSignal;
   onMessage?: (message: string) => void;
-  onAuth?: () => { username?: string; password?: string } | undefined;
+  onAuth?: GitAuth;
+  onAuthFailure?: (url: string) => void;
 }
 
 /** What a bare argument names: an http(s) URL is a git source, anything else must be a folder. */

@@ -1,0 +1,149 @@
+/**
+ * An end-to-end walk of the UI in code-server with headless Chromium, as a user would do it with mouse and keyboard:
+ * open the NN-RAG view and its block tree, search from the command palette, pull a block through the refactor
+ * preview, wait for validation, hover the pulled class. Saves a screenshot per step under test-results/ and fails a
+ * step when an element it expects is missing.
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'fs';
+import * as path from 'path';
+import { CodeServer, launchBrowser } from '../integration/codeServer';
+import type { Harness, Page } from '../integration/codeServer';
+import { makeWorkspace, ROOT } from '../integration/workspace';
+
+export interface WalkStep {
+  name: string;
+  ok: boolean;
+  error?: string;
+  screenshot?: string;
+}
+
+const SHOTS = path.join(ROOT, 'test-results');
+const T = 60_000;
+
+async function palette(page: Page, command: string): Promise<void> {
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
+  await page.keyboard.type(command, { delay: 10 });
+  await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: command }).first().waitFor({ timeout: T });
+  await page.keyboard.press('Enter');
+}
+
+export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkStep[] }> {
+  mkdirSync(SHOTS, { recursive: true });
+  const ws = makeWorkspace(python);
+  const cs = await CodeServer.start(h, { trust: true });
+  const { browser, page } = await launchBrowser(h);
+  const steps: WalkStep[] = [];
+  let broken = false;
+  const step = async (name: string, fn: () => Promise<void>): Promise<void> => {
+    const shot = path.join(SHOTS, `${name}.png`);
+    if (broken) {
+      steps.push({ name, ok: false, error: 'not run: an earlier step failed' });
+      return;
+    }
+    try {
+      await fn();
+      await page.screenshot({ path: shot });
+      steps.push({ name, ok: true, screenshot: shot });
+    } catch (err) {
+      broken = true;
+      const failShot = path.join(SHOTS, `${name}-failed.png`);
+      await page.screenshot({ path: failShot }).catch(() => undefined);
+      steps.push({ name, ok: false, error: err instanceof Error ? err.message.split('\n')[0] : String(err), screenshot: failShot });
+    }
+  };
+  const dest = path.join(ws.folder, 'blocks', 'residual_block.py');
+
+  try {
+    await step('01-workbench', async () => {
+      await page.goto(cs.url(ws.folder, ROOT), { waitUntil: 'domcontentloaded', timeout: T });
+      await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: T });
+      // the extension's status bar item appears when the index is ready
+      await page.locator('.statusbar-item').filter({ hasText: /\d+ blocks/ }).first().waitFor({ timeout: 2 * T });
+    });
+
+    await step('02-block-tree', async () => {
+      await page.locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]').first().click({ timeout: T });
+      const rows = page.locator('.pane-body .monaco-list-row');
+      await rows.filter({ hasText: 'tinyblocks' }).first().click({ timeout: T });
+      // categories, then the blocks of the first one
+      const category = rows.filter({ hasText: /residual|attention|normalization|mlp|activation|other|regularization|conv/i }).first();
+      await category.click({ timeout: T });
+      await rows.filter({ hasText: /ResidualBlock|InvertedResidual|TransformerBlock|DropPath|Mlp|SqueezeExcite|ConvNormAct/ }).first().waitFor({ timeout: T });
+    });
+
+    await step('03-search-quickpick', async () => {
+      await palette(page, 'NN-RAG: Search Blocks');
+      // type only once the search picker (not the closing command palette) has the focus
+      await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
+      await page.keyboard.type('residual block', { delay: 20 });
+      const typed = await page.locator('.quick-input-widget input').first().inputValue();
+      if (typed !== 'residual block') throw new Error(`the search box holds '${typed}'`);
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'ResidualBlock' }).first().waitFor({ timeout: T });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'blocks.py' }).first().waitFor({ timeout: T });
+    });
+
+    await step('04-pull-preview', async () => {
+      await page.keyboard.press('Enter');
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Pull into Workspace' }).first().waitFor({ timeout: T });
+      await page.keyboard.press('Enter');
+      await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
+      // accept the proposed file name; Enter counts only once its (asynchronous) check has answered
+      const apply = page.locator('.monaco-button').filter({ hasText: /^Apply$/ }).first();
+      const t0 = Date.now();
+      for (;;) {
+        await page.keyboard.press('Enter');
+        try {
+          await apply.waitFor({ timeout: 3000 });
+          break;
+        } catch (err) {
+          if (Date.now() - t0 > T) throw err;
+        }
+      }
+      // edits that need confirmation start unchecked in the Refactor Preview: the user ticks the file
+      const entry = page.locator('.monaco-list-row').filter({ hasText: 'residual_block.py' }).first();
+      await entry.locator('.monaco-checkbox, input[type=checkbox]').first().click({ timeout: T });
+    });
+
+    await step('05-pulled-and-validated', async () => {
+      await page.locator('.monaco-button').filter({ hasText: /^Apply$/ }).first().click({ timeout: T });
+      await page.locator('.tabs-container .tab').filter({ hasText: 'residual_block.py' }).first().waitFor({ timeout: T });
+      const t0 = Date.now();
+      while (!(existsSync(dest) && /"validation":\{"status":"validated"/.test(readFileSync(dest, 'utf8')))) {
+        if (Date.now() - t0 > 3 * T) throw new Error(`${dest} was not validated within 3 minutes`);
+        await page.waitForTimeout(500);
+      }
+      await palette(page, 'Notifications: Show Notifications');
+      await page.locator('.notifications-center .notification-list-item').filter({ hasText: /ResidualBlock validated: tier forward/ }).first().waitFor({ timeout: T });
+    });
+
+    await step('06-provenance-hover', async () => {
+      await page.keyboard.press('Escape');
+      // bring the class into view: Quick Open with ':' goes to a line
+      const lineNo = readFileSync(dest, 'utf8').split('\n').findIndex((l) => l.startsWith('class ResidualBlock(')) + 1;
+      await page.keyboard.press('F1');
+      await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
+      await page.keyboard.press('Backspace');
+      await page.keyboard.type(`:${lineNo}`, { delay: 10 });
+      await page.keyboard.press('Enter');
+      const line = page.locator('.view-lines .view-line').filter({ hasText: /^class\sResidualBlock\(/ }).first();
+      await line.waitFor({ timeout: T });
+      await line.locator('span span').filter({ hasText: /^ResidualBlock$/ }).first().hover({ timeout: T });
+      const hover = page.locator('.monaco-hover').filter({ hasText: 'pulled by NN-RAG' }).first();
+      await hover.waitFor({ state: 'visible', timeout: T });
+      const text = await hover.innerText();
+      for (const want of ['tinyblocks/blocks.py', 'license: MIT', 'validation: validated', 'content hash']) {
+        if (!text.includes(want)) throw new Error(`the hover lacks '${want}': ${text}`);
+      }
+    });
+
+    await step('07-upstream-codelens', async () => {
+      await page.locator('.contentWidgets .codelens-decoration, .codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks, up to date/ }).first().waitFor({ timeout: T });
+    });
+  } finally {
+    await browser.close().catch(() => undefined);
+    await cs.stop();
+    rmSync(ws.root, { recursive: true, force: true });
+  }
+  return { steps };
+}

@@ -1,0 +1,241 @@
+/**
+ * The extension in a real VS Code: activation, indexing from settings, search through the command, pull with
+ * validation into the workspace, the provenance hover and CodeLens, trust. The runner prepares the workspace
+ * (`.vscode/settings.json` pointing `nnrag.repositories` at a copy of examples/tinyblocks) and says through
+ * NNRAG_IT_MODE whether the workspace is trusted; suites are chosen by that first word.
+ */
+import * as assert from 'assert';
+import { execFileSync } from 'child_process';
+import { existsSync, readFileSync, writeFileSync } from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { NnragApi } from '../../../src/extension/extension';
+import type { PullReport } from '../../../src/core/pull';
+import { ListTree, SearchBlocks } from '../../../src/shared/protocol';
+
+const EXTENSION_ID = 'nn-rag.nn-rag';
+const fixture = (): string => {
+  const dir = process.env.NNRAG_IT_FIXTURE;
+  assert.ok(dir, 'the runner sets NNRAG_IT_FIXTURE');
+  return dir;
+};
+
+async function api(): Promise<NnragApi> {
+  const ext = vscode.extensions.getExtension<NnragApi | undefined>(EXTENSION_ID);
+  assert.ok(ext, `${EXTENSION_ID} is installed`);
+  const exports = ext.isActive ? ext.exports : await ext.activate();
+  assert.ok(exports, 'activate returned the API (activation did not fail)');
+  return exports;
+}
+
+function ready(a: NnragApi): Promise<unknown> {
+  return a.waitForStatus((s) => s.state === 'ready' || s.state === 'error');
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits for `work` while poking the UI it opens (accepting quick inputs, applying the refactor preview) the way a
+ * user would press Enter; gives up after `ms`.
+ */
+async function drive<T>(work: Thenable<T>, pokes: string[], ms = 150_000): Promise<T> {
+  let settled = false;
+  const done = Promise.resolve(work).finally(() => (settled = true));
+  const t0 = Date.now();
+  while (!settled) {
+    await Promise.race([done.catch(() => undefined), sleep(400)]);
+    if (settled) break;
+    if (Date.now() - t0 > ms) throw new Error(`still waiting after ${ms} ms`);
+    for (const p of pokes) await vscode.commands.executeCommand(p).then(undefined, () => undefined);
+  }
+  return done;
+}
+
+const ACCEPT = 'workbench.action.acceptSelectedQuickOpenItem';
+
+function pulledPath(name: string): string {
+  const ws = vscode.workspace.workspaceFolders?.[0];
+  assert.ok(ws, 'the runner opened a folder');
+  return path.join(ws.uri.fsPath, 'blocks', name);
+}
+
+describe('trusted workspace', function () {
+  let nnrag: NnragApi;
+
+  before(async () => {
+    assert.strictEqual(vscode.workspace.isTrusted, true, 'the runner starts VS Code with trust disabled (every folder trusted)');
+    nnrag = await api();
+  });
+
+  it('activates and registers every command the manifest contributes', async () => {
+    const ext = vscode.extensions.getExtension(EXTENSION_ID)!;
+    assert.strictEqual(ext.isActive, true);
+    const all = new Set(await vscode.commands.getCommands(true));
+    const contributed: { command: string }[] = ext.packageJSON.contributes.commands;
+    for (const c of contributed) assert.ok(all.has(c.command), `${c.command} is registered`);
+  });
+
+  it('indexes the repository configured in the workspace settings', async () => {
+    const repos = vscode.workspace.getConfiguration('nnrag').get<{ location: string }[]>('repositories') ?? [];
+    assert.deepStrictEqual(
+      repos.map((r) => r.location),
+      [fixture()],
+    );
+    const s = await nnrag.waitForStatus((st) => st.state === 'ready' && st.blocks > 0);
+    assert.strictEqual(s.repos, 1);
+    const tree = await nnrag.request(ListTree, {});
+    assert.deepStrictEqual(
+      tree.map((n) => [n.kind, n.label]),
+      [['repo', 'tinyblocks']],
+    );
+    // every class of the fixture that subclasses an nn.Module is a block, counted in the tree
+    const classes = execFileSync('grep', ['-rhoE', '^class [A-Za-z]+\\((nn\\.Module|nn\\.Sequential)\\)', fixture()], { encoding: 'utf8' }).trim().split('\n');
+    assert.strictEqual(tree[0].count, classes.length);
+    const categories = await nnrag.request(ListTree, { parent: tree[0] });
+    assert.ok(categories.length > 0 && categories.every((c) => c.kind === 'category' && (c.count ?? 0) > 0));
+    const blocks = await nnrag.request(ListTree, { parent: categories[0] });
+    assert.ok(blocks.every((b) => b.kind === 'block' && b.hit?.repo === 'tinyblocks'));
+  });
+
+  it('searches through NN-RAG: Search Blocks and pulls the chosen block with validation', async () => {
+    await ready(nnrag);
+    const dest = pulledPath('residual_block.py');
+    assert.ok(!existsSync(dest));
+    // Enter on the search result, then on "Pull into Workspace", then on the proposed file name (the runner turns
+    // the Refactor Preview off: in the extension-test mode it resolves without applying; the UI walk clicks Apply)
+    const outcome = await drive(vscode.commands.executeCommand<{ target: string; action: string; result?: PullReport }>('nnrag.searchBlocks', 'residual block'), [ACCEPT]);
+    assert.ok(outcome, 'a block was chosen');
+    assert.match(outcome.target, /^tinyblocks:tinyblocks\.blocks\.ResidualBlock$/);
+    assert.strictEqual(outcome.action, 'Pull into Workspace');
+    const report = outcome.result;
+    assert.ok(report, 'the pull ran');
+    assert.strictEqual(report.status, 'validated', `${report.category}: ${report.message}`);
+    assert.strictEqual(report.tier, 'forward');
+    assert.ok(existsSync(dest), `${dest} was written`);
+
+    // the file is dependency-closed: it runs alone, from a folder holding nothing else, in an isolated interpreter
+    const python = process.env.NNRAG_IT_PYTHON ?? '/usr/bin/python3';
+    const probe = `import runpy, torch; ns = runpy.run_path(${JSON.stringify(dest)}); m = ns['ResidualBlock'](8, 8); print(tuple(m(torch.randn(2, 8, 16, 16)).shape))`;
+    assert.strictEqual(execFileSync(python, ['-I', '-c', probe], { cwd: path.dirname(dest), encoding: 'utf8' }).trim(), '(2, 8, 16, 16)');
+
+    // the editor shows it, and the header records the validation
+    const editor = vscode.window.visibleTextEditors.find((e) => e.document.uri.fsPath === dest);
+    assert.ok(editor, 'the pulled file is open in an editor');
+    const text = readFileSync(dest, 'utf8');
+    const record = JSON.parse(/^# nnrag-provenance: (.*)$/m.exec(text)![1]);
+    assert.strictEqual(record.validation.status, 'validated');
+    assert.strictEqual(record.target, outcome.target);
+  });
+
+  it('shows provenance in a hover over the pulled class and over an inlined dependency', async () => {
+    const dest = pulledPath('residual_block.py');
+    const doc = await vscode.workspace.openTextDocument(dest);
+    await vscode.window.showTextDocument(doc);
+    const hoverAt = async (name: string): Promise<string> => {
+      const line = doc.getText().split('\n').findIndex((l) => l.startsWith(`class ${name}(`) || l.startsWith(`def ${name}(`));
+      assert.ok(line >= 0, `${name} is defined in the pulled file`);
+      const col = doc.lineAt(line).text.indexOf(name) + 1;
+      const hovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', doc.uri, new vscode.Position(line, col));
+      return hovers
+        .flatMap((h) => h.contents)
+        .map((c) => (typeof c === 'string' ? c : c.value))
+        .join('\n');
+    };
+    const block = await hoverAt('ResidualBlock');
+    assert.match(block, /pulled by NN-RAG from `tinyblocks`/);
+    assert.match(block, /source: `tinyblocks\/blocks\.py` lines 11–\d+/);
+    assert.match(block, /license: MIT/);
+    assert.match(block, /git blob: `[0-9a-f]{40}`/);
+    assert.match(block, /content hash: `sha256:/);
+    assert.match(block, /validation: \*\*validated\*\*, tier `forward`/);
+    assert.match(block, /forward on: `\[\[/);
+    assert.match(block, /dependencies: .*ConvNormAct/);
+    const dep = await hoverAt('ConvNormAct');
+    assert.match(dep, /source: `tinyblocks\/layers\/conv\.py`/);
+  });
+
+  it('says in a CodeLens whether the upstream code changed since the pull', async () => {
+    const dest = pulledPath('residual_block.py');
+    const doc = await vscode.workspace.openTextDocument(dest);
+    const lensTitles = async (): Promise<string[]> =>
+      ((await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', doc.uri)) ?? []).map((l) => l.command?.title ?? '');
+    assert.deepStrictEqual(
+      (await lensTitles()).filter((t) => t.includes('NN-RAG')).map((t) => /up to date/.test(t)),
+      [true],
+    );
+    // change the upstream source of an inlined dependency, re-index, and the lens says so
+    const conv = path.join(fixture(), 'tinyblocks', 'layers', 'conv.py');
+    writeFileSync(conv, `${readFileSync(conv, 'utf8')}\n# changed upstream\n`);
+    await vscode.commands.executeCommand('nnrag.reindex');
+    const titles = await lensTitles();
+    assert.ok(
+      titles.some((t) => /upstream changed since the pull: .*ConvNormAct.*layers\/conv\.py/.test(t)),
+      titles.join(' | '),
+    );
+  });
+
+  it('refuses file names that escape the folder or shadow a module', async () => {
+    const before = vscode.workspace.workspaceFolders![0];
+    for (const bad of ['../escape.py', 'torch.py', 'os.py', 'name with space.py']) {
+      const r = await vscode.commands.executeCommand('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', bad);
+      assert.strictEqual(r, undefined, bad);
+      assert.ok(!existsSync(path.join(before.uri.fsPath, 'blocks', bad)), bad);
+    }
+  });
+
+  it('keeps the extension host responsive and answers searches while a large repository indexes', async function () {
+    const big = process.env.NNRAG_IT_BIG;
+    if (!big || !existsSync(big)) this.skip();
+    const config = vscode.workspace.getConfiguration('nnrag');
+    const before = config.get<unknown[]>('repositories') ?? [];
+    let worstLag = 0;
+    let last = Date.now();
+    const timer = setInterval(() => {
+      const now = Date.now();
+      worstLag = Math.max(worstLag, now - last - 20);
+      last = now;
+    }, 20);
+    try {
+      const started = nnrag.waitForStatus((s) => s.state === 'indexing' && (s.progress?.repo ?? '') === 'big');
+      await config.update('repositories', [...before, { location: big, name: 'big' }], vscode.ConfigurationTarget.Workspace);
+      await started;
+      // the server answers between batches: a search during the cold index returns the blocks already indexed
+      const hits = await nnrag.request(SearchBlocks, { text: 'residual', limit: 5 });
+      const during = nnrag.status().state;
+      assert.ok(hits.length > 0);
+      assert.strictEqual(during, 'indexing', 'the search was answered before the index finished');
+      const done = await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 2);
+      assert.ok(done.blocks > 7);
+    } finally {
+      clearInterval(timer);
+      await config.update('repositories', before, vscode.ConfigurationTarget.Workspace);
+    }
+    // the index runs in the language server's process: the extension host's event loop never stalls for long
+    assert.ok(worstLag < 1000, `the extension host stalled ${worstLag} ms`);
+  });
+});
+
+describe('untrusted workspace', function () {
+  let nnrag: NnragApi;
+
+  before(async () => {
+    assert.strictEqual(vscode.workspace.isTrusted, false, 'the runner starts VS Code with workspace trust on and the folder not trusted');
+    nnrag = await api();
+  });
+
+  it('still indexes and searches', async () => {
+    await nnrag.waitForStatus((s) => s.state === 'ready' && s.blocks > 0);
+    const hits = await nnrag.request(SearchBlocks, { text: 'drop path', limit: 3 });
+    assert.strictEqual(hits[0]?.name, 'DropPath');
+  });
+
+  it('pulls the file but does not run it', async () => {
+    const dest = pulledPath('drop_path.py');
+    const report = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path.py'), []);
+    assert.ok(report);
+    assert.strictEqual(report.status, 'extracted');
+    assert.strictEqual(report.validation, undefined);
+    assert.ok(existsSync(dest));
+    assert.doesNotMatch(readFileSync(dest, 'utf8'), /"validation"/);
+  });
+});
