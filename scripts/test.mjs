@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, ensureNodeModules, ensureTorch, log, ROOT, run } from './setup.mjs';
+import { integration } from './testIntegration.mjs';
 
 const results = [];
 
@@ -58,6 +59,9 @@ try {
   if (plain.code === 0) unittest('python3', plain.stdout.trim());
   unittest(torchPython, `${torchPython}, with torch`);
   conformance(torchPython);
+  // the extension in a real VS Code (code-server), the UI walk and the installed .vsix
+  const it = integration();
+  record('integration (code-server)', it.passed, it.failed, it.code);
 } catch (err) {
   console.error(`[test] ${err instanceof Error ? err.message : String(err)}`);
   results.push({ suite: 'setup', passed: 0, failed: 1, ok: false });

@@ -4,7 +4,7 @@
  * preview, wait for validation, hover the pulled class. Saves a screenshot per step under test-results/ and fails a
  * step when an element it expects is missing.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'fs';
 import * as path from 'path';
 import { CodeServer, launchBrowser } from '../integration/codeServer';
 import type { Harness, Page } from '../integration/codeServer';
@@ -143,6 +143,47 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
   } finally {
     await browser.close().catch(() => undefined);
     await cs.stop();
+    rmSync(ws.root, { recursive: true, force: true });
+  }
+  return { steps };
+}
+
+/**
+ * The packaged extension on its own: `vsix` installed into a fresh code-server with `--install-extension`, no
+ * development folder in the URL; it must activate, index the workspace's repository and answer a palette search.
+ */
+export async function vsixWalk(h: Harness, python: string, vsix: string): Promise<{ steps: WalkStep[] }> {
+  mkdirSync(SHOTS, { recursive: true });
+  const ws = makeWorkspace(python);
+  const steps: WalkStep[] = [];
+  const shot = path.join(SHOTS, '08-installed-vsix.png');
+  let cs: CodeServer | undefined;
+  let browser: { close(): Promise<void> } | undefined;
+  try {
+    cs = await CodeServer.start(h, { trust: true, install: vsix });
+    const installed = readdirSync(path.join(cs.home, 'extensions')).filter((d) => d.startsWith('nn-rag.nn-rag-'));
+    if (installed.length !== 1) throw new Error(`--install-extension left ${installed.join(', ') || 'nothing'} in the extensions folder`);
+    const b = await launchBrowser(h);
+    browser = b.browser;
+    const page = b.page;
+    try {
+      await page.goto(cs.url(ws.folder), { waitUntil: 'domcontentloaded', timeout: T });
+      await page.locator('.statusbar-item').filter({ hasText: /7 blocks/ }).first().waitFor({ timeout: 2 * T });
+      await palette(page, 'NN-RAG: Search Blocks');
+      await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
+      await page.keyboard.type('drop path', { delay: 20 });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'DropPath' }).first().waitFor({ timeout: T });
+      await page.screenshot({ path: shot });
+      steps.push({ name: '08-installed-vsix', ok: true, screenshot: shot });
+    } catch (err) {
+      await page.screenshot({ path: shot }).catch(() => undefined);
+      throw err;
+    }
+  } catch (err) {
+    steps.push({ name: '08-installed-vsix', ok: false, error: err instanceof Error ? err.message.split('\n')[0] : String(err), screenshot: shot });
+  } finally {
+    await browser?.close().catch(() => undefined);
+    await cs?.stop();
     rmSync(ws.root, { recursive: true, force: true });
   }
   return { steps };

@@ -2,7 +2,7 @@
  * A real VS Code offline: code-server 4.139.1 (VS Code 1.139.1 with a Node extension host) on 127.0.0.1, driven by
  * headless Debian Chromium through playwright-core. Everything it writes goes into one temporary folder.
  */
-import { spawn } from 'child_process';
+import { execFileSync, spawn } from 'child_process';
 import type { ChildProcess } from 'child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'fs';
 import { createServer } from 'net';
@@ -67,7 +67,7 @@ export class CodeServer {
   ) {}
 
   /** Starts code-server; `trust: false` keeps Workspace Trust on (folders start untrusted, no prompt). */
-  static async start(h: Harness, opts: { trust: boolean; env?: Record<string, string>; settings?: Record<string, unknown> }): Promise<CodeServer> {
+  static async start(h: Harness, opts: { trust: boolean; env?: Record<string, string>; settings?: Record<string, unknown>; install?: string }): Promise<CodeServer> {
     const home = mkdtempSync(path.join(os.tmpdir(), 'nnrag-code-server-'));
     for (const d of ['user', 'extensions', 'xdg', 'tmp']) mkdirSync(path.join(home, d), { recursive: true });
     mkdirSync(path.join(home, 'user', 'User'), { recursive: true });
@@ -86,25 +86,6 @@ export class CodeServer {
         ...opts.settings,
       }),
     );
-    const port = await freePort();
-    const args = [
-      h.codeServer,
-      '--bind-addr',
-      `127.0.0.1:${port}`,
-      '--auth',
-      'none',
-      '--user-data-dir',
-      path.join(home, 'user'),
-      '--extensions-dir',
-      path.join(home, 'extensions'),
-      '--disable-telemetry',
-      '--disable-update-check',
-      '--reconnection-grace-time',
-      '5',
-      '--vscode-option',
-      'enable-smoke-test-driver',
-      ...(opts.trust ? ['--disable-workspace-trust'] : []),
-    ];
     const env = {
       ...process.env,
       XDG_CONFIG_HOME: path.join(home, 'xdg'),
@@ -113,6 +94,25 @@ export class CodeServer {
       TMPDIR: path.join(home, 'tmp'),
       ...opts.env,
     };
+    const dirs = ['--user-data-dir', path.join(home, 'user'), '--extensions-dir', path.join(home, 'extensions')];
+    // an extension installed the way users install it (a .vsix), instead of a development folder
+    if (opts.install) execFileSync(h.node, [h.codeServer, ...dirs, '--install-extension', opts.install], { env, stdio: 'pipe', timeout: 120_000 });
+    const port = await freePort();
+    const args = [
+      h.codeServer,
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--auth',
+      'none',
+      ...dirs,
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--reconnection-grace-time',
+      '5',
+      '--vscode-option',
+      'enable-smoke-test-driver',
+      ...(opts.trust ? ['--disable-workspace-trust'] : []),
+    ];
     const child = spawn(h.node, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     const cs = new CodeServer(port, home, child);
     child.stdout!.on('data', (d: Buffer) => (cs.log += d.toString()));
@@ -140,9 +140,10 @@ export class CodeServer {
     return this.log;
   }
 
-  /** The workbench URL for a folder, with a development extension and optionally its tests. */
-  url(folder: string, extension: string, tests?: string): string {
+  /** The workbench URL for a folder, with a development extension (or none: installed ones only) and optionally its tests. */
+  url(folder: string, extension?: string, tests?: string): string {
     const remote = (p: string): string => `vscode-remote://127.0.0.1:${this.port}${p}`;
+    if (!extension) return `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(folder)}`;
     const payload: string[][] = [['extensionDevelopmentPath', remote(extension)]];
     if (tests) payload.push(['extensionTestsPath', remote(tests)]);
     return `http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(folder)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;

@@ -8,7 +8,7 @@ import * as path from 'path';
 import { CodeServer, launchBrowser } from './codeServer';
 import type { Harness } from './codeServer';
 import { makeWorkspace, ROOT } from './workspace';
-import { uiWalk } from '../e2e/uiWalk';
+import { uiWalk, vsixWalk } from '../e2e/uiWalk';
 
 interface SuiteResult {
   mode: string;
@@ -83,8 +83,12 @@ async function main(): Promise<number> {
     failed += r.results.filter((t) => t.state === 'failed').length;
     if (r.results.length === 0) failed++;
   }
-  if (!process.argv.includes('--no-walk')) {
-    const walk = await uiWalk(h, python);
+  const walks = [];
+  if (!process.argv.includes('--no-walk')) walks.push(await uiWalk(h, python));
+  // `--vsix FILE`: the packaged extension, installed the way users install it
+  const vsix = process.argv[process.argv.indexOf('--vsix') + 1];
+  if (process.argv.includes('--vsix') && vsix) walks.push(await vsixWalk(h, python, vsix));
+  for (const walk of walks) {
     for (const s of walk.steps) console.log(`[ui-walk] ${s.ok ? 'ok  ' : 'FAIL'} ${s.name}${s.error ? `: ${s.error}` : ''}${s.screenshot ? ` -> ${path.relative(ROOT, s.screenshot)}` : ''}`);
     passed += walk.steps.filter((s) => s.ok).length;
     failed += walk.steps.filter((s) => !s.ok).length;
