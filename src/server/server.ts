@@ -11,7 +11,7 @@ import { readProvenance } from '../core/emit/emit';
 import { upstreamStatus } from '../core/emit/upstream';
 import { CancelledError, errorMessage } from '../core/errors';
 import { IndexDb } from '../core/index/database';
-import { finishRun, indexSource } from '../core/index/indexer';
+import { finishRun, indexSource, removeRepositoriesExcept } from '../core/index/indexer';
 import { indexStats } from '../core/index/stats';
 import { decodePython } from '../core/parse/decode';
 import { PythonParser } from '../core/parse/parser';
@@ -97,6 +97,9 @@ export function startServer(connection: Connection): void {
       log('index', `indexing ${repositories.length} repositories`);
       const { db: d, parser: p } = await ready();
       let changed = 0;
+      // repositories that left the settings are dropped, unless a configured one could not be opened this time
+      const seen = new Set<string>();
+      let allOpened = true;
       try {
         for (const config of repositories) {
           setStatus({ ...status, state: 'indexing', message: `Indexing ${config.name ?? config.location}` });
@@ -110,6 +113,7 @@ export function startServer(connection: Connection): void {
               onAuthFailure: (url) => void connection.sendNotification(GitCredentialsRejected.method, { url }),
             });
             for (const source of sources) {
+              seen.add(source.info.name);
               const r = await indexSource(d, source, {
                 parser: p,
                 signal: controller.signal,
@@ -127,10 +131,16 @@ export function startServer(connection: Connection): void {
             }
           } catch (err) {
             if (err instanceof CancelledError) throw err;
+            allOpened = false;
             log('index', `${config.name ?? config.location}: ${errorMessage(err)}`);
             // a notification, not a request: a client that does not answer message requests cannot crash us
             connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Error, message: `NN-RAG: cannot index ${config.name ?? config.location}: ${errorMessage(err)}` });
           }
+        }
+        if (allOpened) {
+          const removed = removeRepositoriesExcept(d, seen);
+          if (removed.length) log('index', `removed ${removed.join(', ')} (no longer in nnrag.repositories)`);
+          changed += removed.length;
         }
         if (changed) finishRun(d);
         d.scheduleSave(500, (err) => log('index', `save failed: ${errorMessage(err)}`));

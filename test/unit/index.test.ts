@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { IndexDb } from '../../src/core/index/database';
-import { blobId, finishRun, indexSource } from '../../src/core/index/indexer';
+import { blobId, finishRun, indexSource, removeRepositoriesExcept } from '../../src/core/index/indexer';
 import { indexStats } from '../../src/core/index/stats';
 import { openFolder } from '../../src/core/sources/folder';
 import { ASSETS, indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
@@ -34,6 +34,24 @@ describe('index: incremental updates', () => {
     assert.deepStrictEqual(names, ['Other:1'], 'the deleted file took its class and search rows along');
     const fts = db.all("SELECT docid FROM classes_fts WHERE classes_fts MATCH 'net'");
     assert.strictEqual(fts.length, 0, 'no stale full-text rows');
+  });
+
+  it('drops the repositories that left the configuration, with their files, classes and search rows', async () => {
+    const a = await tmpdir();
+    const b = await tmpdir();
+    await writeTree(a, { 'a.py': BLOCK });
+    await writeTree(b, { 'b.py': BLOCK.replace('Net', 'Other') });
+    const db = await memoryDb();
+    await indexFolder(db, a);
+    await indexFolder(db, b);
+    finishRun(db);
+    const names = db.all('SELECT name FROM repos ORDER BY id').map((r) => String(r.name));
+    assert.strictEqual(names.length, 2);
+    assert.deepStrictEqual(removeRepositoriesExcept(db, new Set([names[0]])), [names[1]]);
+    assert.deepStrictEqual(removeRepositoriesExcept(db, new Set([names[0]])), [], 'nothing more to remove');
+    assert.deepStrictEqual(db.all('SELECT name FROM classes').map((r) => String(r.name)), ['Net']);
+    assert.strictEqual(Number(db.get('SELECT count(*) AS n FROM files')!.n), 1);
+    assert.strictEqual(db.all("SELECT docid FROM classes_fts WHERE classes_fts MATCH 'other'").length, 0);
   });
 
   it('records a parse failure with its reason and retries when the file changes', async () => {

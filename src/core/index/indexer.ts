@@ -192,6 +192,24 @@ export function finishRun(db: IndexDb): { blocks: number; seconds: number } {
   return { blocks, seconds: (performance.now() - t0) / 1000 };
 }
 
+/**
+ * Removes the repositories whose names are not in `keep` (they left the configuration), with their files and
+ * classes. Returns the removed names; the caller runs `finishRun` when any were removed.
+ */
+export function removeRepositoriesExcept(db: IndexDb, keep: Set<string>): string[] {
+  const gone = db.all('SELECT id, name FROM repos').filter((r) => !keep.has(String(r.name)));
+  if (!gone.length) return [];
+  db.transaction(() => {
+    for (const r of gone) {
+      db.run('DELETE FROM classes_fts WHERE docid IN (SELECT id FROM classes WHERE repo_id = ?)', [r.id]);
+      db.run('DELETE FROM classes WHERE repo_id = ?', [r.id]);
+      db.run('DELETE FROM files WHERE repo_id = ?', [r.id]);
+      db.run('DELETE FROM repos WHERE id = ?', [r.id]);
+    }
+  });
+  return gone.map((r) => String(r.name));
+}
+
 function upsertRepo(db: IndexDb, source: OpenedSource): number {
   const { info, config } = source;
   const row = db.get('SELECT id, location, kind, url, ref, root, module_prefix, priority, config FROM repos WHERE name = ?', [info.name]);

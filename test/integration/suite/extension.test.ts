@@ -206,6 +206,13 @@ describe('trusted workspace', function () {
       assert.strictEqual(during, 'indexing', 'the search was answered before the index finished');
       const done = await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 2);
       assert.ok(done.blocks > 7);
+      // taking it out of the settings takes it out of the index (and the tree)
+      await config.update('repositories', before, vscode.ConfigurationTarget.Workspace);
+      await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
+      assert.deepStrictEqual(
+        (await nnrag.request(ListTree, {})).map((n) => n.label),
+        ['tinyblocks'],
+      );
     } finally {
       clearInterval(timer);
       await config.update('repositories', before, vscode.ConfigurationTarget.Workspace);
