@@ -16,6 +16,8 @@ export class NnragClient {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file', language: 'python' }],
       outputChannel: log,
+      // provenance hovers link to the original source through this command only
+      markdown: { isTrusted: { enabledCommands: ['nnrag.openSource'] }, supportHtml: false },
       initializationOptions: init,
     };
     const client = new LanguageClient('nnrag', 'NN-RAG', serverOptions, clientOptions);

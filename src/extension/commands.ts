@@ -170,8 +170,12 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
 
   reg('nnrag.reindex', async () => {
     const repositories = vscode.workspace.getConfiguration('nnrag').get<SourceConfig[]>('repositories') ?? [];
-    await client.request(ReindexRepositories, { repositories });
+    const status = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: re-indexing {0} repositories', repositories.length), cancellable: true },
+      (_progress, token) => client.request(ReindexRepositories, { repositories }, token),
+    );
     tree.refresh();
+    return status;
   });
 
   reg('nnrag.showLog', () => log.show());

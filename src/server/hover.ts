@@ -27,7 +27,10 @@ export function provenanceHover(text: string, offset: number, _status: IndexStat
   const lines = [
     `**${word}** — pulled by NN-RAG from \`${def.repo}\``,
     '',
-    `- source: \`${def.path}\` lines ${def.lines[0]}–${def.lines[1]} (${def.module})`,
+    // the block's source opens from the hover (the client trusts this one command); other definitions show their place
+    word === prov.block
+      ? `- source: [\`${def.path}\` lines ${def.lines[0]}–${def.lines[1]}](command:nnrag.openSource?${encodeURIComponent(JSON.stringify([prov.target]))} "Open the original") (${def.module})`
+      : `- source: \`${def.path}\` lines ${def.lines[0]}–${def.lines[1]} (${def.module})`,
     `- repository: ${where}${prov.commit ? ` @ \`${prov.commit.slice(0, 12)}\`` : ''}`,
     `- license: ${prov.license ?? 'not declared'}`,
     `- git blob: \`${def.blob}\` (swh:1:cnt:${def.blob})`,

@@ -183,9 +183,16 @@ export function startServer(connection: Connection): void {
   });
 
   onRequest(connection, GetIndexStatus, () => status);
-  onRequest(connection, ReindexRepositories, async (params) => {
+  onRequest(connection, ReindexRepositories, async (params, token) => {
     if (params?.repositories) options.repositories = params.repositories;
-    return reindex(options.repositories);
+    const run = reindex(options.repositories);
+    // cancelling the request stops this run (what was indexed so far stays)
+    const sub = token.onCancellationRequested(() => indexAbort?.abort());
+    try {
+      return await run;
+    } finally {
+      sub.dispose();
+    }
   });
   onRequest(connection, SearchBlocks, async (q) => searchBlocks((await ready()).db, q));
   onRequest(connection, GetStats, async () => indexStats((await ready()).db));

@@ -8,8 +8,16 @@ export interface GitServer {
   close: () => Promise<void>;
 }
 
-export async function startGitServer(projectRoot: string): Promise<GitServer> {
+/** `auth`: the server answers 401 to requests without these basic-auth credentials (a private repository). */
+export async function startGitServer(projectRoot: string, auth?: { username: string; password: string }): Promise<GitServer> {
+  const expected = auth && `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`;
   const server = http.createServer((req, res) => {
+    if (expected && req.headers.authorization !== expected) {
+      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="test"' });
+      res.end('authentication required');
+      req.resume();
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {

@@ -83,6 +83,31 @@ describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function 
     assert.deepStrictEqual(left, []);
   });
 
+  it('asks for credentials only when the server wants them, and reports refused ones', async () => {
+    const secret = await startGitServer(root, { username: 'alice', password: 's3cret' });
+    try {
+      const url = secret.url('served.git');
+      // no way to ask: a clear error
+      await assert.rejects(openGit({ location: url, name: 'private' }, { cacheDir: await tmpdir('nnrag-cache-') }), /cannot clone/);
+      // wrong credentials: asked once, then told they were refused
+      const asked: string[] = [];
+      const refused: string[] = [];
+      await assert.rejects(
+        openGit(
+          { location: url, name: 'private' },
+          { cacheDir: await tmpdir('nnrag-cache-'), onAuth: (u) => (asked.push(u), { username: 'alice', password: 'wrong' }), onAuthFailure: (u) => refused.push(u) },
+        ),
+        /cannot clone/,
+      );
+      assert.deepStrictEqual([asked, refused], [[url], [url]]);
+      // the right ones, given asynchronously (as the extension's secret storage does)
+      const ok = await openGit({ location: url, name: 'private' }, { cacheDir: await tmpdir('nnrag-cache-'), onAuth: async () => ({ username: 'alice', password: 's3cret' }) });
+      assert.strictEqual(ok.info.commit, git(root, '--git-dir', 'served.git', 'rev-parse', 'main'));
+    } finally {
+      await secret.close();
+    }
+  });
+
   it('rejects bad URLs before any network use', () => {
     for (const bad of ['ftp://host/x.git', 'file:///etc', 'not a url', '--upload-pack=evil', 'https://user:pw@host/x.git', 'ssh://git@host/x.git']) {
       assert.throws(() => checkGitUrl(bad), (err: unknown) => err instanceof NnragError && err.code === 'bad-url', bad);

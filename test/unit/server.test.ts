@@ -4,10 +4,10 @@ import { spawn } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import type { PullReport } from '../../src/core/pull';
 import type { SearchHit } from '../../src/core/search/search';
-import { GetIndexStatus, IndexStatusChanged, ListTree, PullBlock, SearchBlocks } from '../../src/shared/protocol';
+import { GetIndexStatus, IndexStatusChanged, ListTree, PullBlock, ReindexRepositories, SearchBlocks } from '../../src/shared/protocol';
 import type { IndexStatus, InitOptions, TreeNode } from '../../src/shared/protocol';
 import { ASSETS, ROOT, tmpdir } from './helpers';
 
@@ -100,5 +100,36 @@ describe('language server over stdio (the real server process)', function () {
     assert.match(hover.contents.value, /tinyblocks\/helpers\.py/);
     assert.match(hover.contents.value, /license: MIT/);
     assert.match(hover.contents.value, /swh:1:cnt:[0-9a-f]{40}/);
+  });
+
+  it('stops a re-index when its request is cancelled, keeping what it had indexed', async () => {
+    await whenReady();
+    const big = await tmpdir('nnrag-big-');
+    for (let i = 0; i < 1500; i++) {
+      await fsp.mkdir(path.join(big, `pkg${i % 30}`), { recursive: true });
+      await fsp.writeFile(path.join(big, `pkg${i % 30}`, `m${i}.py`), `from torch import nn\n\nclass Layer${i}(nn.Module):\n    def forward(self, x):\n        return x * ${i}\n`);
+    }
+    const tiny = { location: path.join(ROOT, 'examples', 'tinyblocks') };
+    const cts = new CancellationTokenSource();
+    statuses.length = 0;
+    const started = new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        if (statuses.some((x) => x.state === 'indexing' && x.progress?.repo && x.progress.repo !== 'tinyblocks')) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 5);
+    });
+    const run = conn.sendRequest<IndexStatus>(ReindexRepositories.method, { repositories: [tiny, { location: big, name: 'big' }] }, cts.token);
+    await started;
+    cts.cancel();
+    const outcome = await run.then(
+      (s) => s.message,
+      (err: Error) => err.message,
+    );
+    assert.match(outcome, /cancelled/i);
+    const after = await whenReady();
+    assert.ok(after.files < 1500 + 8, `the cancelled run stopped early (${after.files} files)`);
+    assert.strictEqual((await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: 'squeeze' }))[0]?.name, 'SqueezeExcite', 'what was indexed stays searchable');
   });
 });

@@ -143,13 +143,21 @@ describe('trusted workspace', function () {
     };
     const block = await hoverAt('ResidualBlock');
     assert.match(block, /pulled by NN-RAG from `tinyblocks`/);
-    assert.match(block, /source: `tinyblocks\/blocks\.py` lines 11–\d+/);
+    const link = /source: \[`tinyblocks\/blocks\.py` lines 11–\d+\]\(command:nnrag\.openSource\?([^ )]+)/.exec(block);
+    assert.ok(link, block);
     assert.match(block, /license: MIT/);
     assert.match(block, /git blob: `[0-9a-f]{40}`/);
     assert.match(block, /content hash: `sha256:/);
     assert.match(block, /validation: \*\*validated\*\*, tier `forward`/);
     assert.match(block, /forward on: `\[\[/);
     assert.match(block, /dependencies: .*ConvNormAct/);
+    // the link opens the original source at the block's line
+    await vscode.commands.executeCommand('nnrag.openSource', ...(JSON.parse(decodeURIComponent(link[1])) as unknown[]));
+    const original = vscode.window.activeTextEditor;
+    assert.ok(original && original.document.uri.scheme === 'nnrag-source', 'the original opened read-only');
+    assert.strictEqual(original.document.languageId, 'python');
+    assert.match(original.document.lineAt(original.selection.active.line).text, /^class ResidualBlock\(/);
+    await vscode.window.showTextDocument(doc);
     const dep = await hoverAt('ConvNormAct');
     assert.match(dep, /source: `tinyblocks\/layers\/conv\.py`/);
   });
