@@ -4,6 +4,9 @@ import * as path from 'path';
 import { ROOT } from './helpers';
 
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+const nls: Record<string, string> = JSON.parse(readFileSync(path.join(ROOT, 'package.nls.json'), 'utf8'));
+/** A manifest string as users read it: `%key%` looked up in package.nls.json. */
+const text = (v: string | undefined): string => (v && /^%.+%$/.test(v) ? (nls[v.slice(1, -1)] ?? '') : (v ?? ''));
 
 function sources(dir: string): string {
   return readdirSync(dir, { withFileTypes: true })
@@ -40,8 +43,17 @@ describe('package.json against the code', () => {
     for (const [key, s] of Object.entries<{ scope?: string; markdownDescription?: string }>(pkg.contributes.configuration.properties)) {
       assert.match(key, /^nnrag\./);
       assert.ok(s.scope, `${key} has no scope`);
-      assert.ok((s.markdownDescription ?? '').length > 20, `${key} has no markdownDescription`);
+      assert.ok(text(s.markdownDescription).length > 20, `${key} has no markdownDescription`);
     }
+  });
+
+  it('takes every user-visible manifest string from package.nls.json (ready for translation), and every key exists', () => {
+    const raw = readFileSync(path.join(ROOT, 'package.json'), 'utf8');
+    const used = [...raw.matchAll(/"%([^"%]+)%"/g)].map((m) => m[1]);
+    for (const k of used) assert.ok(nls[k], `package.nls.json has no '${k}'`);
+    for (const k of Object.keys(nls)) assert.ok(used.includes(k), `'${k}' in package.nls.json is not used`);
+    for (const c of pkg.contributes.commands as { command: string; title: string }[]) assert.match(c.title, /^%.+%$/, `${c.command}'s title is not localizable`);
+    for (const s of Object.values<{ markdownDescription?: string }>(pkg.contributes.configuration.properties)) assert.match(s.markdownDescription ?? '', /^%.+%$/);
   });
 
   it('declares limited support for untrusted workspaces, the view container and its view', () => {
