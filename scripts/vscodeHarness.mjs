@@ -39,13 +39,16 @@ export function ensureVsCodeHarness() {
 
   const manifests = join(ROOT, 'test', 'integration', 'harness');
   if (!(sameManifest(join(manifests, 'node24', 'package.json'), NODE24_DIR) && existsSync(NODE24))) log('setup', 'installing Node 24 for code-server');
-  installInto(NODE24_DIR, join(manifests, 'node24', 'package.json'), NODE24);
+  // when we run under `npm test`, npm's own variables would leak into the nested installs (npm_config_user_agent
+  // names Node 20, which code-server's postinstall checks): start them from a clean environment
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'NODE' && k !== 'INIT_CWD'));
+  installInto(NODE24_DIR, join(manifests, 'node24', 'package.json'), NODE24, clean);
   if (!(sameManifest(join(manifests, 'package.json'), CS_DIR) && existsSync(CODE_SERVER))) {
     log('setup', 'installing code-server 4.139.1 and playwright-core (builds native modules: 3 to 5 minutes)');
   }
   // code-server's postinstall runs npm and node-gyp: both must see Node 24 and build against its headers
   installInto(CS_DIR, join(manifests, 'package.json'), CODE_SERVER, {
-    ...process.env,
+    ...clean,
     PATH: `${join(NODE24_HOME, 'bin')}:${process.env.PATH}`,
     npm_config_nodedir: NODE24_HOME,
   });
