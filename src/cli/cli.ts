@@ -44,8 +44,10 @@ export const HELP = `nn-rag: find PyTorch nn.Module blocks across repositories a
 
 usage:
   nn-rag index SOURCE... [--db F] [--name N] [--ref R] [--include G]... [--exclude G]... [--symbols G]...
-                         [--priority P] [--python-env PY --packages a,b] [--cache DIR] [--json]
-  nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N] [--json]
+                         [--priority P] [--python-env PY --packages a,b] [--cache DIR]
+                         [--dup-lexical J] [--dup-structural J] [--json]
+  nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
+                      [--all-copies] [--json]
   nn-rag show TARGET [--db F] [--json]
   nn-rag pull TARGET [--db F] --out FILE [--python PY] [--no-validate] [--timeout S] [--json]
   nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY] [--json]
@@ -54,6 +56,9 @@ usage:
 
 SOURCE is a local folder (its basename names the repository) or an http(s) git URL.
 TARGET is module.path.ClassName, or repo:module.path.ClassName where two repositories share module paths.
+Duplicates: copies of a block are grouped at three levels (exact text, lexical and structural near-duplicates
+with Jaccard >= 0.90 unless --dup-lexical/--dup-structural say otherwise); search lists a group once, as its
+original (by priority, then age), unless --all-copies. \`stats --json\` counts unique blocks per level.
 The database defaults to .nnrag/index.db in the current folder; git clones are cached in --cache
 (default: $XDG_CACHE_HOME/nn-rag or ~/.cache/nn-rag).
 
@@ -170,6 +175,8 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
     packages: { value: true },
     cache: { value: true },
     'max-file-kb': { value: true },
+    'dup-lexical': { value: true },
+    'dup-structural': { value: true },
   });
   if (flag(args, 'help')) {
     env.out(HELP);
@@ -221,7 +228,16 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
     await pool.close();
     // whatever finished is kept: every file's facts were written as it completed
     const changed = runs.length === 0 || runs.some((r) => r.changed > 0);
-    const blocks = changed ? finishRun(db).blocks : Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0);
+    const threshold = (name: string): number | undefined => {
+      const v = opt(args, name);
+      if (v === undefined) return undefined;
+      const n = Number(v);
+      if (!(n > 0 && n <= 1)) throw new NnragError('usage', `--${name} is a Jaccard threshold in (0, 1], not '${v}'`);
+      return n;
+    };
+    const dedup = { lexical: threshold('dup-lexical'), structural: threshold('dup-structural') };
+    const regroup = dedup.lexical !== undefined || dedup.structural !== undefined;
+    const blocks = changed || regroup ? finishRun(db, dedup).blocks : Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0);
     await db.save();
     if (env.tty) env.err('\r\x1b[K');
     if (runs.length && !flag(args, 'json')) {
@@ -241,7 +257,7 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
 }
 
 async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { repo: { value: true }, category: { value: true }, kind: { value: true }, limit: { value: true }, validation: { value: true } });
+  const args = parse(argv, { repo: { value: true }, category: { value: true }, kind: { value: true }, limit: { value: true }, validation: { value: true }, 'all-copies': {} });
   const kind = opt(args, 'kind') ?? 'block';
   if (!['block', 'abstract', 'class'].includes(kind)) throw new NnragError('usage', `--kind is block, abstract or class, not '${kind}'`);
   const db = await openDb(args, env);
@@ -253,6 +269,7 @@ async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
       kind: kind as BlockKind,
       validation: opt(args, 'validation'),
       limit: intOpt(args, 'limit', 20),
+      group: !flag(args, 'all-copies'),
     });
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify(hits, null, 1)}\n`);
@@ -260,7 +277,8 @@ async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
       env.out('no blocks found\n');
     } else {
       for (const h of hits) {
-        env.out(`${h.target}  [${h.category}${h.abstract ? ', abstract' : ''}]  ${h.path}:${h.line}\n    ${h.name}${h.signature || '()'}\n`);
+        const copies = h.copies ? `  (${h.name}: ${h.copies.count} copies in ${h.copies.repos} repositories)` : '';
+        env.out(`${h.target}  [${h.category}${h.abstract ? ', abstract' : ''}]  ${h.path}:${h.line}${copies}\n    ${h.name}${h.signature || '()'}\n`);
       }
     }
   } finally {

@@ -64,7 +64,7 @@ export function register(context: vscode.ExtensionContext, id: string, log: vsco
 function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
   return {
     label: `$(symbol-class) ${h.name}`,
-    description: `${h.repo} · ${h.category}${h.abstract ? ' · abstract' : ''}`,
+    description: `${h.repo} · ${h.category}${h.abstract ? ' · abstract' : ''}${h.copies ? ` · ${vscode.l10n.t('{0} copies in {1} repositories', h.copies.count, h.copies.repos)}` : ''}`,
     detail: `${h.path}:${h.line}  ${h.name}${h.signature || '()'}`,
     alwaysShow: true,
     hit: h,

@@ -204,7 +204,7 @@ export function startServer(connection: Connection): void {
       );
     }
     if (parent.kind === 'repo') {
-      const hits = searchBlocks(d, { text: query ?? '', repo: parent.repo, limit: 1000 });
+      const hits = searchBlocks(d, { text: query ?? '', repo: parent.repo, limit: 1000, group: false });
       const byCat = new Map<string, number>();
       for (const h of hits) byCat.set(h.category, (byCat.get(h.category) ?? 0) + 1);
       return [...byCat.entries()]
@@ -212,7 +212,7 @@ export function startServer(connection: Connection): void {
         .map(([category, n]): TreeNode => ({ kind: 'category', label: category, repo: parent.repo, category, count: n }));
     }
     if (parent.kind === 'category') {
-      return searchBlocks(d, { text: query ?? '', repo: parent.repo, category: parent.category, limit: 1000 }).map(
+      return searchBlocks(d, { text: query ?? '', repo: parent.repo, category: parent.category, limit: 1000, group: false }).map(
         (hit): TreeNode => ({ kind: 'block', label: hit.name, repo: hit.repo, category: hit.category, hit }),
       );
     }

@@ -2,6 +2,8 @@
  * Incremental indexing of one source: plan (compute / delete / keep) by content hash, parse what changed,
  * write each file's facts as it completes, then rediscover blocks over the whole index.
  */
+import { groupDuplicates } from '../dedup/groups';
+import type { DedupOptions } from '../dedup/groups';
 import { createHash } from 'crypto';
 import { performance } from 'perf_hooks';
 import { guessCategory } from '../blocks/category';
@@ -17,7 +19,7 @@ import type { IndexDb } from './database';
 import { encodeFacts } from './factsCodec';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '5';
+export const PARSER_VERSION = '6';
 
 export interface Progress {
   step: number;
@@ -182,9 +184,10 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
 }
 
 /** After every source of a run is indexed: rediscover blocks and record the parser version. */
-export function finishRun(db: IndexDb): { blocks: number; seconds: number } {
+export function finishRun(db: IndexDb, dedup: DedupOptions = {}): { blocks: number; seconds: number } {
   const t0 = performance.now();
   const blocks = discoverBlocks(db);
+  groupDuplicates(db, dedup);
   db.setMeta('parser_version', PARSER_VERSION);
   // merge the full-text index's segments: smaller file, faster queries
   db.run("INSERT INTO classes_fts(classes_fts) VALUES ('optimize')");
@@ -270,6 +273,10 @@ function writeFile(db: IndexDb, repoId: number, oldId: number | undefined, f: Fi
   return db.lastId();
 }
 
+function sigBytes(sig: number[]): Uint8Array {
+  return new Uint8Array(Uint32Array.from(sig).buffer);
+}
+
 function deleteClasses(db: IndexDb, fileId: number): void {
   // external-content FTS reads the old values from `classes`: delete from the index first
   db.run('DELETE FROM classes_fts WHERE docid IN (SELECT id FROM classes WHERE file_id = ?)', [fileId]);
@@ -313,7 +320,8 @@ function storeOutcome(
       status: 'parsed',
       reason: isImportable(module) ? undefined : 'not-importable',
       detail: isImportable(module) ? undefined : `'${module}' is not an importable module path`,
-      facts: encodeFacts(facts),
+      // fingerprints go to the classes table, not with the facts
+      facts: encodeFacts({ ...facts, classes: facts.classes.map(({ dup: _dup, ...c }) => c) }),
       parseMs,
     });
     for (const c of facts.classes) {
@@ -329,8 +337,27 @@ function storeOutcome(
         repo: info.name,
       };
       db.run(
-        'INSERT INTO classes (file_id, repo_id, module, name, line, end_line, bases, abstract, category, words, doc, signature, path, repo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        [fileId, repoId, module, text.name, c.startLine, c.endLine, JSON.stringify(c.bases), c.abstract ? 1 : 0, category, text.words, text.doc, text.signature, text.path, text.repo],
+        'INSERT INTO classes (file_id, repo_id, module, name, line, end_line, bases, abstract, category, words, doc, signature, path, repo, exact_hash, lex_sig, struct_sig, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        [
+          fileId,
+          repoId,
+          module,
+          text.name,
+          c.startLine,
+          c.endLine,
+          JSON.stringify(c.bases),
+          c.abstract ? 1 : 0,
+          category,
+          text.words,
+          text.doc,
+          text.signature,
+          text.path,
+          text.repo,
+          c.dup?.exact ?? null,
+          c.dup ? sigBytes(c.dup.lex) : null,
+          c.dup ? sigBytes(c.dup.struct) : null,
+          c.dup?.tokens ?? 0,
+        ],
       );
       const id = db.lastId();
       db.run('INSERT INTO classes_fts (docid, name, words, doc, signature, path, repo) VALUES (?, ?, ?, ?, ?, ?, ?)', [

@@ -71,4 +71,19 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // duplicate detection (exact, lexical, structural): fingerprints from the parser, group representatives from
+    // finishRun (the id of the group's original, by priority and age)
+    name: '0002-duplicates',
+    sql: `
+      ALTER TABLE classes ADD COLUMN exact_hash TEXT;
+      ALTER TABLE classes ADD COLUMN lex_sig BLOB;
+      ALTER TABLE classes ADD COLUMN struct_sig BLOB;
+      ALTER TABLE classes ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE classes ADD COLUMN dup_exact INTEGER;
+      ALTER TABLE classes ADD COLUMN dup_lex INTEGER;
+      ALTER TABLE classes ADD COLUMN dup_struct INTEGER;
+      CREATE INDEX IF NOT EXISTS classes_dup_lex ON classes(dup_lex);
+    `,
+  },
 ];

@@ -30,6 +30,17 @@ export interface IndexStats {
   skipped_files: { repo: string; path: string; reason: string; detail: string }[];
   db_bytes: number;
   migrations: string[];
+  /**
+   * Unique blocks at each duplicate level (the paper's Table 4): distinct groups among the blocks, and the largest
+   * groups of copies (lexical level).
+   */
+  uniqueness: {
+    blocks: number;
+    exact_unique: number;
+    lexical_unique: number;
+    structural_unique: number;
+    largest_groups: { original: string; copies: number; repos: number }[];
+  };
 }
 
 export function indexStats(db: IndexDb): IndexStats {
@@ -73,7 +84,23 @@ export function indexStats(db: IndexDb): IndexStats {
   const sum = (k: keyof RepoStats): number => repos.reduce((a, r) => a + Number(r[k]), 0);
   const modules = Number(db.get("SELECT count(DISTINCT repo_id || ':' || module) AS n FROM files WHERE status = 'parsed'")?.n ?? 0);
   const abstract = Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1 AND abstract = 1')?.n ?? 0);
+  const u = (col: string): number => Number(db.get(`SELECT count(DISTINCT ${col}) AS n FROM classes WHERE is_block = 1`)?.n ?? 0);
+  const largest = db
+    .all(
+      `SELECT o.repo, o.module, o.name, g.n, g.repos FROM
+         (SELECT dup_lex, count(*) AS n, count(DISTINCT repo_id) AS repos FROM classes WHERE is_block = 1 AND dup_lex IS NOT NULL
+          GROUP BY dup_lex HAVING count(*) > 1 ORDER BY count(*) DESC, dup_lex LIMIT 10) g
+       JOIN classes o ON o.id = g.dup_lex`,
+    )
+    .map((r) => ({ original: `${String(r.repo)}:${String(r.module)}.${String(r.name)}`, copies: Number(r.n), repos: Number(r.repos) }));
   return {
+    uniqueness: {
+      blocks: sum('blocks'),
+      exact_unique: u('dup_exact'),
+      lexical_unique: u('dup_lex'),
+      structural_unique: u('dup_struct'),
+      largest_groups: largest,
+    },
     repos,
     files: sum('files'),
     parsed: sum('parsed'),

@@ -2,6 +2,7 @@
  * One pass over a tree-sitter Python tree: imports, top-level units, classes, and for every unit the
  * module-scope names it uses, split by when they are needed, following Python's scope rules.
  */
+import { fingerprint } from '../dedup/fingerprint';
 import type { Node } from 'web-tree-sitter';
 import type {
   BindSite,
@@ -351,6 +352,7 @@ class Extractor {
       forwardSignature,
       methods,
       abstract,
+      dup: fingerprint(def),
     };
     for (const d of decoratorsOf(outer)) {
       const reg = registryDecorator(d);

@@ -1,3 +1,4 @@
+import type { Fingerprint } from '../dedup/fingerprint';
 /** Module facts: what one pass over a Python file learns. Stored (lean) in the index, used by every layer. */
 
 export type Timing = 'def' | 'call';
@@ -97,6 +98,8 @@ export interface ClassFact {
   methods: string[];
   abstract: boolean;
   registry?: RegistryUse;
+  /** Duplicate-detection fingerprints (stored in the classes table, not with the facts). */
+  dup?: Fingerprint;
 }
 
 export interface FunctionFact {

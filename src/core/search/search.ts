@@ -18,6 +18,8 @@ export interface SearchQuery {
   validation?: string;
   limit?: number;
   offset?: number;
+  /** Group duplicates under one entry, their original (default true; false lists every copy). */
+  group?: boolean;
 }
 
 export interface SearchHit {
@@ -39,6 +41,8 @@ export interface SearchHit {
   doc: string;
   validation: string | null;
   score: number;
+  /** When the block has lexical duplicates: how many copies (itself included) in how many repositories. */
+  copies?: { count: number; repos: number };
 }
 
 /** Column weights for name, words, doc, signature, path, repo. */
@@ -173,7 +177,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   // score on the narrow columns only; the wide ones are read for the page of results
   const candidates = (match: string): Record<string, SqlValue>[] =>
     db.all(
-      `SELECT c.id, c.name, c.uses, c.abstract, c.bases, matchinfo(classes_fts, 'pcnalx') AS info
+      `SELECT c.id, c.name, c.uses, c.abstract, c.bases, c.dup_lex, matchinfo(classes_fts, 'pcnalx') AS info
        FROM classes_fts JOIN classes c ON c.id = classes_fts.docid WHERE ${where}`,
       [match, ...f.params],
     );
@@ -214,10 +218,35 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
     seenNames.add(name);
   }
   head.sort(order);
-  const page = head.slice(offset, offset + limit);
+  // copies of one block take one entry, shown as the group's original, at the best rank any copy reached
+  const grouped = q.group === false ? head : collapseGroups(head);
+  const page = grouped.slice(offset, offset + limit);
   if (page.length === 0) return [];
-  const full = new Map(
-    db.all(`${SELECT} WHERE c.id IN (${page.map(() => '?').join(',')})`, page.map((p) => p.r.id)).map((r) => [Number(r.id), r]),
+  const shown = (p: (typeof page)[number]): number => (q.group === false || p.r.dup_lex === null ? Number(p.r.id) : Number(p.r.dup_lex));
+  const full = new Map(db.all(`${SELECT} WHERE c.id IN (${page.map(() => '?').join(',')})`, page.map(shown)).map((r) => [Number(r.id), r]));
+  const groups = page.map((p) => p.r.dup_lex).filter((g): g is SqlValue => g !== null);
+  const copies = new Map(
+    groups.length
+      ? db
+          .all(`SELECT dup_lex, count(*) AS n, count(DISTINCT repo_id) AS repos FROM classes WHERE is_block = 1 AND dup_lex IN (${groups.map(() => '?').join(',')}) GROUP BY dup_lex`, groups)
+          .map((r) => [Number(r.dup_lex), { count: Number(r.n), repos: Number(r.repos) }])
+      : [],
   );
-  return page.map((p) => hitOf(full.get(Number(p.r.id))!, p.score));
+  return page.map((p) => {
+    const hit = hitOf(full.get(shown(p))!, p.score);
+    const c = p.r.dup_lex === null ? undefined : copies.get(Number(p.r.dup_lex));
+    if (c && c.count > 1) hit.copies = c;
+    return hit;
+  });
+}
+
+function collapseGroups<T extends { r: Record<string, SqlValue> }>(sorted: T[]): T[] {
+  const seen = new Set<number>();
+  return sorted.filter((s) => {
+    if (s.r.dup_lex === null || s.r.dup_lex === undefined) return true;
+    const g = Number(s.r.dup_lex);
+    if (seen.has(g)) return false;
+    seen.add(g);
+    return true;
+  });
 }

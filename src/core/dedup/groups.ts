@@ -1,0 +1,140 @@
+/**
+ * Duplicate groups among the blocks of the index, at three levels: exact (same normalised text), lexical
+ * (MinHash of token shingles, Jaccard >= 0.90 by default) and structural (MinHash of node-type shingles, >= 0.90).
+ * Candidate pairs come from locality-sensitive hashing (16 bands of 4 rows), then the signatures are compared.
+ * Each group's original is chosen by repository priority, then age (the repository indexed first, then the
+ * definition indexed first); every member records the original's id in dup_exact, dup_lex, dup_struct.
+ */
+import type { IndexDb } from '../index/database';
+import type { SqlValue } from 'sql.js';
+import { MINHASH_SIZE, similarity } from './fingerprint';
+
+export interface DedupOptions {
+  /** Jaccard threshold for lexical near-duplicates (0..1). */
+  lexical?: number;
+  /** Jaccard threshold for structural duplicates (0..1). */
+  structural?: number;
+}
+
+export const DEFAULT_THRESHOLD = 0.9;
+const BANDS = 16;
+const ROWS = MINHASH_SIZE / BANDS;
+/** Below this many tokens a definition is too small for near-duplicate evidence (only exact copies count). */
+const MIN_TOKENS = 20;
+
+interface Row {
+  id: number;
+  exact: string | null;
+  lex: number[] | null;
+  struct: number[] | null;
+  tokens: number;
+}
+
+function sigOf(v: SqlValue): number[] | null {
+  if (!(v instanceof Uint8Array) || v.length !== MINHASH_SIZE * 4) return null;
+  const copy = new Uint8Array(v.length);
+  copy.set(v);
+  return Array.from(new Uint32Array(copy.buffer));
+}
+
+class UnionFind {
+  private readonly parent = new Map<number, number>();
+  find(x: number): number {
+    let p = this.parent.get(x) ?? x;
+    if (p !== x) {
+      p = this.find(p);
+      this.parent.set(x, p);
+    }
+    return p;
+  }
+  /** `order` ranks ids: the root of a merged set is the better-ranked one (the original). */
+  union(a: number, b: number, order: Map<number, number>): void {
+    const ra = this.find(a);
+    const rb = this.find(b);
+    if (ra === rb) return;
+    if (order.get(ra)! <= order.get(rb)!) this.parent.set(rb, ra);
+    else this.parent.set(ra, rb);
+  }
+}
+
+/** Groups near-duplicates by LSH over `sig`; returns id -> original id. */
+function nearGroups(rows: Row[], pick: (r: Row) => number[] | null, threshold: number, order: Map<number, number>, seed: UnionFind): UnionFind {
+  const buckets = new Map<string, number[]>();
+  const sigs = new Map<number, number[]>();
+  for (const r of rows) {
+    const sig = pick(r);
+    if (!sig || r.tokens < MIN_TOKENS) continue;
+    sigs.set(r.id, sig);
+    for (let b = 0; b < BANDS; b++) {
+      const key = `${b}:${sig.slice(b * ROWS, (b + 1) * ROWS).join(',')}`;
+      const list = buckets.get(key);
+      if (list) list.push(r.id);
+      else buckets.set(key, [r.id]);
+    }
+  }
+  const compared = new Set<string>();
+  for (const ids of buckets.values()) {
+    if (ids.length < 2) continue;
+    for (let i = 0; i < ids.length; i++) {
+      for (let j = i + 1; j < ids.length; j++) {
+        const key = ids[i] < ids[j] ? `${ids[i]}-${ids[j]}` : `${ids[j]}-${ids[i]}`;
+        if (compared.has(key)) continue;
+        compared.add(key);
+        if (similarity(sigs.get(ids[i])!, sigs.get(ids[j])!) >= threshold) seed.union(ids[i], ids[j], order);
+      }
+    }
+  }
+  return seed;
+}
+
+/** Thresholds given once (`index --dup-lexical 0.8`) are kept in the index for later runs. */
+export function groupDuplicates(db: IndexDb, given: DedupOptions = {}): { exact: number; lexical: number; structural: number; blocks: number } {
+  const stored = JSON.parse(db.getMeta('dedup') ?? '{}') as DedupOptions;
+  const options: DedupOptions = { lexical: given.lexical ?? stored.lexical, structural: given.structural ?? stored.structural };
+  if (given.lexical !== undefined || given.structural !== undefined) db.setMeta('dedup', JSON.stringify(options));
+  const rows: Row[] = db
+    .all(
+      `SELECT c.id, c.exact_hash, c.lex_sig, c.struct_sig, c.tokens FROM classes c JOIN repos r ON r.id = c.repo_id
+       WHERE c.is_block = 1 ORDER BY r.priority DESC, r.id, c.id`,
+    )
+    .map((r) => ({ id: Number(r.id), exact: r.exact_hash === null ? null : String(r.exact_hash), lex: sigOf(r.lex_sig), struct: sigOf(r.struct_sig), tokens: Number(r.tokens) }));
+  const order = new Map(rows.map((r, i) => [r.id, i]));
+
+  // exact: the same normalised text
+  const exact = new UnionFind();
+  const firstByHash = new Map<string, number>();
+  for (const r of rows) {
+    if (!r.exact) continue;
+    const first = firstByHash.get(r.exact);
+    if (first === undefined) firstByHash.set(r.exact, r.id);
+    else exact.union(first, r.id, order);
+  }
+  // exact copies are also lexical and structural duplicates of each other
+  const lexical = nearGroups(rows, (r) => r.lex, options.lexical ?? DEFAULT_THRESHOLD, order, cloneOf(exact, rows));
+  const structural = nearGroups(rows, (r) => r.struct, options.structural ?? DEFAULT_THRESHOLD, order, cloneOf(lexical, rows));
+
+  const counts = { exact: new Set<number>(), lexical: new Set<number>(), structural: new Set<number>() };
+  db.transaction(() => {
+    db.run('UPDATE classes SET dup_exact = NULL, dup_lex = NULL, dup_struct = NULL WHERE is_block = 0 AND dup_lex IS NOT NULL');
+    for (const r of rows) {
+      const e = exact.find(r.id);
+      const l = lexical.find(r.id);
+      const s = structural.find(r.id);
+      counts.exact.add(e);
+      counts.lexical.add(l);
+      counts.structural.add(s);
+      db.run('UPDATE classes SET dup_exact = ?, dup_lex = ?, dup_struct = ? WHERE id = ?', [e, l, s, r.id]);
+    }
+  });
+  return { blocks: rows.length, exact: counts.exact.size, lexical: counts.lexical.size, structural: counts.structural.size };
+}
+
+function cloneOf(uf: UnionFind, rows: Row[]): UnionFind {
+  const copy = new UnionFind();
+  const order = new Map(rows.map((r, i) => [r.id, i]));
+  for (const r of rows) {
+    const root = uf.find(r.id);
+    if (root !== r.id) copy.union(root, r.id, order);
+  }
+  return copy;
+}
