@@ -136,13 +136,19 @@ def requirements(modules: List[str]) -> List[Dict[str, Optional[str]]]:
         if mod in stdlib or mod == "__future__":
             continue
         dist = (dists.get(mod) or [mod])[0]
-        version = None
+        version = location = installer = url = None
         if md is not None:
             try:
-                version = md.version(dist)
-            except Exception:  # noqa: BLE001
-                version = None
-        out.append({"module": mod, "distribution": dist if version else None, "version": version})
+                found = md.distribution(dist)
+                version = found.version
+                location = str(found.locate_file(""))
+                installer = (found.read_text("INSTALLER") or "").strip() or None
+                direct = found.read_text("direct_url.json")
+                url = json.loads(direct).get("url") if direct else None
+            except Exception:  # noqa: BLE001 - metadata is best effort
+                pass
+        out.append({"module": mod, "distribution": dist if version else None, "version": version,
+                    "location": location, "installer": installer, "url": url})
     return out
 
 

@@ -100,6 +100,7 @@ function interpreterFailure(ref: ClassRef, out: string, message: string): PullRe
 function describeReport(r: PullReport): string {
   const lines = [`${r.status}: ${r.target}`];
   if (r.out) lines.push(`  wrote ${r.out} (${r.definitions} definition${r.definitions === 1 ? "" : "s"}; imports ${r.imports.join(', ') || 'nothing third-party'})`);
+  if (r.manifest) lines.push(`  provenance manifest ${r.manifest}; distributions needed in ${r.requiredRepos}`);
   if (r.tier) lines.push(`  tier reached: ${r.tier}`);
   if (r.validation?.kwargs || r.validation?.args) {
     lines.push(`  built with args ${JSON.stringify(r.validation.args ?? [])} kwargs ${JSON.stringify(r.validation.kwargs ?? {})}`);

@@ -9,6 +9,7 @@ import { performance } from 'perf_hooks';
 import type { ClassRef } from './blocks/target';
 import { emitFile, replaceProvenance } from './emit/emit';
 import type { Provenance } from './emit/emit';
+import { writeManifests } from './emit/manifest';
 import { NnragError } from './errors';
 import type { IndexDb } from './index/database';
 import type { PythonParser } from './parse/parser';
@@ -37,6 +38,10 @@ export interface PullReport {
   imports: string[];
   requirements?: Requirement[];
   provenance?: Provenance;
+  /** `NAME.manifest.json` written next to the file (per definition: SWHID, license...). */
+  manifest?: string;
+  /** The folder's `required_repos.json`. */
+  requiredRepos?: string;
   timings: { resolve_ms: number; emit_ms: number; validate_ms: number };
 }
 
@@ -50,6 +55,8 @@ export interface PullOptions {
   timeoutMs?: number;
   memoryMb?: number;
   signal?: AbortSignal;
+  /** Write NAME.manifest.json and the folder's required_repos.json next to `out` (default true). */
+  manifest?: boolean;
 }
 
 /** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
@@ -184,6 +191,12 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       builder: v.builder,
     };
     await fsp.writeFile(options.out, replaceProvenance(emitted.code, emitted.provenance), 'utf8');
+  }
+  if (options.out && options.manifest !== false) {
+    // the reviewer's record next to the file, and the distributions it needs (validation tells the versions)
+    const written = await writeManifests(path.resolve(options.out), emitted.provenance, report.requirements);
+    report.manifest = written.manifest;
+    report.requiredRepos = written.requiredRepos;
   }
   if (report.status !== 'failed' && closure.problems.length) {
     report.message = [report.message, ...closure.problems.map((p) => p.detail)].filter(Boolean).join('; ');

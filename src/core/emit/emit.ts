@@ -25,7 +25,14 @@ export interface ProvenanceEntry {
   repo: string;
   path: string;
   lines: [number, number];
+  /** The git blob id of the whole source file (`git hash-object`). */
   blob: string;
+  /** Software Heritage id of that file: `swh:1:cnt:<blob>`. Absent in files pulled before it was recorded. */
+  swhid?: string;
+  url?: string | null;
+  commit?: string | null;
+  /** SPDX id from the repository's LICENSE file or package metadata. */
+  license?: string | null;
 }
 
 export interface Provenance {
@@ -244,6 +251,10 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
       path: src.path,
       lines: [u.startLine, u.endLine],
       blob: src.blob,
+      swhid: `swh:1:cnt:${src.blob}`,
+      url: src.url,
+      commit: src.commit,
+      license: src.license,
     });
   }
   const rest = `${imports ? `${imports}\n\n\n` : ''}${body.join('\n\n\n')}\n`;

@@ -27,6 +27,12 @@ export interface Requirement {
   module: string;
   distribution: string | null;
   version: string | null;
+  /** Where the interpreter has it installed (site-packages folder). */
+  location?: string | null;
+  /** Who installed it (`pip`, `conda`...; null for system packages such as Debian's). */
+  installer?: string | null;
+  /** PEP 610 direct URL (a VCS or local install), when recorded. */
+  url?: string | null;
 }
 
 export interface ValidationReport {

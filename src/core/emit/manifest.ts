@@ -1,0 +1,109 @@
+/**
+ * What a reviewer checks next to a pulled file:
+ * - `NAME.manifest.json`: per inlined definition, the repository (URL), commit, path, line range, the git blob id of
+ *   the source file and its SWHID (`swh:1:cnt:<blob>`), and the license (SPDX id);
+ * - `required_repos.json` in the same folder: the third-party distributions the pulled files need, with the
+ *   versions the interpreter has and where they come from (one file per folder, merged across pulls).
+ */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import type { Requirement } from '../validate/runner';
+import type { Provenance } from './emit';
+
+export const MANIFEST_SCHEMA = 'nn-rag/manifest@1';
+
+export interface Manifest {
+  schema: typeof MANIFEST_SCHEMA;
+  file: string;
+  target: string;
+  content_hash: string;
+  pulled_at: string;
+  validation: Provenance['validation'] | null;
+  definitions: {
+    names: string[];
+    module: string;
+    repository: string;
+    url: string | null;
+    commit: string | null;
+    path: string;
+    lines: [number, number];
+    blob: string;
+    swhid: string;
+    license: string | null;
+  }[];
+  imports: string[];
+}
+
+export interface RequiredRepos {
+  schema: 'nn-rag/required-repos@1';
+  distributions: Record<string, { version: string | null; location: string | null; installer: string | null; url: string | null; modules: string[]; needed_by: string[] }>;
+  /** Modules the interpreter does not have (or that were not checked: no validation ran). */
+  missing: Record<string, { needed_by: string[] }>;
+}
+
+export function manifestOf(file: string, prov: Provenance): Manifest {
+  return {
+    schema: MANIFEST_SCHEMA,
+    file: path.basename(file),
+    target: prov.target,
+    content_hash: prov.hash,
+    pulled_at: prov.pulledAt,
+    validation: prov.validation ?? null,
+    definitions: prov.definitions.map((d) => ({
+      names: d.names,
+      module: d.module,
+      repository: d.repo,
+      url: d.url ?? (d.repo === prov.repo ? prov.url : null),
+      commit: d.commit ?? (d.repo === prov.repo ? prov.commit : null),
+      path: d.path,
+      lines: d.lines,
+      blob: d.blob,
+      swhid: d.swhid ?? `swh:1:cnt:${d.blob}`,
+      license: d.license ?? (d.repo === prov.repo ? prov.license : null),
+    })),
+    imports: prov.imports,
+  };
+}
+
+export function manifestPath(file: string): string {
+  return file.replace(/\.py$/, '') + '.manifest.json';
+}
+
+/** Writes the manifest next to `file` and merges the file's requirements into the folder's required_repos.json. */
+export async function writeManifests(file: string, prov: Provenance, requirements: Requirement[] | undefined): Promise<{ manifest: string; requiredRepos: string }> {
+  const manifest = manifestPath(file);
+  await fsp.writeFile(manifest, `${JSON.stringify(manifestOf(file, prov), null, 2)}\n`, 'utf8');
+
+  const requiredRepos = path.join(path.dirname(file), 'required_repos.json');
+  let merged: RequiredRepos = { schema: 'nn-rag/required-repos@1', distributions: {}, missing: {} };
+  try {
+    const old = JSON.parse(await fsp.readFile(requiredRepos, 'utf8')) as RequiredRepos;
+    if (old.schema === merged.schema) merged = old;
+  } catch {
+    // none yet, or unreadable: start again
+  }
+  const me = path.basename(file);
+  // this file's previous entries go; others' stay
+  for (const [k, d] of Object.entries(merged.distributions)) {
+    d.needed_by = d.needed_by.filter((f) => f !== me);
+    if (!d.needed_by.length) delete merged.distributions[k];
+  }
+  for (const [k, m] of Object.entries(merged.missing)) {
+    m.needed_by = m.needed_by.filter((f) => f !== me);
+    if (!m.needed_by.length) delete merged.missing[k];
+  }
+  const known = new Map((requirements ?? []).map((r) => [r.module, r]));
+  for (const mod of prov.imports) {
+    const r = known.get(mod);
+    if (r?.distribution && r.version) {
+      const d = (merged.distributions[r.distribution] ??= { version: r.version, location: r.location ?? null, installer: r.installer ?? null, url: r.url ?? null, modules: [], needed_by: [] });
+      if (!d.modules.includes(mod)) d.modules.push(mod);
+      if (!d.needed_by.includes(me)) d.needed_by.push(me);
+    } else {
+      const m = (merged.missing[mod] ??= { needed_by: [] });
+      if (!m.needed_by.includes(me)) m.needed_by.push(me);
+    }
+  }
+  await fsp.writeFile(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, 'utf8');
+  return { manifest, requiredRepos };
+}

@@ -1,0 +1,93 @@
+import * as assert from 'assert';
+import { execFileSync } from 'child_process';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { findTarget } from '../../src/core/blocks/target';
+import type { Manifest, RequiredRepos } from '../../src/core/emit/manifest';
+import { openPullSession, pullBlock } from '../../src/core/pull';
+import { loadModuleTable } from '../../src/core/resolve/loadTable';
+import { openPythonPackages } from '../../src/core/sources/pythonEnv';
+import { indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
+
+// the opening of each license: enough for the SPDX rules, as in real LICENSE files
+const LICENSES: Record<string, string> = {
+  'MIT': 'MIT License\n\nCopyright (c) 2024 Someone\n\nPermission is hereby granted, free of charge, to any person obtaining a copy\nof this software...\n',
+  'BSD-3-Clause':
+    'BSD 3-Clause License\n\nRedistribution and use in source and binary forms, with or without\nmodification, are permitted provided that...\n3. Neither the name of the copyright holder nor the names of its\n   contributors may be used to endorse or promote products...\n',
+  'Apache-2.0': '                                 Apache License\n                           Version 2.0, January 2004\n                        http://www.apache.org/licenses/\n',
+};
+
+describe('provenance a reviewer can check: manifest, SWHID, license, required_repos.json', function () {
+  this.timeout(60_000);
+
+  it('records per inlined definition the SWHID of its source file (git hash-object) and the SPDX id of its repository', async () => {
+    const dir = await tmpdir('nnrag-prov-');
+    const repos: Record<string, string> = { mitlib: 'MIT', bsdlib: 'BSD-3-Clause', apachelib: 'Apache-2.0' };
+    // mitlib's block uses a helper from bsdlib and one from apachelib, both inlined
+    await writeTree(path.join(dir, 'apachelib'), { LICENSE: LICENSES['Apache-2.0'], 'apachelib/__init__.py': '', 'apachelib/act.py': 'def act(x):\n    return x.clamp(min=0)\n' });
+    await writeTree(path.join(dir, 'bsdlib'), { LICENSE: LICENSES['BSD-3-Clause'], 'bsdlib/__init__.py': '', 'bsdlib/width.py': 'def width(c):\n    return max(8, int(c))\n' });
+    await writeTree(path.join(dir, 'mitlib'), {
+      LICENSE: LICENSES.MIT,
+      'mitlib/__init__.py': '',
+      'mitlib/block.py':
+        'import torch\nfrom torch import nn\nfrom apachelib.act import act\nfrom bsdlib.width import width\n\n\nclass Block(nn.Module):\n    def __init__(self, c=8):\n        super().__init__()\n        self.fc = nn.Linear(width(c), width(c))\n\n    def forward(self, x):\n        return act(self.fc(x))\n',
+    });
+    const db = await memoryDb();
+    await indexFolder(db, path.join(dir, 'apachelib'), { inline: true });
+    await indexFolder(db, path.join(dir, 'bsdlib'), { inline: true });
+    await indexFolder(db, path.join(dir, 'mitlib'));
+    for (const [name, spdx] of Object.entries(repos)) {
+      assert.strictEqual(db.get('SELECT license FROM repos WHERE name = ?', [name])?.license, spdx, `${name}'s LICENSE is ${spdx}`);
+    }
+    const out = path.join(dir, 'out', 'block.py');
+    const report = await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'mitlib.block.Block'), {
+      parser: await parser(),
+      out,
+      validate: true,
+      python: PYTHON_WITH_TORCH,
+      runner: path.join(ROOT, 'python-runner', 'validate.py'),
+      timeoutMs: 120_000,
+    });
+    assert.strictEqual(report.status, 'validated', report.message);
+    assert.strictEqual(report.manifest, path.join(dir, 'out', 'block.manifest.json'));
+    const manifest = JSON.parse(await fsp.readFile(report.manifest!, 'utf8')) as Manifest;
+    const byName = new Map(manifest.definitions.map((d) => [d.names[0], d]));
+    const expected: [string, string, string][] = [
+      ['Block', 'mitlib', 'mitlib/block.py'],
+      ['act', 'apachelib', 'apachelib/act.py'],
+      ['width', 'bsdlib', 'bsdlib/width.py'],
+    ];
+    for (const [name, repo, file] of expected) {
+      const d = byName.get(name);
+      assert.ok(d, `${name} is in the manifest`);
+      const gitBlob = execFileSync('git', ['hash-object', path.join(dir, repo, file)], { encoding: 'utf8' }).trim();
+      assert.strictEqual(d.swhid, `swh:1:cnt:${gitBlob}`, `${name}'s SWHID is git hash-object of ${file}`);
+      assert.strictEqual(d.blob, gitBlob);
+      assert.strictEqual(d.license, repos[repo]);
+      assert.strictEqual(d.repository, repo);
+      assert.strictEqual(d.path, file);
+    }
+    assert.deepStrictEqual(byName.get('act')!.lines, [1, 2]);
+    assert.strictEqual(manifest.validation?.status, 'validated');
+
+    // the distributions it needs, with the versions the interpreter has and where they live
+    const required = JSON.parse(await fsp.readFile(report.requiredRepos!, 'utf8')) as RequiredRepos;
+    const torch = required.distributions.torch;
+    assert.ok(torch, JSON.stringify(required));
+    const version = execFileSync(PYTHON_WITH_TORCH, ['-c', 'import importlib.metadata as m; print(m.version("torch"))'], { encoding: 'utf8' }).trim();
+    assert.strictEqual(torch.version, version);
+    assert.ok(torch.location && (await fsp.stat(torch.location)).isDirectory());
+    assert.deepStrictEqual(torch.needed_by, ['block.py']);
+  });
+
+  it('reads the license from package metadata when there is no LICENSE file (Debian torchvision says BSD)', async function () {
+    const tv = '/usr/lib/python3/dist-packages/torchvision';
+    try {
+      await fsp.access(tv);
+    } catch {
+      this.skip();
+    }
+    const [source] = await openPythonPackages(PYTHON_WITH_TORCH, ['torchvision']);
+    assert.strictEqual(source.info.license, 'BSD');
+  });
+});
