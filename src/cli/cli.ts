@@ -19,6 +19,7 @@ import type { SourceConfig } from '../core/sources/types';
 import { flag, intOpt, opt, parseArgs } from './args';
 import type { OptionSpec, ParsedArgs } from './args';
 import { pullCommand, validateCommand } from './pullCommands';
+import { reportCommand, specCommand } from './specReport';
 
 export interface CliAssets extends WasmPaths {
   sqlWasm: string;
@@ -53,6 +54,10 @@ usage:
   nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY] [--json]
   nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--json]
   nn-rag stats [--db F] [--json]
+  nn-rag spec TARGET [--db F]                       a neutral JSON specification of a block (no code)
+  nn-rag spec --all [--repo R] [--limit N] --out-dir DIR [--db F] [--json]
+  nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
+                                                    the batch extraction report as tables, or a page
 
 SOURCE is a local folder (its basename names the repository) or an http(s) git URL.
 TARGET is module.path.ClassName, or repo:module.path.ClassName where two repositories share module paths.
@@ -97,6 +102,10 @@ export async function runCli(argv: string[], env: CliEnv): Promise<number> {
         return await pullCommand(rest, env);
       case 'validate':
         return await validateCommand(rest, env);
+      case 'spec':
+        return await specCommand(rest, env);
+      case 'report':
+        return await reportCommand(rest, env);
       default:
         throw new NnragError('usage', `unknown command '${command}'; run 'nn-rag --help'`);
     }

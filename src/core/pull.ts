@@ -8,7 +8,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { ClassRef } from './blocks/target';
 import { emitFile, replaceProvenance } from './emit/emit';
-import type { Provenance } from './emit/emit';
+import type { DependencyGraph, Provenance } from './emit/emit';
 import { writeManifests } from './emit/manifest';
 import { NnragError } from './errors';
 import type { IndexDb } from './index/database';
@@ -38,6 +38,8 @@ export interface PullReport {
   imports: string[];
   requirements?: Requirement[];
   provenance?: Provenance;
+  /** The file's dependency graph by name. */
+  graph?: DependencyGraph;
   /** `NAME.manifest.json` written next to the file (per definition: SWHID, license...). */
   manifest?: string;
   /** The folder's `required_repos.json`. */
@@ -133,6 +135,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     problems: closure.problems,
     definitions: emitted.order.length,
     imports: emitted.thirdParty,
+    graph: emitted.graph,
     provenance: emitted.provenance,
     timings: { resolve_ms: round(t1 - t0), emit_ms: round(t2 - t1), validate_ms: 0 },
   };
@@ -281,7 +284,18 @@ function round(ms: number): number {
 
 function recordValidation(db: IndexDb, classId: number, report: PullReport): void {
   db.run('UPDATE classes SET validation = ? WHERE id = ?', [
-    JSON.stringify({ status: report.status, tier: report.tier, category: report.category ?? null, at: new Date().toISOString() }),
+    // what the validator observed, for specs: how it was built and the tensors it took and gave
+    JSON.stringify({
+      status: report.status,
+      tier: report.tier,
+      category: report.category ?? null,
+      at: new Date().toISOString(),
+      args: report.validation?.args ?? null,
+      kwargs: report.validation?.kwargs ?? null,
+      input_shapes: report.validation?.input_shapes ?? null,
+      output_shapes: report.validation?.output_shapes ?? null,
+      builder: report.validation?.builder ?? null,
+    }),
     classId,
   ]);
 }

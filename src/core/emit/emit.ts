@@ -70,6 +70,14 @@ export interface EmitResult {
   /** Third-party (non-stdlib) top-level modules imported anywhere in the file. */
   thirdParty: string[];
   order: UnitNode[];
+  /** The dependency graph of the file by name: one node per definition (in file order), edges to what each needs. */
+  graph: DependencyGraph;
+}
+
+export interface DependencyGraph {
+  nodes: { id: number; names: string[]; module: string; repo: string }[];
+  /** `when`: needed at definition time (bases, decorators, defaults) or only when called. */
+  edges: { from: number; to: number; when: 'definition' | 'call' }[];
 }
 
 export interface EmitContext {
@@ -290,7 +298,15 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     `# content sha256 of everything below this header: ${hash}`,
     `${PROVENANCE_PREFIX}${JSON.stringify(provenance)}`,
   ].join('\n');
-  return { code: `${header}\n\n${rest}`, provenance, thirdParty, order };
+  const index = new Map(order.map((n, i) => [n.key, i]));
+  const graph: DependencyGraph = { nodes: definitions.map((d, id) => ({ id, names: d.names, module: d.module, repo: d.repo })), edges: [] };
+  for (const n of order) {
+    closure.graph.forEachOutEdge(n.key, (_e, attr, _s, target) => {
+      const to = index.get(target);
+      if (to !== undefined && to !== index.get(n.key)) graph.edges.push({ from: index.get(n.key)!, to, when: attr.def ? 'definition' : 'call' });
+    });
+  }
+  return { code: `${header}\n\n${rest}`, provenance, thirdParty, order, graph };
 }
 
 /** Reads the provenance record back from a pulled file's text, if it has one. */

@@ -1,5 +1,6 @@
 /** web-tree-sitter with the Python grammar: bytes in, module facts (or the reason there are none) out. */
 import { Language, Parser } from 'web-tree-sitter';
+import type { Node } from 'web-tree-sitter';
 import { decodePython } from './decode';
 import { extractFacts, Python2Error, TooDeepError } from './facts';
 import type { ParseOutcome } from './types';
@@ -40,6 +41,17 @@ export class PythonParser {
       return { ok: false, reason: decoded.reason, detail: decoded.detail };
     }
     return this.parseText(decoded.text);
+  }
+
+  /** Runs `fn` over the syntax tree of `text` (freed afterwards: keep nothing of it). */
+  withTree<T>(text: string, fn: (root: Node) => T): T {
+    const tree = this.parser.parse(text);
+    if (!tree) throw new Error('the parser returned no tree');
+    try {
+      return fn(tree.rootNode);
+    } finally {
+      tree.delete();
+    }
   }
 
   parseText(text: string): ParseOutcome {
