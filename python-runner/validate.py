@@ -718,5 +718,67 @@ def main(argv: List[str]) -> int:
     return 0 if report["ok"] else 1
 
 
+def serve() -> int:
+    """--serve: a warm validator for a pool. Imports torch once; then, for each request on stdin (one JSON object a
+    line: {"id", "argv", "cwd"}), forks a child that runs main(argv) in cwd, in its own process group, with stdout
+    and stderr in cwd/stdout.json and cwd/stderr.txt. Answers {"id", "pid"} when the child starts (the caller kills
+    that group on a timeout) and {"id", "exit"} when it ends. Children inherit the imported modules, not each
+    other's state: each runs in a fresh copy of the warm parent."""
+    try:
+        import torch  # noqa: F401 - warm: what every child would import first
+        import torch.nn  # noqa: F401
+    except Exception:  # noqa: BLE001 - a torch-less interpreter still serves (and children report it)
+        pass
+    answer = sys.stdout
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+            rid, argv, cwd = req["id"], list(req["argv"]), str(req["cwd"])
+        except (ValueError, KeyError, TypeError) as exc:
+            answer.write(json.dumps({"id": None, "error": f"bad request: {exc}"}) + "\n")
+            answer.flush()
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 2
+            try:
+                os.setpgid(0, 0)
+                os.chdir(cwd)
+                os.environ["HOME"] = os.environ["TMPDIR"] = cwd
+                import tempfile
+                tempfile.tempdir = None
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                out = os.open(os.path.join(cwd, "stdout.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                err = os.open(os.path.join(cwd, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(out, 1)
+                os.dup2(err, 2)
+                sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+                sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 2
+            except BaseException:  # noqa: BLE001 - report, never return into the server loop
+                import traceback
+                traceback.print_exc()
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        answer.write(json.dumps({"id": rid, "pid": pid}) + "\n")
+        answer.flush()
+        _, status = os.waitpid(pid, 0)
+        answer.write(json.dumps({"id": rid, "exit": os.waitstatus_to_exitcode(status)}) + "\n")
+        answer.flush()
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--serve"]:
+        sys.exit(serve())
     sys.exit(main(sys.argv[1:]))

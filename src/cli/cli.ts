@@ -51,7 +51,8 @@ usage:
                       [--all-copies] [--json]
   nn-rag show TARGET [--db F] [--json]
   nn-rag pull TARGET [--db F] --out FILE [--python PY] [--no-validate] [--timeout S] [--json]
-  nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY] [--json]
+  nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY]
+              [--jobs N] [--no-pool] [--json]       validation in N warm interpreters (default: one per core)
   nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--json]
   nn-rag stats [--db F] [--json]
   nn-rag spec TARGET [--db F]                       a neutral JSON specification of a block (no code)

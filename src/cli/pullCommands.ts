@@ -1,5 +1,6 @@
 /** `nn-rag pull` (one block or a batch) and `nn-rag validate`. */
 import { promises as fsp } from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { findTarget } from '../core/blocks/target';
@@ -9,6 +10,7 @@ import { PythonParser } from '../core/parse/parser';
 import { openPullSession, pullBlock, requirementsText } from '../core/pull';
 import type { PullOptions, PullReport } from '../core/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
+import { ValidatorPool } from '../core/validate/pool';
 import { TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
 import { flag, intOpt, opt } from './args';
 import { EXIT, openDb, parse } from './cli';
@@ -27,6 +29,8 @@ const PULL_OPTIONS = {
   repo: { value: true },
   limit: { value: true },
   'start-from': { value: true },
+  jobs: { value: true },
+  'no-pool': {},
   requirements: {},
 };
 
@@ -153,27 +157,49 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     const targets = all.slice(startFrom, startFrom + limit);
     const parser = await PythonParser.create(env.assets);
     const session = openPullSession(db, loadModuleTable(db));
-    const items: BatchItem[] = [];
-    for (const [i, target] of targets.entries()) {
-      if (env.signal?.aborted) break;
+    // validation runs in a pool of warm interpreters (one per core unless --jobs says otherwise), the pulls that
+    // feed it run that many at a time; --no-pool starts a fresh interpreter for every block
+    const jobs = Math.max(1, intOpt(args, 'jobs', validate ? os.cpus().length : 1));
+    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(opt(args, 'python') ?? defaultPython(env), env.assets.runner, jobs) : undefined;
+    const items: BatchItem[] = new Array(targets.length);
+    let next = 0;
+    let done = 0;
+    let fatal: unknown;
+    const one = async (i: number): Promise<void> => {
+      const target = targets[i];
       const t0 = performance.now();
       try {
         const ref = findTarget(db, target);
         const out = path.join(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
-        const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out });
-        items.push({ target, status: r.status, tier: r.tier, category: r.category, message: r.message, out: r.out, seconds: (performance.now() - t0) / 1000 });
+        const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out, pool });
+        items[i] = { target, status: r.status, tier: r.tier, category: r.category, message: r.message, out: r.out, seconds: (performance.now() - t0) / 1000 };
       } catch (err) {
-        if (err instanceof CancelledError) break;
-        if (err instanceof NnragError && err.code === 'interpreter') throw err;
-        items.push({ target, status: 'error', tier: null, category: 'error', message: errorMessage(err), seconds: (performance.now() - t0) / 1000 });
+        if (err instanceof CancelledError) return;
+        if (err instanceof NnragError && err.code === 'interpreter') {
+          fatal ??= err;
+          return;
+        }
+        items[i] = { target, status: 'error', tier: null, category: 'error', message: errorMessage(err), seconds: (performance.now() - t0) / 1000 };
       }
-      const last = items[items.length - 1];
-      if (!flag(args, 'json')) env.err(`[pull] ${i + 1}/${targets.length} ${last.status}${last.tier ? ` (${last.tier})` : ''} ${target}${last.category ? ` - ${last.category}: ${String(last.message).slice(0, 160)}` : ''}\n`);
+      const last = items[i];
+      done++;
+      if (!flag(args, 'json')) env.err(`[pull] ${done}/${targets.length} ${last.status}${last.tier ? ` (${last.tier})` : ''} ${target}${last.category ? ` - ${last.category}: ${String(last.message).slice(0, 160)}` : ''}\n`);
+    };
+    try {
+      await Promise.all(
+        Array.from({ length: Math.min(jobs, targets.length) }, async () => {
+          while (next < targets.length && !env.signal?.aborted && !fatal) await one(next++);
+        }),
+      );
+    } finally {
+      await pool?.close();
     }
+    if (fatal) throw fatal;
+    const finished = items.filter((x): x is BatchItem => x !== undefined);
     await db.save();
-    const summary = summarise(items, targets.length, (performance.now() - started) / 1000, validate);
+    const summary = summarise(finished, targets.length, (performance.now() - started) / 1000, validate, pool ? jobs : 1);
     await fsp.mkdir(outDir, { recursive: true });
-    await fsp.writeFile(path.join(outDir, 'report.json'), JSON.stringify({ summary, items }, null, 1), 'utf8');
+    await fsp.writeFile(path.join(outDir, 'report.json'), JSON.stringify({ summary, items: finished }, null, 1), 'utf8');
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify({ ...summary, report: path.join(outDir, 'report.json') })}\n`);
     } else {
@@ -196,9 +222,11 @@ export interface BatchSummary {
   categories: Record<string, number>;
   seconds: number;
   seconds_per_block: number;
+  /** Warm validators working at once (1: a fresh interpreter per block, one at a time). */
+  validators: number;
 }
 
-function summarise(items: BatchItem[], targeted: number, seconds: number, validate: boolean): BatchSummary {
+function summarise(items: BatchItem[], targeted: number, seconds: number, validate: boolean, validators: number): BatchSummary {
   const tiers: Record<string, number> = {};
   for (const t of TIERS) tiers[t] = items.filter((i) => i.tier && tierAtLeast(i.tier as (typeof TIERS)[number], t)).length;
   const categories: Record<string, number> = {};
@@ -216,6 +244,7 @@ function summarise(items: BatchItem[], targeted: number, seconds: number, valida
     categories,
     seconds: Math.round(seconds * 100) / 100,
     seconds_per_block: items.length ? Math.round((seconds / items.length) * 1000) / 1000 : 0,
+    validators,
   };
 }
 

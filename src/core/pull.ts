@@ -21,7 +21,7 @@ import type { ModuleRecord, ModuleTable } from './resolve/moduleTable';
 import { loadRepoRows, readIndexedFile } from './sources/reader';
 import type { RepoRow } from './sources/reader';
 import { validateFile } from './validate/runner';
-import type { FailureCategory, Requirement, Tier, ValidationReport } from './validate/runner';
+import type { FailureCategory, Requirement, Tier, ValidationReport, ValidatorPoolLike } from './validate/runner';
 
 export type PullStatus = 'validated' | 'extracted' | 'failed';
 
@@ -57,6 +57,8 @@ export interface PullOptions {
   timeoutMs?: number;
   memoryMb?: number;
   signal?: AbortSignal;
+  /** Validate in this pool of warm interpreters instead of a fresh process per block. */
+  pool?: ValidatorPoolLike;
   /** Write NAME.manifest.json and the folder's required_repos.json next to `out` (default true). */
   manifest?: boolean;
 }
@@ -158,6 +160,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       memoryMb: options.memoryMb,
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
       signal: options.signal,
+      pool: options.pool,
     });
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it
@@ -244,6 +247,7 @@ async function validateWithBuilder(
         timeoutMs: options.timeoutMs,
         memoryMb: options.memoryMb,
         signal: options.signal,
+        pool: options.pool,
       });
       if (v.ok) return { ...v, builder: `${b.rec.module}.${b.name}` };
     } finally {

@@ -69,8 +69,23 @@ export function manifestPath(file: string): string {
   return file.replace(/\.py$/, '') + '.manifest.json';
 }
 
+/** One writer at a time per required_repos.json (batch pulls run concurrently). */
+const locks = new Map<string, Promise<unknown>>();
+
 /** Writes the manifest next to `file` and merges the file's requirements into the folder's required_repos.json. */
 export async function writeManifests(file: string, prov: Provenance, requirements: Requirement[] | undefined): Promise<{ manifest: string; requiredRepos: string }> {
+  const key = path.dirname(path.resolve(file));
+  const previous = locks.get(key) ?? Promise.resolve();
+  const mine = previous.catch(() => undefined).then(() => writeManifestsNow(file, prov, requirements));
+  locks.set(key, mine);
+  try {
+    return await mine;
+  } finally {
+    if (locks.get(key) === mine) locks.delete(key);
+  }
+}
+
+async function writeManifestsNow(file: string, prov: Provenance, requirements: Requirement[] | undefined): Promise<{ manifest: string; requiredRepos: string }> {
   const manifest = manifestPath(file);
   await fsp.writeFile(manifest, `${JSON.stringify(manifestOf(file, prov), null, 2)}\n`, 'utf8');
 
