@@ -19,7 +19,7 @@ import type { SourceConfig } from '../core/sources/types';
 import { flag, intOpt, opt, parseArgs } from './args';
 import type { OptionSpec, ParsedArgs } from './args';
 import { pullCommand, validateCommand } from './pullCommands';
-import { reportCommand, specCommand } from './specReport';
+import { reportCommand, specCommand, statusCommand } from './specReport';
 
 export interface CliAssets extends WasmPaths {
   sqlWasm: string;
@@ -57,6 +57,7 @@ usage:
   nn-rag stats [--db F] [--json]
   nn-rag spec TARGET [--db F]                       a neutral JSON specification of a block (no code)
   nn-rag spec --all [--repo R] [--limit N] --out-dir DIR [--db F] [--json]
+  nn-rag status [PATH...] [--db F] [--json]        which pulled files' upstream code changed (exit 1 if any)
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
                                                     the batch extraction report as tables, or a page
 
@@ -107,6 +108,8 @@ export async function runCli(argv: string[], env: CliEnv): Promise<number> {
         return await specCommand(rest, env);
       case 'report':
         return await reportCommand(rest, env);
+      case 'status':
+        return await statusCommand(rest, env);
       default:
         throw new NnragError('usage', `unknown command '${command}'; run 'nn-rag --help'`);
     }

@@ -2,6 +2,8 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { findTarget } from '../core/blocks/target';
+import { readProvenance } from '../core/emit/emit';
+import { upstreamStatus } from '../core/emit/upstream';
 import { errorMessage, NnragError } from '../core/errors';
 import { indexStats } from '../core/index/stats';
 import type { IndexStats } from '../core/index/stats';
@@ -146,4 +148,43 @@ function reportText(r: ExtractionReport, html: string | undefined): string {
   }
   if (html) lines.push(`page: ${path.resolve(html)}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** `nn-rag status [PATH...]`: for each pulled file (a .py with a provenance record), whether its upstream changed. */
+export async function statusCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, {});
+  const roots = args.positionals.length ? args.positionals : ['.'];
+  const files: string[] = [];
+  const walk = async (p: string, depth: number): Promise<void> => {
+    const st = await fsp.lstat(p).catch(() => undefined);
+    if (!st) throw new NnragError('not-found', `no such file or folder: ${p}`);
+    if (st.isSymbolicLink()) return;
+    if (st.isFile() && p.endsWith('.py')) files.push(p);
+    else if (st.isDirectory() && depth < 8) {
+      for (const e of await fsp.readdir(p)) if (!e.startsWith('.') && e !== 'node_modules' && e !== '__pycache__') await walk(path.join(p, e), depth + 1);
+    }
+  };
+  for (const r of roots) await walk(r, 0);
+  const db = await openDb(args, env);
+  const rows: { file: string; target: string; state: string; changed: { names: string[]; path: string; state: string }[] }[] = [];
+  try {
+    for (const f of files) {
+      const prov = readProvenance(await fsp.readFile(f, 'utf8').catch(() => ''));
+      if (!prov) continue;
+      const up = upstreamStatus(db, prov);
+      rows.push({ file: f, target: prov.target, state: up.state, changed: up.entries.filter((e) => e.state === 'changed' || e.state === 'missing').map((e) => ({ names: e.names, path: e.path, state: e.state })) });
+    }
+  } finally {
+    db.close();
+  }
+  if (flag(args, 'json')) env.out(`${JSON.stringify(rows, null, 1)}\n`);
+  else if (!rows.length) env.out('no pulled files here\n');
+  else {
+    for (const r of rows) {
+      const what = r.state === 'changed' ? `upstream changed: ${r.changed.map((c) => `${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('; ')}` : r.state === 'unknown' ? 'repository not in this index' : 'up to date';
+      env.out(`${r.file}  ${r.target}  ${what}\n`);
+    }
+  }
+  // like `git diff --exit-code`: 1 when something is out of date
+  return rows.some((r) => r.state === 'changed') ? EXIT.failed : EXIT.ok;
 }

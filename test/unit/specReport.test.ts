@@ -110,4 +110,24 @@ describe('neutral specifications and the extraction report', function () {
     const missing = await cli('report', '--from', path.join(dir, 'nope.json'));
     assert.strictEqual(missing.code, 3);
   });
+
+  it('says which pulled files are out of date with their upstream (status), and exits 1 when one is', async () => {
+    const work = await tmpdir('nnrag-status-');
+    const repo = path.join(work, 'tinyblocks');
+    await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), repo, { recursive: true });
+    const sdb = path.join(work, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', sdb)).code, 0);
+    const pulled = path.join(work, 'blocks');
+    assert.strictEqual((await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', sdb, '--out', path.join(pulled, 'residual_block.py'), '--no-validate')).code, 0);
+    const fresh = await cli('status', pulled, '--db', sdb);
+    assert.strictEqual(fresh.code, 0, fresh.out + fresh.err);
+    assert.match(fresh.out, /residual_block\.py {2}tinyblocks:tinyblocks\.blocks\.ResidualBlock {2}up to date/);
+    await fsp.appendFile(path.join(repo, 'tinyblocks', 'layers', 'se.py'), '\n# changed upstream\n');
+    assert.strictEqual((await cli('index', repo, '--db', sdb)).code, 0);
+    const stale = await cli('status', pulled, '--db', sdb, '--json');
+    assert.strictEqual(stale.code, 1);
+    const rows = JSON.parse(stale.out);
+    assert.strictEqual(rows[0].state, 'changed');
+    assert.deepStrictEqual(rows[0].changed.map((c: { path: string }) => c.path), ['tinyblocks/layers/se.py']);
+  });
 });
