@@ -2,6 +2,8 @@
  * The language server: holds the index and the core, answers the custom requests of src/shared/protocol.ts,
  * and gives provenance hovers on pulled files. Never writes to stdout (the LSP pipe); logs go to the client.
  */
+import { watch } from 'fs';
+import type { FSWatcher } from 'fs';
 import * as path from 'path';
 import type { CancellationToken, CodeLens, Connection, Hover, InitializeResult } from 'vscode-languageserver';
 import { CodeLensRefreshRequest, MessageType, ShowMessageNotification, TextDocuments, TextDocumentSyncKind } from 'vscode-languageserver';
@@ -87,8 +89,17 @@ export function startServer(connection: Connection): void {
     return opening;
   }
 
-  async function reindex(repositories: SourceConfig[]): Promise<IndexStatus> {
-    indexAbort?.abort();
+  /**
+   * Indexes `repositories`. A full run (the settings) drops repositories that left them and watches local folders;
+   * a live run (`live`: files changed under a watched folder) touches only those repositories, lightly.
+   */
+  async function reindex(repositories: SourceConfig[], { live = false }: { live?: boolean } = {}): Promise<IndexStatus> {
+    if (live) {
+      // a live update waits for a running run instead of cancelling it
+      await indexing?.catch(() => undefined);
+    } else {
+      indexAbort?.abort();
+    }
     await indexing?.catch(() => undefined);
     const controller = new AbortController();
     indexAbort = controller;
@@ -99,6 +110,7 @@ export function startServer(connection: Connection): void {
       let changed = 0;
       // repositories that left the settings are dropped, unless a configured one could not be opened this time
       const seen = new Set<string>();
+      const folders = new Map<string, SourceConfig>();
       let allOpened = true;
       try {
         for (const config of repositories) {
@@ -114,6 +126,7 @@ export function startServer(connection: Connection): void {
             });
             for (const source of sources) {
               seen.add(source.info.name);
+              if (source.info.kind === 'folder') folders.set(source.info.root, config);
               const r = await indexSource(d, source, {
                 parser: p,
                 signal: controller.signal,
@@ -137,14 +150,16 @@ export function startServer(connection: Connection): void {
             connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Error, message: `NN-RAG: cannot index ${config.name ?? config.location}: ${errorMessage(err)}` });
           }
         }
-        if (allOpened) {
+        if (allOpened && !live) {
           const removed = removeRepositoriesExcept(d, seen);
           if (removed.length) log('index', `removed ${removed.join(', ')} (no longer in nnrag.repositories)`);
           changed += removed.length;
         }
-        if (changed) finishRun(d);
+        if (!live) watchFolders(folders);
+        if (changed) finishRun(d, {}, { light: live });
         d.scheduleSave(500, (err) => log('index', `save failed: ${errorMessage(err)}`));
-        const s: IndexStatus = { state: 'ready', message: `Indexed in ${((Date.now() - t0) / 1000).toFixed(1)} s`, ...counts() };
+        const s: IndexStatus = { state: 'ready', message: `${live ? 'Updated' : 'Indexed'} in ${((Date.now() - t0) / 1000).toFixed(live ? 3 : 1)} s`, ...counts() };
+        if (live) log('index', `live update: ${changed} files changed, searchable after ${Date.now() - t0} ms`);
         setStatus(s);
         // upstream code may have changed under pulled files
         if (changed && canRefreshLenses) connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
@@ -163,6 +178,44 @@ export function startServer(connection: Connection): void {
     })();
     indexing = run;
     return run;
+  }
+
+  // live updates: local folders are watched; a change re-indexes that folder (only changed files are parsed)
+  const watchers = new Map<string, FSWatcher>();
+  const pending = new Map<string, SourceConfig>();
+  let debounce: NodeJS.Timeout | undefined;
+  function watchFolders(folders: Map<string, SourceConfig>): void {
+    for (const [root, w] of watchers) {
+      if (!folders.has(root)) {
+        w.close();
+        watchers.delete(root);
+      }
+    }
+    for (const [root, config] of folders) {
+      if (watchers.has(root)) continue;
+      try {
+        const w = watch(root, { recursive: true, persistent: false }, (_event, name) => {
+          const file = String(name ?? '');
+          if (!/\.py$|(^|\/)(LICEN[CS]E[^/]*|COPYING)$/.test(file)) return;
+          pending.set(root, config);
+          if (debounce) clearTimeout(debounce);
+          debounce = setTimeout(() => {
+            const configs = [...pending.values()];
+            pending.clear();
+            reindex(configs, { live: true }).catch((err) => log('index', `live update: ${errorMessage(err)}`));
+          }, 100);
+        });
+        w.on('error', (err) => {
+          log('index', `stopped watching ${root}: ${errorMessage(err)}`);
+          w.close();
+          watchers.delete(root);
+        });
+        watchers.set(root, w);
+      } catch (err) {
+        // inotify limits, a folder that vanished: indexing on demand still works
+        log('index', `cannot watch ${root}: ${errorMessage(err)}`);
+      }
+    }
   }
 
   connection.onInitialize((params): InitializeResult => {
@@ -268,6 +321,8 @@ export function startServer(connection: Connection): void {
   });
 
   connection.onShutdown(async () => {
+    for (const w of watchers.values()) w.close();
+    watchers.clear();
     indexAbort?.abort();
     await indexing?.catch(() => undefined);
     await db?.save().catch(() => undefined);

@@ -132,4 +132,31 @@ describe('language server over stdio (the real server process)', function () {
     assert.ok(after.files < 1500 + 8, `the cancelled run stopped early (${after.files} files)`);
     assert.strictEqual((await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: 'squeeze' }))[0]?.name, 'SqueezeExcite', 'what was indexed stays searchable');
   });
+
+  it('watches local folders: a new, changed or deleted file is searchable without a re-index', async () => {
+    await whenReady();
+    const live = await tmpdir('nnrag-live-');
+    await fsp.mkdir(path.join(live, 'pkg'), { recursive: true });
+    await fsp.writeFile(path.join(live, 'pkg', '__init__.py'), '');
+    await conn.sendRequest(ReindexRepositories.method, { repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }, { location: live, name: 'live' }] });
+    const until = async (text: string, present: boolean): Promise<number> => {
+      const t0 = Date.now();
+      for (;;) {
+        const hits = await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text, group: false });
+        if (hits.some((h) => h.name === text) === present) return Date.now() - t0;
+        if (Date.now() - t0 > 15_000) throw new Error(`${text} ${present ? 'never appeared' : 'never went away'}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    const file = path.join(live, 'pkg', 'fresh.py');
+    await fsp.writeFile(file, 'from torch import nn\n\n\nclass FreshBlock(nn.Module):\n    def forward(self, x):\n        return x\n');
+    const added = await until('FreshBlock', true);
+    await fsp.writeFile(file, 'from torch import nn\n\n\nclass RenamedBlock(nn.Module):\n    def forward(self, x):\n        return x\n');
+    await until('RenamedBlock', true);
+    await until('FreshBlock', false);
+    await fsp.rm(file);
+    const removed = await until('RenamedBlock', false);
+    // informative only: the time includes the 100 ms debounce and the polling
+    console.log(`      live update searchable after ${added} ms (added), ${removed} ms (deleted)`);
+  });
 });

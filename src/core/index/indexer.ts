@@ -184,11 +184,13 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
 }
 
 /** After every source of a run is indexed: rediscover blocks and record the parser version. */
-export function finishRun(db: IndexDb, dedup: DedupOptions = {}): { blocks: number; seconds: number } {
+/** `light`: for live updates of a few files, skip merging the full-text segments and compacting the file. */
+export function finishRun(db: IndexDb, dedup: DedupOptions = {}, { light = false }: { light?: boolean } = {}): { blocks: number; seconds: number } {
   const t0 = performance.now();
   const blocks = discoverBlocks(db);
   groupDuplicates(db, dedup);
   db.setMeta('parser_version', PARSER_VERSION);
+  if (light) return { blocks, seconds: (performance.now() - t0) / 1000 };
   // merge the full-text index's segments: smaller file, faster queries
   db.run("INSERT INTO classes_fts(classes_fts) VALUES ('optimize')");
   db.compactIfFragmented();
