@@ -94,16 +94,13 @@ export function startServer(connection: Connection): void {
    * a live run (`live`: files changed under a watched folder) touches only those repositories, lightly.
    */
   async function reindex(repositories: SourceConfig[], { live = false }: { live?: boolean } = {}): Promise<IndexStatus> {
-    if (live) {
-      // a live update waits for a running run instead of cancelling it
-      await indexing?.catch(() => undefined);
-    } else {
-      indexAbort?.abort();
-    }
-    await indexing?.catch(() => undefined);
+    // runs never overlap: each waits for the one before; a full run cancels it first, a live update does not
+    if (!live) indexAbort?.abort();
+    const previous = indexing;
     const controller = new AbortController();
-    indexAbort = controller;
     const run = (async (): Promise<IndexStatus> => {
+      await previous?.catch(() => undefined);
+      indexAbort = controller;
       const t0 = Date.now();
       log('index', `indexing ${repositories.length} repositories`);
       const { db: d, parser: p } = await ready();
