@@ -20,6 +20,12 @@ function assets(): CliAssets {
   };
 }
 
+// the reader went away (`nn-rag search x | head`): stop quietly, as Unix tools do
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 const controller = new AbortController();
 let interrupted = 0;
 process.on('SIGINT', () => {

@@ -9,7 +9,7 @@
 import { createHash } from 'crypto';
 import type { Node } from 'web-tree-sitter';
 
-export const MINHASH_SIZE = 64;
+export const MINHASH_SIZE = 128;
 const LEX_SHINGLE = 5;
 const STRUCT_SHINGLE = 8;
 
@@ -22,39 +22,52 @@ export interface Fingerprint {
   tokens: number;
 }
 
-/** A string statement (docstring or a bare string) carries no behaviour. */
-function isDocString(node: Node): boolean {
-  return node.type === 'expression_statement' && node.namedChildCount === 1 && node.namedChild(0)?.type === 'string';
-}
-
-/** Tokens and node types of `root` in source order, comments and docstrings left out. */
-function streams(root: Node): { tokens: string[]; types: string[] } {
+/**
+ * Tokens and node types of `def` in source order, comments and docstrings (string statements) left out. Walks
+ * with the cursor's own fields and slices the source text: no Node object per tree node.
+ */
+function streams(def: Node, text: string): { tokens: string[]; types: string[] } {
   const tokens: string[] = [];
   const types: string[] = [];
-  const cursor = root.walk();
-  let descend = true;
-  for (;;) {
-    const node = cursor.currentNode;
-    if (descend) {
-      if (node.type === 'comment' || isDocString(node)) {
-        descend = false;
-      } else if (node.childCount === 0 || node.type === 'string') {
-        tokens.push(node.type === 'string' ? node.text : node.text || node.type);
-        types.push(node.type);
-        descend = false;
-      } else {
-        if (node.isNamed) types.push(node.type);
-        if (cursor.gotoFirstChild()) continue;
-        descend = false;
+  const cursor = def.walk();
+  try {
+    let descend = true;
+    for (;;) {
+      if (descend) {
+        const type = cursor.nodeType;
+        const named = cursor.nodeIsNamed;
+        let skip = type === 'comment';
+        if (type === 'expression_statement') {
+          // a statement made of one string: a docstring or a bare string, no behaviour
+          if (cursor.gotoFirstChild()) {
+            skip = cursor.nodeType === 'string' && !cursor.gotoNextSibling();
+            cursor.gotoParent();
+          }
+        }
+        if (skip) {
+          descend = false;
+        } else if (type === 'string') {
+          tokens.push(text.slice(cursor.startIndex, cursor.endIndex));
+          types.push(type);
+          descend = false;
+        } else if (cursor.gotoFirstChild()) {
+          if (named) types.push(type);
+          continue;
+        } else {
+          tokens.push(text.slice(cursor.startIndex, cursor.endIndex) || type);
+          types.push(type);
+          descend = false;
+        }
       }
+      if (cursor.gotoNextSibling()) {
+        descend = true;
+        continue;
+      }
+      if (!cursor.gotoParent()) break;
     }
-    if (cursor.gotoNextSibling()) {
-      descend = true;
-      continue;
-    }
-    if (!cursor.gotoParent() || cursor.currentNode.id === root.id) break;
+  } finally {
+    cursor.delete();
   }
-  cursor.delete();
   return { tokens, types };
 }
 
@@ -78,19 +91,37 @@ function mix(h: number): number {
   return h >>> 0;
 }
 
-const SEEDS = Array.from({ length: MINHASH_SIZE }, (_, i) => mix(0x9e3779b9 * (i + 1)));
+const BIN_BITS = Math.log2(MINHASH_SIZE);
+const EMPTY = 0xffffffff;
 
+/**
+ * The MinHash signature of the k-shingles of `items`, by one-permutation hashing: each shingle is hashed once, its
+ * top bits choose one of MINHASH_SIZE bins and each bin keeps its smallest remaining bits; bins no shingle reached
+ * borrow from the next filled bin to the right (rotation densification), told apart by the distance. One pass over
+ * the shingles instead of one per position. Values are kept to 16 bits (b-bit MinHash: two agree by chance once in
+ * 65,536, which moves a Jaccard estimate by nothing that matters, and halves what the index stores).
+ */
 export function minhash(items: string[], k: number): number[] {
-  const sig = new Array<number>(MINHASH_SIZE).fill(0xffffffff);
+  const bins = new Uint32Array(MINHASH_SIZE).fill(EMPTY);
+  const hashes = items.map(fnv);
   const n = Math.max(1, items.length - k + 1);
   for (let i = 0; i < n; i++) {
-    const x = fnv(items.slice(i, i + k).join('\u0001'));
-    for (let j = 0; j < MINHASH_SIZE; j++) {
-      const v = mix(x ^ SEEDS[j]);
-      if (v < sig[j]) sig[j] = v;
-    }
+    // a shingle's hash from its items' hashes (order matters)
+    let x = 0x9747b28c;
+    for (let t = i; t < Math.min(i + k, hashes.length); t++) x = mix(x ^ hashes[t]) + t - i;
+    x = mix(x);
+    const bin = x >>> (32 - BIN_BITS);
+    const rest = (x << BIN_BITS) >>> BIN_BITS;
+    if (rest < bins[bin]) bins[bin] = rest;
   }
-  return sig;
+  const out = new Array<number>(MINHASH_SIZE);
+  for (let j = 0; j < MINHASH_SIZE; j++) {
+    let d = 0;
+    while (d < MINHASH_SIZE && bins[(j + d) % MINHASH_SIZE] === EMPTY) d++;
+    const v = d === MINHASH_SIZE ? 0 : bins[(j + d) % MINHASH_SIZE];
+    out[j] = mix(v ^ Math.imul(d, 0x9e3779b9)) >>> 16;
+  }
+  return out;
 }
 
 /** The share of equal positions: an estimate of the Jaccard similarity of the two shingle sets. */
@@ -100,8 +131,9 @@ export function similarity(a: number[], b: number[]): number {
   return same / MINHASH_SIZE;
 }
 
-export function fingerprint(def: Node): Fingerprint {
-  const { tokens, types } = streams(def);
+/** `text`: the source the tree was parsed from (node positions index into it). */
+export function fingerprint(def: Node, text: string): Fingerprint {
+  const { tokens, types } = streams(def, text);
   return {
     exact: createHash('sha1').update(tokens.join(' ')).digest('hex'),
     lex: minhash(tokens, LEX_SHINGLE),

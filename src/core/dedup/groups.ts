@@ -1,7 +1,7 @@
 /**
  * Duplicate groups among the blocks of the index, at three levels: exact (same normalised text), lexical
  * (MinHash of token shingles, Jaccard >= 0.90 by default) and structural (MinHash of node-type shingles, >= 0.90).
- * Candidate pairs come from locality-sensitive hashing (16 bands of 4 rows), then the signatures are compared.
+ * Candidate pairs come from locality-sensitive hashing (32 bands of 4 rows over 128 values), then the signatures are compared.
  * Each group's original is chosen by repository priority, then age (the repository indexed first, then the
  * definition indexed first); every member records the original's id in dup_exact, dup_lex, dup_struct.
  */
@@ -17,7 +17,7 @@ export interface DedupOptions {
 }
 
 export const DEFAULT_THRESHOLD = 0.9;
-const BANDS = 16;
+const BANDS = 32;
 const ROWS = MINHASH_SIZE / BANDS;
 /** Below this many tokens a definition is too small for near-duplicate evidence (only exact copies count). */
 const MIN_TOKENS = 20;
@@ -31,10 +31,10 @@ interface Row {
 }
 
 function sigOf(v: SqlValue): number[] | null {
-  if (!(v instanceof Uint8Array) || v.length !== MINHASH_SIZE * 4) return null;
+  if (!(v instanceof Uint8Array) || v.length !== MINHASH_SIZE * 2) return null;
   const copy = new Uint8Array(v.length);
   copy.set(v);
-  return Array.from(new Uint32Array(copy.buffer));
+  return Array.from(new Uint16Array(copy.buffer));
 }
 
 class UnionFind {

@@ -19,7 +19,7 @@ import type { IndexDb } from './database';
 import { encodeFacts } from './factsCodec';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '6';
+export const PARSER_VERSION = '7';
 
 export interface Progress {
   step: number;
@@ -275,8 +275,9 @@ function writeFile(db: IndexDb, repoId: number, oldId: number | undefined, f: Fi
   return db.lastId();
 }
 
+/** A MinHash signature (16-bit values) as the bytes the classes table keeps. */
 function sigBytes(sig: number[]): Uint8Array {
-  return new Uint8Array(Uint32Array.from(sig).buffer);
+  return new Uint8Array(Uint16Array.from(sig).buffer);
 }
 
 function deleteClasses(db: IndexDb, fileId: number): void {

@@ -352,7 +352,7 @@ class Extractor {
       forwardSignature,
       methods,
       abstract,
-      dup: fingerprint(def),
+      dup: fingerprint(def, this.text),
     };
     for (const d of decoratorsOf(outer)) {
       const reg = registryDecorator(d);
