@@ -19,7 +19,7 @@ import type { SourceConfig } from '../core/sources/types';
 import { flag, intOpt, opt, parseArgs } from './args';
 import type { OptionSpec, ParsedArgs } from './args';
 import { pullCommand, validateCommand } from './pullCommands';
-import { reportCommand, specCommand, statusCommand } from './specReport';
+import { reportCommand, specCommand, statusCommand, updateCommand } from './specReport';
 
 export interface CliAssets extends WasmPaths {
   sqlWasm: string;
@@ -58,6 +58,7 @@ usage:
   nn-rag spec TARGET [--db F]                       a neutral JSON specification of a block (no code)
   nn-rag spec --all [--repo R] [--limit N] --out-dir DIR [--db F] [--json]
   nn-rag status [PATH...] [--db F] [--json]        which pulled files' upstream code changed (exit 1 if any)
+  nn-rag update FILE [--db F] [--json]               pull a pulled file again, keeping your edits (3-way merge)
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
                                                     the batch extraction report as tables, or a page
 
@@ -110,6 +111,8 @@ export async function runCli(argv: string[], env: CliEnv): Promise<number> {
         return await reportCommand(rest, env);
       case 'status':
         return await statusCommand(rest, env);
+      case 'update':
+        return await updateCommand(rest, env);
       default:
         throw new NnragError('usage', `unknown command '${command}'; run 'nn-rag --help'`);
     }

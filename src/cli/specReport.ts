@@ -1,14 +1,18 @@
 /** `nn-rag spec` (neutral specifications, one block or a batch) and `nn-rag report` (the paper's tables, or a page). */
 import { promises as fsp } from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { findTarget } from '../core/blocks/target';
-import { readProvenance } from '../core/emit/emit';
+import { bodyHash, readProvenance, splitPulled } from '../core/emit/emit';
+import { manifestPath, writeManifests } from '../core/emit/manifest';
+import type { Manifest } from '../core/emit/manifest';
+import { merge3 } from '../core/emit/merge';
 import { upstreamStatus } from '../core/emit/upstream';
 import { errorMessage, NnragError } from '../core/errors';
 import { indexStats } from '../core/index/stats';
 import type { IndexStats } from '../core/index/stats';
 import { PythonParser } from '../core/parse/parser';
-import { openPullSession } from '../core/pull';
+import { openPullSession, pullBlock } from '../core/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { blockSpec } from '../core/spec/spec';
 import { TIERS } from '../core/validate/runner';
@@ -187,4 +191,62 @@ export async function statusCommand(argv: string[], env: CliEnv): Promise<number
   }
   // like `git diff --exit-code`: 1 when something is out of date
   return rows.some((r) => r.state === 'changed') ? EXIT.failed : EXIT.ok;
+}
+
+/**
+ * `nn-rag update FILE`: pulls the file's block again from the index and keeps the user's edits: a three-way merge
+ * of the edited body and the new upstream body against the body as pulled (kept in NAME.manifest.json). Conflicts
+ * are written with markers, and the command exits 1.
+ */
+export async function updateCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, {});
+  if (args.positionals.length !== 1) throw new NnragError('usage', 'update needs one pulled FILE');
+  const file = path.resolve(args.positionals[0]);
+  const text = await fsp.readFile(file, 'utf8').catch(() => {
+    throw new NnragError('not-found', `no such file: ${file}`);
+  });
+  const prov = readProvenance(text);
+  if (!prov) throw new NnragError('bad-source', `${file} has no NN-RAG provenance record: it was not pulled, or its header was removed`);
+  const manifest = (await fsp
+    .readFile(manifestPath(file), 'utf8')
+    .then((t) => JSON.parse(t) as Manifest)
+    .catch(() => undefined)) as Manifest | undefined;
+  const db = await openDb(args, env);
+  const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-update-'));
+  try {
+    const parser = await PythonParser.create(env.assets);
+    const fresh = path.join(scratch, path.basename(file));
+    await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, prov.target), { parser, out: fresh, validate: false, manifest: false });
+    const freshText = await fsp.readFile(fresh, 'utf8');
+    const freshProv = readProvenance(freshText)!;
+    const upstream = splitPulled(freshText);
+    const mine = splitPulled(text);
+    const edited = bodyHash(text) !== prov.hash;
+    const say = (line: Record<string, unknown>, human: string): void => env.out(flag(args, 'json') ? `${JSON.stringify({ file, ...line })}\n` : `${human}\n`);
+    if (freshProv.hash === prov.hash) {
+      say({ state: 'up-to-date' }, `${file}: up to date with ${prov.target}`);
+      return EXIT.ok;
+    }
+    let body: string;
+    let conflicts = 0;
+    if (!edited) body = upstream.body;
+    else if (manifest?.base_body !== undefined) {
+      const merged = merge3(manifest.base_body, mine.body, upstream.body);
+      body = merged.text;
+      conflicts = merged.conflicts;
+    } else {
+      throw new NnragError('bad-source', `${file} was edited since the pull and ${path.basename(manifestPath(file))} keeps no base to merge against; pull again into another file and compare`);
+    }
+    await fsp.writeFile(file, `${upstream.header}${body}`, 'utf8');
+    await writeManifests(file, freshProv, undefined, upstream.body);
+    if (conflicts) {
+      say({ state: 'conflicts', conflicts }, `${file}: updated from upstream with ${conflicts} conflict${conflicts === 1 ? '' : 's'} between your edits and upstream; resolve the <<<<<<< markers`);
+      return EXIT.failed;
+    }
+    say({ state: edited ? 'merged' : 'updated' }, `${file}: updated from upstream${edited ? ', your edits kept' : ''}`);
+    return EXIT.ok;
+  } finally {
+    db.close();
+    await fsp.rm(scratch, { recursive: true, force: true });
+  }
 }

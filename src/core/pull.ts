@@ -7,7 +7,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { ClassRef } from './blocks/target';
-import { emitFile, replaceProvenance } from './emit/emit';
+import { emitFile, replaceProvenance, splitPulled } from './emit/emit';
 import type { DependencyGraph, Provenance } from './emit/emit';
 import { writeManifests } from './emit/manifest';
 import { NnragError } from './errors';
@@ -200,7 +200,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   }
   if (options.out && options.manifest !== false) {
     // the reviewer's record next to the file, and the distributions it needs (validation tells the versions)
-    const written = await writeManifests(path.resolve(options.out), emitted.provenance, report.requirements);
+    const written = await writeManifests(path.resolve(options.out), emitted.provenance, report.requirements, splitPulled(emitted.code).body);
     report.manifest = written.manifest;
     report.requiredRepos = written.requiredRepos;
   }

@@ -328,8 +328,13 @@ export function replaceProvenance(text: string, prov: Provenance): string {
   return `${text.slice(0, start)}${PROVENANCE_PREFIX}${JSON.stringify(prov)}${text.slice(end)}`;
 }
 
+/** A pulled file's header (through the blank line after the provenance record) and body. */
+export function splitPulled(text: string): { header: string; body: string } {
+  const idx = text.indexOf('\n', text.indexOf(PROVENANCE_PREFIX));
+  return { header: text.slice(0, idx + 2), body: text.slice(idx + 2) };
+}
+
 /** sha256 of a pulled file's body, to tell whether the user edited it since the pull. */
 export function bodyHash(text: string): string {
-  const idx = text.indexOf('\n', text.indexOf(PROVENANCE_PREFIX));
-  return `sha256:${createHash('sha256').update(text.slice(idx + 2)).digest('hex')}`;
+  return `sha256:${createHash('sha256').update(splitPulled(text).body).digest('hex')}`;
 }

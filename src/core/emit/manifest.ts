@@ -32,6 +32,8 @@ export interface Manifest {
     license: string | null;
   }[];
   imports: string[];
+  /** The body as pulled (below the header): the base `nn-rag update` merges the user's edits against. */
+  base_body?: string;
 }
 
 export interface RequiredRepos {
@@ -41,7 +43,7 @@ export interface RequiredRepos {
   missing: Record<string, { needed_by: string[] }>;
 }
 
-export function manifestOf(file: string, prov: Provenance): Manifest {
+export function manifestOf(file: string, prov: Provenance, baseBody?: string): Manifest {
   return {
     schema: MANIFEST_SCHEMA,
     file: path.basename(file),
@@ -62,6 +64,7 @@ export function manifestOf(file: string, prov: Provenance): Manifest {
       license: d.license ?? (d.repo === prov.repo ? prov.license : null),
     })),
     imports: prov.imports,
+    base_body: baseBody,
   };
 }
 
@@ -73,10 +76,10 @@ export function manifestPath(file: string): string {
 const locks = new Map<string, Promise<unknown>>();
 
 /** Writes the manifest next to `file` and merges the file's requirements into the folder's required_repos.json. */
-export async function writeManifests(file: string, prov: Provenance, requirements: Requirement[] | undefined): Promise<{ manifest: string; requiredRepos: string }> {
+export async function writeManifests(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string): Promise<{ manifest: string; requiredRepos: string }> {
   const key = path.dirname(path.resolve(file));
   const previous = locks.get(key) ?? Promise.resolve();
-  const mine = previous.catch(() => undefined).then(() => writeManifestsNow(file, prov, requirements));
+  const mine = previous.catch(() => undefined).then(() => writeManifestsNow(file, prov, requirements, baseBody));
   locks.set(key, mine);
   try {
     return await mine;
@@ -85,9 +88,9 @@ export async function writeManifests(file: string, prov: Provenance, requirement
   }
 }
 
-async function writeManifestsNow(file: string, prov: Provenance, requirements: Requirement[] | undefined): Promise<{ manifest: string; requiredRepos: string }> {
+async function writeManifestsNow(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string): Promise<{ manifest: string; requiredRepos: string }> {
   const manifest = manifestPath(file);
-  await fsp.writeFile(manifest, `${JSON.stringify(manifestOf(file, prov), null, 2)}\n`, 'utf8');
+  await fsp.writeFile(manifest, `${JSON.stringify(manifestOf(file, prov, baseBody), null, 2)}\n`, 'utf8');
 
   const requiredRepos = path.join(path.dirname(file), 'required_repos.json');
   let merged: RequiredRepos = { schema: 'nn-rag/required-repos@1', distributions: {}, missing: {} };
