@@ -110,10 +110,20 @@ async function main(): Promise<void> {
     await Promise.all(jobs);
   });
 
+  // the cold index, as the language server runs it: blocks rediscovered every second, and a search polled meanwhile
+  // (the time of its first result is what a user waits for)
+  let firstResultMs: number | undefined;
+  const coldStart = performance.now();
+  let polling: NodeJS.Timeout | undefined;
   const cold = await timed(async () => {
     const { db } = await IndexDb.open(dbFile, { sqlWasm: ASSETS.sqlWasm });
-    for (const root of roots) await indexSource(db, await openFolder({ location: root }), indexOptions);
+    polling = setInterval(() => {
+      if (firstResultMs === undefined && searchBlocks(db, { text: 'conv', limit: 1 }).length) firstResultMs = performance.now() - coldStart;
+    }, 20);
+    for (const root of roots) await indexSource(db, await openFolder({ location: root }), { ...indexOptions, discoverEveryMs: 1000 });
+    clearInterval(polling);
     finishRun(db);
+    firstResultMs ??= performance.now() - coldStart;
     await db.save();
     return db;
   });
@@ -133,8 +143,15 @@ async function main(): Promise<void> {
   });
   const live = warm.value.db;
 
-  // one changed file: re-index its source, then it must be searchable, then saved
+  // one changed file, as a live update does it: re-index its source lightly, then it must be searchable
   const victim = path.join(roots.find((r) => r.endsWith('torchvision')) ?? roots[0], 'ops', 'misc.py');
+  await fsp.appendFile(victim, '\n\nclass BenchLiveBlock(torch.nn.Module):\n    pass\n');
+  const searchable = await timed(async () => {
+    await indexSource(live, await openFolder({ location: path.dirname(path.dirname(victim)) }), indexOptions);
+    finishRun(live, {}, { light: true });
+    if (searchBlocks(live, { text: 'BenchLiveBlock' })[0]?.name !== 'BenchLiveBlock') throw new Error('the live update is not searchable');
+  });
+  // one changed file, as a re-index does it: the full finish (full-text merge, compaction) and the save
   await fsp.appendFile(victim, '\n\nclass BenchFreshlyAddedBlock(torch.nn.Module):\n    pass\n');
   const change = await timed(async () => {
     const r = await indexSource(live, await openFolder({ location: path.dirname(path.dirname(victim)) }), indexOptions);
@@ -189,8 +206,10 @@ async function main(): Promise<void> {
     cold_index_s: r2(cold.wall_ms / 1000),
     cold_index_cpu_s: r2(cold.cpu_ms / 1000),
     files_per_s: r2(files / (cold.wall_ms / 1000)),
+    first_search_result_s: r2((firstResultMs ?? 0) / 1000),
     warm_noop_ms: warm.wall_ms,
     warm_noop_cpu_ms: warm.cpu_ms,
+    one_file_searchable_ms: searchable.wall_ms,
     one_file_change_ms: change.wall_ms,
     one_file_change_cpu_ms: change.cpu_ms,
     search_queries: searchMs.length,

@@ -128,6 +128,7 @@ export function startServer(connection: Connection): void {
                 parser: p,
                 signal: controller.signal,
                 maxFileBytes: options.maxFileKb * 1024,
+                discoverEveryMs: 1500,
                 onProgress: (pr) => {
                   if (pr.step % 25 === 0 || pr.step === pr.total) {
                     setStatus({ ...status, state: 'indexing', message: `Indexing ${source.info.name}`, progress: { step: pr.step, total: pr.total, repo: source.info.name } });

@@ -36,6 +36,8 @@ export interface IndexOptions {
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
   maxFileBytes?: number;
+  /** Rediscover blocks after so many milliseconds of indexing (then twice as long each time), so search answers during a cold run. */
+  discoverEveryMs?: number;
 }
 
 export interface IndexRunStats {
@@ -140,7 +142,16 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
     // each file's facts are written as it completes: an interrupted run never records work it did not do
     storeOutcome(db, repoId, source, file, bytes.length, hash, outcome, parseMs, old?.id, srcLayout);
     options.onProgress?.({ step: ++step, total: files.length, message: `${info.name}: ${file.path}` });
+    // during a long run, blocks become searchable batch by batch, not only at the end; each discovery costs more
+    // as the index grows, so the interval doubles each time (a handful of them in a cold run)
+    if (options.discoverEveryMs && performance.now() - lastDiscovery > discoveryInterval) {
+      discoverBlocks(db);
+      lastDiscovery = performance.now();
+      discoveryInterval *= 2;
+    }
   };
+  let lastDiscovery = performance.now();
+  let discoveryInterval = options.discoverEveryMs ?? 0;
   // as many files in flight as the parser can take, and no more (bounded memory)
   const lanes = Math.max(1, options.concurrency ?? 1);
   let next = 0;
