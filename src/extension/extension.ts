@@ -47,6 +47,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     cacheDir: vscode.Uri.joinPath(context.globalStorageUri, 'cache').fsPath,
     repositories: settings.get<SourceConfig[]>('repositories') ?? [],
     maxFileKb: settings.get<number>('maxFileKb') ?? 2048,
+    gitFetchIntervalMinutes: settings.get<number>('git.fetchIntervalMinutes') ?? 60,
   };
   const client = await NnragClient.start(context, log, init);
   const credentials = new GitCredentialService(context.secrets, log);
@@ -124,17 +125,23 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   log.info(
     `[settings] nnrag.repositories: ${init.repositories.length} (user ${where?.globalValue?.length ?? '-'}, workspace ${where?.workspaceValue?.length ?? '-'}, folder ${where?.workspaceFolderValue?.length ?? '-'}); folders: ${(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join(', ') || 'none'}`,
   );
-  let indexed = JSON.stringify(init.repositories);
+  const indexSettings = (): { repositories: SourceConfig[]; gitFetchIntervalMinutes: number } => {
+    const c = vscode.workspace.getConfiguration('nnrag');
+    return { repositories: c.get<SourceConfig[]>('repositories') ?? [], gitFetchIntervalMinutes: c.get<number>('git.fetchIntervalMinutes') ?? 60 };
+  };
+  let indexed = JSON.stringify({ repositories: init.repositories, gitFetchIntervalMinutes: init.gitFetchIntervalMinutes });
   const reindexIfChanged = (): void => {
-    const repositories = vscode.workspace.getConfiguration('nnrag').get<SourceConfig[]>('repositories') ?? [];
-    if (JSON.stringify(repositories) === indexed) return;
-    indexed = JSON.stringify(repositories);
-    client.request(ReindexRepositories, { repositories }).then(
+    const now = indexSettings();
+    if (JSON.stringify(now) === indexed) return;
+    indexed = JSON.stringify(now);
+    client.request(ReindexRepositories, now).then(
       () => tree.refresh(),
       (err: unknown) => log.error(`[index] ${err instanceof Error ? err.message : String(err)}`),
     );
   };
-  context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('nnrag.repositories') && reindexIfChanged()));
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((e) => (e.affectsConfiguration('nnrag.repositories') || e.affectsConfiguration('nnrag.git.fetchIntervalMinutes')) && reindexIfChanged()),
+  );
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();
   registerCommands(context, { client, tree, interpreter, log, storage: context.globalStorageUri, treeView });

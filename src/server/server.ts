@@ -108,6 +108,7 @@ export function startServer(connection: Connection): void {
       // repositories that left the settings are dropped, unless a configured one could not be opened this time
       const seen = new Set<string>();
       const folders = new Map<string, SourceConfig>();
+      const gits: SourceConfig[] = [];
       let allOpened = true;
       try {
         for (const config of repositories) {
@@ -124,6 +125,7 @@ export function startServer(connection: Connection): void {
             for (const source of sources) {
               seen.add(source.info.name);
               if (source.info.kind === 'folder') folders.set(source.info.root, config);
+              if (source.info.kind === 'git') gits.push(config);
               const r = await indexSource(d, source, {
                 parser: p,
                 signal: controller.signal,
@@ -153,7 +155,10 @@ export function startServer(connection: Connection): void {
           if (removed.length) log('index', `removed ${removed.join(', ')} (no longer in nnrag.repositories)`);
           changed += removed.length;
         }
-        if (!live) watchFolders(folders);
+        if (!live) {
+          watchFolders(folders);
+          scheduleFetches(gits);
+        }
         if (changed) finishRun(d, {}, { light: live });
         d.scheduleSave(500, (err) => log('index', `save failed: ${errorMessage(err)}`));
         const s: IndexStatus = { state: 'ready', message: `${live ? 'Updated' : 'Indexed'} in ${((Date.now() - t0) / 1000).toFixed(live ? 3 : 1)} s`, ...counts() };
@@ -216,6 +221,19 @@ export function startServer(connection: Connection): void {
     }
   }
 
+  // git repositories are fetched on a schedule; only changed blobs are parsed again
+  let fetchTimer: NodeJS.Timeout | undefined;
+  function scheduleFetches(gits: SourceConfig[]): void {
+    if (fetchTimer) clearInterval(fetchTimer);
+    fetchTimer = undefined;
+    const minutes = options.gitFetchIntervalMinutes ?? 0;
+    if (!gits.length || !(minutes > 0)) return;
+    fetchTimer = setInterval(() => {
+      reindex(gits, { live: true }).catch((err) => log('git', `scheduled fetch: ${errorMessage(err)}`));
+    }, minutes * 60_000);
+    fetchTimer.unref();
+  }
+
   connection.onInitialize((params): InitializeResult => {
     options = params.initializationOptions as InitOptions;
     canRefreshLenses = params.capabilities.workspace?.codeLens?.refreshSupport === true;
@@ -236,6 +254,7 @@ export function startServer(connection: Connection): void {
   onRequest(connection, GetIndexStatus, () => status);
   onRequest(connection, ReindexRepositories, async (params, token) => {
     if (params?.repositories) options.repositories = params.repositories;
+    if (params?.gitFetchIntervalMinutes !== undefined) options.gitFetchIntervalMinutes = params.gitFetchIntervalMinutes;
     const run = reindex(options.repositories);
     // cancelling the request stops this run (what was indexed so far stays)
     const sub = token.onCancellationRequested(() => indexAbort?.abort());
@@ -321,6 +340,7 @@ export function startServer(connection: Connection): void {
   connection.onShutdown(async () => {
     for (const w of watchers.values()) w.close();
     watchers.clear();
+    if (fetchTimer) clearInterval(fetchTimer);
     indexAbort?.abort();
     await indexing?.catch(() => undefined);
     await db?.save().catch(() => undefined);

@@ -33,6 +33,8 @@ export interface InitOptions {
   cacheDir: string;
   repositories: SourceConfig[];
   maxFileKb: number;
+  /** Fetch git repositories for new commits this often (minutes); 0 or absent: only at start and on demand. */
+  gitFetchIntervalMinutes?: number;
 }
 
 export type IndexState = 'starting' | 'indexing' | 'ready' | 'error';
@@ -70,7 +72,7 @@ export const GetIndexStatus = method<void, IndexStatus>('nnrag/getIndexStatus');
 /** Server -> client: the index state changed (progress while indexing, counts when done). */
 export const IndexStatusChanged = method<IndexStatus, void>('nnrag/indexStatusChanged');
 /** Client -> server: index the configured repositories again (on demand or after a settings change). */
-export const ReindexRepositories = method<{ repositories?: SourceConfig[] }, IndexStatus>('nnrag/reindexRepositories');
+export const ReindexRepositories = method<{ repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number }, IndexStatus>('nnrag/reindexRepositories');
 /** Client -> server: search blocks for the QuickPick and the tree. */
 export const SearchBlocks = method<SearchQuery, SearchHit[]>('nnrag/searchBlocks');
 /** Client -> server: children of a tree node (repositories, then categories, then blocks). */

@@ -9,7 +9,8 @@ import type { PullReport } from '../../src/core/pull';
 import type { SearchHit } from '../../src/core/search/search';
 import { GetIndexStatus, IndexStatusChanged, ListTree, PullBlock, ReindexRepositories, SearchBlocks } from '../../src/shared/protocol';
 import type { IndexStatus, InitOptions, TreeNode } from '../../src/shared/protocol';
-import { ASSETS, ROOT, tmpdir } from './helpers';
+import { git, startGitServer } from './gitServer';
+import { ASSETS, ROOT, tmpdir, writeTree } from './helpers';
 
 describe('language server over stdio (the real server process)', function () {
   this.timeout(60_000);
@@ -158,5 +159,35 @@ describe('language server over stdio (the real server process)', function () {
     const removed = await until('RenamedBlock', false);
     // informative only: the time includes the 100 ms debounce and the polling
     console.log(`      live update searchable after ${added} ms (added), ${removed} ms (deleted)`);
+  });
+
+  it('fetches git repositories on a schedule and indexes a new upstream commit', async () => {
+    await whenReady();
+    const root = await tmpdir('nnrag-sched-');
+    const work = path.join(root, 'work');
+    await writeTree(work, { 'netlib/__init__.py': '', 'netlib/a.py': 'from torch import nn\n\n\nclass FirstNet(nn.Module):\n    pass\n' });
+    git(work, 'init', '-q', '-b', 'main');
+    git(work, 'add', '-A');
+    git(work, 'commit', '-qm', 'first');
+    git(root, 'clone', '-q', '--bare', work, 'served.git');
+    const server = await startGitServer(root);
+    try {
+      // every 0.6 s, for the test (the setting counts in minutes)
+      await conn.sendRequest(ReindexRepositories.method, { repositories: [{ location: server.url('served.git'), name: 'netlib' }], gitFetchIntervalMinutes: 0.01 });
+      const found = async (name: string): Promise<boolean> => (await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: name, group: false })).some((h) => h.name === name);
+      assert.ok(await found('FirstNet'));
+      await writeTree(work, { 'netlib/b.py': 'from torch import nn\n\n\nclass UpstreamNet(nn.Module):\n    pass\n' });
+      git(work, 'add', '-A');
+      git(work, 'commit', '-qm', 'second');
+      git(root, '--git-dir', 'served.git', 'fetch', '-q', work, 'main:main');
+      const t0 = Date.now();
+      while (!(await found('UpstreamNet'))) {
+        if (Date.now() - t0 > 20_000) throw new Error('the new upstream commit was never indexed');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      await conn.sendRequest(ReindexRepositories.method, { repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }], gitFetchIntervalMinutes: 0 });
+      await server.close();
+    }
   });
 });
