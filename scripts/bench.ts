@@ -8,7 +8,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { findTarget } from '../src/core/blocks/target';
+import { findTarget, listBlockTargets } from '../src/core/blocks/target';
 import { IndexDb } from '../src/core/index/database';
 import { finishRun, indexSource } from '../src/core/index/indexer';
 import { PythonParser } from '../src/core/parse/parser';
@@ -180,9 +180,7 @@ async function main(): Promise<void> {
 
   const table = loadModuleTable(live);
   const session = openPullSession(live, table);
-  const targets = live
-    .all("SELECT repo, module, name FROM classes WHERE is_block = 1 AND repo = 'torchvision' ORDER BY module, line")
-    .map((r) => `${String(r.repo)}:${String(r.module)}.${String(r.name)}`);
+  const targets = listBlockTargets(live, 'torchvision');
   const pullMs: number[] = [];
   let pullErrors = 0;
   for (const t of targets) {

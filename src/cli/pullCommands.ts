@@ -3,7 +3,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { findTarget } from '../core/blocks/target';
+import { findTarget, listBlockTargets } from '../core/blocks/target';
 import type { ClassRef } from '../core/blocks/target';
 import { CancelledError, errorMessage, NnragError } from '../core/errors';
 import { PythonParser } from '../core/parse/parser';
@@ -139,10 +139,7 @@ async function batchTargets(args: ReturnType<typeof parse>, db: Awaited<ReturnTy
     }
     return list as string[];
   }
-  const repo = opt(args, 'repo');
-  return db
-    .all(`SELECT repo, module, name FROM classes WHERE is_block = 1 ${repo ? 'AND repo = ?' : ''} ORDER BY repo, module, line`, repo ? [repo] : [])
-    .map((r) => `${String(r.repo)}:${String(r.module)}.${String(r.name)}`);
+  return listBlockTargets(db, opt(args, 'repo'));
 }
 
 async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {

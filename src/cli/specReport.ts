@@ -2,7 +2,7 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { findTarget } from '../core/blocks/target';
+import { findTarget, listBlockTargets } from '../core/blocks/target';
 import { bodyHash, readProvenance, splitPulled } from '../core/emit/emit';
 import { manifestPath, writeManifests } from '../core/emit/manifest';
 import type { Manifest } from '../core/emit/manifest';
@@ -37,11 +37,7 @@ export async function specCommand(argv: string[], env: CliEnv): Promise<number> 
       return EXIT.ok;
     }
     const outDir = path.resolve(opt(args, 'out-dir')!);
-    const repo = opt(args, 'repo');
-    const targets = db
-      .all(`SELECT repo, module, name FROM classes WHERE is_block = 1 ${repo ? 'AND repo = ?' : ''} ORDER BY repo, module, line`, repo ? [repo] : [])
-      .map((r) => `${String(r.repo)}:${String(r.module)}.${String(r.name)}`)
-      .slice(0, intOpt(args, 'limit', Number.MAX_SAFE_INTEGER));
+    const targets = listBlockTargets(db, opt(args, 'repo')).slice(0, intOpt(args, 'limit', Number.MAX_SAFE_INTEGER));
     const index: { target: string; file?: string; error?: string }[] = [];
     for (const [i, target] of targets.entries()) {
       if (env.signal?.aborted) break;

@@ -38,6 +38,12 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   const dist = vscode.Uri.joinPath(context.extensionUri, 'dist');
   await vscode.workspace.fs.createDirectory(context.globalStorageUri);
   const settings = vscode.workspace.getConfiguration('nnrag');
+  // what the index depends on: read at start, and again when the settings change
+  const indexSettings = (): { repositories: SourceConfig[]; gitFetchIntervalMinutes: number } => {
+    const c = vscode.workspace.getConfiguration('nnrag');
+    return { repositories: c.get<SourceConfig[]>('repositories') ?? [], gitFetchIntervalMinutes: c.get<number>('git.fetchIntervalMinutes') ?? 60 };
+  };
+  const atStart = indexSettings();
   const init: InitOptions = {
     storageDir: context.globalStorageUri.fsPath,
     treeSitterWasm: vscode.Uri.joinPath(dist, 'web-tree-sitter.wasm').fsPath,
@@ -45,9 +51,8 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     sqlWasm: vscode.Uri.joinPath(dist, 'sql-wasm.wasm').fsPath,
     runner: vscode.Uri.joinPath(context.extensionUri, 'python-runner', 'validate.py').fsPath,
     cacheDir: vscode.Uri.joinPath(context.globalStorageUri, 'cache').fsPath,
-    repositories: settings.get<SourceConfig[]>('repositories') ?? [],
+    ...atStart,
     maxFileKb: settings.get<number>('maxFileKb') ?? 2048,
-    gitFetchIntervalMinutes: settings.get<number>('git.fetchIntervalMinutes') ?? 60,
   };
   const client = await NnragClient.start(context, log, init);
   const credentials = new GitCredentialService(context.secrets, log);
@@ -125,11 +130,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   log.info(
     `[settings] nnrag.repositories: ${init.repositories.length} (user ${where?.globalValue?.length ?? '-'}, workspace ${where?.workspaceValue?.length ?? '-'}, folder ${where?.workspaceFolderValue?.length ?? '-'}); folders: ${(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join(', ') || 'none'}`,
   );
-  const indexSettings = (): { repositories: SourceConfig[]; gitFetchIntervalMinutes: number } => {
-    const c = vscode.workspace.getConfiguration('nnrag');
-    return { repositories: c.get<SourceConfig[]>('repositories') ?? [], gitFetchIntervalMinutes: c.get<number>('git.fetchIntervalMinutes') ?? 60 };
-  };
-  let indexed = JSON.stringify({ repositories: init.repositories, gitFetchIntervalMinutes: init.gitFetchIntervalMinutes });
+  let indexed = JSON.stringify(atStart);
   const reindexIfChanged = (): void => {
     const now = indexSettings();
     if (JSON.stringify(now) === indexed) return;

@@ -15,14 +15,13 @@ import { CancelledError, errorMessage } from '../core/errors';
 import { IndexDb } from '../core/index/database';
 import { finishRun, indexSource, removeRepositoriesExcept } from '../core/index/indexer';
 import { indexStats } from '../core/index/stats';
-import { decodePython } from '../core/parse/decode';
 import { PythonParser } from '../core/parse/parser';
 import { openPullSession, pullBlock } from '../core/pull';
 import { describeClass } from '../core/resolve/describe';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { searchBlocks } from '../core/search/search';
 import { openSource } from '../core/sources/open';
-import { loadRepoRows, readIndexedFile } from '../core/sources/reader';
+import { readClassFile } from '../core/sources/reader';
 import type { SourceConfig } from '../core/sources/types';
 import {
   GetBlockDetails,
@@ -30,7 +29,6 @@ import {
   GetProvenance,
   GetGitCredentials,
   GetStats,
-  GetUpstreamStatus,
   GitCredentialsRejected,
   IndexStatusChanged,
   ListTree,
@@ -310,18 +308,11 @@ export function startServer(connection: Connection): void {
     return report;
   });
   onRequest(connection, GetProvenance, ({ text }) => readProvenance(text) ?? null);
-  onRequest(connection, GetUpstreamStatus, async ({ text }) => {
-    const prov = readProvenance(text);
-    return prov ? upstreamStatus((await ready()).db, prov) : null;
-  });
   onRequest(connection, ReadSource, async ({ target }) => {
     const { db: d } = await ready();
     const ref = findTarget(d, target);
-    const repo = loadRepoRows(d).get(ref.repoId)!;
-    const file = d.get('SELECT path, hash FROM files WHERE id = ?', [ref.fileId])!;
-    // only the decoded text is wanted: no parse
-    const decoded = decodePython(await readIndexedFile(repo, String(file.path), String(file.hash)));
-    return { text: decoded.ok ? decoded.text : '', path: ref.path, line: ref.line, repo: ref.repo };
+    const { text } = await readClassFile(d, ref);
+    return { text, path: ref.path, line: ref.line, repo: ref.repo };
   });
 
   connection.onHover((params): Hover | null => {

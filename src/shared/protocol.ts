@@ -8,7 +8,6 @@ import type { SearchHit, SearchQuery } from '../core/search/search';
 import type { SourceConfig } from '../core/sources/types';
 import type { IndexStats } from '../core/index/stats';
 import type { Provenance } from '../core/emit/emit';
-import type { UpstreamStatus } from '../core/emit/upstream';
 import type { GitCredentials } from '../core/sources/git';
 
 /** A typed method name: `P` the params, `R` the result. */
@@ -87,8 +86,6 @@ export const GetProvenance = method<{ text: string }, Provenance | null>('nnrag/
 export const ReadSource = method<{ target: string }, { text: string; path: string; line: number; repo: string }>('nnrag/readSource');
 /** Client -> server: statistics for the log and the status bar tooltip. */
 export const GetStats = method<void, IndexStats>('nnrag/getStats');
-/** Client -> server: has the upstream code of a pulled file (its text) changed since the pull? */
-export const GetUpstreamStatus = method<{ text: string }, UpstreamStatus | null>('nnrag/getUpstreamStatus');
 /** Server -> client: credentials for a git URL that asked for them (answered from VS Code's secrets, or null). */
 export const GetGitCredentials = method<{ url: string }, GitCredentials | null>('nnrag/getGitCredentials');
 /** Server -> client: the credentials given for a git URL were refused; forget them. */

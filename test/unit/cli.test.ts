@@ -1,14 +1,6 @@
 import * as assert from 'assert';
 import * as path from 'path';
-import { runCli } from '../../src/cli/cli';
-import { ASSETS, tmpdir, writeTree } from './helpers';
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { assets: ASSETS, out: (t) => (out += t), err: (t) => (err += t), tty: false, env: {} });
-  return { code, out, err };
-}
+import { cli, tmpdir, writeTree } from './helpers';
 
 describe('command line', () => {
   let repo: string;

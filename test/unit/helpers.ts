@@ -2,6 +2,7 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { runCli } from '../../src/cli/cli';
 import type { CliAssets } from '../../src/cli/cli';
 import { IndexDb } from '../../src/core/index/database';
 import { finishRun, indexSource } from '../../src/core/index/indexer';
@@ -51,3 +52,11 @@ export async function indexFolder(db: IndexDb, dir: string, config: Partial<Sour
 }
 
 export const PYTHON_WITH_TORCH = '/usr/bin/python3';
+
+/** Runs the command line in this process; returns its exit code and what it printed. */
+export async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { assets: ASSETS, out: (t) => (out += t), err: (t) => (err += t), tty: false, env: {} });
+  return { code, out, err };
+}

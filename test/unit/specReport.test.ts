@@ -1,16 +1,8 @@
 import * as assert from 'assert';
 import { promises as fsp, readFileSync } from 'fs';
 import * as path from 'path';
-import { runCli } from '../../src/cli/cli';
-import { ASSETS, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
+import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 import { validateSchema } from './jsonSchema';
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { assets: ASSETS, out: (t) => (out += t), err: (t) => (err += t), tty: false, env: {} });
-  return { code, out, err };
-}
 
 /** The schema kept in the repository. */
 const schema = JSON.parse(readFileSync(path.join(ROOT, 'src', 'core', 'spec', 'spec.schema.json'), 'utf8')) as Record<string, unknown>;

@@ -1,16 +1,8 @@
 import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { runCli } from '../../src/cli/cli';
 import { merge3 } from '../../src/core/emit/merge';
-import { ASSETS, ROOT, tmpdir } from './helpers';
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { assets: ASSETS, out: (t) => (out += t), err: (t) => (err += t), tty: false, env: {} });
-  return { code, out, err };
-}
+import { cli, ROOT, tmpdir } from './helpers';
 
 describe('three-way merge and nn-rag update', function () {
   this.timeout(60_000);

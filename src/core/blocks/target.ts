@@ -76,3 +76,10 @@ export function findTarget(db: IndexDb, target: string): ClassRef {
     isBlock: Number(r.is_block) === 1,
   };
 }
+
+/** `repo:module.Class` of every block in the index (or in one repository), in repository and source order. */
+export function listBlockTargets(db: IndexDb, repo?: string): string[] {
+  return db
+    .all(`SELECT repo, module, name FROM classes WHERE is_block = 1 ${repo ? 'AND repo = ?' : ''} ORDER BY repo, module, line`, repo ? [repo] : [])
+    .map((r) => `${String(r.repo)}:${String(r.module)}.${String(r.name)}`);
+}

@@ -57,7 +57,7 @@ class UnionFind {
   }
 }
 
-/** Groups near-duplicates by LSH over `sig`; returns id -> original id. */
+/** Adds near-duplicates found by LSH over the signatures `pick` gives to `seed`, and returns it. */
 function nearGroups(rows: Row[], pick: (r: Row) => number[] | null, threshold: number, order: Map<number, number>, seed: UnionFind): UnionFind {
   const buckets = new Map<string, number[]>();
   const sigs = new Map<number, number[]>();
@@ -110,8 +110,8 @@ export function groupDuplicates(db: IndexDb, given: DedupOptions = {}): { exact:
     else exact.union(first, r.id, order);
   }
   // exact copies are also lexical and structural duplicates of each other
-  const lexical = nearGroups(rows, (r) => r.lex, options.lexical ?? DEFAULT_THRESHOLD, order, cloneOf(exact, rows));
-  const structural = nearGroups(rows, (r) => r.struct, options.structural ?? DEFAULT_THRESHOLD, order, cloneOf(lexical, rows));
+  const lexical = nearGroups(rows, (r) => r.lex, options.lexical ?? DEFAULT_THRESHOLD, order, cloneOf(exact, rows, order));
+  const structural = nearGroups(rows, (r) => r.struct, options.structural ?? DEFAULT_THRESHOLD, order, cloneOf(lexical, rows, order));
 
   const counts = { exact: new Set<number>(), lexical: new Set<number>(), structural: new Set<number>() };
   db.transaction(() => {
@@ -129,9 +129,8 @@ export function groupDuplicates(db: IndexDb, given: DedupOptions = {}): { exact:
   return { blocks: rows.length, exact: counts.exact.size, lexical: counts.lexical.size, structural: counts.structural.size };
 }
 
-function cloneOf(uf: UnionFind, rows: Row[]): UnionFind {
+function cloneOf(uf: UnionFind, rows: Row[], order: Map<number, number>): UnionFind {
   const copy = new UnionFind();
-  const order = new Map(rows.map((r, i) => [r.id, i]));
   for (const r of rows) {
     const root = uf.find(r.id);
     if (root !== r.id) copy.union(root, r.id, order);

@@ -1,9 +1,11 @@
 /** Reads an indexed file's bytes back from where the index found it (a folder or a cached clone). */
 import { promises as fsp } from 'fs';
 import * as path from 'path';
+import type { ClassRef } from '../blocks/target';
 import { NnragError } from '../errors';
 import type { IndexDb } from '../index/database';
 import { blobId } from '../index/indexer';
+import { decodePython } from '../parse/decode';
 import { readGitBlob } from './git';
 
 export interface RepoRow {
@@ -52,4 +54,13 @@ export async function readIndexedFile(repo: RepoRow, relPath: string, hash: stri
     throw new NnragError('not-found', `${repo.name}/${relPath} changed since it was indexed; run 'nn-rag index' again`);
   }
   return bytes;
+}
+
+/** The decoded text of the indexed file that holds a class ('' when it cannot be decoded), and its git blob id. */
+export async function readClassFile(db: IndexDb, ref: ClassRef): Promise<{ text: string; blob: string }> {
+  const repo = loadRepoRows(db).get(ref.repoId)!;
+  const blob = String(db.get('SELECT hash FROM files WHERE id = ?', [ref.fileId])!.hash);
+  // only the decoded text is wanted: no parse
+  const decoded = decodePython(await readIndexedFile(repo, ref.path, blob));
+  return { text: decoded.ok ? decoded.text : '', blob };
 }

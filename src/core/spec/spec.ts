@@ -9,12 +9,11 @@ import type { ClassRef } from '../blocks/target';
 import type { DependencyGraph } from '../emit/emit';
 import type { IndexDb } from '../index/database';
 import type { PythonParser } from '../parse/parser';
-import { decodePython } from '../parse/decode';
 import { openPullSession, pullBlock } from '../pull';
 import type { PullSession } from '../pull';
 import { describeClass } from '../resolve/describe';
 import { loadModuleTable } from '../resolve/loadTable';
-import { loadRepoRows, readIndexedFile } from '../sources/reader';
+import { readClassFile } from '../sources/reader';
 
 export const SPEC_SCHEMA = 'nn-rag/spec@1';
 
@@ -168,10 +167,8 @@ export function shapeOfClass(parser: PythonParser, classText: string): { init: P
 
 export async function blockSpec(db: IndexDb, ref: ClassRef, parser: PythonParser, session: PullSession = openPullSession(db, loadModuleTable(db))): Promise<BlockSpec> {
   const details = describeClass(db, ref, session.table);
-  const file = db.get('SELECT hash FROM files WHERE id = ?', [ref.fileId])!;
-  const repo = loadRepoRows(db).get(ref.repoId)!;
-  const decoded = decodePython(await readIndexedFile(repo, ref.path, String(file.hash)));
-  const classText = decoded.ok ? decoded.text.split('\n').slice(ref.line - 1, ref.endLine).join('\n') : '';
+  const { text, blob } = await readClassFile(db, ref);
+  const classText = text.split('\n').slice(ref.line - 1, ref.endLine).join('\n');
   const shape = classText ? shapeOfClass(parser, classText) : { init: [], forward: [], returns: null, layers: [] };
   // the closure as a pull computes it, in memory (no file, no validation)
   const pulled = await pullBlock(session, ref, { parser, validate: false });
@@ -180,7 +177,6 @@ export async function blockSpec(db: IndexDb, ref: ClassRef, parser: PythonParser
   const group = row.dup_lex === null ? null : Number(row.dup_lex);
   const copies = group === null ? null : db.get('SELECT count(*) AS n, count(DISTINCT repo_id) AS r FROM classes WHERE is_block = 1 AND dup_lex = ?', [group]);
   const original = group === null ? null : db.get('SELECT repo, module, name FROM classes WHERE id = ?', [group]);
-  const blob = String(file.hash);
   return {
     schema: SPEC_SCHEMA,
     target: details.target,

@@ -11,7 +11,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { createInterface } from 'readline';
 import { CancelledError, NnragError } from '../errors';
-import { canUnshare, interpretRun, runnerArgs, sandboxEnv } from './runner';
+import { canUnshare, interpretRun, killProcessGroup, runnerArgs, sandboxEnv } from './runner';
 import type { ValidateOptions, ValidationReport, ValidatorPoolLike } from './runner';
 
 interface Job {
@@ -129,13 +129,7 @@ export class ValidatorPool implements ValidatorPoolLike {
     let pid: number | undefined;
     let timedOut = false;
     let cancelled = false;
-    const kill = (): void => {
-      try {
-        if (pid) process.kill(-pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
+    const kill = (): void => killProcessGroup(pid);
     const onAbort = (): void => {
       cancelled = true;
       kill();
@@ -188,12 +182,8 @@ export class ValidatorPool implements ValidatorPoolLike {
     this.closed = true;
     for (const job of this.queue.splice(0)) job.reject(new CancelledError('the validator pool closed'));
     for (const w of [...this.workers]) {
-      try {
-        w.child.stdin!.end();
-        if (w.child.pid) process.kill(-w.child.pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
+      w.child.stdin!.end();
+      killProcessGroup(w.child.pid);
       await fsp.rm(w.home, { recursive: true, force: true }).catch(() => undefined);
     }
     this.workers.length = 0;

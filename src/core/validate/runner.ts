@@ -91,6 +91,15 @@ export function tierAtLeast(reached: Tier | null, wanted: Tier): boolean {
   return reached !== null && TIERS.indexOf(reached) >= TIERS.indexOf(wanted);
 }
 
+/** Kills a process group (a validator and everything the block under test started), if it is still there. */
+export function killProcessGroup(pid: number | undefined): void {
+  try {
+    if (pid) process.kill(-pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
 /** The validator's arguments after the file (shared by one-shot runs and the warm pool). */
 export function runnerArgs(file: string, options: ValidateOptions): string[] {
   const args = [path.resolve(file), '--memory-mb', String(options.memoryMb ?? 4096), '--candidates', JSON.stringify(options.candidates ?? [])];
@@ -158,13 +167,7 @@ export async function validateFile(file: string, options: ValidateOptions): Prom
       let lastTier: Tier | null = null;
       let timedOut = false;
       let cancelled = false;
-      const killGroup = (): void => {
-        try {
-          if (child.pid) process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      };
+      const killGroup = (): void => killProcessGroup(child.pid);
       const timer = setTimeout(() => {
         timedOut = true;
         killGroup();
