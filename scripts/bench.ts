@@ -105,7 +105,7 @@ async function main(): Promise<void> {
     for (const root of roots) {
       const src = await openFolder({ location: root });
       const { files: list } = await src.list();
-      for (const f of list) jobs.push(src.read(f).then((b) => pool.parse(b)));
+      for (const f of list) jobs.push(src.read(f).then((bytes) => pool.parse({ bytes })));
     }
     await Promise.all(jobs);
   });

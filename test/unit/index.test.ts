@@ -165,6 +165,25 @@ describe('index: the database file', () => {
     db.close();
   });
 
+  it('checks in full a saved file that changed after the save (the stamp no longer matches)', async () => {
+    const file = path.join(await tmpdir(), 'index.db');
+    const { db } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    db.setMeta('k', 'v');
+    await db.save();
+    db.close();
+    const stamp = JSON.parse(await fsp.readFile(`${file}.saved`, 'utf8')) as { size: number };
+    assert.strictEqual(stamp.size, (await fsp.stat(file)).size, 'the save stamps the file it wrote');
+    // damage past the header, same size: only a full check sees it
+    const bytes = await fsp.readFile(file);
+    bytes.fill(0x5a, 1024, bytes.length);
+    await new Promise((r) => setTimeout(r, 20));
+    await fsp.writeFile(file, bytes);
+    const { db: again, recovered } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    assert.ok(recovered, 'the damaged file is reported');
+    assert.strictEqual(again.getMeta('k'), undefined);
+    again.close();
+  });
+
   it('debounces saves', async () => {
     const file = path.join(await tmpdir(), 'index.db');
     const { db } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });

@@ -7,7 +7,7 @@
  *   code shape under other names).
  */
 import { createHash } from 'crypto';
-import type { Node } from 'web-tree-sitter';
+import type { SyntaxNode } from '../parse/syntax';
 
 export const MINHASH_SIZE = 128;
 const LEX_SHINGLE = 5;
@@ -22,52 +22,24 @@ export interface Fingerprint {
   tokens: number;
 }
 
-/**
- * Tokens and node types of `def` in source order, comments and docstrings (string statements) left out. Walks
- * with the cursor's own fields and slices the source text: no Node object per tree node.
- */
-function streams(def: Node, text: string): { tokens: string[]; types: string[] } {
+/** Tokens and node types of `def` in source order, comments and docstrings (string statements) left out. */
+function streams(def: SyntaxNode, text: string): { tokens: string[]; types: string[] } {
   const tokens: string[] = [];
   const types: string[] = [];
-  const cursor = def.walk();
-  try {
-    let descend = true;
-    for (;;) {
-      if (descend) {
-        const type = cursor.nodeType;
-        const named = cursor.nodeIsNamed;
-        let skip = type === 'comment';
-        if (type === 'expression_statement') {
-          // a statement made of one string: a docstring or a bare string, no behaviour
-          if (cursor.gotoFirstChild()) {
-            skip = cursor.nodeType === 'string' && !cursor.gotoNextSibling();
-            cursor.gotoParent();
-          }
-        }
-        if (skip) {
-          descend = false;
-        } else if (type === 'string') {
-          tokens.push(text.slice(cursor.startIndex, cursor.endIndex));
-          types.push(type);
-          descend = false;
-        } else if (cursor.gotoFirstChild()) {
-          if (named) types.push(type);
-          continue;
-        } else {
-          tokens.push(text.slice(cursor.startIndex, cursor.endIndex) || type);
-          types.push(type);
-          descend = false;
-        }
-      }
-      if (cursor.gotoNextSibling()) {
-        descend = true;
-        continue;
-      }
-      if (!cursor.gotoParent()) break;
+  const visit = (node: SyntaxNode): void => {
+    const type = node.type;
+    if (type === 'comment') return;
+    // a statement made of one string: a docstring or a bare string, no behaviour
+    if (type === 'expression_statement' && node.children.length === 1 && node.children[0].type === 'string') return;
+    if (type === 'string' || !node.children.length) {
+      tokens.push(text.slice(node.startIndex, node.endIndex) || type);
+      types.push(type);
+      return;
     }
-  } finally {
-    cursor.delete();
-  }
+    if (node.isNamed) types.push(type);
+    for (const c of node.children) visit(c);
+  };
+  visit(def);
   return { tokens, types };
 }
 
@@ -132,7 +104,7 @@ export function similarity(a: number[], b: number[]): number {
 }
 
 /** `text`: the source the tree was parsed from (node positions index into it). */
-export function fingerprint(def: Node, text: string): Fingerprint {
+export function fingerprint(def: SyntaxNode, text: string): Fingerprint {
   const { tokens, types } = streams(def, text);
   return {
     exact: createHash('sha1').update(tokens.join(' ')).digest('hex'),

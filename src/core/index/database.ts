@@ -46,7 +46,8 @@ export class IndexDb {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
       if (bytes && bytes.length > 0) {
-        const problem = checkBytes(SQL, bytes);
+        // a file this process family wrote and nothing touched since needs no full integrity check
+        const problem = checkBytes(SQL, bytes, await writtenByUs(file));
         if (problem.ok) {
           raw = problem.db;
         } else {
@@ -145,6 +146,7 @@ export class IndexDb {
     const tmp = `${this.file}.${process.pid}.tmp`;
     await fsp.writeFile(tmp, bytes);
     await fsp.rename(tmp, this.file);
+    await stampWritten(this.file);
     this.dirty = false;
   }
 
@@ -180,13 +182,43 @@ export class IndexDb {
   }
 }
 
-function checkBytes(SQL: SqlJsStatic, bytes: Buffer): { ok: true; db: Database } | { ok: false; reason: string } {
+/**
+ * Beside the database, the size and modification time it had when this code last saved it: a file that still has
+ * them is the one written from a checked in-memory database, and opening it skips SQLite's `quick_check` (which reads
+ * every page: most of a warm start's time).
+ */
+function stampFile(file: string): string {
+  return `${file}.saved`;
+}
+
+async function stampWritten(file: string): Promise<void> {
+  try {
+    const st = await fsp.stat(file);
+    await fsp.writeFile(stampFile(file), JSON.stringify({ size: st.size, mtimeMs: st.mtimeMs }));
+  } catch {
+    // without a stamp the next open checks the file in full
+  }
+}
+
+async function writtenByUs(file: string): Promise<boolean> {
+  try {
+    const [st, stamp] = await Promise.all([fsp.stat(file), fsp.readFile(stampFile(file), 'utf8')]);
+    const s = JSON.parse(stamp) as { size?: unknown; mtimeMs?: unknown };
+    return s.size === st.size && s.mtimeMs === st.mtimeMs;
+  } catch {
+    return false;
+  }
+}
+
+function checkBytes(SQL: SqlJsStatic, bytes: Buffer, trusted: boolean): { ok: true; db: Database } | { ok: false; reason: string } {
   let db: Database | undefined;
   try {
     db = new SQL.Database(bytes);
-    const res = db.exec('PRAGMA quick_check');
-    const verdict = String(res[0]?.values[0]?.[0] ?? '');
-    if (verdict !== 'ok') throw new Error(`quick_check: ${verdict || 'no answer'}`);
+    if (!trusted) {
+      const res = db.exec('PRAGMA quick_check');
+      const verdict = String(res[0]?.values[0]?.[0] ?? '');
+      if (verdict !== 'ok') throw new Error(`quick_check: ${verdict || 'no answer'}`);
+    }
     db.exec('SELECT count(*) FROM sqlite_master');
     return { ok: true, db };
   } catch (err) {

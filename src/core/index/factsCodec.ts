@@ -10,7 +10,7 @@ export function encodeFacts(facts: ModuleFacts): Uint8Array {
     classes: facts.classes.map((c) => ({ ...c, docstring: '', comments: '' })),
     functions: facts.functions.map((f) => ({ ...f, docstring: f.docstring.slice(0, 160) })),
   };
-  return deflateRawSync(Buffer.from(JSON.stringify(lean)), { level: 6 });
+  return deflateRawSync(Buffer.from(JSON.stringify(lean)), { level: 1 });
 }
 
 export function decodeFacts(blob: unknown): ModuleFacts {

@@ -4,19 +4,21 @@
  */
 import { groupDuplicates } from '../dedup/groups';
 import type { DedupOptions } from '../dedup/groups';
-import { createHash } from 'crypto';
 import { performance } from 'perf_hooks';
 import { guessCategory } from '../blocks/category';
-import { discoverBlocks } from '../blocks/discover';
+import { discoverBlocks, isTorchModuleClass } from '../blocks/discover';
 import { NnragError, throwIfAborted } from '../errors';
+import type { FileInput, FileOutcome } from '../parse/analyse';
 import type { PythonParser } from '../parse/parser';
 import { inlineParse } from '../parse/pool';
-import type { FactsOutcome, ParseFn } from '../parse/pool';
+import type { ParseFn } from '../parse/pool';
+import type { ImportFact } from '../parse/types';
 import { searchWords } from '../search/words';
 import { isImportable, modulePathOf } from '../sources/modulePath';
 import type { OpenedSource, SourceFile } from '../sources/types';
 import type { IndexDb } from './database';
-import { encodeFacts } from './factsCodec';
+
+export { blobId } from '../parse/analyse';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
 export const PARSER_VERSION = '7';
@@ -54,11 +56,6 @@ export interface IndexRunStats {
   seconds: number;
   parseSeconds: number;
   commit?: string;
-}
-
-/** The git blob id of some bytes (what `git hash-object` prints): the content hash for every kind of source. */
-export function blobId(bytes: Uint8Array): string {
-  return createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
 }
 
 interface ExistingFile {
@@ -120,27 +117,39 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
   let step = stats.kept;
   const work = async (file: SourceFile): Promise<void> => {
     const old = existing.get(file.path);
-    let bytes: Uint8Array;
-    try {
-      bytes = await source.read(file);
-    } catch (err) {
+    const unreadable = (detail: string): void => {
       const { module, isPackage } = modulePathOf(file.path, info.modulePrefix, srcLayout);
-      writeFile(db, repoId, old?.id, { path: file.path, module, isPackage, size: file.size, mtime: null, hash: '', status: 'skipped', reason: 'unreadable', detail: (err as Error).message });
+      writeFile(db, repoId, old?.id, { path: file.path, module, isPackage, size: file.size, mtime: null, hash: '', status: 'skipped', reason: 'unreadable', detail });
+    };
+    // unchanged content (same hash, another mtime) is not parsed again
+    const input: FileInput = { knownHash: (!reparseAll && old?.hash) || undefined, hash: file.oid, maxBytes: options.maxFileBytes };
+    const local = source.localPath?.(file);
+    if (local) {
+      input.file = local;
+    } else {
+      try {
+        input.bytes = await source.read(file);
+      } catch (err) {
+        unreadable((err as Error).message);
+        return;
+      }
+    }
+    const p0 = performance.now();
+    const outcome = await parse(input);
+    const parseMs = performance.now() - p0;
+    if (outcome.kind === 'unreadable') {
+      unreadable(outcome.detail);
       return;
     }
-    const hash = file.oid ?? blobId(bytes);
-    if (old && old.hash === hash && !reparseAll) {
-      db.run('UPDATE files SET size = ?, mtime = ? WHERE id = ?', [file.size, file.mtimeMs ?? null, old.id]);
+    if (outcome.kind === 'same') {
+      db.run('UPDATE files SET size = ?, mtime = ? WHERE id = ?', [file.size, file.mtimeMs ?? null, old!.id]);
       stats.kept++;
       return;
     }
-    const p0 = performance.now();
-    const outcome = await parse(bytes, options.maxFileBytes);
-    const parseMs = performance.now() - p0;
     stats.parseSeconds += parseMs / 1000;
     stats.computed++;
     // each file's facts are written as it completes: an interrupted run never records work it did not do
-    storeOutcome(db, repoId, source, file, bytes.length, hash, outcome, parseMs, old?.id, srcLayout);
+    storeOutcome(db, repoId, source, file, outcome, parseMs, old?.id, srcLayout);
     options.onProgress?.({ step: ++step, total: files.length, message: `${info.name}: ${file.path}` });
     // during a long run, blocks become searchable batch by batch, not only at the end; each discovery costs more
     // as the index grows, so the interval doubles each time (a handful of them in a cold run)
@@ -309,21 +318,19 @@ function storeOutcome(
   repoId: number,
   source: OpenedSource,
   file: SourceFile,
-  size: number,
-  hash: string,
-  outcome: FactsOutcome,
+  outcome: Exclude<FileOutcome, { kind: 'same' | 'unreadable' }>,
   parseMs: number,
   oldId: number | undefined,
   srcLayout: boolean,
 ): void {
   const { info } = source;
   const { module, isPackage } = modulePathOf(file.path, info.modulePrefix, srcLayout);
+  const { hash, size } = outcome;
   db.transaction(() => {
-    if (!outcome.ok) {
+    if (outcome.kind === 'skipped') {
       writeFile(db, repoId, oldId, { path: file.path, module, isPackage, size, mtime: file.mtimeMs ?? null, hash, status: 'skipped', reason: outcome.reason, detail: outcome.detail, parseMs });
       return;
     }
-    const facts = outcome.facts;
     const fileId = writeFile(db, repoId, oldId, {
       path: file.path,
       module,
@@ -334,11 +341,10 @@ function storeOutcome(
       status: 'parsed',
       reason: isImportable(module) ? undefined : 'not-importable',
       detail: isImportable(module) ? undefined : `'${module}' is not an importable module path`,
-      // fingerprints go to the classes table, not with the facts
-      facts: encodeFacts({ ...facts, classes: facts.classes.map(({ dup: _dup, ...c }) => c) }),
+      facts: outcome.facts,
       parseMs,
     });
-    for (const c of facts.classes) {
+    for (const c of outcome.classes) {
       const doc = [c.docstring, c.comments].filter(Boolean).join('\n').slice(0, 800);
       const category = guessCategory(c.name, c.bases, module);
       // the FTS table reads these same columns back from `classes` (external content): keep them identical
@@ -351,7 +357,7 @@ function storeOutcome(
         repo: info.name,
       };
       db.run(
-        'INSERT INTO classes (file_id, repo_id, module, name, line, end_line, bases, abstract, category, words, doc, signature, path, repo, exact_hash, lex_sig, struct_sig, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO classes (file_id, repo_id, module, name, line, end_line, bases, abstract, category, words, doc, signature, path, repo, exact_hash, lex_sig, struct_sig, tokens, is_block) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         [
           fileId,
           repoId,
@@ -371,6 +377,8 @@ function storeOutcome(
           c.dup ? sigBytes(c.dup.lex) : null,
           c.dup ? sigBytes(c.dup.struct) : null,
           c.dup?.tokens ?? 0,
+          // searchable at once when a base is plainly one of torch's modules; discovery decides the rest
+          c.bases.some((b) => plainlyTorchModule(b, outcome.imports)) ? 1 : 0,
         ],
       );
       const id = db.lastId();
@@ -385,4 +393,24 @@ function storeOutcome(
       ]);
     }
   });
+}
+
+/**
+ * True when a base expression names one of torch's own modules through the file's own top-level imports
+ * (`nn.Module` after `from torch import nn`, `M` after `from torch.nn import Module as M`). Only a first guess while a
+ * run is under way: `discoverBlocks` decides for every class once the run's files are in.
+ */
+export function plainlyTorchModule(base: string, imports: ImportFact[]): boolean {
+  const dotted = base.replace(/\[.*$/s, '').trim();
+  if (isTorchModuleClass(dotted)) return true;
+  const dot = dotted.indexOf('.');
+  const first = dot < 0 ? dotted : dotted.slice(0, dot);
+  const rest = dot < 0 ? '' : dotted.slice(dot);
+  for (const imp of imports) {
+    if (imp.inFunction || imp.typeChecking || imp.level > 0 || imp.bound !== first) continue;
+    if (imp.kind === 'from' && imp.name) return isTorchModuleClass(`${imp.module}.${imp.name}${rest}`);
+    // `import torch.nn` binds `torch` (the base is written in full); `import torch.nn as nn` binds the module
+    if (imp.kind === 'import') return isTorchModuleClass(imp.module === first || imp.module.startsWith(`${first}.`) ? dotted : `${imp.module}${rest}`);
+  }
+  return false;
 }

@@ -3,7 +3,7 @@
  * module-scope names it uses, split by when they are needed, following Python's scope rules.
  */
 import { fingerprint } from '../dedup/fingerprint';
-import type { Node } from 'web-tree-sitter';
+import type { SyntaxNode as Node } from './syntax';
 import type {
   BindSite,
   CallSite,

@@ -1,8 +1,9 @@
 /** web-tree-sitter with the Python grammar: bytes in, module facts (or the reason there are none) out. */
 import { Language, Parser } from 'web-tree-sitter';
-import type { Node } from 'web-tree-sitter';
 import { decodePython } from './decode';
 import { extractFacts, Python2Error, TooDeepError } from './facts';
+import { copyTree, useRuntime } from './syntax';
+import type { SyntaxNode } from './syntax';
 import type { ParseOutcome } from './types';
 
 export interface WasmPaths {
@@ -23,7 +24,11 @@ export class PythonParser {
   private constructor(private readonly parser: Parser) {}
 
   static async create(paths: WasmPaths): Promise<PythonParser> {
-    runtime ??= Parser.init({ locateFile: () => paths.treeSitterWasm });
+    if (!runtime) {
+      // Emscripten fills the options object with the runtime's exports: the tree copy calls its cursor functions
+      const options = { locateFile: () => paths.treeSitterWasm };
+      runtime = Parser.init(options).then(() => void useRuntime(options));
+    }
     await runtime;
     const language = await Language.load(paths.pythonWasm);
     const parser = new Parser();
@@ -43,15 +48,27 @@ export class PythonParser {
     return this.parseText(decoded.text);
   }
 
+  /** Decodes and parses, and keeps nothing: the floor the benchmark compares indexing with. Returns the tree's size. */
+  parseOnly(bytes: Uint8Array): number {
+    const decoded = decodePython(bytes);
+    if (!decoded.ok) return 0;
+    const tree = this.parser.parse(decoded.text);
+    const size = tree?.rootNode.endIndex ?? 0;
+    tree?.delete();
+    return size;
+  }
+
   /** Runs `fn` over the syntax tree of `text` (freed afterwards: keep nothing of it). */
-  withTree<T>(text: string, fn: (root: Node) => T): T {
+  withTree<T>(text: string, fn: (root: SyntaxNode) => T): T {
     const tree = this.parser.parse(text);
     if (!tree) throw new Error('the parser returned no tree');
+    let root: SyntaxNode;
     try {
-      return fn(tree.rootNode);
+      root = copyTree(tree, text);
     } finally {
       tree.delete();
     }
+    return fn(root);
   }
 
   parseText(text: string): ParseOutcome {
@@ -59,6 +76,7 @@ export class PythonParser {
     if (!tree) {
       return { ok: false, reason: 'error', detail: 'the parser returned no tree' };
     }
+    let deleted = false;
     try {
       const root = tree.rootNode;
       if (root.hasError) {
@@ -68,14 +86,17 @@ export class PythonParser {
           ? { ok: false, reason: 'python2', detail: `Python 2 syntax (syntax error at line ${line})` }
           : { ok: false, reason: 'syntax', detail: `syntax error at line ${line}` };
       }
-      return { ok: true, ...extractFacts(root, text) };
+      const copy = copyTree(tree, text);
+      tree.delete();
+      deleted = true;
+      return { ok: true, ...extractFacts(copy, text) };
     } catch (err) {
       if (err instanceof TooDeepError) return { ok: false, reason: 'too-deep', detail: err.message };
       if (err instanceof Python2Error) return { ok: false, reason: 'python2', detail: err.message };
       if (err instanceof RangeError) return { ok: false, reason: 'too-deep', detail: `nesting too deep: ${err.message}` };
       return { ok: false, reason: 'error', detail: err instanceof Error ? err.message : String(err) };
     } finally {
-      tree.delete();
+      if (!deleted) tree.delete();
     }
   }
 }

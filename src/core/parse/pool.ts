@@ -1,43 +1,46 @@
 /**
  * Parsing on every core: a pool of worker threads, each with its own parser. The main thread keeps the
- * database; workers only turn bytes into facts. Falls back to the caller's parser where workers cannot start.
+ * database; workers read local files, hash them, parse them and encode their facts (see analyse.ts), and answer
+ * with what the database stores. Falls back to the caller's parser where workers cannot start.
  */
 import * as os from 'os';
 import { Worker } from 'worker_threads';
+import { analyseFile } from './analyse';
+import type { FileInput, FileOutcome } from './analyse';
 import type { PythonParser, WasmPaths } from './parser';
-import type { ModuleFacts, ParseFailure } from './types';
-
-export type FactsOutcome = { ok: true; facts: ModuleFacts } | ParseFailure;
 
 export interface ParseRequest {
   id: number;
-  bytes: Uint8Array;
-  maxBytes?: number;
+  input: FileInput;
 }
 
 export interface ParseResponse {
   id: number;
-  outcome: FactsOutcome;
+  outcome: FileOutcome;
 }
 
-/** Turns file bytes into facts; `inlineParser` serves the in-process case. */
-export type ParseFn = (bytes: Uint8Array, maxBytes?: number) => Promise<FactsOutcome>;
+/** Turns a file into what the index stores; `inlineParse` serves the in-process case. */
+export type ParseFn = (input: FileInput) => Promise<FileOutcome>;
 
 export function inlineParse(parser: PythonParser): ParseFn {
-  return async (bytes, maxBytes) => {
-    const out = parser.parse(bytes, maxBytes);
-    return out.ok ? { ok: true, facts: out.facts } : out;
-  };
+  return (input) => analyseFile(parser, input);
 }
 
 // a TypeScript worker (tests, running from source) is loaded through tsx's CommonJS hook
 const TS_SHIM = "const { workerData } = require('worker_threads'); require('tsx/cjs'); require(workerData.script);";
 
+/**
+ * Requests sent to a worker before it answers the first: it starts the next file while its answer crosses to the main
+ * thread (one at a time, a worker waits for the main thread between files: a third slower here).
+ */
+const IN_FLIGHT = 2;
+
 export class ParsePool {
   private readonly workers: Worker[] = [];
-  private readonly idle: Worker[] = [];
-  private readonly queue: { req: ParseRequest; resolve: (o: FactsOutcome) => void; reject: (e: Error) => void }[] = [];
-  private readonly pending = new Map<number, { resolve: (o: FactsOutcome) => void; reject: (e: Error) => void; worker: Worker }>();
+  /** Requests each worker holds (sent, not answered). */
+  private readonly load = new Map<Worker, number>();
+  private readonly queue: { req: ParseRequest; resolve: (o: FileOutcome) => void; reject: (e: Error) => void }[] = [];
+  private readonly pending = new Map<number, { resolve: (o: FileOutcome) => void; reject: (e: Error) => void; worker: Worker }>();
   private nextId = 1;
   private closed = false;
 
@@ -64,7 +67,7 @@ export class ParsePool {
         worker.on('message', (m: ParseResponse) => pool.done(worker, m));
         worker.on('error', (err) => pool.fail(worker, err));
         pool.workers.push(worker);
-        pool.idle.push(worker);
+        pool.load.set(worker, 0);
       }),
     );
     return pool;
@@ -74,19 +77,23 @@ export class ParsePool {
     return this.workers.length;
   }
 
-  parse: ParseFn = (bytes, maxBytes) =>
-    new Promise<FactsOutcome>((resolve, reject) => {
+  parse: ParseFn = (input) =>
+    new Promise<FileOutcome>((resolve, reject) => {
       if (this.closed) {
         reject(new Error('the parse pool is closed'));
         return;
       }
-      this.queue.push({ req: { id: this.nextId++, bytes, maxBytes }, resolve, reject });
+      this.queue.push({ req: { id: this.nextId++, input }, resolve, reject });
       this.pump();
     });
 
   private pump(): void {
-    while (this.idle.length && this.queue.length) {
-      const worker = this.idle.pop()!;
+    while (this.queue.length) {
+      // the least loaded worker, while it holds fewer than IN_FLIGHT requests
+      let worker: Worker | undefined;
+      for (const w of this.workers) if ((this.load.get(w) ?? 0) < IN_FLIGHT && (!worker || this.load.get(w)! < this.load.get(worker)!)) worker = w;
+      if (!worker) return;
+      this.load.set(worker, this.load.get(worker)! + 1);
       const job = this.queue.shift()!;
       this.pending.set(job.req.id, { resolve: job.resolve, reject: job.reject, worker });
       worker.postMessage(job.req);
@@ -97,7 +104,7 @@ export class ParsePool {
     const p = this.pending.get(m.id);
     if (!p) return;
     this.pending.delete(m.id);
-    this.idle.push(worker);
+    this.load.set(worker, this.load.get(worker)! - 1);
     p.resolve(m.outcome);
     this.pump();
   }
@@ -124,15 +131,15 @@ export class ParsePool {
 export function lazyPool(script: string | undefined, wasm: WasmPaths, fallback: PythonParser, size?: number): { parse: ParseFn; size: number; close: () => Promise<void> } {
   let pool: Promise<ParsePool | undefined> | undefined;
   const inline = inlineParse(fallback);
-  // one more worker than cores: while one waits for its next file from the main thread, the cores stay busy
-  const workers = size ?? Math.min(4, Math.max(1, os.cpus().length + 1));
+  // one per core: each holds IN_FLIGHT requests, so none waits for the main thread between files
+  const workers = size ?? Math.min(4, Math.max(1, os.cpus().length));
   return {
     size: script ? workers : 1,
-    parse: async (bytes, maxBytes) => {
-      if (!script) return inline(bytes, maxBytes);
+    parse: async (input) => {
+      if (!script) return inline(input);
       pool ??= ParsePool.start(script, wasm, workers).catch(() => undefined);
       const p = await pool;
-      return p ? p.parse(bytes, maxBytes) : inline(bytes, maxBytes);
+      return p ? p.parse(input) : inline(input);
     },
     close: async () => {
       const p = await pool;

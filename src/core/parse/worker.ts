@@ -1,20 +1,30 @@
-/** Worker thread entry: parses files sent by the main thread and answers with their facts (never the text). */
+/** Worker thread entry: analyses files sent by the main thread and answers with what the index stores. */
 import { parentPort, workerData } from 'worker_threads';
+import { analyseFile } from './analyse';
+import type { FileOutcome } from './analyse';
 import { PythonParser } from './parser';
 import type { WasmPaths } from './parser';
 import type { ParseRequest, ParseResponse } from './pool';
 
+/** The bytes of `b` in a buffer of their own (a Buffer may be a view into a pool shared with other Buffers). */
+function own(b: Uint8Array): Uint8Array {
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : b.slice();
+}
+
 async function main(): Promise<void> {
   const parser = await PythonParser.create(workerData.wasm as WasmPaths);
   parentPort!.on('message', (req: ParseRequest) => {
-    let res: ParseResponse;
-    try {
-      const out = parser.parse(req.bytes, req.maxBytes);
-      res = out.ok ? { id: req.id, outcome: { ok: true, facts: out.facts } } : { id: req.id, outcome: out };
-    } catch (err) {
-      res = { id: req.id, outcome: { ok: false, reason: 'error', detail: err instanceof Error ? err.message : String(err) } };
-    }
-    parentPort!.postMessage(res);
+    analyseFile(parser, req.input)
+      .catch((err: unknown): FileOutcome => ({ kind: 'unreadable', detail: err instanceof Error ? err.message : String(err) }))
+      .then((outcome) => {
+        const res: ParseResponse = { id: req.id, outcome };
+        if (outcome.kind === 'parsed') {
+          outcome.facts = own(outcome.facts);
+          parentPort!.postMessage(res, [outcome.facts.buffer as ArrayBuffer]);
+        } else {
+          parentPort!.postMessage(res);
+        }
+      });
   });
   parentPort!.postMessage({ ready: true });
 }

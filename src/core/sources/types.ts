@@ -58,4 +58,6 @@ export interface OpenedSource {
   config: SourceConfig;
   list(signal?: AbortSignal): Promise<{ files: SourceFile[]; skipped: SkippedEntry[] }>;
   read(file: SourceFile): Promise<Uint8Array>;
+  /** The file's absolute path when it is a plain local file (a parse worker then reads it itself). */
+  localPath?(file: SourceFile): string;
 }

@@ -4,7 +4,7 @@
  * layers `__init__` builds, the tensors the validator saw go in and out, the dependency graph by name, category,
  * duplicates and provenance. Its shape is `spec.schema.json` next to this file.
  */
-import type { Node } from 'web-tree-sitter';
+import type { SyntaxNode as Node } from '../parse/syntax';
 import type { ClassRef } from '../blocks/target';
 import type { DependencyGraph } from '../emit/emit';
 import type { IndexDb } from '../index/database';

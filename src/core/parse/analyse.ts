@@ -1,0 +1,67 @@
+/**
+ * One file, from bytes (or its path) to what the index stores: the content hash, the facts encoded for the `files`
+ * table, and the few facts the main thread needs to write the file's classes. Runs in a parse worker, so the main
+ * thread (which owns the database) neither reads, hashes, encodes nor copies whole facts objects.
+ */
+import { createHash } from 'crypto';
+import { promises as fsp } from 'fs';
+import { encodeFacts } from '../index/factsCodec';
+import type { PythonParser } from './parser';
+import type { ClassFact, ImportFact, ParseFailure } from './types';
+
+/** The git blob id of some bytes (what `git hash-object` prints): the content hash for every kind of source. */
+export function blobId(bytes: Uint8Array): string {
+  return createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
+}
+
+export interface FileInput {
+  /** The file's bytes, or */
+  bytes?: Uint8Array;
+  /** its absolute path, read where the parsing happens (local folders). */
+  file?: string;
+  /** The hash the index holds for it: when the content still has it, nothing is parsed. */
+  knownHash?: string;
+  /** The hash when the source knows it already (git blob ids). */
+  hash?: string;
+  maxBytes?: number;
+  /** Parse and keep nothing (the benchmark's floor): answers `same`. */
+  parseOnly?: boolean;
+}
+
+export type FileOutcome =
+  | { kind: 'parsed'; hash: string; size: number; facts: Uint8Array; classes: ClassFact[]; imports: ImportFact[] }
+  | ({ kind: 'skipped'; hash: string; size: number } & Omit<ParseFailure, 'ok'>)
+  /** The content has the known hash: nothing to do. */
+  | { kind: 'same'; hash: string; size: number }
+  | { kind: 'unreadable'; detail: string };
+
+export async function analyseFile(parser: PythonParser, input: FileInput): Promise<FileOutcome> {
+  let bytes = input.bytes;
+  if (!bytes) {
+    if (!input.file) return { kind: 'unreadable', detail: 'no bytes and no path' };
+    try {
+      bytes = await fsp.readFile(input.file);
+    } catch (err) {
+      return { kind: 'unreadable', detail: (err as Error).message };
+    }
+  }
+  const hash = input.hash ?? blobId(bytes);
+  const size = bytes.length;
+  if (input.knownHash && input.knownHash === hash) return { kind: 'same', hash, size };
+  if (input.parseOnly) {
+    parser.parseOnly(bytes);
+    return { kind: 'same', hash, size };
+  }
+  const out = parser.parse(bytes, input.maxBytes);
+  if (!out.ok) return { kind: 'skipped', hash, size, reason: out.reason, detail: out.detail };
+  const { facts } = out;
+  return {
+    kind: 'parsed',
+    hash,
+    size,
+    // fingerprints go to the classes table, not with the facts
+    facts: encodeFacts({ ...facts, classes: facts.classes.map(({ dup: _dup, ...c }) => c) }),
+    classes: facts.classes,
+    imports: facts.imports,
+  };
+}
