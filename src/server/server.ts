@@ -16,6 +16,7 @@ import { IndexDb } from '../core/index/database';
 import { finishRun, indexSource, removeRepositoriesExcept } from '../core/index/indexer';
 import { indexStats } from '../core/index/stats';
 import { PythonParser } from '../core/parse/parser';
+import { lazyPool } from '../core/parse/pool';
 import { openPullSession, pullBlock } from '../core/pull';
 import { describeClass } from '../core/resolve/describe';
 import { loadModuleTable } from '../core/resolve/loadTable';
@@ -40,6 +41,11 @@ import {
 import type { IndexStatus, InitOptions, Method, TreeNode } from '../shared/protocol';
 import { provenanceHover, upstreamLens } from './hover';
 
+/** Changes a watcher reports within this many milliseconds make one live update (a save, a checkout). */
+const WATCH_DEBOUNCE_MS = 25;
+/** Rediscovery and duplicate groups after live updates, once edits pause this long. */
+const FINISH_AFTER_MS = 300;
+
 function onRequest<P, R>(connection: Connection, m: Method<P, R>, handler: (params: P, token: CancellationToken) => Promise<R> | R): void {
   connection.onRequest(m.method, (params: P, token: CancellationToken): Promise<unknown> => Promise.resolve(handler(params, token)));
 }
@@ -57,6 +63,8 @@ export function startServer(connection: Connection): void {
   let options: InitOptions;
   let db: IndexDb | undefined;
   let parser: PythonParser | undefined;
+  // parsing on every core; the first file to parse starts the workers, a warm start starts none
+  let parsePool: ReturnType<typeof lazyPool> | undefined;
   let status: IndexStatus = { state: 'starting', message: 'Starting', files: 0, blocks: 0, repos: 0 };
   let indexing: Promise<IndexStatus> | undefined;
   let indexAbort: AbortController | undefined;
@@ -78,6 +86,7 @@ export function startServer(connection: Connection): void {
   function ready(): Promise<{ db: IndexDb; parser: PythonParser }> {
     opening ??= (async () => {
       parser = await PythonParser.create(options);
+      parsePool = lazyPool(options.parseWorker, options, parser);
       const opened = await IndexDb.open(path.join(options.storageDir, 'index.db'), { sqlWasm: options.sqlWasm });
       db = opened.db;
       if (opened.recovered) log('index', `the index was unreadable (${opened.recovered.reason}); moved to ${opened.recovered.movedTo} and rebuilt`);
@@ -91,7 +100,10 @@ export function startServer(connection: Connection): void {
    * Indexes `repositories`. A full run (the settings) drops repositories that left them and watches local folders;
    * a live run (`live`: files changed under a watched folder) touches only those repositories, lightly.
    */
-  async function reindex(repositories: SourceConfig[], { live = false }: { live?: boolean } = {}): Promise<IndexStatus> {
+  async function reindex(
+    repositories: SourceConfig[],
+    { live = false, only }: { live?: boolean; only?: Map<string, string[] | undefined> } = {},
+  ): Promise<IndexStatus> {
     // runs never overlap: each waits for the one before; a full run cancels it first, a live update does not
     if (!live) indexAbort?.abort();
     const previous = indexing;
@@ -126,7 +138,11 @@ export function startServer(connection: Connection): void {
               if (source.info.kind === 'git') gits.push(config);
               const r = await indexSource(d, source, {
                 parser: p,
+                parse: parsePool?.parse,
+                concurrency: (parsePool?.size ?? 1) * 2,
                 signal: controller.signal,
+                // a live update of a folder looks at the files the watcher saw change, not the whole folder
+                only: only?.get(source.info.root),
                 maxFileBytes: options.maxFileKb * 1024,
                 discoverEveryMs: 1500,
                 onProgress: (pr) => {
@@ -157,7 +173,10 @@ export function startServer(connection: Connection): void {
           watchFolders(folders);
           scheduleFetches(gits);
         }
-        if (changed) finishRun(d, {}, { light: live });
+        // a live update is searchable as soon as its files are in (classes plainly subclassing torch's modules are
+        // blocks at once); rediscovery and duplicate groups follow when the edits pause
+        if (changed && live) scheduleFinish(d);
+        else if (changed) finishRun(d);
         d.scheduleSave(500, (err) => log('index', `save failed: ${errorMessage(err)}`));
         const s: IndexStatus = { state: 'ready', message: `${live ? 'Updated' : 'Indexed'} in ${((Date.now() - t0) / 1000).toFixed(live ? 3 : 1)} s`, ...counts() };
         if (live) log('index', `live update: ${changed} files changed, searchable after ${Date.now() - t0} ms`);
@@ -181,9 +200,29 @@ export function startServer(connection: Connection): void {
     return run;
   }
 
-  // live updates: local folders are watched; a change re-indexes that folder (only changed files are parsed)
+  let finishTimer: NodeJS.Timeout | undefined;
+  function scheduleFinish(d: IndexDb): void {
+    if (finishTimer) clearTimeout(finishTimer);
+    finishTimer = setTimeout(() => {
+      finishTimer = undefined;
+      const previous = indexing;
+      indexing = (async (): Promise<IndexStatus> => {
+        await previous?.catch(() => undefined);
+        const t0 = Date.now();
+        finishRun(d, {}, { light: true });
+        log('index', `live update: blocks rediscovered in ${Date.now() - t0} ms`);
+        d.scheduleSave(500, (err) => log('index', `save failed: ${errorMessage(err)}`));
+        setStatus({ ...status, ...counts() });
+        if (canRefreshLenses) connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+        return status;
+      })();
+    }, FINISH_AFTER_MS);
+    finishTimer.unref();
+  }
+
+  // live updates: local folders are watched; a change re-indexes the files it names (a folder or a licence: the folder)
   const watchers = new Map<string, FSWatcher>();
-  const pending = new Map<string, SourceConfig>();
+  const pending = new Map<string, { config: SourceConfig; files: Set<string>; all: boolean }>();
   let debounce: NodeJS.Timeout | undefined;
   function watchFolders(folders: Map<string, SourceConfig>): void {
     for (const [root, w] of watchers) {
@@ -196,15 +235,23 @@ export function startServer(connection: Connection): void {
       if (watchers.has(root)) continue;
       try {
         const w = watch(root, { recursive: true, persistent: false }, (_event, name) => {
-          const file = String(name ?? '');
-          if (!/\.py$|(^|\/)(LICEN[CS]E[^/]*|COPYING)$/.test(file)) return;
-          pending.set(root, config);
+          const file = String(name ?? '').split(path.sep).join('/');
+          const entry = pending.get(root) ?? { config, files: new Set<string>(), all: false };
+          if (file.endsWith('.py')) entry.files.add(file);
+          // a licence, or a name without an extension (a folder created, renamed or removed): the whole folder
+          else if (!file || /(^|\/)(LICEN[CS]E[^/]*|COPYING)$/.test(file) || !/\.[^/]*$/.test(file)) entry.all = true;
+          else return;
+          pending.set(root, entry);
           if (debounce) clearTimeout(debounce);
           debounce = setTimeout(() => {
-            const configs = [...pending.values()];
+            const entries = [...pending.entries()];
             pending.clear();
-            reindex(configs, { live: true }).catch((err) => log('index', `live update: ${errorMessage(err)}`));
-          }, 100);
+            const only = new Map(entries.map(([r, e]) => [r, e.all ? undefined : [...e.files]]));
+            reindex(
+              entries.map(([, e]) => e.config),
+              { live: true, only },
+            ).catch((err) => log('index', `live update: ${errorMessage(err)}`));
+          }, WATCH_DEBOUNCE_MS);
         });
         w.on('error', (err) => {
           log('index', `stopped watching ${root}: ${errorMessage(err)}`);
@@ -332,8 +379,10 @@ export function startServer(connection: Connection): void {
     for (const w of watchers.values()) w.close();
     watchers.clear();
     if (fetchTimer) clearInterval(fetchTimer);
+    if (finishTimer) clearTimeout(finishTimer);
     indexAbort?.abort();
     await indexing?.catch(() => undefined);
+    await parsePool?.close().catch(() => undefined);
     await db?.save().catch(() => undefined);
   });
 

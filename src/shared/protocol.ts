@@ -28,6 +28,8 @@ export interface InitOptions {
   treeSitterWasm: string;
   pythonWasm: string;
   sqlWasm: string;
+  /** The parse worker script (dist/parseWorker.js); without it the server parses in its own thread. */
+  parseWorker?: string;
   runner: string;
   cacheDir: string;
   repositories: SourceConfig[];

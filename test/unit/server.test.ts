@@ -38,6 +38,8 @@ describe('language server over stdio (the real server process)', function () {
       treeSitterWasm: ASSETS.treeSitterWasm,
       pythonWasm: ASSETS.pythonWasm,
       sqlWasm: ASSETS.sqlWasm,
+      // the TypeScript worker: the server parses on every core, as the extension's does
+      parseWorker: path.join(ROOT, 'src', 'core', 'parse', 'worker.ts'),
       runner: ASSETS.runner,
       cacheDir: path.join(storage, 'cache'),
       repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }, { location: path.join(storage, 'missing-folder') }],
@@ -140,12 +142,12 @@ describe('language server over stdio (the real server process)', function () {
     await fsp.mkdir(path.join(live, 'pkg'), { recursive: true });
     await fsp.writeFile(path.join(live, 'pkg', '__init__.py'), '');
     await conn.sendRequest(ReindexRepositories.method, { repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }, { location: live, name: 'live' }] });
-    const until = async (text: string, present: boolean): Promise<number> => {
+    const until = async (text: string, present: boolean, module?: string): Promise<number> => {
       const t0 = Date.now();
       for (;;) {
         const hits = await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text, group: false });
-        if (hits.some((h) => h.name === text) === present) return Date.now() - t0;
-        if (Date.now() - t0 > 15_000) throw new Error(`${text} ${present ? 'never appeared' : 'never went away'}`);
+        if (hits.some((h) => h.name === text && (!module || h.module === module)) === present) return Date.now() - t0;
+        if (Date.now() - t0 > 15_000) throw new Error(`${text} ${module ?? ''} ${present ? 'never appeared' : 'never went away'}`);
         await new Promise((r) => setTimeout(r, 10));
       }
     };
@@ -157,7 +159,15 @@ describe('language server over stdio (the real server process)', function () {
     await until('FreshBlock', false);
     await fsp.rm(file);
     const removed = await until('RenamedBlock', false);
-    // informative only: the time includes the 100 ms debounce and the polling
+    // a block through a base in another file: found when rediscovery follows the live update
+    await fsp.writeFile(path.join(live, 'pkg', 'base.py'), 'from torch import nn\n\n\nclass LiveBase(nn.Module):\n    pass\n');
+    await fsp.writeFile(path.join(live, 'pkg', 'derived.py'), 'from .base import LiveBase\n\n\nclass LiveDerived(LiveBase):\n    pass\n');
+    await until('LiveDerived', true, 'pkg.derived');
+    // a renamed folder: the watcher names the folder, and the whole repository is looked at again
+    await fsp.rename(path.join(live, 'pkg'), path.join(live, 'moved'));
+    await until('LiveDerived', true, 'moved.derived');
+    await until('LiveDerived', false, 'pkg.derived');
+    // informative only: the time includes the 25 ms debounce and the polling
     console.log(`      live update searchable after ${added} ms (added), ${removed} ms (deleted)`);
   });
 

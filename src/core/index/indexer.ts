@@ -38,6 +38,11 @@ export interface IndexOptions {
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
   maxFileBytes?: number;
+  /**
+   * Only these paths changed (a live update of a local folder): the rest of the source is neither listed nor
+   * touched. Ignored by sources that can only list everything.
+   */
+  only?: string[];
   /** Rediscover blocks after so many milliseconds of indexing (then twice as long each time), so search answers during a cold run. */
   discoverEveryMs?: number;
 }
@@ -73,8 +78,8 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
   const repoId = upsertRepo(db, source);
   const reparseAll = db.getMeta('parser_version') !== PARSER_VERSION;
 
-  const { files, skipped } = await source.list(options.signal);
-  const srcLayout = !info.modulePrefix && files.some((f) => f.path.startsWith('src/')) && !files.some((f) => f.path === 'src/__init__.py');
+  const only = options.only && source.listPaths ? new Set(options.only) : undefined;
+  const { files, skipped } = only ? await source.listPaths!([...only]) : await source.list(options.signal);
 
   const existing = new Map<string, ExistingFile>();
   for (const r of db.all('SELECT id, path, size, mtime, hash, reason, detail FROM files WHERE repo_id = ?', [repoId])) {
@@ -87,6 +92,9 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
       detail: r.detail === null ? null : String(r.detail),
     });
   }
+  // a `src/` layout without `src/__init__.py`: modules are named from inside `src`
+  const paths = only ? [...existing.keys(), ...files.map((f) => f.path)] : files.map((f) => f.path);
+  const srcLayout = !info.modulePrefix && paths.some((p) => p.startsWith('src/')) && !paths.includes('src/__init__.py');
   const seen = new Set<string>();
   const stats: IndexRunStats = { repo: info.name, files: files.length, parsed: 0, skipped: 0, computed: 0, kept: 0, deleted: 0, changed: 0, seconds: 0, parseSeconds: 0, commit: info.commit };
 
@@ -174,7 +182,7 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
   );
 
   for (const [p, old] of existing) {
-    if (seen.has(p)) continue;
+    if (seen.has(p) || (only && !only.has(p))) continue;
     deleteFile(db, old.id);
     stats.deleted++;
   }
@@ -344,7 +352,11 @@ function storeOutcome(
       facts: outcome.facts,
       parseMs,
     });
+    // classes of this file that are plainly blocks: their subclasses further down are too
+    const plain = new Set<string>();
     for (const c of outcome.classes) {
+      const likelyBlock = c.bases.some((b) => plain.has(b.replace(/\[.*$/s, '').trim()) || plainlyTorchModule(b, outcome.imports));
+      if (likelyBlock) plain.add(c.name);
       const doc = [c.docstring, c.comments].filter(Boolean).join('\n').slice(0, 800);
       const category = guessCategory(c.name, c.bases, module);
       // the FTS table reads these same columns back from `classes` (external content): keep them identical
@@ -378,7 +390,7 @@ function storeOutcome(
           c.dup ? sigBytes(c.dup.struct) : null,
           c.dup?.tokens ?? 0,
           // searchable at once when a base is plainly one of torch's modules; discovery decides the rest
-          c.bases.some((b) => plainlyTorchModule(b, outcome.imports)) ? 1 : 0,
+          likelyBlock ? 1 : 0,
         ],
       );
       const id = db.lastId();

@@ -132,11 +132,38 @@ export async function openFolder(config: SourceConfig, options: FolderOptions = 
     return { files, skipped };
   }
 
+  /**
+   * What `list` would say of these paths only (a live update): files to index, and skipped entries. A path that is
+   * gone, a folder or not Python is in neither (the caller removes what the index held for it).
+   */
+  async function listPaths(paths: string[]): Promise<{ files: SourceFile[]; skipped: SkippedEntry[] }> {
+    const files: SourceFile[] = [];
+    const skipped: SkippedEntry[] = [];
+    for (const rel of new Set(paths)) {
+      const parts = rel.split('/');
+      if (!rel.endsWith('.py') || parts.some((p) => !p || p === '.' || p === '..' || p.startsWith('.') || SKIP_DIRS.has(p))) continue;
+      if (include && !include(rel)) continue;
+      if (exclude && exclude(rel)) continue;
+      let st;
+      try {
+        // the walk never enters a linked folder: neither does this
+        const dir = path.join(realRoot, path.dirname(rel));
+        if ((await fsp.realpath(dir)) !== dir) continue;
+        st = await fsp.lstat(path.join(realRoot, rel));
+      } catch {
+        continue;
+      }
+      if (st.isSymbolicLink()) skipped.push(await describeLink(realRoot, rel));
+      else if (st.isFile()) files.push({ path: rel, size: st.size, mtimeMs: st.mtimeMs });
+    }
+    return { files, skipped };
+  }
+
   async function read(file: SourceFile): Promise<Uint8Array> {
     return fsp.readFile(path.join(realRoot, file.path));
   }
 
-  return { info, config, list, read, localPath: (file) => path.join(realRoot, file.path) };
+  return { info, config, list, listPaths, read, localPath: (file) => path.join(realRoot, file.path) };
 }
 
 /** Links are never followed; say where one points and why it was skipped. */

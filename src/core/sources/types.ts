@@ -57,6 +57,8 @@ export interface OpenedSource {
   info: RepoInfo;
   config: SourceConfig;
   list(signal?: AbortSignal): Promise<{ files: SourceFile[]; skipped: SkippedEntry[] }>;
+  /** `list` restricted to some paths (live updates of a local folder). */
+  listPaths?(paths: string[]): Promise<{ files: SourceFile[]; skipped: SkippedEntry[] }>;
   read(file: SourceFile): Promise<Uint8Array>;
   /** The file's absolute path when it is a plain local file (a parse worker then reads it itself). */
   localPath?(file: SourceFile): string;

@@ -31,6 +31,8 @@ interface Worker {
   /** Whether it ever answered (a validator that dies before cannot start at all: do not restart it). */
   answered: boolean;
   stderr: string;
+  /** Why it died, once it has. */
+  failure?: NnragError;
 }
 
 export class ValidatorPool implements ValidatorPoolLike {
@@ -101,7 +103,14 @@ export class ValidatorPool implements ValidatorPoolLike {
     const died = (failure?: NnragError): void => {
       if (w.dead) return;
       w.dead = true;
-      const why = failure ?? new NnragError('interpreter', `the validator (${this.python}) ended unexpectedly: ${w.stderr.trim().split('\n').pop() ?? ''}`);
+      const last = w.stderr.trim().split('\n').pop() ?? '';
+      // the sandbox wrapper runs the interpreter: its "No such file" is the interpreter's absence
+      const why =
+        failure ??
+        (!w.answered && /No such file or directory/.test(last)
+          ? new NnragError('interpreter', `Python interpreter not found: ${this.python} (${last})`)
+          : new NnragError('interpreter', `the validator (${this.python}) ended unexpectedly: ${last}`));
+      w.failure = why;
       w.onLine?.({ id: -1, exit: -1, error: why.message });
       void fsp.rm(home, { recursive: true, force: true }).catch(() => undefined);
       this.workers.splice(this.workers.indexOf(w), 1);
@@ -139,7 +148,7 @@ export class ValidatorPool implements ValidatorPoolLike {
     try {
       const exit = await new Promise<number>((resolve, reject) => {
         if (w.dead) {
-          reject(new NnragError('interpreter', `the validator (${this.python}) could not start: ${w.stderr.trim().split('\n').pop() ?? ''}`));
+          reject(w.failure ?? new NnragError('interpreter', `the validator (${this.python}) could not start: ${w.stderr.trim().split('\n').pop() ?? ''}`));
           return;
         }
         w.onLine = (msg) => {
