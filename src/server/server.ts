@@ -138,8 +138,9 @@ export function startServer(connection: Connection): void {
               if (source.info.kind === 'git') gits.push(config);
               const r = await indexSource(d, source, {
                 parser: p,
-                parse: parsePool?.parse,
-                concurrency: (parsePool?.size ?? 1) * 2,
+                // a live update parses its few files here; a full run starts workers
+                parse: live ? undefined : parsePool?.parse,
+                concurrency: live ? 1 : (parsePool?.size ?? 1) * 2,
                 signal: controller.signal,
                 // a live update of a folder looks at the files the watcher saw change, not the whole folder
                 only: only?.get(source.info.root),
@@ -164,6 +165,8 @@ export function startServer(connection: Connection): void {
             connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Error, message: `NN-RAG: cannot index ${config.name ?? config.location}: ${errorMessage(err)}` });
           }
         }
+        // the workers' memory goes back before the finish (discovery and duplicate groups over the whole index)
+        if (!live) await parsePool?.close();
         if (allOpened && !live) {
           const removed = removeRepositoriesExcept(d, seen);
           if (removed.length) log('index', `removed ${removed.join(', ')} (no longer in nnrag.repositories)`);

@@ -40,7 +40,19 @@ function baseOf(target: Target, classIds: Map<string, number>): number | 'torch'
 }
 
 /** Recomputes `is_block` for every class; returns how many blocks the index holds. */
-export function discoverBlocks(db: IndexDb, table: ModuleTable = loadModuleTable(db)): number {
+export function discoverBlocks(db: IndexDb): number {
+  // how often each name is used by other code of the index: a popularity prior for search ranking (counted while the
+  // facts are read: the table keeps only what name resolution needs)
+  const uses = new Map<string, number>();
+  const table: ModuleTable = loadModuleTable(db, {
+    slim: true,
+    onFacts: (facts) => {
+      for (const u of facts.units) {
+        for (const n of u.defNames) uses.set(n, (uses.get(n) ?? 0) + 1);
+        for (const n of u.callNames) uses.set(n, (uses.get(n) ?? 0) + 1);
+      }
+    },
+  });
   const rows: ClassRow[] = db
     .all('SELECT id, file_id, repo_id, module, name, bases, is_block, uses FROM classes ORDER BY id')
     .map((r) => ({
@@ -124,17 +136,6 @@ export function discoverBlocks(db: IndexDb, table: ModuleTable = loadModuleTable
         state.set(top.id, decided === true);
         stack.pop();
         onStack.delete(top.id);
-      }
-    }
-  }
-
-  // how often each name is used by other code of the index: a popularity prior for search ranking
-  const uses = new Map<string, number>();
-  for (const list of table.modules()) {
-    for (const rec of list) {
-      for (const u of rec.facts.units) {
-        for (const n of u.defNames) uses.set(n, (uses.get(n) ?? 0) + 1);
-        for (const n of u.callNames) uses.set(n, (uses.get(n) ?? 0) + 1);
       }
     }
   }

@@ -91,12 +91,17 @@ export class IndexDb {
   }
 
   all(sql: string, params: SqlValue[] = []): Row[] {
+    const rows: Row[] = [];
+    this.each(sql, params, (row) => rows.push(row));
+    return rows;
+  }
+
+  /** Calls `fn` with each row as it is read (large results without holding them all). */
+  each(sql: string, params: SqlValue[], fn: (row: Row) => void): void {
     const stmt = this.raw.prepare(sql);
     try {
       stmt.bind(params);
-      const rows: Row[] = [];
-      while (stmt.step()) rows.push(stmt.getAsObject());
-      return rows;
+      while (stmt.step()) fn(stmt.getAsObject());
     } finally {
       stmt.free();
     }

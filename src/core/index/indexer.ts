@@ -125,9 +125,9 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
   let step = stats.kept;
   const work = async (file: SourceFile): Promise<void> => {
     const old = existing.get(file.path);
-    const unreadable = (detail: string): void => {
+    const unreadable = (detail: string, reason: 'unreadable' | 'error' = 'unreadable'): void => {
       const { module, isPackage } = modulePathOf(file.path, info.modulePrefix, srcLayout);
-      writeFile(db, repoId, old?.id, { path: file.path, module, isPackage, size: file.size, mtime: null, hash: '', status: 'skipped', reason: 'unreadable', detail });
+      writeFile(db, repoId, old?.id, { path: file.path, module, isPackage, size: file.size, mtime: null, hash: '', status: 'skipped', reason, detail });
     };
     // unchanged content (same hash, another mtime) is not parsed again
     const input: FileInput = { knownHash: (!reparseAll && old?.hash) || undefined, hash: file.oid, maxBytes: options.maxFileBytes };
@@ -145,8 +145,8 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
     const p0 = performance.now();
     const outcome = await parse(input);
     const parseMs = performance.now() - p0;
-    if (outcome.kind === 'unreadable') {
-      unreadable(outcome.detail);
+    if (outcome.kind === 'unreadable' || outcome.kind === 'failed') {
+      unreadable(outcome.detail, outcome.kind === 'failed' ? 'error' : 'unreadable');
       return;
     }
     if (outcome.kind === 'same') {
@@ -326,7 +326,7 @@ function storeOutcome(
   repoId: number,
   source: OpenedSource,
   file: SourceFile,
-  outcome: Exclude<FileOutcome, { kind: 'same' | 'unreadable' }>,
+  outcome: Extract<FileOutcome, { kind: 'parsed' | 'skipped' }>,
   parseMs: number,
   oldId: number | undefined,
   srcLayout: boolean,

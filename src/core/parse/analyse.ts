@@ -33,7 +33,9 @@ export type FileOutcome =
   | ({ kind: 'skipped'; hash: string; size: number } & Omit<ParseFailure, 'ok'>)
   /** The content has the known hash: nothing to do. */
   | { kind: 'same'; hash: string; size: number }
-  | { kind: 'unreadable'; detail: string };
+  | { kind: 'unreadable'; detail: string }
+  /** The analysis itself failed (a parse worker that died on this file). */
+  | { kind: 'failed'; detail: string };
 
 export async function analyseFile(parser: PythonParser, input: FileInput): Promise<FileOutcome> {
   let bytes = input.bytes;

@@ -34,6 +34,8 @@ const TS_SHIM = "const { workerData } = require('worker_threads'); require('tsx/
  * thread (one at a time, a worker waits for the main thread between files: a third slower here).
  */
 const IN_FLIGHT = 2;
+/** Old-generation limit of a parse worker's heap, in MB. */
+const WORKER_HEAP_MB = 384;
 
 export class ParsePool {
   private readonly workers: Worker[] = [];
@@ -44,33 +46,44 @@ export class ParsePool {
   private nextId = 1;
   private closed = false;
 
-  private constructor() {}
+  private constructor(
+    private readonly script: string,
+    private readonly wasm: WasmPaths,
+    private readonly heapMb: number,
+  ) {}
 
-  /** Starts `size` workers (default: one per core, at most 4) running `script` (dist/parseWorker.js). */
-  static async start(script: string, wasm: WasmPaths, size = Math.min(4, Math.max(1, os.cpus().length))): Promise<ParsePool> {
-    const pool = new ParsePool();
-    const ts = script.endsWith('.ts');
-    await Promise.all(
-      Array.from({ length: size }, async () => {
-        const worker = ts
-          ? new Worker(TS_SHIM, { eval: true, workerData: { wasm, script } })
-          : new Worker(script, { workerData: { wasm } });
-        await new Promise<void>((resolve, reject) => {
-          const onMessage = (m: { ready?: boolean; fatal?: string }): void => {
-            worker.off('message', onMessage);
-            if (m.fatal) reject(new Error(m.fatal));
-            else resolve();
-          };
-          worker.on('message', onMessage);
-          worker.once('error', reject);
-        });
-        worker.on('message', (m: ParseResponse) => pool.done(worker, m));
-        worker.on('error', (err) => pool.fail(worker, err));
-        pool.workers.push(worker);
-        pool.load.set(worker, 0);
-      }),
-    );
+  /**
+   * Starts `size` workers (default: one per core, at most 4) running `script` (dist/parseWorker.js), each with an
+   * old generation of at most `heapMb`.
+   */
+  static async start(script: string, wasm: WasmPaths, size = Math.min(4, Math.max(1, os.cpus().length)), heapMb = WORKER_HEAP_MB): Promise<ParsePool> {
+    const pool = new ParsePool(script, wasm, heapMb);
+    await Promise.all(Array.from({ length: size }, () => pool.spawn()));
     return pool;
+  }
+
+  private async spawn(): Promise<void> {
+    const { script, wasm } = this;
+    // a bounded heap: V8 collects before it grows far past what one file needs (a 2 MB file's tree is ~60 MB)
+    const resourceLimits = { maxOldGenerationSizeMb: this.heapMb };
+    const worker = script.endsWith('.ts')
+      ? new Worker(TS_SHIM, { eval: true, workerData: { wasm, script }, resourceLimits })
+      : new Worker(script, { workerData: { wasm }, resourceLimits });
+    await new Promise<void>((resolve, reject) => {
+      const onMessage = (m: { ready?: boolean; fatal?: string }): void => {
+        worker.off('message', onMessage);
+        if (m.fatal) reject(new Error(m.fatal));
+        else resolve();
+      };
+      worker.on('message', onMessage);
+      worker.once('error', reject);
+    });
+    worker.on('message', (m: ParseResponse) => this.done(worker, m));
+    worker.on('error', (err) => this.fail(worker, err.message));
+    worker.on('exit', (code) => this.fail(worker, `exit code ${code}`));
+    this.workers.push(worker);
+    this.load.set(worker, 0);
+    this.pump();
   }
 
   get size(): number {
@@ -109,24 +122,38 @@ export class ParsePool {
     this.pump();
   }
 
-  private fail(worker: Worker, err: Error): void {
+  /**
+   * A worker that died (out of memory on a pathological file, a crash): the files it held are reported as failed,
+   * not lost, and a new worker takes its place.
+   */
+  private fail(worker: Worker, why: string): void {
+    const at = this.workers.indexOf(worker);
+    if (at < 0) return;
+    this.workers.splice(at, 1);
+    this.load.delete(worker);
     for (const [id, p] of this.pending) {
       if (p.worker !== worker) continue;
       this.pending.delete(id);
-      p.reject(err);
+      p.resolve({ kind: 'failed', detail: `the parse worker ended while analysing this file (${why})` });
     }
+    if (this.closed) return;
+    this.spawn().catch((err: unknown) => {
+      if (this.workers.length) return;
+      for (const job of this.queue.splice(0)) job.reject(err instanceof Error ? err : new Error(String(err)));
+    });
   }
 
   async close(): Promise<void> {
     this.closed = true;
     for (const job of this.queue.splice(0)) job.reject(new Error('the parse pool is closed'));
-    await Promise.all(this.workers.map((w) => w.terminate()));
+    await Promise.all(this.workers.splice(0).map((w) => w.terminate()));
   }
 }
 
 /**
  * A pool that starts on the first file to parse: a run with nothing to parse (a warm start) pays nothing.
- * When workers cannot start, parsing falls back to `fallback` in this thread.
+ * When workers cannot start, parsing falls back to `fallback` in this thread. `close` ends the workers and gives their
+ * memory back; a later parse starts new ones.
  */
 export function lazyPool(script: string | undefined, wasm: WasmPaths, fallback: PythonParser, size?: number): { parse: ParseFn; size: number; close: () => Promise<void> } {
   let pool: Promise<ParsePool | undefined> | undefined;
@@ -143,6 +170,7 @@ export function lazyPool(script: string | undefined, wasm: WasmPaths, fallback: 
     },
     close: async () => {
       const p = await pool;
+      pool = undefined;
       await p?.close();
     },
   };

@@ -1,6 +1,7 @@
 /** Builds the in-memory module table from the index: one JSON parse per module, no query per name. */
 import type { IndexDb } from '../index/database';
 import { decodeFacts } from '../index/factsCodec';
+import type { ModuleFacts } from '../parse/types';
 import { ModuleTable } from './moduleTable';
 import type { ModuleRecord, RepoRecord } from './moduleTable';
 
@@ -8,11 +9,24 @@ export function loadRepos(db: IndexDb): RepoRecord[] {
   return db.all('SELECT id, name, priority FROM repos').map((r) => ({ id: Number(r.id), name: String(r.name), priority: Number(r.priority) }));
 }
 
-export function loadModuleTable(db: IndexDb): ModuleTable {
+export interface LoadOptions {
+  /**
+   * Keep only what resolving module-level names needs (top-level imports, what each unit binds, `__all__`): a
+   * fraction of the memory, for discovery over a large index. Pulls need the full facts.
+   */
+  slim?: boolean;
+  /** Sees each module's full facts once, as they are read (before slimming). */
+  onFacts?: (facts: ModuleFacts) => void;
+}
+
+export function loadModuleTable(db: IndexDb, options: LoadOptions = {}): ModuleTable {
   const repos = loadRepos(db);
   const names = new Map(repos.map((r) => [r.id, r.name]));
   const records: ModuleRecord[] = [];
-  for (const r of db.all("SELECT id, repo_id, path, module, is_package, facts FROM files WHERE status = 'parsed'")) {
+  // row by row: the decoded facts of one file at a time, never every file's blob and facts at once
+  db.each("SELECT id, repo_id, path, module, is_package, facts FROM files WHERE status = 'parsed'", [], (r) => {
+    const facts = decodeFacts(r.facts);
+    options.onFacts?.(facts);
     records.push({
       repoId: Number(r.repo_id),
       repo: names.get(Number(r.repo_id)) ?? '?',
@@ -20,8 +34,22 @@ export function loadModuleTable(db: IndexDb): ModuleTable {
       isPackage: Number(r.is_package) === 1,
       path: String(r.path),
       fileId: Number(r.id),
-      facts: decodeFacts(r.facts),
+      facts: options.slim ? slimFacts(facts) : facts,
     });
-  }
+  });
   return new ModuleTable(records, repos);
+}
+
+function slimFacts(f: ModuleFacts): ModuleFacts {
+  return {
+    docstring: '',
+    all: f.all,
+    futureAnnotations: f.futureAnnotations,
+    imports: f.imports.filter((i) => !i.inFunction),
+    units: f.units.map((u) => ({ kind: u.kind, binds: u.binds, guard: u.guard, defNames: [], callNames: [], start: 0, end: 0, startLine: 0, endLine: 0 })),
+    classes: [],
+    functions: [],
+    registrations: [],
+    calls: [],
+  };
 }

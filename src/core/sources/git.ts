@@ -123,7 +123,8 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
       options.onMessage?.(`fetch failed (${errorMessage(err)}); using the cached commit ${previous.slice(0, 8)}`);
       commit = previous;
     } else {
-      await fs.promises.rm(gitdir, { recursive: true, force: true }).catch(() => undefined);
+      // no half clone left behind (retried: a failed clone may still be finishing a write, ENOTEMPTY)
+      await fs.promises.rm(gitdir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }).catch(() => undefined);
       throw new NnragError('git', `cannot clone ${url}${config.ref ? ` at ${config.ref}` : ''}: ${errorMessage(err)}`, { cause: err });
     }
   }

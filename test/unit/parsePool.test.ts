@@ -1,0 +1,52 @@
+import * as assert from 'assert';
+import { promises as fsp } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { ParsePool } from '../../src/core/parse/pool';
+import { ASSETS, ROOT } from './helpers';
+
+const WORKER = path.join(ROOT, 'src', 'core', 'parse', 'worker.ts');
+
+describe('parse workers', () => {
+  it('read, hash and analyse a local file, and say when its content is the one the index holds', async () => {
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-pp-'));
+    const file = path.join(dir, 'm.py');
+    await fsp.writeFile(file, 'from torch import nn\n\n\nclass Block(nn.Module):\n    pass\n');
+    const pool = await ParsePool.start(WORKER, ASSETS, 1);
+    try {
+      const first = await pool.parse({ file });
+      assert.strictEqual(first.kind, 'parsed');
+      if (first.kind !== 'parsed') return;
+      assert.deepStrictEqual(first.classes.map((c) => c.name), ['Block']);
+      assert.ok(first.facts.length > 0, 'the encoded facts come back');
+      const again = await pool.parse({ file, knownHash: first.hash });
+      assert.deepStrictEqual(again, { kind: 'same', hash: first.hash, size: first.size });
+      assert.strictEqual((await pool.parse({ file: path.join(dir, 'gone.py') })).kind, 'unreadable');
+    } finally {
+      await pool.close();
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('report a file that kills its worker as failed, and go on with a new worker', async function () {
+    this.timeout(120_000);
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-pp-'));
+    // a file whose tree does not fit a 24 MB heap
+    const big = path.join(dir, 'big.py');
+    await fsp.writeFile(big, Array.from({ length: 40_000 }, (_, i) => `v${i} = f(a${i}, b[${i}], c.d, (1, 2, 3))\n`).join(''));
+    const small = path.join(dir, 'small.py');
+    await fsp.writeFile(small, 'class Small:\n    pass\n');
+    const pool = await ParsePool.start(WORKER, ASSETS, 1, 24);
+    try {
+      const died = await pool.parse({ file: big, maxBytes: 16 * 1024 * 1024 });
+      assert.strictEqual(died.kind, 'failed', `the big file: ${died.kind}`);
+      assert.match(died.kind === 'failed' ? died.detail : '', /parse worker ended/);
+      const next = await pool.parse({ file: small });
+      assert.strictEqual(next.kind, 'parsed', 'a new worker parses the next file');
+      assert.strictEqual(pool.size, 1);
+    } finally {
+      await pool.close();
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
