@@ -154,6 +154,7 @@ export function startServer(connection: Connection): void {
               });
               changed += r.changed;
               log('index', `${r.repo}: ${r.files} files, ${r.computed} changed, ${r.deleted} removed, ${r.seconds.toFixed(2)} s`);
+              if (r.failed.count) log('index', `${r.repo}: ${r.failed.count} files could not be read or parsed, e.g. ${r.failed.first.map((f) => `${f.path}: ${f.detail}`).join('; ')}`);
               // let search answer between repositories
               await new Promise((resolve) => setImmediate(resolve));
             }

@@ -2,12 +2,29 @@ import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ParsePool } from '../../src/core/parse/pool';
+import { MessageChannel, markAsUntransferable } from 'worker_threads';
+import { ParsePool, transferable } from '../../src/core/parse/pool';
 import { ASSETS, ROOT } from './helpers';
 
 const WORKER = path.join(ROOT, 'src', 'core', 'parse', 'worker.ts');
 
 describe('parse workers', () => {
+  it('send facts a Node runtime would refuse to transfer (its pooled Buffers, zlib output in Node 24)', () => {
+    const facts = Buffer.from('encoded facts');
+    markAsUntransferable(facts.buffer);
+    const { port1, port2 } = new MessageChannel();
+    try {
+      const own = transferable(facts);
+      port1.postMessage(own, [own.buffer as ArrayBuffer]);
+      // Node 20 clones what it may not transfer, Node 24 throws: transferred, the sender's copy is detached
+      assert.strictEqual(own.buffer.byteLength, 0, 'the bytes were transferred, not cloned');
+      assert.deepStrictEqual(Buffer.from(facts).toString(), 'encoded facts', 'the original is left as it was');
+    } finally {
+      port1.close();
+      port2.close();
+    }
+  });
+
   it('read, hash and analyse a local file, and say when its content is the one the index holds', async () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-pp-'));
     const file = path.join(dir, 'm.py');

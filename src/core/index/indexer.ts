@@ -61,6 +61,8 @@ export interface IndexRunStats {
   seconds: number;
   parseSeconds: number;
   commit?: string;
+  /** Files this run could not read or parse (binary, too large and Python 2 files are not counted), with the first few. */
+  failed: { count: number; first: { path: string; detail: string }[] };
 }
 
 interface ExistingFile {
@@ -96,7 +98,7 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
   const paths = only ? [...existing.keys(), ...files.map((f) => f.path)] : files.map((f) => f.path);
   const srcLayout = !info.modulePrefix && paths.some((p) => p.startsWith('src/')) && !paths.includes('src/__init__.py');
   const seen = new Set<string>();
-  const stats: IndexRunStats = { repo: info.name, files: files.length, parsed: 0, skipped: 0, computed: 0, kept: 0, deleted: 0, changed: 0, seconds: 0, parseSeconds: 0, commit: info.commit };
+  const stats: IndexRunStats = { repo: info.name, files: files.length, parsed: 0, skipped: 0, computed: 0, kept: 0, deleted: 0, changed: 0, seconds: 0, parseSeconds: 0, commit: info.commit, failed: { count: 0, first: [] } };
 
   for (const s of skipped) {
     seen.add(s.path);
@@ -128,6 +130,7 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
     const unreadable = (detail: string, reason: 'unreadable' | 'error' = 'unreadable'): void => {
       const { module, isPackage } = modulePathOf(file.path, info.modulePrefix, srcLayout);
       writeFile(db, repoId, old?.id, { path: file.path, module, isPackage, size: file.size, mtime: null, hash: '', status: 'skipped', reason, detail });
+      if (stats.failed.count++ < 3) stats.failed.first.push({ path: file.path, detail });
     };
     // unchanged content (same hash, another mtime) is not parsed again
     const input: FileInput = { knownHash: (!reparseAll && old?.hash) || undefined, hash: file.oid, maxBytes: options.maxFileBytes };

@@ -26,6 +26,14 @@ export function inlineParse(parser: PythonParser): ParseFn {
   return (input) => analyseFile(parser, input);
 }
 
+/**
+ * The facts in an ArrayBuffer of their own, which can be transferred: Node marks Buffers from its pools (and, in
+ * Node 24, those zlib returns) as untransferable, so the bytes are copied once here instead of being cloned on send.
+ */
+export function transferable(b: Uint8Array): Uint8Array {
+  return new Uint8Array(b);
+}
+
 // a TypeScript worker (tests, running from source) is loaded through tsx's CommonJS hook
 const TS_SHIM = "const { workerData } = require('worker_threads'); require('tsx/cjs'); require(workerData.script);";
 
@@ -79,7 +87,7 @@ export class ParsePool {
       worker.once('error', reject);
     });
     worker.on('message', (m: ParseResponse) => this.done(worker, m));
-    worker.on('error', (err) => this.fail(worker, err.message));
+    worker.on('error', (err) => this.fail(worker, err.message || String(err)));
     worker.on('exit', (code) => this.fail(worker, `exit code ${code}`));
     this.workers.push(worker);
     this.load.set(worker, 0);

@@ -4,12 +4,8 @@ import { analyseFile } from './analyse';
 import type { FileOutcome } from './analyse';
 import { PythonParser } from './parser';
 import type { WasmPaths } from './parser';
+import { transferable } from './pool';
 import type { ParseRequest, ParseResponse } from './pool';
-
-/** The bytes of `b` in a buffer of their own (a Buffer may be a view into a pool shared with other Buffers). */
-function own(b: Uint8Array): Uint8Array {
-  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : b.slice();
-}
 
 async function main(): Promise<void> {
   const parser = await PythonParser.create(workerData.wasm as WasmPaths);
@@ -19,7 +15,7 @@ async function main(): Promise<void> {
       .then((outcome) => {
         const res: ParseResponse = { id: req.id, outcome };
         if (outcome.kind === 'parsed') {
-          outcome.facts = own(outcome.facts);
+          outcome.facts = transferable(outcome.facts);
           parentPort!.postMessage(res, [outcome.facts.buffer as ArrayBuffer]);
         } else {
           parentPort!.postMessage(res);
