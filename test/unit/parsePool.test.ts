@@ -3,7 +3,8 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { MessageChannel, markAsUntransferable } from 'worker_threads';
-import { ParsePool, transferable } from '../../src/core/parse/pool';
+import { PythonParser } from '../../src/core/parse/parser';
+import { lazyPool, ParsePool, transferable } from '../../src/core/parse/pool';
 import { ASSETS, ROOT } from './helpers';
 
 const WORKER = path.join(ROOT, 'src', 'core', 'parse', 'worker.ts');
@@ -45,7 +46,7 @@ describe('parse workers', () => {
     }
   });
 
-  it('report a file that kills its worker as failed, and go on with a new worker', async function () {
+  it('report a file that kills its worker as failed, retry the files it shared the worker with, and go on with a new worker', async function () {
     this.timeout(120_000);
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-pp-'));
     // a file whose tree does not fit a 24 MB heap
@@ -55,12 +56,40 @@ describe('parse workers', () => {
     await fsp.writeFile(small, 'class Small:\n    pass\n');
     const pool = await ParsePool.start(WORKER, ASSETS, 1, 24);
     try {
-      const died = await pool.parse({ file: big, maxBytes: 16 * 1024 * 1024 });
+      // both go to the one worker: the small file is tried again in the next worker, the big one is reported
+      const [died, neighbour] = await Promise.all([pool.parse({ file: big, maxBytes: 16 * 1024 * 1024 }), pool.parse({ file: small })]);
       assert.strictEqual(died.kind, 'failed', `the big file: ${died.kind}`);
       assert.match(died.kind === 'failed' ? died.detail : '', /parse worker ended/);
+      assert.strictEqual(neighbour.kind, 'parsed', 'the file that shared the worker is parsed by the next one');
       const next = await pool.parse({ file: small });
       assert.strictEqual(next.kind, 'parsed', 'a new worker parses the next file');
       assert.strictEqual(pool.size, 1);
+    } finally {
+      await pool.close();
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('parse in the calling thread when workers cannot parse here (they die on the probe every worker parses first)', async function () {
+    this.timeout(60_000);
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-pp-'));
+    // a worker that starts, then dies on every file: what a runtime the workers cannot run in looks like
+    const script = path.join(dir, 'dies.js');
+    await fsp.writeFile(script, "const { parentPort } = require('worker_threads');\nparentPort.on('message', () => process.exit(3));\nparentPort.postMessage({ ready: true });\n");
+    const files = await Promise.all(
+      ['a', 'b', 'c', 'd', 'e'].map(async (n) => {
+        const file = path.join(dir, `${n}.py`);
+        await fsp.writeFile(file, `class ${n.toUpperCase()}:\n    pass\n`);
+        return file;
+      }),
+    );
+    const pool = lazyPool(script, ASSETS, await PythonParser.create(ASSETS), 2);
+    try {
+      const outcomes = await Promise.all(files.map((file) => pool.parse({ file })));
+      assert.deepStrictEqual(
+        outcomes.map((o) => o.kind),
+        files.map(() => 'parsed'),
+      );
     } finally {
       await pool.close();
       await fsp.rm(dir, { recursive: true, force: true });

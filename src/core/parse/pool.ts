@@ -44,13 +44,25 @@ const TS_SHIM = "const { workerData } = require('worker_threads'); require('tsx/
 const IN_FLIGHT = 2;
 /** Old-generation limit of a parse worker's heap, in MB. */
 const WORKER_HEAP_MB = 384;
+/** A file every worker parses before it takes work: a runtime the workers cannot run in shows at start, not file by file. */
+const PROBE = new TextEncoder().encode('import torch\n\n\nclass Probe(torch.nn.Module):\n    pass\n');
+
+interface Job {
+  req: ParseRequest;
+  resolve: (o: FileOutcome) => void;
+  reject: (e: Error) => void;
+  /** The worker that holds it, once sent. */
+  worker?: Worker;
+  /** Sent to a worker that died: the next death reports the file as failed. */
+  retried?: boolean;
+}
 
 export class ParsePool {
   private readonly workers: Worker[] = [];
   /** Requests each worker holds (sent, not answered). */
   private readonly load = new Map<Worker, number>();
-  private readonly queue: { req: ParseRequest; resolve: (o: FileOutcome) => void; reject: (e: Error) => void }[] = [];
-  private readonly pending = new Map<number, { resolve: (o: FileOutcome) => void; reject: (e: Error) => void; worker: Worker }>();
+  private readonly queue: Job[] = [];
+  private readonly pending = new Map<number, Job>();
   private nextId = 1;
   private closed = false;
 
@@ -77,15 +89,30 @@ export class ParsePool {
     const worker = script.endsWith('.ts')
       ? new Worker(TS_SHIM, { eval: true, workerData: { wasm, script }, resourceLimits })
       : new Worker(script, { workerData: { wasm }, resourceLimits });
+    // ready, then the probe parsed: a worker that cannot work here fails now, and the caller parses in its thread
     await new Promise<void>((resolve, reject) => {
-      const onMessage = (m: { ready?: boolean; fatal?: string }): void => {
-        worker.off('message', onMessage);
-        if (m.fatal) reject(new Error(m.fatal));
-        else resolve();
+      const onMessage = (m: { ready?: boolean; fatal?: string } & Partial<ParseResponse>): void => {
+        if (m.fatal) return settle(new Error(m.fatal));
+        if (m.ready) return worker.postMessage({ id: 0, input: { bytes: PROBE } } satisfies ParseRequest);
+        if (m.id === 0) settle(m.outcome?.kind === 'parsed' ? undefined : new Error(`the parse worker could not parse a probe: ${JSON.stringify(m.outcome)}`));
       };
-      worker.on('message', onMessage);
-      worker.once('error', reject);
+      const onError = (err: Error): void => settle(err);
+      const onExit = (code: number): void => settle(new Error(`the parse worker ended as it started (exit code ${code})`));
+      const settle = (err?: Error): void => {
+        worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+        if (err) {
+          void worker.terminate();
+          reject(err);
+        } else {
+          resolve();
+        }
+      };
+      worker.on('message', onMessage).on('error', onError).on('exit', onExit);
     });
+    if (this.closed) {
+      await worker.terminate();
+      return;
+    }
     worker.on('message', (m: ParseResponse) => this.done(worker, m));
     worker.on('error', (err) => this.fail(worker, err.message || String(err)));
     worker.on('exit', (code) => this.fail(worker, `exit code ${code}`));
@@ -116,7 +143,8 @@ export class ParsePool {
       if (!worker) return;
       this.load.set(worker, this.load.get(worker)! + 1);
       const job = this.queue.shift()!;
-      this.pending.set(job.req.id, { resolve: job.resolve, reject: job.reject, worker });
+      job.worker = worker;
+      this.pending.set(job.req.id, job);
       worker.postMessage(job.req);
     }
   }
@@ -131,18 +159,25 @@ export class ParsePool {
   }
 
   /**
-   * A worker that died (out of memory on a pathological file, a crash): the files it held are reported as failed,
-   * not lost, and a new worker takes its place.
+   * A worker that died (out of memory on a pathological file, a crash): the files it held are tried once more in
+   * another worker (the file that killed it was perhaps not theirs), then reported as failed, not lost; a new worker
+   * takes its place.
    */
   private fail(worker: Worker, why: string): void {
     const at = this.workers.indexOf(worker);
     if (at < 0) return;
     this.workers.splice(at, 1);
     this.load.delete(worker);
-    for (const [id, p] of this.pending) {
-      if (p.worker !== worker) continue;
+    const failed: FileOutcome = { kind: 'failed', detail: `the parse worker ended while analysing this file (${why})` };
+    for (const [id, job] of this.pending) {
+      if (job.worker !== worker) continue;
       this.pending.delete(id);
-      p.resolve({ kind: 'failed', detail: `the parse worker ended while analysing this file (${why})` });
+      if (job.retried || this.closed) {
+        job.resolve(failed);
+      } else {
+        job.retried = true;
+        this.queue.unshift(job);
+      }
     }
     if (this.closed) return;
     this.spawn().catch((err: unknown) => {
@@ -160,7 +195,7 @@ export class ParsePool {
 
 /**
  * A pool that starts on the first file to parse: a run with nothing to parse (a warm start) pays nothing.
- * When workers cannot start, parsing falls back to `fallback` in this thread. `close` ends the workers and gives their
+ * When workers cannot start (or cannot parse the probe), parsing falls back to `fallback` in this thread. `close` ends the workers and gives their
  * memory back; a later parse starts new ones.
  */
 export function lazyPool(script: string | undefined, wasm: WasmPaths, fallback: PythonParser, size?: number): { parse: ParseFn; size: number; close: () => Promise<void> } {
