@@ -55,6 +55,9 @@ export async function startGitServer(projectRoot: string, auth?: { username: str
         res.writeHead(status, headers);
         res.end(all.subarray(split + 4));
       });
+      // the backend may answer and exit before it has read the whole request (a negotiation it can end early): the
+      // answer is on stdout, and the broken pipe on stdin is no error of the client's
+      child.stdin.on('error', () => undefined);
       child.stdin.end(body);
     });
   });
