@@ -15,7 +15,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { findTarget, listBlockTargets } from '../src/core/blocks/target';
 import { IndexDb } from '../src/core/index/database';
-import { finishRun, indexSource } from '../src/core/index/indexer';
+import { finishRun, indexSource, Rediscovery } from '../src/core/index/indexer';
 import { PythonParser } from '../src/core/parse/parser';
 import { lazyPool } from '../src/core/parse/pool';
 import { openPullSession, pullBlock } from '../src/core/pull';
@@ -105,8 +105,9 @@ async function coldIndex(
     const polling = setInterval(() => {
       if (firstResultMs === undefined && searchBlocks(db, { text: 'conv', limit: 1 }).length) firstResultMs = performance.now() - coldStart;
     }, 20);
+    const rediscover = new Rediscovery(1000);
     for (let i = 0; i < roots.length; i++) {
-      await indexSource(db, await openFolder({ location: roots[i], name: names[i] }), { ...indexOptions, discoverEveryMs: 1000 });
+      await indexSource(db, await openFolder({ location: roots[i], name: names[i] }), { ...indexOptions, rediscover });
     }
     clearInterval(polling);
     // as `nn-rag index` and the server do: the parse workers end before the finish

@@ -13,7 +13,7 @@ import { readProvenance } from '../core/emit/emit';
 import { upstreamStatus } from '../core/emit/upstream';
 import { CancelledError, errorMessage } from '../core/errors';
 import { IndexDb } from '../core/index/database';
-import { finishRun, indexSource, removeRepositoriesExcept } from '../core/index/indexer';
+import { finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../core/index/indexer';
 import { indexStats } from '../core/index/stats';
 import { PythonParser } from '../core/parse/parser';
 import { lazyPool } from '../core/parse/pool';
@@ -120,6 +120,8 @@ export function startServer(connection: Connection): void {
       const folders = new Map<string, SourceConfig>();
       const gits: SourceConfig[] = [];
       let allOpened = true;
+      // a live update has no rediscovery of its own: its blocks are found when edits pause (scheduleFinish)
+      const rediscover = live ? undefined : new Rediscovery(1500);
       try {
         for (const config of repositories) {
           setStatus({ ...status, state: 'indexing', message: `Indexing ${config.name ?? config.location}` });
@@ -145,7 +147,7 @@ export function startServer(connection: Connection): void {
                 // a live update of a folder looks at the files the watcher saw change, not the whole folder
                 only: only?.get(source.info.root),
                 maxFileBytes: options.maxFileKb * 1024,
-                discoverEveryMs: 1500,
+                rediscover,
                 onProgress: (pr) => {
                   if (pr.step % 25 === 0 || pr.step === pr.total) {
                     setStatus({ ...status, state: 'indexing', message: `Indexing ${source.info.name}`, progress: { step: pr.step, total: pr.total, repo: source.info.name } });

@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { IndexDb } from '../../src/core/index/database';
-import { blobId, finishRun, indexSource, removeRepositoriesExcept } from '../../src/core/index/indexer';
+import { blobId, finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../../src/core/index/indexer';
 import { indexStats } from '../../src/core/index/stats';
 import { openFolder } from '../../src/core/sources/folder';
 import { ASSETS, indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
@@ -133,6 +133,20 @@ describe('index: incremental updates', () => {
   it('uses git blob ids as content hashes', () => {
     // `printf 'hello\n' | git hash-object --stdin`
     assert.strictEqual(blobId(Buffer.from('hello\n')), 'ce013625030ba8dba906f756967f9e9ca394464a');
+  });
+});
+
+describe('index: rediscovery during a run', () => {
+  it('doubles its interval and waits at least nine times what the last discovery took', async () => {
+    const db = await memoryDb();
+    // the clock is read at construction, at each check, and before and after a discovery
+    const clock = [0, 500, 1001, 1001, 1501, 5000, 6100, 6100, 6110, 15000];
+    const schedule = new Rediscovery(1000, () => clock.shift()!);
+    const ran = [1, 2, 3, 4].map(() => schedule.maybe(db));
+    // 500: not yet; 1001: due (took 500 ms, next after max(2000, 4500)); 5000: not yet; 6100: due (next after 9000)
+    assert.deepStrictEqual(ran, [false, true, false, true]);
+    assert.strictEqual(schedule.maybe(db), false, '15000 - 6110 is not over 9000');
+    assert.strictEqual(clock.length, 0);
   });
 });
 

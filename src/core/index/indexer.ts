@@ -43,8 +43,33 @@ export interface IndexOptions {
    * touched. Ignored by sources that can only list everything.
    */
   only?: string[];
-  /** Rediscover blocks after so many milliseconds of indexing (then twice as long each time), so search answers during a cold run. */
-  discoverEveryMs?: number;
+  /** When to rediscover blocks while files land, so search answers during a cold run; one schedule for a whole run. */
+  rediscover?: Rediscovery;
+}
+
+/**
+ * The rediscovery schedule of one indexing run (every repository of it): the first after `firstMs`, then each after
+ * twice the interval before, and never sooner than nine times what the last one took (a discovery reads the whole
+ * index: at most a tenth of the run goes to it, however large the index).
+ */
+export class Rediscovery {
+  private last: number;
+  constructor(
+    private interval: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.last = now();
+  }
+
+  /** Runs a discovery on `db` when one is due; says whether it did. */
+  maybe(db: IndexDb): boolean {
+    if (this.now() - this.last <= this.interval) return false;
+    const t0 = this.now();
+    discoverBlocks(db);
+    this.last = this.now();
+    this.interval = Math.max(this.interval * 2, 9 * (this.last - t0));
+    return true;
+  }
 }
 
 export interface IndexRunStats {
@@ -162,16 +187,10 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
     // each file's facts are written as it completes: an interrupted run never records work it did not do
     storeOutcome(db, repoId, source, file, outcome, parseMs, old?.id, srcLayout);
     options.onProgress?.({ step: ++step, total: files.length, message: `${info.name}: ${file.path}` });
-    // during a long run, blocks become searchable batch by batch, not only at the end; each discovery costs more
-    // as the index grows, so the interval doubles each time (a handful of them in a cold run)
-    if (options.discoverEveryMs && performance.now() - lastDiscovery > discoveryInterval) {
-      discoverBlocks(db);
-      lastDiscovery = performance.now();
-      discoveryInterval *= 2;
-    }
+    // during a long run, blocks subclassing code of other files become searchable batch by batch (those of torch's
+    // classes are searchable as their file lands), not only at the end
+    options.rediscover?.maybe(db);
   };
-  let lastDiscovery = performance.now();
-  let discoveryInterval = options.discoverEveryMs ?? 0;
   // as many files in flight as the parser can take, and no more (bounded memory)
   const lanes = Math.max(1, options.concurrency ?? 1);
   let next = 0;
