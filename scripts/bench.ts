@@ -139,7 +139,7 @@ async function syntheticChild(corpusDir: string, scale: number): Promise<void> {
     const files = (await listAll(roots)).length;
     const parser = await PythonParser.create(ASSETS);
     const pool = lazyPool(await workerScript(), ASSETS, parser);
-    const cold = await coldIndex(path.join(work, 'index.db'), roots, names, { parser, parse: pool.parse, concurrency: pool.size * 2 }, pool.close);
+    const cold = await coldIndex(path.join(work, 'index.db'), roots, names, { parser, parse: pool.parse, concurrency: pool.inFlight }, pool.close);
     await pool.close();
     const db = (await fsp.stat(path.join(work, 'index.db'))).size;
     console.log(JSON.stringify({ files, source_bytes: bytes, cold_index_s: r2(cold.wall_ms / 1000), cold_index_cpu_s: r2(cold.cpu_ms / 1000), peak_rss_mb: r2(process.resourceUsage().maxRSS / 1024), db_bytes: db }));
@@ -193,7 +193,7 @@ async function main(): Promise<void> {
   const parser = await PythonParser.create(ASSETS);
   // parsing on every core, as `nn-rag index` and the language server do
   const pool = lazyPool(await workerScript(), ASSETS, parser);
-  const indexOptions = { parser, parse: pool.parse, concurrency: pool.size * 2 };
+  const indexOptions = { parser, parse: pool.parse, concurrency: pool.inFlight };
   const all = await listAll(roots);
   await pool.parse({ bytes: new Uint8Array(0) }); // workers started before any clock runs
 

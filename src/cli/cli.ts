@@ -232,7 +232,7 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
         const run = await indexSource(db, source, {
           parser,
           parse: pool.parse,
-          concurrency: pool.size * 2,
+          concurrency: pool.inFlight,
           signal: env.signal,
           maxFileBytes: intOpt(args, 'max-file-kb', 2048) * 1024,
           onProgress: (p) => draw(`[index] ${p.step}/${p.total} ${p.message}`),

@@ -142,7 +142,7 @@ export function startServer(connection: Connection): void {
                 parser: p,
                 // a live update parses its few files here; a full run starts workers
                 parse: live ? undefined : parsePool?.parse,
-                concurrency: live ? 1 : (parsePool?.size ?? 1) * 2,
+                concurrency: live ? 1 : (parsePool?.inFlight ?? 1),
                 signal: controller.signal,
                 // a live update of a folder looks at the files the watcher saw change, not the whole folder
                 only: only?.get(source.info.root),

@@ -4,6 +4,7 @@ import * as path from 'path';
 import { IndexDb } from '../../src/core/index/database';
 import { blobId, finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../../src/core/index/indexer';
 import { indexStats } from '../../src/core/index/stats';
+import { searchBlocks } from '../../src/core/search/search';
 import { openFolder } from '../../src/core/sources/folder';
 import { ASSETS, indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
 
@@ -147,6 +148,59 @@ describe('index: rediscovery during a run', () => {
     assert.deepStrictEqual(ran, [false, true, false, true]);
     assert.strictEqual(schedule.maybe(db), false, '15000 - 6110 is not over 9000');
     assert.strictEqual(clock.length, 0);
+  });
+});
+
+describe('index: batched writes', () => {
+  it("makes each file searchable as it lands, inside the run's one transaction", async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, {
+      'pkg/__init__.py': '',
+      'pkg/a.py': 'from torch import nn\n\nclass AlphaBlock(nn.Module):\n    """Mixes alpha channels."""\n',
+      'pkg/b.py': 'import torch.nn as nn\n\nclass BetaBlock(nn.Module):\n    pass\n',
+    });
+    const db = await memoryDb();
+    const seen: string[][] = [];
+    const source = await openFolder({ location: dir, name: 'batch' });
+    await indexSource(db, source, {
+      parser: await parser(),
+      // before the run ends (and its transaction commits): what a search answers after each file
+      onProgress: () => seen.push(searchBlocks(db, { text: 'block' }).map((h) => h.name).sort()),
+    });
+    assert.deepStrictEqual(seen.at(-1), ['AlphaBlock', 'BetaBlock']);
+    assert.ok(seen.some((names) => names.length === 1), `one block found before the other: ${JSON.stringify(seen)}`);
+    assert.deepStrictEqual(searchBlocks(db, { text: 'alpha channels' }).map((h) => h.name), ['AlphaBlock']);
+  });
+
+  it('commits a batch on a save and goes on; a failure rolls back only what is not committed', async () => {
+    const file = path.join(await tmpdir(), 'batch.db');
+    const { db } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    await db.batch(async () => {
+      db.transaction(() => db.setMeta('a', '1'));
+      assert.strictEqual(db.getMeta('a'), '1');
+      await db.save();
+      db.transaction(() => db.setMeta('b', '2'));
+      assert.throws(
+        () =>
+          db.transaction(() => {
+            db.setMeta('c', '3');
+            throw new Error('boom');
+          }),
+        /boom/,
+      );
+      assert.strictEqual(db.getMeta('b'), undefined, 'the failure rolled the open batch back');
+      assert.strictEqual(db.getMeta('a'), '1', 'what the save committed stays');
+      // prepared statements are made again after the save freed them
+      db.transaction(() => db.setMeta('d', '4'));
+    });
+    await db.save();
+    db.close();
+    const { db: again } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    assert.deepStrictEqual(
+      ['a', 'b', 'c', 'd'].map((k) => again.getMeta(k)),
+      ['1', undefined, undefined, '4'],
+    );
+    again.close();
   });
 });
 

@@ -5,7 +5,7 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import initSqlJs from 'sql.js';
-import type { Database, SqlJsStatic, SqlValue } from 'sql.js';
+import type { Database, SqlJsStatic, SqlValue, Statement } from 'sql.js';
 import { MIGRATIONS } from './migrations';
 
 export type Row = Record<string, SqlValue>;
@@ -27,6 +27,10 @@ export interface OpenResult {
 export class IndexDb {
   private saveTimer: NodeJS.Timeout | undefined;
   private dirty = false;
+  /** Prepared writes by their SQL (a few dozen fixed strings): compiling them again for each row was most of a write. */
+  private statements = new Map<string, Statement>();
+  private batchDepth = 0;
+  private batchOpen = false;
 
   private constructor(
     readonly raw: Database,
@@ -85,9 +89,25 @@ export class IndexDb {
     return this.all('SELECT name FROM migrations ORDER BY name').map((r) => String(r.name));
   }
 
+  /** Runs a write; `sql` is a fixed string (its prepared statement is kept for the next call). */
   run(sql: string, params: SqlValue[] = []): void {
-    this.raw.run(sql, params);
+    const stmt = this.prepared(sql);
+    try {
+      stmt.run(params);
+    } catch (err) {
+      stmt.reset();
+      throw err;
+    }
     this.dirty = true;
+  }
+
+  private prepared(sql: string): Statement {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      stmt = this.raw.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
   }
 
   all(sql: string, params: SqlValue[] = []): Row[] {
@@ -112,20 +132,67 @@ export class IndexDb {
   }
 
   lastId(): number {
-    return Number(this.raw.exec('SELECT last_insert_rowid()')[0].values[0][0]);
+    const stmt = this.prepared('SELECT last_insert_rowid()');
+    try {
+      stmt.step();
+      return Number(stmt.get()[0]);
+    } finally {
+      stmt.reset();
+    }
   }
 
+  /**
+   * All or nothing. Inside `batch`, one transaction holds every write from the first to the batch's end (or to a
+   * save): committing each file's rows on its own made the full-text index flush a segment per file, most of the
+   * main thread's work in a cold run. A failure there rolls back the whole open batch, so the database never records
+   * work that was not done (a later run does it again).
+   */
   transaction<T>(fn: () => T): T {
-    this.raw.run('BEGIN');
+    if (this.batchDepth > 0) {
+      if (!this.batchOpen) {
+        this.prepared('BEGIN').run();
+        this.batchOpen = true;
+      }
+      try {
+        const result = fn();
+        this.dirty = true;
+        return result;
+      } catch (err) {
+        // (an inner transaction that failed has already rolled back)
+        if (this.batchOpen) {
+          this.batchOpen = false;
+          this.prepared('ROLLBACK').run();
+        }
+        throw err;
+      }
+    }
+    this.prepared('BEGIN').run();
     try {
       const result = fn();
-      this.raw.run('COMMIT');
+      this.prepared('COMMIT').run();
       this.dirty = true;
       return result;
     } catch (err) {
-      this.raw.run('ROLLBACK');
+      this.prepared('ROLLBACK').run();
       throw err;
     }
+  }
+
+  /** Runs `fn` (which may wait) with its transactions grouped into one, committed at the end or by a save. */
+  async batch<T>(fn: () => Promise<T>): Promise<T> {
+    this.batchDepth++;
+    try {
+      return await fn();
+    } finally {
+      if (--this.batchDepth === 0) this.commitBatch();
+    }
+  }
+
+  /** Commits the open batch's transaction, if any (before a save, a VACUUM or a close). */
+  private commitBatch(): void {
+    if (!this.batchOpen) return;
+    this.batchOpen = false;
+    this.prepared('COMMIT').run();
   }
 
   getMeta(key: string): string | undefined {
@@ -144,8 +211,10 @@ export class IndexDb {
       this.saveTimer = undefined;
     }
     if (!this.file || !this.dirty) return;
+    // export() closes and reopens the database: it frees every prepared statement and resets pragmas
+    this.commitBatch();
+    this.statements.clear();
     const bytes = this.raw.export();
-    // export() ends any open transaction's statement state and resets pragmas
     this.raw.run('PRAGMA foreign_keys = ON');
     await fsp.mkdir(path.dirname(path.resolve(this.file)), { recursive: true });
     const tmp = `${this.file}.${process.pid}.tmp`;
@@ -169,6 +238,7 @@ export class IndexDb {
     const pages = Number(this.raw.exec('PRAGMA page_count')[0].values[0][0]);
     const free = Number(this.raw.exec('PRAGMA freelist_count')[0].values[0][0]);
     if (pages > 64 && free * 10 > pages) {
+      this.commitBatch();
       this.raw.run('VACUUM');
       this.raw.run('PRAGMA foreign_keys = ON');
       this.dirty = true;
@@ -183,6 +253,8 @@ export class IndexDb {
 
   close(): void {
     if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.commitBatch();
+    this.statements.clear();
     this.raw.close();
   }
 }

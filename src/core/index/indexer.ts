@@ -99,7 +99,12 @@ interface ExistingFile {
   detail: string | null;
 }
 
-export async function indexSource(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
+export function indexSource(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
+  // files land in one transaction (searchable at once on this connection), committed when the run ends or saves
+  return db.batch(() => indexWithin(db, source, options));
+}
+
+async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
   const t0 = performance.now();
   const { info } = source;
   const repoId = upsertRepo(db, source);
@@ -233,8 +238,9 @@ export async function indexSource(db: IndexDb, source: OpenedSource, options: In
   return stats;
 }
 
-/** After every source of a run is indexed: rediscover blocks and record the parser version. */
-/** `light`: for live updates of a few files, skip merging the full-text segments and compacting the file. */
+/**
+ * After every source of a run is indexed: rediscover blocks and record the parser version.
+ * `light`: for live updates of a few files, skip merging the full-text segments and compacting the file. */
 export function finishRun(db: IndexDb, dedup: DedupOptions = {}, { light = false }: { light?: boolean } = {}): { blocks: number; seconds: number } {
   const t0 = performance.now();
   const blocks = discoverBlocks(db);

@@ -38,10 +38,11 @@ export function transferable(b: Uint8Array): Uint8Array {
 const TS_SHIM = "const { workerData } = require('worker_threads'); require('tsx/cjs'); require(workerData.script);";
 
 /**
- * Requests sent to a worker before it answers the first: it starts the next file while its answer crosses to the main
- * thread (one at a time, a worker waits for the main thread between files: a third slower here).
+ * Requests a worker holds: it starts the next file while its answer crosses to the main thread (one at a time, a
+ * worker waits for the main thread between files: a third slower here), and has work left while the main thread is
+ * busy for a while (a rediscovery during a cold run takes up to a few hundred milliseconds).
  */
-const IN_FLIGHT = 2;
+const IN_FLIGHT = 4;
 /** Old-generation limit of a parse worker's heap, in MB. */
 const WORKER_HEAP_MB = 384;
 /** A file every worker parses before it takes work: a runtime the workers cannot run in shows at start, not file by file. */
@@ -198,13 +199,20 @@ export class ParsePool {
  * When workers cannot start (or cannot parse the probe), parsing falls back to `fallback` in this thread. `close` ends the workers and gives their
  * memory back; a later parse starts new ones.
  */
-export function lazyPool(script: string | undefined, wasm: WasmPaths, fallback: PythonParser, size?: number): { parse: ParseFn; size: number; close: () => Promise<void> } {
+export function lazyPool(
+  script: string | undefined,
+  wasm: WasmPaths,
+  fallback: PythonParser,
+  size?: number,
+): { parse: ParseFn; size: number; inFlight: number; close: () => Promise<void> } {
   let pool: Promise<ParsePool | undefined> | undefined;
   const inline = inlineParse(fallback);
   // one per core: each holds IN_FLIGHT requests, so none waits for the main thread between files
   const workers = size ?? Math.min(4, Math.max(1, os.cpus().length));
   return {
     size: script ? workers : 1,
+    /** How many files to hand over at once to keep every worker busy (the `concurrency` of an index run). */
+    inFlight: script ? workers * IN_FLIGHT : 1,
     parse: async (input) => {
       if (!script) return inline(input);
       pool ??= ParsePool.start(script, wasm, workers).catch(() => undefined);
