@@ -230,14 +230,16 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
     if (final !== undefined && final !== site.name) edits.push({ start: site.start, end: site.end, text: final });
   }
   edits.sort((a, b) => b.start - a.start || b.end - a.end);
-  let text = parsed.text.slice(u.start, u.end);
-  let lastStart = Infinity;
+  // pieces from the end backwards (joined once: a large unit has thousands of edits)
+  const pieces: string[] = [];
+  let lastStart = u.end;
   for (const e of edits) {
     if (e.end > lastStart) continue; // overlapping (same site seen twice): the outer edit already applied
-    text = text.slice(0, e.start - u.start) + e.text + text.slice(e.end - u.start);
+    pieces.push(parsed.text.slice(e.end, lastStart), e.text);
     lastStart = e.start;
   }
-  return text;
+  pieces.push(parsed.text.slice(u.start, lastStart));
+  return pieces.reverse().join('');
 }
 
 export function emitFile(closure: ClosureResult, ctx: EmitContext, target: string): EmitResult {

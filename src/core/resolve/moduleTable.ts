@@ -62,6 +62,10 @@ export class ModuleTable {
   private readonly topNames = new Map<number, Set<string>>();
   private readonly priority = new Map<number, number>();
   private readonly bindingCache = new Map<ModuleRecord, Map<string, number>>();
+  /** Names resolved from a module's top level, for every later pull of the session (a pull resolves thousands). */
+  private readonly resolved = new Map<ModuleRecord, Map<string, Target>>();
+  /** Per module: the last module-level import binding each name in each unit, and its star imports. */
+  private readonly importsOf = new Map<ModuleRecord, { bindings: Map<string, ModuleFacts['imports'][number]>; stars: ModuleFacts['imports'] }>();
 
   constructor(records: Iterable<ModuleRecord>, repos: RepoRecord[]) {
     for (const r of repos) this.priority.set(r.id, r.priority);
@@ -122,22 +126,45 @@ export class ModuleTable {
     return cache.get(name);
   }
 
-  /** Resolves a bare name at module scope of `mod`. */
-  resolveName(mod: ModuleRecord, name: string, seen = new Set<string>()): Target {
+  private moduleImports(mod: ModuleRecord): { bindings: Map<string, ModuleFacts['imports'][number]>; stars: ModuleFacts['imports'] } {
+    let got = this.importsOf.get(mod);
+    if (!got) {
+      const bindings = new Map<string, ModuleFacts['imports'][number]>();
+      for (const f of mod.facts.imports) if (!f.inFunction && f.bound !== undefined) bindings.set(`${f.unit}:${f.bound}`, f);
+      got = { bindings, stars: mod.facts.imports.filter((f) => f.kind === 'star' && !f.inFunction && !f.typeChecking) };
+      this.importsOf.set(mod, got);
+    }
+    return got;
+  }
+
+  /**
+   * Resolves a bare name at module scope of `mod`. A resolution from scratch (no `seen`) is kept: the table's
+   * modules do not change while it lives.
+   */
+  resolveName(mod: ModuleRecord, name: string, seen?: Set<string>): Target {
+    if (seen) return this.resolveNameUncached(mod, name, seen);
+    let cache = this.resolved.get(mod);
+    if (!cache) this.resolved.set(mod, (cache = new Map()));
+    let t = cache.get(name);
+    if (!t) cache.set(name, (t = this.resolveNameUncached(mod, name, new Set())));
+    return t;
+  }
+
+  private resolveNameUncached(mod: ModuleRecord, name: string, seen: Set<string>): Target {
     const key = `${mod.repoId}:${mod.module}:${name}`;
     if (seen.has(key)) return { kind: 'unresolved', name };
     seen.add(key);
     const unit = this.bindingUnit(mod, name);
+    const { bindings, stars } = this.moduleImports(mod);
     if (unit !== undefined) {
       const u = mod.facts.units[unit];
       if (u.kind === 'import') {
-        const imp = [...mod.facts.imports].reverse().find((f) => f.unit === unit && f.bound === name && !f.inFunction);
+        const imp = bindings.get(`${unit}:${name}`);
         if (imp) return this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, seen);
       }
       return { kind: 'symbol', mod, name, unit };
     }
     // star imports, last one first
-    const stars = mod.facts.imports.filter((f) => f.kind === 'star' && !f.inFunction && !f.typeChecking);
     for (let i = stars.length - 1; i >= 0; i--) {
       const abs = this.absoluteModule(mod, stars[i].level, stars[i].module);
       const rec = this.lookup(abs, mod.repoId);
@@ -209,7 +236,7 @@ export class ModuleTable {
     let consumed = 0;
     for (const attr of attrs) {
       if (cur.kind === 'module') {
-        const t = this.resolveName(cur.mod, attr, new Set(seen));
+        const t = this.resolveName(cur.mod, attr, seen.size ? new Set(seen) : undefined);
         if (t.kind !== 'unresolved' && t.kind !== 'builtin') {
           cur = t;
         } else {
