@@ -121,7 +121,15 @@ export class IndexDb {
     const stmt = this.raw.prepare(sql);
     try {
       stmt.bind(params);
-      while (stmt.step()) fn(stmt.getAsObject());
+      // the column names once (sql.js's getAsObject asks SQLite for them again on every row: most of a search)
+      let columns: string[] | undefined;
+      while (stmt.step()) {
+        columns ??= stmt.getColumnNames();
+        const values = stmt.get();
+        const row: Row = {};
+        for (let i = 0; i < columns.length; i++) row[columns[i]] = values[i];
+        fn(row);
+      }
     } finally {
       stmt.free();
     }

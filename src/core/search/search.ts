@@ -102,8 +102,21 @@ function coverage(info: Uint32Array): number {
   return n;
 }
 
+/** A class name's own words (abbreviations expanded), kept: the same names come back query after query. */
+const nameWordsCache = new Map<string, Set<string>>();
+function wordsOfName(name: string): Set<string> {
+  let words = nameWordsCache.get(name);
+  if (!words) {
+    if (nameWordsCache.size >= 50_000) nameWordsCache.clear();
+    nameWordsCache.set(name, (words = new Set(searchWords(name).split(' '))));
+  }
+  return words;
+}
+
 function toUint32(blob: SqlValue): Uint32Array {
   const bytes = blob as Uint8Array;
+  // sql.js hands out a copy of its own: read it in place when it is aligned
+  if (bytes.byteOffset % 4 === 0) return new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.length >> 2);
   const copy = new Uint8Array(bytes.length);
   copy.set(bytes);
   return new Uint32Array(copy.buffer, 0, bytes.length >> 2);
@@ -199,7 +212,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
     else if (name.startsWith(query)) score += 200 + 100 / name.length;
     else if (name.includes(query)) score += 50;
     // every query word in the name's own words (abbreviations expanded)
-    const nameWords = new Set(searchWords(String(r.name)).split(' '));
+    const nameWords = wordsOfName(String(r.name));
     for (const w of queryWords) if (nameWords.has(w)) score += 5;
     score += 4 * Math.log1p(Number(r.uses));
     if (Number(r.abstract) === 1) score -= 1;
