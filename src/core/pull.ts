@@ -12,6 +12,9 @@ import type { DependencyGraph, Provenance } from './emit/emit';
 import { writeManifests } from './emit/manifest';
 import { NnragError } from './errors';
 import type { IndexDb } from './index/database';
+import { unitsDirOf } from './index/indexer';
+import { loadUnits, saveUnits } from './index/unitsCache';
+import { decodePython } from './parse/decode';
 import type { PythonParser } from './parse/parser';
 import type { ParsedModule } from './parse/types';
 import { BuilderIndex } from './resolve/builders';
@@ -90,8 +93,18 @@ async function parseRecord(session: PullSession, parser: PythonParser, rec: Modu
   const repo = session.repos.get(rec.repoId)!;
   const file = session.files.get(rec.fileId)!;
   const bytes = await readIndexedFile(repo, file.path, file.hash);
+  // what the index's parse kept of this very content (its blob id) saves parsing it again
+  const units = unitsDirOf(session.db);
+  const kept = units && loadUnits(units.dir, file.hash, rec.facts.units.length);
+  const decoded = kept && decodePython(bytes);
+  if (kept && decoded?.ok) {
+    const parsed: ParsedModule = { facts: rec.facts, text: decoded.text, ...kept };
+    session.parsed.set(rec.fileId, parsed);
+    return parsed;
+  }
   const outcome = parser.parse(bytes, Number.MAX_SAFE_INTEGER);
   if (!outcome.ok) throw new NnragError('not-found', `${repo.name}/${file.path} no longer parses: ${outcome.detail}`);
+  if (units) saveUnits(units.dir, file.hash, outcome, true);
   session.parsed.set(rec.fileId, outcome);
   return outcome;
 }

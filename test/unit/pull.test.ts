@@ -4,10 +4,13 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { findTarget } from '../../src/core/blocks/target';
 import { readProvenance } from '../../src/core/emit/emit';
+import { IndexDb } from '../../src/core/index/database';
+import { unitsDirOf } from '../../src/core/index/indexer';
+import type { PythonParser } from '../../src/core/parse/parser';
 import { openPullSession, pullBlock } from '../../src/core/pull';
 import type { PullReport } from '../../src/core/pull';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
-import { indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
+import { ASSETS, indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
 
 /** Indexes `files` as a repository, pulls `target` without validation, returns the file and the report. */
 async function pull(files: Record<string, string>, target: string): Promise<{ code: string; report: PullReport; dir: string }> {
@@ -191,5 +194,57 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(prov.target, report.target);
     assert.deepStrictEqual(prov.definitions.map((d) => [d.path, d.lines]), [['p/q.py', [1, 2]]]);
     assert.match(prov.hash, /^sha256:[0-9a-f]{64}$/);
+  });
+});
+
+describe('pull: what the index kept of each file', () => {
+  const files = {
+    'pkg/__init__.py': '',
+    'pkg/layers.py': 'import torch.nn as nn\n\n\ndef act():\n    return nn.ReLU()\n\n\nclass Base(nn.Module):\n    pass\n',
+    'pkg/block.py': 'from .layers import Base, act\n\n\nclass Block(Base):\n    def __init__(self):\n        super().__init__()\n        self.act = act()\n',
+  };
+  const bins = async (dir: string): Promise<string[]> => {
+    const out: string[] = [];
+    for (const sub of await fsp.readdir(dir).catch(() => [] as string[])) {
+      for (const name of await fsp.readdir(path.join(dir, sub))) out.push(name.replace(/\.bin$/, ''));
+    }
+    return out.sort();
+  };
+  const pullHash = async (db: IndexDb, p: PythonParser): Promise<string> =>
+    (await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'pkg.block.Block'), { parser: p, validate: false })).provenance!.hash;
+
+  it('pulls without parsing again, the same code; a damaged entry is parsed and written again; a finished run prunes', async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    await writeTree(repo, files);
+    const { db } = await IndexDb.open(path.join(dir, 'index.db'), { sqlWasm: ASSETS.sqlWasm });
+    await indexFolder(db, repo);
+    const units = unitsDirOf(db)!;
+    const hashes = db.all("SELECT hash FROM files WHERE status = 'parsed' ORDER BY hash").map((r) => String(r.hash));
+    assert.deepStrictEqual(await bins(units.dir), hashes, 'one entry per parsed file, under its blob id');
+
+    const mem = await memoryDb();
+    await indexFolder(mem, repo);
+    const parsedAgain = await pullHash(mem, await parser());
+    // a parser that cannot parse: the pull reads only what the index kept
+    const refusing = { parse: () => assert.fail('parsed again') } as unknown as PythonParser;
+    assert.strictEqual(await pullHash(db, refusing), parsedAgain);
+
+    const layers = hashes.find((h) => h === String(db.get("SELECT hash FROM files WHERE path = 'pkg/layers.py'")!.hash))!;
+    const entry = path.join(units.dir, layers.slice(0, 2), `${layers}.bin`);
+    await fsp.writeFile(entry, 'not deflated json');
+    await assert.rejects(pullHash(db, refusing), /parsed again/);
+    assert.strictEqual(await pullHash(db, await parser()), parsedAgain);
+    assert.strictEqual(await pullHash(db, refusing), parsedAgain, 'the damaged entry was written again');
+
+    // a changed file and another parser version: the finished run keeps only what the index holds now
+    await fsp.mkdir(path.join(units.root, 'parser-0', 'ab'), { recursive: true });
+    await fsp.appendFile(path.join(repo, 'pkg/layers.py'), '\n\nWIDTH = 4\n');
+    await indexFolder(db, repo);
+    const now = db.all("SELECT hash FROM files WHERE status = 'parsed' ORDER BY hash").map((r) => String(r.hash));
+    assert.ok(!now.includes(layers));
+    assert.deepStrictEqual(await bins(units.dir), now);
+    assert.deepStrictEqual(await fsp.readdir(units.root), [path.basename(units.dir)]);
+    db.close();
   });
 });

@@ -4,6 +4,7 @@
  */
 import { groupDuplicates } from '../dedup/groups';
 import type { DedupOptions } from '../dedup/groups';
+import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { guessCategory } from '../blocks/category';
 import { discoverBlocks, isTorchModuleClass } from '../blocks/discover';
@@ -17,11 +18,19 @@ import { searchWords } from '../search/words';
 import { isImportable, modulePathOf } from '../sources/modulePath';
 import type { OpenedSource, SourceFile } from '../sources/types';
 import type { IndexDb } from './database';
+import { pruneUnits } from './unitsCache';
 
 export { blobId } from '../parse/analyse';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
 export const PARSER_VERSION = '7';
+
+/** Where pulls find what they need of indexed files beyond the facts (beside the database file; none in memory). */
+export function unitsDirOf(db: IndexDb): { root: string; dir: string } | undefined {
+  if (!db.file) return undefined;
+  const root = `${db.file}.units`;
+  return { root, dir: path.join(root, `parser-${PARSER_VERSION}`) };
+}
 
 export interface Progress {
   step: number;
@@ -154,6 +163,7 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
   todo.sort((a, b) => b.size - a.size);
 
   const parse = options.parse ?? inlineParse(options.parser);
+  const units = unitsDirOf(db);
   let step = stats.kept;
   const work = async (file: SourceFile): Promise<void> => {
     const old = existing.get(file.path);
@@ -163,7 +173,7 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
       if (stats.failed.count++ < 3) stats.failed.first.push({ path: file.path, detail });
     };
     // unchanged content (same hash, another mtime) is not parsed again
-    const input: FileInput = { knownHash: (!reparseAll && old?.hash) || undefined, hash: file.oid, maxBytes: options.maxFileBytes };
+    const input: FileInput = { knownHash: (!reparseAll && old?.hash) || undefined, hash: file.oid, maxBytes: options.maxFileBytes, unitsDir: units?.dir };
     const local = source.localPath?.(file);
     if (local) {
       input.file = local;
@@ -250,6 +260,13 @@ export function finishRun(db: IndexDb, dedup: DedupOptions = {}, { light = false
   // merge the full-text index's segments: smaller file, faster queries
   db.run("INSERT INTO classes_fts(classes_fts) VALUES ('optimize')");
   db.compactIfFragmented();
+  // what pulls keep of files that changed or left the index (live updates leave theirs to the next full run)
+  const units = unitsDirOf(db);
+  if (units) {
+    const keep = new Set<string>();
+    db.each("SELECT hash FROM files WHERE status = 'parsed'", [], (r) => keep.add(String(r.hash)));
+    pruneUnits(units.root, units.dir, keep);
+  }
   return { blocks, seconds: (performance.now() - t0) / 1000 };
 }
 

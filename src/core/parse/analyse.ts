@@ -6,6 +6,7 @@
 import { createHash } from 'crypto';
 import { promises as fsp } from 'fs';
 import { encodeFacts } from '../index/factsCodec';
+import { saveUnits } from '../index/unitsCache';
 import type { PythonParser } from './parser';
 import type { ClassFact, ImportFact, ParseFailure } from './types';
 
@@ -26,6 +27,8 @@ export interface FileInput {
   maxBytes?: number;
   /** Parse and keep nothing (the benchmark's floor): answers `same`. */
   parseOnly?: boolean;
+  /** Where to keep what pulls need of the file beyond its facts (see unitsCache.ts); nowhere when undefined. */
+  unitsDir?: string;
 }
 
 export type FileOutcome =
@@ -56,6 +59,7 @@ export async function analyseFile(parser: PythonParser, input: FileInput): Promi
   }
   const out = parser.parse(bytes, input.maxBytes);
   if (!out.ok) return { kind: 'skipped', hash, size, reason: out.reason, detail: out.detail };
+  if (input.unitsDir) saveUnits(input.unitsDir, hash, out);
   const { facts } = out;
   return {
     kind: 'parsed',

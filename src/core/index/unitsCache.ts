@@ -1,0 +1,90 @@
+/**
+ * What a pull needs of a module beyond the facts the index keeps: per unit, the references to module-level names,
+ * the binding sites, the string literals and the import statements, with their offsets in the text. The parse that
+ * indexes a file finds them anyway; kept on disk beside the database under the file's git blob id, they spare a pull
+ * from parsing every module it inlines again (the first pull of a large block parsed a hundred files).
+ *
+ * A cache only: a file that is missing, unreadable or does not fit the module's facts is ignored and the module is
+ * parsed as before (and written again). Files live in `<database>.units/parser-<version>/<2 hex>/<blob>.bin`.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'fs';
+import * as path from 'path';
+import { threadId } from 'worker_threads';
+import { deflateRawSync, inflateRawSync } from 'zlib';
+import type { ParsedModule } from '../parse/types';
+
+export type UnitDetail = Pick<ParsedModule, 'refs' | 'bindSites' | 'strings' | 'importRanges'>;
+
+function fileOf(dir: string, hash: string): string {
+  return path.join(dir, hash.slice(0, 2), `${hash}.bin`);
+}
+
+/**
+ * Writes the detail of the file with blob id `hash`, unless it is there already (`replace`: also then, over an entry
+ * that would not load); never throws.
+ */
+export function saveUnits(dir: string, hash: string, parsed: UnitDetail, replace = false): void {
+  if (!/^[0-9a-f]{40}$/.test(hash)) return;
+  const file = fileOf(dir, hash);
+  if (!replace && existsSync(file)) return;
+  try {
+    const detail: UnitDetail = { refs: parsed.refs, bindSites: parsed.bindSites, strings: parsed.strings, importRanges: parsed.importRanges };
+    const bytes = deflateRawSync(Buffer.from(JSON.stringify(detail)), { level: 1 });
+    mkdirSync(path.dirname(file), { recursive: true });
+    // whole or not at all: parse workers and the main thread may write the same blob at once
+    const tmp = `${file}.${process.pid}-${threadId}.tmp`;
+    writeFileSync(tmp, bytes);
+    renameSync(tmp, file);
+  } catch {
+    // a cache: a full disk or a read-only folder only costs a parse at pull time
+  }
+}
+
+/** The detail of blob `hash` for a module with `units` units, or undefined (absent, damaged, or not this module's). */
+export function loadUnits(dir: string, hash: string, units: number): UnitDetail | undefined {
+  if (!/^[0-9a-f]{40}$/.test(hash)) return undefined;
+  try {
+    const d = JSON.parse(inflateRawSync(readFileSync(fileOf(dir, hash))).toString('utf8')) as Partial<UnitDetail>;
+    const perUnit = [d.refs, d.bindSites, d.strings];
+    if (!perUnit.every((a) => Array.isArray(a) && a.length === units) || !Array.isArray(d.importRanges)) return undefined;
+    return d as UnitDetail;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Removes what no indexed file needs any more: the folders of other parser versions under `root`, and the blobs of
+ * `dir` (one of root's folders) that are not in `keep`. Never throws.
+ */
+export function pruneUnits(root: string, dir: string, keep: ReadonlySet<string>): number {
+  let removed = 0;
+  const list = (d: string): string[] => {
+    try {
+      return readdirSync(d);
+    } catch {
+      return [];
+    }
+  };
+  for (const name of list(root)) {
+    if (name === path.basename(dir)) continue;
+    try {
+      rmSync(path.join(root, name), { recursive: true, force: true });
+    } catch {
+      // removed next time
+    }
+  }
+  for (const sub of list(dir)) {
+    for (const name of list(path.join(dir, sub))) {
+      const hash = name.replace(/\.bin$/, '');
+      if (name.endsWith('.bin') && keep.has(hash)) continue;
+      try {
+        rmSync(path.join(dir, sub, name), { force: true });
+        removed++;
+      } catch {
+        // removed next time
+      }
+    }
+  }
+  return removed;
+}
