@@ -136,6 +136,60 @@ class TiersWithTorch(unittest.TestCase):
         self.assertEqual(report["category"], "forward")
         self.assertIn("always", report["message"])
 
+    BUILT = """
+        import torch
+        from torch import nn
+        RAN = []
+        class Inner(nn.Module):
+            def __init__(self, channels):
+                super().__init__()
+                self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+            def forward(self, x):
+                %s
+                return self.conv(x)
+        class After(nn.Module):
+            def forward(self, x):
+                RAN.append(1)
+                open("after-ran", "w").close()
+                return x
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stem = nn.Conv2d(3, 4, 1)
+                self.inner = Inner(4)
+                self.after = After()
+            def forward(self, x):
+                # a detector's way: whatever it is given, its layers see 512 px
+                x = nn.functional.interpolate(self.stem(x), size=(512, 512))
+                return self.after(self.inner(x))
+        def build_model():
+            return Model()
+    """
+
+    def built(self, check: str = "pass") -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "block.py")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent(self.BUILT % check))
+            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Inner", "--builder", "build_model"],
+                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+            report = json.loads(proc.stdout.strip().splitlines()[-1])
+            report["after_ran"] = os.path.exists(os.path.join(tmp, "after-ran"))
+            return report
+
+    def test_builder_inputs_stop_the_model_at_the_block_and_a_cut_runs_first(self) -> None:
+        report = self.built()
+        self.assertTrue(report["ok"], report)
+        self.assertEqual(report["builder"], "build_model")
+        self.assertFalse(report["after_ran"], "the model's forward went on past the block")
+        # the model gives the block 512 px: a quarter of each side runs first
+        self.assertEqual(report["input_shapes"][0][-2:], [128, 128])
+
+    def test_the_whole_recorded_input_when_the_cut_does_not_run(self) -> None:
+        report = self.built("assert x.shape[-1] == 512, x.shape")
+        self.assertTrue(report["ok"], report)
+        self.assertEqual(report["input_shapes"][0][-2:], [512, 512])
+
 
 if __name__ == "__main__":
     unittest.main()
