@@ -191,5 +191,40 @@ class TiersWithTorch(unittest.TestCase):
         self.assertEqual(report["input_shapes"][0][-2:], [512, 512])
 
 
+    def test_resizing_inside_the_model_is_lighter_while_recording(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "block.py")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent("""
+                    from torch import nn
+                    class Resize(nn.Module):
+                        def __init__(self):
+                            super().__init__()
+                            self.min_size, self.max_size = (800,), 1333
+                        def forward(self, x):
+                            return nn.functional.interpolate(x, size=(self.min_size[0],) * 2)
+                    class Head(nn.Module):
+                        def __init__(self, channels):
+                            super().__init__()
+                            self.conv = nn.Conv2d(channels, 2, 1)
+                        def forward(self, x):
+                            return self.conv(x)
+                    class Detector(nn.Module):
+                        def __init__(self):
+                            super().__init__()
+                            self.transform, self.head = Resize(), Head(3)
+                        def forward(self, x):
+                            return self.head(self.transform(x))
+                    def detector():
+                        return Detector()
+                """))
+            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Head", "--builder", "detector"],
+                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+            report = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertTrue(report["ok"], report)
+        # 800 px brought to 200 for the recording pass (below the size that is cut again)
+        self.assertEqual(report["input_shapes"][0][-2:], [200, 200])
+
+
 if __name__ == "__main__":
     unittest.main()
