@@ -5,7 +5,9 @@
  * validation time per block, peak memory and database size; then, in a child process of its own (its own peak
  * memory), a synthetic corpus ten times the size (ten forks of the corpus) to show how cost grows.
  * Prints JSON; the last line is one object with every figure, compared with the previous run kept in the repository.
- * Usage: tsx scripts/bench.ts [--corpus DIR...] [--out FILE] [--no-validate] [--no-synthetic] [--scale N]
+ * With --pool-speedup, also `nn-rag pull --all` with validation over torchvision, with the pool of warm interpreters
+ * and with one interpreter per block (about twenty minutes).
+ * Usage: tsx scripts/bench.ts [--corpus DIR...] [--out FILE] [--no-validate] [--no-synthetic] [--scale N] [--pool-speedup]
  *        tsx scripts/bench.ts --synthetic-child CORPUS_DIR N   (the child: prints one JSON line)
  */
 import { execFileSync, spawnSync } from 'child_process';
@@ -333,6 +335,40 @@ async function main(): Promise<void> {
       synthetic_db_bytes: s.db_bytes,
     };
   }
+  // `nn-rag pull --all` with validation over torchvision: a pool of warm interpreters (one per core) against one
+  // fresh interpreter per block, one block at a time (--pool-speedup: about twenty minutes here)
+  let poolSpeedup: Record<string, number> = {};
+  const tvCorpus = roots.find((r) => path.basename(r) === 'torchvision');
+  if (argv.includes('--pool-speedup') && tvCorpus && hasTorch()) {
+    const cli = path.join(ROOT, 'dist', 'cli.js');
+    const tvDb = path.join(work, 'tv.db');
+    execFileSync(process.execPath, [cli, 'index', tvCorpus, '--db', tvDb], { stdio: 'ignore' });
+    const batch = (label: string, extra: string[]): { wall_s: number; attempted: number; validated: number } => {
+      const t0 = performance.now();
+      const r = spawnSync(process.execPath, [cli, 'pull', '--all', '--db', tvDb, '--out-dir', path.join(work, label), '--python', PYTHON, '--json', ...extra], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 26,
+      });
+      const wall = performance.now() - t0;
+      let summary: { attempted: number; validated: number };
+      try {
+        summary = JSON.parse(r.stdout) as { attempted: number; validated: number };
+      } catch {
+        throw new Error(`pull --all ${extra.join(' ')} gave no summary (exit ${r.status}): ${r.stderr.slice(-500)}`);
+      }
+      return { wall_s: wall / 1000, attempted: summary.attempted, validated: summary.validated };
+    };
+    const pooled = batch('pool', []);
+    const single = batch('single', ['--no-pool', '--jobs', '1']);
+    poolSpeedup = {
+      pool_blocks: pooled.attempted,
+      pool_validated: pooled.validated,
+      single_validated: single.validated,
+      pool_wall_s: r2(pooled.wall_s),
+      single_wall_s: r2(single.wall_s),
+      pool_speedup: r2(single.wall_s / pooled.wall_s),
+    };
+  }
   await fsp.rm(work, { recursive: true, force: true });
 
   const result = {
@@ -373,6 +409,7 @@ async function main(): Promise<void> {
     db_bytes: stat.size,
     db_ratio: r2(stat.size / sourceBytes),
     ...synthetic,
+    ...poolSpeedup,
     node: process.version,
     cpus: os.cpus().length,
   };
