@@ -497,8 +497,8 @@ def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any
 
 def lighter(model: Any) -> None:
     """Resizing steps inside a model (torchvision's detectors bring every image to `min_size` 800 px, `max_size`
-    1333) set to a quarter for the pass that records a block's inputs: a ResNet-50 backbone at 800 px takes most of
-    a minute on a CPU, before the block deep inside is reached."""
+    1333) set to a quarter for validation: a ResNet-50 backbone at 800 px takes most of a minute on a CPU, before a
+    block deep inside is reached, and for each input tried on a detector itself."""
     for m in model.modules():
         low, high = getattr(m, "min_size", None), getattr(m, "max_size", None)
         if not isinstance(high, int) or isinstance(high, bool):
@@ -722,6 +722,8 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
                 reach("instantiated")
             report["args"] = jsonable(args)
             report["kwargs"] = jsonable(kwargs)
+            # a detector validated as itself resizes what it is given to 800 px too
+            lighter(model)
             ok, error = run_forward(model, cls, torch, nn, kwargs, report, recorded)
             if ok:
                 forward_ok = True
