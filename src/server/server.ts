@@ -17,6 +17,7 @@ import { finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '.
 import { indexStats } from '../core/index/stats';
 import { PythonParser } from '../core/parse/parser';
 import { lazyPool } from '../core/parse/pool';
+import { warmUpParser } from '../core/parse/warmUp';
 import { openPullSession, pullBlock } from '../core/pull';
 import { describeClass } from '../core/resolve/describe';
 import { loadModuleTable } from '../core/resolve/loadTable';
@@ -65,6 +66,7 @@ export function startServer(connection: Connection): void {
   let parser: PythonParser | undefined;
   // parsing on every core; the first file to parse starts the workers, a warm start starts none
   let parsePool: ReturnType<typeof lazyPool> | undefined;
+  let parserWarmed = false;
   let status: IndexStatus = { state: 'starting', message: 'Starting', files: 0, blocks: 0, repos: 0 };
   let indexing: Promise<IndexStatus> | undefined;
   let indexAbort: AbortController | undefined;
@@ -178,6 +180,11 @@ export function startServer(connection: Connection): void {
         if (!live) {
           watchFolders(folders);
           scheduleFetches(gits);
+          // live updates parse in this thread, whose parser the full run left cold (it parsed in workers)
+          if (folders.size && !parserWarmed) {
+            parserWarmed = true;
+            setImmediate(() => void warmUpParser(p).catch((err: unknown) => log('index', `parser warm-up failed: ${errorMessage(err)}`)));
+          }
         }
         // a live update is searchable as soon as its files are in (classes plainly subclassing torch's modules are
         // blocks at once); rediscovery and duplicate groups follow when the edits pause

@@ -202,6 +202,27 @@ describe('index: batched writes', () => {
     );
     again.close();
   });
+
+  it('merges the full-text segments that live updates leave when edits pause, and search still answers', async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, { 'pkg/__init__.py': '', 'pkg/live.py': BLOCK, 'pkg/other.py': BLOCK.replace('Net', 'OtherNet') });
+    const db = await memoryDb();
+    await indexFolder(db, dir);
+    const segments = (): number => Number(db.get('SELECT count(*) AS n FROM classes_fts_segdir')?.n);
+    const lowest = (): number => Number(db.get('SELECT min(level) AS l FROM classes_fts_segdir')?.l);
+    for (let i = 0; i < 3; i++) {
+      await fsp.appendFile(path.join(dir, 'pkg', 'live.py'), `\nclass LiveEdit${i}(nn.Module):\n    pass\n`);
+      await indexSource(db, await openFolder({ location: dir }), { parser: await parser(), only: ['pkg/live.py'] });
+    }
+    const before = segments();
+    assert.ok(before >= 3 && lowest() === 0, `each live update left segments at level 0 (${before})`);
+    finishRun(db, {}, { light: true });
+    assert.ok(segments() < before && lowest() > 0, `merged: ${segments()} segments from ${before}, lowest level ${lowest()}`);
+    for (const name of ['LiveEdit0', 'LiveEdit1', 'LiveEdit2']) assert.strictEqual(searchBlocks(db, { text: name })[0]?.name, name);
+    assert.deepStrictEqual(searchBlocks(db, { text: 'OtherNet' }).map((h) => h.name), ['OtherNet']);
+    // the rows the updates replaced are gone from the merged index too: Net once (in live.py), and OtherNet
+    assert.strictEqual(db.get("SELECT count(*) AS n FROM classes_fts WHERE classes_fts MATCH 'name:net'")?.n, 1);
+  });
 });
 
 describe('index: the database file', () => {

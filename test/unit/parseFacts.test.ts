@@ -1,5 +1,6 @@
 import * as assert from 'assert';
 import type { ParsedModule } from '../../src/core/parse/types';
+import { warmUpParser, warmUpSample } from '../../src/core/parse/warmUp';
 import { parser } from './helpers';
 
 async function parse(text: string): Promise<ParsedModule> {
@@ -241,5 +242,21 @@ describe('parse: hostile input', () => {
     const p = await parser();
     const out = p.parse(Buffer.alloc(0));
     assert.ok(out.ok);
+  });
+});
+
+describe('parse: warming the thread parser', () => {
+  it('parses a sample that walks the constructs fact extraction handles', async () => {
+    // the warm-up only helps if its sample goes through the whole extraction, not an early syntax-error exit
+    const m = await parse(warmUpSample());
+    const classes = m.facts.classes.map((c) => c.name);
+    for (let k = 0; k < 8; k++) {
+      assert.ok(classes.includes(`Block${k}`) && classes.includes(`Head${k}`), `Block${k}/Head${k} in ${classes.join(',')}`);
+    }
+    assert.ok(m.facts.imports.some((i) => i.level === 1), 'a relative import');
+    // scopes walked: the builder's names split by when they are needed
+    assert.ok(['List', 'Block0'].every((n) => unitNamed(m, 'build0').defNames.includes(n)), unitNamed(m, 'build0').defNames.join(','));
+    assert.ok(unitNamed(m, 'build0').callNames.includes('_REGISTRY0'), unitNamed(m, 'build0').callNames.join(','));
+    await warmUpParser(await parser(), 1);
   });
 });

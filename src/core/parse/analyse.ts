@@ -4,7 +4,7 @@
  * thread (which owns the database) neither reads, hashes, encodes nor copies whole facts objects.
  */
 import { createHash } from 'crypto';
-import { promises as fsp } from 'fs';
+import { promises as fsp, readFileSync } from 'fs';
 import { encodeFacts } from '../index/factsCodec';
 import { saveUnits } from '../index/unitsCache';
 import type { PythonParser } from './parser';
@@ -40,12 +40,16 @@ export type FileOutcome =
   /** The analysis itself failed (a parse worker that died on this file). */
   | { kind: 'failed'; detail: string };
 
-export async function analyseFile(parser: PythonParser, input: FileInput): Promise<FileOutcome> {
+/**
+ * `syncRead`: read the file without a thread-pool round trip (the main thread, which parses synchronously anyway and
+ * only a live update's few files); workers read asynchronously, so the next file's read overlaps this one's parse.
+ */
+export async function analyseFile(parser: PythonParser, input: FileInput, { syncRead = false } = {}): Promise<FileOutcome> {
   let bytes = input.bytes;
   if (!bytes) {
     if (!input.file) return { kind: 'unreadable', detail: 'no bytes and no path' };
     try {
-      bytes = await fsp.readFile(input.file);
+      bytes = syncRead ? readFileSync(input.file) : await fsp.readFile(input.file);
     } catch (err) {
       return { kind: 'unreadable', detail: (err as Error).message };
     }

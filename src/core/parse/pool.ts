@@ -23,7 +23,7 @@ export interface ParseResponse {
 export type ParseFn = (input: FileInput) => Promise<FileOutcome>;
 
 export function inlineParse(parser: PythonParser): ParseFn {
-  return (input) => analyseFile(parser, input);
+  return (input) => analyseFile(parser, input, { syncRead: true });
 }
 
 /**

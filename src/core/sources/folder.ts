@@ -18,10 +18,10 @@ export function validateName(name: string): string {
 }
 
 /** The dotted package chain that `dir` sits in (`/x/torchvision/models` -> `torchvision.models`). */
-async function packagePrefix(dir: string): Promise<string> {
+function packagePrefix(dir: string): string {
   const parts: string[] = [];
   let cur = dir;
-  while (await exists(path.join(cur, '__init__.py'))) {
+  while (fs.existsSync(path.join(cur, '__init__.py'))) {
     parts.unshift(path.basename(cur));
     const parent = path.dirname(cur);
     if (parent === cur) break;
@@ -30,25 +30,21 @@ async function packagePrefix(dir: string): Promise<string> {
   return parts.join('.');
 }
 
-async function exists(p: string): Promise<boolean> {
-  try {
-    await fsp.access(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export async function readLicenseIn(dirs: string[]): Promise<string | undefined> {
+/**
+ * The SPDX id of the first licence file found in `dirs`. Synchronous, like the walk below: a live update opens its
+ * folder again, and a dozen missing files cost a dozen thread-pool round trips when awaited (up to 15 ms).
+ */
+export function readLicenseIn(dirs: string[]): string | undefined {
   for (const dir of dirs) {
     for (const name of LICENSE_FILES) {
+      let text: string;
       try {
-        const text = await fsp.readFile(path.join(dir, name), 'utf8');
-        const id = detectLicense(text);
-        if (id) return id;
+        text = fs.readFileSync(path.join(dir, name), 'utf8');
       } catch {
-        // not there
+        continue; // not there
       }
+      const id = detectLicense(text);
+      if (id) return id;
     }
   }
   return undefined;
@@ -64,17 +60,17 @@ export async function openFolder(config: SourceConfig, options: FolderOptions = 
   const root = path.resolve(config.location);
   let stat;
   try {
-    stat = await fsp.stat(root);
+    stat = fs.statSync(root);
   } catch {
     throw new NnragError('bad-source', `no such folder: ${config.location}`);
   }
   if (!stat.isDirectory()) throw new NnragError('bad-source', `not a folder: ${config.location}`);
-  const realRoot = await fsp.realpath(root);
-  const modulePrefix = await packagePrefix(realRoot);
+  const realRoot = fs.realpathSync(root);
+  const modulePrefix = packagePrefix(realRoot);
   const name = validateName(config.name ?? path.basename(realRoot));
   const include = makeMatcher(config.include);
   const exclude = makeMatcher(config.exclude);
-  const license = options.license ?? (await readLicenseIn([realRoot, path.dirname(realRoot)]));
+  const license = options.license ?? readLicenseIn([realRoot, path.dirname(realRoot)]);
   const info: RepoInfo = {
     name,
     kind: options.kind ?? 'folder',
@@ -148,8 +144,8 @@ export async function openFolder(config: SourceConfig, options: FolderOptions = 
       try {
         // the walk never enters a linked folder: neither does this
         const dir = path.join(realRoot, path.dirname(rel));
-        if ((await fsp.realpath(dir)) !== dir) continue;
-        st = await fsp.lstat(path.join(realRoot, rel));
+        if (fs.realpathSync(dir) !== dir) continue;
+        st = fs.lstatSync(path.join(realRoot, rel));
       } catch {
         continue;
       }
