@@ -19,6 +19,7 @@ import { PythonParser } from '../core/parse/parser';
 import { lazyPool } from '../core/parse/pool';
 import { warmUpParser } from '../core/parse/warmUp';
 import { openPullSession, pullBlock } from '../core/pull';
+import type { PullSession } from '../core/pull';
 import { describeClass } from '../core/resolve/describe';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { searchBlocks } from '../core/search/search';
@@ -46,6 +47,8 @@ import { provenanceHover, upstreamLens } from './hover';
 const WATCH_DEBOUNCE_MS = 25;
 /** Rediscovery and duplicate groups after live updates, once edits pause this long. */
 const FINISH_AFTER_MS = 300;
+/** Parsed modules a server's pull session keeps between pulls (see pullSession). */
+const KEEP_PARSED_MODULES = 300;
 
 function onRequest<P, R>(connection: Connection, m: Method<P, R>, handler: (params: P, token: CancellationToken) => Promise<R> | R): void {
   connection.onRequest(m.method, (params: P, token: CancellationToken): Promise<unknown> => Promise.resolve(handler(params, token)));
@@ -67,6 +70,9 @@ export function startServer(connection: Connection): void {
   // parsing on every core; the first file to parse starts the workers, a warm start starts none
   let parsePool: ReturnType<typeof lazyPool> | undefined;
   let parserWarmed = false;
+  // see pullSession
+  let pullCache: PullSession | undefined;
+  let runsInProgress = 0;
   let status: IndexStatus = { state: 'starting', message: 'Starting', files: 0, blocks: 0, repos: 0 };
   let indexing: Promise<IndexStatus> | undefined;
   let indexAbort: AbortController | undefined;
@@ -124,6 +130,8 @@ export function startServer(connection: Connection): void {
       let allOpened = true;
       // a live update has no rediscovery of its own: its blocks are found when edits pause (scheduleFinish)
       const rediscover = live ? undefined : new Rediscovery(1500);
+      runsInProgress++;
+      pullCache = undefined;
       try {
         for (const config of repositories) {
           setStatus({ ...status, state: 'indexing', message: `Indexing ${config.name ?? config.location}` });
@@ -207,10 +215,26 @@ export function startServer(connection: Connection): void {
         const s: IndexStatus = { ...status, state: 'error', message: errorMessage(err) };
         setStatus(s);
         throw err;
+      } finally {
+        runsInProgress--;
+        pullCache = undefined;
       }
     })();
     indexing = run;
     return run;
+  }
+
+  /**
+   * Pulls (and dependency views) share one module table and pull session while the index does not change: loading the
+   * table takes 110-230 ms over the Debian corpus, more than a pull itself. Every index run drops it, and while one
+   * runs (files land between requests) each request reads the index afresh. The modules a session keeps parsed are let
+   * go past a few hundred.
+   */
+  function pullSession(d: IndexDb): PullSession {
+    if (runsInProgress > 0) return openPullSession(d, loadModuleTable(d));
+    if (pullCache?.db !== d) pullCache = openPullSession(d, loadModuleTable(d));
+    else if (pullCache.parsed.size > KEEP_PARSED_MODULES) pullCache.parsed.clear();
+    return pullCache;
   }
 
   let finishTimer: NodeJS.Timeout | undefined;
@@ -223,6 +247,7 @@ export function startServer(connection: Connection): void {
         await previous?.catch(() => undefined);
         const t0 = Date.now();
         finishRun(d, {}, { light: true });
+        pullCache = undefined;
         log('index', `live update: blocks rediscovered in ${Date.now() - t0} ms`);
         d.scheduleSave(500, (err) => log('index', `save failed: ${errorMessage(err)}`));
         setStatus({ ...status, ...counts() });
@@ -348,12 +373,12 @@ export function startServer(connection: Connection): void {
   });
   onRequest(connection, GetBlockDetails, async ({ target }) => {
     const { db: d } = await ready();
-    return describeClass(d, findTarget(d, target));
+    return describeClass(d, findTarget(d, target), pullSession(d).table);
   });
   onRequest(connection, PullBlock, async (params, token) => {
     const { db: d, parser: p } = await ready();
     const ref = findTarget(d, params.target);
-    const report = await pullBlock(openPullSession(d, loadModuleTable(d)), ref, {
+    const report = await pullBlock(pullSession(d), ref, {
       parser: p,
       out: params.out,
       python: params.python,

@@ -163,6 +163,16 @@ describe('language server over stdio (the real server process)', function () {
     await fsp.writeFile(path.join(live, 'pkg', 'base.py'), 'from torch import nn\n\n\nclass LiveBase(nn.Module):\n    pass\n');
     await fsp.writeFile(path.join(live, 'pkg', 'derived.py'), 'from .base import LiveBase\n\n\nclass LiveDerived(LiveBase):\n    pass\n');
     await until('LiveDerived', true, 'pkg.derived');
+    // pulls share the server's module table until the index changes: a pull after a live update sees the new code
+    const pulled = path.join(storage, 'ws', 'live_derived.py');
+    const pull = () => conn.sendRequest<PullReport>(PullBlock.method, { target: 'live:pkg.derived.LiveDerived', out: pulled, validate: false, timeoutSeconds: 60, memoryMb: 2048 });
+    assert.strictEqual((await pull()).status, 'extracted');
+    assert.doesNotMatch(await fsp.readFile(pulled, 'utf8'), /return 41/);
+    assert.strictEqual((await pull()).status, 'extracted', 'a second pull from the shared table');
+    await fsp.writeFile(path.join(live, 'pkg', 'base.py'), 'from torch import nn\n\n\nclass LiveBase(nn.Module):\n    def extra(self):\n        return 41\n\n\nclass LiveMarker(nn.Module):\n    pass\n');
+    await until('LiveMarker', true);
+    assert.strictEqual((await pull()).status, 'extracted');
+    assert.match(await fsp.readFile(pulled, 'utf8'), /return 41/, 'the pull after the change inlines the changed base');
     // a renamed folder: the watcher names the folder, and the whole repository is looked at again
     await fsp.rename(path.join(live, 'pkg'), path.join(live, 'moved'));
     await until('LiveDerived', true, 'moved.derived');
