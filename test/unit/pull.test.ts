@@ -3,7 +3,7 @@ import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { findTarget } from '../../src/core/blocks/target';
-import { readProvenance } from '../../src/core/emit/emit';
+import { bodyHash, readProvenance } from '../../src/core/emit/emit';
 import { IndexDb } from '../../src/core/index/database';
 import { unitsDirOf } from '../../src/core/index/indexer';
 import type { PythonParser } from '../../src/core/parse/parser';
@@ -194,6 +194,20 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(prov.target, report.target);
     assert.deepStrictEqual(prov.definitions.map((d) => [d.path, d.lines]), [['p/q.py', [1, 2]]]);
     assert.match(prov.hash, /^sha256:[0-9a-f]{64}$/);
+  });
+
+  it('records the sha256 of the body as written, for files in one-byte and two-byte text alike', async () => {
+    const { code } = await pull(
+      {
+        'u/__init__.py': '',
+        'u/a.py': 'def helper():\n    return "plain ascii"\n',
+        'u/b.py': 'def dash():\n    """An em dash \u2014 and \u00e9."""\n    return "\u03b1"\n',
+        'u/c.py': 'from .a import helper\nfrom .b import dash\nimport math\n\nclass C:\n    def f(self):\n        return helper(), dash(), math.pi\n',
+      },
+      'u.c.C',
+    );
+    assert.ok(code.includes('\u2014') && code.includes('plain ascii'), 'both files are inlined');
+    assert.strictEqual(readProvenance(code)!.hash, bodyHash(code));
   });
 });
 

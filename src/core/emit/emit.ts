@@ -268,7 +268,12 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     });
   }
   const rest = `${imports ? `${imports}\n\n\n` : ''}${body.join('\n\n\n')}\n`;
-  const hash = createHash('sha256').update(rest).digest('hex');
+  // the same bytes as `rest`, hashed piece by piece: a piece keeps the one-byte encoding of its source file, where
+  // the whole is two-byte when any file is (UTF-8 from two-byte strings was most of a large pull's hashing)
+  const digest = createHash('sha256');
+  if (imports) digest.update(`${imports}\n\n\n`);
+  body.forEach((text, i) => digest.update(i ? `\n\n\n${text}` : text));
+  const hash = digest.update('\n').digest('hex');
   const root = closure.root;
   const rootSrc = ctx.source(root.rec);
   const renamed: Record<string, string> = {};
