@@ -120,6 +120,31 @@ describe('duplicates: exact, lexical and structural groups', function () {
     assert.strictEqual(all.length, 3);
   });
 
+  it('groups many forks that share one signature, and a near copy of any of them, under the original by priority', async () => {
+    // each fork renames everything its own way: different tokens (no exact or lexical copies), one structure
+    const forks: Record<string, string> = { orig: DROP_PATH, other: OTHER, near: RENAMED.replace('rescale=True', 'rescale=False') };
+    for (let k = 1; k <= 6; k++) {
+      forks[`fork${k}`] = DROP_PATH.replace(/DropPath/g, `Depth${k}`)
+        .replace(/drop_prob/g, `p${k}`)
+        .replace(/scale_by_keep/g, `keep${k}`)
+        .replace(/keep_prob/g, `q${k}`)
+        .replace(/random_tensor/g, `mask${k}`);
+    }
+    const root = await tmpdir('nnrag-dup-forks-');
+    const db = await memoryDb();
+    for (const [name, code] of Object.entries(forks)) {
+      await writeTree(path.join(root, name), { [`${name}_layers.py`]: code });
+      await indexFolder(db, path.join(root, name), { priority: name === 'fork4' ? 2 : 0 });
+    }
+    const struct = groupOf(db, 'dup_struct');
+    const lex = groupOf(db, 'dup_lex');
+    assert.deepStrictEqual(struct, {
+      orig: 'fork4', near: 'fork4', other: 'other', fork1: 'fork4', fork2: 'fork4', fork3: 'fork4', fork4: 'fork4', fork5: 'fork4', fork6: 'fork4',
+    });
+    for (const k of [1, 2, 3, 5, 6]) assert.strictEqual(lex[`fork${k}`], `fork${k}`, 'renamed forks are not lexical copies');
+    assert.strictEqual(indexStats(db).uniqueness.structural_unique, 2);
+  });
+
   it('takes a stricter or looser threshold when asked, and keeps it for later runs', async () => {
     const db = await corpus();
     groupDuplicates(db, { lexical: 0.999 });

@@ -61,9 +61,20 @@ class UnionFind {
 function nearGroups(rows: Row[], pick: (r: Row) => number[] | null, threshold: number, order: Map<number, number>, seed: UnionFind): UnionFind {
   const buckets = new Map<string, number[]>();
   const sigs = new Map<number, number[]>();
+  // rows with the same signature compare alike with every other: the first stands for them all in the buckets, and
+  // the others join its group (a similarity of 1 meets any threshold up to 1). Copies of one class in many forks
+  // otherwise filled each bucket they share with pairs across groups, compared once per pair of copies.
+  const first = new Map<string, number>();
   for (const r of rows) {
     const sig = pick(r);
     if (!sig || r.tokens < MIN_TOKENS) continue;
+    const whole = sig.join(',');
+    const same = first.get(whole);
+    if (same !== undefined) {
+      if (threshold <= 1) seed.union(same, r.id, order);
+      continue;
+    }
+    first.set(whole, r.id);
     sigs.set(r.id, sig);
     for (let b = 0; b < BANDS; b++) {
       const key = `${b}:${sig.slice(b * ROWS, (b + 1) * ROWS).join(',')}`;
@@ -77,6 +88,8 @@ function nearGroups(rows: Row[], pick: (r: Row) => number[] | null, threshold: n
     if (ids.length < 2) continue;
     for (let i = 0; i < ids.length; i++) {
       for (let j = i + 1; j < ids.length; j++) {
+        // already in one group: an edge inside a group changes neither the groups nor their originals
+        if (seed.find(ids[i]) === seed.find(ids[j])) continue;
         const key = ids[i] < ids[j] ? `${ids[i]}-${ids[j]}` : `${ids[j]}-${ids[i]}`;
         if (compared.has(key)) continue;
         compared.add(key);

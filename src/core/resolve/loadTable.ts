@@ -40,13 +40,16 @@ export function loadModuleTable(db: IndexDb, options: LoadOptions = {}): ModuleT
   return new ModuleTable(records, repos);
 }
 
+/** Shared by every slim unit (nothing writes to a unit's names). */
+const NO_NAMES: string[] = [];
+
 function slimFacts(f: ModuleFacts): ModuleFacts {
   return {
     docstring: '',
     all: f.all,
     futureAnnotations: f.futureAnnotations,
     imports: f.imports.filter((i) => !i.inFunction),
-    units: f.units.map((u) => ({ kind: u.kind, binds: u.binds, guard: u.guard, defNames: [], callNames: [], start: 0, end: 0, startLine: 0, endLine: 0 })),
+    units: f.units.map((u) => ({ kind: u.kind, binds: u.binds, guard: u.guard, defNames: NO_NAMES, callNames: NO_NAMES, start: 0, end: 0, startLine: 0, endLine: 0 })),
     classes: [],
     functions: [],
     registrations: [],
