@@ -6,6 +6,8 @@ import { findTarget } from '../../src/core/blocks/target';
 import { bodyHash, readProvenance } from '../../src/core/emit/emit';
 import { IndexDb } from '../../src/core/index/database';
 import { unitsDirOf } from '../../src/core/index/indexer';
+import { loadUnits, saveUnits } from '../../src/core/index/unitsCache';
+import type { UnitDetail } from '../../src/core/index/unitsCache';
 import type { PythonParser } from '../../src/core/parse/parser';
 import { openPullSession, pullBlock } from '../../src/core/pull';
 import type { PullReport } from '../../src/core/pull';
@@ -260,5 +262,24 @@ describe('pull: what the index kept of each file', () => {
     assert.deepStrictEqual(await bins(units.dir), now);
     assert.deepStrictEqual(await fsp.readdir(units.root), [path.basename(units.dir)]);
     db.close();
+  });
+
+  it('writes an entry once, makes its folder when missing, and leaves no partial files behind', async () => {
+    const dir = path.join(await tmpdir(), 'units');
+    const hash = 'ab'.repeat(20);
+    const detail = (name: string): UnitDetail => ({ refs: [[]], bindSites: [[{ name, start: 0, end: 1 }]], strings: [[]], importRanges: [] });
+    saveUnits(dir, hash, detail('first'));
+    assert.strictEqual(loadUnits(dir, hash, 1)?.bindSites[0][0].name, 'first');
+    // an entry is never rewritten unless asked (a second writer of one blob finds it there)
+    saveUnits(dir, hash, detail('second'));
+    assert.strictEqual(loadUnits(dir, hash, 1)?.bindSites[0][0].name, 'first');
+    saveUnits(dir, hash, detail('third'), true);
+    assert.strictEqual(loadUnits(dir, hash, 1)?.bindSites[0][0].name, 'third');
+    // the folder removed under a running index: the next write makes it again
+    await fsp.rm(dir, { recursive: true, force: true });
+    saveUnits(dir, hash, detail('fourth'));
+    assert.strictEqual(loadUnits(dir, hash, 1)?.bindSites[0][0].name, 'fourth');
+    assert.strictEqual(loadUnits(dir, hash, 2), undefined, 'not this module: its unit count differs');
+    assert.deepStrictEqual(await fsp.readdir(path.join(dir, 'ab')), [`${hash}.bin`]);
   });
 });

@@ -87,10 +87,14 @@ export function minhash(items: string[], k: number): number[] {
     if (rest < bins[bin]) bins[bin] = rest;
   }
   const out = new Array<number>(MINHASH_SIZE);
-  for (let j = 0; j < MINHASH_SIZE; j++) {
-    let d = 0;
-    while (d < MINHASH_SIZE && bins[(j + d) % MINHASH_SIZE] === EMPTY) d++;
-    const v = d === MINHASH_SIZE ? 0 : bins[(j + d) % MINHASH_SIZE];
+  // right to left over the bins twice (they wrap around): `next` is the nearest filled position at or after j, so
+  // each bin finds its donor in one step (a sparse signature looked up to MINHASH_SIZE bins for each)
+  let next = -1;
+  for (let j = 2 * MINHASH_SIZE - 1; j >= 0; j--) {
+    if (bins[j % MINHASH_SIZE] !== EMPTY) next = j;
+    if (j >= MINHASH_SIZE) continue;
+    const d = next < 0 ? MINHASH_SIZE : next - j;
+    const v = next < 0 ? 0 : bins[next % MINHASH_SIZE];
     out[j] = mix(v ^ Math.imul(d, 0x9e3779b9)) >>> 16;
   }
   return out;

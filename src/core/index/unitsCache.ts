@@ -30,13 +30,29 @@ export function saveUnits(dir: string, hash: string, parsed: UnitDetail, replace
   try {
     const detail: UnitDetail = { refs: parsed.refs, bindSites: parsed.bindSites, strings: parsed.strings, importRanges: parsed.importRanges };
     const bytes = deflateRawSync(Buffer.from(JSON.stringify(detail)), { level: 1 });
-    mkdirSync(path.dirname(file), { recursive: true });
-    // whole or not at all: parse workers and the main thread may write the same blob at once
-    const tmp = `${file}.${process.pid}-${threadId}.tmp`;
-    writeFileSync(tmp, bytes);
-    renameSync(tmp, file);
+    if (replace) {
+      // over an entry a reader may be loading: whole or not at all
+      const tmp = `${file}.${process.pid}-${threadId}.tmp`;
+      writeInFolder(tmp, bytes, 'w');
+      renameSync(tmp, file);
+    } else {
+      // a new entry in one open: two writers of one blob write the same bytes and the second finds it there
+      // (EEXIST); a reader that meets a half-written entry parses the module instead and replaces the entry
+      writeInFolder(file, bytes, 'wx');
+    }
   } catch {
     // a cache: a full disk or a read-only folder only costs a parse at pull time
+  }
+}
+
+/** Writes `bytes` to `file`, making its folder only when the write finds it missing (one system call, not three). */
+function writeInFolder(file: string, bytes: Uint8Array, flag: 'w' | 'wx'): void {
+  try {
+    writeFileSync(file, bytes, { flag });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, bytes, { flag });
   }
 }
 
