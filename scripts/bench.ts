@@ -1,6 +1,6 @@
 /**
  * The performance record: indexes a fixed corpus that builds offline (Debian's torch, torchvision and torchaudio
- * sources, copied to a temporary folder), then measures the parse-only floor, the cold index and its first search
+ * sources, copied to a temporary folder), then measures the parse-only floor (and above it the walk and analysis floors), the cold index and its first search
  * result, warm start, one changed file (searchable, and saved), search and pull latencies over every block,
  * validation time per block, peak memory and database size; then, in a child process of its own (its own peak
  * memory), a synthetic corpus ten times the size (ten forks of the corpus) to show how cost grows.
@@ -204,6 +204,9 @@ async function main(): Promise<void> {
   // (neither keeps what the workers answer: 170 MB of outcomes held to the end of the bench made every later figure
   // pay for marking them, pulls 1.5x slower)
   const floor = await timed(async () => void (await Promise.all(all.map((file) => pool.parse({ file, parseOnly: true })))));
+  // the same, and every node of each tree visited with its cursor, nothing built: what any analysis in JavaScript that
+  // reads the whole tree pays before it does anything
+  const walkFloor = await timed(async () => void (await Promise.all(all.map((file) => pool.parse({ file, parseOnly: 'walk' })))));
   // the same with the facts extracted and encoded, nothing stored
   const analysis = await timed(async () => void (await Promise.all(all.map((file) => pool.parse({ file })))));
 
@@ -390,6 +393,8 @@ async function main(): Promise<void> {
     parse_floor_s: r2(floor.wall_ms / 1000),
     parse_floor_cpu_s: r2(floor.cpu_ms / 1000),
     parse_floor_files_per_s: r2(files / (floor.wall_ms / 1000)),
+    walk_floor_s: r2(walkFloor.wall_ms / 1000),
+    walk_floor_cpu_s: r2(walkFloor.cpu_ms / 1000),
     analysis_floor_s: r2(analysis.wall_ms / 1000),
     analysis_floor_cpu_s: r2(analysis.cpu_ms / 1000),
     cold_index_s: r2(cold.wall_ms / 1000),

@@ -1,7 +1,11 @@
 import * as assert from 'assert';
+import { Language, Parser } from 'web-tree-sitter';
+import type { Node } from 'web-tree-sitter';
+import { copyTree, countNodes } from '../../src/core/parse/syntax';
+import type { SyntaxNode } from '../../src/core/parse/syntax';
 import type { ParsedModule } from '../../src/core/parse/types';
 import { warmUpParser, warmUpSample } from '../../src/core/parse/warmUp';
-import { parser } from './helpers';
+import { ASSETS, parser } from './helpers';
 
 async function parse(text: string): Promise<ParsedModule> {
   const p = await parser();
@@ -258,5 +262,39 @@ describe('parse: warming the thread parser', () => {
     assert.ok(['List', 'Block0'].every((n) => unitNamed(m, 'build0').defNames.includes(n)), unitNamed(m, 'build0').defNames.join(','));
     assert.ok(unitNamed(m, 'build0').callNames.includes('_REGISTRY0'), unitNamed(m, 'build0').callNames.join(','));
     await warmUpParser(await parser(), 1);
+  });
+});
+
+describe('parse: the copy of the syntax tree', () => {
+  it('holds every node of the tree, with the types, fields and offsets web-tree-sitter gives; the walk floor visits as many', async () => {
+    await parser(); // the runtime, initialised as the index does (the copy calls its cursor functions)
+    const ts = new Parser();
+    ts.setLanguage(await Language.load(ASSETS.pythonWasm));
+    const text = `${warmUpSample()}\nx = [f(a, *b, k=1) for a in y if a] # done\n`;
+    const tree = ts.parse(text)!;
+    try {
+      // web-tree-sitter's own nodes, in pre-order
+      const want: string[] = [];
+      const visit = (n: Node, field: string | null): void => {
+        want.push(`${n.type}|${n.isNamed}|${field ?? ''}|${n.startIndex}|${n.endIndex}`);
+        for (let i = 0; i < n.childCount; i++) visit(n.child(i)!, n.fieldNameForChild(i));
+      };
+      visit(tree.rootNode, null);
+      const got: string[] = [];
+      const walk = (n: SyntaxNode): void => {
+        got.push(`${n.type}|${n.isNamed}|${n.field ?? ''}|${n.startIndex}|${n.endIndex}`);
+        for (const c of n.children) {
+          assert.strictEqual(c.parent, n);
+          walk(c);
+        }
+      };
+      walk(copyTree(tree, text));
+      assert.ok(want.length > 2000, `${want.length} nodes`);
+      assert.deepStrictEqual(got, want);
+      assert.strictEqual(countNodes(tree), want.length);
+      assert.strictEqual(countNodes(tree), want.length, 'the cursor is freed and the tree can be walked again');
+    } finally {
+      tree.delete();
+    }
   });
 });

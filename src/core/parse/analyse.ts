@@ -25,8 +25,8 @@ export interface FileInput {
   /** The hash when the source knows it already (git blob ids). */
   hash?: string;
   maxBytes?: number;
-  /** Parse and keep nothing (the benchmark's floor): answers `same`. */
-  parseOnly?: boolean;
+  /** Parse and keep nothing (the benchmark's floors; `walk`: also visit every node): answers `same`. */
+  parseOnly?: boolean | 'walk';
   /** Where to keep what pulls need of the file beyond its facts (see unitsCache.ts); nowhere when undefined. */
   unitsDir?: string;
 }
@@ -58,7 +58,7 @@ export async function analyseFile(parser: PythonParser, input: FileInput, { sync
   const size = bytes.length;
   if (input.knownHash && input.knownHash === hash) return { kind: 'same', hash, size };
   if (input.parseOnly) {
-    parser.parseOnly(bytes);
+    parser.parseOnly(bytes, input.parseOnly === 'walk');
     return { kind: 'same', hash, size };
   }
   const out = parser.parse(bytes, input.maxBytes);

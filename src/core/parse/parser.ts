@@ -2,7 +2,7 @@
 import { Language, Parser } from 'web-tree-sitter';
 import { decodePython } from './decode';
 import { extractFacts, Python2Error, TooDeepError } from './facts';
-import { copyTree, useRuntime } from './syntax';
+import { copyTree, countNodes, useRuntime } from './syntax';
 import type { SyntaxNode } from './syntax';
 import type { ParseOutcome } from './types';
 
@@ -48,14 +48,20 @@ export class PythonParser {
     return this.parseText(decoded.text);
   }
 
-  /** Decodes and parses, and keeps nothing: the floor the benchmark compares indexing with. Returns the tree's size. */
-  parseOnly(bytes: Uint8Array): number {
+  /**
+   * Decodes and parses, and keeps nothing: the floor the benchmark compares indexing with. `walk`: also visits every
+   * node (see `countNodes`). Returns the tree's size (its nodes when walked).
+   */
+  parseOnly(bytes: Uint8Array, walk = false): number {
     const decoded = decodePython(bytes);
     if (!decoded.ok) return 0;
     const tree = this.parser.parse(decoded.text);
-    const size = tree?.rootNode.endIndex ?? 0;
-    tree?.delete();
-    return size;
+    if (!tree) return 0;
+    try {
+      return walk ? countNodes(tree) : tree.rootNode.endIndex;
+    } finally {
+      tree.delete();
+    }
   }
 
   /** Runs `fn` over the syntax tree of `text` (freed afterwards: keep nothing of it). */

@@ -213,6 +213,71 @@ function walkPublic(cursor: TreeCursor, language: Language, source: Source): Syn
   );
 }
 
+/**
+ * Moves `cursor` by calling the runtime's cursor functions directly: `step` as `walk` wants it, and `done`, to call
+ * when the walk ends (the cursor's stack may have moved while it grew: the JavaScript object gets the state it must
+ * free).
+ */
+function directSteps(c: CursorExports, transfer: number, tree: Tree, cursor: TreeCursor): { handle: number; step: (move: 0 | 1 | 2) => boolean; done: () => void } {
+  const handle = (tree as unknown as { 0: number })[0];
+  const state = cursor as unknown as Record<0 | 1 | 2 | 3, number>;
+  // any getter copies the cursor into the transfer buffer; it stays there while only cursor functions run
+  void cursor.nodeTypeId;
+  return {
+    handle,
+    step: (move) =>
+      (move === 0
+        ? c._ts_tree_cursor_goto_first_child_wasm(handle)
+        : move === 1
+          ? c._ts_tree_cursor_goto_next_sibling_wasm(handle)
+          : c._ts_tree_cursor_goto_parent_wasm(handle)) === 1,
+    done: () => {
+      const heap = c.HEAP32;
+      for (let i = 0; i < 4; i++) state[i as 0 | 1 | 2 | 3] = heap[(transfer >> 2) + i];
+    },
+  };
+}
+
+/**
+ * Visits every node of `tree` in the same walk as `copyTree`, reading only each node's type and building nothing: what
+ * any analysis in JavaScript that reads the whole tree pays on top of parsing (the benchmark's walk floor). Returns
+ * the number of nodes.
+ */
+export function countNodes(tree: Tree): number {
+  const cursor = tree.walk();
+  try {
+    if (!direct) {
+      return count((move) => (move === 0 ? cursor.gotoFirstChild() : move === 1 ? cursor.gotoNextSibling() : cursor.gotoParent()), () => cursor.nodeTypeId);
+    }
+    const c = direct.exports;
+    const { handle, step, done } = directSteps(c, direct.transfer, tree, cursor);
+    try {
+      return count(step, () => c._ts_tree_cursor_current_node_type_id_wasm(handle));
+    } finally {
+      done();
+    }
+  } finally {
+    cursor.delete();
+  }
+}
+
+function count(step: (move: 0 | 1 | 2) => boolean, read: () => number): number {
+  let nodes = 0;
+  let depth = 0;
+  for (;;) {
+    read();
+    nodes++;
+    if (step(0)) {
+      depth++;
+      continue;
+    }
+    while (!step(1)) {
+      if (!depth || !step(2)) return nodes;
+      depth--;
+    }
+  }
+}
+
 function walkDirect(
   c: CursorExports,
   transfer: number,
@@ -221,20 +286,12 @@ function walkDirect(
   language: Language,
   source: Source,
 ): SyntaxNode {
-  const handle = (tree as unknown as { 0: number })[0];
-  const state = cursor as unknown as Record<0 | 1 | 2 | 3, number>;
-  // any getter copies the cursor into the transfer buffer; it stays there while only cursor functions run
-  void cursor.nodeTypeId;
+  const { handle, step, done } = directSteps(c, transfer, tree, cursor);
   const make = maker(language, source);
   const namedOf: (boolean | undefined)[] = [];
   try {
     return walk(
-      (move) =>
-        (move === 0
-          ? c._ts_tree_cursor_goto_first_child_wasm(handle)
-          : move === 1
-            ? c._ts_tree_cursor_goto_next_sibling_wasm(handle)
-            : c._ts_tree_cursor_goto_parent_wasm(handle)) === 1,
+      step,
       () => {
         const typeId = c._ts_tree_cursor_current_node_type_id_wasm(handle);
         let named = namedOf[typeId];
@@ -249,8 +306,6 @@ function walkDirect(
       },
     );
   } finally {
-    // the cursor's stack may have moved while it grew: give the JavaScript object the state it must free
-    const heap = c.HEAP32;
-    for (let i = 0; i < 4; i++) state[i as 0 | 1 | 2 | 3] = heap[(transfer >> 2) + i];
+    done();
   }
 }
