@@ -66,22 +66,38 @@ function mix(h: number): number {
 const BIN_BITS = Math.log2(MINHASH_SIZE);
 const EMPTY = 0xffffffff;
 
+/** Odd: its powers are invertible modulo 2^32, so a shingle's polynomial hash can drop its first item. */
+const ROLL = 0x2c1b3c6d;
+
 /**
  * The MinHash signature of the k-shingles of `items`, by one-permutation hashing: each shingle is hashed once, its
  * top bits choose one of MINHASH_SIZE bins and each bin keeps its smallest remaining bits; bins no shingle reached
  * borrow from the next filled bin to the right (rotation densification), told apart by the distance. One pass over
- * the shingles instead of one per position. Values are kept to 16 bits (b-bit MinHash: two agree by chance once in
- * 65,536, which moves a Jaccard estimate by nothing that matters, and halves what the index stores).
+ * the shingles instead of one per position, and a shingle's hash rolls on from the previous one (a polynomial in its
+ * items' hashes, which drops the first item and takes the next: one step per shingle, not k), mixed before use.
+ * Values are kept to 16 bits (b-bit MinHash: two agree by chance once in 65,536, which moves a Jaccard estimate by
+ * nothing that matters, and halves what the index stores).
  */
 export function minhash(items: string[], k: number): number[] {
   const bins = new Uint32Array(MINHASH_SIZE).fill(EMPTY);
-  const hashes = items.map(fnv);
+  // items repeat (`self`, `.`, node types): each distinct one is hashed once
+  const seen = new Map<string, number>();
+  const hashes = new Int32Array(items.length);
+  for (let i = 0; i < items.length; i++) {
+    let v = seen.get(items[i]);
+    if (v === undefined) seen.set(items[i], (v = mix(fnv(items[i])) | 0));
+    hashes[i] = v;
+  }
   const n = Math.max(1, items.length - k + 1);
+  // ROLL^(k-1): the weight of a shingle's first item
+  let first = 1;
+  for (let t = 1; t < k; t++) first = Math.imul(first, ROLL);
+  // the first shingle (all of the items when there are fewer than k), then each next one from it
+  let h = 0;
+  for (let t = 0; t < Math.min(k, hashes.length); t++) h = (Math.imul(h, ROLL) + hashes[t]) | 0;
   for (let i = 0; i < n; i++) {
-    // a shingle's hash from its items' hashes (order matters)
-    let x = 0x9747b28c;
-    for (let t = i; t < Math.min(i + k, hashes.length); t++) x = mix(x ^ hashes[t]) + t - i;
-    x = mix(x);
+    if (i) h = (Math.imul((h - Math.imul(hashes[i - 1], first)) | 0, ROLL) + hashes[i + k - 1]) | 0;
+    const x = mix(h ^ 0x9747b28c);
     const bin = x >>> (32 - BIN_BITS);
     const rest = (x << BIN_BITS) >>> BIN_BITS;
     if (rest < bins[bin]) bins[bin] = rest;

@@ -23,7 +23,7 @@ import { pruneUnits } from './unitsCache';
 export { blobId } from '../parse/analyse';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '7';
+export const PARSER_VERSION = '8';
 
 /** Where pulls find what they need of indexed files beyond the facts (beside the database file; none in memory). */
 export function unitsDirOf(db: IndexDb): { root: string; dir: string } | undefined {
