@@ -267,13 +267,13 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
       license: src.license,
     });
   }
-  const rest = `${imports ? `${imports}\n\n\n` : ''}${body.join('\n\n\n')}\n`;
-  // the same bytes as `rest`, hashed piece by piece: a piece keeps the one-byte encoding of its source file, where
-  // the whole is two-byte when any file is (UTF-8 from two-byte strings was most of a large pull's hashing)
+  // the body in pieces, hashed one by one: a piece keeps the one-byte encoding of its source file, where the joined
+  // whole is two-byte when any file is (UTF-8 from two-byte strings was most of a large pull's hashing)
+  const pieces = [...(imports ? [`${imports}\n\n\n`] : []), ...body.map((text, i) => (i ? `\n\n\n${text}` : text)), '\n'];
+  const rest = pieces.join('');
   const digest = createHash('sha256');
-  if (imports) digest.update(`${imports}\n\n\n`);
-  body.forEach((text, i) => digest.update(i ? `\n\n\n${text}` : text));
-  const hash = digest.update('\n').digest('hex');
+  for (const piece of pieces) digest.update(piece);
+  const hash = digest.digest('hex');
   const root = closure.root;
   const rootSrc = ctx.source(root.rec);
   const renamed: Record<string, string> = {};
