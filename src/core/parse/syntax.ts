@@ -205,10 +205,15 @@ function walk(step: (move: 0 | 1 | 2) => boolean, make: () => SyntaxNode): Synta
   }
 }
 
+/** Moves `cursor` through web-tree-sitter's public API: `step` as `walk` wants it. */
+function publicStep(cursor: TreeCursor): (move: 0 | 1 | 2) => boolean {
+  return (move) => (move === 0 ? cursor.gotoFirstChild() : move === 1 ? cursor.gotoNextSibling() : cursor.gotoParent());
+}
+
 function walkPublic(cursor: TreeCursor, language: Language, source: Source): SyntaxNode {
   const make = maker(language, source);
   return walk(
-    (move) => (move === 0 ? cursor.gotoFirstChild() : move === 1 ? cursor.gotoNextSibling() : cursor.gotoParent()),
+    publicStep(cursor),
     () => make(cursor.nodeTypeId, cursor.nodeIsNamed, cursor.currentFieldId, cursor.startIndex, cursor.endIndex),
   );
 }
@@ -247,7 +252,7 @@ export function countNodes(tree: Tree): number {
   const cursor = tree.walk();
   try {
     if (!direct) {
-      return count((move) => (move === 0 ? cursor.gotoFirstChild() : move === 1 ? cursor.gotoNextSibling() : cursor.gotoParent()), () => cursor.nodeTypeId);
+      return count(publicStep(cursor), () => cursor.nodeTypeId);
     }
     const c = direct.exports;
     const { handle, step, done } = directSteps(c, direct.transfer, tree, cursor);
