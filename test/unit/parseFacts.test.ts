@@ -1,11 +1,14 @@
 import * as assert from 'assert';
+import { spawnSync } from 'child_process';
+import { readFileSync } from 'fs';
+import * as path from 'path';
 import { Language, Parser } from 'web-tree-sitter';
 import type { Node } from 'web-tree-sitter';
 import { copyTree, countNodes } from '../../src/core/parse/syntax';
 import type { SyntaxNode } from '../../src/core/parse/syntax';
 import type { ParsedModule } from '../../src/core/parse/types';
 import { warmUpParser, warmUpSample } from '../../src/core/parse/warmUp';
-import { ASSETS, parser } from './helpers';
+import { ASSETS, parser, ROOT } from './helpers';
 
 async function parse(text: string): Promise<ParsedModule> {
   const p = await parser();
@@ -296,5 +299,36 @@ describe('parse: the copy of the syntax tree', () => {
     } finally {
       tree.delete();
     }
+  });
+});
+
+describe('parse: the shapes optimised code depends on', () => {
+  it('survive between files: no optimised walk or extractor is thrown away when a file is done', function () {
+    this.timeout(120_000);
+    // files one after the other with a full collection between them (what a parse worker's heap sees), with V8
+    // tracing what it optimises and what it throws away
+    const script = `require('tsx/cjs');
+      const { PythonParser } = require(${JSON.stringify(path.join(ROOT, 'src/core/parse/parser.ts'))});
+      const { warmUpSample } = require(${JSON.stringify(path.join(ROOT, 'src/core/parse/warmUp.ts'))});
+      PythonParser.create(${JSON.stringify(ASSETS)}).then((p) => {
+        const bytes = new TextEncoder().encode(warmUpSample());
+        for (let i = 0; i < 60; i++) { if (!p.parse(bytes).ok) throw new Error('no facts'); global.gc(); }
+      });`;
+    const run = spawnSync(process.execPath, ['--expose-gc', '--trace-opt', '--trace-deopt', '-e', script], { cwd: ROOT, encoding: 'utf8', maxBuffer: 256 << 20 });
+    assert.strictEqual(run.status, 0, run.stderr);
+    // the functions of the walk, the extractor and the fingerprints
+    const ours = new Set<string>();
+    for (const file of ['src/core/parse/syntax.ts', 'src/core/parse/facts.ts', 'src/core/dedup/fingerprint.ts']) {
+      const source = readFileSync(path.join(ROOT, file), 'utf8');
+      for (const m of source.matchAll(/^\s*(?:export )?(?:function |(?:private |static |get )*)([A-Za-z_]\w*)\s*[(<]/gm)) ours.add(m[1]);
+    }
+    const named = (line: string): string | undefined => /<(?:JSFunction|SharedFunctionInfo) (?:get )?([\w$]+)/.exec(line)?.[1];
+    const lines = run.stdout.split('\n');
+    const optimised = new Set(lines.filter((l) => l.startsWith('[completed compiling')).map(named).filter((n) => n && ours.has(n)));
+    // V8 did optimise them (else there is nothing to throw away and the check below proves nothing)
+    for (const hot of ['walk', 'visit']) assert.ok(optimised.has(hot), `${hot} was not optimised: ${[...optimised].join(', ')}`);
+    // code thrown away because a class's hidden class died with the last file's objects (233 of them before)
+    const dropped = lines.filter((l) => /reason: weak objects/.test(l)).map(named).filter((n): n is string => !!n && ours.has(n));
+    assert.ok(dropped.length <= 3, `optimised code thrown away between files: ${dropped.join(', ')}`);
   });
 });

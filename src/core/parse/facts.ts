@@ -892,6 +892,9 @@ class Extractor {
   }
 }
 
+/** An extractor and a scope kept for the life of the thread: see `KEPT_SHAPES` in syntax.ts. */
+export const KEPT_FACT_SHAPES: readonly object[] = [new Extractor(''), new Scope('module', undefined)];
+
 export class Python2Error extends Error {
   constructor(line: number, what: string) {
     super(`Python 2 syntax (${what.replace('_statement', ' statement')}) at line ${line}`);

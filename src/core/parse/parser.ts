@@ -21,7 +21,11 @@ const PY2_HINTS = [/^\s*print\s+[^\s(=,)]/m, /^\s*except\s+[\w.]+\s*,\s*\w+\s*:/
 let runtime: Promise<void> | undefined;
 
 export class PythonParser {
-  private constructor(private readonly parser: Parser) {}
+  private constructor(
+    private readonly parser: Parser,
+    /** web-tree-sitter's tree, node and cursor, kept for the parser's life (see `KEPT_SHAPES` in syntax.ts). */
+    readonly keptShapes: readonly object[],
+  ) {}
 
   static async create(paths: WasmPaths): Promise<PythonParser> {
     if (!runtime) {
@@ -33,7 +37,8 @@ export class PythonParser {
     const language = await Language.load(paths.pythonWasm);
     const parser = new Parser();
     parser.setLanguage(language);
-    return new PythonParser(parser);
+    const kept = parser.parse('pass\n');
+    return new PythonParser(parser, kept ? [kept, kept.rootNode, kept.walk()] : []);
   }
 
   /** Parses one file's bytes. Never throws for bad input: the outcome says why it was skipped. */
