@@ -9,7 +9,9 @@
  * Prints JSON; the last line is one object with every figure, compared with the previous run kept in the repository.
  * With --pool-speedup, also `nn-rag pull --all` with validation over torchvision, with the pool of warm interpreters
  * and with one interpreter per block (about twenty minutes).
+ * With --index-only, only the floors and the cold index (about a minute): prints their figures and stores nothing.
  * Usage: tsx scripts/bench.ts [--corpus DIR...] [--out FILE] [--no-validate] [--no-synthetic] [--scale N] [--rounds N] [--pool-speedup]
+ *        tsx scripts/bench.ts --index-only [--corpus DIR...] [--rounds N]
  *        tsx scripts/bench.ts --synthetic-child CORPUS_DIR N   (the child: prints one JSON line)
  */
 import { execFileSync, spawnSync } from 'child_process';
@@ -243,6 +245,30 @@ async function main(): Promise<void> {
   const analysis = middle((r) => r.analysis);
   const cold = { ...middle((r) => r.cold), firstResultMs: median(runs.map((r) => r.cold.firstResultMs)) };
   const coldRatios = runs.map((r) => r.cold.wall_ms / r.floor.wall_ms);
+  const indexFigures = {
+    files,
+    parse_floor_s: r2(floor.wall_ms / 1000),
+    parse_floor_cpu_s: r2(floor.cpu_ms / 1000),
+    parse_floor_files_per_s: r2(files / (floor.wall_ms / 1000)),
+    walk_floor_s: r2(walkFloor.wall_ms / 1000),
+    walk_floor_cpu_s: r2(walkFloor.cpu_ms / 1000),
+    analysis_floor_s: r2(analysis.wall_ms / 1000),
+    analysis_floor_cpu_s: r2(analysis.cpu_ms / 1000),
+    cold_index_s: r2(cold.wall_ms / 1000),
+    cold_index_cpu_s: r2(cold.cpu_ms / 1000),
+    files_per_s: r2(files / (cold.wall_ms / 1000)),
+    cold_vs_parse_floor: r2(median(coldRatios)),
+    cold_vs_parse_floor_min: r2(Math.min(...coldRatios)),
+    cold_vs_parse_floor_max: r2(Math.max(...coldRatios)),
+    bench_rounds: rounds,
+    first_search_result_s: r2(cold.firstResultMs / 1000),
+  };
+  if (argv.includes('--index-only')) {
+    await pool.close();
+    await fsp.rm(work, { recursive: true, force: true });
+    console.log(JSON.stringify(indexFigures));
+    return;
+  }
 
   const warm = await timed(async () => {
     const { db: again } = await IndexDb.open(dbFile, { sqlWasm: ASSETS.sqlWasm });
@@ -417,24 +443,9 @@ async function main(): Promise<void> {
 
   const result = {
     corpus: present.map((p) => path.basename(p)),
-    files,
     source_bytes: sourceBytes,
     parse_workers: pool.size,
-    parse_floor_s: r2(floor.wall_ms / 1000),
-    parse_floor_cpu_s: r2(floor.cpu_ms / 1000),
-    parse_floor_files_per_s: r2(files / (floor.wall_ms / 1000)),
-    walk_floor_s: r2(walkFloor.wall_ms / 1000),
-    walk_floor_cpu_s: r2(walkFloor.cpu_ms / 1000),
-    analysis_floor_s: r2(analysis.wall_ms / 1000),
-    analysis_floor_cpu_s: r2(analysis.cpu_ms / 1000),
-    cold_index_s: r2(cold.wall_ms / 1000),
-    cold_index_cpu_s: r2(cold.cpu_ms / 1000),
-    files_per_s: r2(files / (cold.wall_ms / 1000)),
-    cold_vs_parse_floor: r2(median(coldRatios)),
-    cold_vs_parse_floor_min: r2(Math.min(...coldRatios)),
-    cold_vs_parse_floor_max: r2(Math.max(...coldRatios)),
-    bench_rounds: rounds,
-    first_search_result_s: r2(cold.firstResultMs / 1000),
+    ...indexFigures,
     warm_noop_ms: warm.wall_ms,
     warm_noop_cpu_ms: warm.cpu_ms,
     one_file_searchable_p50_ms: r2(percentile(liveMs, 50)),
