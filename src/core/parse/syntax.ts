@@ -163,14 +163,39 @@ export const KEPT_SHAPES: readonly object[] = [new SyntaxNode(new Source(''), 0,
 
 /** The syntax tree of `text` (which `tree` was parsed from) as plain objects. The tree itself can be freed after. */
 export function copyTree(tree: Tree, text: string): SyntaxNode {
-  const source = new Source(text);
-  const language = tree.language;
-  const cursor = tree.walk();
-  try {
-    return direct ? walkDirect(direct.exports, direct.transfer, tree, cursor, language, source) : walkPublic(cursor, language, source);
-  } finally {
-    cursor.delete();
-  }
+  const make = maker(tree.language, new Source(text));
+  return withCursor(
+    tree,
+    (c, handle, step) => {
+      const namedOf: (boolean | undefined)[] = [];
+      return walk(step, () => {
+        const typeId = c._ts_tree_cursor_current_node_type_id_wasm(handle);
+        let named = namedOf[typeId];
+        if (named === undefined) named = namedOf[typeId] = c._ts_tree_cursor_current_node_is_named_wasm(handle) === 1;
+        return make(
+          typeId,
+          named,
+          c._ts_tree_cursor_current_field_id_wasm(handle),
+          c._ts_tree_cursor_start_index_wasm(handle),
+          c._ts_tree_cursor_end_index_wasm(handle),
+        );
+      });
+    },
+    (cursor, step) => walk(step, () => make(cursor.nodeTypeId, cursor.nodeIsNamed, cursor.currentFieldId, cursor.startIndex, cursor.endIndex)),
+  );
+}
+
+/**
+ * Visits every node of `tree` in the same walk as `copyTree`, reading only each node's type and building nothing: what
+ * any analysis in JavaScript that reads the whole tree pays on top of parsing (the benchmark's walk floor). Returns
+ * the number of nodes.
+ */
+export function countNodes(tree: Tree): number {
+  return withCursor(
+    tree,
+    (c, handle, step) => count(step, () => c._ts_tree_cursor_current_node_type_id_wasm(handle)),
+    (cursor, step) => count(step, () => cursor.nodeTypeId),
+  );
 }
 
 type Make = (typeId: number, named: boolean, fieldId: number, start: number, end: number) => SyntaxNode;
@@ -183,11 +208,14 @@ function maker(language: Language, source: Source): Make {
     new SyntaxNode(source, id++, types[typeId] || 'ERROR', named, fieldId ? (fields[fieldId] ?? undefined) : undefined, start, end);
 }
 
+/** Moves the cursor (0 first child, 1 next sibling, 2 parent) and says whether it could. */
+type Step = (move: 0 | 1 | 2) => boolean;
+
 /**
  * The same pre-order walk for both cursors: `step` moves (0 first child, 1 next sibling, 2 parent) and says whether it
  * could; `make` builds the node under the cursor.
  */
-function walk(step: (move: 0 | 1 | 2) => boolean, make: () => SyntaxNode): SyntaxNode {
+function walk(step: Step, make: () => SyntaxNode): SyntaxNode {
   const root = make();
   const stack: SyntaxNode[] = [root];
   const kids: SyntaxNode[][] = [[]];
@@ -213,68 +241,45 @@ function walk(step: (move: 0 | 1 | 2) => boolean, make: () => SyntaxNode): Synta
   }
 }
 
-/** Moves `cursor` through web-tree-sitter's public API: `step` as `walk` wants it. */
-function publicStep(cursor: TreeCursor): (move: 0 | 1 | 2) => boolean {
-  return (move) => (move === 0 ? cursor.gotoFirstChild() : move === 1 ? cursor.gotoNextSibling() : cursor.gotoParent());
-}
-
-function walkPublic(cursor: TreeCursor, language: Language, source: Source): SyntaxNode {
-  const make = maker(language, source);
-  return walk(
-    publicStep(cursor),
-    () => make(cursor.nodeTypeId, cursor.nodeIsNamed, cursor.currentFieldId, cursor.startIndex, cursor.endIndex),
-  );
-}
-
 /**
- * Moves `cursor` by calling the runtime's cursor functions directly: `step` as `walk` wants it, and `done`, to call
- * when the walk ends (the cursor's stack may have moved while it grew: the JavaScript object gets the state it must
- * free).
+ * Runs one walk over a cursor on `tree` and frees the cursor after. When the runtime's cursor exports are reachable,
+ * `viaDirect` gets them, the tree's handle and a `step` that calls them (the cursor stays in the transfer buffer for the
+ * whole walk: any getter copies it there first); otherwise `viaPublic` gets the cursor and a `step` through
+ * web-tree-sitter's public API. A `step` moves (0 first child, 1 next sibling, 2 parent) and says whether it could.
  */
-function directSteps(c: CursorExports, transfer: number, tree: Tree, cursor: TreeCursor): { handle: number; step: (move: 0 | 1 | 2) => boolean; done: () => void } {
-  const handle = (tree as unknown as { 0: number })[0];
-  const state = cursor as unknown as Record<0 | 1 | 2 | 3, number>;
-  // any getter copies the cursor into the transfer buffer; it stays there while only cursor functions run
-  void cursor.nodeTypeId;
-  return {
-    handle,
-    step: (move) =>
-      (move === 0
-        ? c._ts_tree_cursor_goto_first_child_wasm(handle)
-        : move === 1
-          ? c._ts_tree_cursor_goto_next_sibling_wasm(handle)
-          : c._ts_tree_cursor_goto_parent_wasm(handle)) === 1,
-    done: () => {
-      const heap = c.HEAP32;
-      for (let i = 0; i < 4; i++) state[i as 0 | 1 | 2 | 3] = heap[(transfer >> 2) + i];
-    },
-  };
-}
-
-/**
- * Visits every node of `tree` in the same walk as `copyTree`, reading only each node's type and building nothing: what
- * any analysis in JavaScript that reads the whole tree pays on top of parsing (the benchmark's walk floor). Returns
- * the number of nodes.
- */
-export function countNodes(tree: Tree): number {
+function withCursor<T>(
+  tree: Tree,
+  viaDirect: (c: CursorExports, handle: number, step: Step) => T,
+  viaPublic: (cursor: TreeCursor, step: Step) => T,
+): T {
   const cursor = tree.walk();
   try {
     if (!direct) {
-      return count(publicStep(cursor), () => cursor.nodeTypeId);
+      return viaPublic(cursor, (move) => (move === 0 ? cursor.gotoFirstChild() : move === 1 ? cursor.gotoNextSibling() : cursor.gotoParent()));
     }
-    const c = direct.exports;
-    const { handle, step, done } = directSteps(c, direct.transfer, tree, cursor);
+    const { exports: c, transfer } = direct;
+    const handle = (tree as unknown as { 0: number })[0];
+    void cursor.nodeTypeId; // copies the cursor into the transfer buffer
     try {
-      return count(step, () => c._ts_tree_cursor_current_node_type_id_wasm(handle));
+      return viaDirect(c, handle, (move) =>
+        (move === 0
+          ? c._ts_tree_cursor_goto_first_child_wasm(handle)
+          : move === 1
+            ? c._ts_tree_cursor_goto_next_sibling_wasm(handle)
+            : c._ts_tree_cursor_goto_parent_wasm(handle)) === 1,
+      );
     } finally {
-      done();
+      // the cursor's stack may have moved while it grew: give the JavaScript object the state it must free
+      const state = cursor as unknown as Record<0 | 1 | 2 | 3, number>;
+      const heap = c.HEAP32;
+      for (let i = 0; i < 4; i++) state[i as 0 | 1 | 2 | 3] = heap[(transfer >> 2) + i];
     }
   } finally {
     cursor.delete();
   }
 }
 
-function count(step: (move: 0 | 1 | 2) => boolean, read: () => number): number {
+function count(step: Step, read: () => number): number {
   let nodes = 0;
   let depth = 0;
   for (;;) {
@@ -288,37 +293,5 @@ function count(step: (move: 0 | 1 | 2) => boolean, read: () => number): number {
       if (!depth || !step(2)) return nodes;
       depth--;
     }
-  }
-}
-
-function walkDirect(
-  c: CursorExports,
-  transfer: number,
-  tree: Tree,
-  cursor: TreeCursor,
-  language: Language,
-  source: Source,
-): SyntaxNode {
-  const { handle, step, done } = directSteps(c, transfer, tree, cursor);
-  const make = maker(language, source);
-  const namedOf: (boolean | undefined)[] = [];
-  try {
-    return walk(
-      step,
-      () => {
-        const typeId = c._ts_tree_cursor_current_node_type_id_wasm(handle);
-        let named = namedOf[typeId];
-        if (named === undefined) named = namedOf[typeId] = c._ts_tree_cursor_current_node_is_named_wasm(handle) === 1;
-        return make(
-          typeId,
-          named,
-          c._ts_tree_cursor_current_field_id_wasm(handle),
-          c._ts_tree_cursor_start_index_wasm(handle),
-          c._ts_tree_cursor_end_index_wasm(handle),
-        );
-      },
-    );
-  } finally {
-    done();
   }
 }
