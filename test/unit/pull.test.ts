@@ -8,6 +8,7 @@ import { IndexDb } from '../../src/core/index/database';
 import { unitsDirOf } from '../../src/core/index/indexer';
 import { loadUnits, saveUnits } from '../../src/core/index/unitsCache';
 import type { UnitDetail } from '../../src/core/index/unitsCache';
+import { decodeUnits, encodeUnits } from '../../src/core/index/unitsCodec';
 import type { PythonParser } from '../../src/core/parse/parser';
 import { openPullSession, pullBlock } from '../../src/core/pull';
 import type { PullReport } from '../../src/core/pull';
@@ -262,6 +263,45 @@ describe('pull: what the index kept of each file', () => {
     assert.deepStrictEqual(await bins(units.dir), now);
     assert.deepStrictEqual(await fsp.readdir(units.root), [path.basename(units.dir)]);
     db.close();
+  });
+
+  it('keeps every module of the example repository whole in the units format, and refuses damaged entries', async () => {
+    const root = path.join(__dirname, '..', '..', 'examples', 'tinyblocks');
+    const files: string[] = [];
+    const walk = async (d: string): Promise<void> => {
+      for (const e of await fsp.readdir(d, { withFileTypes: true })) {
+        if (e.isDirectory()) await walk(path.join(d, e.name));
+        else if (e.name.endsWith('.py')) files.push(path.join(d, e.name));
+      }
+    };
+    await walk(root);
+    const p = await parser();
+    let refs = 0;
+    let attrs = 0;
+    for (const file of files) {
+      const out = p.parse(await fsp.readFile(file));
+      assert.ok(out.ok, file);
+      const detail: UnitDetail = { refs: out.refs, bindSites: out.bindSites, strings: out.strings, importRanges: out.importRanges };
+      const bytes = encodeUnits(detail);
+      assert.deepStrictEqual(decodeUnits(bytes), detail, file);
+      refs += out.refs.flat().length;
+      attrs += out.refs.flat().filter((r) => r.attrs.length).length;
+      // cut anywhere, or one byte changed in its header: an error, never a wrong or huge detail
+      for (const cut of [0, 3, 5, Math.floor(bytes.length / 2), bytes.length - 1]) assert.throws(() => decodeUnits(bytes.subarray(0, cut)), /units entry/);
+      assert.throws(() => decodeUnits(Buffer.concat([bytes, Buffer.from([0])])), /bytes after its end/);
+      const bad = Uint8Array.from(bytes);
+      bad[4] = 0xff;
+      assert.throws(() => decodeUnits(bad), /units entry/);
+    }
+    assert.ok(files.length > 3 && refs > 50 && attrs > 10, `a real sample: ${files.length} files, ${refs} references, ${attrs} with attributes`);
+    // references out of source order and a string literal that is not ASCII come back as they were
+    const odd: UnitDetail = {
+      refs: [[{ name: 'b', start: 40, end: 41, timing: 'call', attrs: ['x', 'ÿ'], attrEnds: [43, 45] }, { name: 'a', start: 2, end: 3, timing: 'def', attrs: [], attrEnds: [] }]],
+      bindSites: [[{ name: 'é', start: 9, end: 10 }, { name: 'c', start: 0, end: 1 }]],
+      strings: [[{ value: 'MLPHead', timing: 'call' }, { value: 'ünï', timing: 'def' }]],
+      importRanges: [{ unit: 0, start: 5, end: 30, imports: [0, 1] }],
+    };
+    assert.deepStrictEqual(decodeUnits(encodeUnits(odd)), odd);
   });
 
   it('writes an entry once, makes its folder when missing, and leaves no partial files behind', async () => {

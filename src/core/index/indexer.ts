@@ -19,6 +19,7 @@ import { isImportable, modulePathOf } from '../sources/modulePath';
 import type { OpenedSource, SourceFile } from '../sources/types';
 import type { IndexDb } from './database';
 import { pruneUnits } from './unitsCache';
+import { UNITS_FORMAT } from './unitsCodec';
 
 export { blobId } from '../parse/analyse';
 
@@ -29,7 +30,7 @@ export const PARSER_VERSION = '8';
 export function unitsDirOf(db: IndexDb): { root: string; dir: string } | undefined {
   if (!db.file) return undefined;
   const root = `${db.file}.units`;
-  return { root, dir: path.join(root, `parser-${PARSER_VERSION}`) };
+  return { root, dir: path.join(root, `parser-${PARSER_VERSION}-${UNITS_FORMAT}`) };
 }
 
 export interface Progress {

@@ -5,13 +5,14 @@
  * from parsing every module it inlines again (the first pull of a large block parsed a hundred files).
  *
  * A cache only: a file that is missing, unreadable or does not fit the module's facts is ignored and the module is
- * parsed as before (and written again). Files live in `<database>.units/parser-<version>/<2 hex>/<blob>.bin`.
+ * parsed as before (and written again). Files live in
+ * `<database>.units/parser-<version>-<format>/<2 hex>/<blob>.bin`, in the format of unitsCodec.ts.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'fs';
 import * as path from 'path';
 import { threadId } from 'worker_threads';
-import { deflateRawSync, inflateRawSync } from 'zlib';
 import type { ParsedModule } from '../parse/types';
+import { decodeUnits, encodeUnits } from './unitsCodec';
 
 export type UnitDetail = Pick<ParsedModule, 'refs' | 'bindSites' | 'strings' | 'importRanges'>;
 
@@ -28,8 +29,7 @@ export function saveUnits(dir: string, hash: string, parsed: UnitDetail, replace
   const file = fileOf(dir, hash);
   if (!replace && existsSync(file)) return;
   try {
-    const detail: UnitDetail = { refs: parsed.refs, bindSites: parsed.bindSites, strings: parsed.strings, importRanges: parsed.importRanges };
-    const bytes = deflateRawSync(Buffer.from(JSON.stringify(detail)), { level: 1 });
+    const bytes = encodeUnits(parsed);
     if (replace) {
       // over an entry a reader may be loading: whole or not at all
       const tmp = `${file}.${process.pid}-${threadId}.tmp`;
@@ -60,10 +60,8 @@ function writeInFolder(file: string, bytes: Uint8Array, flag: 'w' | 'wx'): void 
 export function loadUnits(dir: string, hash: string, units: number): UnitDetail | undefined {
   if (!/^[0-9a-f]{40}$/.test(hash)) return undefined;
   try {
-    const d = JSON.parse(inflateRawSync(readFileSync(fileOf(dir, hash))).toString('utf8')) as Partial<UnitDetail>;
-    const perUnit = [d.refs, d.bindSites, d.strings];
-    if (!perUnit.every((a) => Array.isArray(a) && a.length === units) || !Array.isArray(d.importRanges)) return undefined;
-    return d as UnitDetail;
+    const d = decodeUnits(readFileSync(fileOf(dir, hash)));
+    return d.refs.length === units ? d : undefined;
   } catch {
     return undefined;
   }
