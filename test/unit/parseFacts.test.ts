@@ -4,7 +4,7 @@ import { readFileSync } from 'fs';
 import * as path from 'path';
 import { Language, Parser } from 'web-tree-sitter';
 import type { Node } from 'web-tree-sitter';
-import { copyTree, countNodes } from '../../src/core/parse/syntax';
+import { copyTree, countNodes, cursorPath, withPublicCursor } from '../../src/core/parse/syntax';
 import type { SyntaxNode } from '../../src/core/parse/syntax';
 import type { ParsedModule } from '../../src/core/parse/types';
 import { warmUpParser, warmUpSample } from '../../src/core/parse/warmUp';
@@ -291,11 +291,22 @@ describe('parse: the copy of the syntax tree', () => {
           walk(c);
         }
       };
+      assert.strictEqual(cursorPath(), 'direct', "the index's path: the runtime's cursor exports");
       walk(copyTree(tree, text));
       assert.ok(want.length > 2000, `${want.length} nodes`);
       assert.deepStrictEqual(got, want);
       assert.strictEqual(countNodes(tree), want.length);
       assert.strictEqual(countNodes(tree), want.length, 'the cursor is freed and the tree can be walked again');
+      // the same through web-tree-sitter's public cursor (a runtime whose exports are not reachable)
+      got.length = 0;
+      withPublicCursor(() => {
+        assert.strictEqual(cursorPath(), 'public');
+        walk(copyTree(tree, text));
+        assert.strictEqual(countNodes(tree), want.length);
+      });
+      assert.deepStrictEqual(got, want);
+      assert.strictEqual(cursorPath(), 'direct');
+      assert.strictEqual(countNodes(tree), want.length, 'each path leaves the tree whole for the other');
     } finally {
       tree.delete();
     }

@@ -59,6 +59,22 @@ export function useRuntime(module: object): boolean {
   return true;
 }
 
+/** Which cursor the walks use: the runtime's exports (`direct`) or web-tree-sitter's public API. */
+export function cursorPath(): 'direct' | 'public' {
+  return direct ? 'direct' : 'public';
+}
+
+/** Runs `fn` with the walks on the public API, as on a runtime whose exports are not reachable (both paths tested). */
+export function withPublicCursor<T>(fn: () => T): T {
+  const kept = direct;
+  direct = undefined;
+  try {
+    return fn();
+  } finally {
+    direct = kept;
+  }
+}
+
 /** Line starts of a text, for positions asked of a few nodes (the walk does not pay for rows and columns). */
 class Source {
   private lines: number[] | undefined;
