@@ -342,4 +342,31 @@ describe('parse: the shapes optimised code depends on', () => {
     const dropped = lines.filter((l) => /reason: weak objects/.test(l)).map(named).filter((n): n is string => !!n && ours.has(n));
     assert.ok(dropped.length <= 3, `optimised code thrown away between files: ${dropped.join(', ')}`);
   });
+
+  it('are kept without harm: parsers made and dropped (the command line makes one per command) leave the runtime whole', function () {
+    this.timeout(120_000);
+    // a dropped parser's objects are collected and finalized while another parser works on; a cursor among them once
+    // made web-tree-sitter free the last walk's cursor a second time, and the next parse failed
+    const script = `require('tsx/cjs');
+      const { PythonParser } = require(${JSON.stringify(path.join(ROOT, 'src/core/parse/parser.ts'))});
+      const { warmUpSample } = require(${JSON.stringify(path.join(ROOT, 'src/core/parse/warmUp.ts'))});
+      const tick = () => new Promise((r) => setImmediate(r));
+      (async () => {
+        const text = warmUpSample();
+        const keep = await PythonParser.create(${JSON.stringify(ASSETS)});
+        const want = JSON.stringify(keep.parseText(text));
+        let same = 0;
+        for (let i = 0; i < 20; i++) {
+          (await PythonParser.create(${JSON.stringify(ASSETS)})).parseText(text);
+          global.gc();
+          await tick();
+          await tick();
+          for (let k = 0; k < 3; k++) if (JSON.stringify(keep.parseText(text)) === want) same++;
+        }
+        console.log('same ' + same);
+      })();`;
+    const run = spawnSync(process.execPath, ['--expose-gc', '-e', script], { cwd: ROOT, encoding: 'utf8' });
+    assert.strictEqual(run.status, 0, run.stderr);
+    assert.strictEqual(run.stdout.trim(), 'same 60');
+  });
 });

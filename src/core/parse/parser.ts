@@ -20,12 +20,16 @@ const PY2_HINTS = [/^\s*print\s+[^\s(=,)]/m, /^\s*except\s+[\w.]+\s*,\s*\w+\s*:/
 
 let runtime: Promise<void> | undefined;
 
+/**
+ * web-tree-sitter's tree, node and cursor, kept for the thread's life (see `KEPT_SHAPES` in syntax.ts): one set per
+ * thread, never one per parser. A cursor must never be collected: web-tree-sitter's finalizer for a collected cursor
+ * deletes whatever cursor its transfer buffer holds at that moment (the last walk's, long freed), not its own, and
+ * that double free corrupted the runtime's heap (a parse then failed with "memory access out of bounds").
+ */
+let keptShapes: readonly object[] | undefined;
+
 export class PythonParser {
-  private constructor(
-    private readonly parser: Parser,
-    /** web-tree-sitter's tree, node and cursor, kept for the parser's life (see `KEPT_SHAPES` in syntax.ts). */
-    readonly keptShapes: readonly object[],
-  ) {}
+  private constructor(private readonly parser: Parser) {}
 
   static async create(paths: WasmPaths): Promise<PythonParser> {
     if (!runtime) {
@@ -37,8 +41,12 @@ export class PythonParser {
     const language = await Language.load(paths.pythonWasm);
     const parser = new Parser();
     parser.setLanguage(language);
-    const kept = parser.parse('pass\n');
-    return new PythonParser(parser, kept ? [kept, kept.rootNode, kept.walk()] : []);
+    if (!keptShapes) {
+      // a tree outlives the parser that made it
+      const kept = parser.parse('pass\n');
+      keptShapes = kept ? [kept, kept.rootNode, kept.walk()] : [];
+    }
+    return new PythonParser(parser);
   }
 
   /** Parses one file's bytes. Never throws for bad input: the outcome says why it was skipped. */
