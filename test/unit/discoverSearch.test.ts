@@ -1,6 +1,7 @@
 import * as assert from 'assert';
 import { guessCategory } from '../../src/core/blocks/category';
-import { isTorchModuleClass } from '../../src/core/blocks/discover';
+import { discoverBlocks, isTorchModuleClass } from '../../src/core/blocks/discover';
+import { decodeFacts, decodeSlim, slimFacts, usesOf } from '../../src/core/index/factsCodec';
 import { searchBlocks } from '../../src/core/search/search';
 import { searchWords, splitIdentifier } from '../../src/core/search/words';
 import { indexFolder, memoryDb, tmpdir, writeTree } from './helpers';
@@ -27,6 +28,29 @@ describe('discovery', () => {
     const blocks = rows.filter((r) => Number(r.is_block) === 1).map((r) => String(r.name));
     assert.deepStrictEqual(blocks, ['Abstract', 'Base', 'CrossRepo', 'Leaf', 'Mid', 'Stack', 'ViaStar']);
     assert.strictEqual(Number(rows.find((r) => r.name === 'Abstract')!.abstract), 1, 'abstract blocks are marked, not hidden');
+  });
+
+  it('reads the slim facts each file keeps, and the whole facts of rows from before them, to the same blocks and uses', async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, {
+      'pkg/__init__.py': 'from .base import Base\n__all__ = ["Base"]\n',
+      'pkg/base.py': 'import torch.nn as nn\nif True:\n    from torch.nn import Identity\n\nclass Base(nn.Module):\n    def f(self):\n        import math\n        return Identity(), helper()\n\ndef helper():\n    return Base\n',
+      'pkg/user.py': 'from pkg import Base\nfrom . import base\n\nclass User(base.Base):\n    pass\n\nclass Other(Base):\n    x = Base()\n',
+    });
+    const db = await memoryDb();
+    await indexFolder(db, dir);
+    const state = () => db.all('SELECT name, is_block, uses FROM classes ORDER BY name').map((r) => `${String(r.name)} ${Number(r.is_block)} ${Number(r.uses)}`);
+    const withSlim = state();
+    assert.deepStrictEqual(withSlim.map((r) => r.split(' ').slice(0, 2).join(' ')), ['Base 1', 'Other 1', 'User 1']);
+    assert.ok(withSlim.some((r) => Number(r.split(' ')[2]) > 0), `uses counted: ${withSlim.join(', ')}`);
+    for (const r of db.all("SELECT facts, slim FROM files WHERE status = 'parsed'")) {
+      const full = decodeFacts(r.facts);
+      assert.deepStrictEqual(decodeSlim(r.slim as Uint8Array), { facts: slimFacts(full), uses: usesOf(full) });
+    }
+    db.run('UPDATE classes SET is_block = 0, uses = 0');
+    db.run('UPDATE files SET slim = NULL');
+    discoverBlocks(db);
+    assert.deepStrictEqual(state(), withSlim);
   });
 
   it('knows torch.nn module classes and rejects Parameter', () => {

@@ -46,11 +46,8 @@ export function discoverBlocks(db: IndexDb): number {
   const uses = new Map<string, number>();
   const table: ModuleTable = loadModuleTable(db, {
     slim: true,
-    onFacts: (facts) => {
-      for (const u of facts.units) {
-        for (const n of u.defNames) uses.set(n, (uses.get(n) ?? 0) + 1);
-        for (const n of u.callNames) uses.set(n, (uses.get(n) ?? 0) + 1);
-      }
+    onUses: (names) => {
+      for (const [n, count] of names) uses.set(n, (uses.get(n) ?? 0) + count);
     },
   });
   const rows: ClassRow[] = db

@@ -24,7 +24,7 @@ import { UNITS_FORMAT } from './unitsCodec';
 export { blobId } from '../parse/analyse';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '8';
+export const PARSER_VERSION = '9';
 
 /** Where pulls find what they need of indexed files beyond the facts (beside the database file; none in memory). */
 export function unitsDirOf(db: IndexDb): { root: string; dir: string } | undefined {
@@ -337,6 +337,8 @@ interface FileRow {
   reason?: string;
   detail?: string;
   facts?: Uint8Array;
+  /** What discovery reads of the facts (factsCodec.ts). */
+  slim?: Uint8Array;
   parseMs?: number;
 }
 
@@ -344,14 +346,14 @@ function writeFile(db: IndexDb, repoId: number, oldId: number | undefined, f: Fi
   if (oldId !== undefined) {
     deleteClasses(db, oldId);
     db.run(
-      'UPDATE files SET module = ?, is_package = ?, size = ?, mtime = ?, hash = ?, status = ?, reason = ?, detail = ?, facts = ?, parse_ms = ? WHERE id = ?',
-      [f.module, f.isPackage ? 1 : 0, f.size, f.mtime, f.hash, f.status, f.reason ?? null, f.detail ?? null, f.facts ?? null, f.parseMs ?? null, oldId],
+      'UPDATE files SET module = ?, is_package = ?, size = ?, mtime = ?, hash = ?, status = ?, reason = ?, detail = ?, facts = ?, slim = ?, parse_ms = ? WHERE id = ?',
+      [f.module, f.isPackage ? 1 : 0, f.size, f.mtime, f.hash, f.status, f.reason ?? null, f.detail ?? null, f.facts ?? null, f.slim ?? null, f.parseMs ?? null, oldId],
     );
     return oldId;
   }
   db.run(
-    'INSERT INTO files (repo_id, path, module, is_package, size, mtime, hash, status, reason, detail, facts, parse_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [repoId, f.path, f.module, f.isPackage ? 1 : 0, f.size, f.mtime, f.hash, f.status, f.reason ?? null, f.detail ?? null, f.facts ?? null, f.parseMs ?? null],
+    'INSERT INTO files (repo_id, path, module, is_package, size, mtime, hash, status, reason, detail, facts, slim, parse_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    [repoId, f.path, f.module, f.isPackage ? 1 : 0, f.size, f.mtime, f.hash, f.status, f.reason ?? null, f.detail ?? null, f.facts ?? null, f.slim ?? null, f.parseMs ?? null],
   );
   return db.lastId();
 }
@@ -403,6 +405,7 @@ function storeOutcome(
       reason: isImportable(module) ? undefined : 'not-importable',
       detail: isImportable(module) ? undefined : `'${module}' is not an importable module path`,
       facts: outcome.facts,
+      slim: outcome.slim,
       parseMs,
     });
     // classes of this file that are plainly blocks: their subclasses further down are too

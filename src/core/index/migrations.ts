@@ -86,4 +86,9 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS classes_dup_lex ON classes(dup_lex);
     `,
   },
+  {
+    // what discovery reads of every module, apart from the whole facts (see factsCodec.ts)
+    name: '0003-slim-facts',
+    sql: `ALTER TABLE files ADD COLUMN slim BLOB;`,
+  },
 ];

@@ -1,11 +1,12 @@
 /**
  * One file, from bytes (or its path) to what the index stores: the content hash, the facts encoded for the `files`
  * table, and the few facts the main thread needs to write the file's classes. Runs in a parse worker, so the main
- * thread (which owns the database) neither reads, hashes, encodes nor copies whole facts objects.
+ * thread (which owns the database) neither reads, hashes, encodes nor copies whole facts objects. The facts are
+ * encoded twice: whole, and slim (what discovery reads of every module).
  */
 import { createHash } from 'crypto';
 import { promises as fsp, readFileSync } from 'fs';
-import { encodeFacts } from '../index/factsCodec';
+import { encodeFacts, encodeSlim } from '../index/factsCodec';
 import { saveUnits } from '../index/unitsCache';
 import type { PythonParser } from './parser';
 import type { ClassFact, ImportFact, ParseFailure } from './types';
@@ -32,7 +33,7 @@ export interface FileInput {
 }
 
 export type FileOutcome =
-  | { kind: 'parsed'; hash: string; size: number; facts: Uint8Array; classes: ClassFact[]; imports: ImportFact[] }
+  | { kind: 'parsed'; hash: string; size: number; facts: Uint8Array; slim: Uint8Array; classes: ClassFact[]; imports: ImportFact[] }
   | ({ kind: 'skipped'; hash: string; size: number } & Omit<ParseFailure, 'ok'>)
   /** The content has the known hash: nothing to do. */
   | { kind: 'same'; hash: string; size: number }
@@ -71,6 +72,7 @@ export async function analyseFile(parser: PythonParser, input: FileInput, { sync
     size,
     // fingerprints go to the classes table, not with the facts
     facts: encodeFacts({ ...facts, classes: facts.classes.map(({ dup: _dup, ...c }) => c) }),
+    slim: encodeSlim(facts),
     classes: facts.classes,
     imports: facts.imports,
   };

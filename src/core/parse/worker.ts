@@ -16,7 +16,8 @@ async function main(): Promise<void> {
         const res: ParseResponse = { id: req.id, outcome };
         if (outcome.kind === 'parsed') {
           outcome.facts = transferable(outcome.facts);
-          parentPort!.postMessage(res, [outcome.facts.buffer as ArrayBuffer]);
+          outcome.slim = transferable(outcome.slim);
+          parentPort!.postMessage(res, [outcome.facts.buffer as ArrayBuffer, outcome.slim.buffer as ArrayBuffer]);
         } else {
           parentPort!.postMessage(res);
         }
