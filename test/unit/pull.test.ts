@@ -302,6 +302,9 @@ describe('pull: what the index kept of each file', () => {
       importRanges: [{ unit: 0, start: 5, end: 30, imports: [0, 1] }],
     };
     assert.deepStrictEqual(decodeUnits(encodeUnits(odd)), odd);
+    // a range that ends before it starts is a bug upstream: no entry, never a wrong one
+    const backwards: UnitDetail = { ...odd, bindSites: [[{ name: 'c', start: 5, end: 4 }]] };
+    assert.throws(() => encodeUnits(backwards), /is not a count or an offset/);
   });
 
   it('writes an entry once, makes its folder when missing, and leaves no partial files behind', async () => {

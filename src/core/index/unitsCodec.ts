@@ -38,7 +38,8 @@ class Writer {
   }
 
   uint(v: number): void {
-    // offsets and counts: non-negative integers far below 2^53
+    // offsets and counts: non-negative integers far below 2^53 (anything else is a bug: no entry is written)
+    if (!Number.isSafeInteger(v) || v < 0) throw new Error(`units entry: ${v} is not a count or an offset`);
     while (v >= 0x80) {
       this.byte((v % 0x80) | 0x80);
       v = Math.floor(v / 0x80);
