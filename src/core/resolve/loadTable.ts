@@ -1,6 +1,6 @@
 /** Builds the in-memory module table from the index: one JSON parse per module, no query per name. */
 import type { IndexDb } from '../index/database';
-import { decodeFacts, decodeSlim, slimFacts, usesOf } from '../index/factsCodec';
+import { decodeFacts, decodeSlim, interner, slimFacts, usesOf } from '../index/factsCodec';
 import type { ModuleFacts } from '../parse/types';
 import { ModuleTable } from './moduleTable';
 import type { ModuleRecord, RepoRecord } from './moduleTable';
@@ -26,14 +26,15 @@ export function loadModuleTable(db: IndexDb, options: LoadOptions = {}): ModuleT
   const records: ModuleRecord[] = [];
   // row by row: the decoded facts of one file at a time, never every file's blob and facts at once
   const columns = options.slim ? 'slim, CASE WHEN slim IS NULL THEN facts END AS facts' : 'facts';
+  const intern = interner();
   db.each(`SELECT id, repo_id, path, module, is_package, ${columns} FROM files WHERE status = 'parsed'`, [], (r) => {
     let facts: ModuleFacts;
     if (options.slim) {
       // a row from before slim facts were kept: from its full facts
-      const slim = r.slim instanceof Uint8Array ? decodeSlim(r.slim) : undefined;
+      const slim = r.slim instanceof Uint8Array ? decodeSlim(r.slim, intern) : undefined;
       const full = slim ? undefined : decodeFacts(r.facts);
       options.onUses?.(slim?.uses ?? usesOf(full!));
-      facts = slim?.facts ?? slimFacts(full!);
+      facts = slim?.facts ?? slimFacts(full!, intern);
     } else {
       facts = decodeFacts(r.facts);
     }
