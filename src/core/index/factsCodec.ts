@@ -101,7 +101,10 @@ function slimImport(i: ImportFact, intern: Intern): ImportFact {
   return i;
 }
 
-/** `facts` with only what resolving module-level names needs (the shape the module table reads). */
+/**
+ * `facts` with only what resolving module-level names needs (the shape the module table reads). Takes over the import
+ * objects of `f` (their names are interned in place).
+ */
 export function slimFacts(
   f: Pick<ModuleFacts, 'all' | 'futureAnnotations' | 'imports'> & { units: Pick<Unit, 'kind' | 'binds' | 'guard'>[] },
   intern: Intern = same,
