@@ -51,6 +51,14 @@ class Writer {
     this.uint(v < 0 ? -2 * v - 1 : 2 * v);
   }
 
+  /** A named range of a unit (a reference's name, a binding site), its start told from `at`'s; returns its start. */
+  site(name: string, start: number, end: number, at: number): number {
+    this.string(name);
+    this.int(start - at);
+    this.uint(end - start);
+    return start;
+  }
+
   string(s: string): void {
     let i = this.strings.get(s);
     if (i === undefined) {
@@ -86,10 +94,7 @@ export function encodeUnits(detail: UnitDetail): Uint8Array {
     const refs = detail.refs[u];
     w.uint(refs.length);
     for (const r of refs) {
-      w.string(r.name);
-      w.int(r.start - at);
-      w.uint(r.end - r.start);
-      at = r.start;
+      at = w.site(r.name, r.start, r.end, at);
       w.uint(r.attrs.length * 2 + (r.timing === 'call' ? 1 : 0));
       let end = r.end;
       for (let i = 0; i < r.attrs.length; i++) {
@@ -101,12 +106,7 @@ export function encodeUnits(detail: UnitDetail): Uint8Array {
     at = 0;
     const binds = detail.bindSites[u];
     w.uint(binds.length);
-    for (const b of binds) {
-      w.string(b.name);
-      w.int(b.start - at);
-      w.uint(b.end - b.start);
-      at = b.start;
-    }
+    for (const b of binds) at = w.site(b.name, b.start, b.end, at);
     const strings = detail.strings[u];
     w.uint(strings.length);
     for (const s of strings) {
@@ -147,6 +147,13 @@ class Reader {
   int(): number {
     const z = this.uint();
     return z % 2 ? -(z + 1) / 2 : z / 2;
+  }
+
+  /** What `Writer.site` wrote, after a range that started at `at`. */
+  site(at: number): BindSite {
+    const name = this.string();
+    const start = at + this.int();
+    return { name, start, end: start + this.uint() };
   }
 
   /** A count of items each at least one byte long: never more than the bytes left (a damaged entry allocates little). */
@@ -192,9 +199,7 @@ export function decodeUnits(bytes: Uint8Array): UnitDetail {
     const refs: Ref[] = [];
     let at = 0;
     for (let n = r.count(); n > 0; n--) {
-      const name = r.string();
-      const start = at + r.int();
-      const end = start + r.uint();
+      const { name, start, end } = r.site(at);
       at = start;
       const head = r.uint();
       const attrs: string[] = [];
@@ -210,10 +215,9 @@ export function decodeUnits(bytes: Uint8Array): UnitDetail {
     const binds: BindSite[] = [];
     at = 0;
     for (let n = r.count(); n > 0; n--) {
-      const name = r.string();
-      const start = at + r.int();
-      binds.push({ name, start, end: start + r.uint() });
-      at = start;
+      const site = r.site(at);
+      binds.push(site);
+      at = site.start;
     }
     const strings: StringRef[] = [];
     for (let n = r.count(); n > 0; n--) strings.push({ value: r.string(), timing: r.uint() ? 'call' : 'def' });
