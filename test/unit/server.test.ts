@@ -56,13 +56,16 @@ describe('language server over stdio (the real server process)', function () {
     child.kill();
   });
 
+  // the server runs from TypeScript and compiles its workers on start: a busy machine has taken over 20 s
   async function whenReady(): Promise<IndexStatus> {
-    for (let i = 0; i < 200; i++) {
-      const s = await conn.sendRequest<IndexStatus>(GetIndexStatus.method);
+    const deadline = Date.now() + 50_000;
+    let s: IndexStatus | undefined;
+    while (Date.now() < deadline) {
+      s = await conn.sendRequest<IndexStatus>(GetIndexStatus.method);
       if (s.state === 'ready') return s;
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error('the server never became ready');
+    throw new Error(`the server never became ready in 50 s: ${JSON.stringify(s)}`);
   }
 
   it('indexes the configured repositories, reports progress, and survives a bad one', async () => {
