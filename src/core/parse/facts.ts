@@ -741,7 +741,7 @@ class Extractor {
         return;
       case 'as_pattern':
         this.visitAll(
-          node.namedChildren.filter((c) => c && c.id !== node.childForFieldName('alias')?.id),
+          node.namedChildren.filter((c) => c && c !== node.childForFieldName('alias')),
           scope,
           timing,
         );
@@ -887,7 +887,7 @@ class Extractor {
     const body = node.childForFieldName('body');
     if (body) this.visit(body, comp, timing);
     for (const c of node.namedChildren) {
-      if (c && c.id !== body?.id && c.type !== 'for_in_clause' && c.type !== 'if_clause') this.visit(c, comp, timing);
+      if (c && c !== body && c.type !== 'for_in_clause' && c.type !== 'if_clause') this.visit(c, comp, timing);
     }
   }
 }
