@@ -232,10 +232,10 @@ type Step = (move: 0 | 1 | 2) => boolean;
 function walk(step: Step, make: () => SyntaxNode): SyntaxNode {
   const root = make();
   if (!step(0)) return root;
-  // the open nodes, and in `seen` the children met so far of each, one after the other (`from`: where each one's
-  // start). A node gets an array of its children's exact size once its last child is seen: an array grown by `push`
-  // holds 16 slots or more, more than a small node itself (the copy of the 875 KB `common_methods_invocations.py`
-  // took 29 MB of heap, 22 MB now; the copy of the bench corpus takes a third less time)
+  // the open nodes, and in `seen` the children met so far of each, one after the other (`from`: where each open
+  // node's children start). A node gets an array of its children's exact size once its last child is seen: an array
+  // grown by `push` holds 16 slots or more, more than a small node itself (the copy of the 875 KB
+  // `common_methods_invocations.py` took 29 MB of heap, 22 MB now; the copy of the bench corpus takes a third less time)
   const open: SyntaxNode[] = [root];
   const from: number[] = [0];
   const seen: SyntaxNode[] = [];
