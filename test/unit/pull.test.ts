@@ -13,7 +13,8 @@ import type { PythonParser } from '../../src/core/parse/parser';
 import { openPullSession, pullBlock } from '../../src/core/pull';
 import type { PullReport } from '../../src/core/pull';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
-import { ASSETS, indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
+import { openFolder } from '../../src/core/sources/folder';
+import { ASSETS, indexFolder, memoryDb, parser, ROOT, tmpdir, writeTree } from './helpers';
 
 /** Indexes `files` as a repository, pulls `target` without validation, returns the file and the report. */
 async function pull(files: Record<string, string>, target: string): Promise<{ code: string; report: PullReport; dir: string }> {
@@ -266,20 +267,15 @@ describe('pull: what the index kept of each file', () => {
   });
 
   it('keeps every module of the example repository whole in the units format, and refuses damaged entries', async () => {
-    const root = path.join(__dirname, '..', '..', 'examples', 'tinyblocks');
-    const files: string[] = [];
-    const walk = async (d: string): Promise<void> => {
-      for (const e of await fsp.readdir(d, { withFileTypes: true })) {
-        if (e.isDirectory()) await walk(path.join(d, e.name));
-        else if (e.name.endsWith('.py')) files.push(path.join(d, e.name));
-      }
-    };
-    await walk(root);
+    // the modules as the index lists and reads them
+    const source = await openFolder({ location: path.join(ROOT, 'examples', 'tinyblocks') });
+    const { files } = await source.list();
     const p = await parser();
     let refs = 0;
     let attrs = 0;
-    for (const file of files) {
-      const out = p.parse(await fsp.readFile(file));
+    for (const sf of files) {
+      const file = sf.path;
+      const out = p.parse(await source.read(sf));
       assert.ok(out.ok, file);
       const detail: UnitDetail = { refs: out.refs, bindSites: out.bindSites, strings: out.strings, importRanges: out.importRanges };
       const bytes = encodeUnits(detail);
