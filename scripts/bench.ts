@@ -124,7 +124,7 @@ async function coldIndex(
     const polling = setInterval(() => {
       if (firstResultMs === undefined && searchBlocks(db, { text: 'conv', limit: 1 }).length) firstResultMs = performance.now() - coldStart;
     }, 20);
-    const rediscover = new Rediscovery(1000);
+    const rediscover = new Rediscovery();
     for (let i = 0; i < roots.length; i++) {
       await indexSource(db, await openFolder({ location: roots[i], name: names[i] }), { ...indexOptions, rediscover });
     }
@@ -158,7 +158,7 @@ async function syntheticChild(corpusDir: string, scale: number): Promise<void> {
     const files = (await listAll(roots)).length;
     const parser = await PythonParser.create(ASSETS);
     const pool = lazyPool(await workerScript(), ASSETS, parser);
-    const cold = await coldIndex(path.join(work, 'index.db'), roots, names, { parser, parse: pool.parse, concurrency: pool.inFlight }, pool.close);
+    const cold = await coldIndex(path.join(work, 'index.db'), roots, names, { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes }, pool.close);
     await pool.close();
     const db = (await fsp.stat(path.join(work, 'index.db'))).size;
     console.log(JSON.stringify({ files, source_bytes: bytes, cold_index_s: r2(cold.wall_ms / 1000), cold_index_cpu_s: r2(cold.cpu_ms / 1000), peak_rss_mb: r2(process.resourceUsage().maxRSS / 1024), db_bytes: db }));
@@ -210,9 +210,11 @@ async function main(): Promise<void> {
   }
   const dbFile = path.join(work, 'index.db');
   const parser = await PythonParser.create(ASSETS);
-  // parsing on every core, as `nn-rag index` and the language server do
+  // parsing on every core as `nn-rag index` and the language server do: workers, and small files in this thread
   const pool = lazyPool(await workerScript(), ASSETS, parser);
-  const indexOptions = { parser, parse: pool.parse, concurrency: pool.inFlight };
+  // the floors: parsing alone in one worker per core (at most four), nothing in this thread
+  const floorPool = lazyPool(await workerScript(), ASSETS, parser, Math.min(4, os.cpus().length));
+  const indexOptions = { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes };
   const all = await listAll(roots);
   // The floors and the cold index, in rounds: this machine's speed moves between runs and within one (a floor alone
   // measured 1.6 s to 3.8 s), so each figure is the median of its rounds and the ratio the median of each round's own
@@ -220,17 +222,20 @@ async function main(): Promise<void> {
   const rounds = argv.includes('--rounds') ? Math.max(1, Math.floor(Number(argv[argv.indexOf('--rounds') + 1])) || 1) : 3;
   const runs: { floor: Timing; walk: Timing; analysis: Timing; cold: Timing & { firstResultMs: number } }[] = [];
   for (let round = 0; round < rounds; round++) {
-    await pool.parse({ bytes: new Uint8Array(0) }); // workers (re)started before any clock runs
+    await floorPool.parse({ bytes: new Uint8Array(0) }); // workers (re)started before any clock runs
     // the floor: every file read and parsed on every core, nothing else (what web-tree-sitter costs)
     // (neither keeps what the workers answer: 170 MB of outcomes held to the end of the bench made every later figure
     // pay for marking them, pulls 1.5x slower)
-    const floor = await timed(async () => void (await Promise.all(all.map((file) => pool.parse({ file, parseOnly: true })))));
+    const floor = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse({ file, parseOnly: true })))));
     // the same, and every node of each tree visited with its cursor, nothing built: what any analysis in JavaScript
     // that reads the whole tree pays before it does anything
-    const walk = await timed(async () => void (await Promise.all(all.map((file) => pool.parse({ file, parseOnly: 'walk' })))));
+    const walk = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse({ file, parseOnly: 'walk' })))));
     // the same with the facts extracted and encoded, nothing stored
-    const analysis = await timed(async () => void (await Promise.all(all.map((file) => pool.parse({ file })))));
-    // the cold index, as the language server runs it: blocks rediscovered every second, and a search polled meanwhile
+    const analysis = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse({ file })))));
+    await floorPool.close();
+    await pool.parse({ bytes: new Uint8Array(0) });
+    // the cold index, as the language server runs it: blocks rediscovered after half a second, then at doubling
+    // intervals, and a search polled meanwhile
     // (the time of its first result is what a user waits for)
     const last = round === rounds - 1;
     const roundDb = last ? dbFile : path.join(work, `round${round}.db`);

@@ -233,6 +233,7 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
           parser,
           parse: pool.parse,
           concurrency: pool.inFlight,
+          hereMaxBytes: pool.hereMaxBytes,
           signal: env.signal,
           maxFileBytes: intOpt(args, 'max-file-kb', 2048) * 1024,
           onProgress: (p) => draw(`[index] ${p.step}/${p.total} ${p.message}`),

@@ -129,7 +129,7 @@ export function startServer(connection: Connection): void {
       const gits: SourceConfig[] = [];
       let allOpened = true;
       // a live update has no rediscovery of its own: its blocks are found when edits pause (scheduleFinish)
-      const rediscover = live ? undefined : new Rediscovery(1500);
+      const rediscover = live ? undefined : new Rediscovery();
       runsInProgress++;
       pullCache = undefined;
       try {
@@ -153,6 +153,7 @@ export function startServer(connection: Connection): void {
                 // a live update parses its few files here; a full run starts workers
                 parse: live ? undefined : parsePool?.parse,
                 concurrency: live ? 1 : (parsePool?.inFlight ?? 1),
+                hereMaxBytes: parsePool?.hereMaxBytes,
                 signal: controller.signal,
                 // a live update of a folder looks at the files the watcher saw change, not the whole folder
                 only: only?.get(source.info.root),

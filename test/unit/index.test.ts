@@ -3,6 +3,8 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { IndexDb } from '../../src/core/index/database';
 import { blobId, finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../../src/core/index/indexer';
+import { inlineParse } from '../../src/core/parse/pool';
+import type { ParseFn } from '../../src/core/parse/pool';
 import { indexStats } from '../../src/core/index/stats';
 import { searchBlocks } from '../../src/core/search/search';
 import { openFolder } from '../../src/core/sources/folder';
@@ -148,6 +150,54 @@ describe('index: rediscovery during a run', () => {
     assert.deepStrictEqual(ran, [false, true, false, true]);
     assert.strictEqual(schedule.maybe(db), false, '15000 - 6110 is not over 9000');
     assert.strictEqual(clock.length, 0);
+  });
+});
+
+describe('index: this thread parses beside the pool', () => {
+  it('takes the small files from the other end of the run, leaves the large ones to the pool, and indexes the same', async () => {
+    const dir = await tmpdir();
+    const sizes = new Map<string, number>();
+    const tree: Record<string, string> = {};
+    for (let i = 0; i < 16; i++) {
+      // sizes from about 100 bytes to about 3,100: the last few are over the limit given to this thread
+      const text = BLOCK.replace('Net', `Net${i}`) + '# padding\n'.repeat(i * 20);
+      tree[`m${i}.py`] = text;
+      sizes.set(`m${i}.py`, Buffer.byteLength(text));
+    }
+    await writeTree(dir, tree);
+    const p = await parser();
+    const inline = inlineParse(p);
+    // a pool that answers late, as a busy worker does: this thread has time to take files meanwhile
+    const byPool: string[] = [];
+    const slowPool: ParseFn = async (input) => {
+      byPool.push(path.basename(input.file!));
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      return inline(input);
+    };
+    const hereMaxBytes = 2000;
+    const both = await memoryDb();
+    const stats = await indexSource(both, await openFolder({ location: dir, name: 'r' }), { parser: p, parse: slowPool, concurrency: 2, hereMaxBytes });
+    finishRun(both);
+    assert.strictEqual(stats.computed, 16);
+    const here = [...sizes.keys()].filter((f) => !byPool.includes(f));
+    assert.strictEqual(new Set(byPool).size, byPool.length, 'no file parsed twice');
+    assert.ok(here.length >= 2, `this thread took ${here.length} files`);
+    assert.ok(byPool.length >= 2, `the pool took ${byPool.length} files`);
+    for (const [f, size] of sizes) if (size > hereMaxBytes) assert.ok(byPool.includes(f), `${f} (${size} bytes) is over the limit: the pool's`);
+    const largestHere = Math.max(...here.map((f) => sizes.get(f)!));
+    const smallestPooled = Math.min(...byPool.map((f) => sizes.get(f)!));
+    assert.ok(largestHere <= smallestPooled, `this thread took the small end (${largestHere} <= ${smallestPooled} bytes)`);
+
+    // the same rows as the pool alone gives
+    const alone = await memoryDb();
+    await indexSource(alone, await openFolder({ location: dir, name: 'r' }), { parser: p, parse: inline, concurrency: 2 });
+    finishRun(alone);
+    const rows = (db: IndexDb): unknown[] => [
+      ...db.all('SELECT path, hash, status, hex(facts) AS facts, hex(slim) AS slim FROM files ORDER BY path'),
+      ...db.all('SELECT module, name, is_block, bases, signature, lex_sig FROM classes ORDER BY module, name'),
+    ];
+    assert.deepStrictEqual(rows(both), rows(alone));
+    assert.strictEqual(searchBlocks(both, { text: 'Net15', limit: 5 })[0]?.name, 'Net15');
   });
 });
 

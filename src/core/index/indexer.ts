@@ -45,6 +45,11 @@ export interface IndexOptions {
   parse?: ParseFn;
   /** Files in flight at once (reading and parsing); match the pool's size. */
   concurrency?: number;
+  /**
+   * When `parse` is a pool: this thread parses too, taking files up to this size from the small end of the run while
+   * the pool takes them from the large end (0 or undefined: it does not). See `lazyPool`.
+   */
+  hereMaxBytes?: number;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
   maxFileBytes?: number;
@@ -65,7 +70,8 @@ export interface IndexOptions {
 export class Rediscovery {
   private last: number;
   constructor(
-    private interval: number,
+    /** The first: blocks that subclass other files' classes become searchable this long after a cold run starts. */
+    private interval = 500,
     private readonly now: () => number = () => performance.now(),
   ) {
     this.last = now();
@@ -164,9 +170,11 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
   todo.sort((a, b) => b.size - a.size);
 
   const parse = options.parse ?? inlineParse(options.parser);
+  const here = inlineParse(options.parser);
+  const hereMax = options.parse ? (options.hereMaxBytes ?? 0) : 0;
   const units = unitsDirOf(db);
   let step = stats.kept;
-  const work = async (file: SourceFile): Promise<void> => {
+  const work = async (file: SourceFile, inThisThread = false): Promise<void> => {
     const old = existing.get(file.path);
     const unreadable = (detail: string, reason: 'unreadable' | 'error' = 'unreadable'): void => {
       const { module, isPackage } = modulePathOf(file.path, info.modulePrefix, srcLayout);
@@ -187,7 +195,8 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
       }
     }
     const p0 = performance.now();
-    const outcome = await parse(input);
+    // (a git file's size is known once read: a large one goes to the pool all the same)
+    const outcome = await (inThisThread && (input.bytes?.length ?? file.size) <= hereMax ? here(input) : parse(input));
     const parseMs = performance.now() - p0;
     if (outcome.kind === 'unreadable' || outcome.kind === 'failed') {
       unreadable(outcome.detail, outcome.kind === 'failed' ? 'error' : 'unreadable');
@@ -207,17 +216,26 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
     // classes are searchable as their file lands), not only at the end
     options.rediscover?.maybe(db);
   };
-  // as many files in flight as the parser can take, and no more (bounded memory)
+  // as many files in flight as the parser can take, and no more (bounded memory), taken from the large end; with a
+  // pool, this thread takes small files from the other end between its own work (it answers between two files)
   const lanes = Math.max(1, options.concurrency ?? 1);
   let next = 0;
-  await Promise.all(
-    Array.from({ length: lanes }, async () => {
-      while (next < todo.length) {
-        throwIfAborted(options.signal);
-        await work(todo[next++]);
-      }
-    }),
-  );
+  let end = todo.length;
+  const fromLarge = async (): Promise<void> => {
+    while (next < end) {
+      throwIfAborted(options.signal);
+      await work(todo[next++]);
+    }
+  };
+  const fromSmall = async (): Promise<void> => {
+    // (git sources list no sizes: -1)
+    while (next < end && todo[end - 1].size <= hereMax) {
+      await new Promise((resolve) => setImmediate(resolve));
+      throwIfAborted(options.signal);
+      if (next < end) await work(todo[--end], true);
+    }
+  };
+  await Promise.all([...Array.from({ length: lanes }, fromLarge), ...(hereMax > 0 ? [fromSmall()] : [])]);
 
   for (const [p, old] of existing) {
     if (seen.has(p) || (only && !only.has(p))) continue;

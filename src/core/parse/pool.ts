@@ -195,24 +195,36 @@ export class ParsePool {
 }
 
 /**
+ * The largest file an index run parses in the calling thread beside the pool (`hereMaxBytes`): about 50 ms of parsing
+ * here, the longest a search waits behind it during a cold run.
+ */
+export const HERE_MAX_BYTES = 256 * 1024;
+
+/**
  * A pool that starts on the first file to parse: a run with nothing to parse (a warm start) pays nothing.
  * When workers cannot start (or cannot parse the probe), parsing falls back to `fallback` in this thread. `close` ends the workers and gives their
  * memory back; a later parse starts new ones.
+ *
+ * By default one worker fewer than cores (at least one, at most three): the calling thread, which owns the database,
+ * parses small files between its own work (`hereMaxBytes`, see `IndexOptions`). On two cores that indexes as fast as
+ * two workers, and a whole worker's memory less (its runtime, and the largest tree it has held).
  */
 export function lazyPool(
   script: string | undefined,
   wasm: WasmPaths,
   fallback: PythonParser,
   size?: number,
-): { parse: ParseFn; size: number; inFlight: number; close: () => Promise<void> } {
+): { parse: ParseFn; size: number; inFlight: number; hereMaxBytes: number; close: () => Promise<void> } {
   let pool: Promise<ParsePool | undefined> | undefined;
   const inline = inlineParse(fallback);
-  // one per core: each holds IN_FLIGHT requests, so none waits for the main thread between files
-  const workers = size ?? Math.min(4, Math.max(1, os.cpus().length));
+  // each holds IN_FLIGHT requests, so none waits for the main thread between files
+  const workers = size ?? Math.min(3, Math.max(1, os.cpus().length - 1));
   return {
     size: script ? workers : 1,
     /** How many files to hand over at once to keep every worker busy (the `concurrency` of an index run). */
     inFlight: script ? workers * IN_FLIGHT : 1,
+    /** Files up to this size are parsed in this thread too (0: without workers, everything is). */
+    hereMaxBytes: script ? HERE_MAX_BYTES : 0,
     parse: async (input) => {
       if (!script) return inline(input);
       pool ??= ParsePool.start(script, wasm, workers).catch(() => undefined);
