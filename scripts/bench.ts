@@ -450,6 +450,8 @@ async function main(): Promise<void> {
     corpus: present.map((p) => path.basename(p)),
     source_bytes: sourceBytes,
     parse_workers: pool.size,
+    // (the floors: one worker per core, nothing in this thread)
+    floor_workers: floorPool.size,
     ...indexFigures,
     warm_noop_ms: warm.wall_ms,
     warm_noop_cpu_ms: warm.cpu_ms,
