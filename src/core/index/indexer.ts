@@ -169,8 +169,8 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
   // largest first: the long parses start early and the pool ends together
   todo.sort((a, b) => b.size - a.size);
 
-  const parse = options.parse ?? inlineParse(options.parser);
   const here = inlineParse(options.parser);
+  const parse = options.parse ?? here;
   const hereMax = options.parse ? (options.hereMaxBytes ?? 0) : 0;
   const units = unitsDirOf(db);
   let step = stats.kept;
