@@ -227,8 +227,8 @@ async function main(): Promise<void> {
     // (neither keeps what the workers answer: 170 MB of outcomes held to the end of the bench made every later figure
     // pay for marking them, pulls 1.5x slower)
     const floor = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse({ file, parseOnly: true })))));
-    // the same, and every node of each tree visited with its cursor, nothing built: what any analysis in JavaScript
-    // that reads the whole tree pays before it does anything
+    // the same, and every node's type, field and offsets read with the cursor, nothing built: what any analysis that
+    // reads the whole tree through web-tree-sitter pays before it does anything (from WebAssembly too: cursorWalk.ts)
     const walk = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse({ file, parseOnly: 'walk' })))));
     // the same with the facts extracted and encoded, nothing stored
     const analysis = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse({ file })))));

@@ -26,7 +26,7 @@ export interface FileInput {
   /** The hash when the source knows it already (git blob ids). */
   hash?: string;
   maxBytes?: number;
-  /** Parse and keep nothing (the benchmark's floors; `walk`: also visit every node): answers `same`. */
+  /** Parse and keep nothing (the benchmark's floors; `walk`: also read every node, see `countNodes`): answers `same`. */
   parseOnly?: boolean | 'walk';
   /** Where to keep what pulls need of the file beyond its facts (see unitsCache.ts); nowhere when undefined. */
   unitsDir?: string;

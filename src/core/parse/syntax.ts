@@ -201,15 +201,25 @@ export function copyTree(tree: Tree, text: string): SyntaxNode {
 }
 
 /**
- * Visits every node of `tree` in the same walk as `copyTree`, reading only each node's type and building nothing: what
- * any analysis in JavaScript that reads the whole tree pays on top of parsing (the benchmark's walk floor). Returns
- * the number of nodes.
+ * Visits every node of `tree` in the same walk as `copyTree` and reads what it reads of each (type, field, start and
+ * end offsets), building nothing: what any analysis that reads the whole tree through web-tree-sitter's cursor pays on
+ * top of parsing (the benchmark's walk floor). The cost is the cursor functions', not the crossing into WebAssembly:
+ * the same walk compiled to WebAssembly, calling the same functions, took as long (over the bench corpus in one thread,
+ * 0.65 s against 0.67-0.73 s). Returns the number of nodes.
  */
 export function countNodes(tree: Tree): number {
   return withCursor(
     tree,
-    (c, handle, step) => count(step, () => c._ts_tree_cursor_current_node_type_id_wasm(handle)),
-    (cursor, step) => count(step, () => cursor.nodeTypeId),
+    (c, handle, step) =>
+      count(
+        step,
+        () =>
+          c._ts_tree_cursor_current_node_type_id_wasm(handle) +
+          c._ts_tree_cursor_current_field_id_wasm(handle) +
+          c._ts_tree_cursor_start_index_wasm(handle) +
+          c._ts_tree_cursor_end_index_wasm(handle),
+      ),
+    (cursor, step) => count(step, () => cursor.nodeTypeId + cursor.currentFieldId + cursor.startIndex + cursor.endIndex),
   );
 }
 
