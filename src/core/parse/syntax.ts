@@ -204,8 +204,8 @@ export function copyTree(tree: Tree, text: string): SyntaxNode {
  * Visits every node of `tree` in the same walk as `copyTree` and reads what it reads of each (type, field, start and
  * end offsets), building nothing: what any analysis that reads the whole tree through web-tree-sitter's cursor pays on
  * top of parsing (the benchmark's walk floor). The cost is the cursor functions', not the crossing into WebAssembly:
- * the same walk compiled to WebAssembly, calling the same functions, took as long (over the bench corpus in one thread,
- * 0.65 s against 0.67-0.73 s). Returns the number of nodes.
+ * the same walk compiled to WebAssembly, calling the same functions, took as long (scripts/cursorWalk.ts: over the
+ * bench corpus in one thread, 0.65 s against 0.67-0.73 s). Returns the number of nodes.
  */
 export function countNodes(tree: Tree): number {
   return withCursor(
