@@ -17,7 +17,7 @@ import { performance } from 'perf_hooks';
 import { Language, Parser } from 'web-tree-sitter';
 import type { Tree } from 'web-tree-sitter';
 import { decodePython } from '../src/core/parse/decode';
-import { copyTree, countNodes, useRuntime } from '../src/core/parse/syntax';
+import { copyTree, countNodes, useRuntime, withCursor } from '../src/core/parse/syntax';
 import type { SyntaxNode } from '../src/core/parse/syntax';
 import { openFolder } from '../src/core/sources/folder';
 
@@ -35,14 +35,10 @@ interface Walker {
   walk(tree: number): number;
 }
 
-interface Runtime {
-  HEAP32: Int32Array;
-  _ts_init(): number;
-  [cursorFunction: string]: unknown;
-}
-
+/** Compiles scripts/cursorWalk.c; exits 2 with what is missing when it cannot. */
 function build(): object {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'nnrag-cursor-walk-'));
+  let failure: string | undefined;
   try {
     const out = path.join(dir, 'walk.wasm');
     const flags = ['--target=wasm32', '-O2', '-nostdlib', '-Wl,--no-entry', '-Wl,--allow-undefined'];
@@ -50,11 +46,12 @@ function build(): object {
     return new wasmApi.Module(readFileSync(out));
   } catch (err) {
     const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-    console.error(missing ? 'cursorWalk: needs clang and lld (apt-get install -y --no-install-recommends clang lld)' : `cursorWalk: ${(err as Error).message}`);
-    process.exit(2);
+    failure = missing ? 'needs clang and lld (apt-get install -y --no-install-recommends clang lld)' : (err as Error).message;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+  console.error(`cursorWalk: ${failure}`);
+  process.exit(2);
 }
 
 async function texts(folders: string[]): Promise<string[]> {
@@ -84,7 +81,7 @@ function preOrder(root: SyntaxNode): SyntaxNode[] {
 async function main(): Promise<void> {
   const folders = process.argv.length > 2 ? process.argv.slice(2) : ['torch', 'torchvision', 'torchaudio'].map((p) => path.join(DIST, p));
   const wasm = build();
-  const runtime = { locateFile: () => path.join(ROOT, 'node_modules/web-tree-sitter/web-tree-sitter.wasm') } as unknown as Runtime;
+  const runtime: Record<string, unknown> = { locateFile: () => path.join(ROOT, 'node_modules/web-tree-sitter/web-tree-sitter.wasm') };
   await Parser.init(runtime);
   if (!useRuntime(runtime)) throw new Error("web-tree-sitter's cursor functions are not reachable");
   const language = await Language.load(path.join(ROOT, 'node_modules/tree-sitter-python/tree-sitter-python.wasm'));
@@ -102,21 +99,19 @@ async function main(): Promise<void> {
       end: cursorFunction('end_index'),
     },
   }).exports as Walker;
-  const transfer = runtime._ts_init();
-  const walkInWasm = (tree: Tree): Int32Array => {
-    const cursor = tree.walk();
-    try {
-      void cursor.nodeTypeId; // copies the cursor into the transfer buffer, where the cursor functions read it
-      const n = walker.walk((tree as unknown as { 0: number })[0]);
-      if (n < 0) throw new Error('the walk ran out of memory');
-      // as syntax.ts does: the cursor's state as the walk left it, for `delete` to free
-      const state = cursor as unknown as Record<number, number>;
-      for (let i = 0; i < 4; i++) state[i] = runtime.HEAP32[(transfer >> 2) + i];
-      return new Int32Array(walker.memory.buffer, walker.records(), n * 5);
-    } finally {
-      cursor.delete();
-    }
-  };
+  // through syntax.ts's cursor handling: the cursor copied into the transfer buffer, then its state given back to free
+  const walkInWasm = (tree: Tree): Int32Array =>
+    withCursor(
+      tree,
+      (_exports, handle) => {
+        const n = walker.walk(handle);
+        if (n < 0) throw new Error('the walk ran out of memory');
+        return new Int32Array(walker.memory.buffer, walker.records(), n * 5);
+      },
+      () => {
+        throw new Error("web-tree-sitter's cursor functions are not reachable");
+      },
+    );
 
   const sources = await texts(folders);
   const trees = sources.map((text) => parser.parse(text)!);

@@ -279,7 +279,7 @@ function walk(step: Step, make: () => SyntaxNode): SyntaxNode {
  * whole walk: any getter copies it there first); otherwise `viaPublic` gets the cursor and a `step` through
  * web-tree-sitter's public API. A `step` moves (0 first child, 1 next sibling, 2 parent) and says whether it could.
  */
-function withCursor<T>(
+export function withCursor<T>(
   tree: Tree,
   viaDirect: (c: CursorExports, handle: number, step: Step) => T,
   viaPublic: (cursor: TreeCursor, step: Step) => T,
