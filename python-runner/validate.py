@@ -18,12 +18,17 @@ import importlib.util
 import inspect
 import io
 import json
+import math
 import os
 import re
+import select
+import struct
 import symtable
 import sys
 import time
 import traceback
+import types
+from array import array
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 TIERS = ["parsed", "compiled", "names-closed", "imported", "instantiated", "forward"]
@@ -549,13 +554,14 @@ def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str]) -
     lighter(model)
     hook = inner.register_forward_pre_hook(record)
     started = time.time()
+    call = module_call(model)
     try:
         with torch.no_grad():
             for inputs in input_candidates(model, torch, nn, {}):
                 if recorded or time.time() - started > FORWARD_BUDGET_S:
                     break
                 try:
-                    model(*inputs)
+                    call(model, *inputs)
                 except Exception:  # noqa: BLE001 - the hook may have fired before the failure
                     pass
     finally:
@@ -609,9 +615,10 @@ def shrunk(value: Any) -> Any:
     return value
 
 
-def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], report: Dict[str, Any],
-                first: Optional[List[Any]] = None) -> Tuple[bool, Optional[str]]:
-    """Drive forward with the inputs recorded inside a real model (`first`), else inferred ones."""
+def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any],
+                first: Optional[List[Any]] = None) -> Tuple[bool, Optional[str], Any, List[Any]]:
+    """Drive forward with the inputs recorded inside a real model (`first`), else inferred ones.
+    Returns (ran, error, output, inputs)."""
     try:
         recorded = [first] if first else []
         # large recorded inputs: a smaller cut of them first, the whole only when the cut does not run
@@ -619,10 +626,11 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
             recorded.insert(0, shrunk(first))
         candidates = recorded + containers(model, input_candidates(model, torch, nn, kwargs))
     except Exception as exc:  # noqa: BLE001
-        return False, f"{type(exc).__name__}: {exc}"
+        return False, f"{type(exc).__name__}: {exc}", None, []
     arity = forward_arity(model)
     error: Optional[str] = None
     started = time.time()
+    call = module_call(model)
     with torch.no_grad():
         for inputs in candidates:
             if time.time() - started > FORWARD_BUDGET_S:
@@ -631,21 +639,361 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
             if len(inputs) < arity:
                 inputs = inputs + [inputs[0]] * (arity - len(inputs))
             try:
-                out = model(*inputs)
+                out = call(model, *inputs)
             except MemoryError:
                 raise Failure("memory", "out of memory in forward")
             except Exception as exc:  # noqa: BLE001
                 error = error or f"{type(exc).__name__}: {exc}{where(exc)}"
                 continue
-            report["input_shapes"] = [shapes(t) for t in inputs]
-            report["output_shapes"] = shapes(out)
-            return True, None
-    return False, error
+            return True, None, out, inputs
+    return False, error, None, []
 
 
-def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], native: List[str],
-             builder: Optional[str] = None) -> Dict[str, Any]:
-    """Run the tiers in order; return the report."""
+# ---------------------------------------------------------------------------------------------------------------
+# The two sides of a validation. The judge (this process) parses, compiles and checks names itself, then forks a
+# worker that is the only process ever to run the block's code. The worker reports what it did on a pipe of its
+# own (frames: a JSON header and raw float64 values of every output tensor); its stdout and stderr go to another
+# pipe whose tail the judge keeps. The judge's stdout, where the verdict goes, is closed to the worker and to
+# everything it starts, and the judge cannot be traced or read through /proc by them (it is not dumpable). So
+# nothing the block prints, patches or writes can make the verdict: a forward counts only when the judge has
+# received the output tensors and checked their shapes and values itself.
+# ---------------------------------------------------------------------------------------------------------------
+
+FRAME = struct.Struct(">II")
+MAX_HEADER = 1 << 20
+MAX_VALUES = 1 << 22  # float64 values of output tensors sent to the judge, in all (32 MB)
+OUTPUT_CAP = 16 << 20  # bytes the block may print before it is stopped
+OUTPUT_TAIL = 4000
+FILE_SIZE_CAP = 1 << 30
+POLL_S = 0.1
+MEMORY_EVERY_S = 0.25
+# module-level in the worker's private namespace: torch's own Module.__call__, taken before the block's code ran
+CALL: Any = None
+
+
+def module_call(model: Any) -> Any:
+    """How to call the block: its own class's __call__ when it defines one, else torch's Module.__call__ as it was
+    before the block's code ran (a block that replaces nn.Module.__call__ does not skip its own forward)."""
+    for klass in type(model).__mro__:
+        if "__call__" in klass.__dict__:
+            if CALL is not None and klass.__module__.startswith("torch."):
+                return CALL
+            return klass.__dict__["__call__"]
+    return CALL or type(model).__call__
+
+
+def sender(fd: int) -> Callable[[Dict[str, Any], bytes], None]:
+    """A function that writes one frame to the judge, bound to the write and encode functions as they are now."""
+    write, pack, encode = os.write, FRAME.pack, json.JSONEncoder().encode
+
+    def send(header: Dict[str, Any], blob: bytes = b"") -> None:
+        data = encode(header).encode("utf-8")
+        view = memoryview(pack(len(data), len(blob)) + data + blob)
+        while view:
+            view = view[write(fd, view):]
+
+    return send
+
+
+def tensor_evidence(out: Any, torch: Any) -> Tuple[Any, List[Dict[str, Any]], bytes]:
+    """The output's structure with tensors as {"$t": i}, each tensor's dtype, shape and count of values sent, and the
+    values themselves as float64 (complex tensors as their real and imaginary parts)."""
+    tensors: List[Dict[str, Any]] = []
+    chunks: List[bytes] = []
+    budget = [MAX_VALUES]
+
+    def walk(value: Any, depth: int) -> Any:
+        if isinstance(value, torch.Tensor):
+            t = value.detach().to("cpu")
+            entry = {"dtype": str(t.dtype).replace("torch.", ""), "shape": [int(d) for d in t.shape]}
+            if t.is_complex():
+                t = torch.view_as_real(t)
+            flat = t.reshape(-1)
+            count = min(int(flat.numel()), budget[0])
+            budget[0] -= count
+            entry["count"] = count
+            chunks.append(array("d", flat[:count].to(torch.float64).tolist()).tobytes())
+            tensors.append(entry)
+            return {"$t": len(tensors) - 1}
+        if depth > 4:
+            return type(value).__name__
+        if isinstance(value, (list, tuple)):
+            return [walk(v, depth + 1) for v in list(value)[:16]]
+        if isinstance(value, dict):
+            return {str(k): walk(v, depth + 1) for k, v in list(value.items())[:16]}
+        for name in ("last_hidden_state", "logits", "sample", "out"):  # output dataclasses
+            if hasattr(value, name) and isinstance(getattr(value, name), torch.Tensor):
+                return {name: walk(getattr(value, name), depth + 1)}
+        return type(value).__name__
+
+    structure = walk(out, 0)
+    return structure, tensors, b"".join(chunks)
+
+
+def worker(events: int, code: Any, path: str, class_name: Optional[str], given: List[Dict[str, Any]],
+           native: List[str], builder: Optional[str], memory_mb: int) -> None:
+    """The worker's whole life, in a private copy of this module's namespace: import the block, build it, run forward,
+    and report each step as a frame. Never returns."""
+    send = sender(events)
+    exit_ = os._exit
+    try:
+        if memory_mb:
+            limit_memory(memory_mb)
+        limit_files()
+        block_network()
+        os.environ["NNRAG_VALIDATE_FILE"] = path
+        try:
+            import torch
+            globals()["CALL"] = torch.nn.Module.__call__
+        except Exception:  # noqa: BLE001 - the block's import names what is missing
+            pass
+        run_block(send, code, path, class_name, given, native, builder)
+    except Failure as failure:
+        send({"failure": dict(failure.extra, category=failure.category, message=failure.message)})
+    except BaseException as exc:  # noqa: BLE001 - never leave the judge without a word
+        try:
+            send({"failure": {"category": "error", "message": f"{type(exc).__name__}: {exc}"}})
+        except BaseException:  # noqa: BLE001
+            pass
+    exit_(0)
+
+
+def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optional[str],
+              given: List[Dict[str, Any]], native: List[str], builder: Optional[str]) -> None:
+    """Import, instantiate and forward, in the worker; each tier reached is a frame, the forward's with its outputs."""
+    spec = importlib.util.spec_from_file_location("nnrag_pulled_block", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["nnrag_pulled_block"] = module
+    try:
+        exec(code, module.__dict__)  # noqa: S102 - running the block is the point; the judge sandboxes us
+    except BaseException as exc:  # noqa: BLE001 - anything the module does on import is a finding
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise Failure("import-error", f"the file called {type(exc).__name__} on import")
+        raise classify_import_error(exc, native)
+    try:
+        import torch
+        from torch import nn
+    except ImportError:
+        raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")
+    send({"tier": "imported"})
+
+    cls = find_block(module, class_name, nn)
+    send({"class": str(cls.__name__)})
+    if inspect.isabstract(cls):
+        raise Failure("instantiate", f"{cls.__name__} is abstract: {sorted(getattr(cls, '__abstractmethods__', []))}")
+    built = False
+    build_errors: List[str] = []
+    forward_error: Optional[str] = None
+    # each argument set is built, then driven forward; a block that builds but cannot run forward with
+    # one set (Bottleneck's identity needs inplanes == 4 * planes) gets the next set
+    attempts: List[Tuple[Optional[Callable[..., Any]], List[Any], Dict[str, Any]]] = []
+    if builder:
+        # the repository's own builder function first: it knows the block's real configuration
+        attempts.append((getattr(module, builder, None), [], {}))
+    attempts += [(None, a, k) for a, k in constructor_candidates(cls, given, nn, vars(module))[:MAX_CONSTRUCTIONS]]
+    for factory, args, kwargs in attempts:
+        recorded: Optional[List[Any]] = None
+        extra: Dict[str, Any] = {}
+        if factory is not None:
+            model, recorded, container = build_with(factory, cls, torch, nn, build_errors)
+            if model is not None:
+                extra["builder"] = builder
+                if container:
+                    extra["inside"] = container
+        else:
+            model = build(cls, args, kwargs, torch, nn, build_errors)
+        if model is None:
+            continue
+        built = True
+        send(dict(extra, tier="instantiated", args=jsonable(args), kwargs=jsonable(kwargs)))
+        # a detector validated as itself resizes what it is given to 800 px too
+        lighter(model)
+        ran, error, out, inputs = run_forward(model, cls, torch, nn, kwargs, recorded)
+        if ran:
+            structure, tensors, values = tensor_evidence(out, torch)
+            send({"forward": {"input_shapes": [shapes(t) for t in inputs], "output": structure, "tensors": tensors}}, values)
+            return
+        forward_error = forward_error or error
+    if not built:
+        tried = f" ({len(build_errors)} argument sets tried)" if len(build_errors) > 1 else ""
+        raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(build_errors)}{tried}")
+    if forward_error and NATIVE_OPS.search(forward_error):
+        raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}")
+    raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}")
+
+
+def limit_files() -> None:
+    """No core files, and no single file larger than FILE_SIZE_CAP written by the block."""
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_CAP, FILE_SIZE_CAP))
+    except (ImportError, ValueError, OSError, AttributeError):
+        pass
+
+
+def private_namespace() -> Dict[str, Any]:
+    """A copy of this module's globals whose functions look their names up in the copy: the block can replace what
+    `import __main__` gives it without reaching the functions the worker runs."""
+    ns = dict(globals())
+    here = globals()
+    for name, value in list(ns.items()):
+        if isinstance(value, types.FunctionType) and value.__globals__ is here:
+            ns[name] = types.FunctionType(value.__code__, ns, value.__name__, value.__defaults__, value.__closure__)
+    return ns
+
+
+def not_dumpable() -> None:
+    """Make this process untraceable and its /proc entries (fds, memory, environment) unreadable by processes
+    without privileges over it: the worker and what it starts cannot reach the judge's verdict pipe."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the block leaves behind stays ours to kill
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def descendants(root: int) -> List[int]:
+    """Every process below `root`, from /proc (children found through their parents)."""
+    parents: Dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+            parents[int(entry)] = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found: List[int] = []
+    frontier = [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in found:
+                found.append(child)
+                frontier.append(child)
+    return found
+
+
+def kill_descendants() -> None:
+    """Kill and reap everything this process started (and, as a subreaper, what they left behind)."""
+    for _ in range(50):
+        pids = descendants(os.getpid())
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                    time.sleep(0.01)
+            except ChildProcessError:
+                break
+
+
+def memory_in_use(pids: List[int]) -> int:
+    """Bytes of anonymous and shared memory the processes hold (RssAnon + RssShmem: shared mappings count)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith((b"RssAnon:", b"RssShmem:")):
+                        total += int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+class Job:
+    """One validation as the judge sees it: what the worker said, what it printed, how it ended."""
+
+    def __init__(self) -> None:
+        self.frames: List[Tuple[Dict[str, Any], bytes]] = []
+        self.buffer = b""
+        self.tail = b""
+        self.printed = 0
+        self.problem: Optional[Tuple[str, str]] = None
+        self.status: Optional[int] = None
+
+    def feed(self, data: bytes) -> None:
+        """Frames from the worker; a malformed or oversized one is a problem, never a result."""
+        self.buffer += data
+        while len(self.buffer) >= FRAME.size:
+            head_len, blob_len = FRAME.unpack_from(self.buffer)
+            if head_len > MAX_HEADER or blob_len > MAX_VALUES * 8:
+                self.problem = ("tampered", "the block wrote to the validator's channel (an oversized frame)")
+                return
+            end = FRAME.size + head_len + blob_len
+            if len(self.buffer) < end:
+                return
+            try:
+                header = json.loads(self.buffer[FRAME.size:FRAME.size + head_len].decode("utf-8"))
+                if not isinstance(header, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                self.problem = ("tampered", "the block wrote to the validator's channel (a frame that is not ours)")
+                return
+            self.frames.append((header, bytes(self.buffer[FRAME.size + head_len:end])))
+            self.buffer = self.buffer[end:]
+
+    def output(self, data: bytes) -> None:
+        self.printed += len(data)
+        self.tail = (self.tail + data)[-OUTPUT_TAIL:]
+        if self.printed > OUTPUT_CAP:
+            self.problem = ("output", f"the block printed more than {OUTPUT_CAP >> 20} MB")
+
+
+def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[int], timeout_s: float,
+              memory_mb: int) -> None:
+    """Read the worker's frames and output until it ends, the time or memory limit is hit, or the caller goes away
+    (end of `control`) or cancels (a line on it)."""
+    deadline = time.monotonic() + timeout_s
+    next_memory = 0.0
+    fds = [events, printed] + ([control] if control is not None else [])
+    while job.problem is None:
+        if job.status is None:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                job.status = status
+        ready, _, _ = select.select(fds, [], [], 0 if job.status is not None else POLL_S)
+        if job.status is not None and not ready:
+            return
+        for fd in ready:
+            data = os.read(fd, 1 << 16)
+            if fd == control:
+                job.problem = ("cancelled", "validation cancelled") if data else ("cancelled", "the caller went away")
+            elif not data:
+                fds.remove(fd)
+            elif fd == printed:
+                job.output(data)
+            else:
+                job.feed(data)
+        now = time.monotonic()
+        if now > deadline:
+            job.problem = ("timeout", f"no result within {timeout_s:g} s")
+        elif memory_mb and now >= next_memory:
+            next_memory = now + MEMORY_EVERY_S
+            used = memory_in_use(descendants(os.getpid()))
+            if used > memory_mb << 20:
+                job.problem = ("memory", f"the block used {used >> 20} MB, over the limit of {memory_mb} MB")
+
+
+def judge(path: str, class_name: Optional[str], given: List[Dict[str, Any]], native: List[str],
+          builder: Optional[str] = None, memory_mb: int = 0, timeout_s: float = 600,
+          control: Optional[int] = None) -> Dict[str, Any]:
+    """Validate one file: the static tiers here, the rest in a worker; return the verdict."""
     report: Dict[str, Any] = {"file": path, "tier": None, "ok": False, "class": class_name}
     started = time.time()
 
@@ -659,11 +1007,13 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
             tree = ast.parse(raw, path)
         except SyntaxError as exc:
             raise Failure("syntax", f"syntax error at line {exc.lineno}: {exc.msg}")
+        except (RecursionError, MemoryError):
+            raise Failure("syntax", "too deeply nested for the parser")
         reach("parsed")
         source = raw.decode("utf-8")
         try:
             code = compile(tree, path, "exec")
-        except (SyntaxError, ValueError) as exc:
+        except (SyntaxError, ValueError, RecursionError) as exc:
             raise Failure("syntax", f"does not compile: {exc}")
         reach("compiled")
         undefined = undefined_names(source, path)
@@ -672,171 +1022,289 @@ def validate(path: str, class_name: Optional[str], given: List[Dict[str, Any]], 
             raise Failure("unresolved", f"undefined names: {listed}", names=[n for n, _ in undefined])
         reach("names-closed")
         report["requirements"] = requirements(imported_top_levels(tree))
-
-        os.environ["NNRAG_VALIDATE_FILE"] = path
-        spec = importlib.util.spec_from_file_location("nnrag_pulled_block", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["nnrag_pulled_block"] = module
-        try:
-            exec(code, module.__dict__)  # noqa: S102 - running the block is the point; the caller sandboxes us
-        except BaseException as exc:  # noqa: BLE001 - anything the module does on import is a finding
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise Failure("import-error", f"the file called {type(exc).__name__} on import")
-            raise classify_import_error(exc, native)
-        try:
-            import torch
-            from torch import nn
-        except ImportError:
-            raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")
-        reach("imported")
-
-        cls = find_block(module, class_name, nn)
-        report["class"] = cls.__name__
-        if inspect.isabstract(cls):
-            raise Failure("instantiate", f"{cls.__name__} is abstract: {sorted(getattr(cls, '__abstractmethods__', []))}")
-        built = False
-        build_errors: List[str] = []
-        forward_error: Optional[str] = None
-        forward_ok = False
-        # each argument set is built, then driven forward; a block that builds but cannot run forward with
-        # one set (Bottleneck's identity needs inplanes == 4 * planes) gets the next set
-        attempts: List[Tuple[Optional[Callable[..., Any]], List[Any], Dict[str, Any]]] = []
-        if builder:
-            # the repository's own builder function first: it knows the block's real configuration
-            attempts.append((getattr(module, builder, None), [], {}))
-        attempts += [(None, a, k) for a, k in constructor_candidates(cls, given, nn, vars(module))[:MAX_CONSTRUCTIONS]]
-        for factory, args, kwargs in attempts:
-            recorded: Optional[List[Any]] = None
-            if factory is not None:
-                model, recorded, container = build_with(factory, cls, torch, nn, build_errors)
-                if model is not None:
-                    report["builder"] = builder
-                    if container:
-                        report["inside"] = container
-            else:
-                model = build(cls, args, kwargs, torch, nn, build_errors)
-            if model is None:
-                continue
-            if not built:
-                built = True
-                reach("instantiated")
-            report["args"] = jsonable(args)
-            report["kwargs"] = jsonable(kwargs)
-            # a detector validated as itself resizes what it is given to 800 px too
-            lighter(model)
-            ok, error = run_forward(model, cls, torch, nn, kwargs, report, recorded)
-            if ok:
-                forward_ok = True
-                break
-            forward_error = forward_error or error
-        if not built:
-            tried = f" ({len(build_errors)} argument sets tried)" if len(build_errors) > 1 else ""
-            raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(build_errors)}{tried}")
-        if not forward_ok:
-            if forward_error and NATIVE_OPS.search(forward_error):
-                raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}")
-            raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}")
-        reach("forward")
-        report["ok"] = True
+        job = run_worker(code, path, class_name, given, native, builder, memory_mb, timeout_s, control)
+        verdict(job, report, reach)
     except Failure as failure:
         report["category"] = failure.category
         report["message"] = failure.message
         report.update(failure.extra)
-    except Exception as exc:  # noqa: BLE001 - never leave the caller without a report
-        after = {None: "syntax", "parsed": "syntax", "compiled": "unresolved", "names-closed": "import-error",
-                 "imported": "instantiate", "instantiated": "forward"}.get(report["tier"], "forward")
-        report["category"] = after
-        report["message"] = f"{type(exc).__name__}: {exc}"
     report["seconds"] = round(time.time() - started, 3)
     return report
 
 
+def run_worker(code: Any, path: str, class_name: Optional[str], given: List[Dict[str, Any]], native: List[str],
+               builder: Optional[str], memory_mb: int, timeout_s: float, control: Optional[int]) -> Job:
+    """Fork the worker with its two pipes, supervise it, then kill whatever is left of it."""
+    events_r, events_w = os.pipe()
+    printed_r, printed_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(printed_w, 1)
+            os.dup2(printed_w, 2)
+            keep = 3 if events_w == 3 else os.dup2(events_w, 3)
+            os.closerange(keep + 1, 1 << 16)
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+            ns = private_namespace()
+            ns["worker"](3, code, path, class_name, given, native, builder, memory_mb)
+        finally:
+            os._exit(3)
+    os.close(events_w)
+    os.close(printed_w)
+    job = Job()
+    try:
+        supervise(job, pid, events_r, printed_r, control, timeout_s, memory_mb)
+    finally:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+        kill_descendants()
+        if job.status is None:
+            try:
+                job.status = os.waitpid(pid, 0)[1]
+            except ChildProcessError:
+                pass
+        os.close(events_r)
+        os.close(printed_r)
+    return job
+
+
+TENSOR_DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128", "uint8", "int8", "int16",
+                 "int32", "int64", "bool", "float", "double", "half", "long", "int", "short", "cfloat", "cdouble"}
+
+
+def checked_tensors(entries: Any, values: bytes) -> Tuple[List[List[int]], bool, int]:
+    """The tensors of a forward frame as the judge reads them: shapes, whether every value sent is finite, and how
+    many values were checked. Raises ValueError on anything malformed."""
+    if not isinstance(entries, list):
+        raise ValueError("tensors is not a list")
+    if len(values) % 8:
+        raise ValueError("values are not float64")
+    data = array("d")
+    data.frombytes(values)
+    offset = 0
+    shapes_: List[List[int]] = []
+    finite = True
+    for e in entries:
+        if not isinstance(e, dict) or e.get("dtype") not in TENSOR_DTYPES:
+            raise ValueError("a tensor without a known dtype")
+        shape, count = e.get("shape"), e.get("count")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40 for d in shape):
+            raise ValueError("a tensor without a shape")
+        numel = 1
+        for d in shape:
+            numel *= d
+        if str(e["dtype"]).startswith("complex") or e["dtype"] in ("cfloat", "cdouble"):
+            numel *= 2
+        if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= numel or offset + count > len(data):
+            raise ValueError("a tensor whose values were not sent")
+        if count < numel and offset + count < MAX_VALUES:
+            raise ValueError("a tensor cut short")
+        if finite and not all(math.isfinite(v) for v in data[offset:offset + count]):
+            finite = False
+        offset += count
+        shapes_.append(shape)
+    if offset != len(data):
+        raise ValueError("values that belong to no tensor")
+    return shapes_, finite, offset
+
+
+def with_shapes(structure: Any, shapes_: List[List[int]], depth: int = 0) -> Any:
+    """The output's structure with each {"$t": i} replaced by the shape the judge checked."""
+    if depth > 8:
+        raise ValueError("structure too deep")
+    if isinstance(structure, dict):
+        if set(structure) == {"$t"}:
+            index = structure["$t"]
+            if not isinstance(index, int) or not 0 <= index < len(shapes_):
+                raise ValueError("a tensor reference out of range")
+            return shapes_[index]
+        return {str(k): with_shapes(v, shapes_, depth + 1) for k, v in list(structure.items())[:16]}
+    if isinstance(structure, list):
+        return [with_shapes(v, shapes_, depth + 1) for v in structure[:16]]
+    if isinstance(structure, str):
+        return structure[:80]
+    raise ValueError("an output structure that is not ours")
+
+
+def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> None:
+    """Turn the worker's frames into the report. Tiers must come in order; only a forward frame whose tensors the
+    judge checked, from a worker that then ended normally, makes the block validated."""
+    order = ["names-closed", "imported", "instantiated"]
+    failure: Optional[Dict[str, Any]] = None
+    forward: Optional[Tuple[Dict[str, Any], bytes]] = None
+    for header, blob in job.frames:
+        if forward is not None or failure is not None:
+            raise Failure("tampered", "the block wrote to the validator's channel (a frame after the last)")
+        if "tier" in header:
+            tier = header["tier"]
+            if tier not in order or order.index(tier) != order.index(report["tier"]) + 1:
+                raise Failure("tampered", f"the block wrote to the validator's channel (tier {str(tier)[:40]!r} out of order)")
+            if tier == "instantiated":
+                for key in ("args", "kwargs", "builder", "inside"):
+                    if key in header:
+                        report[key] = header[key]
+            reach(tier)
+        elif "class" in header and isinstance(header["class"], str):
+            report["class"] = header["class"][:200]
+        elif "failure" in header and isinstance(header["failure"], dict):
+            failure = header["failure"]
+        elif "forward" in header and isinstance(header["forward"], dict) and report["tier"] == "instantiated":
+            forward = (header["forward"], blob)
+        else:
+            raise Failure("tampered", "the block wrote to the validator's channel (a frame that is not ours)")
+    if job.problem is not None:
+        category, message = job.problem
+        if category == "tampered":
+            raise Failure(category, message)
+        if category == "timeout":
+            message = f"{message} (last tier reached: {report['tier']})"
+        raise Failure(category, message, output=tail_text(job))
+    if failure is not None:
+        category = str(failure.get("category", "error"))
+        if category == "error":  # an exception of the validator's own steps: the tier it stopped before
+            category = {"names-closed": "import-error", "imported": "instantiate"}.get(report["tier"], "forward")
+        if category not in CATEGORIES:
+            raise Failure("tampered", "the block wrote to the validator's channel (an unknown category)")
+        extra = {k: v for k, v in failure.items() if k in ("names", "package")}
+        raise Failure(category, str(failure.get("message", ""))[:4000], **extra)
+    status = job.status if job.status is not None else -1
+    if os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0) or forward is None:
+        how = f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else "no status"
+        category = "memory" if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9 else {
+            "names-closed": "import-error", "imported": "instantiate", "instantiated": "forward"}.get(report["tier"], "forward")
+        raise Failure(category, f"the block's process ended without a result ({how}): {last_line(tail_text(job))}",
+                      output=tail_text(job))
+    body, values = forward
+    try:
+        shapes_, finite, count = checked_tensors(body.get("tensors"), values)
+        output_shapes = with_shapes(body.get("output"), shapes_)
+        inputs = body.get("input_shapes")
+        json.dumps(inputs)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise Failure("tampered", f"the block wrote to the validator's channel (forward evidence: {exc})")
+    report["input_shapes"] = inputs
+    report["output_shapes"] = output_shapes
+    report["output_finite"] = finite
+    report["checked_values"] = count
+    reach("forward")
+    report["ok"] = True
+
+
+CATEGORIES = {"syntax", "unresolved", "native-extension", "missing-package", "import-error", "instantiate",
+              "forward", "timeout", "memory", "interpreter", "error"}
+
+
+def tail_text(job: Job) -> str:
+    return job.tail.decode("utf-8", "replace")
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "it printed nothing"
+
+
 def main(argv: List[str]) -> int:
-    """Command line: validate.py FILE [--class NAME] [--candidates JSON] [--native a,b] [--memory-mb N]."""
+    """Command line: validate.py FILE [--class NAME] [--candidates JSON] [--native a,b] [--memory-mb N] [--timeout S]."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file")
     parser.add_argument("--class", dest="class_name")
     parser.add_argument("--candidates", default="[]", help="JSON list of {args, kwargs} to try first")
     parser.add_argument("--native", default="", help="comma-separated modules known to be compiled extensions")
     parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--builder", help="a function of the file that builds the block without arguments")
-    parser.add_argument("--no-network-guard", action="store_true")
     opts = parser.parse_args(argv)
-    if opts.memory_mb:
-        limit_memory(opts.memory_mb)
-    if not opts.no_network_guard:
-        block_network()
-    real_stdout = sys.stdout
-    sys.stdout = io.TextIOWrapper(sys.stderr.buffer, encoding="utf-8", line_buffering=True) if hasattr(sys.stderr, "buffer") else sys.stderr
-    try:
-        given = json.loads(opts.candidates)
-    except ValueError:
-        given = []
-    report = validate(os.path.abspath(opts.file), opts.class_name, given, [n for n in opts.native.split(",") if n],
-                      opts.builder)
-    real_stdout.write(json.dumps(report) + "\n")
-    real_stdout.flush()
+    not_dumpable()
+    report = judge(os.path.abspath(opts.file), opts.class_name, parse_candidates(opts.candidates),
+                   [n for n in opts.native.split(",") if n], opts.builder, opts.memory_mb, opts.timeout)
+    sys.stdout.write(json.dumps(report) + "\n")
+    sys.stdout.flush()
     return 0 if report["ok"] else 1
 
 
-def serve() -> int:
-    """--serve: a warm validator for a pool. Imports torch once; then, for each request on stdin (one JSON object a
-    line: {"id", "argv", "cwd"}), forks a child that runs main(argv) in cwd, in its own process group, with stdout
-    and stderr in cwd/stdout.json and cwd/stderr.txt. Answers {"id", "pid"} when the child starts (the caller kills
-    that group on a timeout) and {"id", "exit"} when it ends. Children inherit the imported modules, not each
-    other's state: each runs in a fresh copy of the warm parent."""
+def parse_candidates(text: Any) -> List[Dict[str, Any]]:
     try:
-        import torch  # noqa: F401 - warm: what every child would import first
+        given = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return []
+    return [g for g in given if isinstance(g, dict)] if isinstance(given, list) else []
+
+
+def serve() -> int:
+    """--serve: the judge for a pool or a single run. Imports torch once (a trusted import, before any block's code);
+    then, for each request on stdin (one JSON object a line: {"id", "file", "class", "candidates", "native",
+    "builder", "memory_mb", "timeout_s", "work"}), validates in a worker forked from this warm process, with `work`
+    as its folder, home and temp, and answers {"id", "report"}. A line on stdin while a job runs cancels it; the end
+    of stdin ends everything."""
+    not_dumpable()
+    try:
+        import torch  # noqa: F401 - warm: what every worker would import first
         import torch.nn  # noqa: F401
-    except Exception:  # noqa: BLE001 - a torch-less interpreter still serves (and children report it)
+    except Exception:  # noqa: BLE001 - a torch-less interpreter still serves (and workers report it)
         pass
     answer = sys.stdout
-    for line in sys.stdin:
-        line = line.strip()
-        if not line:
+    answer.write(json.dumps({"ready": True}) + "\n")
+    answer.flush()
+    pending = b""
+    while True:
+        while b"\n" not in pending:
+            data = os.read(0, 1 << 16)
+            if not data:
+                return 0
+            pending += data
+        line, pending = pending.split(b"\n", 1)
+        if not line.strip() or line.strip() == b"cancel":  # a cancel that came after its job ended
             continue
         try:
             req = json.loads(line)
-            rid, argv, cwd = req["id"], list(req["argv"]), str(req["cwd"])
+            rid, path, work = req["id"], str(req["file"]), str(req["work"])
         except (ValueError, KeyError, TypeError) as exc:
             answer.write(json.dumps({"id": None, "error": f"bad request: {exc}"}) + "\n")
             answer.flush()
             continue
-        pid = os.fork()
-        if pid == 0:
-            code = 2
-            try:
-                os.setpgid(0, 0)
-                os.chdir(cwd)
-                os.environ["HOME"] = os.environ["TMPDIR"] = cwd
-                import tempfile
-                tempfile.tempdir = None
-                null = os.open(os.devnull, os.O_RDONLY)
-                os.dup2(null, 0)
-                out = os.open(os.path.join(cwd, "stdout.json"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                err = os.open(os.path.join(cwd, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                os.dup2(out, 1)
-                os.dup2(err, 2)
-                sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
-                sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
-                code = main(argv)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else 2
-            except BaseException:  # noqa: BLE001 - report, never return into the server loop
-                import traceback
-                traceback.print_exc()
-            finally:
-                try:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                finally:
-                    os._exit(code)
-        answer.write(json.dumps({"id": rid, "pid": pid}) + "\n")
+        if pending.strip().startswith(b"cancel"):  # cancelled before the job started
+            report = {"file": path, "tier": None, "ok": False, "category": "cancelled", "message": "validation cancelled"}
+            pending = b""
+        else:
+            report = in_folder(work, lambda: judge(path, req.get("class"), parse_candidates(req.get("candidates", [])),
+                                                   [str(n) for n in req.get("native", [])], req.get("builder"),
+                                                   int(req.get("memory_mb", 0)), float(req.get("timeout_s", 600)), 0))
+        answer.write(json.dumps({"id": rid, "report": report}) + "\n")
         answer.flush()
-        _, status = os.waitpid(pid, 0)
-        answer.write(json.dumps({"id": rid, "exit": os.waitstatus_to_exitcode(status)}) + "\n")
-        answer.flush()
-    return 0
+        if report.get("category") == "cancelled" and report.get("message") == "the caller went away":
+            return 0
+
+
+def in_folder(work: str, run: Callable[[], Dict[str, Any]]) -> Dict[str, Any]:
+    """Run with `work` as the current folder, home and temp (the worker inherits them); clear it afterwards."""
+    import shutil
+    import tempfile
+    os.makedirs(work, exist_ok=True)
+    before = os.getcwd()
+    saved = {k: os.environ.get(k) for k in ("HOME", "TMPDIR")}
+    os.chdir(work)
+    os.environ["HOME"] = os.environ["TMPDIR"] = work
+    tempfile.tempdir = None
+    try:
+        return run()
+    finally:
+        os.chdir(before)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        tempfile.tempdir = None
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

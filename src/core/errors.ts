@@ -8,6 +8,8 @@ export type ErrorCode =
   | 'corrupt-db'
   | 'git'
   | 'interpreter'
+  /** only a weaker sandbox than asked for is available */
+  | 'sandbox'
   | 'internal';
 
 export class NnragError extends Error {

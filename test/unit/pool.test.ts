@@ -64,7 +64,7 @@ describe('validation in a pool of warm interpreters', function () {
         validateFile(path.join(dir, 'leaks.py'), { ...opts, className: 'Wide' }),
       ]);
       assert.strictEqual(good.tier, 'forward', good.message);
-      assert.match(good.sandbox ?? '', /warm pool/);
+      assert.match(good.sandbox ?? '', /bubblewrap/);
       assert.strictEqual(hang.category, 'timeout');
       assert.strictEqual(hang.tier, 'instantiated', 'the last tier reached before the hang');
       assert.strictEqual(leaks.tier, 'forward', leaks.message);

@@ -1,0 +1,476 @@
+/**
+ * Where a block's code runs: python-runner/validate.py in `--serve` mode (the judge) inside a sandbox, fed one job at
+ * a time over its stdin and answering each with one line on its stdout.
+ *
+ * The strong sandbox is bubblewrap: new user, PID, network, IPC and UTS namespaces; a file system made of the system
+ * folders and the interpreter's own folders, read-only, with secrets in /etc masked; a private /tmp and /dev/shm of
+ * bounded size; one writable work folder; no environment of ours. Every process in it dies with the judge's PID
+ * namespace, and bubblewrap dies with us (`--die-with-parent`). Memory is capped by a cgroup where we may create one
+ * (shared mappings count there), else by the judge's own accounting of its workers' anonymous and shared memory.
+ * Without bubblewrap, `unshare` gives network and PID namespaces only, and with neither the block runs with the
+ * user's rights: each report then says "weaker sandbox: ...".
+ */
+import { execFile, spawn } from 'child_process';
+import type { ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import { promises as fsp } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { createInterface } from 'readline';
+import { CancelledError, NnragError } from '../errors';
+import type { ValidateOptions, ValidationReport } from './runner';
+
+/** What an interpreter is, asked of it once (no block code runs for this). */
+export interface InterpreterInfo {
+  /** sys.executable: what the sandbox runs (a venv's own python, so the venv applies). */
+  executable: string;
+  version: string;
+  hasTorch: boolean;
+  /** Folders the interpreter reads: prefixes, the executable's folder, sys.path entries. */
+  folders: string[];
+}
+
+export type SandboxKind = 'bubblewrap' | 'unshare' | 'none';
+
+export interface SandboxDescription {
+  kind: SandboxKind;
+  /** Why this sandbox is weaker than bubblewrap's, when it is. */
+  weaker?: string;
+  memory: 'cgroup' | 'accounting';
+  /** One line for reports and the UI. */
+  label: string;
+}
+
+const PROBE = `import sys, os, json, importlib.util
+folders = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))] + sys.path
+print(json.dumps({"executable": sys.executable, "version": sys.version.split()[0], "hasTorch": importlib.util.find_spec("torch") is not None, "folders": [f for f in folders if f and os.path.isdir(f)]}))`;
+
+const interpreters = new Map<string, Promise<InterpreterInfo>>();
+
+/** Asks the interpreter where it lives and whether it has torch (cached per path). */
+export function interpreterInfo(python: string): Promise<InterpreterInfo> {
+  let known = interpreters.get(python);
+  if (!known) {
+    known = new Promise<InterpreterInfo>((resolve, reject) => {
+      execFile(python, ['-I', '-c', PROBE], { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } }, (err, stdout, stderr) => {
+        if (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          reject(new NnragError('interpreter', code === 'ENOENT' ? `Python interpreter not found: ${python}` : `cannot run ${python}: ${String(stderr || err.message).trim().split('\n').pop()}`));
+          return;
+        }
+        try {
+          resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '') as InterpreterInfo);
+        } catch {
+          reject(new NnragError('interpreter', `${python} does not answer like a Python interpreter`));
+        }
+      });
+    });
+    interpreters.set(python, known);
+    known.catch(() => interpreters.delete(python));
+  }
+  return known;
+}
+
+function works(cmd: string, args: string[]): Promise<boolean> {
+  return new Promise((resolve) => execFile(cmd, args, { timeout: 10_000 }, (err) => resolve(!err)));
+}
+
+let kindProbe: Promise<SandboxKind> | undefined;
+
+/** The strongest sandbox this machine runs (probed once; `NNRAG_SANDBOX=unshare|none` asks for a weaker one). */
+export function sandboxKind(): Promise<SandboxKind> {
+  kindProbe ??= (async (): Promise<SandboxKind> => {
+    const wanted = process.env.NNRAG_SANDBOX;
+    if (process.platform !== 'linux' || wanted === 'none') return 'none';
+    if (wanted !== 'unshare' && (await works('bwrap', [...systemBinds(), '--unshare-all', '--die-with-parent', '--proc', '/proc', 'true']))) return 'bubblewrap';
+    if (await works('unshare', ['-rn', '--pid', '--fork', '--kill-child', '--mount-proc', 'true'])) return 'unshare';
+    return 'none';
+  })();
+  return kindProbe;
+}
+
+/** What validation on this machine is protected by, for reports, the CLI and the extension's question. */
+export async function describeSandbox(memoryMb = 4096): Promise<SandboxDescription> {
+  const kind = await sandboxKind();
+  const group = Cgroup.create(memoryMb);
+  const memory = group ? 'cgroup' : 'accounting';
+  group?.release();
+  const weaker =
+    kind === 'bubblewrap'
+      ? undefined
+      : kind === 'unshare'
+        ? 'no file-system isolation: the block can read and write what you can (install bubblewrap)'
+        : 'no namespaces: the block can use the network and read and write what you can (install bubblewrap)';
+  const label = weaker ? `weaker sandbox: ${weaker}` : `bubblewrap (user, PID, network and mount namespaces; memory by ${memory})`;
+  return { kind, weaker, memory, label };
+}
+
+/** Read-only system folders, symlinks kept as symlinks (merged /usr). */
+function systemBinds(): string[] {
+  const args = ['--ro-bind', '/usr', '/usr'];
+  for (const dir of ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']) {
+    try {
+      const st = fs.lstatSync(dir);
+      if (st.isSymbolicLink()) args.push('--symlink', fs.readlinkSync(dir), dir);
+      else if (st.isDirectory()) args.push('--ro-bind', dir, dir);
+    } catch {
+      // not on this system
+    }
+  }
+  return args;
+}
+
+/** Files and folders of /etc that hold secrets: masked inside the sandbox. */
+const ETC_SECRETS = ['shadow', 'shadow-', 'gshadow', 'gshadow-', 'sudoers', 'security/opasswd', 'master.passwd'];
+const ETC_SECRET_DIRS = ['ssh', 'sudoers.d', 'ssl/private', 'NetworkManager/system-connections', 'wireguard', 'docker', 'containers'];
+
+function bubblewrapArgs(info: InterpreterInfo, mounts: Mounts): string[] {
+  const args = [...systemBinds(), '--ro-bind', '/etc', '/etc'];
+  for (const f of ETC_SECRETS) if (fs.existsSync(`/etc/${f}`)) args.push('--ro-bind', '/dev/null', `/etc/${f}`);
+  for (const d of ETC_SECRET_DIRS) if (fs.existsSync(`/etc/${d}`)) args.push('--tmpfs', `/etc/${d}`);
+  args.push('--ro-bind-try', '/sys', '/sys', '--proc', '/proc', '--dev', '/dev');
+  args.push('--size', String(256 << 20), '--tmpfs', '/tmp', '--size', String(256 << 20), '--tmpfs', '/dev/shm');
+  for (const folder of interpreterFolders(info)) args.push('--ro-bind', fs.realpathSync(folder), folder);
+  args.push('--ro-bind', mounts.runnerHost, mounts.runnerDir, '--ro-bind', mounts.inHost, mounts.inDir, '--bind', mounts.workHost, mounts.workDir);
+  args.push('--chdir', mounts.workDir, '--unshare-all', '--die-with-parent', '--new-session');
+  return args;
+}
+
+const NEVER_WHOLE = new Set(['/', '/home', '/root', '/tmp', '/var', os.homedir()]);
+
+/** The interpreter's folders outside the system folders, without nesting and never a whole home. */
+function interpreterFolders(info: InterpreterInfo): string[] {
+  const system = ['/usr/', '/bin/', '/sbin/', '/lib/', '/lib64/', '/etc/'];
+  const wanted = [...new Set(info.folders.map((f) => path.resolve(f)))]
+    .filter((f) => !NEVER_WHOLE.has(f) && !system.some((s) => `${f}/`.startsWith(s)) && fs.existsSync(f))
+    .sort((a, b) => a.length - b.length);
+  const kept: string[] = [];
+  for (const f of wanted) if (!kept.some((k) => f === k || f.startsWith(`${k}/`))) kept.push(f);
+  return kept;
+}
+
+interface Mounts {
+  runnerHost: string;
+  runnerDir: string;
+  inHost: string;
+  inDir: string;
+  workHost: string;
+  workDir: string;
+}
+
+/** A memory (and process count) cgroup of our own under the one we run in, where the system lets us make one. */
+export class Cgroup {
+  private constructor(
+    readonly dirs: string[],
+    private readonly memoryFile: string | undefined,
+  ) {}
+
+  private static counter = 0;
+
+  static create(memoryMb: number): Cgroup | undefined {
+    if (process.platform !== 'linux' || process.env.NNRAG_CGROUP === 'off') return undefined;
+    let lines: string[];
+    try {
+      lines = fs.readFileSync('/proc/self/cgroup', 'utf8').trim().split('\n');
+    } catch {
+      return undefined;
+    }
+    const name = `nnrag-${process.pid}-${Cgroup.counter++}`;
+    const bytes = String(memoryMb * 1024 * 1024);
+    const made: string[] = [];
+    const attempt = (dir: string, files: [string, string][]): boolean => {
+      try {
+        fs.mkdirSync(dir);
+      } catch {
+        return false;
+      }
+      made.push(dir);
+      try {
+        for (const [file, value] of files) if (fs.existsSync(path.join(dir, file)) || !file.includes('memsw')) fs.writeFileSync(path.join(dir, file), value);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const byController = new Map<string, string>();
+    for (const line of lines) {
+      const [, controllers, where] = /^\d+:([^:]*):(.*)$/.exec(line) ?? [];
+      if (controllers === undefined) continue;
+      for (const c of controllers.split(',')) byController.set(c, where);
+    }
+    let memoryFile: string | undefined;
+    const v1 = byController.get('memory');
+    if (v1 !== undefined && fs.existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes')) {
+      const dir = path.join('/sys/fs/cgroup/memory', v1, name);
+      if (attempt(dir, [['memory.limit_in_bytes', bytes], ['memory.memsw.limit_in_bytes', bytes]])) memoryFile = path.join(dir, 'memory.failcnt');
+      const pids = byController.get('pids');
+      if (memoryFile && pids !== undefined && fs.existsSync('/sys/fs/cgroup/pids')) attempt(path.join('/sys/fs/cgroup/pids', pids, name), [['pids.max', '512']]);
+    } else if (byController.has('') && fs.existsSync('/sys/fs/cgroup/cgroup.controllers')) {
+      const dir = path.join('/sys/fs/cgroup', byController.get('') ?? '', name);
+      if (attempt(dir, [['memory.max', bytes], ['memory.swap.max', '0'], ['pids.max', '512']])) memoryFile = path.join(dir, 'memory.events');
+    }
+    if (!memoryFile) {
+      for (const dir of made.reverse()) tryRmdir(dir);
+      return undefined;
+    }
+    return new Cgroup(made, memoryFile);
+  }
+
+  /** The files a process writes its pid to, to join. */
+  get procs(): string[] {
+    return this.dirs.map((d) => path.join(d, 'cgroup.procs'));
+  }
+
+  /** Whether the memory limit was hit. */
+  hitLimit(): boolean {
+    try {
+      const text = fs.readFileSync(this.memoryFile!, 'utf8');
+      return /^\d+$/.test(text.trim()) ? Number(text) > 0 : /(?:^|\n)oom_kill [1-9]/.test(text) || /(?:^|\n)max [1-9]/.test(text);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Kills every process still in the group. */
+  killAll(): void {
+    for (const file of this.procs) {
+      try {
+        for (const pid of fs.readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
+          try {
+            process.kill(Number(pid), 'SIGKILL');
+          } catch {
+            // gone
+          }
+        }
+      } catch {
+        // the group is gone
+      }
+    }
+  }
+
+  release(): void {
+    this.killAll();
+    for (const dir of [...this.dirs].reverse()) tryRmdir(dir);
+  }
+}
+
+function tryRmdir(dir: string): void {
+  for (let i = 0; i < 20; i++) {
+    try {
+      fs.rmdirSync(dir);
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+      // processes still leaving the group: the kernel empties it shortly
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+    }
+  }
+}
+
+/** Seconds the judge gets beyond a job's own time limit to kill the worker and answer, before we kill the sandbox. */
+const GRACE_MS = 15_000;
+
+interface Answer {
+  id?: number;
+  ready?: boolean;
+  report?: ValidationReport;
+  error?: string;
+}
+
+/**
+ * One sandboxed judge: started once, it validates one file at a time (a pool keeps several). Files are copied into
+ * its read-only input folder; each job gets a fresh folder in its work folder, removed afterwards.
+ */
+export class Judge {
+  private child!: ChildProcess;
+  private answers: ((a: Answer | undefined) => void)[] = [];
+  private stderr = '';
+  private exited = false;
+  private nextId = 1;
+  private cgroup: Cgroup | undefined;
+  private sandbox!: SandboxDescription;
+  private mounts!: Mounts;
+  private root!: string;
+  busy = false;
+
+  private constructor(
+    private readonly python: string,
+    private readonly runner: string,
+  ) {}
+
+  /** Starts a judge; resolves once it has imported what it warms (torch) and can take jobs. */
+  static async start(python: string, runner: string, memoryMb = 4096): Promise<Judge> {
+    const judge = new Judge(python, runner);
+    await judge.launch(memoryMb);
+    return judge;
+  }
+
+  get description(): SandboxDescription {
+    return this.sandbox;
+  }
+
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  private async launch(memoryMb: number): Promise<void> {
+    const info = await interpreterInfo(this.python);
+    this.sandbox = await describeSandbox(memoryMb);
+    this.root = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-validate-'));
+    const host = { runnerHost: path.dirname(path.resolve(this.runner)), inHost: path.join(this.root, 'in'), workHost: path.join(this.root, 'work') };
+    await fsp.mkdir(host.inHost);
+    await fsp.mkdir(host.workHost);
+    const inside = this.sandbox.kind === 'bubblewrap';
+    this.mounts = {
+      ...host,
+      runnerDir: inside ? '/nnrag/runner' : host.runnerHost,
+      inDir: inside ? '/nnrag/in' : host.inHost,
+      workDir: inside ? '/nnrag/work' : host.workHost,
+    };
+    const pyArgs = [info.executable, '-I', '-B', path.join(this.mounts.runnerDir, path.basename(this.runner)), '--serve'];
+    let argv: string[];
+    if (this.sandbox.kind === 'bubblewrap') argv = ['bwrap', ...bubblewrapArgs(info, this.mounts), ...pyArgs];
+    else if (this.sandbox.kind === 'unshare') argv = ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'unshare', '-rn', '--pid', '--fork', '--kill-child', '--mount-proc', ...pyArgs];
+    else argv = pyArgs;
+    this.cgroup = Cgroup.create(memoryMb);
+    if (this.cgroup) {
+      // the shell joins the group, then becomes the sandbox: nothing runs outside the group for a moment
+      argv = ['/bin/sh', '-c', 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"', 'sh', ...this.cgroup.procs, '--', ...argv];
+    }
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: this.mounts.workDir, TMPDIR: this.mounts.workDir, LANG: 'C.UTF-8', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
+    const child = spawn(argv[0], argv.slice(1), { cwd: host.workHost, env, detached: this.sandbox.kind === 'none', stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = child;
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      let msg: Answer;
+      try {
+        msg = JSON.parse(line) as Answer;
+      } catch {
+        return; // the judge writes only JSON lines; anything else is not an answer
+      }
+      this.answers.shift()?.(msg);
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      this.stderr = (this.stderr + d.toString('utf8')).slice(-8000);
+    });
+    child.stdin!.on('error', () => undefined);
+    const ended = new Promise<void>((resolve) => {
+      child.on('error', (err) => {
+        const code = (err as NodeJS.ErrnoException).code;
+        this.startError = new NnragError('interpreter', code === 'ENOENT' ? `cannot start the sandbox: ${argv[0]} not found` : `cannot start the sandbox: ${err.message}`);
+        resolve();
+      });
+      child.on('close', () => resolve());
+    });
+    void ended.then(() => {
+      this.exited = true;
+      for (const answer of this.answers.splice(0)) answer(undefined);
+    });
+    const ready = await this.next(60_000);
+    if (!ready?.ready) {
+      await this.close();
+      throw this.startError ?? new NnragError('interpreter', `the validator (${this.python}) could not start in the sandbox: ${this.lastError()}`);
+    }
+  }
+
+  private startError: NnragError | undefined;
+
+  private next(timeoutMs: number): Promise<Answer | undefined> {
+    if (this.exited) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.kill();
+      }, timeoutMs);
+      this.answers.push((a) => {
+        clearTimeout(timer);
+        resolve(a);
+      });
+    });
+  }
+
+  private lastError(): string {
+    return this.stderr.trim().split('\n').filter((l) => !l.startsWith('nnrag-tier:')).pop()?.slice(0, 300) ?? 'it printed nothing';
+  }
+
+  /** Validates one file; the report says which sandbox held it. */
+  async validate(file: string, options: ValidateOptions): Promise<ValidationReport> {
+    if (this.exited) throw new NnragError('interpreter', `the validator (${this.python}) is not running: ${this.lastError()}`);
+    const id = this.nextId++;
+    const started = Date.now();
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    const name = safeName(path.basename(file));
+    const inFolder = path.join(this.mounts.inHost, String(id));
+    await fsp.mkdir(inFolder);
+    await fsp.copyFile(file, path.join(inFolder, name));
+    const lastTier = (): string | null => [...this.stderr.matchAll(/nnrag-tier: ([\w-]+)/g)].pop()?.[1] ?? null;
+    this.stderr = '';
+    const request = {
+      id,
+      file: path.join(this.mounts.inDir, String(id), name),
+      work: path.join(this.mounts.workDir, `job-${id}`),
+      class: options.className,
+      candidates: options.candidates ?? [],
+      native: options.native ?? [],
+      builder: options.builder,
+      memory_mb: options.memoryMb ?? 4096,
+      timeout_s: timeoutMs / 1000,
+    };
+    const onAbort = (): void => {
+      this.child.stdin!.write('cancel\n');
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const answer = this.next(timeoutMs + GRACE_MS);
+      this.child.stdin!.write(`${JSON.stringify(request)}\n`);
+      const got = await answer;
+      const seconds = (Date.now() - started) / 1000;
+      if (options.signal?.aborted) throw new CancelledError('validation cancelled');
+      if (!got?.report) {
+        const memory = this.cgroup?.hitLimit();
+        const tier = lastTier() as ValidationReport['tier'];
+        this.kill();
+        if (memory) return { ok: false, tier, category: 'memory', message: `the sandbox hit its memory limit (${options.memoryMb ?? 4096} MB)`, seconds, sandbox: this.sandbox.label };
+        if (got === undefined && Date.now() - started >= timeoutMs + GRACE_MS - 100) {
+          return { ok: false, tier, category: 'timeout', message: `no result within ${timeoutMs / 1000} s (last tier reached: ${tier ?? 'none'})`, seconds, sandbox: this.sandbox.label };
+        }
+        throw new NnragError('interpreter', `the validator (${this.python}) ended without a report: ${got?.error ?? this.lastError()}`);
+      }
+      const report = got.report;
+      if ((report.category as string) === 'cancelled') throw new CancelledError('validation cancelled');
+      return { ...report, file: undefined, seconds, sandbox: this.sandbox.label, ...(this.sandbox.weaker ? { weakSandbox: this.sandbox.weaker } : {}) } as ValidationReport;
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+      await fsp.rm(inFolder, { recursive: true, force: true }).catch(() => undefined);
+    }
+  }
+
+  private kill(): void {
+    if (this.sandbox?.kind === 'none') {
+      try {
+        if (this.child.pid) process.kill(-this.child.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    this.child?.kill('SIGKILL');
+    this.cgroup?.killAll();
+  }
+
+  /** Stops the judge and everything in its sandbox; removes its folders and its cgroup. */
+  async close(): Promise<void> {
+    if (this.child && !this.exited) {
+      this.child.stdin!.end();
+      const gone = new Promise<void>((resolve) => this.child.once('close', () => resolve()));
+      const timer = setTimeout(() => this.kill(), 2000);
+      await gone;
+      clearTimeout(timer);
+    }
+    this.cgroup?.release();
+    if (this.root) await fsp.rm(this.root, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** A file name the sandbox can take whatever the pulled file was called (no separators or control characters). */
+function safeName(name: string): string {
+  const cleaned = name.replace(/[^\w.-]/g, '_').replace(/^[-.]+/, '_');
+  return cleaned.endsWith('.py') ? cleaned : `${cleaned}.py`;
+}
