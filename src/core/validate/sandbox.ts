@@ -432,7 +432,9 @@ export class Judge {
         if (got === undefined && Date.now() - started >= timeoutMs + GRACE_MS - 100) {
           return { ok: false, tier, category: 'timeout', message: `no result within ${timeoutMs / 1000} s (last tier reached: ${tier ?? 'none'})`, seconds, sandbox: this.sandbox.label };
         }
-        throw new NnragError('interpreter', `the validator (${this.python}) ended without a report: ${got?.error ?? this.lastError()}`);
+        if (got?.error) throw new NnragError('internal', `the validator refused the job: ${got.error}`);
+        // the judge was ready and died during the job: only the block's code was running beside it
+        return { ok: false, tier, category: 'tampered', message: `the validator was killed while the block ran: ${this.lastError()}`, seconds, sandbox: this.sandbox.label };
       }
       const report = got.report;
       if ((report.category as string) === 'cancelled') throw new CancelledError('validation cancelled');
