@@ -3,7 +3,7 @@
 // Works offline.
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { build, ensureNodeModules, ensureTorch, log, ROOT, run } from './setup.mjs';
+import { build, ensureNodeModules, ensureSandbox, ensureTorch, log, ROOT, run } from './setup.mjs';
 
 const cli = (...args) => run(process.execPath, [join(ROOT, 'dist', 'cli.js'), ...args], { check: false });
 const out = join(ROOT, 'demo-output');
@@ -12,6 +12,7 @@ const db = join(out, 'index.db');
 try {
   ensureNodeModules();
   const python = ensureTorch({ required: false });
+  ensureSandbox();
   build({ typecheck: false });
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });

@@ -63,6 +63,13 @@ export function ensureTorch({ required = true } = {}) {
   return undefined;
 }
 
+/** Debian's bubblewrap: the sandbox validation runs blocks in (without it, reports say "weaker sandbox"). */
+export function ensureSandbox() {
+  if (process.platform !== 'linux' || run('bwrap', ['--version'], { check: false, capture: true }).code === 0) return;
+  aptInstall(['bubblewrap'], 'the validation sandbox');
+  if (run('bwrap', ['--version'], { check: false, capture: true }).code !== 0) log('setup', 'bubblewrap is not installed: validation will run in a weaker sandbox (apt-get install bubblewrap)');
+}
+
 /** Layer check, type check and bundles. */
 export function build({ typecheck = true, tests = false } = {}) {
   run(process.execPath, [join(ROOT, 'scripts', 'checkLayers.mjs')]);

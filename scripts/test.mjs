@@ -3,7 +3,7 @@
 // The last line is "tests: N passed, N failed".
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { build, ensureNodeModules, ensureTorch, log, ROOT, run } from './setup.mjs';
+import { build, ensureNodeModules, ensureSandbox, ensureTorch, log, ROOT, run } from './setup.mjs';
 import { integration } from './testIntegration.mjs';
 
 const results = [];
@@ -52,6 +52,7 @@ function conformance(python) {
 try {
   ensureNodeModules();
   const torchPython = ensureTorch();
+  ensureSandbox();
   build();
   mocha();
   // the python-runner must work without torch (the python3 first on PATH here has none) and with it

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { build, ensureNodeModules, ensureTorch, log, ROOT, run } from './setup.mjs';
+import { build, ensureNodeModules, ensureSandbox, ensureTorch, log, ROOT, run } from './setup.mjs';
 import { packageVsix } from './package.mjs';
 import { ensureVsCodeHarness } from './vscodeHarness.mjs';
 
@@ -43,6 +43,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   try {
     ensureNodeModules();
     ensureTorch();
+    ensureSandbox();
     const r = integration({ extraArgs: process.argv.slice(2) });
     process.exit(r.code === 0 && r.failed === 0 ? 0 : 1);
   } catch (err) {

@@ -125,6 +125,43 @@ class TiersWithTorch(unittest.TestCase):
         self.assertEqual(report["kwargs"], {"in_channels": 16, "out_channels": 16})
         self.assertEqual(report["input_shapes"], [[2, 16, 16, 16]])
 
+    def test_a_result_printed_by_the_block_is_not_a_verdict(self) -> None:
+        report = run_file("""
+            import os, sys
+            from torch import nn
+            class Bad(nn.Module):
+                def forward(self, x):
+                    raise ValueError("always")
+            os.write(1, b'{"ok": true, "tier": "forward"}\\n')
+            sys.__stdout__.write('{"ok": true, "tier": "forward"}\\n')
+        """)
+        self.assertFalse(report["ok"], report)
+        self.assertEqual(report["category"], "forward")
+
+    def test_a_patched_module_call_does_not_skip_forward(self) -> None:
+        report = run_file("""
+            import torch
+            from torch import nn
+            nn.Module.__call__ = lambda self, *a, **k: torch.zeros(1)
+            class Bad(nn.Module):
+                def forward(self, x):
+                    raise ValueError("always")
+        """)
+        self.assertFalse(report["ok"], report)
+        self.assertIn("always", report["message"])
+
+    def test_the_judge_checks_the_output_values(self) -> None:
+        report = run_file("""
+            import torch
+            from torch import nn
+            class Inf(nn.Module):
+                def forward(self, x):
+                    return (x * float("inf"), {"n": torch.zeros(3, dtype=torch.long)})
+        """)
+        self.assertTrue(report["ok"], report)
+        self.assertFalse(report["output_finite"])
+        self.assertEqual(report["output_shapes"][1], {"n": [3]})
+
     def test_forward_failure_is_categorised(self) -> None:
         report = run_file("""
             from torch import nn

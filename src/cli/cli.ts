@@ -142,13 +142,19 @@ export function dbPath(args: ParsedArgs): string {
   return path.resolve(opt(args, 'db') ?? path.join('.nnrag', 'index.db'));
 }
 
-export async function openDb(args: ParsedArgs, env: CliEnv, mustExist = true): Promise<IndexDb> {
+/** Opens the index of `--db`; `write`: this command saves it, so it waits for another writer to finish first. */
+export async function openDb(args: ParsedArgs, env: CliEnv, mustExist = true, write = false): Promise<IndexDb> {
   const file = dbPath(args);
   if (mustExist) {
     const fs = await import('fs');
     if (!fs.existsSync(file)) throw new NnragError('not-found', `no index at ${file}; run 'nn-rag index SOURCE --db ${opt(args, 'db') ?? file}' first`);
   }
-  const { db, recovered } = await IndexDb.open(file, { sqlWasm: env.assets.sqlWasm });
+  const { db, recovered } = await IndexDb.open(file, {
+    sqlWasm: env.assets.sqlWasm,
+    write: write ? 'wait' : undefined,
+    signal: env.signal,
+    onWait: (who) => env.err(`nn-rag: waiting for ${who} to finish writing ${file}\n`),
+  });
   if (recovered) {
     env.err(`nn-rag: the index at ${file} was unreadable (${recovered.reason}); it was moved to ${recovered.movedTo} and a new one started\n`);
   }
@@ -221,7 +227,7 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
 
   const parser = await PythonParser.create(env.assets);
   const pool = lazyPool(env.assets.parseWorker, env.assets, parser);
-  const db = await openDb(args, env, false);
+  const db = await openDb(args, env, false, true);
   const draw = progressLine(env);
   const runs: IndexRunStats[] = [];
   const t0 = performance.now();

@@ -12,6 +12,7 @@ import type { PullOptions, PullReport } from '../core/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { ValidatorPool } from '../core/validate/pool';
 import { TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
+import { describeSandbox } from '../core/validate/sandbox';
 import { flag, intOpt, opt } from './args';
 import { EXIT, openDb, parse } from './cli';
 import type { CliEnv } from './cli';
@@ -51,6 +52,12 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
   };
 }
 
+/** Says on stderr, before any block's code runs, when validation only has a weaker sandbox than bubblewrap's. */
+async function warnIfWeakSandbox(env: CliEnv, memoryMb: number): Promise<void> {
+  const sandbox = await describeSandbox(memoryMb);
+  if (sandbox.weaker) env.err(`warning: ${sandbox.label}\n`);
+}
+
 export async function pullCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, PULL_OPTIONS);
   if (flag(args, 'all') || opt(args, 'from')) return batchPull(args, env);
@@ -58,7 +65,8 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
   const out = opt(args, 'out');
   if (!out) throw new NnragError('usage', 'pull needs --out FILE');
   const validate = !flag(args, 'no-validate');
-  const db = await openDb(args, env);
+  if (validate) await warnIfWeakSandbox(env, intOpt(args, 'memory-mb', 4096));
+  const db = await openDb(args, env, true, true);
   try {
     const ref = findTarget(db, args.positionals[0]);
     const parser = await PythonParser.create(env.assets);
@@ -145,7 +153,7 @@ async function batchTargets(args: ReturnType<typeof parse>, db: Awaited<ReturnTy
 async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
   const outDir = path.resolve(opt(args, 'out-dir') ?? 'nnrag-pulled');
   const validate = !flag(args, 'no-validate');
-  const db = await openDb(args, env);
+  const db = await openDb(args, env, true, true);
   const started = performance.now();
   try {
     const all = await batchTargets(args, db);
@@ -157,7 +165,8 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     // validation runs in a pool of warm interpreters (one per core unless --jobs says otherwise), the pulls that
     // feed it run that many at a time; --no-pool starts a fresh interpreter for every block
     const jobs = Math.max(1, intOpt(args, 'jobs', validate ? os.cpus().length : 1));
-    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(opt(args, 'python') ?? defaultPython(env), env.assets.runner, jobs) : undefined;
+    if (validate) await warnIfWeakSandbox(env, intOpt(args, 'memory-mb', 4096));
+    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(opt(args, 'python') ?? defaultPython(env), env.assets.runner, jobs, intOpt(args, 'memory-mb', 4096)) : undefined;
     const items: BatchItem[] = new Array(targets.length);
     let next = 0;
     let done = 0;
@@ -265,6 +274,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
   } catch {
     throw new NnragError('not-found', `no such file: ${file}`);
   }
+  await warnIfWeakSandbox(env, intOpt(args, 'memory-mb', 4096));
   const report = await validateFile(file, {
     python: opt(args, 'python') ?? defaultPython(env),
     runner: env.assets.runner,

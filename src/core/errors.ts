@@ -6,6 +6,8 @@ export type ErrorCode =
   | 'bad-url'
   | 'not-found'
   | 'corrupt-db'
+  /** a --db path that cannot hold our index (a device, a folder, another program's file, locked, unwritable) */
+  | 'bad-db'
   | 'git'
   | 'interpreter'
   /** only a weaker sandbox than asked for is available */

@@ -62,6 +62,8 @@ export interface PullOptions {
   signal?: AbortSignal;
   /** Validate in this pool of warm interpreters instead of a fresh process per block. */
   pool?: ValidatorPoolLike;
+  /** false: do not run the block's code when only a weaker sandbox than bubblewrap's is available (an error). */
+  allowWeakSandbox?: boolean;
   /** Write NAME.manifest.json and the folder's required_repos.json next to `out` (default true). */
   manifest?: boolean;
 }
@@ -174,6 +176,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
       signal: options.signal,
       pool: options.pool,
+      allowWeakSandbox: options.allowWeakSandbox,
     });
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it
@@ -261,6 +264,7 @@ async function validateWithBuilder(
         memoryMb: options.memoryMb,
         signal: options.signal,
         pool: options.pool,
+        allowWeakSandbox: options.allowWeakSandbox,
       });
       if (v.ok) return { ...v, builder: `${b.rec.module}.${b.name}` };
     } finally {

@@ -5,7 +5,7 @@ import { STDLIB } from '../core/emit/stdlib';
 import type { PullReport } from '../core/pull';
 import type { SearchHit } from '../core/search/search';
 import type { SourceConfig } from '../core/sources/types';
-import { GetBlockDetails, PullBlock, ReadSource, ReindexRepositories, SearchBlocks } from '../shared/protocol';
+import { GetBlockDetails, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
@@ -240,6 +240,9 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
   });
 }
 
+/** The user agreed, this session, to validate in a weaker sandbox than bubblewrap's. */
+let weakSandboxAccepted = false;
+
 async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string): Promise<PullReport | undefined> {
   const { client, interpreter, log } = deps;
   const folder = vscode.workspace.workspaceFolders?.[0];
@@ -292,6 +295,21 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
       .then((pick) => pick === manage && vscode.commands.executeCommand('workbench.trust.manage'));
     return preview;
   }
+  const memoryMb = settings.get<number>('validation.memoryMb') ?? 4096;
+  const sandbox = await client.request(GetSandbox, { memoryMb });
+  if (sandbox.weaker && !weakSandboxAccepted) {
+    const run = vscode.l10n.t('Run Anyway');
+    const pick = await vscode.window.showWarningMessage(
+      vscode.l10n.t('Pulled {0}. Validating runs its code, and this machine only has a weaker sandbox: {1}. Run it anyway?', className, sandbox.weaker),
+      { modal: true },
+      run,
+    );
+    if (pick !== run) {
+      log.info(`[pull] ${target}: not validated (weaker sandbox declined: ${sandbox.weaker})`);
+      return preview;
+    }
+    weakSandboxAccepted = true;
+  }
   const python = interpreter.current().path;
   const report = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', className, python), cancellable: true },
@@ -304,7 +322,8 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
           python,
           validate: true,
           timeoutSeconds: settings.get<number>('validation.timeoutSeconds') ?? 120,
-          memoryMb: settings.get<number>('validation.memoryMb') ?? 4096,
+          memoryMb,
+          allowWeakSandbox: weakSandboxAccepted,
         },
         token,
       ),
@@ -313,7 +332,8 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
   // messages are not awaited: the command resolves with the report while the message waits for the user
   if (report.status === 'validated') {
     const req = vscode.l10n.t('Write Requirements');
-    void vscode.window.showInformationMessage(vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', path.basename(dest.fsPath)), req).then(async (pick) => {
+    const weaker = report.validation?.weakSandbox ? ` ${vscode.l10n.t('(weaker sandbox: {0})', report.validation.weakSandbox)}` : '';
+    void vscode.window.showInformationMessage(`${vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', path.basename(dest.fsPath))}${weaker}`, req).then(async (pick) => {
       if (pick !== req) return;
       const lines = (report.requirements ?? []).map((r) => (r.distribution && r.version ? `${r.distribution}==${r.version}` : `${r.module}  # not installed`));
       const file = vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt'));

@@ -11,7 +11,7 @@ import { TextDocument } from 'vscode-languageserver-textdocument';
 import { findTarget } from '../core/blocks/target';
 import { readProvenance } from '../core/emit/emit';
 import { upstreamStatus } from '../core/emit/upstream';
-import { CancelledError, errorMessage } from '../core/errors';
+import { CancelledError, errorMessage, NnragError } from '../core/errors';
 import { IndexDb } from '../core/index/database';
 import { finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../core/index/indexer';
 import { indexStats } from '../core/index/stats';
@@ -23,6 +23,7 @@ import type { PullSession } from '../core/pull';
 import { describeClass } from '../core/resolve/describe';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { searchBlocks } from '../core/search/search';
+import { describeSandbox } from '../core/validate/sandbox';
 import { openSource } from '../core/sources/open';
 import { readClassFile } from '../core/sources/reader';
 import type { SourceConfig } from '../core/sources/types';
@@ -30,6 +31,7 @@ import {
   GetBlockDetails,
   GetIndexStatus,
   GetProvenance,
+  GetSandbox,
   GetGitCredentials,
   GetStats,
   GitCredentialsRejected,
@@ -95,7 +97,16 @@ export function startServer(connection: Connection): void {
     opening ??= (async () => {
       parser = await PythonParser.create(options);
       parsePool = lazyPool(options.parseWorker, options, parser);
-      const opened = await IndexDb.open(path.join(options.storageDir, 'index.db'), { sqlWasm: options.sqlWasm });
+      const file = path.join(options.storageDir, 'index.db');
+      let opened: Awaited<ReturnType<typeof IndexDb.open>>;
+      try {
+        opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, write: 'try' });
+      } catch (err) {
+        if (!(err instanceof NnragError) || !/being written by/.test(err.message)) throw err;
+        // another window's server writes this index: read it, keep this window's changes in memory only
+        log('index', `${errorMessage(err)}: this window reads the index and saves nothing`);
+        opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, readOnly: true });
+      }
       db = opened.db;
       if (opened.recovered) log('index', `the index was unreadable (${opened.recovered.reason}); moved to ${opened.recovered.movedTo} and rebuilt`);
       return { db, parser };
@@ -388,11 +399,13 @@ export function startServer(connection: Connection): void {
       timeoutMs: params.timeoutSeconds * 1000,
       memoryMb: params.memoryMb,
       signal: signalOf(token),
+      allowWeakSandbox: params.allowWeakSandbox === true,
     });
     d.scheduleSave(500);
     log('pull', `${report.target}: ${report.status}${report.tier ? ` (${report.tier})` : ''}${report.category ? ` ${report.category}: ${report.message}` : ''}`);
     return report;
   });
+  onRequest(connection, GetSandbox, ({ memoryMb }) => describeSandbox(memoryMb));
   onRequest(connection, GetProvenance, ({ text }) => readProvenance(text) ?? null);
   onRequest(connection, ReadSource, async ({ target }) => {
     const { db: d } = await ready();

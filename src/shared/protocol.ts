@@ -9,6 +9,7 @@ import type { SourceConfig } from '../core/sources/types';
 import type { IndexStats } from '../core/index/stats';
 import type { Provenance } from '../core/emit/emit';
 import type { GitCredentials } from '../core/sources/git';
+import type { SandboxDescription } from '../core/validate/sandbox';
 
 /** A typed method name: `P` the params, `R` the result. */
 export interface Method<P, R> {
@@ -66,6 +67,8 @@ export interface PullParams {
   validate: boolean;
   timeoutSeconds: number;
   memoryMb: number;
+  /** The user agreed to run the block's code in a weaker sandbox than bubblewrap's (else such a pull fails). */
+  allowWeakSandbox?: boolean;
 }
 
 /** Client -> server: the index state (also pushed by `IndexStatusChanged`). */
@@ -82,6 +85,8 @@ export const ListTree = method<{ parent?: TreeNode; query?: string }, TreeNode[]
 export const GetBlockDetails = method<{ target: string }, ClassDetails>('nnrag/getBlockDetails');
 /** Client -> server: pull a block into a file and validate it (cancellable). */
 export const PullBlock = method<PullParams, PullReport>('nnrag/pullBlock');
+/** Client -> server: which sandbox validation would run in, asked before running a block's code. */
+export const GetSandbox = method<{ memoryMb: number }, SandboxDescription>('nnrag/getSandbox');
 /** Client -> server: the provenance recorded in a pulled file's text. */
 export const GetProvenance = method<{ text: string }, Provenance | null>('nnrag/getProvenance');
 /** Client -> server: the source text of a block's file (git sources have no checkout to open). */

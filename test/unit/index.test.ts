@@ -1,7 +1,8 @@
 import * as assert from 'assert';
+import { createHash } from 'crypto';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { IndexDb } from '../../src/core/index/database';
+import { APPLICATION_ID, IndexDb } from '../../src/core/index/database';
 import { blobId, finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../../src/core/index/indexer';
 import { inlineParse } from '../../src/core/parse/pool';
 import type { ParseFn } from '../../src/core/parse/pool';
@@ -293,9 +294,11 @@ describe('index: the database file', () => {
     again.close();
   });
 
-  it('sets a corrupt file aside and starts a new one', async () => {
+  it('sets a corrupt file of ours aside and starts a new one', async () => {
     const file = path.join(await tmpdir(), 'index.db');
-    await fsp.writeFile(file, Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096, 7)]));
+    const damaged = Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096, 7)]);
+    damaged.writeUInt32BE(APPLICATION_ID, 68); // our application id: ours, damaged
+    await fsp.writeFile(file, damaged);
     const { db, recovered } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
     assert.ok(recovered, 'the corrupt file is reported');
     assert.match(recovered.movedTo, /index\.db\.corrupt-/);
@@ -310,8 +313,8 @@ describe('index: the database file', () => {
     db.setMeta('k', 'v');
     await db.save();
     db.close();
-    const stamp = JSON.parse(await fsp.readFile(`${file}.saved`, 'utf8')) as { size: number };
-    assert.strictEqual(stamp.size, (await fsp.stat(file)).size, 'the save stamps the file it wrote');
+    const stamp = JSON.parse(await fsp.readFile(`${file}.saved`, 'utf8')) as { sha256: string };
+    assert.strictEqual(stamp.sha256, createHash('sha256').update(await fsp.readFile(file)).digest('hex'), 'the save stamps the file it wrote');
     // damage past the header, same size: only a full check sees it
     const bytes = await fsp.readFile(file);
     bytes.fill(0x5a, 1024, bytes.length);

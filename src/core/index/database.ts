@@ -1,12 +1,22 @@
 /**
  * The sql.js database: opened from a file (or created), checked, migrated, and saved atomically.
- * A file that fails `PRAGMA quick_check` is moved aside and rebuilt, never silently used.
+ * Only a regular file (or a new one in a folder we may write) that is ours, or empty, is opened; a symlink is followed
+ * to its target, which is what is saved. A writer holds a lock file beside it, so a second writer waits. A file of
+ * ours that fails `PRAGMA quick_check` is moved aside and rebuilt, never silently used.
  */
+import { createHash } from 'crypto';
+import * as fs from 'fs';
 import { promises as fsp } from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import initSqlJs from 'sql.js';
 import type { Database, SqlJsStatic, SqlValue, Statement } from 'sql.js';
+import { NnragError } from '../errors';
 import { MIGRATIONS } from './migrations';
+
+/** SQLite's application_id of our databases ("NNRG"). */
+export const APPLICATION_ID = 0x4e4e5247;
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 
 export type Row = Record<string, SqlValue>;
 
@@ -32,42 +42,70 @@ export class IndexDb {
   private batchDepth = 0;
   private batchOpen = false;
 
+  private lock: DbLock | undefined;
+  /** Opened beside another writer: changes stay in memory, never saved over that writer's file. */
+  readOnly = false;
+
   private constructor(
     readonly raw: Database,
     readonly file: string | undefined,
   ) {}
 
-  /** Opens (or creates) the database at `file`; `undefined` gives an in-memory database. */
-  static async open(file: string | undefined, options: { sqlWasm?: string } = {}): Promise<OpenResult> {
+  /**
+   * Opens (or creates) the database at `file`; `undefined` gives an in-memory database. `write` takes the lock beside
+   * the file first ('wait': until the other writer is done; 'try': fails at once), so what is read is what the last
+   * writer saved. Throws a NnragError('bad-db') for a path that cannot hold our database, before any work.
+   */
+  static async open(
+    file: string | undefined,
+    options: { sqlWasm?: string; write?: 'wait' | 'try'; readOnly?: boolean; signal?: AbortSignal; onWait?: (holder: string) => void } = {},
+  ): Promise<OpenResult> {
     const SQL = await loadSqlJs(options.sqlWasm);
     let recovered: OpenResult['recovered'];
     let raw: Database | undefined;
-    if (file) {
-      let bytes: Buffer | undefined;
-      try {
-        bytes = await fsp.readFile(file);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      }
-      if (bytes && bytes.length > 0) {
-        // a file this process family wrote and nothing touched since needs no full integrity check
-        const problem = checkBytes(SQL, bytes, await writtenByUs(file));
-        if (problem.ok) {
-          raw = problem.db;
-        } else {
-          const movedTo = `${file}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-          await fsp.rename(file, movedTo);
-          recovered = { movedTo, reason: problem.reason };
+    let lock: DbLock | undefined;
+    const target = file ? checkDbPath(file) : undefined;
+    try {
+      if (target && options.write) lock = await DbLock.take(target, options.write, options.signal, options.onWait);
+      if (target) {
+        let bytes: Buffer | undefined;
+        try {
+          bytes = await fsp.readFile(target);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw fileError('read', target, err);
+        }
+        if (bytes && bytes.length > 0) {
+          const ours = ownership(bytes, await stampedHash(target));
+          if (ours === 'foreign') {
+            throw new NnragError('bad-db', `${target} is not an NN-RAG index (another program's file?); choose another --db`);
+          }
+          // a file whose content is what we last saved needs no full integrity check
+          const problem = checkBytes(SQL, bytes, ours === 'saved-by-us');
+          if (problem.ok) {
+            raw = problem.db;
+          } else {
+            const movedTo = `${target}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+            await fsp.rename(target, movedTo).catch((err) => {
+              throw fileError('move aside', target, err);
+            });
+            recovered = { movedTo, reason: problem.reason };
+          }
         }
       }
+      if (!raw) {
+        raw = new SQL.Database();
+        // small pages waste less of a small database that is saved whole
+        raw.run('PRAGMA page_size = 1024');
+      }
+    } catch (err) {
+      await lock?.release();
+      throw err;
     }
-    if (!raw) {
-      raw = new SQL.Database();
-      // small pages waste less of a small database that is saved whole
-      raw.run('PRAGMA page_size = 1024');
-    }
+    raw.run(`PRAGMA application_id = ${APPLICATION_ID}`);
     raw.run('PRAGMA foreign_keys = ON');
-    const db = new IndexDb(raw, file);
+    const db = new IndexDb(raw, target);
+    db.lock = lock;
+    db.readOnly = options.readOnly === true;
     db.migrate();
     return { db, recovered };
   }
@@ -218,17 +256,22 @@ export class IndexDb {
       clearTimeout(this.saveTimer);
       this.saveTimer = undefined;
     }
-    if (!this.file || !this.dirty) return;
+    if (!this.file || !this.dirty || this.readOnly) return;
     // export() closes and reopens the database: it frees every prepared statement and resets pragmas
     this.commitBatch();
     this.statements.clear();
     const bytes = this.raw.export();
     this.raw.run('PRAGMA foreign_keys = ON');
-    await fsp.mkdir(path.dirname(path.resolve(this.file)), { recursive: true });
     const tmp = `${this.file}.${process.pid}.tmp`;
-    await fsp.writeFile(tmp, bytes);
-    await fsp.rename(tmp, this.file);
-    await stampWritten(this.file);
+    try {
+      await fsp.mkdir(path.dirname(this.file), { recursive: true });
+      await fsp.writeFile(tmp, bytes, { flag: 'wx' });
+      await fsp.rename(tmp, this.file);
+    } catch (err) {
+      await fsp.rm(tmp, { force: true }).catch(() => undefined);
+      throw fileError('save', this.file, err);
+    }
+    await stampWritten(this.file, bytes);
     this.dirty = false;
   }
 
@@ -268,34 +311,191 @@ export class IndexDb {
     this.commitBatch();
     this.statements.clear();
     this.raw.close();
+    void this.lock?.release();
+    this.lock = undefined;
+  }
+}
+
+/** A NnragError for a file-system failure on the database, saying what we tried and why it failed. */
+function fileError(what: string, file: string, err: unknown): NnragError {
+  if (err instanceof NnragError) return err;
+  const e = err as NodeJS.ErrnoException;
+  const why: Record<string, string> = {
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    EROFS: 'the file system is read-only',
+    ENOSPC: 'no space left on the device',
+    EISDIR: 'it is a folder',
+    ENOTDIR: 'a part of the path is not a folder',
+    EDQUOT: 'over the disk quota',
+  };
+  return new NnragError('bad-db', `cannot ${what} the index ${file}: ${why[e.code ?? ''] ?? e.message}`, { cause: err });
+}
+
+const SPECIAL = ['/proc', '/sys', '/dev'];
+
+/**
+ * The file the database really is (a symlink followed to its target), checked before any work: a regular file, or a
+ * new file whose nearest existing folder we may write; never a device, a folder or a path under /proc, /sys or /dev.
+ */
+export function checkDbPath(file: string): string {
+  let target = path.resolve(file);
+  try {
+    target = fs.realpathSync(target);
+  } catch {
+    // a new file, or a link to one: resolve what exists of its folder
+    try {
+      const link = fs.readlinkSync(target);
+      target = path.resolve(path.dirname(target), link);
+    } catch {
+      // not a link
+    }
+    let dir = path.dirname(target);
+    const rest = [path.basename(target)];
+    while (!fs.existsSync(dir) && path.dirname(dir) !== dir) {
+      rest.unshift(path.basename(dir));
+      dir = path.dirname(dir);
+    }
+    try {
+      target = path.join(fs.realpathSync(dir), ...rest);
+    } catch {
+      // keep it as given
+    }
+  }
+  if (SPECIAL.some((s) => target === s || target.startsWith(`${s}/`))) throw new NnragError('bad-db', `${file}: an index cannot live under ${target.split('/').slice(0, 2).join('/')}`);
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.statSync(target);
+  } catch {
+    // new
+  }
+  if (st) {
+    if (st.isDirectory()) throw new NnragError('bad-db', `${file} is a folder; --db names the index file (for example ${path.join(file, 'index.db')})`);
+    if (!st.isFile()) throw new NnragError('bad-db', `${file} is not a regular file (a device, pipe or socket)`);
+    try {
+      fs.accessSync(target, fs.constants.R_OK | fs.constants.W_OK);
+      fs.accessSync(path.dirname(target), fs.constants.W_OK);
+    } catch (err) {
+      throw fileError('write', target, err);
+    }
+    return target;
+  }
+  let dir = path.dirname(target);
+  while (!fs.existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  try {
+    if (!fs.statSync(dir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (err) {
+    throw fileError('create', target, err);
+  }
+  return target;
+}
+
+/** Whose file this is: ours as last saved (content hash matches our stamp), ours, or another program's. */
+function ownership(bytes: Buffer, stamped: string | undefined): 'saved-by-us' | 'ours' | 'foreign' {
+  if (stamped && stamped === sha256(bytes)) return 'saved-by-us';
+  if (bytes.length < 100 || !bytes.subarray(0, 16).equals(SQLITE_MAGIC)) {
+    // not SQLite at all: ours only if we saved a file here before (it was damaged since)
+    return stamped ? 'ours' : 'foreign';
+  }
+  const appId = bytes.readUInt32BE(68);
+  if (appId === APPLICATION_ID) return 'ours';
+  // databases written before the application id: ours when they hold our migrations table and nothing else's
+  if (appId === 0 && (stamped || bytes.includes(Buffer.from('CREATE TABLE migrations')))) return 'ours';
+  return 'foreign';
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** A lock file beside the database (`DB.lock`, our pid and host): one writer at a time. */
+class DbLock {
+  private constructor(readonly file: string) {}
+
+  static async take(db: string, mode: 'wait' | 'try', signal?: AbortSignal, onWait?: (holder: string) => void): Promise<DbLock> {
+    const file = `${db}.lock`;
+    let told = false;
+    for (;;) {
+      try {
+        await fsp.writeFile(file, JSON.stringify({ pid: process.pid, host: os.hostname(), since: new Date().toISOString() }), { flag: 'wx' });
+        const lock = new DbLock(file);
+        process.once('exit', lock.releaseSync);
+        return lock;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw fileError('lock', db, err);
+      }
+      const holder = await readHolder(file);
+      if (holder && holder.host === os.hostname() && !alive(holder.pid)) {
+        await fsp.rm(file, { force: true }); // left by a process that died
+        continue;
+      }
+      const who = holder ? `process ${holder.pid}${holder.host !== os.hostname() ? ` on ${holder.host}` : ''}` : 'another process';
+      if (mode === 'try') throw new NnragError('bad-db', `${db} is being written by ${who}; try again when it is done`);
+      if (!told) {
+        onWait?.(who);
+        told = true;
+      }
+      if (signal?.aborted) throw new NnragError('bad-db', `stopped waiting for ${who} to finish writing ${db}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  private readonly releaseSync = (): void => {
+    try {
+      fs.rmSync(this.file, { force: true });
+    } catch {
+      // gone
+    }
+  };
+
+  async release(): Promise<void> {
+    process.removeListener('exit', this.releaseSync);
+    this.releaseSync();
+  }
+}
+
+async function readHolder(file: string): Promise<{ pid: number; host: string } | undefined> {
+  try {
+    const h = JSON.parse(await fsp.readFile(file, 'utf8')) as { pid?: unknown; host?: unknown };
+    return typeof h.pid === 'number' && typeof h.host === 'string' ? { pid: h.pid, host: h.host } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
 /**
- * Beside the database, the size and modification time it had when this code last saved it: a file that still has
- * them is the one written from a checked in-memory database, and opening it skips SQLite's `quick_check` (which reads
- * every page: most of a warm start's time).
+ * Beside the database, the sha256 of what this code last saved: a file whose content still has it is the one written
+ * from a checked in-memory database, and opening it skips SQLite's `quick_check` (which reads every page: most of a
+ * warm start's time). Any other change, whatever its size and time, gets the full check.
  */
 function stampFile(file: string): string {
   return `${file}.saved`;
 }
 
-async function stampWritten(file: string): Promise<void> {
+async function stampWritten(file: string, bytes: Uint8Array): Promise<void> {
   try {
-    const st = await fsp.stat(file);
-    await fsp.writeFile(stampFile(file), JSON.stringify({ size: st.size, mtimeMs: st.mtimeMs }));
+    await fsp.writeFile(stampFile(file), JSON.stringify({ sha256: sha256(bytes) }));
   } catch {
     // without a stamp the next open checks the file in full
   }
 }
 
-async function writtenByUs(file: string): Promise<boolean> {
+async function stampedHash(file: string): Promise<string | undefined> {
   try {
-    const [st, stamp] = await Promise.all([fsp.stat(file), fsp.readFile(stampFile(file), 'utf8')]);
-    const s = JSON.parse(stamp) as { size?: unknown; mtimeMs?: unknown };
-    return s.size === st.size && s.mtimeMs === st.mtimeMs;
+    const s = JSON.parse(await fsp.readFile(stampFile(file), 'utf8')) as { sha256?: unknown };
+    return typeof s.sha256 === 'string' ? s.sha256 : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
