@@ -11,6 +11,7 @@
  * and with one interpreter per block (about twenty minutes).
  * With --index-only, only the floors and the cold index (about a minute): prints their figures and stores nothing.
  * Usage: tsx scripts/bench.ts [--corpus DIR...] [--out FILE] [--no-validate] [--no-synthetic] [--scale N] [--rounds N] [--pool-speedup]
+ *        [--small-files N]
  *        tsx scripts/bench.ts --index-only [--corpus DIR...] [--rounds N]
  *        tsx scripts/bench.ts --synthetic-child CORPUS_DIR N   (the child: prints one JSON line)
  */
@@ -167,6 +168,33 @@ async function syntheticChild(corpusDir: string, scale: number): Promise<void> {
   }
 }
 
+/** `count` small generated files (one block each, near copies of one another), indexed cold in a process of its own:
+ * what many small files cost (duplicate grouping, rediscovery, the save) apart from what large ones cost. */
+async function smallFilesChild(count: number): Promise<void> {
+  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-bench-small-'));
+  try {
+    const root = path.join(work, 'small');
+    for (let i = 0; i < count; i++) {
+      const dir = path.join(root, 'pkg', `m${Math.floor(i / 1000)}`);
+      if (i % 1000 === 0) {
+        await fsp.mkdir(dir, { recursive: true });
+        await fsp.writeFile(path.join(dir, '__init__.py'), '');
+      }
+      await fsp.writeFile(
+        path.join(dir, `f${i}.py`),
+        `from torch import nn\n\n\nclass Block${i}(nn.Module):\n    """Small block ${i}."""\n\n    def __init__(self, channels=16, hidden=${(i % 7) + 8}):\n        super().__init__()\n        self.conv = nn.Conv2d(channels, hidden, 3, padding=1)\n        self.norm = nn.BatchNorm2d(hidden)\n        self.proj = nn.Conv2d(hidden, channels, 1)\n\n    def forward(self, x):\n        return x + self.proj(self.norm(self.conv(x)).relu())\n`,
+      );
+    }
+    const parser = await PythonParser.create(ASSETS);
+    const pool = lazyPool(await workerScript(), ASSETS, parser);
+    const cold = await coldIndex(path.join(work, 'index.db'), [root], ['small'], { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes }, pool.close);
+    await pool.close();
+    console.log(JSON.stringify({ files: count, cold_index_s: r2(cold.wall_ms / 1000), peak_rss_mb: r2(process.resourceUsage().maxRSS / 1024) }));
+  } finally {
+    await fsp.rm(work, { recursive: true, force: true });
+  }
+}
+
 function hasTorch(): boolean {
   try {
     execFileSync(PYTHON, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
@@ -178,6 +206,10 @@ function hasTorch(): boolean {
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
+  if (argv[0] === '--small-files-child') {
+    await smallFilesChild(Number(argv[1]));
+    return;
+  }
   if (argv[0] === '--synthetic-child') {
     await syntheticChild(argv[1], Number(argv[2]));
     return;
@@ -410,6 +442,16 @@ async function main(): Promise<void> {
       synthetic_db_bytes: s.db_bytes,
     };
   }
+  // many small files (--small-files N; 20,000 unless told, 0 for none), in a child process of its own
+  const smallCount = argv.includes('--small-files') ? Number(argv[argv.indexOf('--small-files') + 1]) : 20_000;
+  let smallFiles: Record<string, number> = {};
+  if (smallCount > 0) {
+    const child = spawnSync(process.execPath, [...process.execArgv, __filename, '--small-files-child', String(smallCount)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const line = child.stdout.trim().split('\n').pop() ?? '';
+    if (child.status !== 0 || !line.startsWith('{')) throw new Error(`the small-files run failed (exit ${child.status})`);
+    const s = JSON.parse(line) as { files: number; cold_index_s: number; peak_rss_mb: number };
+    smallFiles = { small_files: s.files, small_files_cold_index_s: s.cold_index_s, small_files_peak_rss_mb: s.peak_rss_mb };
+  }
   // `nn-rag pull --all` with validation over torchvision: a pool of warm interpreters (one per core) against one
   // fresh interpreter per block, one block at a time (--pool-speedup: about twenty minutes here)
   let poolSpeedup: Record<string, number> = {};
@@ -478,6 +520,7 @@ async function main(): Promise<void> {
     db_bytes: stat.size,
     db_ratio: r2(stat.size / sourceBytes),
     ...synthetic,
+    ...smallFiles,
     ...poolSpeedup,
     node: process.version,
     cpus: os.cpus().length,

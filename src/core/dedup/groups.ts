@@ -57,14 +57,19 @@ class UnionFind {
   }
 }
 
-/** Adds near-duplicates found by LSH over the signatures `pick` gives to `seed`, and returns it. */
+/** Members of one LSH bucket that a new row is compared with: the first, best-ranked ones. A bucket shared by thousands
+ * of rows (generated code, many forks) would otherwise make the comparisons quadratic. */
+const BUCKET_CAP = 16;
+
+/** Adds near-duplicates found by LSH over the signatures `pick` gives to `seed`, and returns it. Each row is compared
+ * once with the rows before it that share a band with it (at most BUCKET_CAP of each bucket): linear in the rows. */
 function nearGroups(rows: Row[], pick: (r: Row) => number[] | null, threshold: number, order: Map<number, number>, seed: UnionFind): UnionFind {
   const buckets = new Map<string, number[]>();
   const sigs = new Map<number, number[]>();
   // rows with the same signature compare alike with every other: the first stands for them all in the buckets, and
-  // the others join its group (a similarity of 1 meets any threshold up to 1). Copies of one class in many forks
-  // otherwise filled each bucket they share with pairs across groups, compared once per pair of copies.
+  // the others join its group (a similarity of 1 meets any threshold up to 1)
   const first = new Map<string, number>();
+  const candidates = new Set<number>();
   for (const r of rows) {
     const sig = pick(r);
     if (!sig || r.tokens < MIN_TOKENS) continue;
@@ -76,25 +81,21 @@ function nearGroups(rows: Row[], pick: (r: Row) => number[] | null, threshold: n
     }
     first.set(whole, r.id);
     sigs.set(r.id, sig);
+    candidates.clear();
     for (let b = 0; b < BANDS; b++) {
       const key = `${b}:${sig.slice(b * ROWS, (b + 1) * ROWS).join(',')}`;
       const list = buckets.get(key);
-      if (list) list.push(r.id);
-      else buckets.set(key, [r.id]);
-    }
-  }
-  const compared = new Set<string>();
-  for (const ids of buckets.values()) {
-    if (ids.length < 2) continue;
-    for (let i = 0; i < ids.length; i++) {
-      for (let j = i + 1; j < ids.length; j++) {
-        // already in one group: an edge inside a group changes neither the groups nor their originals
-        if (seed.find(ids[i]) === seed.find(ids[j])) continue;
-        const key = ids[i] < ids[j] ? `${ids[i]}-${ids[j]}` : `${ids[j]}-${ids[i]}`;
-        if (compared.has(key)) continue;
-        compared.add(key);
-        if (similarity(sigs.get(ids[i])!, sigs.get(ids[j])!) >= threshold) seed.union(ids[i], ids[j], order);
+      if (!list) {
+        buckets.set(key, [r.id]);
+        continue;
       }
+      for (const id of list) candidates.add(id);
+      if (list.length < BUCKET_CAP) list.push(r.id);
+    }
+    for (const id of candidates) {
+      // already in one group: an edge inside a group changes neither the groups nor their originals
+      if (seed.find(id) === seed.find(r.id)) continue;
+      if (similarity(sigs.get(id)!, sig) >= threshold) seed.union(id, r.id, order);
     }
   }
   return seed;
