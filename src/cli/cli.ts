@@ -50,7 +50,8 @@ usage:
   nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--all-copies] [--json]
   nn-rag show TARGET [--db F] [--json]
-  nn-rag pull TARGET [--db F] --out FILE [--python PY] [--no-validate] [--timeout S] [--json]
+  nn-rag pull TARGET [--db F] --out FILE [--force] [--python PY] [--no-validate] [--timeout S] [--json]
+                     --force replaces a file that was not pulled, or was edited since (see update)
   nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY]
               [--jobs N] [--no-pool] [--json]       validation in N warm interpreters (default: one per core)
   nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--json]
@@ -80,7 +81,22 @@ exit codes:
 
 const COMMON: Record<string, OptionSpec> = { db: { value: true }, json: {}, help: {} };
 
-export async function runCli(argv: string[], env: CliEnv): Promise<number> {
+/** Text for a terminal: control characters (from docstrings, names or paths of indexed code) shown as \u escapes,
+ * which JSON reads back as the same characters; newlines and tabs kept. */
+export function terminalSafe(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+const CLEAR_LINE = '\r\x1b[K';
+
+export async function runCli(argv: string[], rawEnv: CliEnv): Promise<number> {
+  // our own progress redraw is the only control sequence that reaches the terminal
+  const env: CliEnv = {
+    ...rawEnv,
+    out: (t) => rawEnv.out(terminalSafe(t)),
+    err: (t) => rawEnv.err(t.startsWith(CLEAR_LINE) ? CLEAR_LINE + terminalSafe(t.slice(CLEAR_LINE.length)) : terminalSafe(t)),
+  };
   const [command, ...rest] = argv;
   try {
     switch (command) {

@@ -13,6 +13,7 @@ import { loadModuleTable } from '../core/resolve/loadTable';
 import { ValidatorPool } from '../core/validate/pool';
 import { TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
 import { describeSandbox } from '../core/validate/sandbox';
+import { joinInside } from '../core/emit/writeSafe';
 import { flag, intOpt, opt } from './args';
 import { EXIT, openDb, parse } from './cli';
 import type { CliEnv } from './cli';
@@ -33,6 +34,7 @@ const PULL_OPTIONS = {
   jobs: { value: true },
   'no-pool': {},
   requirements: {},
+  force: {},
 };
 
 function defaultPython(env: CliEnv): string {
@@ -49,6 +51,7 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
     timeoutMs: intOpt(args, 'timeout', 120) * 1000,
     memoryMb: intOpt(args, 'memory-mb', 4096),
     signal: env.signal,
+    force: flag(args, 'force'),
   };
 }
 
@@ -176,7 +179,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
       const t0 = performance.now();
       try {
         const ref = findTarget(db, target);
-        const out = path.join(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
+        const out = joinInside(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
         const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out, pool });
         items[i] = { target, status: r.status, tier: r.tier, category: r.category, message: r.message, out: r.out, seconds: (performance.now() - t0) / 1000 };
       } catch (err) {

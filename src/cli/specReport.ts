@@ -3,6 +3,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { findTarget, listBlockTargets } from '../core/blocks/target';
+import { joinInside } from '../core/emit/writeSafe';
 import { bodyHash, readProvenance, splitPulled } from '../core/emit/emit';
 import { manifestPath, writeManifests } from '../core/emit/manifest';
 import type { Manifest } from '../core/emit/manifest';
@@ -44,7 +45,7 @@ export async function specCommand(argv: string[], env: CliEnv): Promise<number> 
       try {
         const ref = findTarget(db, target);
         const spec = await blockSpec(db, ref, parser, session);
-        const file = path.join(outDir, ref.repo, `${ref.module}.${ref.name}.json`);
+        const file = joinInside(outDir, ref.repo, `${ref.module}.${ref.name}.json`);
         await fsp.mkdir(path.dirname(file), { recursive: true });
         await fsp.writeFile(file, `${JSON.stringify(spec, null, 1)}\n`, 'utf8');
         index.push({ target, file: path.relative(outDir, file) });

@@ -23,6 +23,7 @@ import type { Problem } from './resolve/closure';
 import type { ModuleRecord, ModuleTable } from './resolve/moduleTable';
 import { loadRepoRows, readIndexedFile } from './sources/reader';
 import type { RepoRow } from './sources/reader';
+import { writeSafely } from './emit/writeSafe';
 import { validateFile } from './validate/runner';
 import type { FailureCategory, Requirement, Tier, ValidationReport, ValidatorPoolLike } from './validate/runner';
 
@@ -62,6 +63,8 @@ export interface PullOptions {
   signal?: AbortSignal;
   /** Validate in this pool of warm interpreters instead of a fresh process per block. */
   pool?: ValidatorPoolLike;
+  /** Replace an existing file that was not pulled, or was edited since (default: refuse). */
+  force?: boolean;
   /** false: do not run the block's code when only a weaker sandbox than bubblewrap's is available (an error). */
   allowWeakSandbox?: boolean;
   /** Write NAME.manifest.json and the folder's required_repos.json next to `out` (default true). */
@@ -157,8 +160,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     timings: { resolve_ms: round(t1 - t0), emit_ms: round(t2 - t1), validate_ms: 0 },
   };
   if (options.out) {
-    await fsp.mkdir(path.dirname(path.resolve(options.out)), { recursive: true });
-    await fsp.writeFile(options.out, emitted.code, 'utf8');
+    await writeSafely(path.resolve(options.out), emitted.code, options.force);
   }
   const blocked = failureOf(closure.problems);
   if (blocked) {

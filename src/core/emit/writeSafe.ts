@@ -1,0 +1,62 @@
+/**
+ * Where pulled files and specifications may be written: names from indexed code (repository names, module paths)
+ * made safe as single path segments, and writes that never go through a link, never leave the folder the user chose,
+ * and never replace a file that is not a pulled one, or one edited since its pull, unless forced.
+ */
+import * as fs from 'fs';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { NnragError } from '../errors';
+import { bodyHash, readProvenance } from './emit';
+
+/** One path segment from a name that indexed code chose: no separators, control characters, `.`/`..` or leading dash. */
+export function safeSegment(name: string): string {
+  // eslint-disable-next-line no-control-regex
+  let s = name.replace(/[/\\\u0000-\u001f\u007f]/g, '_').trim();
+  if (s.startsWith('-')) s = `_${s.slice(1)}`;
+  if (s === '' || /^\.+$/.test(s)) s = s.replace(/\./g, '_') || '_';
+  return s.slice(0, 200);
+}
+
+/** `segments` joined under `root`; throws if the result would leave it (it cannot once each segment is safe). */
+export function joinInside(root: string, ...segments: string[]): string {
+  const base = path.resolve(root);
+  const file = path.resolve(base, ...segments.map(safeSegment));
+  if (file !== base && !file.startsWith(`${base}${path.sep}`)) throw new NnragError('usage', `refusing to write ${file}: outside ${base}`);
+  return file;
+}
+
+/** Why `file` may not be replaced by a new pull (undefined when it may): a link, a folder, not pulled, or edited. */
+export async function replaceProblem(file: string): Promise<string | undefined> {
+  let st: fs.Stats;
+  try {
+    st = await fsp.lstat(file);
+  } catch {
+    return undefined; // a new file
+  }
+  if (st.isSymbolicLink()) return `${file} is a symbolic link; NN-RAG never writes through one`;
+  if (!st.isFile()) throw new NnragError('usage', `${file} is not a regular file; choose another --out`);
+  const text = await fsp.readFile(file, 'utf8');
+  const prov = readProvenance(text);
+  if (!prov) return `${file} exists and was not pulled by NN-RAG`;
+  if (bodyHash(text) !== prov.hash) return `${file} was edited since it was pulled (nn-rag update ${file} merges upstream into your edits)`;
+  return undefined;
+}
+
+/**
+ * Writes `content` to `file` by a new temporary file renamed over it, so a link at `file` is replaced, never followed.
+ * Without `force`, a file that `replaceProblem` objects to is an error and nothing is written.
+ */
+export async function writeSafely(file: string, content: string, force = false): Promise<void> {
+  const problem = await replaceProblem(file);
+  if (problem && !force) throw new NnragError('usage', `${problem}; --force replaces it`);
+  await fsp.mkdir(path.dirname(file), { recursive: true });
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.nnrag-tmp`);
+  try {
+    await fsp.writeFile(tmp, content, { encoding: 'utf8', flag: 'wx' });
+    await fsp.rename(tmp, file);
+  } catch (err) {
+    await fsp.rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+}

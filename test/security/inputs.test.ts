@@ -1,0 +1,101 @@
+/**
+ * Hostile names and paths: a repository named `..`, files that a pull must not replace or write through, escape
+ * sequences in docstrings. Nothing is written outside the folder the user chose, nothing the user owns is replaced
+ * without --force, and nothing from indexed code reaches the terminal as a control sequence.
+ */
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { cli, tmpdir, writeTree } from '../unit/helpers';
+
+const BLOCK = 'from torch import nn\n\n\nclass Tiny(nn.Module):\n    """Tiny \x1b[2J\x1b]0;pwned\x07 block\x9b31m."""\n\n    def forward(self, x):\n        return x\n';
+
+/** Every file under `dir`, relative. */
+function files(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else out.push(path.relative(dir, p));
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+describe('hostile names and paths', () => {
+  let dir: string;
+  let repo: string;
+  let db: string;
+  before(async () => {
+    dir = await tmpdir('nnrag-inputs-');
+    repo = path.join(dir, 'src', 'tiny');
+    db = path.join(dir, 'index.db');
+    await writeTree(repo, { 'tiny/__init__.py': '', 'tiny/layers.py': BLOCK });
+    const r = await cli('index', repo, '--name', '..', '--db', db);
+    assert.strictEqual(r.code, 0, r.err);
+  });
+
+  it('a repository named .. writes inside --out-dir for pull --all and spec --all', async () => {
+    const out = path.join(dir, 'out', 'pulled');
+    const before = files(dir).filter((f) => !f.startsWith(path.join('out', 'pulled')));
+    const pulled = await cli('pull', '--all', '--db', db, '--out-dir', out, '--no-validate');
+    assert.strictEqual(pulled.code, 0, pulled.err);
+    const specs = path.join(dir, 'out', 'specs');
+    const spec = await cli('spec', '--all', '--db', db, '--out-dir', specs);
+    assert.strictEqual(spec.code, 0, spec.err);
+    const after = files(dir).filter((f) => !f.startsWith(path.join('out', 'pulled')) && !f.startsWith(path.join('out', 'specs')));
+    assert.deepStrictEqual(after.filter((f) => !f.startsWith('index.db')), before.filter((f) => !f.startsWith('index.db')), 'a file was written outside the output folders');
+    assert.ok(files(out).some((f) => f.endsWith('tiny_layers__Tiny.py')), files(out).join(', '));
+    assert.ok(files(specs).some((f) => f.endsWith('tiny.layers.Tiny.json')), files(specs).join(', '));
+  });
+
+  it('--out refuses to replace a file that was not pulled, an edited pull, or to write through a link, without --force', async () => {
+    const mine = path.join(dir, 'mine.py');
+    fs.writeFileSync(mine, 'print("my own code")\n');
+    const refused = await cli('pull', 'tiny.layers.Tiny', '--db', db, '--out', mine, '--no-validate');
+    assert.notStrictEqual(refused.code, 0);
+    assert.match(refused.err, /was not pulled by NN-RAG; --force replaces it/);
+    assert.strictEqual(fs.readFileSync(mine, 'utf8'), 'print("my own code")\n');
+
+    const pulled = path.join(dir, 'pulled.py');
+    assert.strictEqual((await cli('pull', 'tiny.layers.Tiny', '--db', db, '--out', pulled, '--no-validate')).code, 0);
+    assert.strictEqual((await cli('pull', 'tiny.layers.Tiny', '--db', db, '--out', pulled, '--no-validate')).code, 0, 'an unedited pull is replaced');
+    fs.appendFileSync(pulled, '\n# my edit\n');
+    const edited = await cli('pull', 'tiny.layers.Tiny', '--db', db, '--out', pulled, '--no-validate');
+    assert.notStrictEqual(edited.code, 0);
+    assert.match(edited.err, /edited since it was pulled.*update/);
+    assert.match(fs.readFileSync(pulled, 'utf8'), /# my edit/);
+
+    const target = path.join(dir, 'target.txt');
+    fs.writeFileSync(target, 'keep me\n');
+    const link = path.join(dir, 'link.py');
+    fs.symlinkSync(target, link);
+    const through = await cli('pull', 'tiny.layers.Tiny', '--db', db, '--out', link, '--no-validate');
+    assert.notStrictEqual(through.code, 0);
+    assert.match(through.err, /symbolic link/);
+    assert.strictEqual(fs.readFileSync(target, 'utf8'), 'keep me\n');
+
+    const forced = await cli('pull', 'tiny.layers.Tiny', '--db', db, '--out', mine, '--no-validate', '--force');
+    assert.strictEqual(forced.code, 0, forced.err);
+    assert.match(fs.readFileSync(mine, 'utf8'), /class Tiny/);
+    const forcedLink = await cli('pull', 'tiny.layers.Tiny', '--db', db, '--out', link, '--no-validate', '--force');
+    assert.strictEqual(forcedLink.code, 0, forcedLink.err);
+    assert.ok(!fs.lstatSync(link).isSymbolicLink(), 'the link is replaced, not written through');
+    assert.strictEqual(fs.readFileSync(target, 'utf8'), 'keep me\n');
+  });
+
+  it('escape sequences from docstrings never reach the terminal raw, and JSON still reads them back', async () => {
+    const text = await cli('search', 'tiny', '--db', db);
+    const json = await cli('search', 'tiny', '--db', db, '--json');
+    const show = await cli('show', 'tiny.layers.Tiny', '--db', db);
+    for (const r of [text, json, show]) {
+      assert.strictEqual(r.code, 0, r.err);
+      // eslint-disable-next-line no-control-regex
+      assert.doesNotMatch(r.out, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, 'a control character reached the output');
+    }
+    const hits = JSON.parse(json.out) as { doc?: string; docstring?: string }[];
+    assert.ok(JSON.stringify(hits).includes('\\u001b[2J'), 'the docstring is in the JSON, escaped');
+  });
+});
