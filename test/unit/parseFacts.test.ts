@@ -233,6 +233,20 @@ describe('parse: hostile input', () => {
     assert.strictEqual(!py2c.ok && py2c.reason, 'python2');
     const bad = p.parseText('def f(:\n');
     assert.strictEqual(!bad.ok && bad.reason, 'syntax');
+    // what CPython 3 compiles is never Python 2: zeros with leading zeros, a Python 2 form in a docstring
+    assert.ok(p.parseText('x = 00\ny = 0_0\n').ok, '00 is a Python 3 literal');
+    const elsewhere = p.parseText('"""Usage:\nprint hello\n"""\n\n\ndef f(:\n    pass\n');
+    assert.strictEqual(!elsewhere.ok && elsewhere.reason, 'syntax', 'a Python 2 form away from the error does not make a file Python 2');
+  });
+
+  it('reports indentation deeper than CPython reads as CPython does', async () => {
+    const p = await parser();
+    let text = '';
+    for (let i = 0; i < 1000; i++) text += `${' '.repeat(i)}if x:\n`;
+    text += `${' '.repeat(1000)}pass\n`;
+    const out = p.parseText(text);
+    assert.strictEqual(!out.ok && out.reason, 'too-deep');
+    assert.strictEqual(!out.ok && out.detail, 'IndentationError: too many levels of indentation (line 101), as CPython says');
   });
 
   it('refuses pathological nesting instead of overflowing the stack', async () => {

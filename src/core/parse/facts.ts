@@ -763,7 +763,7 @@ class Extractor {
         return;
       case 'integer':
         // `0777` and `10L` are Python 2 literals
-        if (/^0\d+[lL]?$|^\d+[lL]$/.test(node.text)) throw new Python2Error(node.startPosition.row + 1, 'integer literal');
+        if (/^0+[1-9]\d*[lL]?$|^\d+[lL]$/.test(node.text)) throw new Python2Error(node.startPosition.row + 1, 'integer literal');
         return;
       default:
         this.visitAll(node.namedChildren, scope, timing);

@@ -16,7 +16,11 @@ export interface WasmPaths {
 /** Files larger than this are skipped and reported (generated tables, vendored blobs). */
 export const DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024;
 
-const PY2_HINTS = [/^\s*print\s+[^\s(=,)]/m, /^\s*except\s+[\w.]+\s*,\s*\w+\s*:/m, /^\s*exec\s+["'\w]/m, /\b0[0-7]+L?\b/, /`[^`\n]+`/];
+/** Python 2 constructs, looked for on the line where the parse failed (and the one before): a file is Python 2 only
+ * where Python 3 cannot read it and a Python 2 form stands there. */
+const PY2_HINTS = [/^\s*print\s+[^\s(=,)]/, /^\s*except\s+[\w.]+\s*,\s*\w+\s*:/, /^\s*exec\s+["'\w]/, /\b0+[1-7][0-7]*L?\b/, /\b\d+[lL]\b/, /`[^`\n]+`/, /^\s*raise\s+[\w.]+\s*,/];
+/** CPython's tokenizer refuses the line that would open this many indentation levels (its MAXINDENT). */
+const MAX_INDENT_LEVELS = 100;
 
 let runtime: Promise<void> | undefined;
 
@@ -99,8 +103,11 @@ export class PythonParser {
     try {
       const root = tree.rootNode;
       if (root.hasError) {
+        const deep = tooManyIndents(text);
+        if (deep) return { ok: false, reason: 'too-deep', detail: `IndentationError: too many levels of indentation (line ${deep}), as CPython says` };
         const line = firstErrorLine(root);
-        const py2 = PY2_HINTS.some((re) => re.test(text));
+        const lines = text.split('\n', line).slice(Math.max(0, line - 2));
+        const py2 = lines.some((l) => PY2_HINTS.some((re) => re.test(l)));
         return py2
           ? { ok: false, reason: 'python2', detail: `Python 2 syntax (syntax error at line ${line})` }
           : { ok: false, reason: 'syntax', detail: `syntax error at line ${line}` };
@@ -118,6 +125,26 @@ export class PythonParser {
       if (!deleted) tree.delete();
     }
   }
+}
+
+/** The line where indentation first goes deeper than CPython's tokenizer allows, or 0. Blank and comment lines do not
+ * count; lines inside brackets or strings may (only asked of files that failed to parse). */
+function tooManyIndents(text: string): number {
+  const stack = [0];
+  let lineNo = 0;
+  for (const line of text.split('\n')) {
+    lineNo++;
+    const body = line.trimStart();
+    if (!body || body.startsWith('#')) continue;
+    const width = line.length - body.length;
+    if (width > stack[stack.length - 1]) {
+      stack.push(width);
+      if (stack.length > MAX_INDENT_LEVELS) return lineNo;
+    } else {
+      while (width < stack[stack.length - 1]) stack.pop();
+    }
+  }
+  return 0;
 }
 
 function firstErrorLine(root: import('web-tree-sitter').Node): number {
