@@ -86,6 +86,20 @@ describe('hostile names and paths', () => {
     assert.strictEqual(fs.readFileSync(target, 'utf8'), 'keep me\n');
   });
 
+  it('pulls blocks from files whose names hold spaces, other letters or a leading dash', async () => {
+    const names = path.join(dir, 'names');
+    const block = (n: string): string => `from torch import nn\n\n\nclass ${n}(nn.Module):\n    def forward(self, x):\n        return x\n`;
+    await writeTree(names, { 'pk/__init__.py': '', 'pk/my file.py': block('Sp'), 'pk/módulo.py': block('Ünï'), 'pk/-dash.py': block('Da') });
+    const ndb = path.join(dir, 'names.db');
+    assert.strictEqual((await cli('index', names, '--db', ndb)).code, 0);
+    for (const target of ['pk.my file.Sp', 'pk.módulo.Ünï', 'names:pk.-dash.Da']) {
+      const out = path.join(dir, 'names-out', `${target.length}.py`);
+      const r = await cli('pull', target, '--db', ndb, '--out', out, '--no-validate');
+      assert.strictEqual(r.code, 0, `${target}: ${r.err}`);
+      assert.match(fs.readFileSync(out, 'utf8'), new RegExp(`class ${target.split('.').pop()}\\(nn\\.Module\\)`));
+    }
+  });
+
   it('escape sequences from docstrings never reach the terminal raw, and JSON still reads them back', async () => {
     const text = await cli('search', 'tiny', '--db', db);
     const json = await cli('search', 'tiny', '--db', db, '--json');

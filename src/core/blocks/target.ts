@@ -17,11 +17,13 @@ export interface ClassRef {
 
 export function parseTarget(target: string): { repo?: string; module?: string; name: string } {
   const t = target.trim();
-  if (!t || t.startsWith('-')) throw new NnragError('usage', `'${target}' is not a target; write module.path.ClassName or repo:module.path.ClassName`);
   const colon = t.indexOf(':');
   const repo = colon >= 0 ? t.slice(0, colon) : undefined;
   const dotted = colon >= 0 ? t.slice(colon + 1) : t;
-  if (!/^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$/.test(dotted)) {
+  // the class is a Python identifier (Unicode too); module parts are what the index named them after the files, whose
+  // names may hold spaces, dashes or any letters
+  // eslint-disable-next-line no-control-regex
+  if (!t || (t.startsWith('-') && colon < 0) || !/^(?:[^.:\u0000-\u001f]+\.)*[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}]*$/u.test(dotted)) {
     throw new NnragError('usage', `'${target}' is not a target; write module.path.ClassName or repo:module.path.ClassName`);
   }
   const i = dotted.lastIndexOf('.');
