@@ -1,7 +1,8 @@
 import * as assert from 'assert';
 import { promises as fsp } from 'fs';
+import * as http from 'http';
 import * as path from 'path';
-import { NnragError } from '../../src/core/errors';
+import { CancelledError, NnragError } from '../../src/core/errors';
 import { finishRun, indexSource } from '../../src/core/index/indexer';
 import { checkGitUrl, openGit } from '../../src/core/sources/git';
 import { git, startGitServer } from './gitServer';
@@ -113,5 +114,37 @@ describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function 
       assert.throws(() => checkGitUrl(bad), (err: unknown) => err instanceof NnragError && err.code === 'bad-url', bad);
     }
     assert.strictEqual(checkGitUrl('https://example.org/a/b.git/'), 'https://example.org/a/b.git');
+  });
+
+  it('gives up on a server that drips, one that never answers, and stops at once when cancelled', async () => {
+    const sockets = new Set<import('net').Socket>();
+    const slow = http.createServer((req, res) => {
+      if (req.url?.includes('silent')) return; // never answers
+      res.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-advertisement' });
+      const drip = setInterval(() => res.write('0'), 200);
+      res.on('close', () => clearInterval(drip));
+    });
+    slow.on('connection', (s) => sockets.add(s));
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
+    const base = `http://127.0.0.1:${(slow.address() as import('net').AddressInfo).port}`;
+    const timeouts = { idleMs: 1000, windowMs: 1500, minBytes: 100 };
+    try {
+      let started = Date.now();
+      await assert.rejects(openGit({ location: `${base}/drip.git` }, { cacheDir: await tmpdir('nnrag-cache-'), timeouts }), /giving up/);
+      assert.ok(Date.now() - started < 10_000, 'the drip held the clone too long');
+      started = Date.now();
+      await assert.rejects(openGit({ location: `${base}/silent.git` }, { cacheDir: await tmpdir('nnrag-cache-'), timeouts }), /no answer from the server/);
+      assert.ok(Date.now() - started < 10_000);
+      const abort = new AbortController();
+      setTimeout(() => abort.abort(), 300);
+      started = Date.now();
+      const cache = await tmpdir('nnrag-cache-');
+      await assert.rejects(openGit({ location: `${base}/drip.git` }, { cacheDir: cache, signal: abort.signal }), (err: unknown) => err instanceof CancelledError);
+      assert.ok(Date.now() - started < 3000, 'the cancel was not honoured at once');
+      assert.deepStrictEqual(await fsp.readdir(path.join(cache, 'git')).catch(() => []), [], 'a half clone was left');
+    } finally {
+      for (const s of sockets) s.destroy();
+      slow.close();
+    }
   });
 });

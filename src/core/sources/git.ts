@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import git from 'isomorphic-git';
 import http from 'isomorphic-git/http/node';
-import { errorMessage, NnragError, throwIfAborted } from '../errors';
+import { CancelledError, errorMessage, NnragError, throwIfAborted } from '../errors';
 import { validateName } from './folder';
 import { makeMatcher } from './glob';
 import { detectLicense, LICENSE_FILES } from './license';
@@ -49,6 +49,101 @@ export interface GitOptions {
   onAuth?: GitAuth;
   /** Called when the server refused the credentials `onAuth` gave (so a stored secret can be forgotten). */
   onAuthFailure?: (url: string) => void;
+  /** How slow a server may be before the clone or fetch gives up (defaults: GIT_TIMEOUTS). */
+  timeouts?: Partial<GitTimeouts>;
+}
+
+export interface GitTimeouts {
+  /** No byte (or no answer) from the server for this long. */
+  idleMs: number;
+  /** Over each window of `windowMs`, fewer than `minBytes` bytes: a server that drips. */
+  windowMs: number;
+  minBytes: number;
+}
+
+export const GIT_TIMEOUTS: GitTimeouts = { idleMs: 60_000, windowMs: 60_000, minBytes: 4096 };
+
+/**
+ * isomorphic-git's node client, with limits it lacks: an answer and every part of a body must come within `idleMs`,
+ * each `windowMs` must bring `minBytes`, and the signal (Ctrl-C, a cancelled request) stops a transfer at once.
+ */
+export function guardedHttp(signal: AbortSignal | undefined, limits: GitTimeouts): typeof http & { stopped?: string } {
+  // why a transfer was stopped: isomorphic-git reads some bodies through a reader that turns errors into an "empty
+  // response", so the reason is kept here for the message
+  let stopped: string | undefined;
+  const race = <T>(promise: Promise<T>, what: () => string | undefined): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const check = setInterval(() => {
+        const why = signal?.aborted ? 'cancelled' : what();
+        if (why) {
+          clearInterval(check);
+          stopped = why;
+          reject(signal?.aborted ? new CancelledError() : new Error(why));
+        }
+      }, Math.min(250, limits.idleMs / 4));
+      promise.then(
+        (v) => {
+          clearInterval(check);
+          resolve(v);
+        },
+        (e) => {
+          clearInterval(check);
+          reject(e);
+        },
+      );
+    });
+  return {
+    get stopped() {
+      return stopped;
+    },
+    async request(req) {
+      throwIfAborted(signal);
+      const asked = Date.now();
+      const res = await race(http.request(req), () => (Date.now() - asked > limits.idleMs ? `no answer from the server in ${limits.idleMs / 1000} s` : undefined));
+      const body = res.body;
+      if (!body) return res;
+      let last = Date.now();
+      let windowStart = Date.now();
+      let windowBytes = 0;
+      const slow = (): string | undefined => {
+        if (signal?.aborted) return 'cancelled';
+        const now = Date.now();
+        if (now - last > limits.idleMs) return `no data from the server for ${limits.idleMs / 1000} s`;
+        if (now - windowStart > limits.windowMs) {
+          if (windowBytes < limits.minBytes) return `the server sent ${windowBytes} bytes in ${limits.windowMs / 1000} s; giving up`;
+          windowStart = now;
+          windowBytes = 0;
+        }
+        return undefined;
+      };
+      const iterator = body[Symbol.asyncIterator]();
+      const guarded: AsyncIterableIterator<Uint8Array> = {
+        [Symbol.asyncIterator]() {
+          return guarded;
+        },
+        async next() {
+          try {
+            const item = await race(iterator.next(), slow);
+            if (!item.done) {
+              last = Date.now();
+              windowBytes += item.value.length;
+              // a drip answers every wait in time: the window is judged on arrival too
+              const why = slow();
+              if (why) {
+                stopped = why;
+                throw signal?.aborted ? new CancelledError() : new Error(why);
+              }
+            }
+            return item;
+          } catch (err) {
+            void iterator.return?.();
+            throw err;
+          }
+        },
+      };
+      return { ...res, body: guarded };
+    },
+  };
 }
 
 /** Credentials for a URL, asked for only when the server wants them (never stored in settings). */
@@ -65,6 +160,7 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
   const name = validateName(config.name ?? defaultGitName(url));
   const gitdir = path.join(options.cacheDir, 'git', `${name}-${createHash('sha1').update(url).digest('hex').slice(0, 10)}.git`);
   const cache = {};
+  const http = guardedHttp(options.signal, { ...GIT_TIMEOUTS, ...options.timeouts });
   const isCommit = !!config.ref && /^[0-9a-f]{40}$/i.test(config.ref);
   const onProgress = options.onMessage
     ? (p: { phase: string; loaded: number; total?: number }) =>
@@ -119,13 +215,17 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
       commit = res.fetchHead ?? previous;
     }
   } catch (err) {
+    if (err instanceof CancelledError || options.signal?.aborted) {
+      if (!previous) await fs.promises.rm(gitdir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }).catch(() => undefined);
+      throw err instanceof CancelledError ? err : new CancelledError();
+    }
     if (previous && !isCommit) {
-      options.onMessage?.(`fetch failed (${errorMessage(err)}); using the cached commit ${previous.slice(0, 8)}`);
+      options.onMessage?.(`fetch failed (${http.stopped ?? errorMessage(err)}); using the cached commit ${previous.slice(0, 8)}`);
       commit = previous;
     } else {
       // no half clone left behind (retried: a failed clone may still be finishing a write, ENOTEMPTY)
       await fs.promises.rm(gitdir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }).catch(() => undefined);
-      throw new NnragError('git', `cannot clone ${url}${config.ref ? ` at ${config.ref}` : ''}: ${errorMessage(err)}`, { cause: err });
+      throw new NnragError('git', `cannot clone ${url}${config.ref ? ` at ${config.ref}` : ''}: ${http.stopped ?? errorMessage(err)}`, { cause: err });
     }
   }
   try {
