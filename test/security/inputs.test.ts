@@ -4,9 +4,10 @@
  * without --force, and nothing from indexed code reaches the terminal as a control sequence.
  */
 import * as assert from 'assert';
+import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { cli, tmpdir, writeTree } from '../unit/helpers';
+import { cli, ROOT, tmpdir, writeTree } from '../unit/helpers';
 
 const BLOCK = 'from torch import nn\n\n\nclass Tiny(nn.Module):\n    """Tiny \x1b[2J\x1b]0;pwned\x07 block\x9b31m."""\n\n    def forward(self, x):\n        return x\n';
 
@@ -97,6 +98,32 @@ describe('hostile names and paths', () => {
       const r = await cli('pull', target, '--db', ndb, '--out', out, '--no-validate');
       assert.strictEqual(r.code, 0, `${target}: ${r.err}`);
       assert.match(fs.readFileSync(out, 'utf8'), new RegExp(`class ${target.split('.').pop()}\\(nn\\.Module\\)`));
+    }
+  });
+
+  it('the language server survives malformed frames over stdio and answers the next good one', async function () {
+    this.timeout(60_000);
+    const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/server/main.ts'), '--stdio'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const frame = (obj: unknown): string => {
+      const body = Buffer.from(JSON.stringify(obj));
+      return `Content-Length: ${body.length}\r\n\r\n${body.toString()}`;
+    };
+    try {
+      child.stdin.write('Content-Length: abc\r\n\r\n{"jsonrpc":"2.0","id":0,"method":"x"}garbage\r\n\r\n');
+      child.stdin.write('Content-Length: 99999999999\r\n\r\n');
+      child.stdin.write(`${'x'.repeat(10_000)}\r\n\r\n`);
+      child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { processId: null, rootUri: null, capabilities: {}, initializationOptions: {} } }));
+      const end = Date.now() + 45_000;
+      while (!/"id":1,"result"/.test(out) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+      assert.match(out, /"id":1,"result":\{"capabilities"/, `no answer after malformed frames; stderr: ${err.slice(-500)}`);
+      assert.match(err, /\[lsp\] dropped a header without a valid Content-Length/);
+      assert.match(err, /\[lsp\] dropped a frame of 99999999999 bytes/);
+    } finally {
+      child.kill();
     }
   });
 
