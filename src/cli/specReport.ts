@@ -4,7 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { findTarget, listBlockTargets } from '../core/blocks/target';
 import { joinInside } from '../core/emit/writeSafe';
-import { bodyHash, readProvenance, splitPulled } from '../core/emit/emit';
+import { bodyHash, parseProvenance, readProvenance, splitPulled } from '../core/emit/emit';
 import { manifestPath, writeManifests } from '../core/emit/manifest';
 import type { Manifest } from '../core/emit/manifest';
 import { merge3 } from '../core/emit/merge';
@@ -167,13 +167,29 @@ export async function statusCommand(argv: string[], env: CliEnv): Promise<number
   };
   for (const r of roots) await walk(r, 0);
   const db = await openDb(args, env);
-  const rows: { file: string; target: string; state: string; changed: { names: string[]; path: string; state: string }[] }[] = [];
+  const rows: { file: string; target: string; state: string; reason?: string; changed: { names: string[]; path: string; state: string }[] }[] = [];
   try {
     for (const f of files) {
-      const prov = readProvenance(await fsp.readFile(f, 'utf8').catch(() => ''));
+      const { provenance: prov, damaged } = parseProvenance(await fsp.readFile(f, 'utf8').catch(() => ''));
+      if (damaged) {
+        rows.push({ file: f, target: '?', state: 'damaged', reason: damaged, changed: [] });
+        continue;
+      }
       if (!prov) continue;
+      let known = true;
+      try {
+        findTarget(db, prov.target);
+      } catch {
+        known = false;
+      }
       const up = upstreamStatus(db, prov);
-      rows.push({ file: f, target: prov.target, state: up.state, changed: up.entries.filter((e) => e.state === 'changed' || e.state === 'missing').map((e) => ({ names: e.names, path: e.path, state: e.state })) });
+      rows.push({
+        file: f,
+        target: prov.target,
+        state: known ? up.state : 'unknown',
+        ...(known ? {} : { reason: `${prov.target} is not in this index` }),
+        changed: up.entries.filter((e) => e.state === 'changed' || e.state === 'missing').map((e) => ({ names: e.names, path: e.path, state: e.state })),
+      });
     }
   } finally {
     db.close();
@@ -182,12 +198,19 @@ export async function statusCommand(argv: string[], env: CliEnv): Promise<number
   else if (!rows.length) env.out('no pulled files here\n');
   else {
     for (const r of rows) {
-      const what = r.state === 'changed' ? `upstream changed: ${r.changed.map((c) => `${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('; ')}` : r.state === 'unknown' ? 'repository not in this index' : 'up to date';
+      const what =
+        r.state === 'changed'
+          ? `upstream changed: ${r.changed.map((c) => `${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('; ')}`
+          : r.state === 'damaged'
+            ? `damaged header: ${r.reason}`
+            : r.state === 'unknown'
+              ? (r.reason ?? 'repository not in this index')
+              : 'up to date';
       env.out(`${r.file}  ${r.target}  ${what}\n`);
     }
   }
   // like `git diff --exit-code`: 1 when something is out of date
-  return rows.some((r) => r.state === 'changed') ? EXIT.failed : EXIT.ok;
+  return rows.some((r) => r.state === 'changed' || r.state === 'damaged') ? EXIT.failed : EXIT.ok;
 }
 
 /**
@@ -202,7 +225,8 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
   const text = await fsp.readFile(file, 'utf8').catch(() => {
     throw new NnragError('not-found', `no such file: ${file}`);
   });
-  const prov = readProvenance(text);
+  const { provenance: prov, damaged } = parseProvenance(text);
+  if (damaged) throw new NnragError('bad-source', `${file} has a damaged NN-RAG header (${damaged}); pull the block again into another file and compare`);
   if (!prov) throw new NnragError('bad-source', `${file} has no NN-RAG provenance record: it was not pulled, or its header was removed`);
   const manifest = (await fsp
     .readFile(manifestPath(file), 'utf8')
@@ -221,6 +245,12 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
     const edited = bodyHash(text) !== prov.hash;
     const say = (line: Record<string, unknown>, human: string): void => env.out(flag(args, 'json') ? `${JSON.stringify({ file, ...line })}\n` : `${human}\n`);
     if (freshProv.hash === prov.hash) {
+      if (JSON.stringify(freshProv.definitions) !== JSON.stringify(prov.definitions)) {
+        // the same code, but the header records other sources (an edited header): it is written again
+        await fsp.writeFile(file, `${upstream.header}${mine.body}`, 'utf8');
+        say({ state: 'header-refreshed' }, `${file}: the code is up to date with ${prov.target}; its header recorded other sources and was written again`);
+        return EXIT.ok;
+      }
       say({ state: 'up-to-date' }, `${file}: up to date with ${prov.target}`);
       return EXIT.ok;
     }

@@ -127,6 +127,44 @@ describe('hostile names and paths', () => {
     }
   });
 
+  it('status and update on tampered headers: damaged ones are named, never "up to date", and nothing crashes', async () => {
+    const pulled = path.join(dir, 'tamper', 'orig.py');
+    assert.strictEqual((await cli('pull', 'tiny.layers.Tiny', '--db', db, '--out', pulled, '--no-validate')).code, 0);
+    const text = fs.readFileSync(pulled, 'utf8');
+    const line = text.split('\n').find((l) => l.startsWith('# nnrag-provenance: '))!;
+    const prov = JSON.parse(line.slice('# nnrag-provenance: '.length)) as Record<string, unknown> & { definitions: Record<string, unknown>[] };
+    const variants: Record<string, string> = {
+      'not-json.py': '# nnrag-provenance: {"version":1',
+      'bad-definitions.py': `# nnrag-provenance: ${JSON.stringify({ ...prov, definitions: [{ names: ['X'], module: 1, path: null, blob: 'zz' }] })}`,
+      'no-definitions.py': `# nnrag-provenance: ${JSON.stringify({ ...prov, definitions: 'x' })}`,
+      'bad-hash.py': `# nnrag-provenance: ${JSON.stringify({ ...prov, hash: 'md5:0' })}`,
+    };
+    for (const [name, record] of Object.entries(variants)) {
+      const file = path.join(dir, 'tamper', name);
+      fs.writeFileSync(file, text.replace(line, record));
+      const status = await cli('status', file, '--db', db);
+      assert.strictEqual(status.code, 1, `${name}: ${status.out}${status.err}`);
+      assert.match(status.out, /damaged header/, name);
+      const update = await cli('update', file, '--db', db);
+      assert.strictEqual(update.code, 3, `${name}: ${update.out}${update.err}`);
+      assert.match(update.err, /damaged NN-RAG header/);
+      assert.doesNotMatch(status.err + update.err, /internal error/);
+    }
+    // a target that is not in the index is said to be unknown, not up to date
+    const unknown = path.join(dir, 'tamper', 'unknown.py');
+    fs.writeFileSync(unknown, text.replace(line, `# nnrag-provenance: ${JSON.stringify({ ...prov, target: 'nowhere:no.Such' })}`));
+    const st = await cli('status', unknown, '--db', db);
+    assert.match(st.out, /nowhere:no\.Such is not in this index/);
+    // recorded sources that are not the real ones: upstream changed, and update writes the header again
+    const forged = path.join(dir, 'tamper', 'forged.py');
+    fs.writeFileSync(forged, text.replace(line, `# nnrag-provenance: ${JSON.stringify({ ...prov, definitions: prov.definitions.map((d) => ({ ...d, blob: '0'.repeat(40) })) })}`));
+    assert.strictEqual((await cli('status', forged, '--db', db)).code, 1);
+    const up = await cli('update', forged, '--db', db);
+    assert.strictEqual(up.code, 0, up.err);
+    assert.match(up.out, /header recorded other sources and was written again/);
+    assert.strictEqual((await cli('status', forged, '--db', db)).code, 0);
+  });
+
   it('escape sequences from docstrings never reach the terminal raw, and JSON still reads them back', async () => {
     const text = await cli('search', 'tiny', '--db', db);
     const json = await cli('search', 'tiny', '--db', db, '--json');

@@ -316,15 +316,51 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   return { code: `${header}\n\n${rest}`, provenance, thirdParty, order, graph };
 }
 
-/** Reads the provenance record back from a pulled file's text, if it has one. */
+/** Reads the provenance record back from a pulled file's text, if it has one that is whole. */
 export function readProvenance(text: string): Provenance | undefined {
+  return parseProvenance(text).provenance;
+}
+
+/**
+ * The provenance record of a pulled file: `provenance` when it is whole, `damaged` (why) when a record is there but
+ * cannot be trusted (not JSON, or fields of the wrong kind: edited or cut by hand), neither when there is none.
+ */
+export function parseProvenance(text: string): { provenance?: Provenance; damaged?: string } {
   const line = text.split('\n', 40).find((l) => l.startsWith(PROVENANCE_PREFIX));
-  if (!line) return undefined;
+  if (!line) return {};
+  let record: unknown;
   try {
-    return JSON.parse(line.slice(PROVENANCE_PREFIX.length)) as Provenance;
+    record = JSON.parse(line.slice(PROVENANCE_PREFIX.length));
   } catch {
-    return undefined;
+    return { damaged: 'the provenance record is not valid JSON' };
   }
+  const damaged = provenanceProblem(record);
+  return damaged ? { damaged } : { provenance: record as Provenance };
+}
+
+const isText = (v: unknown): v is string => typeof v === 'string';
+const isTextOrNull = (v: unknown): boolean => v === null || v === undefined || typeof v === 'string';
+
+/** What is wrong with a provenance record read from a file (undefined when nothing). */
+function provenanceProblem(r: unknown): string | undefined {
+  if (!r || typeof r !== 'object' || Array.isArray(r)) return 'the provenance record is not an object';
+  const p = r as Record<string, unknown>;
+  if (p.version !== 1) return `unknown provenance version ${JSON.stringify(p.version)}`;
+  for (const key of ['target', 'block', 'repo', 'pulledAt'] as const) if (!isText(p[key]) || !p[key]) return `the provenance record has no ${key}`;
+  if (!isText(p.hash) || !/^sha256:[0-9a-f]{64}$/.test(p.hash)) return 'the provenance record has no content hash';
+  for (const key of ['url', 'commit', 'license'] as const) if (!isTextOrNull(p[key])) return `the provenance record's ${key} is not text`;
+  if (!Array.isArray(p.definitions) || p.definitions.length === 0) return 'the provenance record lists no definitions';
+  for (const d of p.definitions as unknown[]) {
+    const e = d as Record<string, unknown> | null;
+    if (!e || typeof e !== 'object') return 'a provenance definition is not an object';
+    if (!Array.isArray(e.names) || !e.names.every(isText)) return 'a provenance definition has no names';
+    if (!isText(e.repo) || !isText(e.path) || !isText(e.module)) return 'a provenance definition has no repository, path or module';
+    if (!isText(e.blob) || !/^[0-9a-f]{40}$/.test(e.blob)) return 'a provenance definition has no git blob id';
+    if (!Array.isArray(e.lines) || e.lines.length !== 2 || !e.lines.every((n) => Number.isInteger(n))) return 'a provenance definition has no lines';
+  }
+  if (!Array.isArray(p.imports) || !p.imports.every(isText)) return 'the provenance record has no imports list';
+  if (!p.renamed || typeof p.renamed !== 'object' || Array.isArray(p.renamed) || !Object.values(p.renamed).every(isText)) return 'the provenance record has no renames';
+  return undefined;
 }
 
 /** The file's text with its provenance record replaced (the body, and so its hash, stay as they are). */
