@@ -57,6 +57,26 @@ describe('pull: resolution and emission', () => {
     assert.deepStrictEqual(Object.keys(report.provenance!.renamed).sort(), ['pkg.b.SCALE', 'pkg.b.helper']);
   });
 
+  it('follows lazy package exports (Hugging Face style) to the defining module, without the package machinery', async () => {
+    const lazyInit = (structure: string, typed: string): string =>
+      `import sys\nfrom typing import TYPE_CHECKING\nfrom ..lazy import LazyModule, SLOW_IMPORT\n\n_import_structure = ${structure}\n\n${typed}\nelse:\n    sys.modules[__name__] = LazyModule(__name__, _import_structure)\n`;
+    const { code, report, dir } = await pull(
+      {
+        'lib/__init__.py': '',
+        'lib/lazy.py': 'import os\nSLOW_IMPORT = os.environ.get("SLOW", "") == "1"\n\nclass LazyModule:\n    def __init__(self, name, structure):\n        raise RuntimeError("the package machinery must not be pulled")\n',
+        'lib/acts/__init__.py': lazyInit('{"gelu": ["GELU", "get_act"]}', 'if TYPE_CHECKING:\n    from .gelu import GELU, get_act'),
+        'lib/acts/gelu.py': 'class GELU:\n    def __call__(self, x):\n        return x * 2\n\ndef get_act(name):\n    return GELU()\n',
+        'lib/norms/__init__.py': lazyInit('{"rms": ["RMS"]}', 'if TYPE_CHECKING or SLOW_IMPORT:\n    from .rms import RMS'),
+        'lib/norms/rms.py': 'class RMS:\n    def __call__(self, x):\n        return x + 1\n',
+        'lib/block.py': 'from .acts import get_act\nfrom .norms import RMS\n\nclass Block:\n    def __init__(self):\n        self.act, self.norm = get_act("gelu"), RMS()\n    def run(self, x):\n        return self.norm(self.act(x))\n',
+      },
+      'lib.block.Block',
+    );
+    assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
+    assert.strictEqual(run(dir, "print(ns['Block']().run(5))"), '11');
+    assert.doesNotMatch(code, /LazyModule|_import_structure|SLOW_IMPORT/, 'the lazy machinery was pulled');
+  });
+
   it('orders definition-time needs first: bases, decorators, defaults, class bodies', async () => {
     const { code, dir } = await pull(
       {

@@ -252,7 +252,8 @@ export async function computeClosure(
       if (range.unit !== unit || (u.kind === 'import')) continue;
       const resolved = range.imports
         .map((i) => rec.facts.imports[i])
-        .filter((imp) => !imp.typeChecking)
+        // a star import binds what its module exports: those names resolve through it where they are read
+        .filter((imp) => !imp.typeChecking && imp.kind !== 'star')
         .map((imp) => {
           const bound = imp.bound ?? imp.module.split('.')[0];
           return { imp, bound, t: table.resolveImport(rec, imp.kind, imp.level, imp.module, imp.name, bound) };

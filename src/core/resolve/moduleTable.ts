@@ -61,7 +61,7 @@ export class ModuleTable {
   private readonly byModule = new Map<string, ModuleRecord[]>();
   private readonly topNames = new Map<number, Set<string>>();
   private readonly priority = new Map<number, number>();
-  private readonly bindingCache = new Map<ModuleRecord, Map<string, number>>();
+  private readonly bindingCache = new Map<ModuleRecord, { run: Map<string, number>; typeOnly: Map<string, number> }>();
   /** Names resolved from a module's top level, for every later pull of the session (a pull resolves thousands). */
   private readonly resolved = new Map<ModuleRecord, Map<string, Target>>();
   /** Per module: the last module-level import binding each name in each unit, and its star imports. */
@@ -113,17 +113,26 @@ export class ModuleTable {
 
   /** Index of the unit that binds `name` last at module level (the binding Python would see after import). */
   bindingUnit(mod: ModuleRecord, name: string): number | undefined {
+    return this.bindings(mod).run.get(name);
+  }
+
+  /** Index of the unit that binds `name` only for type checkers (`if TYPE_CHECKING:`), if one does. */
+  private typeOnlyUnit(mod: ModuleRecord, name: string): number | undefined {
+    return this.bindings(mod).typeOnly.get(name);
+  }
+
+  private bindings(mod: ModuleRecord): { run: Map<string, number>; typeOnly: Map<string, number> } {
     let cache = this.bindingCache.get(mod);
     if (!cache) {
-      cache = new Map();
-      const typeOnly = new Map<string, number>();
+      cache = { run: new Map(), typeOnly: new Map() };
+      const c = cache;
       mod.facts.units.forEach((u, i) => {
         if (u.kind === 'main') return;
-        for (const b of u.binds) (u.guard === 'type-checking' ? typeOnly : cache!).set(b, i);
+        for (const b of u.binds) (u.guard === 'type-checking' ? c.typeOnly : c.run).set(b, i);
       });
       this.bindingCache.set(mod, cache);
     }
-    return cache.get(name);
+    return cache;
   }
 
   private moduleImports(mod: ModuleRecord): { bindings: Map<string, ModuleFacts['imports'][number]>; stars: ModuleFacts['imports'] } {
@@ -158,11 +167,25 @@ export class ModuleTable {
     const { bindings, stars } = this.moduleImports(mod);
     if (unit !== undefined) {
       const u = mod.facts.units[unit];
-      if (u.kind === 'import') {
-        const imp = bindings.get(`${unit}:${name}`);
-        if (imp) return this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, seen);
+      const imp = bindings.get(`${unit}:${name}`);
+      if (u.kind === 'import' && imp) return this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, seen);
+      // a package's guarded re-export (`if TYPE_CHECKING or SLOW_IMPORT: from .x import A`, beside a lazy module):
+      // at run time the name comes from the module that defines it, not from the package's machinery
+      if (imp && mod.isPackage && u.guard) {
+        const t = this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, new Set(seen));
+        if (t.kind === 'symbol' || t.kind === 'module') return t;
       }
       return { kind: 'symbol', mod, name, unit };
+    }
+    // lazy exports: a package that binds the name only for type checkers (`_LazyModule`, a module `__getattr__`)
+    // gives it at run time from the module its import names
+    const lazy = mod.isPackage ? this.typeOnlyUnit(mod, name) : undefined;
+    if (lazy !== undefined) {
+      const imp = bindings.get(`${lazy}:${name}`);
+      if (imp) {
+        const t = this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, new Set(seen));
+        if (t.kind === 'symbol' || t.kind === 'module') return t;
+      }
     }
     // star imports, last one first
     for (let i = stars.length - 1; i >= 0; i--) {
@@ -235,6 +258,8 @@ export class ModuleTable {
     let cur = target;
     let consumed = 0;
     for (const attr of attrs) {
+      // `mod.__dict__`, `mod.__name__`: the module object itself is in use, not a submodule
+      if (cur.kind === 'module' && /^__\w+__$/.test(attr)) break;
       if (cur.kind === 'module') {
         const t = this.resolveName(cur.mod, attr, seen.size ? new Set(seen) : undefined);
         if (t.kind !== 'unresolved' && t.kind !== 'builtin') {
