@@ -46,12 +46,16 @@ export const HELP = `nn-rag: find PyTorch nn.Module blocks across repositories a
 usage:
   nn-rag index SOURCE... [--db F] [--name N] [--ref R] [--include G]... [--exclude G]... [--symbols G]...
                          [--priority P] [--python-env PY --packages a,b] [--cache DIR]
-                         [--dup-lexical J] [--dup-structural J] [--json]
+                         [--dup-lexical J] [--dup-structural J] [--inline | --no-inline] [--json]
+                         --inline / --no-inline: pulls from other repositories always inline / import this one
   nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--all-copies] [--json]
   nn-rag show TARGET [--db F] [--json]
   nn-rag pull TARGET [--db F] --out FILE [--force] [--python PY] [--no-validate] [--timeout S] [--json]
+                     [--inline | --no-inline]
                      --force replaces a file that was not pulled, or was edited since (see update)
+                     code of other indexed repositories is inlined when --python cannot import them,
+                     else imported; --inline inlines all of it, --no-inline imports all of it
   nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY]
               [--jobs N] [--no-pool] [--json]       validation in N warm interpreters (default: one per core)
   nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--json]
@@ -209,6 +213,7 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
     symbols: { value: true, multiple: true },
     priority: { value: true },
     inline: {},
+    'no-inline': {},
     'python-env': { value: true },
     packages: { value: true },
     cache: { value: true },
@@ -225,7 +230,7 @@ async function indexCommand(argv: string[], env: CliEnv): Promise<number> {
     exclude: args.options.get('exclude'),
     symbols: args.options.get('symbols'),
     priority: intOpt(args, 'priority', 0),
-    inline: flag(args, 'inline') || undefined,
+    inline: flag(args, 'inline') ? true : flag(args, 'no-inline') ? false : undefined,
   };
   const configs: SourceConfig[] = [];
   for (const p of args.positionals) configs.push(await sourceFromArgument(p, { ...extra, ref: opt(args, 'ref') }));

@@ -35,6 +35,8 @@ const PULL_OPTIONS = {
   'no-pool': {},
   requirements: {},
   force: {},
+  inline: {},
+  'no-inline': {},
 };
 
 function defaultPython(env: CliEnv): string {
@@ -52,6 +54,7 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
     memoryMb: intOpt(args, 'memory-mb', 4096),
     signal: env.signal,
     force: flag(args, 'force'),
+    inline: flag(args, 'inline') ? 'all' : flag(args, 'no-inline') ? 'none' : 'auto',
   };
 }
 

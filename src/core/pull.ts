@@ -19,10 +19,11 @@ import type { PythonParser } from './parse/parser';
 import type { ParsedModule } from './parse/types';
 import { BuilderIndex } from './resolve/builders';
 import { computeClosure } from './resolve/closure';
-import type { Problem } from './resolve/closure';
+import type { ClosureResult, Problem } from './resolve/closure';
 import type { ModuleRecord, ModuleTable } from './resolve/moduleTable';
 import { loadRepoRows, readIndexedFile } from './sources/reader';
 import type { RepoRow } from './sources/reader';
+import { importableModules } from './validate/sandbox';
 import { writeSafely } from './emit/writeSafe';
 import { validateFile } from './validate/runner';
 import type { FailureCategory, Requirement, Tier, ValidationReport, ValidatorPoolLike } from './validate/runner';
@@ -40,6 +41,8 @@ export interface PullReport {
   problems: Problem[];
   definitions: number;
   imports: string[];
+  /** Other repositories whose code the file inlines (not installed, or asked for). */
+  inlinedRepos?: string[];
   requirements?: Requirement[];
   provenance?: Provenance;
   /** The file's dependency graph by name. */
@@ -63,6 +66,12 @@ export interface PullOptions {
   signal?: AbortSignal;
   /** Validate in this pool of warm interpreters instead of a fresh process per block. */
   pool?: ValidatorPoolLike;
+  /**
+   * Code of other indexed repositories: 'auto' (default) inlines a repository whose packages the interpreter
+   * (`python`) cannot import and keeps imports of one it can; 'all' inlines every one; 'none' keeps imports. A
+   * repository's own `inline` setting wins. Without an interpreter, 'auto' keeps imports.
+   */
+  inline?: 'auto' | 'all' | 'none';
   /** Replace an existing file that was not pulled, or was edited since (default: refuse). */
   force?: boolean;
   /** false: do not run the block's code when only a weaker sandbox than bubblewrap's is available (an error). */
@@ -114,6 +123,35 @@ async function parseRecord(session: PullSession, parser: PythonParser, rec: Modu
   return outcome;
 }
 
+/** Names of the other repositories whose code the closure inlines. */
+function inlinedNames(session: PullSession, closure: ClosureResult, rootRepo: number): string[] {
+  const ids = new Set<number>();
+  for (const n of closure.units.values()) if (n.rec.repoId !== rootRepo) ids.add(n.rec.repoId);
+  return [...ids].map((id) => session.repos.get(id)?.name ?? String(id)).sort();
+}
+
+/** The other repositories whose code a pull from `rootRepo` inlines (see PullOptions.inline). */
+async function reposToInline(session: PullSession, rootRepo: number, options: PullOptions): Promise<Set<number>> {
+  const mode = options.inline ?? 'auto';
+  const out = new Set<number>();
+  const undecided: number[] = [];
+  for (const [id, repo] of session.repos) {
+    if (id === rootRepo) continue;
+    const own = repo.config.inline;
+    if (own === true || (own === undefined && mode === 'all')) out.add(id);
+    else if (own === undefined && mode === 'auto' && options.python) undecided.push(id);
+  }
+  if (undecided.length) {
+    const names = undecided.flatMap((id) => session.table.topLevelNames(id));
+    const importable = await importableModules(options.python!, names);
+    for (const id of undecided) {
+      const tops = session.table.topLevelNames(id);
+      if (tops.length && !tops.some((n) => importable.has(n))) out.add(id);
+    }
+  }
+  return out;
+}
+
 function failureOf(problems: Problem[]): { category: FailureCategory; message: string } | undefined {
   const native = problems.filter((p) => p.kind === 'native-extension');
   if (native.length) return { category: 'native-extension', message: native.map((p) => p.detail).join('; ') };
@@ -129,10 +167,11 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   const fact = rec?.facts.classes.filter((c) => c.name === ref.name).pop();
   if (!rec || !fact) throw new NnragError('not-found', `${target} is not in the index any more; run 'nn-rag index' again`);
 
+  const inlined = await reposToInline(session, ref.repoId, options);
   const closureCtx = {
     table: session.table,
     parse: (r: ModuleRecord) => parseRecord(session, options.parser, r),
-    inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || session.repos.get(r.repoId)?.config.inline === true,
+    inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId),
     skippedReason: (module: string, repoId: number) => session.skipped.get(`${repoId}:${module}`),
   };
   const emitCtx = {
@@ -145,7 +184,11 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   };
   const closure = await computeClosure(closureCtx, rec, fact.unit);
   const t1 = performance.now();
-  const emitted = emitFile(closure, emitCtx, target);
+  const inlinedRepos = inlinedNames(session, closure, ref.repoId);
+  const notes = inlinedRepos.length
+    ? [`also inlined: code of ${inlinedRepos.join(', ')} (${options.inline === 'all' ? 'as asked' : `indexed, and not importable by ${options.python ?? 'the interpreter'}`})`]
+    : [];
+  const emitted = emitFile(closure, { ...emitCtx, notes }, target);
   const t2 = performance.now();
   const report: PullReport = {
     status: 'extracted',
@@ -155,6 +198,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     problems: closure.problems,
     definitions: emitted.order.length,
     imports: emitted.thirdParty,
+    ...(inlinedRepos.length ? { inlinedRepos } : {}),
     graph: emitted.graph,
     provenance: emitted.provenance,
     timings: { resolve_ms: round(t1 - t0), emit_ms: round(t2 - t1), validate_ms: 0 },

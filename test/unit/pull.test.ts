@@ -77,6 +77,48 @@ describe('pull: resolution and emission', () => {
     assert.doesNotMatch(code, /LazyModule|_import_structure|SLOW_IMPORT/, 'the lazy machinery was pulled');
   });
 
+  it('leaves out a registration when nothing in the file builds from the registry, and keeps it when something does', async () => {
+    const files = {
+      'reg/__init__.py': '',
+      'reg/registry.py':
+        'class Registry:\n    def __init__(self, name):\n        self.name, self.items = name, {}\n    def register_module(self, name=None):\n        def wrap(cls):\n            self.items[name or cls.__name__] = cls\n            return cls\n        return wrap\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.items[cfg.pop("type")](**cfg)\n\nMODELS = Registry("models")\n',
+      'reg/blocks.py':
+        'from .registry import MODELS\n\n\n@MODELS.register_module()\nclass Inner:\n    def __init__(self, k=2):\n        self.k = k\n\n\n@MODELS.register_module(name="Plain")\nclass Plain:\n    def run(self, x):\n        return x + 1\n\n\n@MODELS.register_module()\nclass Outer:\n    def __init__(self):\n        self.inner = MODELS.build(dict(type="Inner", k=5))\n    def run(self, x):\n        return x * self.inner.k\n',
+    };
+    const plain = await pull(files, 'reg.blocks.Plain');
+    assert.strictEqual(plain.report.status, 'extracted');
+    assert.doesNotMatch(plain.code, /class Registry|^from \.registry|^MODELS/m, 'the registry came with a block that does not build from it');
+    assert.match(plain.code, /# @MODELS\.register_module\(name="Plain"\): registration left out by NN-RAG \(nothing here builds from MODELS; registered in reg\.blocks\)\nclass Plain:/);
+    assert.strictEqual(run(plain.dir, "print(ns['Plain']().run(1))"), '2');
+    const outer = await pull(files, 'reg.blocks.Outer');
+    assert.strictEqual(outer.report.status, 'extracted');
+    assert.match(outer.code, /class Registry/);
+    assert.match(outer.code, /^@MODELS\.register_module\(\)\nclass Inner/m, 'a class the file builds by name keeps its registration');
+    assert.strictEqual(run(outer.dir, "print(ns['Outer']().run(3))"), '15');
+  });
+
+  it('inlines an indexed repository the interpreter cannot import, imports one it can, and says which', async () => {
+    const dir = await tmpdir();
+    await writeTree(path.join(dir, 'helperlib'), { 'helperlib/__init__.py': '', 'helperlib/ops.py': 'def double(x):\n    return 2 * x\n' });
+    // a repository whose package the interpreter has (the standard library's `json`): it stays an import
+    await writeTree(path.join(dir, 'jsonfork'), { 'json/__init__.py': 'def dumps(x):\n    return "fork"\n' });
+    await writeTree(path.join(dir, 'app'), { 'app/__init__.py': '', 'app/block.py': 'from helperlib.ops import double\nfrom json import dumps\n\nclass Block:\n    def run(self, x):\n        return dumps(double(x))\n' });
+    const db = await memoryDb();
+    for (const r of ['helperlib', 'jsonfork', 'app']) await indexFolder(db, path.join(dir, r));
+    const session = openPullSession(db, loadModuleTable(db));
+    const out = path.join(dir, 'out', 'pulled.py');
+    const report = await pullBlock(session, findTarget(db, 'app.block.Block'), { parser: await parser(), out, validate: false, python: 'python3' });
+    const code = await fsp.readFile(out, 'utf8');
+    assert.deepStrictEqual(report.inlinedRepos, ['helperlib']);
+    assert.match(code, /^# also inlined: code of helperlib \(indexed, and not importable by python3\)$/m);
+    assert.match(code, /^def double\(x\):/m);
+    assert.match(code, /^from json import dumps$/m);
+    assert.strictEqual(run(dir, "print(ns['Block']().run(4))"), '8');
+    const none = await pullBlock(session, findTarget(db, 'app.block.Block'), { parser: await parser(), out, validate: false, python: 'python3', inline: 'none', force: true });
+    assert.strictEqual(none.inlinedRepos, undefined);
+    assert.match(await fsp.readFile(out, 'utf8'), /^from helperlib\.ops import double$/m);
+  });
+
   it('orders definition-time needs first: bases, decorators, defaults, class bodies', async () => {
     const { code, dir } = await pull(
       {

@@ -84,6 +84,8 @@ export interface EmitContext {
   parsed(rec: ModuleRecord): ParsedModule;
   source(rec: ModuleRecord): SourceInfo;
   now?: () => Date;
+  /** Lines for the header after the license (why code of other repositories was inlined). */
+  notes?: string[];
 }
 
 const PROVENANCE_PREFIX = '# nnrag-provenance: ';
@@ -220,6 +222,8 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
         return left === right ? 'pass' : `${left} = ${right}`;
       });
       edits.push({ start: e.start, end: e.end, text: stmts.length ? [...new Set(stmts)].join('; ') : 'pass' });
+    } else if (e.text !== undefined) {
+      edits.push({ start: e.start, end: e.end, text: e.text });
     } else if (e.to) {
       const final = names.get(e.to);
       if (final !== undefined && final !== parsed.text.slice(e.start, e.end)) edits.push({ start: e.start, end: e.end, text: final });
@@ -300,6 +304,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     '# -*- coding: utf-8 -*-',
     `# Pulled by NN-RAG: ${provenance.block} from ${rootSrc.repo} (${rootSrc.url ?? rootSrc.location})`,
     `# commit ${rootSrc.commit ?? 'unknown (not a git checkout)'}; license ${rootSrc.license ?? 'not declared'}`,
+    ...(ctx.notes ?? []).map((n) => `# ${n}`),
     '# inlined definitions (repository path:lines, git blob):',
     ...definitions.map((d) => `#   ${d.names.join(', ') || '(statement)'}: ${d.repo} ${d.path}:${d.lines[0]}-${d.lines[1]} blob ${d.blob.slice(0, 12)}`),
     `# content sha256 of everything below this header: ${hash}`,

@@ -3,7 +3,7 @@
  * resolved the way Python would; third-party names become imports; string registries count as references.
  */
 import { DirectedGraph } from 'graphology';
-import type { ParsedModule, Timing } from '../parse/types';
+import type { ParsedModule, Ref, Timing } from '../parse/types';
 import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
 
 export interface UnitNode {
@@ -20,6 +20,7 @@ export interface Edit {
   start: number;
   end: number;
   to?: string;
+  text?: string;
   /** For replaced import statements: one assignment per bound name (`boundKey`: a module-level binding). */
   imports?: { bound: string; boundKey?: string; to: string }[];
 }
@@ -100,6 +101,36 @@ function registryIndex(table: ModuleTable, repoId: number): Map<string, { rec: M
     }
   }
   return out;
+}
+
+/** A registration decorator (`@MODELS.register_module()`) of a class unit: its span, the registry and its refs. */
+interface Registration {
+  node: UnitNode;
+  start: number;
+  end: number;
+  registry: string;
+  text: string;
+  refs: Ref[];
+  where: string;
+}
+
+/** The span of the decorator that registers the class of `unit` in a registry, if it has one. */
+function registrationSpan(rec: ModuleRecord, unit: number, text: string): { start: number; end: number; registry: string } | undefined {
+  const u = rec.facts.units[unit];
+  if (u.kind !== 'class') return undefined;
+  const fact = rec.facts.classes.find((c) => c.unit === unit && c.registry);
+  if (!fact?.registry) return undefined;
+  const head = text.slice(u.start, u.end);
+  const classAt = new RegExp(`^[ \\t]*class[ \\t]+${fact.name}\\b`, 'm').exec(head)?.index;
+  if (classAt === undefined) return undefined;
+  const decorators = head.slice(0, classAt);
+  const starts = [...decorators.matchAll(/^[ \t]*@/gm)].map((m) => m.index ?? 0);
+  for (let i = 0; i < starts.length; i++) {
+    const piece = decorators.slice(starts[i], starts[i + 1] ?? classAt);
+    const m = /^\s*@\s*([\w.]+)\.register(?:_module)?\b/.exec(piece);
+    if (m && m[1] === fact.registry.registry) return { start: u.start + starts[i], end: u.start + (starts[i + 1] ?? classAt), registry: m[1] };
+  }
+  return undefined;
 }
 
 export async function computeClosure(
@@ -209,8 +240,26 @@ export async function computeClosure(
     }
   };
 
+  const placeRef = (node: UnitNode, ref: Ref, where: string): void => {
+    let t = table.resolveName(node.rec, ref.name);
+    let end = ref.end;
+    if (t.kind === 'module' && ref.attrs.length && ctx.inlines(t.mod, rootRec.repoId)) {
+      // `a.init_weights`, `pkg.sub.f`: the module attribute becomes a plain name in the output
+      const r = table.resolveAttrs(t, ref.attrs);
+      if (r.consumed > 0) {
+        t = r.target;
+        end = ref.attrEnds[r.consumed - 1];
+      }
+    }
+    const to = place(node, t, ref.name, ref.timing, where);
+    if (to) node.edits.push({ start: ref.start, end, to });
+  };
+  /** Registration decorators whose registry nothing else in the file has needed so far. */
+  let registrations: Registration[] = [];
+
   const root = need(rootRec, rootUnit);
   for (const extra of extraRoots) need(extra.rec, extra.unit);
+  for (;;) {
   while (queue.length) {
     const node = queue.shift()!;
     const { rec, unit } = node;
@@ -218,20 +267,14 @@ export async function computeClosure(
     const u = rec.facts.units[unit];
     const where = `${rec.module}${u.name ? `.${u.name}` : ''} (line ${u.startLine})`;
 
+    // registering the class is a side effect: its registry is needed only if the file builds from it
+    const span = rec.repoId === rootRec.repoId || ctx.inlines(rec, rootRec.repoId) ? registrationSpan(rec, unit, parsed.text) : undefined;
+    const registration: Registration | undefined = span && { ...span, node, refs: [], where, text: parsed.text.slice(span.start, span.end).trim() };
     for (const ref of parsed.refs[unit]) {
-      let t = table.resolveName(rec, ref.name);
-      let end = ref.end;
-      if (t.kind === 'module' && ref.attrs.length && ctx.inlines(t.mod, rootRec.repoId)) {
-        // `a.init_weights`, `pkg.sub.f`: the module attribute becomes a plain name in the output
-        const r = table.resolveAttrs(t, ref.attrs);
-        if (r.consumed > 0) {
-          t = r.target;
-          end = ref.attrEnds[r.consumed - 1];
-        }
-      }
-      const to = place(node, t, ref.name, ref.timing, where);
-      if (to) node.edits.push({ start: ref.start, end, to });
+      if (registration && ref.start >= registration.start && ref.end <= registration.end) registration.refs.push(ref);
+      else placeRef(node, ref, where);
     }
+    if (registration) registrations.push(registration);
 
     // string registries: dict(type="MLPHead") names a registered class
     const strings = parsed.strings[unit];
@@ -270,6 +313,21 @@ export async function computeClosure(
       }
       node.edits.push({ start: range.start, end: range.end, imports: lines });
     }
+  }
+    // a registry that something else needs (a build from it, a string reference) keeps every registration into it
+    const needed = (r: Registration): boolean => {
+      const t = table.resolveDotted(r.node.rec, r.registry);
+      if (t.kind === 'symbol') return units.has(unitKey(t.mod, t.unit));
+      return t.kind === 'external';
+    };
+    const keep = registrations.filter(needed);
+    if (!keep.length) break;
+    registrations = registrations.filter((r) => !keep.includes(r));
+    for (const r of keep) for (const ref of r.refs) placeRef(r.node, ref, r.where);
+  }
+  for (const r of registrations) {
+    const registered = r.node.rec.module;
+    r.node.edits.push({ start: r.start, end: r.end, text: `# ${r.text.replace(/\s*\n\s*/g, ' ')}: registration left out by NN-RAG (nothing here builds from ${r.registry}; registered in ${registered})\n` });
   }
   return { root, units, graph, symbols, externals, builtinsUsed, problems };
 }

@@ -97,6 +97,11 @@ export class ModuleTable {
     return this.byModule.values();
   }
 
+  /** The top-level packages and modules of a repository (what `import` names first). */
+  topLevelNames(repoId: number): string[] {
+    return [...(this.topNames.get(repoId) ?? [])];
+  }
+
   /** True when `module` belongs to the repository's own top-level packages or modules. */
   isInternal(module: string, repoId: number): boolean {
     return this.topNames.get(repoId)?.has(module.split('.')[0]) ?? false;

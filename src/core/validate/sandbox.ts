@@ -71,6 +71,29 @@ export function interpreterInfo(python: string): Promise<InterpreterInfo> {
   return known;
 }
 
+const importableCache = new Map<string, Promise<Set<string>>>();
+
+/** Which of `names` (top-level modules) the interpreter can import, asked without importing them (find_spec). */
+export function importableModules(python: string, names: string[]): Promise<Set<string>> {
+  const wanted = [...new Set(names)].filter((n) => /^[\p{L}_][\p{L}\p{N}_]*$/u.test(n)).sort();
+  const key = `${python}\0${wanted.join(',')}`;
+  let known = importableCache.get(key);
+  if (!known) {
+    known = new Promise<Set<string>>((resolve) => {
+      const code = 'import importlib.util, json, sys\nprint(json.dumps([n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]))';
+      execFile(python, ['-I', '-c', code, ...wanted], { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } }, (err, stdout) => {
+        try {
+          resolve(new Set(err ? [] : (JSON.parse(stdout.trim().split('\n').pop() ?? '[]') as string[])));
+        } catch {
+          resolve(new Set());
+        }
+      });
+    });
+    importableCache.set(key, known);
+  }
+  return known;
+}
+
 function works(cmd: string, args: string[]): Promise<boolean> {
   return new Promise((resolve) => execFile(cmd, args, { timeout: 10_000 }, (err) => resolve(!err)));
 }
