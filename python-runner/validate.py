@@ -31,7 +31,7 @@ import types
 from array import array
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-TIERS = ["parsed", "compiled", "names-closed", "imported", "instantiated", "forward"]
+TIERS = ["parsed", "compiled", "names-closed", "imported", "instantiated", "forward", "equivalent"]
 MODULE_NAMES = {"__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__builtins__",
                 "__annotations__", "__dict__", "__path__", "__cached__"}
 
@@ -731,7 +731,7 @@ def tensor_evidence(out: Any, torch: Any) -> Tuple[Any, List[Dict[str, Any]], by
 
 
 def worker(events: int, code: Any, path: str, class_name: Optional[str], given: List[Dict[str, Any]],
-           native: List[str], builder: Optional[str], memory_mb: int) -> None:
+           native: List[str], builder: Optional[str], memory_mb: int, original: Optional[Dict[str, Any]] = None) -> None:
     """The worker's whole life, in a private copy of this module's namespace: import the block, build it, run forward,
     and report each step as a frame. Never returns."""
     send = sender(events)
@@ -747,7 +747,7 @@ def worker(events: int, code: Any, path: str, class_name: Optional[str], given: 
             globals()["CALL"] = torch.nn.Module.__call__
         except Exception:  # noqa: BLE001 - the block's import names what is missing
             pass
-        run_block(send, code, path, class_name, given, native, builder)
+        run_block(send, code, path, class_name, given, native, builder, original)
     except Failure as failure:
         send({"failure": dict(failure.extra, category=failure.category, message=failure.message)})
     except BaseException as exc:  # noqa: BLE001 - never leave the judge without a word
@@ -759,7 +759,8 @@ def worker(events: int, code: Any, path: str, class_name: Optional[str], given: 
 
 
 def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optional[str],
-              given: List[Dict[str, Any]], native: List[str], builder: Optional[str]) -> None:
+              given: List[Dict[str, Any]], native: List[str], builder: Optional[str],
+              original: Optional[Dict[str, Any]] = None) -> None:
     """Import, instantiate and forward, in the worker; each tier reached is a frame, the forward's with its outputs."""
     spec = importlib.util.spec_from_file_location("nnrag_pulled_block", path)
     module = importlib.util.module_from_spec(spec)
@@ -812,6 +813,10 @@ def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optio
         if ran:
             structure, tensors, values = tensor_evidence(out, torch)
             send({"forward": {"input_shapes": [shapes(t) for t in inputs], "output": structure, "tensors": tensors}}, values)
+            if original and factory is None:
+                compare_with_original(send, original, cls, args, kwargs, inputs, torch)
+            elif original:
+                send({"equivalence": {"status": "unavailable", "reason": "built through a builder of the repository: no argument set to give the original"}})
             return
         forward_error = forward_error or error
     if not built:
@@ -820,6 +825,88 @@ def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optio
     if forward_error and NATIVE_OPS.search(forward_error):
         raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}")
     raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}")
+
+
+MAX_VARIANTS = 6
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any], str]]:
+    """The argument set that ran, then that set with each boolean option flipped (the branches defaults skip)."""
+    out = [(args, kwargs, "the arguments that ran")]
+    params = init_parameters(cls)
+    positional = {p.name for p in params[:len(args)]}
+    for p in params:
+        if p.name in positional or p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            continue
+        value = kwargs[p.name] if p.name in kwargs else p.default
+        if isinstance(value, bool):
+            out.append((args, dict(kwargs, **{p.name: not value}), f"{p.name}={not value}"))
+    return out[:MAX_VARIANTS]
+
+
+def state_difference(a: Any, b: Any, torch: Any) -> Optional[str]:
+    """How the copy's parameters and buffers differ from the original's (names, shapes, values), or None."""
+    sa, sb = a.state_dict(), b.state_dict()
+    if list(sa) != list(sb):
+        missing = [k for k in sa if k not in sb][:3]
+        extra = [k for k in sb if k not in sa][:3]
+        return f"parameter names differ (the copy lacks {missing}, has {extra} more)" if missing or extra else "parameter order differs"
+    for k in sa:
+        if tuple(sa[k].shape) != tuple(sb[k].shape):
+            return f"parameter {k} has shape {list(sb[k].shape)} in the copy, {list(sa[k].shape)} in the original"
+        if not torch.equal(sa[k], sb[k]):
+            return f"parameter {k} has other values in the copy"
+    return None
+
+
+def compare_with_original(send: Callable[..., None], original: Dict[str, Any], cls: Any, args: List[Any],
+                          kwargs: Dict[str, Any], inputs: List[Any], torch: Any) -> None:
+    """Build the original class and the copy with the same seed and arguments, compare parameters and buffers, and send
+    both outputs in eval mode on the same input for the judge to compare. Each argument variant is one frame."""
+    try:
+        if original.get("path"):
+            sys.path.insert(0, str(original["path"]))
+        module = importlib.import_module(str(original["module"]))
+        orig_cls = getattr(module, str(original["class"]))
+    except BaseException as exc:  # noqa: BLE001 - any failure to import is a reason, not a verdict
+        send({"equivalence": {"status": "unavailable", "reason": f"the original cannot be imported: {type(exc).__name__}: {exc}"[:500]}})
+        return
+    call = module_call
+    for a, k, label in variants(cls, args, kwargs):
+        try:
+            torch.manual_seed(0)
+            orig = orig_cls(*a, **k)
+            orig.eval()
+        except Exception:  # noqa: BLE001 - a set the original does not build says nothing of the copy
+            continue
+        try:
+            torch.manual_seed(0)
+            copy = cls(*a, **k)
+            copy.eval()
+        except Exception as exc:  # noqa: BLE001
+            send({"equivalence": {"variant": label, "difference": f"the copy does not build where the original does: {type(exc).__name__}: {exc}"[:500]}})
+            continue
+        difference = state_difference(orig, copy, torch)
+        outs = []
+        for m in (orig, copy):
+            try:
+                torch.manual_seed(1)
+                with torch.no_grad():
+                    outs.append((True, call(m)(m, *inputs)))
+            except Exception as exc:  # noqa: BLE001
+                outs.append((False, f"{type(exc).__name__}: {exc}"[:300]))
+        (orig_ok, orig_out), (copy_ok, copy_out) = outs
+        if not orig_ok and not copy_ok:
+            send({"equivalence": {"variant": label, "params": difference, "skipped": "neither runs on this input"}})
+            continue
+        if orig_ok != copy_ok:
+            send({"equivalence": {"variant": label, "difference": f"only the {'original' if orig_ok else 'copy'} runs forward: {copy_out if orig_ok else orig_out}"}})
+            continue
+        s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch)
+        s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch)
+        send({"equivalence": {"variant": label, "params": difference, "original": {"output": s_orig, "tensors": t_orig},
+                              "copy": {"output": s_copy, "tensors": t_copy}, "split": len(v_orig) // 8}}, v_orig + v_copy)
 
 
 def limit_files() -> None:
@@ -992,7 +1079,7 @@ def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[i
 
 def judge(path: str, class_name: Optional[str], given: List[Dict[str, Any]], native: List[str],
           builder: Optional[str] = None, memory_mb: int = 0, timeout_s: float = 600,
-          control: Optional[int] = None) -> Dict[str, Any]:
+          control: Optional[int] = None, original: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Validate one file: the static tiers here, the rest in a worker; return the verdict."""
     report: Dict[str, Any] = {"file": path, "tier": None, "ok": False, "class": class_name}
     started = time.time()
@@ -1022,7 +1109,7 @@ def judge(path: str, class_name: Optional[str], given: List[Dict[str, Any]], nat
             raise Failure("unresolved", f"undefined names: {listed}", names=[n for n, _ in undefined])
         reach("names-closed")
         report["requirements"] = requirements(imported_top_levels(tree))
-        job = run_worker(code, path, class_name, given, native, builder, memory_mb, timeout_s, control)
+        job = run_worker(code, path, class_name, given, native, builder, memory_mb, timeout_s, control, original)
         verdict(job, report, reach)
     except Failure as failure:
         report["category"] = failure.category
@@ -1033,7 +1120,8 @@ def judge(path: str, class_name: Optional[str], given: List[Dict[str, Any]], nat
 
 
 def run_worker(code: Any, path: str, class_name: Optional[str], given: List[Dict[str, Any]], native: List[str],
-               builder: Optional[str], memory_mb: int, timeout_s: float, control: Optional[int]) -> Job:
+               builder: Optional[str], memory_mb: int, timeout_s: float, control: Optional[int],
+               original: Optional[Dict[str, Any]] = None) -> Job:
     """Fork the worker with its two pipes, supervise it, then kill whatever is left of it."""
     events_r, events_w = os.pipe()
     printed_r, printed_w = os.pipe()
@@ -1053,7 +1141,7 @@ def run_worker(code: Any, path: str, class_name: Optional[str], given: List[Dict
             sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
             sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
             ns = private_namespace()
-            ns["worker"](3, code, path, class_name, given, native, builder, memory_mb)
+            ns["worker"](3, code, path, class_name, given, native, builder, memory_mb, original)
         finally:
             os._exit(3)
     os.close(events_w)
@@ -1141,7 +1229,11 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> N
     order = ["names-closed", "imported", "instantiated"]
     failure: Optional[Dict[str, Any]] = None
     forward: Optional[Tuple[Dict[str, Any], bytes]] = None
+    equivalence: List[Tuple[Dict[str, Any], bytes]] = []
     for header, blob in job.frames:
+        if forward is not None and failure is None and isinstance(header.get("equivalence"), dict):
+            equivalence.append((header["equivalence"], blob))
+            continue
         if forward is not None or failure is not None:
             raise Failure("tampered", "the block wrote to the validator's channel (a frame after the last)")
         if "tier" in header:
@@ -1177,6 +1269,10 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> N
         extra = {k: v for k, v in failure.items() if k in ("names", "package")}
         raise Failure(category, str(failure.get("message", ""))[:4000], **extra)
     status = job.status if job.status is not None else -1
+    if forward is not None and equivalence and not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        # the forward was whole; what ended the worker came while it compared with the original
+        equivalence = [({"status": "unavailable", "reason": f"the comparison with the original did not finish: {last_line(tail_text(job))}"}, b"")]
+        status = 0
     if os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0) or forward is None:
         how = f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else "no status"
         category = "memory" if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9 else {
@@ -1196,11 +1292,69 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> N
     report["output_finite"] = finite
     report["checked_values"] = count
     reach("forward")
+    if equivalence:
+        judge_equivalence(equivalence, report, reach)
     report["ok"] = True
 
 
+def close(a: float, b: float) -> bool:
+    """Equal within the tolerance (NaN equals NaN: a copy that behaves the same)."""
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= ATOL + RTOL * abs(a)
+
+
+def judge_equivalence(frames: List[Tuple[Dict[str, Any], bytes]], report: Dict[str, Any], reach: Callable[[str], None]) -> None:
+    """Compare the original's and the copy's outputs for each argument variant, value by value; any difference (or a
+    difference the worker found in parameters or building) fails the block as `differs`."""
+    compared: List[str] = []
+    differences: List[str] = []
+    for body, blob in frames:
+        if body.get("status") == "unavailable":
+            report["equivalence"] = {"status": "unavailable", "reason": str(body.get("reason", ""))[:500]}
+            return
+        label = str(body.get("variant", "?"))[:200]
+        if body.get("difference"):
+            differences.append(f"{label}: {str(body['difference'])[:300]}")
+            continue
+        if body.get("params"):
+            differences.append(f"{label}: {str(body['params'])[:300]}")
+            continue
+        if body.get("skipped"):
+            continue
+        try:
+            split = body["split"]
+            if not isinstance(split, int) or not 0 <= split * 8 <= len(blob):
+                raise ValueError("a split outside the values")
+            orig, copy = body["original"], body["copy"]
+            shapes_o, _, _ = checked_tensors(orig["tensors"], blob[:split * 8])
+            shapes_c, _, _ = checked_tensors(copy["tensors"], blob[split * 8:])
+            structure_o, structure_c = with_shapes(orig["output"], shapes_o), with_shapes(copy["output"], shapes_c)
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+            raise Failure("tampered", f"the block wrote to the validator's channel (equivalence evidence: {exc})")
+        if structure_o != structure_c:
+            differences.append(f"{label}: the output is {json.dumps(structure_c)[:120]} in the copy, {json.dumps(structure_o)[:120]} in the original")
+            continue
+        a, b = array("d"), array("d")
+        a.frombytes(blob[:split * 8])
+        b.frombytes(blob[split * 8:])
+        bad = next((i for i in range(len(a)) if not close(a[i], b[i])), None) if len(a) == len(b) else 0
+        if bad is not None:
+            differences.append(f"{label}: output value {bad} is {b[bad] if bad < len(b) else '?'} in the copy, {a[bad] if bad < len(a) else '?'} in the original")
+            continue
+        compared.append(label)
+    if differences:
+        report["equivalence"] = {"status": "differs", "variants": compared, "differences": differences[:6]}
+        raise Failure("differs", f"the copy differs from the original: {'; '.join(differences[:3])}")
+    if compared:
+        report["equivalence"] = {"status": "equivalent", "variants": compared}
+        reach("equivalent")
+
+
 CATEGORIES = {"syntax", "unresolved", "native-extension", "missing-package", "import-error", "instantiate",
-              "forward", "timeout", "memory", "interpreter", "error"}
+              "forward", "timeout", "memory", "interpreter", "error", "differs"}
 
 
 def tail_text(job: Job) -> str:
@@ -1222,13 +1376,26 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--memory-mb", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--builder", help="a function of the file that builds the block without arguments")
+    parser.add_argument("--original", help='JSON {"module", "class", "path"}: the class the file was pulled from, to compare')
     opts = parser.parse_args(argv)
     not_dumpable()
     report = judge(os.path.abspath(opts.file), opts.class_name, parse_candidates(opts.candidates),
-                   [n for n in opts.native.split(",") if n], opts.builder, opts.memory_mb, opts.timeout)
+                   [n for n in opts.native.split(",") if n], opts.builder, opts.memory_mb, opts.timeout,
+                   original=parse_original(opts.original))
     sys.stdout.write(json.dumps(report) + "\n")
     sys.stdout.flush()
     return 0 if report["ok"] else 1
+
+
+def parse_original(value: Any) -> Optional[Dict[str, Any]]:
+    """The original class to compare with: {"module", "class", "path" (a folder for sys.path, or null)}."""
+    try:
+        got = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return None
+    if not isinstance(got, dict) or not isinstance(got.get("module"), str) or not isinstance(got.get("class"), str):
+        return None
+    return {"module": got["module"], "class": got["class"], "path": got.get("path") if isinstance(got.get("path"), str) else None}
 
 
 def parse_candidates(text: Any) -> List[Dict[str, Any]]:
@@ -1277,7 +1444,8 @@ def serve() -> int:
         else:
             report = in_folder(work, lambda: judge(path, req.get("class"), parse_candidates(req.get("candidates", [])),
                                                    [str(n) for n in req.get("native", [])], req.get("builder"),
-                                                   int(req.get("memory_mb", 0)), float(req.get("timeout_s", 600)), 0))
+                                                   int(req.get("memory_mb", 0)), float(req.get("timeout_s", 600)), 0,
+                                                   parse_original(req.get("original"))))
         answer.write(json.dumps({"id": rid, "report": report}) + "\n")
         answer.flush()
         if report.get("category") == "cancelled" and report.get("message") == "the caller went away":

@@ -7,7 +7,7 @@ import { findTarget, listBlockTargets } from '../core/blocks/target';
 import type { ClassRef } from '../core/blocks/target';
 import { CancelledError, errorMessage, NnragError } from '../core/errors';
 import { PythonParser } from '../core/parse/parser';
-import { openPullSession, pullBlock, requirementsText } from '../core/pull';
+import { importRoot, openPullSession, pullBlock, requirementsText } from '../core/pull';
 import type { PullOptions, PullReport } from '../core/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { ValidatorPool } from '../core/validate/pool';
@@ -137,6 +137,8 @@ interface BatchItem {
   message?: string;
   out?: string | null;
   seconds: number;
+  /** The comparison with the original: equivalent, differs, unavailable (or not made). */
+  equivalence?: string;
 }
 
 async function batchTargets(args: ReturnType<typeof parse>, db: Awaited<ReturnType<typeof openDb>>): Promise<string[]> {
@@ -172,7 +174,9 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     // feed it run that many at a time; --no-pool starts a fresh interpreter for every block
     const jobs = Math.max(1, intOpt(args, 'jobs', validate ? os.cpus().length : 1));
     if (validate) await warnIfWeakSandbox(env, intOpt(args, 'memory-mb', 4096));
-    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(opt(args, 'python') ?? defaultPython(env), env.assets.runner, jobs, intOpt(args, 'memory-mb', 4096)) : undefined;
+    // the folders the originals are imported from, for the equivalence check, are shown to every sandbox
+    const roots = [...new Set([...session.repos.values()].flatMap((r) => importRoot(r) ?? []))];
+    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(opt(args, 'python') ?? defaultPython(env), env.assets.runner, jobs, intOpt(args, 'memory-mb', 4096), roots) : undefined;
     const items: BatchItem[] = new Array(targets.length);
     let next = 0;
     let done = 0;
@@ -184,7 +188,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
         const ref = findTarget(db, target);
         const out = joinInside(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
         const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out, pool });
-        items[i] = { target, status: r.status, tier: r.tier, category: r.category, message: r.message, out: r.out, seconds: (performance.now() - t0) / 1000 };
+        items[i] = { target, status: r.status, tier: r.tier, category: r.category, message: r.message, out: r.out, seconds: (performance.now() - t0) / 1000, equivalence: r.validation?.equivalence?.status };
       } catch (err) {
         if (err instanceof CancelledError) return;
         if (err instanceof NnragError && err.code === 'interpreter') {
@@ -236,6 +240,12 @@ export interface BatchSummary {
   seconds_per_block: number;
   /** Warm validators working at once (1: a fresh interpreter per block, one at a time). */
   validators: number;
+  /** Blocks compared with their original (it imported, built and ran): equivalent, and differing. */
+  compared: number;
+  equivalent: number;
+  differs: number;
+  /** Of the blocks compared with their original, the share whose copy is equivalent (percent). */
+  fidelity: number | null;
 }
 
 function summarise(items: BatchItem[], targeted: number, seconds: number, validate: boolean, validators: number): BatchSummary {
@@ -257,7 +267,15 @@ function summarise(items: BatchItem[], targeted: number, seconds: number, valida
     seconds: Math.round(seconds * 100) / 100,
     seconds_per_block: items.length ? Math.round((seconds / items.length) * 1000) / 1000 : 0,
     validators,
+    ...fidelityOf(items),
   };
+}
+
+function fidelityOf(items: BatchItem[]): Pick<BatchSummary, 'compared' | 'equivalent' | 'differs' | 'fidelity'> {
+  const equivalent = items.filter((i) => i.equivalence === 'equivalent').length;
+  const differs = items.filter((i) => i.equivalence === 'differs').length;
+  const compared = equivalent + differs;
+  return { compared, equivalent, differs, fidelity: compared ? Math.round((10000 * equivalent) / compared) / 100 : null };
 }
 
 function describeSummary(s: BatchSummary, reportFile: string): string {
@@ -265,6 +283,7 @@ function describeSummary(s: BatchSummary, reportFile: string): string {
     `pulled ${s.attempted} of ${s.targeted} blocks in ${s.seconds} s (${s.seconds_per_block} s per block)`,
     `validated ${s.validated} (${s.pass_rate}%), failed ${s.failed}`,
     `tiers reached: ${Object.entries(s.tiers).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `compared with the original: ${s.compared} (equivalent ${s.equivalent}, differs ${s.differs}${s.fidelity === null ? '' : `; fidelity ${s.fidelity}%`})`,
     `failures: ${Object.entries(s.categories).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
     `report: ${reportFile}`,
   ];

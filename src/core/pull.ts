@@ -2,6 +2,7 @@
  * Pull a block: resolve its dependency closure, emit one dependency-closed file, validate it with the
  * chosen interpreter, record the result. The same pipeline serves the CLI, the server and batch runs.
  */
+import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -25,8 +26,8 @@ import { loadRepoRows, readIndexedFile } from './sources/reader';
 import type { RepoRow } from './sources/reader';
 import { importableModules } from './validate/sandbox';
 import { writeSafely } from './emit/writeSafe';
-import { validateFile } from './validate/runner';
-import type { FailureCategory, Requirement, Tier, ValidationReport, ValidatorPoolLike } from './validate/runner';
+import { isValidated, validateFile } from './validate/runner';
+import type { FailureCategory, OriginalClass, Requirement, Tier, ValidationReport, ValidatorPoolLike } from './validate/runner';
 
 export type PullStatus = 'validated' | 'extracted' | 'failed';
 
@@ -152,6 +153,23 @@ async function reposToInline(session: PullSession, rootRepo: number, options: Pu
   return out;
 }
 
+/** Where the original class can be imported from for the equivalence check, or why it cannot. */
+export function originalOf(session: PullSession, ref: ClassRef): OriginalClass | { unavailable: string } {
+  const repo = session.repos.get(ref.repoId);
+  if (!repo) return { unavailable: 'its repository is not in the index' };
+  if (repo.kind === 'python-env') return { module: ref.module, class: ref.name, path: null };
+  const folder = importRoot(repo);
+  if (!folder) return { unavailable: `a ${repo.kind} source has no checkout to import the original from` };
+  return { module: ref.module, class: ref.name, path: folder };
+}
+
+/** The folder a local repository's modules import from (a root that is itself a package: its parent), else null. */
+export function importRoot(repo: RepoRow): string | null {
+  if (repo.kind !== 'folder') return null;
+  const root = repo.root || repo.location;
+  return fs.existsSync(path.join(root, '__init__.py')) ? path.dirname(root) : root;
+}
+
 function failureOf(problems: Problem[]): { category: FailureCategory; message: string } | undefined {
   const native = problems.filter((p) => p.kind === 'native-extension');
   if (native.length) return { category: 'native-extension', message: native.map((p) => p.detail).join('; ') };
@@ -212,7 +230,9 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     Object.assign(report, { status: 'failed', ...blocked });
   } else if (options.validate) {
     if (!options.out || !options.python || !options.runner) throw new NnragError('usage', 'validation needs an output file, an interpreter and the runner');
+    const original = originalOf(session, ref);
     let v = await validateFile(options.out, {
+      original: 'module' in original ? original : undefined,
       python: options.python,
       runner: options.runner,
       className: ref.name,
@@ -230,11 +250,12 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       const built = await validateWithBuilder(session, closureCtx, emitCtx, rec, fact.unit, ref.name, target, options);
       if (built) v = built;
     }
+    if ('unavailable' in original && v.ok && !v.equivalence) v = { ...v, equivalence: { status: 'unavailable', reason: original.unavailable } };
     report.validation = v;
     report.tier = v.tier;
     report.requirements = v.requirements;
     report.timings.validate_ms = round(v.seconds * 1000);
-    if (v.ok && v.tier === 'forward') {
+    if (isValidated(v)) {
       report.status = 'validated';
       if (v.builder) {
         report.message = v.inside

@@ -26,6 +26,8 @@ export class ValidatorPool implements ValidatorPoolLike {
     private readonly runner: string,
     readonly size: number = Math.max(1, os.cpus().length),
     private readonly memoryMb = 4096,
+    /** Repository folders originals are imported from (shown read-only in every sandbox). */
+    private readonly roots: string[] = [],
   ) {}
 
   validate(file: string, options: ValidateOptions): Promise<ValidationReport> {
@@ -47,7 +49,7 @@ export class ValidatorPool implements ValidatorPoolLike {
         if (this.judges.length + this.starting >= this.size) return;
         this.starting++;
         try {
-          judge = await Judge.start(this.python, this.runner, this.memoryMb);
+          judge = await Judge.start(this.python, this.runner, this.memoryMb, this.roots);
         } catch (err) {
           // a missing or broken interpreter: every waiting job would fail the same way
           for (const job of this.queue.splice(0)) job.reject(err);

@@ -6,7 +6,7 @@
 import { NnragError } from '../errors';
 import { Judge, describeSandbox } from './sandbox';
 
-export const TIERS = ['parsed', 'compiled', 'names-closed', 'imported', 'instantiated', 'forward'] as const;
+export const TIERS = ['parsed', 'compiled', 'names-closed', 'imported', 'instantiated', 'forward', 'equivalent'] as const;
 export type Tier = (typeof TIERS)[number];
 export type FailureCategory =
   | 'syntax'
@@ -22,7 +22,9 @@ export type FailureCategory =
   /** the block wrote to the validator's own channel */
   | 'tampered'
   /** the block printed more than the output cap */
-  | 'output';
+  | 'output'
+  /** the copy's parameters or outputs differ from the original's on an argument set tried */
+  | 'differs';
 
 export interface Requirement {
   module: string;
@@ -51,6 +53,8 @@ export interface ValidationReport {
   builder?: string;
   /** The model the builder made, when the block was taken from inside it. */
   inside?: string;
+  /** The comparison with the original class: equivalent on the argument sets named, differs, or why not done. */
+  equivalence?: { status: 'equivalent' | 'differs' | 'unavailable'; variants?: string[]; differences?: string[]; reason?: string };
   /** Whether every output value the judge received was finite. */
   output_finite?: boolean;
   /** How many output values the judge checked itself. */
@@ -81,6 +85,14 @@ export interface ValidateOptions {
   pool?: ValidatorPoolLike;
   /** false: refuse (an error, nothing run) when only a weaker sandbox than bubblewrap's is available. */
   allowWeakSandbox?: boolean;
+  /** The class the file was pulled from, to build beside the copy and compare (`path`: a folder for sys.path). */
+  original?: OriginalClass;
+}
+
+export interface OriginalClass {
+  module: string;
+  class: string;
+  path: string | null;
 }
 
 /** What validateFile needs of a pool (the pool lives in pool.ts). */
@@ -90,6 +102,11 @@ export interface ValidatorPoolLike {
 
 export function tierAtLeast(reached: Tier | null, wanted: Tier): boolean {
   return reached !== null && TIERS.indexOf(reached) >= TIERS.indexOf(wanted);
+}
+
+/** Whether the block counts as validated: it ran forward (and, when compared, equals its original). */
+export function isValidated(report: Pick<ValidationReport, 'ok' | 'tier'>): boolean {
+  return report.ok && tierAtLeast(report.tier, 'forward');
 }
 
 /** Refuses to go on when the sandbox is weaker than asked for (nothing has run yet). */
@@ -102,7 +119,7 @@ export async function checkSandbox(options: Pick<ValidateOptions, 'allowWeakSand
 export async function validateFile(file: string, options: ValidateOptions): Promise<ValidationReport> {
   await checkSandbox(options);
   if (options.pool) return options.pool.validate(file, options);
-  const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? 4096);
+  const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? 4096, options.original?.path ? [options.original.path] : []);
   try {
     return await judge.validate(file, options);
   } finally {

@@ -147,13 +147,15 @@ function systemBinds(): string[] {
 const ETC_SECRETS = ['shadow', 'shadow-', 'gshadow', 'gshadow-', 'sudoers', 'security/opasswd', 'master.passwd'];
 const ETC_SECRET_DIRS = ['ssh', 'sudoers.d', 'ssl/private', 'NetworkManager/system-connections', 'wireguard', 'docker', 'containers'];
 
-function bubblewrapArgs(info: InterpreterInfo, mounts: Mounts): string[] {
+function bubblewrapArgs(info: InterpreterInfo, mounts: Mounts, roots: string[]): string[] {
   const args = [...systemBinds(), '--ro-bind', '/etc', '/etc'];
   for (const f of ETC_SECRETS) if (fs.existsSync(`/etc/${f}`)) args.push('--ro-bind', '/dev/null', `/etc/${f}`);
   for (const d of ETC_SECRET_DIRS) if (fs.existsSync(`/etc/${d}`)) args.push('--tmpfs', `/etc/${d}`);
   args.push('--ro-bind-try', '/sys', '/sys', '--proc', '/proc', '--dev', '/dev');
   args.push('--size', String(256 << 20), '--tmpfs', '/tmp', '--size', String(256 << 20), '--tmpfs', '/dev/shm');
   for (const folder of interpreterFolders(info)) args.push('--ro-bind', fs.realpathSync(folder), folder);
+  // repository roots the originals of pulled blocks are imported from, read-only (never a whole home)
+  for (const root of roots) if (!NEVER_WHOLE.has(path.resolve(root)) && fs.existsSync(root)) args.push('--ro-bind', fs.realpathSync(root), path.resolve(root));
   args.push('--ro-bind', mounts.runnerHost, mounts.runnerDir, '--ro-bind', mounts.inHost, mounts.inDir, '--bind', mounts.workHost, mounts.workDir);
   args.push('--chdir', mounts.workDir, '--unshare-all', '--die-with-parent', '--new-session');
   return args;
@@ -319,11 +321,13 @@ export class Judge {
   private constructor(
     private readonly python: string,
     private readonly runner: string,
+    private readonly roots: string[],
   ) {}
 
-  /** Starts a judge; resolves once it has imported what it warms (torch) and can take jobs. */
-  static async start(python: string, runner: string, memoryMb = 4096): Promise<Judge> {
-    const judge = new Judge(python, runner);
+  /** Starts a judge; resolves once it has imported what it warms (torch) and can take jobs. `roots`: repository
+   * folders the sandbox shows read-only, for originals to be imported from. */
+  static async start(python: string, runner: string, memoryMb = 4096, roots: string[] = []): Promise<Judge> {
+    const judge = new Judge(python, runner, roots);
     await judge.launch(memoryMb);
     return judge;
   }
@@ -352,7 +356,7 @@ export class Judge {
     };
     const pyArgs = [info.executable, '-I', '-B', path.join(this.mounts.runnerDir, path.basename(this.runner)), '--serve'];
     let argv: string[];
-    if (this.sandbox.kind === 'bubblewrap') argv = ['bwrap', ...bubblewrapArgs(info, this.mounts), ...pyArgs];
+    if (this.sandbox.kind === 'bubblewrap') argv = ['bwrap', ...bubblewrapArgs(info, this.mounts, this.roots), ...pyArgs];
     else if (this.sandbox.kind === 'unshare') argv = ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'unshare', '-rn', '--pid', '--fork', '--kill-child', '--mount-proc', ...pyArgs];
     else argv = pyArgs;
     this.cgroup = Cgroup.create(memoryMb);
@@ -436,6 +440,7 @@ export class Judge {
       builder: options.builder,
       memory_mb: options.memoryMb ?? 4096,
       timeout_s: timeoutMs / 1000,
+      original: options.original,
     };
     const onAbort = (): void => {
       this.child.stdin!.write('cancel\n');
