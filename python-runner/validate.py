@@ -1353,8 +1353,11 @@ def judge_equivalence(frames: List[Tuple[Dict[str, Any], bytes]], report: Dict[s
         reach("equivalent")
 
 
-CATEGORIES = {"syntax", "unresolved", "native-extension", "missing-package", "import-error", "instantiate",
-              "forward", "timeout", "memory", "interpreter", "error", "differs"}
+# every category a report may carry (src/core/validate/runner.ts has the same list; a test checks)
+REPORT_CATEGORIES = ["syntax", "unresolved", "native-extension", "missing-package", "import-error", "instantiate",
+                     "forward", "timeout", "memory", "interpreter", "tampered", "output", "differs"]
+# those a worker may name in a failure frame ("error": one of its own steps failed)
+CATEGORIES = set(REPORT_CATEGORIES) - {"tampered", "output", "differs"} | {"error"}
 
 
 def tail_text(job: Job) -> str:

@@ -6,25 +6,29 @@
 import { NnragError } from '../errors';
 import { Judge, describeSandbox } from './sandbox';
 
+/** Tiers in order; python-runner/validate.py has the same list (TIERS, a test checks). */
 export const TIERS = ['parsed', 'compiled', 'names-closed', 'imported', 'instantiated', 'forward', 'equivalent'] as const;
 export type Tier = (typeof TIERS)[number];
-export type FailureCategory =
-  | 'syntax'
-  | 'unresolved'
-  | 'native-extension'
-  | 'missing-package'
-  | 'import-error'
-  | 'instantiate'
-  | 'forward'
-  | 'timeout'
-  | 'memory'
-  | 'interpreter'
+/** Failure categories of a report; python-runner/validate.py has the same list (REPORT_CATEGORIES, a test checks). */
+export const FAILURE_CATEGORIES = [
+  'syntax',
+  'unresolved',
+  'native-extension',
+  'missing-package',
+  'import-error',
+  'instantiate',
+  'forward',
+  'timeout',
+  'memory',
+  'interpreter',
   /** the block wrote to the validator's own channel */
-  | 'tampered'
+  'tampered',
   /** the block printed more than the output cap */
-  | 'output'
+  'output',
   /** the copy's parameters or outputs differ from the original's on an argument set tried */
-  | 'differs';
+  'differs',
+] as const;
+export type FailureCategory = (typeof FAILURE_CATEGORIES)[number];
 
 export interface Requirement {
   module: string;
