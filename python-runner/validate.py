@@ -471,8 +471,8 @@ MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) argument
 
 
 def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any, errors: List[str]) -> Any:
-    """Build the block; when a nested constructor reached through **kwargs misses arguments, guess them too."""
-    kwargs = dict(kwargs)
+    """Build the block; when a nested constructor reached through **kwargs misses arguments, guess them too (added to
+    `kwargs`, which then holds the arguments that built it)."""
     for _ in range(3):
         try:
             torch.manual_seed(0)
@@ -802,6 +802,7 @@ def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optio
                 if container:
                     extra["inside"] = container
         else:
+            kwargs = dict(kwargs)
             model = build(cls, args, kwargs, torch, nn, build_errors)
         if model is None:
             continue
@@ -873,12 +874,16 @@ def compare_with_original(send: Callable[..., None], original: Dict[str, Any], c
         send({"equivalence": {"status": "unavailable", "reason": f"the original cannot be imported: {type(exc).__name__}: {exc}"[:500]}})
         return
     call = module_call
+    built_any = False
+    first_error = ""
     for a, k, label in variants(cls, args, kwargs):
         try:
             torch.manual_seed(0)
             orig = orig_cls(*a, **k)
             orig.eval()
-        except Exception:  # noqa: BLE001 - a set the original does not build says nothing of the copy
+            built_any = True
+        except Exception as exc:  # noqa: BLE001 - a set the original does not build says nothing of the copy
+            first_error = first_error or f"{type(exc).__name__}: {exc}"
             continue
         try:
             torch.manual_seed(0)
@@ -907,6 +912,8 @@ def compare_with_original(send: Callable[..., None], original: Dict[str, Any], c
         s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch)
         send({"equivalence": {"variant": label, "params": difference, "original": {"output": s_orig, "tensors": t_orig},
                               "copy": {"output": s_copy, "tensors": t_copy}, "split": len(v_orig) // 8}}, v_orig + v_copy)
+    if not built_any:
+        send({"equivalence": {"status": "unavailable", "reason": f"the original does not build with the arguments that ran: {first_error}"[:500]}})
 
 
 def limit_files() -> None:
@@ -1238,7 +1245,9 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> N
             raise Failure("tampered", "the block wrote to the validator's channel (a frame after the last)")
         if "tier" in header:
             tier = header["tier"]
-            if tier not in order or order.index(tier) != order.index(report["tier"]) + 1:
+            # each argument set that builds is announced: "instantiated" may come again after a forward that failed
+            again = tier == "instantiated" and report["tier"] == "instantiated"
+            if tier not in order or (order.index(tier) != order.index(report["tier"]) + 1 and not again):
                 raise Failure("tampered", f"the block wrote to the validator's channel (tier {str(tier)[:40]!r} out of order)")
             if tier == "instantiated":
                 for key in ("args", "kwargs", "builder", "inside"):
