@@ -526,6 +526,7 @@ def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str]) -
     contains it: then the block is taken from inside, and one forward pass of the model records the inputs the
     model really gives it. Returns (block, recorded inputs, name of the containing model)."""
     try:
+        torch.manual_seed(0)
         model = factory()
     except MemoryError:
         raise Failure("memory", f"out of memory while building {cls.__name__}")
@@ -816,8 +817,10 @@ def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optio
             send({"forward": {"input_shapes": [shapes(t) for t in inputs], "output": structure, "tensors": tensors}}, values)
             if original and factory is None:
                 compare_with_original(send, original, cls, args, kwargs, inputs, torch)
+            elif original and original.get("builder"):
+                compare_built(send, original, cls, factory, inputs, torch)
             elif original:
-                send({"equivalence": {"status": "unavailable", "reason": "built through a builder of the repository: no argument set to give the original"}})
+                send({"equivalence": {"status": "unavailable", "reason": "built through a builder of the repository that the original does not have"}})
             return
         forward_error = forward_error or error
     if not built:
@@ -914,6 +917,63 @@ def compare_with_original(send: Callable[..., None], original: Dict[str, Any], c
                               "copy": {"output": s_copy, "tensors": t_copy}, "split": len(v_orig) // 8}}, v_orig + v_copy)
     if not built_any:
         send({"equivalence": {"status": "unavailable", "reason": f"the original does not build with the arguments that ran: {first_error}"[:500]}})
+
+
+def inner_of(model: Any, cls: Any) -> Any:
+    """The block itself, or the first block of its class inside a model a builder made."""
+    if isinstance(model, cls):
+        return model
+    return next((m for m in model.modules() if type(m) is cls), None) or next((m for m in model.modules() if isinstance(m, cls)), None)
+
+
+def compare_built(send: Callable[..., None], original: Dict[str, Any], cls: Any, factory: Any, inputs: List[Any],
+                  torch: Any) -> None:
+    """Like compare_with_original for a block built by a builder function: the original repository's builder and the
+    copy's, with the same seed, then the blocks inside them on the inputs that ran."""
+    try:
+        if original.get("path"):
+            sys.path.insert(0, str(original["path"]))
+        orig_cls = getattr(importlib.import_module(str(original["module"])), str(original["class"]))
+        spec = original["builder"]
+        orig_factory = getattr(importlib.import_module(str(spec["module"])), str(spec["name"]))
+    except BaseException as exc:  # noqa: BLE001
+        send({"equivalence": {"status": "unavailable", "reason": f"the original cannot be imported: {type(exc).__name__}: {exc}"[:500]}})
+        return
+    label = f"built by {spec['name']}()"
+    blocks = []
+    for make, klass in ((orig_factory, orig_cls), (factory, cls)):
+        try:
+            torch.manual_seed(0)
+            made = inner_of(make(), klass)
+            if made is None:
+                raise LookupError(f"no {klass.__name__} inside")
+            made.eval()
+            blocks.append(made)
+        except Exception as exc:  # noqa: BLE001
+            if not blocks:
+                send({"equivalence": {"status": "unavailable", "reason": f"the original builder fails: {type(exc).__name__}: {exc}"[:500]}})
+            else:
+                send({"equivalence": {"variant": label, "difference": f"the copy's builder fails where the original's does not: {exc}"[:500]}})
+            return
+    orig, copy = blocks
+    difference = state_difference(orig, copy, torch)
+    outs = []
+    for m in (orig, copy):
+        try:
+            torch.manual_seed(1)
+            with torch.no_grad():
+                outs.append((True, module_call(m)(m, *inputs)))
+        except Exception as exc:  # noqa: BLE001
+            outs.append((False, f"{type(exc).__name__}: {exc}"[:300]))
+    (orig_ok, orig_out), (copy_ok, copy_out) = outs
+    if orig_ok != copy_ok or not orig_ok:
+        send({"equivalence": {"variant": label, "difference": f"only the {'original' if orig_ok else 'copy'} runs forward"} if orig_ok != copy_ok
+              else {"variant": label, "params": difference, "skipped": "neither runs on this input"}})
+        return
+    s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch)
+    s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch)
+    send({"equivalence": {"variant": label, "params": difference, "original": {"output": s_orig, "tensors": t_orig},
+                          "copy": {"output": s_copy, "tensors": t_copy}, "split": len(v_orig) // 8}}, v_orig + v_copy)
 
 
 def limit_files() -> None:
@@ -1407,7 +1467,10 @@ def parse_original(value: Any) -> Optional[Dict[str, Any]]:
         return None
     if not isinstance(got, dict) or not isinstance(got.get("module"), str) or not isinstance(got.get("class"), str):
         return None
-    return {"module": got["module"], "class": got["class"], "path": got.get("path") if isinstance(got.get("path"), str) else None}
+    builder = got.get("builder")
+    ok_builder = isinstance(builder, dict) and isinstance(builder.get("module"), str) and isinstance(builder.get("name"), str)
+    return {"module": got["module"], "class": got["class"], "path": got.get("path") if isinstance(got.get("path"), str) else None,
+            "builder": {"module": builder["module"], "name": builder["name"]} if ok_builder else None}
 
 
 def parse_candidates(text: Any) -> List[Dict[str, Any]]:

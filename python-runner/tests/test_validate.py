@@ -162,6 +162,50 @@ class TiersWithTorch(unittest.TestCase):
         self.assertFalse(report["output_finite"])
         self.assertEqual(report["output_shapes"][1], {"n": [3]})
 
+    ORIGINAL = """
+        from torch import nn
+        class Blk(nn.Module):
+            def __init__(self, dim=8, scale=True):
+                super().__init__()
+                self.lin = nn.Linear(dim, dim)
+                self.scale = scale
+            def forward(self, x):
+                y = self.lin(x)
+                return y * 2 if self.scale else %s
+    """
+
+    def compared(self, copy_branch: str, module: str = "pk.m") -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "orig", "pk"))
+            open(os.path.join(tmp, "orig", "pk", "__init__.py"), "w").close()
+            with open(os.path.join(tmp, "orig", "pk", "m.py"), "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent(self.ORIGINAL % "y"))
+            path = os.path.join(tmp, "copy.py")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent(self.ORIGINAL % copy_branch))
+            original = json.dumps({"module": module, "class": "Blk", "path": os.path.join(tmp, "orig")})
+            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original],
+                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+            return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def test_a_copy_equal_to_its_original_is_equivalent(self) -> None:
+        report = self.compared("y")
+        self.assertTrue(report["ok"], report)
+        self.assertEqual(report["tier"], "equivalent")
+        self.assertEqual(report["equivalence"]["variants"], ["the arguments that ran", "scale=False"])
+
+    def test_a_copy_that_differs_in_a_branch_the_defaults_skip_fails(self) -> None:
+        report = self.compared("y + 1")
+        self.assertFalse(report["ok"], report)
+        self.assertEqual(report["category"], "differs")
+        self.assertIn("scale=False", report["message"])
+
+    def test_an_original_that_cannot_be_imported_stops_at_forward(self) -> None:
+        report = self.compared("y", module="nowhere.m")
+        self.assertTrue(report["ok"], report)
+        self.assertEqual(report["tier"], "forward")
+        self.assertEqual(report["equivalence"]["status"], "unavailable")
+
     def test_forward_failure_is_categorised(self) -> None:
         report = run_file("""
             from torch import nn

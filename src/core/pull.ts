@@ -247,7 +247,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it
     if (!v.ok && (v.category === 'instantiate' || v.category === 'forward')) {
-      const built = await validateWithBuilder(session, closureCtx, emitCtx, rec, fact.unit, ref.name, target, options);
+      const built = await validateWithBuilder(session, closureCtx, emitCtx, rec, fact.unit, ref.name, target, options, 'module' in original ? original : undefined);
       if (built) v = built;
     }
     if ('unavailable' in original && v.ok && !v.equivalence) v = { ...v, equivalence: { status: 'unavailable', reason: original.unavailable } };
@@ -306,6 +306,7 @@ async function validateWithBuilder(
   name: string,
   target: string,
   options: PullOptions,
+  original: OriginalClass | undefined,
 ): Promise<ValidationReport | undefined> {
   let index = session.builders.get(rec.repoId);
   if (!index) {
@@ -332,6 +333,7 @@ async function validateWithBuilder(
         signal: options.signal,
         pool: options.pool,
         allowWeakSandbox: options.allowWeakSandbox,
+        original: original && { ...original, builder: { module: b.rec.module, name: b.name } },
       });
       if (v.ok) return { ...v, builder: `${b.rec.module}.${b.name}` };
     } finally {

@@ -97,6 +97,8 @@ export interface OriginalClass {
   module: string;
   class: string;
   path: string | null;
+  /** For a block built by a builder function: that function in the original repository. */
+  builder?: { module: string; name: string };
 }
 
 /** What validateFile needs of a pool (the pool lives in pool.ts). */
