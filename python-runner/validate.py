@@ -696,12 +696,12 @@ def sender(fd: int) -> Callable[[Dict[str, Any], bytes], None]:
     return send
 
 
-def tensor_evidence(out: Any, torch: Any) -> Tuple[Any, List[Dict[str, Any]], bytes]:
+def tensor_evidence(out: Any, torch: Any, limit: int = MAX_VALUES) -> Tuple[Any, List[Dict[str, Any]], bytes]:
     """The output's structure with tensors as {"$t": i}, each tensor's dtype, shape and count of values sent, and the
     values themselves as float64 (complex tensors as their real and imaginary parts)."""
     tensors: List[Dict[str, Any]] = []
     chunks: List[bytes] = []
-    budget = [MAX_VALUES]
+    budget = [limit]
 
     def walk(value: Any, depth: int) -> Any:
         if isinstance(value, torch.Tensor):
@@ -911,8 +911,8 @@ def compare_with_original(send: Callable[..., None], original: Dict[str, Any], c
         if orig_ok != copy_ok:
             send({"equivalence": {"variant": label, "difference": f"only the {'original' if orig_ok else 'copy'} runs forward: {copy_out if orig_ok else orig_out}"}})
             continue
-        s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch)
-        s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch)
+        s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch, MAX_VALUES // 2)
+        s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch, MAX_VALUES // 2)
         send({"equivalence": {"variant": label, "params": difference, "original": {"output": s_orig, "tensors": t_orig},
                               "copy": {"output": s_copy, "tensors": t_copy}, "split": len(v_orig) // 8}}, v_orig + v_copy)
     if not built_any:
@@ -970,8 +970,8 @@ def compare_built(send: Callable[..., None], original: Dict[str, Any], cls: Any,
         send({"equivalence": {"variant": label, "difference": f"only the {'original' if orig_ok else 'copy'} runs forward"} if orig_ok != copy_ok
               else {"variant": label, "params": difference, "skipped": "neither runs on this input"}})
         return
-    s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch)
-    s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch)
+    s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch, MAX_VALUES // 2)
+    s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch, MAX_VALUES // 2)
     send({"equivalence": {"variant": label, "params": difference, "original": {"output": s_orig, "tensors": t_orig},
                           "copy": {"output": s_copy, "tensors": t_copy}, "split": len(v_orig) // 8}}, v_orig + v_copy)
 
@@ -1236,7 +1236,7 @@ TENSOR_DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "comp
                  "int32", "int64", "bool", "float", "double", "half", "long", "int", "short", "cfloat", "cdouble"}
 
 
-def checked_tensors(entries: Any, values: bytes) -> Tuple[List[List[int]], bool, int]:
+def checked_tensors(entries: Any, values: bytes, limit: int = MAX_VALUES) -> Tuple[List[List[int]], bool, int]:
     """The tensors of a forward frame as the judge reads them: shapes, whether every value sent is finite, and how
     many values were checked. Raises ValueError on anything malformed."""
     if not isinstance(entries, list):
@@ -1261,7 +1261,7 @@ def checked_tensors(entries: Any, values: bytes) -> Tuple[List[List[int]], bool,
             numel *= 2
         if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= numel or offset + count > len(data):
             raise ValueError("a tensor whose values were not sent")
-        if count < numel and offset + count < MAX_VALUES:
+        if count < numel and offset + count < limit:
             raise ValueError("a tensor cut short")
         if finite and not all(math.isfinite(v) for v in data[offset:offset + count]):
             finite = False
@@ -1322,6 +1322,11 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> N
             forward = (header["forward"], blob)
         else:
             raise Failure("tampered", "the block wrote to the validator's channel (a frame that is not ours)")
+    if job.problem is not None and forward is not None and job.problem[0] in ("timeout", "memory", "output"):
+        # the forward was whole before the limit: only the comparison with the original did not finish
+        equivalence = [({"status": "unavailable", "reason": f"the comparison with the original did not finish: {job.problem[1]}"}, b"")]
+        job.problem = None
+        job.status = 0
     if job.problem is not None:
         category, message = job.problem
         if category == "tampered":
@@ -1398,8 +1403,8 @@ def judge_equivalence(frames: List[Tuple[Dict[str, Any], bytes]], report: Dict[s
             if not isinstance(split, int) or not 0 <= split * 8 <= len(blob):
                 raise ValueError("a split outside the values")
             orig, copy = body["original"], body["copy"]
-            shapes_o, _, _ = checked_tensors(orig["tensors"], blob[:split * 8])
-            shapes_c, _, _ = checked_tensors(copy["tensors"], blob[split * 8:])
+            shapes_o, _, _ = checked_tensors(orig["tensors"], blob[:split * 8], MAX_VALUES // 2)
+            shapes_c, _, _ = checked_tensors(copy["tensors"], blob[split * 8:], MAX_VALUES // 2)
             structure_o, structure_c = with_shapes(orig["output"], shapes_o), with_shapes(copy["output"], shapes_c)
         except (ValueError, TypeError, KeyError, RecursionError) as exc:
             raise Failure("tampered", f"the block wrote to the validator's channel (equivalence evidence: {exc})")

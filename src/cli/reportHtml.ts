@@ -50,7 +50,7 @@ ${table(
 )}
 ${bars('Blocks reaching each stage', tierRows, r.targeted, '#2f81f7')}
 ${table(
-  ['', 'NN-RAG (this run)', 'the paper'],
+  ['', 'NN-RAG (this run)', 'NN-RAG paper (arXiv 2512.04329)'],
   [
     ['validation pass rate', `${r.pass_rate}%`, `${r.paper.pass_rate}%`],
     ['time per block', `${r.seconds_per_block} s`, `${r.paper.seconds_per_block} s`],

@@ -335,7 +335,8 @@ async function validateWithBuilder(
         allowWeakSandbox: options.allowWeakSandbox,
         original: original && { ...original, builder: { module: b.rec.module, name: b.name } },
       });
-      if (v.ok) return { ...v, builder: `${b.rec.module}.${b.name}` };
+      // a copy that differs from its original is a finding, never hidden behind the failure before it
+      if (v.ok || v.category === 'differs') return { ...v, builder: `${b.rec.module}.${b.name}` };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }
