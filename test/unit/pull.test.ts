@@ -119,6 +119,20 @@ describe('pull: resolution and emission', () => {
     assert.match(await fsp.readFile(out, 'utf8'), /^from helperlib\.ops import double$/m);
   });
 
+  it('orders a statement that runs at import after what the functions it calls read (Hugging Face activations)', async () => {
+    const { report, dir } = await pull(
+      {
+        'hf/__init__.py': '',
+        'hf/acts.py':
+          'class GELU:\n    def __call__(self, x):\n        return x * 3\n\n\nclass ClassInstantier(dict):\n    def __getitem__(self, key):\n        return super().__getitem__(key)()\n\n\ndef get_activation(name):\n    return ACT2FN[name]\n\n\nACT2CLS = {"gelu": GELU}\nACT2FN = ClassInstantier(ACT2CLS)\ngelu = get_activation("gelu")\n',
+        'hf/block.py': 'from .acts import gelu\n\nclass Block:\n    def run(self, x):\n        return gelu(x)\n',
+      },
+      'hf.block.Block',
+    );
+    assert.strictEqual(report.status, 'extracted');
+    assert.strictEqual(run(dir, "print(ns['Block']().run(2))"), '6');
+  });
+
   it('orders definition-time needs first: bases, decorators, defaults, class bodies', async () => {
     const { code, dir } = await pull(
       {
