@@ -967,7 +967,7 @@ def compare_built(send: Callable[..., None], original: Dict[str, Any], cls: Any,
             outs.append((False, f"{type(exc).__name__}: {exc}"[:300]))
     (orig_ok, orig_out), (copy_ok, copy_out) = outs
     if orig_ok != copy_ok or not orig_ok:
-        send({"equivalence": {"variant": label, "difference": f"only the {'original' if orig_ok else 'copy'} runs forward"} if orig_ok != copy_ok
+        send({"equivalence": {"variant": label, "difference": f"only the {'original' if orig_ok else 'copy'} runs forward: {copy_out if orig_ok else orig_out}"} if orig_ok != copy_ok
               else {"variant": label, "params": difference, "skipped": "neither runs on this input"}})
         return
     s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch, MAX_VALUES // 2)
