@@ -219,6 +219,15 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
     it('a fork bomb', async () => {
       await attack('fork_bomb', `sys.argv = [MARK]\nfor _ in range(2000):\n    try:\n        if os.fork() == 0:\n            time.sleep(60); os._exit(0)\n    except OSError: break\n${BAD}`, { timeoutMs: 15_000 });
     });
+    it('ptrace of the judge, new namespaces and kernel keyrings from inside (seccomp)', async function () {
+      if (process.arch !== 'x64') this.skip();
+      const r = await attack(
+        'syscalls',
+        `import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nres = []\nfor name, call in (('ptrace', lambda: libc.ptrace(16, os.getppid(), 0, 0)), ('unshare', lambda: libc.unshare(0x10000000)), ('keyctl', lambda: libc.syscall(250, 0, 0, 0, 0))):\n    rc = call()\n    res.append(f'{name}={rc}/{ctypes.get_errno()}')\nraise RuntimeError(' '.join(res))\n${BAD}`,
+      );
+      assert.match(r.message ?? '', /ptrace=-1\/1 unshare=-1\/1 keyctl=-1\/1/, 'a refused call did not fail with EPERM');
+      assert.match(r.sandbox ?? '', /seccomp/);
+    });
     it('a file as large as the disk allows', async () => {
       await attack('big_file', `try:\n    with open('big', 'wb') as fh:\n        for _ in range(4096): fh.write(b'x' * (1 << 20))\nexcept Exception: pass\n${BAD}`);
     });

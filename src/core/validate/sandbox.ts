@@ -19,6 +19,10 @@ import * as path from 'path';
 import { createInterface } from 'readline';
 import { CancelledError, NnragError } from '../errors';
 import type { ValidateOptions, ValidationReport } from './runner';
+import { seccompProgram } from './seccomp';
+
+/** The descriptor bubblewrap reads the seccomp filter from. */
+const SECCOMP_FD = 3;
 
 /** What an interpreter is, asked of it once (no block code runs for this). */
 export interface InterpreterInfo {
@@ -124,7 +128,8 @@ export async function describeSandbox(memoryMb = 4096): Promise<SandboxDescripti
       : kind === 'unshare'
         ? 'no file-system isolation: the block can read and write what you can (install bubblewrap)'
         : 'no namespaces: the block can use the network and read and write what you can (install bubblewrap)';
-  const label = weaker ? `weaker sandbox: ${weaker}` : `bubblewrap (user, PID, network and mount namespaces; memory by ${memory})`;
+  const filter = seccompProgram() ? 'seccomp; ' : '';
+  const label = weaker ? `weaker sandbox: ${weaker}` : `bubblewrap (user, PID, network and mount namespaces; ${filter}memory by ${memory})`;
   return { kind, weaker, memory, label };
 }
 
@@ -158,6 +163,7 @@ function bubblewrapArgs(info: InterpreterInfo, mounts: Mounts, roots: string[]):
   for (const root of roots) if (!NEVER_WHOLE.has(path.resolve(root)) && fs.existsSync(root)) args.push('--ro-bind', fs.realpathSync(root), path.resolve(root));
   args.push('--ro-bind', mounts.runnerHost, mounts.runnerDir, '--ro-bind', mounts.inHost, mounts.inDir, '--bind', mounts.workHost, mounts.workDir);
   args.push('--chdir', mounts.workDir, '--unshare-all', '--die-with-parent', '--new-session');
+  if (seccompProgram()) args.push('--seccomp', String(SECCOMP_FD));
   return args;
 }
 
@@ -365,8 +371,15 @@ export class Judge {
       argv = ['/bin/sh', '-c', 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"', 'sh', ...this.cgroup.procs, '--', ...argv];
     }
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: this.mounts.workDir, TMPDIR: this.mounts.workDir, LANG: 'C.UTF-8', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
-    const child = spawn(argv[0], argv.slice(1), { cwd: host.workHost, env, detached: this.sandbox.kind === 'none', stdio: ['pipe', 'pipe', 'pipe'] });
+    const program = this.sandbox.kind === 'bubblewrap' ? seccompProgram() : undefined;
+    const child = spawn(argv[0], argv.slice(1), { cwd: host.workHost, env, detached: this.sandbox.kind === 'none', stdio: ['pipe', 'pipe', 'pipe', ...(program ? ['pipe' as const] : [])] });
     this.child = child;
+    if (program) {
+      // bubblewrap reads the filter from this descriptor before it starts the judge
+      const fd = child.stdio[SECCOMP_FD] as import('stream').Writable;
+      fd.on('error', () => undefined);
+      fd.end(program);
+    }
     createInterface({ input: child.stdout! }).on('line', (line) => {
       let msg: Answer;
       try {
