@@ -864,19 +864,49 @@ def state_difference(a: Any, b: Any, torch: Any) -> Optional[str]:
     return None
 
 
-def compare_with_original(send: Callable[..., None], original: Dict[str, Any], cls: Any, args: List[Any],
-                          kwargs: Dict[str, Any], inputs: List[Any], torch: Any) -> None:
-    """Build the original class and the copy with the same seed and arguments, compare parameters and buffers, and send
-    both outputs in eval mode on the same input for the judge to compare. Each argument variant is one frame."""
+def import_original(send: Callable[..., None], original: Dict[str, Any], module: str, name: str) -> Any:
+    """`module.name` from the original repository (its folder first on the path), or None after saying why not."""
     try:
-        if original.get("path"):
+        if original.get("path") and original["path"] not in sys.path:
             sys.path.insert(0, str(original["path"]))
-        module = importlib.import_module(str(original["module"]))
-        orig_cls = getattr(module, str(original["class"]))
+        return getattr(importlib.import_module(module), name)
     except BaseException as exc:  # noqa: BLE001 - any failure to import is a reason, not a verdict
         send({"equivalence": {"status": "unavailable", "reason": f"the original cannot be imported: {type(exc).__name__}: {exc}"[:500]}})
+        return None
+
+
+def compare_pair(send: Callable[..., None], label: str, orig: Any, copy: Any, inputs: List[Any], torch: Any) -> None:
+    """Compare the parameters and buffers of two built blocks here, and send both eval-mode outputs on the same input
+    (same seed) for the judge to compare value by value."""
+    difference = state_difference(orig, copy, torch)
+    outs = []
+    for m in (orig, copy):
+        try:
+            torch.manual_seed(1)
+            with torch.no_grad():
+                outs.append((True, module_call(m)(m, *inputs)))
+        except Exception as exc:  # noqa: BLE001
+            outs.append((False, f"{type(exc).__name__}: {exc}"[:300]))
+    (orig_ok, orig_out), (copy_ok, copy_out) = outs
+    if not orig_ok and not copy_ok:
+        send({"equivalence": {"variant": label, "params": difference, "skipped": "neither runs on this input"}})
         return
-    call = module_call
+    if orig_ok != copy_ok:
+        send({"equivalence": {"variant": label, "difference": f"only the {'original' if orig_ok else 'copy'} runs forward: {copy_out if orig_ok else orig_out}"}})
+        return
+    s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch, MAX_VALUES // 2)
+    s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch, MAX_VALUES // 2)
+    send({"equivalence": {"variant": label, "params": difference, "original": {"output": s_orig, "tensors": t_orig},
+                          "copy": {"output": s_copy, "tensors": t_copy}, "split": len(v_orig) // 8}}, v_orig + v_copy)
+
+
+def compare_with_original(send: Callable[..., None], original: Dict[str, Any], cls: Any, args: List[Any],
+                          kwargs: Dict[str, Any], inputs: List[Any], torch: Any) -> None:
+    """Build the original class and the copy with the same seed and arguments (and each boolean option flipped), and
+    compare each pair. Each argument variant is one frame."""
+    orig_cls = import_original(send, original, str(original["module"]), str(original["class"]))
+    if orig_cls is None:
+        return
     built_any = False
     first_error = ""
     for a, k, label in variants(cls, args, kwargs):
@@ -895,26 +925,7 @@ def compare_with_original(send: Callable[..., None], original: Dict[str, Any], c
         except Exception as exc:  # noqa: BLE001
             send({"equivalence": {"variant": label, "difference": f"the copy does not build where the original does: {type(exc).__name__}: {exc}"[:500]}})
             continue
-        difference = state_difference(orig, copy, torch)
-        outs = []
-        for m in (orig, copy):
-            try:
-                torch.manual_seed(1)
-                with torch.no_grad():
-                    outs.append((True, call(m)(m, *inputs)))
-            except Exception as exc:  # noqa: BLE001
-                outs.append((False, f"{type(exc).__name__}: {exc}"[:300]))
-        (orig_ok, orig_out), (copy_ok, copy_out) = outs
-        if not orig_ok and not copy_ok:
-            send({"equivalence": {"variant": label, "params": difference, "skipped": "neither runs on this input"}})
-            continue
-        if orig_ok != copy_ok:
-            send({"equivalence": {"variant": label, "difference": f"only the {'original' if orig_ok else 'copy'} runs forward: {copy_out if orig_ok else orig_out}"}})
-            continue
-        s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch, MAX_VALUES // 2)
-        s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch, MAX_VALUES // 2)
-        send({"equivalence": {"variant": label, "params": difference, "original": {"output": s_orig, "tensors": t_orig},
-                              "copy": {"output": s_copy, "tensors": t_copy}, "split": len(v_orig) // 8}}, v_orig + v_copy)
+        compare_pair(send, label, orig, copy, inputs, torch)
     if not built_any:
         send({"equivalence": {"status": "unavailable", "reason": f"the original does not build with the arguments that ran: {first_error}"[:500]}})
 
@@ -930,16 +941,12 @@ def compare_built(send: Callable[..., None], original: Dict[str, Any], cls: Any,
                   torch: Any) -> None:
     """Like compare_with_original for a block built by a builder function: the original repository's builder and the
     copy's, with the same seed, then the blocks inside them on the inputs that ran."""
-    try:
-        if original.get("path"):
-            sys.path.insert(0, str(original["path"]))
-        orig_cls = getattr(importlib.import_module(str(original["module"])), str(original["class"]))
-        spec = original["builder"]
-        orig_factory = getattr(importlib.import_module(str(spec["module"])), str(spec["name"]))
-    except BaseException as exc:  # noqa: BLE001
-        send({"equivalence": {"status": "unavailable", "reason": f"the original cannot be imported: {type(exc).__name__}: {exc}"[:500]}})
+    builder = original["builder"]
+    orig_cls = import_original(send, original, str(original["module"]), str(original["class"]))
+    orig_factory = orig_cls and import_original(send, original, str(builder["module"]), str(builder["name"]))
+    if orig_cls is None or orig_factory is None:
         return
-    label = f"built by {spec['name']}()"
+    label = f"built by {builder['name']}()"
     blocks = []
     for make, klass in ((orig_factory, orig_cls), (factory, cls)):
         try:
@@ -955,25 +962,7 @@ def compare_built(send: Callable[..., None], original: Dict[str, Any], cls: Any,
             else:
                 send({"equivalence": {"variant": label, "difference": f"the copy's builder fails where the original's does not: {exc}"[:500]}})
             return
-    orig, copy = blocks
-    difference = state_difference(orig, copy, torch)
-    outs = []
-    for m in (orig, copy):
-        try:
-            torch.manual_seed(1)
-            with torch.no_grad():
-                outs.append((True, module_call(m)(m, *inputs)))
-        except Exception as exc:  # noqa: BLE001
-            outs.append((False, f"{type(exc).__name__}: {exc}"[:300]))
-    (orig_ok, orig_out), (copy_ok, copy_out) = outs
-    if orig_ok != copy_ok or not orig_ok:
-        send({"equivalence": {"variant": label, "difference": f"only the {'original' if orig_ok else 'copy'} runs forward: {copy_out if orig_ok else orig_out}"} if orig_ok != copy_ok
-              else {"variant": label, "params": difference, "skipped": "neither runs on this input"}})
-        return
-    s_orig, t_orig, v_orig = tensor_evidence(orig_out, torch, MAX_VALUES // 2)
-    s_copy, t_copy, v_copy = tensor_evidence(copy_out, torch, MAX_VALUES // 2)
-    send({"equivalence": {"variant": label, "params": difference, "original": {"output": s_orig, "tensors": t_orig},
-                          "copy": {"output": s_copy, "tensors": t_copy}, "split": len(v_orig) // 8}}, v_orig + v_copy)
+    compare_pair(send, label, blocks[0], blocks[1], inputs, torch)
 
 
 def limit_files() -> None:
