@@ -227,8 +227,41 @@ GUESSES: List[Tuple[Tuple[str, ...], Any]] = [
 FACTORIES = ("norm_layer", "activation_layer", "act_layer", "block", "layer", "conv_layer", "norm", "act")
 
 
-def guess_value(param: inspect.Parameter, nn: Any) -> Any:
+# small sizes for a configuration object, so that a block built from it is light and its widths agree
+CONFIG_SIZES = {"hidden_size": 32, "d_model": 32, "embed_dim": 32, "n_embd": 32, "intermediate_size": 64, "ffn_dim": 64,
+                "num_attention_heads": 2, "n_head": 2, "num_heads": 2, "num_key_value_heads": 2, "num_hidden_layers": 1,
+                "num_layers": 1, "n_layer": 1, "vocab_size": 64, "max_position_embeddings": 64, "num_channels": 3,
+                "image_size": 32, "patch_size": 4}
+
+
+def config_instance(param: inspect.Parameter, namespace: Dict[str, Any]) -> Any:
+    """For a parameter annotated with (or named after) a configuration class of the file (`config: BertConfig`), an
+    instance of it with its defaults and the sizes shrunk consistently; None when there is no such class."""
+    ann = param.annotation
+    cls = namespace.get(ann) if isinstance(ann, str) else ann if inspect.isclass(ann) else None
+    if cls is None and param.name in ("config", "cfg", "model_config"):
+        found = [v for k, v in namespace.items() if inspect.isclass(v) and k.endswith("Config") and v.__module__ == namespace.get("__name__")]
+        cls = found[-1] if len(found) == 1 else None
+    if not inspect.isclass(cls) or not cls.__name__.endswith(("Config", "Configuration")):
+        return None
+    try:
+        config = cls()
+    except Exception:  # noqa: BLE001 - a configuration that needs arguments: not guessed
+        return None
+    for key, value in CONFIG_SIZES.items():
+        if isinstance(getattr(config, key, None), int) and not isinstance(getattr(config, key), bool):
+            try:
+                setattr(config, key, value)
+            except Exception:  # noqa: BLE001 - read-only attributes stay as they are
+                pass
+    return config
+
+
+def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str, Any]] = None) -> Any:
     """A plausible value for a required constructor parameter, from its name and annotation."""
+    config = config_instance(param, namespace) if namespace else None
+    if config is not None:
+        return config
     name = param.name.lower()
     for names, value in GUESSES:
         if name in names:
@@ -310,7 +343,7 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
         for i, v in enumerate(g.get("args", [])):
             ok, value = resolve_given(v, namespace)
             if not ok:
-                value = guess_value(positional[i], nn) if i < len(positional) else 16
+                value = guess_value(positional[i], nn, namespace) if i < len(positional) else 16
             args.append(value)
         kwargs: Dict[str, Any] = {}
         for k, v in dict(g.get("kwargs", {})).items():
@@ -318,16 +351,16 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
             if not ok:
                 if k not in by_name:
                     continue
-                value = guess_value(by_name[k], nn)
+                value = guess_value(by_name[k], nn, namespace)
             kwargs[k] = value
         # required parameters the call site passed through **kwargs or a variable: guessed
         taken = {p.name for p in positional[:len(args)]} | set(kwargs)
         for p in params:
             if p.default is p.empty and p.name not in taken:
-                kwargs[p.name] = guess_value(p, nn)
+                kwargs[p.name] = guess_value(p, nn, namespace)
         out.append((args, kwargs))
     out.append(([], {}))
-    required = {p.name: guess_value(p, nn) for p in params if p.default is p.empty}
+    required = {p.name: guess_value(p, nn, namespace) for p in params if p.default is p.empty}
     if required:
         out.append(([], required))
         # an input width four times the inner width (ResNet's Bottleneck keeps its identity shortcut)
@@ -459,7 +492,7 @@ def jsonable(value: Any) -> Any:
         return [jsonable(v) for v in value]
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
-    return getattr(value, "__name__", repr(value))
+    return getattr(value, "__name__", None) or f"{type(value).__name__}(...)"
 
 
 MAX_CONSTRUCTIONS = 8

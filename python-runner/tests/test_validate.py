@@ -206,6 +206,26 @@ class TiersWithTorch(unittest.TestCase):
         self.assertEqual(report["tier"], "forward")
         self.assertEqual(report["equivalence"]["status"], "unavailable")
 
+    def test_a_configuration_object_is_built_for_a_parameter_that_takes_one(self) -> None:
+        report = run_file("""
+            from __future__ import annotations
+            from torch import nn
+            class TinyConfig:
+                def __init__(self, hidden_size=768, intermediate_size=3072, layer_norm_eps=1e-12):
+                    self.hidden_size, self.intermediate_size, self.layer_norm_eps = hidden_size, intermediate_size, layer_norm_eps
+            class Layer(nn.Module):
+                def __init__(self, config: TinyConfig):
+                    super().__init__()
+                    self.up = nn.Linear(config.hidden_size, config.intermediate_size)
+                    self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+                    self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+                def forward(self, x):
+                    return self.norm(x + self.down(self.up(x)))
+        """, "--class", "Layer")
+        self.assertTrue(report["ok"], report)
+        self.assertEqual(report["kwargs"], {"config": "TinyConfig(...)"})
+        self.assertEqual(report["input_shapes"][0][-1], 32, "the configuration's sizes were not shrunk")
+
     def test_forward_failure_is_categorised(self) -> None:
         report = run_file("""
             from torch import nn
