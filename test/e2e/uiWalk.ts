@@ -114,7 +114,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         await page.waitForTimeout(500);
       }
       await palette(page, 'Notifications: Show Notifications');
-      await page.locator('.notifications-center .notification-list-item').filter({ hasText: /ResidualBlock validated: tier forward/ }).first().waitFor({ timeout: T });
+      await page.locator('.notifications-center .notification-list-item').filter({ hasText: /ResidualBlock validated: tier equivalent/ }).first().waitFor({ timeout: T });
     });
 
     await step('06-provenance-hover', async () => {
