@@ -212,6 +212,14 @@ function importBlock(externals: ExternalImport[], names: Map<string, string>, fu
 }
 
 function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, string>): string {
+  if (node.replacement) {
+    let text = node.replacement.source;
+    for (const [ident, key] of Object.entries(node.replacement.refs)) {
+      const final = names.get(key);
+      if (final && final !== ident) text = text.replace(new RegExp(`\\b${ident}\\b`, 'g'), final);
+    }
+    return text;
+  }
   const u = node.rec.facts.units[node.unit];
   const edits: { start: number; end: number; text: string }[] = [];
   for (const e of node.edits) {

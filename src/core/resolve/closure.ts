@@ -4,6 +4,7 @@
  */
 import { DirectedGraph } from 'graphology';
 import type { ParsedModule, Ref, Timing } from '../parse/types';
+import { compactStandIn } from './compact';
 import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
 
 export interface UnitNode {
@@ -11,6 +12,8 @@ export interface UnitNode {
   rec: ModuleRecord;
   unit: number;
   edits: Edit[];
+  /** A stand-in written instead of the unit (compact.ts), with the symbols its names stand for. */
+  replacement?: { source: string; refs: Record<string, string> };
   /** Discovery order, for a stable and readable output. */
   order: number;
 }
@@ -256,6 +259,8 @@ export async function computeClosure(
   };
   /** Registration decorators whose registry nothing else in the file has needed so far. */
   let registrations: Registration[] = [];
+  /** Modules whose module-level registration calls were taken in (their registry is needed). */
+  const scanned = new Set<number>();
 
   const root = need(rootRec, rootUnit);
   for (const extra of extraRoots) need(extra.rec, extra.unit);
@@ -267,6 +272,17 @@ export async function computeClosure(
     const u = rec.facts.units[unit];
     const where = `${rec.module}${u.name ? `.${u.name}` : ''} (line ${u.startLine})`;
 
+    // a framework's registry machinery: a minimal stand-in, and nothing the original needed
+    const standIn = rec.repoId === rootRec.repoId || ctx.inlines(rec, rootRec.repoId) ? compactStandIn(rec, unit) : undefined;
+    if (standIn) {
+      const refs: Record<string, string> = u.name ? { [u.name]: symbolKey(rec, u.name) } : {};
+      for (const name of standIn.needs) {
+        const to = place(node, table.resolveName(rec, name), name, 'call', where);
+        if (to) refs[name] = to;
+      }
+      node.replacement = { source: standIn.source, refs };
+      continue;
+    }
     // registering the class is a side effect: its registry is needed only if the file builds from it
     const span = rec.repoId === rootRec.repoId || ctx.inlines(rec, rootRec.repoId) ? registrationSpan(rec, unit, parsed.text) : undefined;
     const registration: Registration | undefined = span && { ...span, node, refs: [], where, text: parsed.text.slice(span.start, span.end).trim() };
@@ -321,7 +337,23 @@ export async function computeClosure(
       return t.kind === 'external';
     };
     const keep = registrations.filter(needed);
-    if (!keep.length) break;
+    // `MODELS.register_module('BN', module=nn.BatchNorm2d)` at module level: a registry the file builds from keeps
+    // the registrations the modules in the file make into it (a name looked up by string is among them)
+    let added = false;
+    for (const node of [...units.values()]) {
+      const { rec } = node;
+      if (!rec.facts.registrations.length || scanned.has(rec.fileId)) continue;
+      const heads = [...new Set(rec.facts.registrations.map((r) => r.registry.split('.')[0]))].filter((head) => needed({ node, registry: head } as Registration));
+      if (!heads.length) continue; // the registry may become needed later: looked at again then
+      scanned.add(rec.fileId);
+      rec.facts.units.forEach((u, i) => {
+        if (u.kind === 'expr' && heads.some((h) => u.defNames.includes(h)) && !units.has(unitKey(rec, i))) {
+          depend(node, need(rec, i), 'call');
+          added = true;
+        }
+      });
+    }
+    if (!keep.length && !added) break;
     registrations = registrations.filter((r) => !keep.includes(r));
     for (const r of keep) for (const ref of r.refs) placeRef(r.node, ref, r.where);
   }

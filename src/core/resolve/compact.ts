@@ -1,0 +1,91 @@
+/**
+ * Minimal stand-ins for a framework's registry machinery (OpenMMLab's `Registry` and its `build_*_from_cfg`
+ * functions): a pulled block that builds from a registry keeps the semantics it uses (register a class under a name,
+ * look one up, build one from `dict(type=...)`, a parent registry to fall back on) without the framework's scopes,
+ * lazy imports, configuration files and logging behind them. The stand-in replaces the unit; nothing it needed is
+ * pulled.
+ */
+import type { ModuleRecord } from './moduleTable';
+
+const REGISTRY = `class Registry:
+    """A minimal registry written by NN-RAG in place of {where}: register_module, get, build, a parent to fall
+    back on. Scopes, lazy locations and the framework's logging are left out."""
+
+    def __init__(self, name, build_func=None, parent=None, scope=None, locations=None):
+        self.name = name
+        self._module_dict = {}
+        self.parent = parent
+        self.build_func = build_func if build_func is not None or parent is None else parent.build_func
+
+    @property
+    def module_dict(self):
+        return self._module_dict
+
+    def __len__(self):
+        return len(self._module_dict)
+
+    def __contains__(self, key):
+        return self.get(key) is not None
+
+    def __repr__(self):
+        return f"Registry(name={self.name}, items={sorted(self._module_dict)})"
+
+    def register_module(self, name=None, force=False, module=None):
+        def register(cls):
+            names = [cls.__name__] if name is None else [name] if isinstance(name, str) else list(name)
+            for key in names:
+                if key in self._module_dict and not force and self._module_dict[key] is not cls:
+                    raise KeyError(f"{key} is already registered in {self.name}")
+                self._module_dict[key] = cls
+            return cls
+
+        return register(module) if module is not None else register
+
+    def get(self, key):
+        if not isinstance(key, str):
+            return key
+        key = key.split(".")[-1]
+        if key in self._module_dict:
+            return self._module_dict[key]
+        return self.parent.get(key) if self.parent is not None else None
+
+    def build(self, cfg, *args, **kwargs):
+        if self.build_func is not None:
+            return self.build_func(cfg, *args, **kwargs, registry=self)
+        return build_from_cfg(cfg, self, *args, **kwargs)`;
+
+const BUILD_FROM_CFG = `def build_from_cfg(cfg, registry, default_args=None):
+    """A minimal build_from_cfg written by NN-RAG in place of {where}: the class registered under cfg["type"]
+    (or given as a class), called with the rest of cfg and default_args."""
+    args = dict(cfg)
+    for key, value in dict(default_args or {}).items():
+        args.setdefault(key, value)
+    args.pop("_scope_", None)
+    obj_type = args.pop("type")
+    obj_cls = registry.get(obj_type) if isinstance(obj_type, str) else obj_type
+    if obj_cls is None:
+        raise KeyError(f"{obj_type} is not in the {registry.name} registry")
+    return obj_cls(**args)`;
+
+const BUILD_MODEL_FROM_CFG = `def build_model_from_cfg(cfg, registry, default_args=None):
+    """A minimal build_model_from_cfg written by NN-RAG in place of {where}: a list of configurations builds an
+    nn.Sequential of their models."""
+    if isinstance(cfg, list):
+        import torch.nn
+        return torch.nn.Sequential(*[build_from_cfg(c, registry, default_args) for c in cfg])
+    return build_from_cfg(cfg, registry, default_args)`;
+
+/** The stand-in source for a unit, or undefined when it is not registry machinery. `{where}` names the original. */
+export function compactStandIn(rec: ModuleRecord, unit: number): { source: string; needs: string[] } | undefined {
+  const u = rec.facts.units[unit];
+  if (!/(^|\.)registry(\.|$)|registr/.test(rec.module)) return undefined;
+  const where = `${rec.module}.${u.name ?? ''}`;
+  if (u.kind === 'class' && u.name === 'Registry') {
+    const fact = rec.facts.classes.find((c) => c.unit === unit);
+    if (!fact || !['register_module', 'get', 'build'].every((m) => fact.methods.includes(m))) return undefined;
+    return { source: REGISTRY.replace('{where}', where), needs: ['build_from_cfg'] };
+  }
+  if (u.kind === 'function' && u.name === 'build_from_cfg') return { source: BUILD_FROM_CFG.replace('{where}', where), needs: [] };
+  if (u.kind === 'function' && u.name === 'build_model_from_cfg') return { source: BUILD_MODEL_FROM_CFG.replace('{where}', where), needs: ['build_from_cfg'] };
+  return undefined;
+}
