@@ -663,6 +663,7 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
         return False, f"{type(exc).__name__}: {exc}", None, []
     arity = forward_arity(model)
     error: Optional[str] = None
+    depth = -1
     started = time.time()
     call = module_call(model)
     with torch.no_grad():
@@ -677,7 +678,11 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
             except MemoryError:
                 raise Failure("memory", "out of memory in forward")
             except Exception as exc:  # noqa: BLE001
-                error = error or f"{type(exc).__name__}: {exc}{where(exc)}"
+                # the most telling error: the input that got deepest before it failed (a shape the block expects gets
+                # past the first unpacking that a wrong one stops at)
+                frames = len(traceback.extract_tb(exc.__traceback__))
+                if frames > depth:
+                    depth, error = frames, f"{type(exc).__name__}: {exc}{where(exc)}"
                 continue
             return True, None, out, inputs
     return False, error, None, []
@@ -856,12 +861,42 @@ def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optio
                 send({"equivalence": {"status": "unavailable", "reason": "built through a builder of the repository that the original does not have"}})
             return
         forward_error = forward_error or error
+    # where the copy fails, does the original pass with the same arguments and inputs? (a fault of the tool if so)
+    passes = original_passes(original, attempts, given, torch, nn) if original else None
+    extra = {"original_passes": passes} if passes else {}
     if not built:
         tried = f" ({len(build_errors)} argument sets tried)" if len(build_errors) > 1 else ""
-        raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(build_errors)}{tried}")
+        raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(build_errors)}{tried}", **extra)
     if forward_error and NATIVE_OPS.search(forward_error):
-        raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}")
-    raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}")
+        raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}", **extra)
+    raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}", **extra)
+
+
+def original_passes(original: Dict[str, Any], attempts: List[Tuple[Any, List[Any], Dict[str, Any]]],
+                    given: List[Dict[str, Any]], torch: Any, nn: Any) -> Optional[str]:
+    """The highest tier the original class reaches with the argument sets and inputs the copy was given (None when it
+    cannot be imported or builds with none of them): "forward" or "instantiated"."""
+    try:
+        if original.get("path") and original["path"] not in sys.path:
+            sys.path.insert(0, str(original["path"]))
+        module = importlib.import_module(str(original["module"]))
+        orig_cls = getattr(module, str(original["class"]))
+    except BaseException:  # noqa: BLE001 - an original that cannot be imported says nothing
+        return None
+    reached = None
+    for factory, args, kwargs in attempts:
+        if factory is not None:
+            continue
+        errors: List[str] = []
+        model = build(orig_cls, args, dict(kwargs), torch, nn, errors)
+        if model is None:
+            continue
+        reached = "instantiated"
+        lighter(model)
+        ran, _, _, _ = run_forward(model, orig_cls, torch, nn, kwargs)
+        if ran:
+            return "forward"
+    return reached
 
 
 MAX_VARIANTS = 6
@@ -1362,7 +1397,7 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> N
             category = {"names-closed": "import-error", "imported": "instantiate"}.get(report["tier"], "forward")
         if category not in CATEGORIES:
             raise Failure("tampered", "the block wrote to the validator's channel (an unknown category)")
-        extra = {k: v for k, v in failure.items() if k in ("names", "package")}
+        extra = {k: v for k, v in failure.items() if k in ("names", "package") or (k == "original_passes" and v in ("forward", "instantiated"))}
         raise Failure(category, str(failure.get("message", ""))[:4000], **extra)
     status = job.status if job.status is not None else -1
     if forward is not None and equivalence and not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):

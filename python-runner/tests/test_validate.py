@@ -200,6 +200,22 @@ class TiersWithTorch(unittest.TestCase):
         self.assertEqual(report["category"], "differs")
         self.assertIn("scale=False", report["message"])
 
+    def test_the_original_passing_where_the_copy_fails_is_reported(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "orig", "pk"))
+            open(os.path.join(tmp, "orig", "pk", "__init__.py"), "w").close()
+            with open(os.path.join(tmp, "orig", "pk", "m.py"), "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent(self.ORIGINAL % "y"))
+            path = os.path.join(tmp, "copy.py")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent(self.ORIGINAL % "y").replace("y = self.lin(x)", "y = self.lin(x); raise ValueError('the copy is broken')"))
+            original = json.dumps({"module": "pk.m", "class": "Blk", "path": os.path.join(tmp, "orig")})
+            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original],
+                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+            report = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertEqual(report["category"], "forward", report)
+        self.assertEqual(report["original_passes"], "forward")
+
     def test_an_original_that_cannot_be_imported_stops_at_forward(self) -> None:
         report = self.compared("y", module="nowhere.m")
         self.assertTrue(report["ok"], report)

@@ -11,7 +11,7 @@ import { importRoot, openPullSession, pullBlock, requirementsText } from '../cor
 import type { PullOptions, PullReport } from '../core/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { ValidatorPool } from '../core/validate/pool';
-import { TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
+import { isToolFault, TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
 import { describeSandbox } from '../core/validate/sandbox';
 import { joinInside } from '../core/emit/writeSafe';
 import { flag, intOpt, opt } from './args';
@@ -139,6 +139,8 @@ interface BatchItem {
   seconds: number;
   /** The comparison with the original: equivalent, differs, unavailable (or not made). */
   equivalence?: string;
+  /** Set when the original passes the tier the copy failed (a fault of the tool). */
+  tool_fault?: string;
 }
 
 async function batchTargets(args: ReturnType<typeof parse>, db: Awaited<ReturnType<typeof openDb>>): Promise<string[]> {
@@ -188,7 +190,17 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
         const ref = findTarget(db, target);
         const out = joinInside(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
         const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out, pool });
-        items[i] = { target, status: r.status, tier: r.tier, category: r.category, message: r.message, out: r.out, seconds: (performance.now() - t0) / 1000, equivalence: r.validation?.equivalence?.status };
+        items[i] = {
+          target,
+          status: r.status,
+          tier: r.tier,
+          category: r.category,
+          message: r.message,
+          out: r.out,
+          seconds: (performance.now() - t0) / 1000,
+          equivalence: r.validation?.equivalence?.status,
+          ...(r.validation && isToolFault(r.validation) ? { tool_fault: `the original reaches ${r.validation.original_passes} with the same arguments` } : {}),
+        };
       } catch (err) {
         if (err instanceof CancelledError) return;
         if (err instanceof NnragError && err.code === 'interpreter') {
@@ -246,6 +258,8 @@ export interface BatchSummary {
   differs: number;
   /** Of the blocks compared with their original, the share whose copy is equivalent (percent). */
   fidelity: number | null;
+  /** Blocks whose original passes a tier that the copy fails. */
+  tool_faults: number;
 }
 
 function summarise(items: BatchItem[], targeted: number, seconds: number, validate: boolean, validators: number): BatchSummary {
@@ -271,11 +285,12 @@ function summarise(items: BatchItem[], targeted: number, seconds: number, valida
   };
 }
 
-function fidelityOf(items: BatchItem[]): Pick<BatchSummary, 'compared' | 'equivalent' | 'differs' | 'fidelity'> {
+function fidelityOf(items: BatchItem[]): Pick<BatchSummary, 'compared' | 'equivalent' | 'differs' | 'fidelity' | 'tool_faults'> {
   const equivalent = items.filter((i) => i.equivalence === 'equivalent').length;
   const differs = items.filter((i) => i.equivalence === 'differs').length;
   const compared = equivalent + differs;
-  return { compared, equivalent, differs, fidelity: compared ? Math.round((10000 * equivalent) / compared) / 100 : null };
+  const tool_faults = items.filter((i) => i.tool_fault).length;
+  return { compared, equivalent, differs, fidelity: compared ? Math.round((10000 * equivalent) / compared) / 100 : null, tool_faults };
 }
 
 function describeSummary(s: BatchSummary, reportFile: string): string {
@@ -283,7 +298,7 @@ function describeSummary(s: BatchSummary, reportFile: string): string {
     `pulled ${s.attempted} of ${s.targeted} blocks in ${s.seconds} s (${s.seconds_per_block} s per block)`,
     `validated ${s.validated} (${s.pass_rate}%), failed ${s.failed}`,
     `tiers reached: ${Object.entries(s.tiers).map(([k, v]) => `${k} ${v}`).join(', ')}`,
-    `compared with the original: ${s.compared} (equivalent ${s.equivalent}, differs ${s.differs}${s.fidelity === null ? '' : `; fidelity ${s.fidelity}%`})`,
+    `compared with the original: ${s.compared} (equivalent ${s.equivalent}, differs ${s.differs}${s.fidelity === null ? '' : `; fidelity ${s.fidelity}%`}); tool faults ${s.tool_faults}`,
     `failures: ${Object.entries(s.categories).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
     `report: ${reportFile}`,
   ];

@@ -59,6 +59,8 @@ export interface ValidationReport {
   inside?: string;
   /** The comparison with the original class: equivalent on the argument sets named, differs, or why not done. */
   equivalence?: { status: 'equivalent' | 'differs' | 'unavailable'; variants?: string[]; differences?: string[]; reason?: string };
+  /** On a failure: the highest tier the original class reached with the same arguments and inputs. */
+  original_passes?: 'instantiated' | 'forward';
   /** Whether every output value the judge received was finite. */
   output_finite?: boolean;
   /** How many output values the judge checked itself. */
@@ -113,6 +115,12 @@ export function tierAtLeast(reached: Tier | null, wanted: Tier): boolean {
 /** Whether the block counts as validated: it ran forward (and, when compared, equals its original). */
 export function isValidated(report: Pick<ValidationReport, 'ok' | 'tier'>): boolean {
   return report.ok && tierAtLeast(report.tier, 'forward');
+}
+
+/** A failure of the tool, not of the block: the original passes the tier the copy failed with the same arguments. */
+export function isToolFault(report: Pick<ValidationReport, 'ok' | 'category' | 'original_passes'>): boolean {
+  if (report.ok || !report.original_passes) return false;
+  return report.category === 'instantiate' || report.original_passes === 'forward';
 }
 
 /** Refuses to go on when the sandbox is weaker than asked for (nothing has run yet). */
