@@ -117,11 +117,17 @@ export function sandboxKind(): Promise<SandboxKind> {
 }
 
 /** What validation on this machine is protected by, for reports, the CLI and the extension's question. */
+let cgroups: boolean | undefined;
+
 export async function describeSandbox(memoryMb = 4096): Promise<SandboxDescription> {
   const kind = await sandboxKind();
-  const group = Cgroup.create(memoryMb);
-  const memory = group ? 'cgroup' : 'accounting';
-  group?.release();
+  if (cgroups === undefined) {
+    // whether this process may make a cgroup: asked once
+    const group = Cgroup.create(memoryMb);
+    cgroups = group !== undefined;
+    group?.release();
+  }
+  const memory = cgroups ? 'cgroup' : 'accounting';
   const weaker =
     kind === 'bubblewrap'
       ? undefined
