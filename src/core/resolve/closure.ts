@@ -342,12 +342,15 @@ export async function computeClosure(
     let added = false;
     for (const node of [...units.values()]) {
       const { rec } = node;
-      if (!rec.facts.registrations.length || scanned.has(rec.fileId)) continue;
-      const heads = [...new Set(rec.facts.registrations.map((r) => r.registry.split('.')[0]))].filter((head) => needed({ node, registry: head } as Registration));
+      if (scanned.has(rec.fileId)) continue;
+      // the registries the module registers into, by call or by decorator
+      const uses = [...rec.facts.registrations, ...rec.facts.classes.flatMap((c) => (c.registry ? [c.registry] : []))];
+      if (!uses.length) continue;
+      const heads = [...new Set(uses.map((r) => r.registry.split('.')[0]))].filter((head) => needed({ node, registry: head } as Registration));
       if (!heads.length) continue; // the registry may become needed later: looked at again then
       scanned.add(rec.fileId);
       rec.facts.units.forEach((u, i) => {
-        if (u.kind === 'expr' && heads.some((h) => u.defNames.includes(h)) && !units.has(unitKey(rec, i))) {
+        if ((u.kind === 'expr' || u.kind === 'compound') && heads.some((h) => u.defNames.includes(h)) && !units.has(unitKey(rec, i))) {
           depend(node, need(rec, i), 'call');
           added = true;
         }

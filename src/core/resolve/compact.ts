@@ -1,6 +1,6 @@
 /**
- * Minimal stand-ins for a framework's registry machinery (OpenMMLab's `Registry` and its `build_*_from_cfg`
- * functions): a pulled block that builds from a registry keeps the semantics it uses (register a class under a name,
+ * Minimal stand-ins for a framework's registry and logging machinery (OpenMMLab's `Registry`, its `build_*_from_cfg`
+ * functions, `print_log` and its logger class): a pulled block that builds from a registry keeps the semantics it uses (register a class under a name,
  * look one up, build one from `dict(type=...)`, a parent registry to fall back on) without the framework's scopes,
  * lazy imports, configuration files and logging behind them. The stand-in replaces the unit; nothing it needed is
  * pulled.
@@ -15,11 +15,29 @@ const REGISTRY = `class Registry:
         self.name = name
         self._module_dict = {}
         self.parent = parent
+        self._scope = scope
         self.build_func = build_func if build_func is not None or parent is None else parent.build_func
 
     @property
     def module_dict(self):
         return self._module_dict
+
+    @property
+    def scope(self):
+        return self._scope
+
+    def switch_scope_and_registry(self, scope):
+        """One registry for every scope here: the context gives this registry."""
+        registry = self
+
+        class Switch:
+            def __enter__(self):
+                return registry
+
+            def __exit__(self, *exc):
+                return False
+
+        return Switch()
 
     def __len__(self):
         return len(self._module_dict)
@@ -75,11 +93,44 @@ const BUILD_MODEL_FROM_CFG = `def build_model_from_cfg(cfg, registry, default_ar
         return torch.nn.Sequential(*[build_from_cfg(c, registry, default_args) for c in cfg])
     return build_from_cfg(cfg, registry, default_args)`;
 
-/** The stand-in source for a unit, or undefined when it is not registry machinery. `{where}` names the original. */
+const PRINT_LOG = `def print_log(msg, logger=None, level=20):
+    """A minimal print_log written by NN-RAG in place of {where}: the message goes to Python's logging (it
+    only logs: parameters and outputs are the same)."""
+    import logging
+    if logger == "silent":
+        return
+    if isinstance(logger, logging.Logger):
+        logger.log(level, msg)
+    else:
+        logging.getLogger(logger if isinstance(logger, str) and logger != "current" else "nnrag").log(level, msg)`;
+
+const LOGGER = `class {name}:
+    """A minimal stand-in written by NN-RAG for {where}: its instances are Python's own loggers (it only logs)."""
+
+    @classmethod
+    def get_current_instance(cls):
+        import logging
+        return logging.getLogger("nnrag")
+
+    @classmethod
+    def get_instance(cls, name="nnrag", **kwargs):
+        import logging
+        return logging.getLogger(name)`;
+
+/** The stand-in source for a unit, or undefined when it is not registry or logging machinery. `{where}` names the
+ * original. */
 export function compactStandIn(rec: ModuleRecord, unit: number): { source: string; needs: string[] } | undefined {
   const u = rec.facts.units[unit];
-  if (!/(^|\.)registry(\.|$)|registr/.test(rec.module)) return undefined;
   const where = `${rec.module}.${u.name ?? ''}`;
+  if (/(^|\.)logging(\.|$)/.test(rec.module)) {
+    if (u.kind === 'function' && u.name === 'print_log') return { source: PRINT_LOG.replace('{where}', where), needs: [] };
+    const fact = u.kind === 'class' ? rec.facts.classes.find((c) => c.unit === unit) : undefined;
+    if (fact && fact.bases.some((b) => /(^|\.)Logger$/.test(b)) && fact.methods.includes('get_current_instance')) {
+      return { source: LOGGER.replace('{name}', fact.name).replace('{where}', where), needs: [] };
+    }
+    return undefined;
+  }
+  if (!/(^|\.)registry(\.|$)|registr/.test(rec.module)) return undefined;
   if (u.kind === 'class' && u.name === 'Registry') {
     const fact = rec.facts.classes.find((c) => c.unit === unit);
     if (!fact || !['register_module', 'get', 'build'].every((m) => fact.methods.includes(m))) return undefined;
