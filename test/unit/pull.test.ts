@@ -133,7 +133,7 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(dir, "print(ns['Block']().run(2))"), '6');
   });
 
-  it("writes a minimal registry in place of a framework's, with the registrations the file's modules make", async () => {
+  it("writes a minimal registry and logger in place of a framework's, with the registrations the file's modules make", async () => {
     const { code, report, dir } = await pull(
       {
         'fw/__init__.py': '',
@@ -144,14 +144,19 @@ describe('pull: resolution and emission', () => {
           'from ..heavy import Config, print_log\nfrom .build_functions import build_from_cfg\n\nclass Registry:\n    def __init__(self, name, build_func=None, parent=None, scope=None, locations=None):\n        self.cfg = Config(name)\n    def register_module(self, name=None, force=False, module=None):\n        print_log(name)\n    def get(self, key):\n        return print_log(key)\n    def build(self, cfg):\n        return build_from_cfg(cfg, self)\n',
         'fw/registry/root.py': 'from .registry import Registry\n\nMODELS = Registry("model")\n',
         'fw/norm.py': 'from .registry.root import MODELS\n\nclass Norm:\n    def __init__(self, eps=0.1):\n        self.eps = eps\n\nMODELS.register_module("N", module=Norm)\n\ndef build_norm(cfg):\n    return MODELS.build(cfg)\n',
-        'fw/block.py': 'from .norm import build_norm\n\nclass Block:\n    def __init__(self):\n        self.norm = build_norm(dict(type="N", eps=0.5))\n    def run(self):\n        return self.norm.eps\n',
+        'fw/logging/__init__.py': 'from .logger import MMLogger, print_log\n',
+        'fw/logging/logger.py':
+          'import logging\nfrom ..heavy import colored\n\nclass MMLogger(logging.Logger):\n    @classmethod\n    def get_current_instance(cls):\n        return colored(cls)\n\ndef print_log(msg, logger=None, level=logging.INFO):\n    colored(msg)\n',
+        'fw/block.py': 'from .norm import build_norm\nfrom .logging import MMLogger, print_log\n\nclass Block:\n    def __init__(self):\n        self.norm = build_norm(dict(type="N", eps=0.5))\n        print_log("built", logger="current")\n        self.logger = MMLogger.get_current_instance()\n    def run(self):\n        return self.norm.eps\n',
       },
       'fw.block.Block',
     );
     assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
     assert.match(code, /A minimal registry written by NN-RAG in place of fw\.registry\.registry\.Registry/);
     assert.match(code, /A minimal build_from_cfg written by NN-RAG/);
-    assert.doesNotMatch(code, /heavy_build|print_log|Config\(/, "the framework's machinery was pulled");
+    assert.match(code, /A minimal print_log written by NN-RAG in place of fw\.logging\.logger\.print_log/);
+    assert.match(code, /class MMLogger:\n    """A minimal stand-in written by NN-RAG/);
+    assert.doesNotMatch(code, /heavy_build|colored|Config\(/, "the framework's machinery was pulled");
     assert.match(code, /^MODELS\.register_module\("N", module=Norm\)$/m);
     assert.strictEqual(run(dir, "print(ns['Block']().run())"), '0.5');
   });
