@@ -55,7 +55,8 @@ usage:
                      [--inline | --no-inline]
                      --force replaces a file that was not pulled, or was edited since (see update)
                      code of other indexed repositories is inlined when --python cannot import them,
-                     else imported; --inline inlines all of it, --no-inline imports all of it
+                     else imported (a block of an installed package imports the rest of that package);
+                     --inline inlines all of it, --no-inline imports all of it
   nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY]
               [--jobs N] [--no-pool] [--json]       validation in N warm interpreters (default: one per core)
   nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--json]

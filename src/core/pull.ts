@@ -131,6 +131,15 @@ function inlinedNames(session: PullSession, closure: ClosureResult, rootRepo: nu
   return [...ids].map((id) => session.repos.get(id)?.name ?? String(id)).sort();
 }
 
+/** Whether the block's repository is an installed package the interpreter imports, so that it stays an import. */
+async function rootIsInstalled(session: PullSession, rootRepo: number, options: PullOptions): Promise<boolean> {
+  const repo = session.repos.get(rootRepo);
+  if (!repo || repo.kind !== 'python-env' || !options.python || (options.inline ?? 'auto') !== 'auto' || repo.config.inline === true) return false;
+  const tops = session.table.topLevelNames(rootRepo);
+  const importable = await importableModules(options.python, tops);
+  return tops.some((n) => importable.has(n));
+}
+
 /** The other repositories whose code a pull from `rootRepo` inlines (see PullOptions.inline). */
 async function reposToInline(session: PullSession, rootRepo: number, options: PullOptions): Promise<Set<number>> {
   const mode = options.inline ?? 'auto';
@@ -186,10 +195,13 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   if (!rec || !fact) throw new NnragError('not-found', `${target} is not in the index any more; run 'nn-rag index' again`);
 
   const inlined = await reposToInline(session, ref.repoId, options);
+  // a block of an installed package the interpreter imports (torch from an indexed torch): its own module is
+  // inlined, what it uses of the package is imported from where the package defines it
+  const installed = await rootIsInstalled(session, ref.repoId, options);
   const closureCtx = {
     table: session.table,
     parse: (r: ModuleRecord) => parseRecord(session, options.parser, r),
-    inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId),
+    inlines: (r: ModuleRecord, rootRepo: number) => (r.repoId === rootRepo && (!installed || r.fileId === rec.fileId)) || inlined.has(r.repoId),
     skippedReason: (module: string, repoId: number) => session.skipped.get(`${repoId}:${module}`),
   };
   const emitCtx = {

@@ -14,7 +14,7 @@ import { openPullSession, pullBlock } from '../../src/core/pull';
 import type { PullReport } from '../../src/core/pull';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { openFolder } from '../../src/core/sources/folder';
-import { ASSETS, indexFolder, memoryDb, parser, ROOT, tmpdir, writeTree } from './helpers';
+import { ASSETS, cli, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
 
 /** Indexes `files` as a repository, pulls `target` without validation, returns the file and the report. */
 async function pull(files: Record<string, string>, target: string): Promise<{ code: string; report: PullReport; dir: string }> {
@@ -159,6 +159,22 @@ describe('pull: resolution and emission', () => {
     assert.doesNotMatch(code, /heavy_build|colored|Config\(/, "the framework's machinery was pulled");
     assert.match(code, /^MODELS\.register_module\("N", module=Norm\)$/m);
     assert.strictEqual(run(dir, "print(ns['Block']().run())"), '0.5');
+  });
+
+  it('keeps what a block uses of an installed package as imports (only its own module inlined), unless --inline', async function () {
+    this.timeout(120_000);
+    const dir = await tmpdir();
+    const db = path.join(dir, 'tv.db');
+    const idx = await cli('index', '--python-env', PYTHON_WITH_TORCH, '--packages', 'torchvision', '--db', db);
+    assert.strictEqual(idx.code, 0, idx.err);
+    const out = path.join(dir, 'ir.py');
+    const target = 'torchvision.models.mobilenetv2.InvertedResidual';
+    assert.strictEqual((await cli('pull', target, '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--no-validate')).code, 0);
+    const kept = await fsp.readFile(out, 'utf8');
+    assert.match(kept, /^from torchvision\.ops\.misc import Conv2dNormActivation$/m);
+    assert.doesNotMatch(kept, /^class Conv2dNormActivation/m);
+    assert.strictEqual((await cli('pull', target, '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--no-validate', '--inline')).code, 0);
+    assert.match(await fsp.readFile(out, 'utf8'), /^class Conv2dNormActivation/m);
   });
 
   it('orders definition-time needs first: bases, decorators, defaults, class bodies', async () => {
