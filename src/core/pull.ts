@@ -259,7 +259,10 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it
     if (!v.ok && (v.category === 'instantiate' || v.category === 'forward')) {
-      const built = await validateWithBuilder(session, closureCtx, emitCtx, rec, fact.unit, ref.name, target, options, 'module' in original ? original : undefined);
+      // the builder's model must be made of the copy's classes: everything of the repository is inlined for it (an
+      // installed package's builders would build, and register, the installed classes)
+      const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
+      const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, fact.unit, ref.name, target, options, 'module' in original ? original : undefined);
       if (built) v = built;
     }
     if ('unavailable' in original && v.ok && !v.equivalence) v = { ...v, equivalence: { status: 'unavailable', reason: original.unavailable } };
