@@ -174,7 +174,8 @@ class TiersWithTorch(unittest.TestCase):
                 return y * 2 if self.scale else %s
     """
 
-    def compared(self, copy_branch: str, module: str = "pk.m") -> dict:
+    def compared(self, copy: str, module: str = "pk.m") -> dict:
+        """Validate `copy` (a source in ORIGINAL's form) against ORIGINAL installed as pk.m in a folder."""
         with tempfile.TemporaryDirectory() as tmp:
             os.makedirs(os.path.join(tmp, "orig", "pk"))
             open(os.path.join(tmp, "orig", "pk", "__init__.py"), "w").close()
@@ -182,42 +183,32 @@ class TiersWithTorch(unittest.TestCase):
                 fh.write(textwrap.dedent(self.ORIGINAL % "y"))
             path = os.path.join(tmp, "copy.py")
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write(textwrap.dedent(self.ORIGINAL % copy_branch))
+                fh.write(textwrap.dedent(copy))
             original = json.dumps({"module": module, "class": "Blk", "path": os.path.join(tmp, "orig")})
             proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original],
                                   capture_output=True, text=True, timeout=300, cwd=tmp)
             return json.loads(proc.stdout.strip().splitlines()[-1])
 
     def test_a_copy_equal_to_its_original_is_equivalent(self) -> None:
-        report = self.compared("y")
+        report = self.compared(self.ORIGINAL % "y")
         self.assertTrue(report["ok"], report)
         self.assertEqual(report["tier"], "equivalent")
         self.assertEqual(report["equivalence"]["variants"], ["the arguments that ran", "scale=False"])
 
     def test_a_copy_that_differs_in_a_branch_the_defaults_skip_fails(self) -> None:
-        report = self.compared("y + 1")
+        report = self.compared(self.ORIGINAL % "y + 1")
         self.assertFalse(report["ok"], report)
         self.assertEqual(report["category"], "differs")
         self.assertIn("scale=False", report["message"])
 
     def test_the_original_passing_where_the_copy_fails_is_reported(self) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            os.makedirs(os.path.join(tmp, "orig", "pk"))
-            open(os.path.join(tmp, "orig", "pk", "__init__.py"), "w").close()
-            with open(os.path.join(tmp, "orig", "pk", "m.py"), "w", encoding="utf-8") as fh:
-                fh.write(textwrap.dedent(self.ORIGINAL % "y"))
-            path = os.path.join(tmp, "copy.py")
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(textwrap.dedent(self.ORIGINAL % "y").replace("y = self.lin(x)", "y = self.lin(x); raise ValueError('the copy is broken')"))
-            original = json.dumps({"module": "pk.m", "class": "Blk", "path": os.path.join(tmp, "orig")})
-            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original],
-                                  capture_output=True, text=True, timeout=300, cwd=tmp)
-            report = json.loads(proc.stdout.strip().splitlines()[-1])
+        broken = (self.ORIGINAL % "y").replace("y = self.lin(x)", "y = self.lin(x); raise ValueError('the copy is broken')")
+        report = self.compared(broken)
         self.assertEqual(report["category"], "forward", report)
         self.assertEqual(report["original_passes"], "forward")
 
     def test_an_original_that_cannot_be_imported_stops_at_forward(self) -> None:
-        report = self.compared("y", module="nowhere.m")
+        report = self.compared(self.ORIGINAL % "y", module="nowhere.m")
         self.assertTrue(report["ok"], report)
         self.assertEqual(report["tier"], "forward")
         self.assertEqual(report["equivalence"]["status"], "unavailable")
