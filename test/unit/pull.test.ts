@@ -177,6 +177,21 @@ describe('pull: resolution and emission', () => {
     assert.match(await fsp.readFile(out, 'utf8'), /^class Conv2dNormActivation/m);
   });
 
+  it('renames a third-party import kept under a guard when its name collides (every binding, every branch)', async () => {
+    const guarded = (value: string): string => `try:\n    import json\nexcept ImportError:\n    json = None\n\n\ndef f():\n    return ${value}\n`;
+    const { report, dir } = await pull(
+      {
+        'g/__init__.py': '',
+        'g/a.py': 'json = "not the module"\n\n\ndef f():\n    return json\n',
+        'g/b.py': guarded('json.dumps([1])'),
+        'g/block.py': 'from .a import f as fa\nfrom .b import f as fb\n\nclass Block:\n    def run(self):\n        return fa() + fb()\n',
+      },
+      'g.block.Block',
+    );
+    assert.strictEqual(report.status, 'extracted');
+    assert.strictEqual(run(dir, "print(ns['Block']().run())"), 'not the module[1]');
+  });
+
   it('orders definition-time needs first: bases, decorators, defaults, class bodies', async () => {
     const { code, dir } = await pull(
       {

@@ -211,6 +211,31 @@ function importBlock(externals: ExternalImport[], names: Map<string, string>, fu
   return { text: groups.join('\n\n'), thirdParty };
 }
 
+/**
+ * Import statements of a unit that stay as written (third-party code under a guard) and bind a name the file renamed:
+ * each rewritten to bind the final name (`import torch_npu as torch_npu_activations`).
+ */
+function keptImportRenames(node: UnitNode, parsed: ParsedModule, names: Map<string, string>): { start: number; end: number; text: string }[] {
+  const out: { start: number; end: number; text: string }[] = [];
+  for (const range of parsed.importRanges) {
+    if (range.unit !== node.unit || node.edits.some((e) => e.start <= range.start && e.end >= range.end)) continue;
+    const facts = range.imports.map((i) => node.rec.facts.imports[i]);
+    if (facts.some((f) => f.inFunction || f.level > 0 || f.kind === 'star')) continue;
+    const finalOf = (bound: string): string => names.get(symbolKey(node.rec, bound)) ?? bound;
+    if (!facts.some((f) => finalOf(f.bound ?? f.module.split('.')[0]) !== (f.bound ?? f.module.split('.')[0]))) continue;
+    const statements = facts.map((f) => {
+      const bound = f.bound ?? f.module.split('.')[0];
+      const final = finalOf(bound);
+      if (f.kind === 'from') return `from ${f.module} import ${f.name}${final !== f.name ? ` as ${final}` : ''}`;
+      const plainDotted = f.module.includes('.') && bound === f.module.split('.')[0];
+      if (plainDotted) return final === bound ? `import ${f.module}` : `import ${f.module}; ${final} = ${bound}`;
+      return final === f.module ? `import ${f.module}` : `import ${f.module} as ${final}`;
+    });
+    out.push({ start: range.start, end: range.end, text: statements.join('; ') });
+  }
+  return out;
+}
+
 function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, string>): string {
   if (node.replacement) {
     let text = node.replacement.source;
@@ -237,8 +262,12 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
       if (final !== undefined && final !== parsed.text.slice(e.start, e.end)) edits.push({ start: e.start, end: e.end, text: final });
     }
   }
+  // a third-party import kept as written (under a guard) whose name was renamed: the statement binds the new name
+  const rewritten = keptImportRenames(node, parsed, names);
+  edits.push(...rewritten);
   for (const site of parsed.bindSites[node.unit]) {
     const final = names.get(symbolKey(node.rec, site.name));
+    if (rewritten.some((r) => site.start >= r.start && site.end <= r.end)) continue;
     if (final !== undefined && final !== site.name) edits.push({ start: site.start, end: site.end, text: final });
   }
   edits.sort((a, b) => b.start - a.start || b.end - a.end);
