@@ -572,7 +572,7 @@ def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str]) -
     model.eval()
     if isinstance(model, cls):
         return model, None, None
-    inner = next((m for m in model.modules() if type(m) is cls), None) or next((m for m in model.modules() if isinstance(m, cls)), None)
+    inner = inner_of(model, cls)
     if inner is None:
         errors.append(f"builder made a {type(model).__name__} without a {cls.__name__} inside")
         return None, None, None
@@ -862,7 +862,7 @@ def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optio
             return
         forward_error = forward_error or error
     # where the copy fails, does the original pass with the same arguments and inputs? (a fault of the tool if so)
-    passes = original_passes(original, attempts, given, torch, nn) if original else None
+    passes = original_passes(original, attempts, torch, nn) if original else None
     extra = {"original_passes": passes} if passes else {}
     if not built:
         tried = f" ({len(build_errors)} argument sets tried)" if len(build_errors) > 1 else ""
@@ -872,15 +872,12 @@ def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optio
     raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}", **extra)
 
 
-def original_passes(original: Dict[str, Any], attempts: List[Tuple[Any, List[Any], Dict[str, Any]]],
-                    given: List[Dict[str, Any]], torch: Any, nn: Any) -> Optional[str]:
+def original_passes(original: Dict[str, Any], attempts: List[Tuple[Any, List[Any], Dict[str, Any]]], torch: Any,
+                    nn: Any) -> Optional[str]:
     """The highest tier the original class reaches with the argument sets and inputs the copy was given (None when it
     cannot be imported or builds with none of them): "forward" or "instantiated"."""
     try:
-        if original.get("path") and original["path"] not in sys.path:
-            sys.path.insert(0, str(original["path"]))
-        module = importlib.import_module(str(original["module"]))
-        orig_cls = getattr(module, str(original["class"]))
+        orig_cls = load_original(original, str(original["module"]), str(original["class"]))
     except BaseException:  # noqa: BLE001 - an original that cannot be imported says nothing
         return None
     reached = None
@@ -932,12 +929,17 @@ def state_difference(a: Any, b: Any, torch: Any) -> Optional[str]:
     return None
 
 
+def load_original(original: Dict[str, Any], module: str, name: str) -> Any:
+    """`module.name` from the original repository (its folder first on the path); raises what the import raises."""
+    if original.get("path") and original["path"] not in sys.path:
+        sys.path.insert(0, str(original["path"]))
+    return getattr(importlib.import_module(module), name)
+
+
 def import_original(send: Callable[..., None], original: Dict[str, Any], module: str, name: str) -> Any:
-    """`module.name` from the original repository (its folder first on the path), or None after saying why not."""
+    """`module.name` from the original repository, or None after saying why not."""
     try:
-        if original.get("path") and original["path"] not in sys.path:
-            sys.path.insert(0, str(original["path"]))
-        return getattr(importlib.import_module(module), name)
+        return load_original(original, module, name)
     except BaseException as exc:  # noqa: BLE001 - any failure to import is a reason, not a verdict
         send({"equivalence": {"status": "unavailable", "reason": f"the original cannot be imported: {type(exc).__name__}: {exc}"[:500]}})
         return None

@@ -350,14 +350,9 @@ export function checkDbPath(file: string): string {
     } catch {
       // not a link
     }
-    let dir = path.dirname(target);
-    const rest = [path.basename(target)];
-    while (!fs.existsSync(dir) && path.dirname(dir) !== dir) {
-      rest.unshift(path.basename(dir));
-      dir = path.dirname(dir);
-    }
+    const dir = nearestExisting(path.dirname(target));
     try {
-      target = path.join(fs.realpathSync(dir), ...rest);
+      target = path.join(fs.realpathSync(dir), path.relative(dir, target));
     } catch {
       // keep it as given
     }
@@ -380,8 +375,7 @@ export function checkDbPath(file: string): string {
     }
     return target;
   }
-  let dir = path.dirname(target);
-  while (!fs.existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  const dir = nearestExisting(path.dirname(target));
   try {
     if (!fs.statSync(dir).isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
     fs.accessSync(dir, fs.constants.W_OK);
@@ -389,6 +383,12 @@ export function checkDbPath(file: string): string {
     throw fileError('create', target, err);
   }
   return target;
+}
+
+/** `dir`, or its nearest ancestor that exists. */
+function nearestExisting(dir: string): string {
+  while (!fs.existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return dir;
 }
 
 /** Whose file this is: ours as last saved (content hash matches our stamp), ours, or another program's. */

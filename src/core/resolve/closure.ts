@@ -264,16 +264,16 @@ export async function computeClosure(
 
   const root = need(rootRec, rootUnit);
   for (const extra of extraRoots) need(extra.rec, extra.unit);
-  for (;;) {
-  while (queue.length) {
-    const node = queue.shift()!;
+  /** Takes in what one unit needs: its references, the registered classes its strings name, its inner imports. */
+  const visit = async (node: UnitNode): Promise<void> => {
     const { rec, unit } = node;
     const parsed = await ctx.parse(rec);
     const u = rec.facts.units[unit];
     const where = `${rec.module}${u.name ? `.${u.name}` : ''} (line ${u.startLine})`;
+    const own = rec.repoId === rootRec.repoId || ctx.inlines(rec, rootRec.repoId);
 
     // a framework's registry machinery: a minimal stand-in, and nothing the original needed
-    const standIn = rec.repoId === rootRec.repoId || ctx.inlines(rec, rootRec.repoId) ? compactStandIn(rec, unit) : undefined;
+    const standIn = own ? compactStandIn(rec, unit) : undefined;
     if (standIn) {
       const refs: Record<string, string> = u.name ? { [u.name]: symbolKey(rec, u.name) } : {};
       for (const name of standIn.needs) {
@@ -281,10 +281,10 @@ export async function computeClosure(
         if (to) refs[name] = to;
       }
       node.replacement = { source: standIn.source, refs };
-      continue;
+      return;
     }
     // registering the class is a side effect: its registry is needed only if the file builds from it
-    const span = rec.repoId === rootRec.repoId || ctx.inlines(rec, rootRec.repoId) ? registrationSpan(rec, unit, parsed.text) : undefined;
+    const span = own ? registrationSpan(rec, unit, parsed.text) : undefined;
     const registration: Registration | undefined = span && { ...span, node, refs: [], where, text: parsed.text.slice(span.start, span.end).trim() };
     for (const ref of parsed.refs[unit]) {
       if (registration && ref.start >= registration.start && ref.end <= registration.end) registration.refs.push(ref);
@@ -329,14 +329,18 @@ export async function computeClosure(
       }
       node.edits.push({ start: range.start, end: range.end, imports: lines });
     }
-  }
-    // a registry that something else needs (a build from it, a string reference) keeps every registration into it
-    const needed = (r: Registration): boolean => {
-      const t = table.resolveDotted(r.node.rec, r.registry);
-      if (t.kind === 'symbol') return units.has(unitKey(t.mod, t.unit));
-      return t.kind === 'external';
-    };
-    const keep = registrations.filter(needed);
+  };
+
+  /** Whether a registry, as `rec` names it, is needed by something else (a build from it, a string reference). */
+  const needed = (rec: ModuleRecord, registry: string): boolean => {
+    const t = table.resolveDotted(rec, registry);
+    if (t.kind === 'symbol') return units.has(unitKey(t.mod, t.unit));
+    return t.kind === 'external';
+  };
+  for (;;) {
+    while (queue.length) await visit(queue.shift()!);
+    // a registry that something else needs keeps every registration into it
+    const keep = registrations.filter((r) => needed(r.node.rec, r.registry));
     // `MODELS.register_module('BN', module=nn.BatchNorm2d)` at module level: a registry the file builds from keeps
     // the registrations the modules in the file make into it (a name looked up by string is among them)
     let added = false;
@@ -346,7 +350,7 @@ export async function computeClosure(
       // the registries the module registers into, by call or by decorator
       const uses = [...rec.facts.registrations, ...rec.facts.classes.flatMap((c) => (c.registry ? [c.registry] : []))];
       if (!uses.length) continue;
-      const heads = [...new Set(uses.map((r) => r.registry.split('.')[0]))].filter((head) => needed({ node, registry: head } as Registration));
+      const heads = [...new Set(uses.map((r) => r.registry.split('.')[0]))].filter((head) => needed(rec, head));
       if (!heads.length) continue; // the registry may become needed later: looked at again then
       scanned.add(rec.fileId);
       rec.facts.units.forEach((u, i) => {

@@ -49,53 +49,48 @@ const PROBE = `import sys, os, json, importlib.util
 folders = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable))] + sys.path
 print(json.dumps({"executable": sys.executable, "version": sys.version.split()[0], "hasTorch": importlib.util.find_spec("torch") is not None, "folders": [f for f in folders if f and os.path.isdir(f)]}))`;
 
-const interpreters = new Map<string, Promise<InterpreterInfo>>();
+const asked = new Map<string, Promise<unknown>>();
 
-/** Asks the interpreter where it lives and whether it has torch (cached per path). */
-export function interpreterInfo(python: string): Promise<InterpreterInfo> {
-  let known = interpreters.get(python);
+/**
+ * Runs `code` with the interpreter in isolated mode (no block code: questions about the interpreter itself) and
+ * parses the JSON of its last line; cached per interpreter, code and arguments while it succeeds.
+ */
+function askPython<T>(python: string, code: string, args: string[] = []): Promise<T> {
+  const key = [python, code, ...args].join('\0');
+  let known = asked.get(key) as Promise<T> | undefined;
   if (!known) {
-    known = new Promise<InterpreterInfo>((resolve, reject) => {
-      execFile(python, ['-I', '-c', PROBE], { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } }, (err, stdout, stderr) => {
+    known = new Promise<T>((resolve, reject) => {
+      execFile(python, ['-I', '-c', code, ...args], { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } }, (err, stdout, stderr) => {
         if (err) {
-          const code = (err as NodeJS.ErrnoException).code;
-          reject(new NnragError('interpreter', code === 'ENOENT' ? `Python interpreter not found: ${python}` : `cannot run ${python}: ${String(stderr || err.message).trim().split('\n').pop()}`));
+          const errno = (err as NodeJS.ErrnoException).code;
+          reject(new NnragError('interpreter', errno === 'ENOENT' ? `Python interpreter not found: ${python}` : `cannot run ${python}: ${String(stderr || err.message).trim().split('\n').pop()}`));
           return;
         }
         try {
-          resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '') as InterpreterInfo);
+          resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '') as T);
         } catch {
           reject(new NnragError('interpreter', `${python} does not answer like a Python interpreter`));
         }
       });
     });
-    interpreters.set(python, known);
-    known.catch(() => interpreters.delete(python));
+    asked.set(key, known);
+    known.catch(() => asked.delete(key));
   }
   return known;
 }
 
-const importableCache = new Map<string, Promise<Set<string>>>();
+/** Asks the interpreter where it lives and whether it has torch (cached per path). */
+export function interpreterInfo(python: string): Promise<InterpreterInfo> {
+  return askPython<InterpreterInfo>(python, PROBE);
+}
 
-/** Which of `names` (top-level modules) the interpreter can import, asked without importing them (find_spec). */
-export function importableModules(python: string, names: string[]): Promise<Set<string>> {
+const FIND_SPEC = 'import importlib.util, json, sys\nprint(json.dumps([n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]))';
+
+/** Which of `names` (top-level modules) the interpreter can import, asked without importing them (find_spec); none
+ * when the interpreter cannot answer. */
+export async function importableModules(python: string, names: string[]): Promise<Set<string>> {
   const wanted = [...new Set(names)].filter((n) => /^[\p{L}_][\p{L}\p{N}_]*$/u.test(n)).sort();
-  const key = `${python}\0${wanted.join(',')}`;
-  let known = importableCache.get(key);
-  if (!known) {
-    known = new Promise<Set<string>>((resolve) => {
-      const code = 'import importlib.util, json, sys\nprint(json.dumps([n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]))';
-      execFile(python, ['-I', '-c', code, ...wanted], { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } }, (err, stdout) => {
-        try {
-          resolve(new Set(err ? [] : (JSON.parse(stdout.trim().split('\n').pop() ?? '[]') as string[])));
-        } catch {
-          resolve(new Set());
-        }
-      });
-    });
-    importableCache.set(key, known);
-  }
-  return known;
+  return new Set(await askPython<string[]>(python, FIND_SPEC, wanted).catch(() => []));
 }
 
 function works(cmd: string, args: string[]): Promise<boolean> {
@@ -116,13 +111,13 @@ export function sandboxKind(): Promise<SandboxKind> {
   return kindProbe;
 }
 
-/** What validation on this machine is protected by, for reports, the CLI and the extension's question. */
+/** Whether this process may make a cgroup (asked once). */
 let cgroups: boolean | undefined;
 
+/** What validation on this machine is protected by, for reports, the CLI and the extension's question. */
 export async function describeSandbox(memoryMb = 4096): Promise<SandboxDescription> {
   const kind = await sandboxKind();
   if (cgroups === undefined) {
-    // whether this process may make a cgroup: asked once
     const group = Cgroup.create(memoryMb);
     cgroups = group !== undefined;
     group?.release();
@@ -304,7 +299,7 @@ function tryRmdir(dir: string): void {
   }
 }
 
-/** Seconds the judge gets beyond a job's own time limit to kill the worker and answer, before we kill the sandbox. */
+/** Time the judge gets beyond a job's own time limit to kill the worker and answer, before we kill the sandbox. */
 const GRACE_MS = 15_000;
 
 interface Answer {
