@@ -18,7 +18,7 @@ import { openSource, sourceFromArgument } from '../core/sources/open';
 import type { SourceConfig } from '../core/sources/types';
 import { flag, intOpt, opt, parseArgs } from './args';
 import type { OptionSpec, ParsedArgs } from './args';
-import { pullCommand, validateCommand } from './pullCommands';
+import { pullCommand, showDepsCommand, validateCommand } from './pullCommands';
 import { reportCommand, specCommand, statusCommand, updateCommand } from './specReport';
 
 export interface CliAssets extends WasmPaths {
@@ -51,6 +51,9 @@ usage:
   nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--all-copies] [--json]
   nn-rag show TARGET [--db F] [--json]
+  nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--limit N] [--json]
+                     the file a pull would write: the block's lines, the lines pulled in, and for the N largest
+                     definitions pulled in (default 10) the chain of references that needs each
   nn-rag pull TARGET [--db F] --out FILE [--force] [--python PY] [--no-validate] [--timeout S] [--json]
                      [--inline | --no-inline]
                      --force replaces a file that was not pulled, or was edited since (see update)
@@ -333,8 +336,9 @@ async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
 }
 
 async function showCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, {});
+  const args = parse(argv, { deps: {}, python: { value: true }, inline: {}, 'no-inline': {}, limit: { value: true } });
   if (args.positionals.length !== 1) throw new NnragError('usage', 'show needs one TARGET');
+  if (flag(args, 'deps')) return showDepsCommand(args, env);
   const db = await openDb(args, env);
   try {
     const ref = findTarget(db, args.positionals[0]);

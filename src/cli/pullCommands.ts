@@ -18,6 +18,7 @@ import { flag, intOpt, opt } from './args';
 import { EXIT, openDb, parse } from './cli';
 import type { CliEnv } from './cli';
 import type { ParsedArgs } from './args';
+import type { FileSizes } from '../core/emit/why';
 
 const PULL_OPTIONS = {
   out: { value: true },
@@ -124,9 +125,39 @@ function describeReport(r: PullReport): string {
     lines.push(`  built with args ${JSON.stringify(r.validation.args ?? [])} kwargs ${JSON.stringify(r.validation.kwargs ?? {})}`);
   }
   if (r.validation?.input_shapes) lines.push(`  forward on inputs ${JSON.stringify(r.validation.input_shapes)} -> ${JSON.stringify(r.validation.output_shapes)}`);
+  if (r.sizes) lines.push(`  ${sizesLine(r.sizes)} (why: nn-rag show --deps)`);
   if (r.category) lines.push(`  ${r.category}: ${r.message}`);
   else if (r.message) lines.push(`  note: ${r.message}`);
   return `${lines.join('\n')}\n`;
+}
+
+function sizesLine(s: FileSizes): string {
+  return `${s.total} lines: the block ${s.block}, pulled in with it ${s.pulled}`;
+}
+
+/** `show --deps TARGET`: the file a pull would write, in memory: its lines, and why each large definition is in it. */
+export async function showDepsCommand(args: ParsedArgs, env: CliEnv): Promise<number> {
+  const db = await openDb(args, env);
+  try {
+    const ref = findTarget(db, args.positionals[0]);
+    const parser = await PythonParser.create(env.assets);
+    const session = openPullSession(db, loadModuleTable(db));
+    const report = await pullBlock(session, ref, { ...pullOptions(args, env, parser, false), out: undefined, manifest: false, largest: intOpt(args, 'limit', 10) });
+    const sizes = report.sizes!;
+    if (flag(args, 'json')) {
+      env.out(`${JSON.stringify({ target: report.target, ...sizes, inlinedRepos: report.inlinedRepos ?? [], imports: report.imports, problems: report.problems }, null, 1)}\n`);
+      return EXIT.ok;
+    }
+    const out = [`${report.target}`, `  ${sizesLine(sizes)}; ${report.definitions - 1} definitions pulled in; imports ${report.imports.join(', ') || 'nothing third-party'}`];
+    if (report.inlinedRepos?.length) out.push(`  inlined from ${report.inlinedRepos.join(', ')}`);
+    if (sizes.largest.length) out.push('  largest pulled in (lines, and the references that need it):');
+    for (const d of sizes.largest) out.push(`    ${String(d.lines).padStart(6)}  ${d.names.join(', ') || '(statement)'}  (${d.module})\n            ${d.chain.join(' -> ')}`);
+    for (const p of report.problems) out.push(`  ${p.kind}: ${p.detail}`);
+    env.out(`${out.join('\n')}\n`);
+    return EXIT.ok;
+  } finally {
+    db.close();
+  }
 }
 
 interface BatchItem {
@@ -141,6 +172,8 @@ interface BatchItem {
   equivalence?: string;
   /** Set when the original passes the tier the copy failed (a fault of the tool). */
   tool_fault?: string;
+  /** Lines of the pulled file. */
+  lines?: number;
 }
 
 async function batchTargets(args: ReturnType<typeof parse>, db: Awaited<ReturnType<typeof openDb>>): Promise<string[]> {
@@ -199,6 +232,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
           out: r.out,
           seconds: (performance.now() - t0) / 1000,
           equivalence: r.validation?.equivalence?.status,
+          lines: r.sizes?.total,
           ...(r.validation && isToolFault(r.validation) ? { tool_fault: `the original reaches ${r.validation.original_passes} with the same arguments` } : {}),
         };
       } catch (err) {
@@ -260,6 +294,8 @@ export interface BatchSummary {
   fidelity: number | null;
   /** Blocks whose original passes a tier that the copy fails. */
   tool_faults: number;
+  /** Lines of the pulled files. */
+  lines: { median: number; p90: number; max: number } | null;
 }
 
 function summarise(items: BatchItem[], targeted: number, seconds: number, validate: boolean, validators: number): BatchSummary {
@@ -282,7 +318,17 @@ function summarise(items: BatchItem[], targeted: number, seconds: number, valida
     seconds_per_block: items.length ? Math.round((seconds / items.length) * 1000) / 1000 : 0,
     validators,
     ...fidelityOf(items),
+    lines: linesOf(items),
   };
+}
+
+/** Median, 90th percentile (nearest rank) and largest of the pulled files' lines. */
+export function linesOf(items: { lines?: number }[]): BatchSummary['lines'] {
+  const v = items.flatMap((i) => (i.lines ? [i.lines] : [])).sort((a, b) => a - b);
+  if (!v.length) return null;
+  const mid = v.length >> 1;
+  const median = v.length % 2 ? v[mid] : Math.round((v[mid - 1] + v[mid]) / 2);
+  return { median, p90: v[Math.ceil(0.9 * v.length) - 1], max: v[v.length - 1] };
 }
 
 function fidelityOf(items: BatchItem[]): Pick<BatchSummary, 'compared' | 'equivalent' | 'differs' | 'fidelity' | 'tool_faults'> {
@@ -300,6 +346,7 @@ function describeSummary(s: BatchSummary, reportFile: string): string {
     `tiers reached: ${Object.entries(s.tiers).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     `compared with the original: ${s.compared} (equivalent ${s.equivalent}, differs ${s.differs}${s.fidelity === null ? '' : `; fidelity ${s.fidelity}%`}); tool faults ${s.tool_faults}`,
     `failures: ${Object.entries(s.categories).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    ...(s.lines ? [`lines of the pulled files: median ${s.lines.median}, p90 ${s.lines.p90}, largest ${s.lines.max}`] : []),
     `report: ${reportFile}`,
   ];
   return `${lines.join('\n')}\n`;

@@ -10,6 +10,8 @@ import { performance } from 'perf_hooks';
 import type { ClassRef } from './blocks/target';
 import { emitFile, replaceProvenance, splitPulled } from './emit/emit';
 import type { DependencyGraph, Provenance } from './emit/emit';
+import { fileSizes } from './emit/why';
+import type { FileSizes } from './emit/why';
 import { writeManifests } from './emit/manifest';
 import { NnragError } from './errors';
 import type { IndexDb } from './index/database';
@@ -48,6 +50,8 @@ export interface PullReport {
   provenance?: Provenance;
   /** The file's dependency graph by name. */
   graph?: DependencyGraph;
+  /** Lines of the block, lines pulled in, and the largest definitions pulled in with why each is there. */
+  sizes?: FileSizes;
   /** `NAME.manifest.json` written next to the file (per definition: SWHID, license...). */
   manifest?: string;
   /** The folder's `required_repos.json`. */
@@ -79,6 +83,8 @@ export interface PullOptions {
   allowWeakSandbox?: boolean;
   /** Write NAME.manifest.json and the folder's required_repos.json next to `out` (default true). */
   manifest?: boolean;
+  /** How many of the largest definitions pulled in the report names (default 10). */
+  largest?: number;
 }
 
 /** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
@@ -230,6 +236,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     imports: emitted.thirdParty,
     ...(inlinedRepos.length ? { inlinedRepos } : {}),
     graph: emitted.graph,
+    sizes: fileSizes(emitted.graph, ref.module, ref.name, emitted.code, options.largest),
     provenance: emitted.provenance,
     timings: { resolve_ms: round(t1 - t0), emit_ms: round(t2 - t1), validate_ms: 0 },
   };

@@ -161,6 +161,82 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(dir, "print(ns['Block']().run())"), '0.5');
   });
 
+  it("keeps only the methods of a framework's base class that the block reaches, by name, and says what it left out", async () => {
+    const files = {
+      'fw/__init__.py': '',
+      'fw/heavy.py': 'raise RuntimeError("a method nothing reaches pulled its dependencies in")\n',
+      'fw/base.py': [
+        'from .heavy import load_checkpoint, init_cfg_apply',
+        'from .util import scale',
+        '',
+        'class Base:',
+        '    """A framework base."""',
+        '    alias = "helper"',
+        '    def __init__(self, k=2):',
+        '        self.k = unwrap(k)',
+        '    def helper(self, x):',
+        '        return scale(x, self.k)',
+        '    @property',
+        '    def twice(self):',
+        '        return self.k * 2',
+        '    def init_weights(self):',
+        '        init_cfg_apply(self)',
+        '    @classmethod',
+        '    def from_pretrained(cls, path):',
+        '        return load_checkpoint(cls, path)',
+        '    def by_string(self):',
+        '        return self.k + 1',
+        '    def __repr__(self):',
+        '        return f"Base({self.k})"',
+        '',
+        'class Only:',
+        '    def unused(self):',
+        '        return load_checkpoint(self)',
+        '',
+        '# only tested against: an empty stand-in, without what its body needs',
+        'class Wrapper:',
+        '    def __init__(self, module):',
+        '        self.module = load_checkpoint(module)',
+        '',
+        'def unwrap(m) -> Base:',
+        '    return m.module if isinstance(m, (list, Wrapper)) else m',
+        '',
+        '# `self.init_weights()` here reaches its own method, not the one of an unrelated class',
+        'class Other:',
+        '    def __init__(self):',
+        '        self.init_weights()',
+        '    def init_weights(self):',
+        '        self.ready = scale(1, 1)',
+        '',
+      ].join('\n'),
+      'fw/util.py': 'def scale(x, k):\n    return x * k\n',
+      'fw/block.py': [
+        'from .base import Base, Only, Other',
+        '',
+        'class Block(Base):',
+        '    def __init__(self):',
+        '        super().__init__(3)',
+        '        self.only = Only()',
+        '        self.other = Other()',
+        '    def run(self, x):',
+        '        return self.helper(x) + self.twice + getattr(self, "by_string")()',
+        '    def never_called_but_kept(self):',
+        '        return self.k',
+        '',
+      ].join('\n'),
+    };
+    const { code, report, dir } = await pull(files, 'fw.block.Block');
+    assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
+    assert.doesNotMatch(code, /load_checkpoint|init_cfg_apply|def from_pretrained|def unused/, 'a method nothing reaches was kept');
+    assert.match(code, /class Wrapper:\n {4}"""A stand-in written by NN-RAG for fw\.base\.Wrapper/);
+    assert.strictEqual(code.match(/def init_weights/g)?.length, 1, "only Other's init_weights is reached");
+    for (const kept of ['def helper', 'def twice', 'def by_string', 'def __repr__', 'def never_called_but_kept', 'def scale']) assert.ok(code.includes(kept), `${kept} is missing`);
+    assert.match(code, /# NN-RAG left out methods nothing in this file reaches: init_weights, from_pretrained/);
+    // a class left with no statement still has a body
+    assert.match(code, /class Only:\n {4}# NN-RAG left out a method nothing in this file reaches: unused\n {4}pass\n/);
+    assert.strictEqual(run(dir, "b = ns['Block'](); print(b.run(2), repr(b), b.other.ready)"), '16 Base(3) 1');
+  });
+
   it('keeps what a block uses of an installed package as imports (only its own module inlined), unless --inline', async function () {
     this.timeout(120_000);
     const dir = await tmpdir();
@@ -412,7 +488,7 @@ describe('pull: what the index kept of each file', () => {
       const file = sf.path;
       const out = p.parse(await source.read(sf));
       assert.ok(out.ok, file);
-      const detail: UnitDetail = { refs: out.refs, bindSites: out.bindSites, strings: out.strings, importRanges: out.importRanges };
+      const detail: UnitDetail = { refs: out.refs, bindSites: out.bindSites, strings: out.strings, importRanges: out.importRanges, bodies: out.bodies };
       const bytes = encodeUnits(detail);
       assert.deepStrictEqual(decodeUnits(bytes), detail, file);
       refs += out.refs.flat().length;
@@ -429,8 +505,9 @@ describe('pull: what the index kept of each file', () => {
     const odd: UnitDetail = {
       refs: [[{ name: 'b', start: 40, end: 41, timing: 'call', attrs: ['x', 'ÿ'], attrEnds: [43, 45] }, { name: 'a', start: 2, end: 3, timing: 'def', attrs: [], attrEnds: [] }]],
       bindSites: [[{ name: 'é', start: 9, end: 10 }, { name: 'c', start: 0, end: 1 }]],
-      strings: [[{ value: 'MLPHead', timing: 'call' }, { value: 'ünï', timing: 'def' }]],
+      strings: [[{ value: 'MLPHead', timing: 'call', at: 50 }, { value: 'ünï', timing: 'def', at: 12 }]],
       importRanges: [{ unit: 0, start: 5, end: 30, imports: [0, 1] }],
+      bodies: [{ statements: 3, methods: [{ name: 'forward', start: 20, end: 60 }, { name: 'ǵ', start: 8, end: 9 }] }],
     };
     assert.deepStrictEqual(decodeUnits(encodeUnits(odd)), odd);
     // a range that ends before it starts is a bug upstream: no entry, never a wrong one
@@ -441,7 +518,7 @@ describe('pull: what the index kept of each file', () => {
   it('writes an entry once, makes its folder when missing, and leaves no partial files behind', async () => {
     const dir = path.join(await tmpdir(), 'units');
     const hash = 'ab'.repeat(20);
-    const detail = (name: string): UnitDetail => ({ refs: [[]], bindSites: [[{ name, start: 0, end: 1 }]], strings: [[]], importRanges: [] });
+    const detail = (name: string): UnitDetail => ({ refs: [[]], bindSites: [[{ name, start: 0, end: 1 }]], strings: [[]], importRanges: [], bodies: [null] });
     saveUnits(dir, hash, detail('first'));
     assert.strictEqual(loadUnits(dir, hash, 1)?.bindSites[0][0].name, 'first');
     // an entry is never rewritten unless asked (a second writer of one blob finds it there)

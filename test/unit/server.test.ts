@@ -172,7 +172,7 @@ describe('language server over stdio (the real server process)', function () {
     assert.strictEqual((await pull()).status, 'extracted');
     assert.doesNotMatch(await fsp.readFile(pulled, 'utf8'), /return 41/);
     assert.strictEqual((await pull()).status, 'extracted', 'a second pull from the shared table');
-    await fsp.writeFile(path.join(live, 'pkg', 'base.py'), 'from torch import nn\n\n\nclass LiveBase(nn.Module):\n    def extra(self):\n        return 41\n\n\nclass LiveMarker(nn.Module):\n    pass\n');
+    await fsp.writeFile(path.join(live, 'pkg', 'base.py'), 'from torch import nn\n\n\nclass LiveBase(nn.Module):\n    def forward(self, x):\n        return 41\n\n\nclass LiveMarker(nn.Module):\n    pass\n');
     await until('LiveMarker', true);
     assert.strictEqual((await pull()).status, 'extracted');
     assert.match(await fsp.readFile(pulled, 'utf8'), /return 41/, 'the pull after the change inlines the changed base');

@@ -75,7 +75,8 @@ export interface EmitResult {
 }
 
 export interface DependencyGraph {
-  nodes: { id: number; names: string[]; module: string; repo: string }[];
+  /** `lines`: what the definition takes in the file (methods left out are not counted). */
+  nodes: { id: number; names: string[]; module: string; repo: string; lines: number }[];
   /** `when`: needed at definition time (bases, decorators, defaults) or only when called. */
   edges: { from: number; to: number; when: 'definition' | 'call' }[];
 }
@@ -270,6 +271,25 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
     if (rewritten.some((r) => site.start >= r.start && site.end <= r.end)) continue;
     if (final !== undefined && final !== site.name) edits.push({ start: site.start, end: site.end, text: final });
   }
+  // methods left out: whole lines, one comment where the first was, `pass` if nothing else is left
+  const dropped = node.dropped ?? [];
+  if (dropped.length) {
+    const lineStart = (at: number): number => parsed.text.lastIndexOf('\n', at - 1) + 1;
+    const lineEnd = (at: number): number => {
+      const nl = parsed.text.indexOf('\n', at);
+      return nl < 0 || nl + 1 > u.end ? at : nl + 1;
+    };
+    const spans = dropped.map((m) => ({ start: lineStart(m.start), end: lineEnd(m.end) }));
+    const kept = edits.filter((e) => !spans.some((d) => e.start >= d.start && e.end <= d.end));
+    edits.length = 0;
+    edits.push(...kept);
+    const indent = parsed.text.slice(spans[0].start, dropped[0].start);
+    const body = parsed.bodies[node.unit];
+    const names = dropped.map((m) => m.name);
+    let note = `${indent}# NN-RAG left out ${names.length === 1 ? 'a method' : 'methods'} nothing in this file reaches: ${[...new Set(names)].join(', ')}\n`;
+    if (body && body.statements === dropped.length) note += `${indent}pass\n`;
+    spans.forEach((d, i) => edits.push({ ...d, text: i === 0 ? note : '' }));
+  }
   edits.sort((a, b) => b.start - a.start || b.end - a.end);
   // pieces from the end backwards (joined once: a large unit has thousands of edits)
   const pieces: string[] = [];
@@ -290,9 +310,12 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const { text: imports, thirdParty } = importBlock([...closure.externals.values()], names, future);
   const body: string[] = [];
   const definitions: ProvenanceEntry[] = [];
+  const sizes: number[] = [];
   for (const node of order) {
     const parsed = ctx.parsed(node.rec);
-    body.push(unitText(node, parsed, names));
+    const text = unitText(node, parsed, names);
+    body.push(text);
+    sizes.push(text.split('\n').length);
     const u = node.rec.facts.units[node.unit];
     const src = ctx.source(node.rec);
     definitions.push({
@@ -348,7 +371,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     `${PROVENANCE_PREFIX}${JSON.stringify(provenance)}`,
   ].join('\n');
   const index = new Map(order.map((n, i) => [n.key, i]));
-  const graph: DependencyGraph = { nodes: definitions.map((d, id) => ({ id, names: d.names, module: d.module, repo: d.repo })), edges: [] };
+  const graph: DependencyGraph = { nodes: definitions.map((d, id) => ({ id, names: d.names, module: d.module, repo: d.repo, lines: sizes[id] })), edges: [] };
   for (const n of order) {
     closure.graph.forEachOutEdge(n.key, (_e, attr, _s, target) => {
       const to = index.get(target);

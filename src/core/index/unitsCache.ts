@@ -14,7 +14,7 @@ import { threadId } from 'worker_threads';
 import type { ParsedModule } from '../parse/types';
 import { decodeUnits, encodeUnits } from './unitsCodec';
 
-export type UnitDetail = Pick<ParsedModule, 'refs' | 'bindSites' | 'strings' | 'importRanges'>;
+export type UnitDetail = Pick<ParsedModule, 'refs' | 'bindSites' | 'strings' | 'importRanges' | 'bodies'>;
 
 function fileOf(dir: string, hash: string): string {
   return path.join(dir, hash.slice(0, 2), `${hash}.bin`);

@@ -6,17 +6,18 @@
  * keys); building, deflating and writing it was the largest part of a parse worker's time after the tree copy and
  * the facts. This format is about a fifth of that size before any compression, and reading it back makes no text.
  *
- * Layout: the magic `NNU1`; the string table (count, the UTF-16 length of each, then all of them as one UTF-8 run);
- * the unit count; per unit its references, binding sites and string literals; then the import ranges. Offsets within
+ * Layout: the magic `NNU2`; the string table (count, the UTF-16 length of each, then all of them as one UTF-8 run);
+ * the unit count; per unit its references, binding sites, string literals and class body (0, or 1 + its statement
+ * count and its methods); then the import ranges. Offsets within
  * a unit are written as differences from the one before (zigzag, since an order in the source is not promised).
  */
-import type { BindSite, Ref, StringRef } from '../parse/types';
+import type { BindSite, ClassBody, Ref, StringRef } from '../parse/types';
 import type { UnitDetail } from './unitsCache';
 
-const MAGIC = [0x4e, 0x4e, 0x55, 0x31]; // NNU1
+const MAGIC = [0x4e, 0x4e, 0x55, 0x32]; // NNU2
 
 /** Names the cache folder with the parser version, so entries of another format are never opened, only pruned. */
-export const UNITS_FORMAT = 'nnu1';
+export const UNITS_FORMAT = 'nnu2';
 
 class Writer {
   private buf = new Uint8Array(1 << 16);
@@ -109,9 +110,19 @@ export function encodeUnits(detail: UnitDetail): Uint8Array {
     for (const b of binds) at = w.site(b.name, b.start, b.end, at);
     const strings = detail.strings[u];
     w.uint(strings.length);
+    at = 0;
     for (const s of strings) {
       w.string(s.value);
       w.uint(s.timing === 'call' ? 1 : 0);
+      w.int(s.at - at);
+      at = s.at;
+    }
+    const body = detail.bodies[u];
+    w.uint(body ? body.statements + 1 : 0);
+    if (body) {
+      w.uint(body.methods.length);
+      at = 0;
+      for (const m of body.methods) at = w.site(m.name, m.start, m.end, at);
     }
   }
   w.uint(detail.importRanges.length);
@@ -194,7 +205,7 @@ export function decodeUnits(bytes: Uint8Array): UnitDetail {
   const r = new Reader(bytes);
   r.header();
   const units = r.count();
-  const detail: UnitDetail = { refs: [], bindSites: [], strings: [], importRanges: [] };
+  const detail: UnitDetail = { refs: [], bindSites: [], strings: [], importRanges: [], bodies: [] };
   for (let u = 0; u < units; u++) {
     const refs: Ref[] = [];
     let at = 0;
@@ -220,10 +231,28 @@ export function decodeUnits(bytes: Uint8Array): UnitDetail {
       at = site.start;
     }
     const strings: StringRef[] = [];
-    for (let n = r.count(); n > 0; n--) strings.push({ value: r.string(), timing: r.uint() ? 'call' : 'def' });
+    at = 0;
+    for (let n = r.count(); n > 0; n--) {
+      const value = r.string();
+      const timing = r.uint() ? 'call' : 'def';
+      at += r.int();
+      strings.push({ value, timing, at });
+    }
+    let body: ClassBody | null = null;
+    const bodyHead = r.uint();
+    if (bodyHead) {
+      body = { statements: bodyHead - 1, methods: [] };
+      at = 0;
+      for (let n = r.count(); n > 0; n--) {
+        const m = r.site(at);
+        body.methods.push(m);
+        at = m.start;
+      }
+    }
     detail.refs.push(refs);
     detail.bindSites.push(binds);
     detail.strings.push(strings);
+    detail.bodies.push(body);
   }
   for (let n = r.count(); n > 0; n--) {
     const unit = r.uint();

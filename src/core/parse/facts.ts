@@ -6,6 +6,7 @@ import { fingerprint } from '../dedup/fingerprint';
 import type { SyntaxNode as Node } from './syntax';
 import type {
   BindSite,
+  ClassBody,
   CallSite,
   Literal,
   ClassFact,
@@ -150,6 +151,8 @@ class Extractor {
   private curStrings: StringRef[] = [];
   private curSites: BindSite[] = [];
   private readonly bindSites: BindSite[][] = [];
+  private curBody: ClassBody | null = null;
+  private readonly bodies: (ClassBody | null)[] = [];
   private depth = 0;
 
   constructor(private readonly text: string) {}
@@ -168,11 +171,13 @@ class Extractor {
       this.curRefs = [];
       this.curStrings = [];
       this.curSites = [];
+      this.curBody = null;
       const unit = this.topLevel(stmt, moduleScope);
       this.units.push(unit);
       this.refs.push(this.curRefs);
       this.strings.push(this.curStrings);
       this.bindSites.push(this.curSites);
+      this.bodies.push(this.curBody);
     }
     const facts: ModuleFacts = {
       docstring: docstringOf(root),
@@ -192,6 +197,7 @@ class Extractor {
       strings: this.strings,
       bindSites: this.bindSites,
       importRanges: this.importRanges,
+      bodies: this.bodies,
     };
   }
 
@@ -233,7 +239,7 @@ class Extractor {
     switch (def.type) {
       case 'class_definition':
         unit.name = def.childForFieldName('name')?.text;
-        this.noteClass(stmt, def);
+        this.noteClass(stmt, def, true);
         return 'class';
       case 'function_definition':
         unit.name = def.childForFieldName('name')?.text;
@@ -299,7 +305,7 @@ class Extractor {
     });
   }
 
-  private noteClass(outer: Node, def: Node): void {
+  private noteClass(outer: Node, def: Node, topLevel = false): void {
     const name = def.childForFieldName('name')?.text;
     if (!name) return;
     const bases: string[] = [];
@@ -321,6 +327,7 @@ class Extractor {
     let signature = '';
     let forwardSignature = '';
     const comments: string[] = [];
+    const members: ClassBody = { statements: 0, methods: [] };
     let leading = true;
     for (const stmt of body?.namedChildren ?? []) {
       if (!stmt) continue;
@@ -329,16 +336,19 @@ class Extractor {
         continue;
       }
       leading = false;
+      members.statements++;
       const mdef = definitionOf(stmt);
       if (mdef.type !== 'function_definition') continue;
       const mname = mdef.childForFieldName('name')?.text ?? '';
       methods.push(mname);
+      if (mname) members.methods.push({ name: mname, start: stmt.startIndex, end: stmt.endIndex });
       const params = mdef.childForFieldName('parameters')?.text ?? '()';
       const sig = collapse(params.replace(/^\(\s*self\s*,?\s*/, '('), 300);
       if (mname === '__init__') signature = sig;
       if (mname === 'forward') forwardSignature = sig;
       if (decoratorsOf(stmt).some((d) => /abstractmethod/.test(d.text))) abstract = true;
     }
+    if (topLevel) this.curBody = members;
     const fact: ClassFact = {
       name,
       unit: this.unitIndex,
@@ -674,7 +684,7 @@ class Extractor {
         return;
       case 'string': {
         const v = stringValue(node);
-        if (v !== undefined && IDENT_STRING.test(v)) this.curStrings.push({ value: v, timing });
+        if (v !== undefined && IDENT_STRING.test(v)) this.curStrings.push({ value: v, timing, at: node.startIndex });
         for (const c of node.namedChildren) if (c?.type === 'interpolation') this.visitAll(c.namedChildren, scope, timing);
         return;
       }

@@ -69,6 +69,21 @@ export interface BindSite {
 export interface StringRef {
   value: string;
   timing: Timing;
+  /** Offset of the literal. */
+  at: number;
+}
+
+/** A method of a top-level class (with its decorators): a piece a pulled file may leave out. */
+export interface Member {
+  name: string;
+  start: number;
+  end: number;
+}
+
+/** The body of a top-level class: its methods, and how many statements it has in all (comments aside). */
+export interface ClassBody {
+  statements: number;
+  methods: Member[];
 }
 
 export interface RegistryUse {
@@ -149,6 +164,8 @@ export interface ParsedModule {
   strings: StringRef[][];
   /** Per unit: the import statements inside it that reach other modules (byte ranges for rewriting). */
   importRanges: { unit: number; start: number; end: number; imports: number[] }[];
+  /** Per unit: the body of the class it defines (null for other units). */
+  bodies: (ClassBody | null)[];
 }
 
 export type ParseFailure = {

@@ -3,7 +3,7 @@
  * resolved the way Python would; third-party names become imports; string registries count as references.
  */
 import { DirectedGraph } from 'graphology';
-import type { ParsedModule, Ref, Timing } from '../parse/types';
+import type { ClassFact, Member, ParsedModule, Ref, Timing } from '../parse/types';
 import { compactStandIn } from './compact';
 import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
 
@@ -16,6 +16,8 @@ export interface UnitNode {
   replacement?: { source: string; refs: Record<string, string> };
   /** Discovery order, for a stable and readable output. */
   order: number;
+  /** Methods of a class this file needs for other members only, that nothing in the file reaches: left out. */
+  dropped?: Member[];
 }
 
 /** A text edit inside a unit: the span is replaced by the final name of `to`, or by `text`. */
@@ -77,7 +79,62 @@ export interface ClosureContext {
   inlines(rec: ModuleRecord, rootRepo: number): boolean;
   /** Why an internal module has no facts (a skipped file), if it exists in the index at all. */
   skippedReason(module: string, repoId: number): string | undefined;
+  /** Copies every class the file needs whole (else a class other than the block keeps the methods reached). */
+  wholeClasses?: boolean;
 }
+
+/**
+ * Methods that code outside the file calls by name: PyTorch's `nn.Module`, containers, `_ConvNd`, `_BatchNorm`
+ * and `autograd.Function` (an override of any of these is kept, whether or not the file names it).
+ */
+const FRAMEWORK_CALLED = new Set(
+  (
+    'T_destination _apply _backward_cls _call_impl _wrapped_call_impl _check_input_dim _conv_forward _get_abs_string_index ' +
+    '_get_backward_hooks _get_item_by_idx _get_name _key_to_attr _load_from_state_dict _named_members _register_hook ' +
+    '_register_load_state_dict_pre_hook _register_state_dict_hook _replicate_for_data_parallel _save_to_state_dict ' +
+    '_slow_forward _version add_module append apply backward bfloat16 buffers children clear compile copy cpu cuda ' +
+    'double dump_patches eval extend extra_repr float forward fromkeys get get_buffer get_extra_state get_parameter ' +
+    'get_submodule half insert ipu items jvp keys load_state_dict mark_dirty mark_non_differentiable modules ' +
+    'named_buffers named_children named_modules named_parameters parameters pop popitem register_backward_hook ' +
+    'register_buffer register_forward_hook register_forward_pre_hook register_full_backward_hook ' +
+    'register_full_backward_pre_hook register_load_state_dict_post_hook register_module register_parameter ' +
+    'register_state_dict_pre_hook requires_grad_ reset_parameters reset_running_stats save_for_backward set_extra_state ' +
+    'set_materialize_grads setdefault setup_context share_memory state_dict symbolic to to_empty train type update ' +
+    'values vjp xpu zero_grad'
+  ).split(' '),
+);
+
+/** Whether a method may be left out of a class when nothing in the file reaches its name. */
+function droppable(name: string): boolean {
+  return !/^__\w+__$/.test(name) && !FRAMEWORK_CALLED.has(name);
+}
+
+/** A name read as a member: on the object's own class (`self.x`, `cls.x`, `super().x`) or on any object. */
+interface Reach {
+  name: string;
+  /** The class unit whose `self` reads it; undefined: any class's member of that name may be meant. */
+  family?: string;
+}
+
+/**
+ * Names a piece of code may reach members by: attributes (`x.name`) and identifier-like strings (`getattr`). Inside a
+ * class (`family`), `self.x`, `cls.x`, `super().x` and strings reach only that class, its bases and its subclasses.
+ */
+function namesReachedBy(text: string, into: Reach[], family?: string, bare = false): void {
+  for (const m of text.matchAll(/\.\s*([A-Za-z_]\w*)/g)) {
+    const before = text.slice(Math.max(0, (m.index ?? 0) - 60), m.index);
+    const own = family !== undefined && (/\b(?:self|cls)\s*$/.test(before) || /\bsuper\s*\([^()]*\)\s*$/.test(before));
+    into.push({ name: m[1], family: own ? family : undefined });
+  }
+  // a string in a class is read as its own member's name (`getattr(self, "x")`); a probe of another object
+  // (`hasattr(self.conv, "init_weights")`) answers the same unless that object is of a class the file trims
+  for (const m of text.matchAll(/['"]([A-Za-z_]\w*)['"]/g)) into.push({ name: m[1], family });
+  if (!bare) return;
+  // names in the class's own statements (`forward = _impl`), not in its docstring or comments
+  const code = text.replace(/[rRbBuUfF]{0,2}("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g, ' ');
+  for (const m of code.matchAll(/[A-Za-z_]\w*/g)) into.push({ name: m[0], family });
+}
+
 
 export function unitKey(rec: ModuleRecord, unit: number): string {
   return `${rec.fileId}:${unit}`;
@@ -136,6 +193,20 @@ function registrationSpan(rec: ModuleRecord, unit: number, text: string): { star
   return undefined;
 }
 
+/**
+ * Whether the name at `start..end` is only tested against or named as a type: the second argument of isinstance or
+ * issubclass, a parameter's or a return annotation. Such a class needs no body when nothing in the file makes one.
+ */
+function typeTest(text: string, start: number, end: number): boolean {
+  const before = text.slice(Math.max(0, start - 200), start);
+  const after = text.slice(end, end + 40);
+  const wrapper = '(?:(?:typing\\.)?(?:Optional|List|Tuple|Sequence|Type|Union)\\s*\\[\\s*(?:[\\w.]+\\s*,\\s*)*)?';
+  if (/\b(?:isinstance|issubclass)\s*\([^()]*,\s*\(?\s*(?:[\w.]+\s*,\s*)*$/.test(before)) return /^\s*[,)]/.test(after);
+  if (new RegExp(`->\\s*${wrapper}$`).test(before)) return /^\s*\]?\s*:/.test(after);
+  if (new RegExp(`[(,]\\s*\\w+\\s*:\\s*${wrapper}$`).test(before)) return /^\s*\]?\s*[,)=]/.test(after);
+  return false;
+}
+
 export async function computeClosure(
   ctx: ClosureContext,
   rootRec: ModuleRecord,
@@ -143,11 +214,31 @@ export async function computeClosure(
   /** More units to close over with the root (a builder function used only for validation). */
   extraRoots: { rec: ModuleRecord; unit: number }[] = [],
 ): Promise<ClosureResult> {
+  // a class the file only tests objects against becomes an empty stand-in; what it needed may go with it, and
+  // then another class may be left with type tests only
+  const stubbed = new Set<string>();
+  for (;;) {
+    const { result, testedOnly } = await closeOnce(ctx, rootRec, rootUnit, extraRoots, stubbed);
+    if (!testedOnly.length || ctx.wholeClasses) return result;
+    for (const k of testedOnly) stubbed.add(k);
+  }
+}
+
+async function closeOnce(
+  ctx: ClosureContext,
+  rootRec: ModuleRecord,
+  rootUnit: number,
+  extraRoots: { rec: ModuleRecord; unit: number }[],
+  stubbed: ReadonlySet<string>,
+): Promise<{ result: ClosureResult; testedOnly: string[] }> {
   const { table } = ctx;
   const units = new Map<string, UnitNode>();
   const graph = new DirectedGraph<UnitNode, NeedEdge>();
+  /** Per unit needed: whether every use so far only tests against it (see typeTest). */
+  const testUses = new Map<string, boolean>();
   /** Records that `from` needs `to`; a definition-time need wins over a call-time one. */
-  const depend = (from: UnitNode, to: UnitNode, timing: Timing): void => {
+  const depend = (from: UnitNode, to: UnitNode, timing: Timing, tested = false): void => {
+    testUses.set(to.key, (testUses.get(to.key) ?? true) && tested);
     if (from.key === to.key) return;
     const def = timing === 'def';
     if (graph.hasEdge(from.key, to.key)) {
@@ -205,14 +296,14 @@ export async function computeClosure(
   };
 
   /** Where a resolved target goes in the output: a symbol key, an external key, or nothing. */
-  const place = (from: UnitNode, t: Target, bound: string, timing: Timing, where: string): string | undefined => {
+  const place = (from: UnitNode, t: Target, bound: string, timing: Timing, where: string, tested = false): string | undefined => {
     switch (t.kind) {
       case 'symbol': {
         if (!ctx.inlines(t.mod, rootRec.repoId)) {
           return external({ module: t.mod.module, name: t.name, plainDotted: false, bound });
         }
         const target = need(t.mod, t.unit);
-        depend(from, target, timing);
+        depend(from, target, timing, tested);
         return symbolKey(t.mod, t.name);
       }
       case 'external':
@@ -243,7 +334,7 @@ export async function computeClosure(
     }
   };
 
-  const placeRef = (node: UnitNode, ref: Ref, where: string): void => {
+  const placeRef = (node: UnitNode, ref: Ref, where: string, text?: string): void => {
     let t = table.resolveName(node.rec, ref.name);
     let end = ref.end;
     if (t.kind === 'module' && ref.attrs.length && ctx.inlines(t.mod, rootRec.repoId)) {
@@ -254,7 +345,7 @@ export async function computeClosure(
         end = ref.attrEnds[r.consumed - 1];
       }
     }
-    const to = place(node, t, ref.name, ref.timing, where);
+    const to = place(node, t, ref.name, ref.timing, where, end === ref.end && !!text && typeTest(text, ref.start, ref.end));
     if (to) node.edits.push({ start: ref.start, end, to });
   };
   /** Registration decorators whose registry nothing else in the file has needed so far. */
@@ -264,36 +355,91 @@ export async function computeClosure(
 
   const root = need(rootRec, rootUnit);
   for (const extra of extraRoots) need(extra.rec, extra.unit);
-  /** Takes in what one unit needs: its references, the registered classes its strings name, its inner imports. */
-  const visit = async (node: UnitNode): Promise<void> => {
-    const { rec, unit } = node;
-    const parsed = await ctx.parse(rec);
-    const u = rec.facts.units[unit];
-    const where = `${rec.module}${u.name ? `.${u.name}` : ''} (line ${u.startLine})`;
-    const own = rec.repoId === rootRec.repoId || ctx.inlines(rec, rootRec.repoId);
+  const wholeUnits = new Set([root.key, ...extraRoots.map((e) => unitKey(e.rec, e.unit))]);
 
-    // a framework's registry machinery: a minimal stand-in, and nothing the original needed
-    const standIn = own ? compactStandIn(rec, unit) : undefined;
-    if (standIn) {
-      const refs: Record<string, string> = u.name ? { [u.name]: symbolKey(rec, u.name) } : {};
-      for (const name of standIn.needs) {
-        const to = place(node, table.resolveName(rec, name), name, 'call', where);
-        if (to) refs[name] = to;
+  /** Whether a class's methods are called only by name from Python code (its bases are such classes, or PyTorch's). */
+  const plainClasses = new Map<string, boolean>();
+  const plainClass = (rec: ModuleRecord, fact: ClassFact): boolean => {
+    const key = symbolKey(rec, fact.name);
+    const known = plainClasses.get(key);
+    if (known !== undefined) return known;
+    plainClasses.set(key, false); // a cycle of bases: not plain
+    const plain = fact.bases.every((base) => {
+      const t = table.resolveDotted(rec, base.replace(/\[.*$/s, ''));
+      if (t.kind === 'builtin') return t.name === 'object';
+      if (t.kind === 'external') return /^(torch|abc|typing)(\.|$)/.test(t.module);
+      if (t.kind !== 'symbol' || !ctx.inlines(t.mod, rootRec.repoId)) return false;
+      const baseFact = t.mod.facts.classes.find((c) => c.name === t.name && c.unit === t.unit);
+      return !!baseFact && plainClass(t.mod, baseFact);
+    });
+    plainClasses.set(key, plain);
+    return plain;
+  };
+
+  /** The class units a class unit derives from, in the index (resolved the way its module reads its bases). */
+  const ancestry = new Map<string, Set<string>>();
+  const ancestors = (rec: ModuleRecord, unit: number): Set<string> => {
+    const key = unitKey(rec, unit);
+    let out = ancestry.get(key);
+    if (out) return out;
+    out = new Set();
+    ancestry.set(key, out); // a cycle of bases ends here
+    const fact = rec.facts.classes.find((c) => c.unit === unit && c.name === rec.facts.units[unit].name);
+    for (const base of fact?.bases ?? []) {
+      const t = table.resolveDotted(rec, base.replace(/\[.*$/s, ''));
+      if (t.kind !== 'symbol') continue;
+      out.add(unitKey(t.mod, t.unit));
+      for (const k of ancestors(t.mod, t.unit)) out.add(k);
+    }
+    return out;
+  };
+  const related = (a: UnitNode, bKey: string, b: { rec: ModuleRecord; unit: number }): boolean =>
+    a.key === bKey || ancestors(a.rec, a.unit).has(bKey) || ancestors(b.rec, b.unit).has(a.key);
+
+  /** What kept code reaches members by; methods left out wait for their name (see namesReachedBy). */
+  const reachedAnywhere = new Set<string>();
+  const reachedFrom = new Map<string, UnitNode[]>();
+  const isReached = (name: string, node: UnitNode): boolean =>
+    reachedAnywhere.has(name) || (reachedFrom.get(name) ?? []).some((from) => related(from, node.key, node));
+  const waiting = new Map<string, { node: UnitNode; member: Member; parsed: ParsedModule; where: string }[]>();
+  const toReach: Reach[] = [];
+  const reachAll = (): void => {
+    while (toReach.length) {
+      const { name, family } = toReach.pop()!;
+      if (reachedAnywhere.has(name)) continue;
+      const from = family === undefined ? undefined : units.get(family);
+      if (from) {
+        const list = reachedFrom.get(name) ?? [];
+        if (list.includes(from)) continue;
+        list.push(from);
+        reachedFrom.set(name, list);
+      } else {
+        reachedAnywhere.add(name);
       }
-      node.replacement = { source: standIn.source, refs };
-      return;
+      const list = waiting.get(name);
+      if (!list) continue;
+      const now = list.filter((w) => !from || related(from, w.node.key, w.node));
+      if (now.length === list.length) waiting.delete(name);
+      else waiting.set(name, list.filter((w) => !now.includes(w)));
+      for (const { node, member, parsed, where } of now) {
+        node.dropped = node.dropped?.filter((m) => m !== member);
+        takeIn(node, parsed, where, (at) => at >= member.start && at < member.end);
+        namesReachedBy(parsed.text.slice(member.start, member.end), toReach, node.key);
+      }
     }
-    // registering the class is a side effect: its registry is needed only if the file builds from it
-    const span = own ? registrationSpan(rec, unit, parsed.text) : undefined;
-    const registration: Registration | undefined = span && { ...span, node, refs: [], where, text: parsed.text.slice(span.start, span.end).trim() };
+  };
+
+  /** Takes in what the part of a unit that `inside` accepts needs: its references, string registries, inner imports. */
+  function takeIn(node: UnitNode, parsed: ParsedModule, where: string, inside: (at: number) => boolean, registration?: Registration): void {
+    const { rec, unit } = node;
     for (const ref of parsed.refs[unit]) {
+      if (!inside(ref.start)) continue;
       if (registration && ref.start >= registration.start && ref.end <= registration.end) registration.refs.push(ref);
-      else placeRef(node, ref, where);
+      else placeRef(node, ref, where, parsed.text);
     }
-    if (registration) registrations.push(registration);
 
     // string registries: dict(type="MLPHead") names a registered class
-    const strings = parsed.strings[unit];
+    const strings = parsed.strings[unit].filter((s) => inside(s.at));
     if (strings.length) {
       registries ??= registryIndex(table, rootRec.repoId);
       for (const s of strings) {
@@ -307,8 +453,9 @@ export async function computeClosure(
     }
 
     // import statements inside the unit (in a function body or a try/if block) that reach repository code
+    if (rec.facts.units[unit].kind === 'import') return;
     for (const range of parsed.importRanges) {
-      if (range.unit !== unit || (u.kind === 'import')) continue;
+      if (range.unit !== unit || !inside(range.start)) continue;
       const resolved = range.imports
         .map((i) => rec.facts.imports[i])
         // a star import binds what its module exports: those names resolve through it where they are read
@@ -329,6 +476,79 @@ export async function computeClosure(
       }
       node.edits.push({ start: range.start, end: range.end, imports: lines });
     }
+  }
+
+  /** Takes in what one unit needs: its references, the registered classes its strings name, its inner imports. */
+  const visit = async (node: UnitNode): Promise<void> => {
+    const { rec, unit } = node;
+    const parsed = await ctx.parse(rec);
+    const u = rec.facts.units[unit];
+    const where = `${rec.module}${u.name ? `.${u.name}` : ''} (line ${u.startLine})`;
+    const own = rec.repoId === rootRec.repoId || ctx.inlines(rec, rootRec.repoId);
+
+    if (stubbed.has(node.key) && u.name) {
+      const source = `class ${u.name}:\n    """A stand-in written by NN-RAG for ${rec.module}.${u.name}: this file only tests objects against it, and makes none."""\n`;
+      node.replacement = { source, refs: { [u.name]: symbolKey(rec, u.name) } };
+      return;
+    }
+    // a framework's registry machinery: a minimal stand-in, and nothing the original needed
+    const standIn = own ? compactStandIn(rec, unit) : undefined;
+    if (standIn) {
+      const refs: Record<string, string> = u.name ? { [u.name]: symbolKey(rec, u.name) } : {};
+      for (const name of standIn.needs) {
+        // a name the original imports inside a method (mmengine's Registry and its build_from_cfg)
+        let t = table.resolveName(rec, name);
+        const inner = rec.facts.imports.find((i) => i.inFunction && i.kind === 'from' && (i.bound ?? i.name) === name);
+        if (t.kind === 'unresolved' && inner) t = table.resolveImport(rec, inner.kind, inner.level, inner.module, inner.name, name);
+        const to = place(node, t, name, 'call', where);
+        if (to) refs[name] = to;
+      }
+      node.replacement = { source: standIn.source, refs };
+      return;
+    }
+    // registering the class is a side effect: its registry is needed only if the file builds from it
+    const span = own ? registrationSpan(rec, unit, parsed.text) : undefined;
+    const registration: Registration | undefined = span && { ...span, node, refs: [], where, text: parsed.text.slice(span.start, span.end).trim() };
+
+    // a class the block needs, not the block: the methods nothing in the file reaches wait for their name
+    const body = parsed.bodies[unit];
+    const fact = body && u.kind === 'class' ? rec.facts.classes.find((c) => c.unit === unit && c.name === u.name) : undefined;
+    const trim = own && !ctx.wholeClasses && !wholeUnits.has(node.key) && !!fact && plainClass(rec, fact);
+    // (a method on a line of its own: a one-line class keeps them all)
+    const ownLine = (m: Member): boolean => /^[ \t]*$/.test(parsed.text.slice(parsed.text.lastIndexOf('\n', m.start - 1) + 1, m.start));
+    const deferred = trim ? body!.methods.filter((m) => droppable(m.name) && !isReached(m.name, node) && ownLine(m)) : [];
+    const outside = (at: number): boolean => !deferred.some((m) => at >= m.start && at < m.end);
+    takeIn(node, parsed, where, outside, registration);
+    if (registration) registrations.push(registration);
+
+    // what the kept code reaches members by (a class's own statements: its bare names too, `forward = _impl`)
+    let kept = '';
+    let last = u.start;
+    for (const m of deferred) {
+      kept += parsed.text.slice(last, m.start);
+      last = m.end;
+    }
+    kept += parsed.text.slice(last, u.end);
+    const family = u.kind === 'class' ? node.key : undefined;
+    namesReachedBy(kept, toReach, family);
+    if (body && u.kind === 'class') {
+      let classLevel = '';
+      let at = u.start;
+      for (const m of body.methods) {
+        classLevel += parsed.text.slice(at, m.start);
+        at = m.end;
+      }
+      namesReachedBy(classLevel + parsed.text.slice(at, u.end), toReach, family, true);
+    }
+    if (deferred.length) {
+      node.dropped = [...deferred];
+      for (const member of deferred) {
+        const list = waiting.get(member.name) ?? [];
+        list.push({ node, member, parsed, where });
+        waiting.set(member.name, list);
+      }
+    }
+    reachAll();
   };
 
   /** Whether a registry, as `rec` names it, is needed by something else (a build from it, a string reference). */
@@ -368,5 +588,9 @@ export async function computeClosure(
     const registered = r.node.rec.module;
     r.node.edits.push({ start: r.start, end: r.end, text: `# ${r.text.replace(/\s*\n\s*/g, ' ')}: registration left out by NN-RAG (nothing here builds from ${r.registry}; registered in ${registered})\n` });
   }
-  return { root, units, graph, symbols, externals, builtinsUsed, problems };
+  const testedOnly = [...units.values()]
+    .filter((n) => testUses.get(n.key) === true && !wholeUnits.has(n.key) && !n.replacement && n.rec.facts.units[n.unit].kind === 'class')
+    .filter((n) => n.rec.repoId === rootRec.repoId || ctx.inlines(n.rec, rootRec.repoId))
+    .map((n) => n.key);
+  return { result: { root, units, graph, symbols, externals, builtinsUsed, problems }, testedOnly };
 }
