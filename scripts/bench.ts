@@ -26,6 +26,7 @@ import { finishRun, indexSource, Rediscovery } from '../src/core/index/indexer';
 import { PythonParser } from '../src/core/parse/parser';
 import { lazyPool } from '../src/core/parse/pool';
 import { warmUpParser } from '../src/core/parse/warmUp';
+import { linesOf } from '../src/core/emit/why';
 import { openPullSession, pullBlock } from '../src/core/pull';
 import { loadModuleTable } from '../src/core/resolve/loadTable';
 import { searchBlocks } from '../src/core/search/search';
@@ -380,14 +381,26 @@ async function main(): Promise<void> {
   const targets = listBlockTargets(live);
   const pullMs: number[] = [];
   let pullErrors = 0;
+  /** Per corpus (repository), the lines of every pulled file. */
+  const pulledLines = new Map<string, { lines?: number }[]>();
   for (const t of targets) {
     const t0 = performance.now();
     try {
-      await pullBlock(session, findTarget(live, t), { parser, validate: false });
+      const r = await pullBlock(session, findTarget(live, t), { parser, validate: false });
+      const repo = t.split(':')[0];
+      pulledLines.set(repo, [...(pulledLines.get(repo) ?? []), { lines: r.sizes?.total }]);
     } catch {
       pullErrors++;
     }
     pullMs.push(performance.now() - t0);
+  }
+  const pullLines: Record<string, number> = {};
+  for (const [repo, items] of [...pulledLines].sort()) {
+    const f = linesOf(items);
+    if (!f) continue;
+    pullLines[`pull_lines_median_${repo}`] = f.median;
+    pullLines[`pull_lines_p90_${repo}`] = f.p90;
+    pullLines[`pull_lines_max_${repo}`] = f.max;
   }
 
   // validation: a sample of torchvision's blocks (every k-th) through the pool of warm interpreters
@@ -514,6 +527,7 @@ async function main(): Promise<void> {
     pull_p95_ms: r2(percentile(pullMs, 95)),
     pull_session_ms: r2(pullSessionMs),
     pull_max_ms: r2(Math.max(0, ...pullMs)),
+    ...pullLines,
     ...validation,
     blocks: targets.length,
     peak_rss_mb: peakRss,

@@ -51,11 +51,12 @@ usage:
   nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--all-copies] [--json]
   nn-rag show TARGET [--db F] [--json]
-  nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--limit N] [--json]
+  nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--limit N] [--json]
                      the file a pull would write: the block's lines, the lines pulled in, and for the N largest
                      definitions pulled in (default 10) the chain of references that needs each
   nn-rag pull TARGET [--db F] --out FILE [--force] [--python PY] [--no-validate] [--timeout S] [--json]
-                     [--inline | --no-inline]
+                     [--inline | --no-inline] [--whole-classes]
+                     --whole-classes copies every class the block needs whole (else they keep the methods reached)
                      --force replaces a file that was not pulled, or was edited since (see update)
                      code of other indexed repositories is inlined when --python cannot import them,
                      else imported (a block of an installed package imports the rest of that package);
@@ -336,7 +337,7 @@ async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
 }
 
 async function showCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { deps: {}, python: { value: true }, inline: {}, 'no-inline': {}, limit: { value: true } });
+  const args = parse(argv, { deps: {}, python: { value: true }, inline: {}, 'no-inline': {}, 'whole-classes': {}, limit: { value: true } });
   if (args.positionals.length !== 1) throw new NnragError('usage', 'show needs one TARGET');
   if (flag(args, 'deps')) return showDepsCommand(args, env);
   const db = await openDb(args, env);

@@ -18,7 +18,8 @@ import { flag, intOpt, opt } from './args';
 import { EXIT, openDb, parse } from './cli';
 import type { CliEnv } from './cli';
 import type { ParsedArgs } from './args';
-import type { FileSizes } from '../core/emit/why';
+import { linesOf } from '../core/emit/why';
+import type { FileSizes, LineFigures } from '../core/emit/why';
 
 const PULL_OPTIONS = {
   out: { value: true },
@@ -38,6 +39,7 @@ const PULL_OPTIONS = {
   force: {},
   inline: {},
   'no-inline': {},
+  'whole-classes': {},
 };
 
 function defaultPython(env: CliEnv): string {
@@ -56,6 +58,7 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
     signal: env.signal,
     force: flag(args, 'force'),
     inline: flag(args, 'inline') ? 'all' : flag(args, 'no-inline') ? 'none' : 'auto',
+    wholeClasses: flag(args, 'whole-classes'),
   };
 }
 
@@ -295,7 +298,7 @@ export interface BatchSummary {
   /** Blocks whose original passes a tier that the copy fails. */
   tool_faults: number;
   /** Lines of the pulled files. */
-  lines: { median: number; p90: number; max: number } | null;
+  lines: LineFigures | null;
 }
 
 function summarise(items: BatchItem[], targeted: number, seconds: number, validate: boolean, validators: number): BatchSummary {
@@ -322,14 +325,6 @@ function summarise(items: BatchItem[], targeted: number, seconds: number, valida
   };
 }
 
-/** Median, 90th percentile (nearest rank) and largest of the pulled files' lines. */
-export function linesOf(items: { lines?: number }[]): BatchSummary['lines'] {
-  const v = items.flatMap((i) => (i.lines ? [i.lines] : [])).sort((a, b) => a - b);
-  if (!v.length) return null;
-  const mid = v.length >> 1;
-  const median = v.length % 2 ? v[mid] : Math.round((v[mid - 1] + v[mid]) / 2);
-  return { median, p90: v[Math.ceil(0.9 * v.length) - 1], max: v[v.length - 1] };
-}
 
 function fidelityOf(items: BatchItem[]): Pick<BatchSummary, 'compared' | 'equivalent' | 'differs' | 'fidelity' | 'tool_faults'> {
   const equivalent = items.filter((i) => i.equivalence === 'equivalent').length;

@@ -85,6 +85,8 @@ export interface PullOptions {
   manifest?: boolean;
   /** How many of the largest definitions pulled in the report names (default 10). */
   largest?: number;
+  /** Copy every class the block needs whole (by default, classes other than the block keep the methods reached). */
+  wholeClasses?: boolean;
 }
 
 /** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
@@ -209,6 +211,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     parse: (r: ModuleRecord) => parseRecord(session, options.parser, r),
     inlines: (r: ModuleRecord, rootRepo: number) => (r.repoId === rootRepo && (!installed || r.fileId === rec.fileId)) || inlined.has(r.repoId),
     skippedReason: (module: string, repoId: number) => session.skipped.get(`${repoId}:${module}`),
+    wholeClasses: options.wholeClasses,
   };
   const emitCtx = {
     parsed: (r: ModuleRecord) => session.parsed.get(r.fileId)!,

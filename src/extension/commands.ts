@@ -1,11 +1,12 @@
 /** The commands: search, pull into the workspace, open source, re-index, add a repository. */
 import * as path from 'path';
 import * as vscode from 'vscode';
+import type { DependencyTreeProvider } from './dependencyTree';
 import { STDLIB } from '../core/emit/stdlib';
 import type { PullReport } from '../core/pull';
 import type { SearchHit } from '../core/search/search';
 import type { SourceConfig } from '../core/sources/types';
-import { GetBlockDetails, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks } from '../shared/protocol';
+import { ExplainDependencies, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
@@ -37,6 +38,8 @@ interface Deps {
   log: vscode.LogOutputChannel;
   storage: vscode.Uri;
   treeView: vscode.TreeView<TreeNode>;
+  dependencies: DependencyTreeProvider;
+  dependencyView: vscode.TreeView<unknown>;
 }
 
 /** Every command goes through here: errors are logged with their stack and shown with a Show Log button. */
@@ -218,25 +221,17 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
     return pullIntoWorkspace(deps, target, typeof fileName === 'string' ? fileName : undefined);
   });
 
+  // what a pull would bring with the block, as a tree in the Dependencies view (nothing is written or run)
   reg('nnrag.showDependencies', async (arg) => {
     const target = targetOf(arg) ?? (await searchQuickPick(client))?.target;
-    if (!target) return;
-    const details = await client.request(GetBlockDetails, { target });
-    const items = [
-      ...details.bases.map((b) => ({ label: `$(type-hierarchy-super) ${b.written}`, description: vscode.l10n.t('base'), detail: b.resolved, target: b.resolved })),
-      ...details.dependencies.map((d) => ({
-        label: `$(${d.kind === 'symbol' ? 'symbol-class' : d.kind === 'external' ? 'package' : 'symbol-variable'}) ${d.name}`,
-        description: `${d.kind} · ${d.timing === 'def' ? vscode.l10n.t('needed at definition') : vscode.l10n.t('needed when called')}`,
-        detail: d.target ?? '',
-        target: d.kind === 'symbol' ? d.target : undefined,
-      })),
-    ];
-    const pick = await vscode.window.showQuickPick(items, {
-      title: vscode.l10n.t('{0}: {1} dependencies', details.name, details.dependencies.length),
-      placeHolder: vscode.l10n.t('Choose a dependency defined in an indexed repository to open its source'),
-      matchOnDetail: true,
-    });
-    if (pick?.target && pick.target.includes(':')) await vscode.commands.executeCommand('nnrag.openSource', pick.target);
+    if (!target) return undefined;
+    const explained = await vscode.window.withProgress({ location: { viewId: 'nnrag.dependencies' } }, () =>
+      client.request(ExplainDependencies, { target, python: interpreter.current().path }),
+    );
+    const root = deps.dependencies.show(explained.target, explained.sizes, explained.graph);
+    deps.dependencyView.description = explained.target.replace(/^[^:]*:/, '');
+    if (root) await deps.dependencyView.reveal(root, { focus: true, expand: true });
+    return explained;
   });
 }
 

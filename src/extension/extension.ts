@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { SourceConfig } from '../core/sources/types';
 import { GetGitCredentials, GetIndexStatus, GitCredentialsRejected, IndexStatusChanged, ReadSource, ReindexRepositories } from '../shared/protocol';
 import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
+import { DependencyTreeProvider } from './dependencyTree';
 import { BlockTreeProvider } from './blockTree';
 import { NnragClient } from './client';
 import { registerCommands } from './commands';
@@ -68,6 +69,9 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   const tree = new BlockTreeProvider(client, vscode.Uri.joinPath(context.extensionUri, 'media'));
   const treeView = vscode.window.createTreeView('nnrag.blocks', { treeDataProvider: tree, showCollapseAll: true });
   context.subscriptions.push(treeView);
+  const dependencies = new DependencyTreeProvider();
+  const dependencyView = vscode.window.createTreeView('nnrag.dependencies', { treeDataProvider: dependencies, showCollapseAll: true });
+  context.subscriptions.push(dependencyView);
 
   // sources of git repositories are not checked out: show them read-only through the server
   context.subscriptions.push(
@@ -146,7 +150,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   );
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();
-  registerCommands(context, { client, tree, interpreter, log, storage: context.globalStorageUri, treeView });
+  registerCommands(context, { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView });
   log.info('[activate] NN-RAG ready');
   return {
     status: () => current,

@@ -28,6 +28,7 @@ import { openSource } from '../core/sources/open';
 import { readClassFile } from '../core/sources/reader';
 import type { SourceConfig } from '../core/sources/types';
 import {
+  ExplainDependencies,
   GetBlockDetails,
   GetIndexStatus,
   GetProvenance,
@@ -386,6 +387,11 @@ export function startServer(connection: Connection): void {
   onRequest(connection, GetBlockDetails, async ({ target }) => {
     const { db: d } = await ready();
     return describeClass(d, findTarget(d, target), pullSession(d).table);
+  });
+  onRequest(connection, ExplainDependencies, async ({ target, python }) => {
+    const { db: d, parser: p } = await ready();
+    const report = await pullBlock(pullSession(d), findTarget(d, target), { parser: p, python, validate: false, manifest: false });
+    return { target: report.target, sizes: report.sizes!, graph: report.graph! };
   });
   onRequest(connection, PullBlock, async (params, token) => {
     const { db: d, parser: p } = await ready();

@@ -7,7 +7,8 @@ import type { PullReport } from '../core/pull';
 import type { SearchHit, SearchQuery } from '../core/search/search';
 import type { SourceConfig } from '../core/sources/types';
 import type { IndexStats } from '../core/index/stats';
-import type { Provenance } from '../core/emit/emit';
+import type { DependencyGraph, Provenance } from '../core/emit/emit';
+import type { FileSizes } from '../core/emit/why';
 import type { GitCredentials } from '../core/sources/git';
 import type { SandboxDescription } from '../core/validate/sandbox';
 
@@ -83,6 +84,10 @@ export const SearchBlocks = method<SearchQuery, SearchHit[]>('nnrag/searchBlocks
 export const ListTree = method<{ parent?: TreeNode; query?: string }, TreeNode[]>('nnrag/listTree');
 /** Client -> server: facts, bases and dependencies of one block. */
 export const GetBlockDetails = method<{ target: string }, ClassDetails>('nnrag/getBlockDetails');
+/** Client -> server: the file a pull would write, in memory: its lines, its dependency graph, why the largest are there. */
+export const ExplainDependencies = method<{ target: string; python?: string }, { target: string; sizes: FileSizes; graph: DependencyGraph }>(
+  'nnrag/explainDependencies',
+);
 /** Client -> server: pull a block into a file and validate it (cancellable). */
 export const PullBlock = method<PullParams, PullReport>('nnrag/pullBlock');
 /** Client -> server: which sandbox validation would run in, asked before running a block's code. */

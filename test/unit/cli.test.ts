@@ -38,6 +38,30 @@ describe('command line', () => {
     assert.strictEqual(stats.skipped_files[0].path, 'mylib/bad.py');
   });
 
+  it('says why each definition is pulled in (show --deps), and keeps classes whole when asked (--whole-classes)', async () => {
+    const dir = await tmpdir();
+    const lib = path.join(dir, 'deps');
+    const depsDb = path.join(dir, 'deps.db');
+    await writeTree(lib, {
+      'deps/__init__.py': '',
+      'deps/base.py': 'from torch import nn\n\ndef loader(m):\n    return m\n\nclass Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n    def load(self):\n        return loader(self)\n',
+      'deps/act.py': 'from torch import nn\n\ndef gelu(x):\n    return x\n\nclass Act(nn.Module):\n    def forward(self, x):\n        return gelu(x)\n',
+      'deps/block.py': 'from .base import Base\nfrom .act import Act\n\nclass Block(Base):\n    def __init__(self):\n        super().__init__()\n        self.act = Act()\n',
+    });
+    assert.strictEqual((await cli('index', lib, '--db', depsDb)).code, 0);
+    const shown = await cli('show', '--deps', 'deps.block.Block', '--db', depsDb, '--json');
+    assert.strictEqual(shown.code, 0, shown.err);
+    const sizes = JSON.parse(shown.out);
+    const gelu = sizes.largest.find((d: { names: string[] }) => d.names.includes('gelu'));
+    assert.deepStrictEqual(gelu.chain, ['Block', 'Act', 'gelu']);
+    assert.ok(!sizes.largest.some((d: { names: string[] }) => d.names.includes('loader')), 'a method nothing reaches took its helper in');
+    const text = await cli('show', '--deps', 'deps.block.Block', '--db', depsDb);
+    assert.match(text.out, /lines: the block \d+, pulled in with it \d+/);
+    assert.match(text.out, /Block -> Act -> gelu/);
+    const whole = JSON.parse((await cli('show', '--deps', 'deps.block.Block', '--db', depsDb, '--json', '--whole-classes')).out);
+    assert.deepStrictEqual(whole.largest.find((d: { names: string[] }) => d.names.includes('loader'))?.chain, ['Block', 'Base', 'loader']);
+  });
+
   it('exits 2 on usage errors and 3 on bad input, with a clear message', async () => {
     const cases: [string[], number, RegExp][] = [
       [['frobnicate'], 2, /unknown command/],

@@ -279,14 +279,23 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
       const nl = parsed.text.indexOf('\n', at);
       return nl < 0 || nl + 1 > u.end ? at : nl + 1;
     };
-    const spans = dropped.map((m) => ({ start: lineStart(m.start), end: lineEnd(m.end) }));
+    // with the blank lines before each: the class reads as if the methods had never been there
+    const withBlanks = (start: number): number => {
+      while (start > u.start) {
+        const prev = lineStart(start - 1);
+        if (parsed.text.slice(prev, start).trim() !== '' || prev <= u.start) break;
+        start = prev;
+      }
+      return start;
+    };
+    const spans = dropped.map((m) => ({ start: withBlanks(lineStart(m.start)), end: lineEnd(m.end) }));
     const kept = edits.filter((e) => !spans.some((d) => e.start >= d.start && e.end <= d.end));
     edits.length = 0;
     edits.push(...kept);
-    const indent = parsed.text.slice(spans[0].start, dropped[0].start);
+    const indent = parsed.text.slice(lineStart(dropped[0].start), dropped[0].start);
     const body = parsed.bodies[node.unit];
     const names = dropped.map((m) => m.name);
-    let note = `${indent}# NN-RAG left out ${names.length === 1 ? 'a method' : 'methods'} nothing in this file reaches: ${[...new Set(names)].join(', ')}\n`;
+    let note = `${spans[0].start < lineStart(dropped[0].start) ? '\n' : ''}${indent}# NN-RAG left out ${names.length === 1 ? 'a method' : 'methods'} nothing in this file reaches: ${[...new Set(names)].join(', ')}\n`;
     if (body && body.statements === dropped.length) note += `${indent}pass\n`;
     spans.forEach((d, i) => edits.push({ ...d, text: i === 0 ? note : '' }));
   }

@@ -61,3 +61,18 @@ export function fileSizes(graph: DependencyGraph, blockModule: string, blockName
     largest: deps.sort((a, b) => b.lines - a.lines).slice(0, limit),
   };
 }
+
+export interface LineFigures {
+  median: number;
+  p90: number;
+  max: number;
+}
+
+/** Median, 90th percentile (nearest rank) and largest of the pulled files' lines, or null when there are none. */
+export function linesOf(items: { lines?: number }[]): LineFigures | null {
+  const v = items.flatMap((i) => (i.lines ? [i.lines] : [])).sort((a, b) => a - b);
+  if (!v.length) return null;
+  const mid = v.length >> 1;
+  const median = v.length % 2 ? v[mid] : Math.round((v[mid - 1] + v[mid]) / 2);
+  return { median, p90: v[Math.ceil(0.9 * v.length) - 1], max: v[v.length - 1] };
+}

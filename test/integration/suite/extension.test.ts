@@ -128,6 +128,23 @@ describe('trusted workspace', function () {
     assert.strictEqual(record.target, outcome.target);
   });
 
+  it('shows what a pull brings with a block, and why, as a tree in the Dependencies view', async () => {
+    await ready(nnrag);
+    const target = 'tinyblocks:tinyblocks.blocks.ResidualBlock';
+    const explained = await vscode.commands.executeCommand<{ target: string; sizes: { total: number; block: number; pulled: number; largest: { names: string[]; chain: string[] }[] } }>(
+      'nnrag.showDependencies',
+      target,
+    );
+    assert.ok(explained, 'the command answered');
+    assert.strictEqual(explained.target, target);
+    const { sizes } = explained;
+    assert.ok(sizes.block > 0 && sizes.pulled > 0 && sizes.total >= sizes.block + sizes.pulled, JSON.stringify(sizes));
+    const conv = sizes.largest.find((d) => d.names.includes('ConvNormAct'));
+    assert.ok(conv, JSON.stringify(sizes.largest));
+    assert.deepStrictEqual(conv.chain.slice(0, 1), ['ResidualBlock']);
+    assert.strictEqual(conv.chain[conv.chain.length - 1], 'ConvNormAct');
+  });
+
   it('shows provenance in a hover over the pulled class and over an inlined dependency', async () => {
     const dest = pulledPath('residual_block.py');
     const doc = await vscode.workspace.openTextDocument(dest);
