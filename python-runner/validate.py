@@ -25,6 +25,7 @@ import select
 import struct
 import symtable
 import sys
+import textwrap
 import time
 import traceback
 import types
@@ -896,21 +897,64 @@ def original_passes(original: Dict[str, Any], attempts: List[Tuple[Any, List[Any
     return reached
 
 
-MAX_VARIANTS = 6
+MAX_VARIANTS = 8
 RTOL, ATOL = 1e-5, 1e-6
 
 
-def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any], str]]:
-    """The argument set that ran, then that set with each boolean option flipped (the branches defaults skip)."""
+def compared_strings(cls: Any) -> Dict[str, List[str]]:
+    """Per name, the string literals the class's code compares it with (`mode == "nearest"`, `self.act in ("relu",
+    "gelu")`): the values a string option takes in the branches its default skips."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return {}
+
+    def name_of(node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return node.attr
+        return None
+
+    def strings(node: ast.AST) -> List[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return []
+
+    out: Dict[str, List[str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for i, side in enumerate(sides):
+            name = name_of(side)
+            if name is None:
+                continue
+            for other in sides[:i] + sides[i + 1:]:
+                for value in strings(other):
+                    if value not in out.setdefault(name, []):
+                        out[name].append(value)
+    return out
+
+
+def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = None) -> List[Tuple[List[Any], Dict[str, Any], str]]:
+    """The argument set that ran, then that set with each boolean option flipped and each string option set to another
+    value the code of `source` (the original class) compares it with: the branches the defaults skip."""
     out = [(args, kwargs, "the arguments that ran")]
     params = init_parameters(cls)
     positional = {p.name for p in params[:len(args)]}
-    for p in params:
-        if p.name in positional or p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-            continue
+    options = [p for p in params if p.name not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    strings = compared_strings(source or cls) if any(isinstance(kwargs.get(p.name, p.default), str) for p in options) else {}
+    for p in options:
         value = kwargs[p.name] if p.name in kwargs else p.default
         if isinstance(value, bool):
             out.append((args, dict(kwargs, **{p.name: not value}), f"{p.name}={not value}"))
+        elif isinstance(value, str):
+            other = next((v for v in strings.get(p.name, []) if v != value), None)
+            if other is not None:
+                out.append((args, dict(kwargs, **{p.name: other}), f"{p.name}={other!r}"))
     return out[:MAX_VARIANTS]
 
 
@@ -979,7 +1023,7 @@ def compare_with_original(send: Callable[..., None], original: Dict[str, Any], c
         return
     built_any = False
     first_error = ""
-    for a, k, label in variants(cls, args, kwargs):
+    for a, k, label in variants(cls, args, kwargs, orig_cls):
         try:
             torch.manual_seed(0)
             orig = orig_cls(*a, **k)

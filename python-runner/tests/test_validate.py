@@ -195,6 +195,30 @@ class TiersWithTorch(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent")
         self.assertEqual(report["equivalence"]["variants"], ["the arguments that ran", "scale=False"])
 
+    def test_string_options_take_the_other_values_the_code_compares_them_with(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "blk.py")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent("""
+                    class Blk:
+                        def __init__(self, dim=4, mode="sum", act="relu", norm="bn", bias=True):
+                            self.mode = mode
+                            self.act = act
+                        def forward(self, x):
+                            if self.mode == "sum":
+                                return x + 1
+                            elif self.mode == "mean":
+                                return x / 2
+                            return x * 2 if self.act in ("relu", "gelu") else x
+                """))
+            spec_ = importlib.util.spec_from_file_location("blk", path)
+            module = importlib.util.module_from_spec(spec_)
+            sys.modules["blk"] = module  # inspect finds a class's source through its module, as an import leaves it
+            spec_.loader.exec_module(module)
+            labels = [label for _, _, label in validate.variants(module.Blk, [], {"act": "gelu"})]
+        # norm is compared with nothing: no value to try; act's other value is the one the defaults already skip to
+        self.assertEqual(labels, ["the arguments that ran", "mode='mean'", "act='relu'", "bias=False"])
+
     def test_a_copy_that_differs_in_a_branch_the_defaults_skip_fails(self) -> None:
         report = self.compared(self.ORIGINAL % "y + 1")
         self.assertFalse(report["ok"], report)
