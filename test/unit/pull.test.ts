@@ -237,6 +237,22 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(dir, "b = ns['Block'](); print(b.run(2), repr(b), b.other.ready)"), '16 Base(3) 1');
   });
 
+  it('binds a repository module imported inside a function as an object to the attributes the function reads', async () => {
+    const { code, report, dir } = await pull(
+      {
+        'pk/__init__.py': '',
+        'pk/models/__init__.py': '',
+        'pk/models/auto.py': 'SCALE = 3\n\ndef make(x):\n    return x * SCALE\n\ndef unused():\n    raise RuntimeError("not read through the module")\n',
+        'pk/block.py': 'class Block:\n    def run(self, x):\n        import pk.models.auto as auto_module\n        return auto_module.make(x) + auto_module.SCALE\n',
+      },
+      'pk.block.Block',
+    );
+    assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
+    assert.match(code, /auto_module = __import__\("types"\)\.SimpleNamespace\(make=make, SCALE=SCALE\)/);
+    assert.doesNotMatch(code, /def unused/);
+    assert.strictEqual(run(dir, "print(ns['Block']().run(2))"), '9');
+  });
+
   it('keeps what a block uses of an installed package as imports (only its own module inlined), unless --inline', async function () {
     this.timeout(120_000);
     const dir = await tmpdir();

@@ -250,7 +250,8 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
   const edits: { start: number; end: number; text: string }[] = [];
   for (const e of node.edits) {
     if (e.imports) {
-      const stmts = e.imports.map(({ bound, boundKey, to }) => {
+      const stmts = e.imports.map(({ bound, boundKey, to, attrs }) => {
+        if (attrs) return `${bound} = __import__("types").SimpleNamespace(${attrs.map((x) => `${x.attr}=${names.get(x.to) ?? x.attr}`).join(', ')})`;
         const left = (boundKey && names.get(boundKey)) || bound;
         const right = names.get(to) ?? bound;
         return left === right ? 'pass' : `${left} = ${right}`;

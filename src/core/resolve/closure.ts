@@ -26,8 +26,12 @@ export interface Edit {
   end: number;
   to?: string;
   text?: string;
-  /** For replaced import statements: one assignment per bound name (`boundKey`: a module-level binding). */
-  imports?: { bound: string; boundKey?: string; to: string }[];
+  /**
+   * For replaced import statements: one assignment per bound name (`boundKey`: a module-level binding). A module
+   * imported inside a function and used as an object (`import pkg.auto as auto; auto.X`) is bound to a namespace
+   * of the attributes the function reads (`attrs`, each with what it resolves to), and `to` is empty.
+   */
+  imports?: { bound: string; boundKey?: string; to: string; attrs?: { attr: string; to: string }[] }[];
 }
 
 export interface ExternalImport {
@@ -469,8 +473,22 @@ async function closeOnce(
       );
       // an import of third-party code stays where it is, as written
       if (!internal) continue;
-      const lines: { bound: string; boundKey?: string; to: string }[] = [];
+      const lines: { bound: string; boundKey?: string; to: string; attrs?: { attr: string; to: string }[] }[] = [];
       for (const { imp, bound, t } of resolved) {
+        if (imp.inFunction && t.kind === 'module' && ctx.inlines(t.mod, rootRec.repoId)) {
+          // the module as an object, inside the function: a namespace of the attributes read through the name
+          const body = parsed.text.slice(range.end, rec.facts.units[unit].end);
+          const attrs: { attr: string; to: string }[] = [];
+          for (const m of body.matchAll(new RegExp(`(?<![\\w.])${bound}\\s*\\.\\s*([A-Za-z_]\\w*)`, 'g'))) {
+            if (attrs.some((a) => a.attr === m[1])) continue;
+            const r = table.resolveAttrs(t, [m[1]]);
+            const to = r.consumed ? place(node, r.target, m[1], 'call', where) : undefined;
+            if (to) attrs.push({ attr: m[1], to });
+            else problem({ kind: 'unresolved', name: `${t.mod.module}.${m[1]}`, detail: `${where}: ${t.mod.module} has no '${m[1]}'` });
+          }
+          lines.push({ bound, to: '', attrs });
+          continue;
+        }
         const to = place(node, t, bound, imp.inFunction ? 'call' : 'def', where);
         if (to) lines.push({ bound, boundKey: imp.inFunction ? undefined : symbolKey(rec, bound), to });
       }
