@@ -125,20 +125,24 @@ interface Reach {
  * class (`family`), `self.x`, `cls.x`, `super().x` and strings reach only that class, its bases and its subclasses.
  */
 function namesReachedBy(text: string, into: Reach[], family?: string, bare = false): void {
-  for (const m of text.matchAll(/\.\s*([A-Za-z_]\w*)/g)) {
-    const before = text.slice(Math.max(0, (m.index ?? 0) - 60), m.index);
+  // strings first, so that a `#` or a quote inside one is not taken for what it is outside: comments and docstrings
+  // (triple-quoted, not f-strings) say nothing the code reaches; other strings stay (an f-string's `{self.x}` runs)
+  const STRINGS = /([rRbBuUfF]{0,2})("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g;
+  const code = text.replace(STRINGS, (all, prefix: string | undefined, str: string | undefined) =>
+    str === undefined || (str.length >= 6 && /^("""|''')/.test(str) && !/f/i.test(prefix ?? '')) ? ' ' : all,
+  );
+  for (const m of code.matchAll(/\.\s*([A-Za-z_]\w*)/g)) {
+    const before = code.slice(Math.max(0, (m.index ?? 0) - 60), m.index);
     const own = family !== undefined && (/\b(?:self|cls)\s*$/.test(before) || /\bsuper\s*\([^()]*\)\s*$/.test(before));
     into.push({ name: m[1], family: own ? family : undefined });
   }
   // a string in a class is read as its own member's name (`getattr(self, "x")`); a probe of another object
   // (`hasattr(self.conv, "init_weights")`) answers the same unless that object is of a class the file trims
-  for (const m of text.matchAll(/['"]([A-Za-z_]\w*)['"]/g)) into.push({ name: m[1], family });
+  for (const m of code.matchAll(/['"]([A-Za-z_]\w*)['"]/g)) into.push({ name: m[1], family });
   if (!bare) return;
-  // names in the class's own statements (`forward = _impl`), not in its docstring or comments
-  const code = text.replace(/[rRbBuUfF]{0,2}("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g, ' ');
-  for (const m of code.matchAll(/[A-Za-z_]\w*/g)) into.push({ name: m[0], family });
+  // names in the class's own statements (`forward = _impl`), not in any string
+  for (const m of text.replace(STRINGS, ' ').matchAll(/[A-Za-z_]\w*/g)) into.push({ name: m[0], family });
 }
-
 
 export function unitKey(rec: ModuleRecord, unit: number): string {
   return `${rec.fileId}:${unit}`;
@@ -197,18 +201,41 @@ function registrationSpan(rec: ModuleRecord, unit: number, text: string): { star
   return undefined;
 }
 
+/** How a name is used: only tested against (`isinstance`), only named in an annotation, or anything else. */
+type Use = 'isinstance' | 'annotation' | 'other';
+
 /**
- * Whether the name at `start..end` is only tested against or named as a type: the second argument of isinstance or
- * issubclass, a parameter's or a return annotation. Such a class needs no body when nothing in the file makes one.
+ * How the name at `start..end` is used: tested against (the second argument of isinstance or issubclass, the right
+ * of a membership test `x.__class__ in NAME`), named in a `def`'s parameter or return annotation, or otherwise
+ * (a call, a default value, a loop over it, anything else).
  */
-function typeTest(text: string, start: number, end: number): boolean {
-  const before = text.slice(Math.max(0, start - 200), start);
+function useAt(text: string, start: number, end: number): Use {
+  const before = text.slice(Math.max(0, start - 400), start);
   const after = text.slice(end, end + 40);
-  const wrapper = '(?:(?:typing\\.)?(?:Optional|List|Tuple|Sequence|Type|Union)\\s*\\[\\s*(?:[\\w.]+\\s*,\\s*)*)?';
-  if (/\b(?:isinstance|issubclass)\s*\([^()]*,\s*\(?\s*(?:[\w.]+\s*,\s*)*$/.test(before)) return /^\s*[,)]/.test(after);
-  if (new RegExp(`->\\s*${wrapper}$`).test(before)) return /^\s*\]?\s*:/.test(after);
-  if (new RegExp(`[(,]\\s*\\w+\\s*:\\s*${wrapper}$`).test(before)) return /^\s*\]?\s*[,)=]/.test(after);
-  return false;
+  if (/\b(?:isinstance|issubclass)\s*\([^()]*,\s*\(?\s*(?:[\w.]+\s*,\s*)*$/.test(before)) return /^\s*[,)]/.test(after) ? 'isinstance' : 'other';
+  const line = before.slice(before.lastIndexOf('\n') + 1);
+  if (/\bin\s*$/.test(line) && !/\bfor\b/.test(line) && /^\s*(?:[):\],]|$|\n|\bfor\b|\bif\b|\band\b|\bor\b)/.test(after)) return 'isinstance';
+  if (/->[^:\n]*$/.test(line)) return 'annotation';
+  // inside the parameters of a def: in the current parameter, after its `:` and before any `=`
+  const last = [...before.matchAll(/\bdef\s+\w+\s*\(/g)].pop();
+  if (!last) return 'other';
+  let depth = 0;
+  let param = '';
+  for (const ch of before.slice((last.index ?? 0) + last[0].length)) {
+    if ('([{'.includes(ch)) depth++;
+    else if (')]}'.includes(ch)) depth--;
+    if (depth < 0) return 'other'; // the parameters closed: the body
+    param = depth === 0 && ch === ',' ? '' : param + (depth === 0 ? ch : ' ');
+  }
+  return /^[^=]*:[^=]*$/.test(param) ? 'annotation' : 'other';
+}
+
+/** What a closure pass learnt for the next: names only tested against or named in annotations. */
+interface TypeOnly {
+  /** Classes only tested against, and values only named in annotations: empty stand-ins. */
+  stubbed: Set<string>;
+  /** Values only tested against (`PROCESSORS = (A, B)`): the names in them are only tested against too. */
+  aliases: Set<string>;
 }
 
 export async function computeClosure(
@@ -220,11 +247,10 @@ export async function computeClosure(
 ): Promise<ClosureResult> {
   // a class the file only tests objects against becomes an empty stand-in; what it needed may go with it, and
   // then another class may be left with type tests only
-  const stubbed = new Set<string>();
+  const typeOnly: TypeOnly = { stubbed: new Set(), aliases: new Set() };
   for (;;) {
-    const { result, testedOnly } = await closeOnce(ctx, rootRec, rootUnit, extraRoots, stubbed);
-    if (!testedOnly.length || ctx.wholeClasses) return result;
-    for (const k of testedOnly) stubbed.add(k);
+    const { result, learnt } = await closeOnce(ctx, rootRec, rootUnit, extraRoots, typeOnly);
+    if (!learnt || ctx.wholeClasses) return result;
   }
 }
 
@@ -233,16 +259,18 @@ async function closeOnce(
   rootRec: ModuleRecord,
   rootUnit: number,
   extraRoots: { rec: ModuleRecord; unit: number }[],
-  stubbed: ReadonlySet<string>,
-): Promise<{ result: ClosureResult; testedOnly: string[] }> {
+  typeOnly: TypeOnly,
+): Promise<{ result: ClosureResult; learnt: boolean }> {
   const { table } = ctx;
   const units = new Map<string, UnitNode>();
   const graph = new DirectedGraph<UnitNode, NeedEdge>();
-  /** Per unit needed: whether every use so far only tests against it (see typeTest). */
-  const testUses = new Map<string, boolean>();
+  /** Per unit needed: how it is used (see useAt). */
+  const uses = new Map<string, Set<Use>>();
   /** Records that `from` needs `to`; a definition-time need wins over a call-time one. */
-  const depend = (from: UnitNode, to: UnitNode, timing: Timing, tested = false): void => {
-    testUses.set(to.key, (testUses.get(to.key) ?? true) && tested);
+  const depend = (from: UnitNode, to: UnitNode, timing: Timing, use: Use = 'other'): void => {
+    const seen = uses.get(to.key) ?? new Set<Use>();
+    seen.add(use);
+    uses.set(to.key, seen);
     if (from.key === to.key) return;
     const def = timing === 'def';
     if (graph.hasEdge(from.key, to.key)) {
@@ -300,14 +328,14 @@ async function closeOnce(
   };
 
   /** Where a resolved target goes in the output: a symbol key, an external key, or nothing. */
-  const place = (from: UnitNode, t: Target, bound: string, timing: Timing, where: string, tested = false): string | undefined => {
+  const place = (from: UnitNode, t: Target, bound: string, timing: Timing, where: string, use: Use = 'other'): string | undefined => {
     switch (t.kind) {
       case 'symbol': {
         if (!ctx.inlines(t.mod, rootRec.repoId)) {
           return external({ module: t.mod.module, name: t.name, plainDotted: false, bound });
         }
         const target = need(t.mod, t.unit);
-        depend(from, target, timing, tested);
+        depend(from, target, timing, use);
         return symbolKey(t.mod, t.name);
       }
       case 'external':
@@ -349,7 +377,9 @@ async function closeOnce(
         end = ref.attrEnds[r.consumed - 1];
       }
     }
-    const to = place(node, t, ref.name, ref.timing, where, end === ref.end && !!text && typeTest(text, ref.start, ref.end));
+    // a name inside a value only tested against is only tested against; else what the code around it says
+    const use: Use = end !== ref.end || !text ? 'other' : typeOnly.aliases.has(node.key) ? 'isinstance' : useAt(text, ref.start, ref.end);
+    const to = place(node, t, ref.name, ref.timing, where, use);
     if (to) node.edits.push({ start: ref.start, end, to });
   };
   /** Registration decorators whose registry nothing else in the file has needed so far. */
@@ -504,9 +534,13 @@ async function closeOnce(
     const where = `${rec.module}${u.name ? `.${u.name}` : ''} (line ${u.startLine})`;
     const own = rec.repoId === rootRec.repoId || ctx.inlines(rec, rootRec.repoId);
 
-    if (stubbed.has(node.key) && u.name) {
-      const source = `class ${u.name}:\n    """A stand-in written by NN-RAG for ${rec.module}.${u.name}: this file only tests objects against it, and makes none."""\n`;
-      node.replacement = { source, refs: { [u.name]: symbolKey(rec, u.name) } };
+    if (typeOnly.stubbed.has(node.key) && u.binds.length === 1) {
+      const name = u.binds[0];
+      const source =
+        u.kind === 'class'
+          ? `class ${name}:\n    """A stand-in written by NN-RAG for ${rec.module}.${name}: this file only tests objects against it, and makes none."""\n`
+          : `${name} = object  # a stand-in written by NN-RAG for ${rec.module}.${name}: this file only names it in annotations\n`;
+      node.replacement = { source, refs: { [name]: symbolKey(rec, name) } };
       return;
     }
     // a framework's registry machinery: a minimal stand-in, and nothing the original needed
@@ -606,9 +640,20 @@ async function closeOnce(
     const registered = r.node.rec.module;
     r.node.edits.push({ start: r.start, end: r.end, text: `# ${r.text.replace(/\s*\n\s*/g, ' ')}: registration left out by NN-RAG (nothing here builds from ${r.registry}; registered in ${registered})\n` });
   }
-  const testedOnly = [...units.values()]
-    .filter((n) => testUses.get(n.key) === true && !wholeUnits.has(n.key) && !n.replacement && n.rec.facts.units[n.unit].kind === 'class')
-    .filter((n) => n.rec.repoId === rootRec.repoId || ctx.inlines(n.rec, rootRec.repoId))
-    .map((n) => n.key);
-  return { result: { root, units, graph, symbols, externals, builtinsUsed, problems }, testedOnly };
+  // what this pass learnt: classes only tested against, values only in annotations, values only tested against
+  let learnt = false;
+  for (const n of units.values()) {
+    const seen = uses.get(n.key);
+    const u = n.rec.facts.units[n.unit];
+    if (!seen || seen.has('other') || wholeUnits.has(n.key) || n.replacement || typeOnly.stubbed.has(n.key) || u.binds.length !== 1) continue;
+    if (n.rec.repoId !== rootRec.repoId && !ctx.inlines(n.rec, rootRec.repoId)) continue;
+    if (u.kind === 'class' || (u.kind === 'assign' && !seen.has('isinstance'))) {
+      typeOnly.stubbed.add(n.key);
+      learnt = true;
+    } else if (u.kind === 'assign' && !typeOnly.aliases.has(n.key)) {
+      typeOnly.aliases.add(n.key);
+      learnt = true;
+    }
+  }
+  return { result: { root, units, graph, symbols, externals, builtinsUsed, problems }, learnt };
 }
