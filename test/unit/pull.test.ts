@@ -237,6 +237,53 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(dir, "b = ns['Block'](); print(b.run(2), repr(b), b.other.ready)"), '16 Base(3) 1');
   });
 
+  it('writes stand-ins for names only tested against or only named in annotations, and keeps what the file makes', async () => {
+    const { code, report, dir } = await pull(
+      {
+        'pk/__init__.py': '',
+        'pk/heavy.py': 'raise RuntimeError("a class only tested against pulled its body in")\n',
+        'pk/procs.py': [
+          'from .heavy import machinery',
+          '',
+          'class P1:',
+          '    def __init__(self):',
+          '        self.m = machinery()',
+          '',
+          'class P2:',
+          '    kind = "two"',
+          '',
+          'class P3:',
+          '    def __init__(self):',
+          '        self.m = machinery()',
+          '',
+          'PROCS = (P1, P2)',
+          'Proc = P1 | P2 | P3',
+          '',
+        ].join('\n'),
+        'pk/block.py': [
+          'from .procs import PROCS, Proc, P2, P3',
+          '',
+          'class Block:',
+          '    def __init__(self):',
+          '        self.p = P2()',
+          '    def set(self, p: Proc | None = None, q: "int" = 1) -> Proc:',
+          '        return p',
+          '    def check(self, p):',
+          '        return p.__class__ in PROCS and not isinstance(p, P3)',
+          '',
+        ].join('\n'),
+      },
+      'pk.block.Block',
+    );
+    assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
+    assert.doesNotMatch(code, /machinery/);
+    assert.match(code, /^class P1:\n {4}"""A stand-in written by NN-RAG for pk\.procs\.P1/m);
+    assert.match(code, /^class P3:\n {4}"""A stand-in written by NN-RAG for pk\.procs\.P3/m);
+    assert.match(code, /^class P2:\n {4}kind = "two"/m);
+    assert.match(code, /^Proc = object {2}# a stand-in written by NN-RAG for pk\.procs\.Proc/m);
+    assert.strictEqual(run(dir, "b = ns['Block'](); print(b.check(b.p), b.set(3))"), 'True 3');
+  });
+
   it('binds a repository module imported inside a function as an object to the attributes the function reads', async () => {
     const { code, report, dir } = await pull(
       {
