@@ -264,7 +264,7 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
   // 1. extract into a scratch file and show it as a confirmable workspace edit (preview, undo)
   const scratch = vscode.Uri.joinPath(deps.storage, 'preview', name);
   await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(deps.storage, 'preview'));
-  const preview = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0 });
+  const preview = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses: settings.get<boolean>('pull.wholeClasses') ?? false });
   const code = new TextDecoder().decode(await vscode.workspace.fs.readFile(scratch));
   const edit = new vscode.WorkspaceEdit();
   const meta = { needsConfirmation: settings.get<boolean>('pull.preview') ?? true, label: vscode.l10n.t('Pull {0}', className), description: `${preview.definitions} definitions` };
@@ -319,6 +319,7 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
           timeoutSeconds: settings.get<number>('validation.timeoutSeconds') ?? 120,
           memoryMb,
           allowWeakSandbox: weakSandboxAccepted,
+          wholeClasses: settings.get<boolean>('pull.wholeClasses') ?? false,
         },
         token,
       ),

@@ -406,6 +406,7 @@ export function startServer(connection: Connection): void {
       memoryMb: params.memoryMb,
       signal: signalOf(token),
       allowWeakSandbox: params.allowWeakSandbox === true,
+      wholeClasses: params.wholeClasses === true,
     });
     d.scheduleSave(500);
     log('pull', `${report.target}: ${report.status}${report.tier ? ` (${report.tier})` : ''}${report.category ? ` ${report.category}: ${report.message}` : ''}`);

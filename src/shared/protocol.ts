@@ -70,6 +70,8 @@ export interface PullParams {
   memoryMb: number;
   /** The user agreed to run the block's code in a weaker sandbox than bubblewrap's (else such a pull fails). */
   allowWeakSandbox?: boolean;
+  /** Copy every class the block needs whole (by default they keep only the methods reached). */
+  wholeClasses?: boolean;
 }
 
 /** Client -> server: the index state (also pushed by `IndexStatusChanged`). */
