@@ -12,7 +12,7 @@ import type { WasmPaths } from '../core/parse/parser';
 import { PythonParser } from '../core/parse/parser';
 import { lazyPool } from '../core/parse/pool';
 import { describeClass } from '../core/resolve/describe';
-import { searchBlocks } from '../core/search/search';
+import { searchBlocks, searchSuggestion } from '../core/search/search';
 import type { BlockKind } from '../core/search/search';
 import { openSource, sourceFromArgument } from '../core/sources/open';
 import type { SourceConfig } from '../core/sources/types';
@@ -323,7 +323,8 @@ async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify(hits, null, 1)}\n`);
     } else if (hits.length === 0) {
-      env.out('no blocks found\n');
+      const meant = searchSuggestion(db, args.positionals.join(' '));
+      env.out(`no blocks found${meant ? `; did you mean "${meant}"?` : ''}\n`);
     } else {
       for (const h of hits) {
         const copies = h.copies ? `  (${h.name}: ${h.copies.count} copies in ${h.copies.repos} repositories)` : '';

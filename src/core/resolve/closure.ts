@@ -113,6 +113,17 @@ function droppable(name: string): boolean {
   return !/^__\w+__$/.test(name) && !FRAMEWORK_CALLED.has(name);
 }
 
+/**
+ * String literals (with their prefix) and comments, strings first: a `#` or a quote inside a string is not taken for what
+ * it is outside. Comments and docstrings (triple-quoted, not f-strings) say nothing the code reaches.
+ */
+const STRINGS = /([rRbBuUfF]{0,2})("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g;
+
+/** The code of `text` without its strings and comments (each replaced by a space). */
+function codeOnly(text: string): string {
+  return text.replace(STRINGS, ' ');
+}
+
 /** A name read as a member: on the object's own class (`self.x`, `cls.x`, `super().x`) or on any object. */
 interface Reach {
   name: string;
@@ -125,9 +136,6 @@ interface Reach {
  * class (`family`), `self.x`, `cls.x`, `super().x` and strings reach only that class, its bases and its subclasses.
  */
 function namesReachedBy(text: string, into: Reach[], family?: string, bare = false): void {
-  // strings first, so that a `#` or a quote inside one is not taken for what it is outside: comments and docstrings
-  // (triple-quoted, not f-strings) say nothing the code reaches; other strings stay (an f-string's `{self.x}` runs)
-  const STRINGS = /([rRbBuUfF]{0,2})("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g;
   const code = text.replace(STRINGS, (all, prefix: string | undefined, str: string | undefined) =>
     str === undefined || (str.length >= 6 && /^("""|''')/.test(str) && !/f/i.test(prefix ?? '')) ? ' ' : all,
   );
@@ -141,7 +149,7 @@ function namesReachedBy(text: string, into: Reach[], family?: string, bare = fal
   for (const m of code.matchAll(/['"]([A-Za-z_]\w*)['"]/g)) into.push({ name: m[1], family });
   if (!bare) return;
   // names in the class's own statements (`forward = _impl`), not in any string
-  for (const m of text.replace(STRINGS, ' ').matchAll(/[A-Za-z_]\w*/g)) into.push({ name: m[0], family });
+  for (const m of codeOnly(text).matchAll(/[A-Za-z_]\w*/g)) into.push({ name: m[0], family });
 }
 
 export function unitKey(rec: ModuleRecord, unit: number): string {
@@ -507,7 +515,7 @@ async function closeOnce(
       for (const { imp, bound, t } of resolved) {
         if (imp.inFunction && t.kind === 'module' && ctx.inlines(t.mod, rootRec.repoId)) {
           // the module as an object, inside the function: a namespace of the attributes read through the name
-          const body = parsed.text.slice(range.end, rec.facts.units[unit].end);
+          const body = codeOnly(parsed.text.slice(range.end, rec.facts.units[unit].end));
           const attrs: { attr: string; to: string }[] = [];
           for (const m of body.matchAll(new RegExp(`(?<![\\w.])${bound}\\s*\\.\\s*([A-Za-z_]\\w*)`, 'g'))) {
             if (attrs.some((a) => a.attr === m[1])) continue;

@@ -4,6 +4,8 @@
  */
 import type { IndexDb } from '../index/database';
 import type { SqlValue } from 'sql.js';
+import { understand, vocabularyOf } from './query';
+import type { UnderstoodQuery, Vocabulary } from './query';
 import { searchWords, splitIdentifier } from './words';
 
 export type BlockKind = 'block' | 'abstract' | 'class';
@@ -50,16 +52,28 @@ const WEIGHTS = [5, 3, 1, 0.6, 1.2, 0.8];
 const K1 = 1.2;
 const B = 0.75;
 
-function ftsTerms(text: string): string[] {
-  const terms = new Set<string>();
-  for (const raw of text.split(/\s+/)) {
-    const w = raw.replace(/[^A-Za-z0-9_]/g, '');
-    if (!w) continue;
-    terms.add(w.toLowerCase());
-    // parts of an identifier help (`ConvBNAct` -> conv, bn, act); one letter or bare digits only add noise
-    for (const part of splitIdentifier(w)) if (part.length > 1 && !/^\d+$/.test(part)) terms.add(part);
-  }
-  return [...terms].slice(0, 16);
+/** The index's vocabulary, kept per database until its blocks change. */
+const vocabularies = new WeakMap<IndexDb, { key: string; v: Vocabulary }>();
+function vocabulary(db: IndexDb): Vocabulary {
+  // every write to the index goes through this connection: its change count says whether the blocks may differ
+  const key = String(db.all('SELECT total_changes() AS n')[0]?.n);
+  const kept = vocabularies.get(db);
+  if (kept?.key === key) return kept.v;
+  const v = vocabularyOf(db.all('SELECT DISTINCT name FROM classes WHERE is_block = 1').map((x) => String(x.name)));
+  vocabularies.set(db, { key, v });
+  return v;
+}
+
+/** What the query means over this index (see query.ts). */
+export function understandQuery(db: IndexDb, text: string): UnderstoodQuery {
+  return understand(text, vocabulary(db));
+}
+
+/** For a search that found nothing: the query as the index would spell it, or the closest block name. */
+export function searchSuggestion(db: IndexDb, text: string): string | undefined {
+  const u = understandQuery(db, text);
+  if (u.corrections.size) return u.typed.map((w) => u.corrections.get(w) ?? w).join(' ');
+  return undefined;
 }
 
 /** BM25 summed over phrases and weighted columns, from matchinfo('pcnalx'). */
@@ -85,22 +99,40 @@ function bm25(info: Uint32Array): number {
   return score;
 }
 
-/** How many query phrases match somewhere in the row: rows that match more words come first. */
-function coverage(info: Uint32Array): number {
+/**
+ * How many of the query's typed words the row matches (each through itself or any term it stands for: `origins`
+ * maps phrase i to its typed word; without it, each phrase counts): rows that match more words come first.
+ */
+function coverage(info: Uint32Array, origins?: number[]): number {
   const p = info[0];
   const c = info[1];
   const x = info.subarray(3 + 2 * c);
-  let n = 0;
+  const matched = new Set<number>();
   for (let i = 0; i < p; i++) {
     for (let j = 0; j < c; j++) {
       if (x[3 * (i * c + j)]) {
-        n++;
+        matched.add(origins?.[i] ?? i);
         break;
       }
     }
   }
-  return n;
+  return matched.size;
 }
+
+/** Whether two words are one (`norm` for normalization, `excite` for excitation). */
+function sameWord(a: string, b: string): boolean {
+  if (a === b) return true;
+  if (Math.min(a.length, b.length) >= 4 && (a.startsWith(b) || b.startsWith(a))) return true;
+  let k = 0;
+  while (k < a.length && a[k] === b[k]) k++;
+  return k >= 5;
+}
+
+/** Words a researcher puts after a block's kind (`convnext block`): they want a block, not the whole model. */
+const BLOCK_WORDS = new Set(['block', 'blocks', 'layer', 'layers', 'unit', 'cell']);
+
+/** Words of queries for data transforms: without one, a class of a `transforms` module ranks below blocks. */
+const TRANSFORM_WORDS = /^(transforms?|augment\w*|crop|flip|jitter|resize|rotation|erasing|normalize|blur|grayscale)$/;
 
 /** A class name's own words (abbreviations expanded), kept: the same names come back query after query. */
 const nameWordsCache = new Map<string, Set<string>>();
@@ -177,7 +209,8 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const limit = Math.max(1, Math.min(q.limit ?? 20, 1000));
   const offset = Math.max(0, q.offset ?? 0);
   const f = filters(q);
-  const terms = ftsTerms(q.text);
+  const understood = understandQuery(db, q.text);
+  const terms = understood.terms;
   if (terms.length === 0) {
     const where = f.sql.length ? `WHERE ${f.sql.join(' AND ')}` : '';
     return db
@@ -190,33 +223,56 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   // score on the narrow columns only; the wide ones are read for the page of results
   const candidates = (match: string): Record<string, SqlValue>[] =>
     db.all(
-      `SELECT c.id, c.name, c.uses, c.abstract, c.bases, c.dup_lex, matchinfo(classes_fts, 'pcnalx') AS info
+      `SELECT c.id, c.name, c.module, c.uses, c.abstract, c.bases, c.dup_lex, c.signature, matchinfo(classes_fts, 'pcnalx') AS info
        FROM classes_fts JOIN classes c ON c.id = classes_fts.docid WHERE ${where}`,
       [match, ...f.params],
     );
   // every word as typed, first (FTS4 ANDs them): when that fills the page, the word parts and the long tail
   // of partial matches (`model*` matches thousands) need not be scored
-  const words = [...new Set(q.text.toLowerCase().split(/\s+/).map((w) => w.replace(/[^a-z0-9_]/g, '')).filter(Boolean))].slice(0, 8);
-  let rows = words.length ? candidates(words.map(pattern).join(' ')) : [];
+  // (not when a typed word is one the index does not have: a typo or a compound, whose meaning is in the terms)
+  const words = understood.typed.slice(0, 8);
+  // (and not when the query means more than it says: `ffn` must reach FeedForward, not only the docs that say ffn)
+  let rows = words.length && !understood.widened ? candidates(words.map(pattern).join(' ')) : [];
   // one word that names or begins names (`FrozenBatchNorm2d`, `AnnotatedC`): those names are the answer; the
   // word's parts would only add the thousands of rows that mention `norm` or `model`
   const enough = words.length === 1 ? rows.length > 0 : rows.length >= offset + limit;
+  const anded = enough;
   if (!enough) rows = candidates(terms.map(pattern).join(' OR '));
-  const query = q.text.trim().toLowerCase().replace(/\s+/g, '');
+  const query = q.text.trim().toLowerCase().replace(/[\s\-_]+/g, '');
   const queryWords = new Set(terms);
+  const wantsBlock = understood.typed.some((w) => BLOCK_WORDS.has(w));
+  const wantsTransform = understood.typed.some((w) => TRANSFORM_WORDS.test(w));
   const scored = rows.map((r) => {
     const info = toUint32(r.info);
     let score = bm25(info);
     const name = String(r.name).toLowerCase();
     if (name === query) score += 1000;
-    else if (name.startsWith(query)) score += 200 + 100 / name.length;
-    else if (name.includes(query)) score += 50;
+    // (a name that begins with two letters typed is no sign: `bn` begins BNReLU2d, and means batch norm)
+    else if (query.length >= 3 && name.startsWith(query)) score += 200 + 100 / name.length;
+    else if (query.length >= 3 && name.includes(query)) score += 50;
     // every query word in the name's own words (abbreviations expanded)
     const nameWords = wordsOfName(String(r.name));
     for (const w of queryWords) if (nameWords.has(w)) score += 5;
+    // an acronym whose meaning is the name (`fpn`: FeaturePyramidNetwork, `vit`: VisionTransformer)
+    const own = splitIdentifier(String(r.name));
+    for (const meaning of understood.meanings) if (meaning.length && meaning.every((m) => own.some((w) => sameWord(w, m)))) score += 100;
+    if (wantsBlock) {
+      if (own.some((w) => BLOCK_WORDS.has(w))) score += 30;
+      // a whole classifier (it takes num_classes) is not the block asked for
+      if (/\bnum_classes\b/.test(String(r.signature))) score -= 30;
+    }
+    if (!wantsTransform && /(^|\.)transforms?(\.|$)/.test(String(r.module))) score -= 10;
+    // a private class (`_AdaptiveAvgPoolNd`) after its public ones
+    if (String(r.name).startsWith('_')) score -= 3;
     score += 4 * Math.log1p(Number(r.uses));
     if (Number(r.abstract) === 1) score -= 1;
-    return { r, score, covered: coverage(info) };
+    let covered = coverage(info, anded ? undefined : understood.origins);
+    // the initials of the words typed are the name (`atrous spatial pyramid pooling`: ASPP)
+    if (understood.acronym && own.includes(understood.acronym)) {
+      covered = understood.typed.length;
+      score += own.length === 1 ? 100 : 30;
+    }
+    return { r, score, covered };
   });
   const order = (a: (typeof scored)[number], b: (typeof scored)[number]): number =>
     b.covered - a.covered || b.score - a.score || String(a.r.name).localeCompare(String(b.r.name));
@@ -235,7 +291,9 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const grouped = q.group === false ? head : collapseGroups(head);
   const page = grouped.slice(offset, offset + limit);
   if (page.length === 0) return [];
-  const shown = (p: (typeof page)[number]): number => (q.group === false || p.r.dup_lex === null ? Number(p.r.id) : Number(p.r.dup_lex));
+  // a copy whose own name is the query is shown as itself, not as its group's original (Conv3dNormActivation)
+  const shown = (p: (typeof page)[number]): number =>
+    q.group === false || p.r.dup_lex === null || String(p.r.name).toLowerCase() === q.text.trim().toLowerCase() ? Number(p.r.id) : Number(p.r.dup_lex);
   const full = new Map(db.all(`${SELECT} WHERE c.id IN (${page.map(() => '?').join(',')})`, page.map(shown)).map((r) => [Number(r.id), r]));
   const groups = page.map((p) => p.r.dup_lex).filter((g): g is SqlValue => g !== null);
   const copies = new Map(

@@ -57,3 +57,8 @@ export function searchWords(name: string, extra: string[] = []): string {
   }
   return [...words].join(' ');
 }
+
+/** What an abbreviation written in code stands for (`attn` -> attention), or nothing. */
+export function expansionsOf(word: string): string[] {
+  return EXPANSIONS.get(word) ?? [];
+}
