@@ -122,9 +122,44 @@ export function orderUnits(closure: ClosureResult): UnitNode[] {
   const readable: UnitNode[] = [];
   const { graph } = closure;
   postOrder([closure.root, ...byOrder(closure.units.keys())], (n) => byOrder(graph.outNeighbors(n.key)), new Set(), readable);
-  // 2. a valid order: before each unit, everything it needs at definition time
+  // 2. a valid order: before each unit, everything it needs at definition time, and what the functions and classes
+  //    it uses then need when they run (`ACT = get_activation("gelu")` runs get_activation, which reads ACT2FN)
   const out: UnitNode[] = [];
-  const defNeeds = (n: UnitNode): UnitNode[] => byOrder(graph.filterOutEdges(n.key, (_edge, attr) => attr.def).map((e) => graph.target(e)));
+  const runs = (n: UnitNode): boolean => {
+    const kind = n.rec.facts.units[n.unit].kind;
+    return kind === 'function' || kind === 'class';
+  };
+  const runNeeds = new Map<string, string[]>();
+  const whenRun = (start: UnitNode): string[] => {
+    const known = runNeeds.get(start.key);
+    if (known) return known;
+    const seen = new Set<string>([start.key]);
+    const stack = [start.key];
+    while (stack.length) {
+      for (const next of graph.outNeighbors(stack.pop()!)) {
+        if (seen.has(next)) continue;
+        seen.add(next);
+        if (runs(closure.units.get(next)!)) stack.push(next);
+      }
+    }
+    seen.delete(start.key);
+    const list = [...seen];
+    runNeeds.set(start.key, list);
+    return list;
+  };
+  const defNeeds = (n: UnitNode): UnitNode[] => {
+    const keys = new Set<string>();
+    for (const e of graph.filterOutEdges(n.key, (_edge, attr) => attr.def)) {
+      const t = graph.target(e);
+      keys.add(t);
+      const target = closure.units.get(t)!;
+      // a function used at definition time runs then (a decorator, a call in a class body or an assignment); a class
+      // runs when a statement makes one, not when another class derives from it
+      const kind = target.rec.facts.units[target.unit].kind;
+      if (kind === 'function' || (kind === 'class' && !runs(n))) for (const k of whenRun(target)) if (k !== n.key) keys.add(k);
+    }
+    return byOrder(keys);
+  };
   postOrder(readable, defNeeds, new Set(), out);
   return out;
 }
