@@ -371,6 +371,33 @@ async function main(): Promise<void> {
     }
   }
   const allSearch = [...searchMs.exact, ...searchMs.prefix, ...searchMs.words];
+  // search quality on the labeled set (bench/search-queries.json; ../shared/search-bench/searchbench.py scores the same
+  // set through the CLI): success@1, recall@5, MRR@10, and the latency of these queries
+  const labeled = JSON.parse(await fsp.readFile(path.join(ROOT, 'bench', 'search-queries.json'), 'utf8')) as { q: string; any: string[] }[];
+  let s1 = 0;
+  let r5 = 0;
+  let mrr = 0;
+  const labeledMs: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    for (const item of labeled) {
+      const t0 = performance.now();
+      const hits = searchBlocks(live, { text: item.q, limit: 10 });
+      labeledMs.push(performance.now() - t0);
+      if (round) continue;
+      const rank = hits.findIndex((h) => item.any.includes(h.name) || item.any.includes(h.qualname)) + 1;
+      if (rank === 1) s1++;
+      if (rank >= 1 && rank <= 5) r5++;
+      if (rank >= 1) mrr += 1 / rank;
+    }
+  }
+  const n = Math.max(1, labeled.length);
+  const searchQuality = {
+    search_labeled_queries: labeled.length,
+    search_success_at_1: Math.round((1000 * s1) / n) / 1000,
+    search_recall_at_5: Math.round((1000 * r5) / n) / 1000,
+    search_mrr_at_10: Math.round((1000 * mrr) / n) / 1000,
+    search_labeled_p95_ms: r2(percentile(labeledMs, 95)),
+  };
 
   // pull: every block of the index, in memory, no validation, through one module table and session (as the server
   // keeps them while the index does not change); what loading them costs the first pull is reported on its own
@@ -516,6 +543,7 @@ async function main(): Promise<void> {
     one_file_change_cpu_ms: change.cpu_ms,
     live_finish_p50_ms: r2(percentile(liveFinishMs, 50)),
     search_queries: allSearch.length,
+    ...searchQuality,
     search_p50_ms: r2(percentile(allSearch, 50)),
     search_p95_ms: r2(percentile(allSearch, 95)),
     search_exact_p95_ms: r2(percentile(searchMs.exact, 95)),

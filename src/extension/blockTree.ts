@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { NnragClient } from './client';
 import { ListTree } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
+import type { HitValidation } from '../core/search/search';
 
 export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
   private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
@@ -51,11 +52,6 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
   }
 }
 
-function validationLabel(raw: string): string {
-  try {
-    const v = JSON.parse(raw) as { status: string; tier: string | null };
-    return v.status === 'validated' ? '✓ validated' : `✗ ${v.tier ?? 'failed'}`;
-  } catch {
-    return '';
-  }
+function validationLabel(v: HitValidation): string {
+  return v.status === 'validated' ? '✓ validated' : `✗ ${v.tier ?? 'failed'}`;
 }

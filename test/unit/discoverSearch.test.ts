@@ -132,6 +132,8 @@ describe('search', () => {
     assert.ok(all.includes('zoo.util.Attention'), 'kind=class includes plain classes');
     db.run(`UPDATE classes SET validation = '{"status":"validated","tier":"forward"}' WHERE name = 'RMSNorm'`);
     assert.deepStrictEqual(searchBlocks(db, { text: '', validation: 'validated' }).map((h) => h.name), ['RMSNorm']);
+    // the record as an object in JSON, not a string inside it
+    assert.deepStrictEqual(searchBlocks(db, { text: 'RMSNorm' })[0].validation, { status: 'validated', tier: 'forward' });
     assert.ok(!searchBlocks(db, { text: '', validation: 'none' }).some((h) => h.name === 'RMSNorm'));
     const hit = searchBlocks(db, { text: 'ConvBNAct' })[0];
     assert.deepStrictEqual(

@@ -63,7 +63,7 @@ describe('search: ranking what the query means', () => {
     await writeTree(dir, {
       'zoo/__init__.py': '',
       'zoo/conv.py': `from torch import nn\n\n${conv('Conv2dNormActivation', '2d')}\n${conv('Conv3dNormActivation', '3d')}`,
-      'zoo/attn.py': 'from torch import nn\n\nclass MultiheadAttention(nn.Module):\n    """Attention over heads."""\n\nclass ASPP(nn.Module):\n    """Pyramid of dilated convolutions."""\n\nclass ASPPPooling(nn.Module):\n    """The pooling branch of ASPP."""\n',
+      'zoo/attn.py': 'from torch import nn\n\nclass MultiheadAttention(nn.Module):\n    """Attention over heads."""\n    def __init__(\n        self,\n        # sizes\n        dim=8,\n        heads=2,  # per layer\n    ):\n        super().__init__()\n\nclass ASPP(nn.Module):\n    """Pyramid of dilated convolutions."""\n\nclass ASPPPooling(nn.Module):\n    """The pooling branch of ASPP."""\n',
       'zoo/models.py': 'from torch import nn\n\nclass ConvNeXt(nn.Module):\n    """A ConvNeXt model with blocks."""\n    def __init__(self, num_classes=1000):\n        super().__init__()\n\nclass CNBlock(nn.Module):\n    """The ConvNeXt block."""\n',
       'zoo/transforms.py': 'from torch import nn\n\nclass ObjectDetection(nn.Module):\n    """Presets for detection: the head of the pipeline."""\n\nclass DetectionHead(nn.Module):\n    """A detection head."""\n',
     });
@@ -71,6 +71,11 @@ describe('search: ranking what the query means', () => {
     await indexFolder(db, dir);
     return db;
   }
+
+  it('shows signatures on one line, without the comments of the source', async () => {
+    const db = await zoo();
+    assert.strictEqual(searchBlocks(db, { text: 'MultiheadAttention' })[0].signature, '(dim=8, heads=2,)');
+  });
 
   it('puts an exact name first even when it is a copy of another block', async () => {
     const db = await zoo();

@@ -24,7 +24,7 @@ import { UNITS_FORMAT } from './unitsCodec';
 export { blobId } from '../parse/analyse';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '9';
+export const PARSER_VERSION = '10';
 
 /** Where pulls find what they need of indexed files beyond the facts (beside the database file; none in memory). */
 export function unitsDirOf(db: IndexDb): { root: string; dir: string } | undefined {

@@ -342,7 +342,8 @@ class Extractor {
       const mname = mdef.childForFieldName('name')?.text ?? '';
       methods.push(mname);
       if (mname) members.methods.push({ name: mname, start: stmt.startIndex, end: stmt.endIndex });
-      const params = mdef.childForFieldName('parameters')?.text ?? '()';
+      // without the source's comments (strings kept as they are): a signature reads on one line
+      const params = (mdef.childForFieldName('parameters')?.text ?? '()').replace(/("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g, (m, str: string | undefined) => str ?? '');
       const sig = collapse(params.replace(/^\(\s*self\s*,?\s*/, '('), 300);
       if (mname === '__init__') signature = sig;
       if (mname === 'forward') forwardSignature = sig;

@@ -24,6 +24,23 @@ export interface SearchQuery {
   group?: boolean;
 }
 
+export interface HitValidation {
+  status: string;
+  tier: string | null;
+  category?: string;
+}
+
+/** The validation record of a class row, read leniently (an old or damaged record is no record). */
+function validationOf(raw: SqlValue): HitValidation | null {
+  if (raw === null || raw === undefined) return null;
+  try {
+    const v = JSON.parse(String(raw)) as Partial<HitValidation>;
+    return typeof v.status === 'string' ? { status: v.status, tier: typeof v.tier === 'string' ? v.tier : null, ...(typeof v.category === 'string' ? { category: v.category } : {}) } : null;
+  } catch {
+    return null;
+  }
+}
+
 export interface SearchHit {
   id: number;
   name: string;
@@ -41,7 +58,8 @@ export interface SearchHit {
   isBlock: boolean;
   signature: string;
   doc: string;
-  validation: string | null;
+  /** What the last pull with validation recorded (status, tier, category), or null. */
+  validation: HitValidation | null;
   score: number;
   /** When the block has lexical duplicates: how many copies (itself included) in how many repositories. */
   copies?: { count: number; repos: number };
@@ -198,9 +216,10 @@ function hitOf(r: Record<string, SqlValue>, score: number): SearchHit {
     category: String(r.category),
     abstract: Number(r.abstract) === 1,
     isBlock: Number(r.is_block) === 1,
-    signature: String(r.signature),
+    // one line (the index keeps it without comments)
+    signature: String(r.signature).replace(/\(\s+/g, '(').replace(/\s+\)/g, ')'),
     doc: String(r.doc).slice(0, 300),
-    validation: r.validation === null ? null : String(r.validation),
+    validation: validationOf(r.validation),
     score: Math.round(score * 1000) / 1000,
   };
 }
