@@ -6,7 +6,7 @@ import { STDLIB } from '../core/emit/stdlib';
 import type { PullReport } from '../core/pull';
 import type { SearchHit } from '../core/search/search';
 import type { SourceConfig } from '../core/sources/types';
-import { ExplainDependencies, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks } from '../shared/protocol';
+import { ExplainDependencies, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
@@ -77,7 +77,8 @@ function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
 /** The search QuickPick, backed by the server; resolves with the chosen block. */
 export function searchQuickPick(client: NnragClient, initial = ''): Promise<SearchHit | undefined> {
   return new Promise((resolve) => {
-    const qp = vscode.window.createQuickPick<vscode.QuickPickItem & { hit: SearchHit }>();
+    type Item = vscode.QuickPickItem & { hit?: SearchHit; meant?: string };
+    const qp = vscode.window.createQuickPick<Item>();
     qp.title = vscode.l10n.t('NN-RAG: Search Blocks');
     qp.placeholder = vscode.l10n.t('Name, words, docstring or signature (e.g. residual block, attention, ConvBN)');
     qp.matchOnDescription = false;
@@ -85,30 +86,59 @@ export function searchQuickPick(client: NnragClient, initial = ''): Promise<Sear
     qp.value = initial;
     let seq = 0;
     let timer: NodeJS.Timeout | undefined;
+    // Enter pressed while the server answers: the first result of that answer is taken
+    let acceptPending = false;
+    const done = (hit: SearchHit): void => {
+      resolve(hit);
+      qp.hide();
+    };
     const update = (text: string): void => {
       const mine = ++seq;
       qp.busy = true;
       client.request(SearchBlocks, { text, limit: 50 }).then(
-        (hits) => {
+        async (hits) => {
           if (mine !== seq) return;
-          qp.items = hits.map(hitItem);
+          if (hits.length === 0 && text.trim()) {
+            const meant = await client.request(SuggestSearch, { text }).catch(() => ({ meant: undefined }));
+            if (mine !== seq) return;
+            qp.items = [
+              meant.meant
+                ? { label: `$(lightbulb) ${vscode.l10n.t('Did you mean "{0}"?', meant.meant)}`, detail: vscode.l10n.t('No block matches "{0}". Press Enter to search for "{1}".', text, meant.meant), alwaysShow: true, meant: meant.meant }
+                : { label: `$(info) ${vscode.l10n.t('No block matches "{0}"', text)}`, detail: vscode.l10n.t('Try other words, an abbreviation (attn, bn, FPN) or part of a class name; NN-RAG: Add Repository indexes more code.'), alwaysShow: true },
+            ];
+          } else {
+            qp.items = hits.map(hitItem);
+          }
           qp.busy = false;
+          if (acceptPending && hits[0]) done(hits[0]);
+          acceptPending = false;
         },
         () => {
-          qp.busy = false;
+          if (mine === seq) qp.busy = false;
         },
       );
     };
     qp.onDidChangeValue((v) => {
       if (timer) clearTimeout(timer);
+      // nothing stale: the results of the text before are gone as soon as the text changes
+      qp.items = [];
+      qp.busy = true;
+      acceptPending = false;
       timer = setTimeout(() => update(v), 60);
     });
     qp.onDidAccept(() => {
-      // Enter before the results arrive keeps the picker open
-      const chosen = qp.selectedItems[0]?.hit ?? (qp.busy ? undefined : qp.activeItems[0]?.hit);
-      if (!chosen) return;
-      resolve(chosen);
-      qp.hide();
+      const item = qp.selectedItems[0] ?? qp.activeItems[0];
+      if (item?.meant) {
+        qp.value = item.meant;
+        if (timer) clearTimeout(timer);
+        update(item.meant);
+        return;
+      }
+      if (qp.busy || !item) {
+        acceptPending = qp.busy;
+        return;
+      }
+      if (item.hit) done(item.hit);
     });
     qp.onDidHide(() => {
       resolve(undefined);

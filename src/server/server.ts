@@ -22,7 +22,7 @@ import { openPullSession, pullBlock } from '../core/pull';
 import type { PullSession } from '../core/pull';
 import { describeClass } from '../core/resolve/describe';
 import { loadModuleTable } from '../core/resolve/loadTable';
-import { searchBlocks } from '../core/search/search';
+import { searchBlocks, searchSuggestion } from '../core/search/search';
 import { describeSandbox } from '../core/validate/sandbox';
 import { openSource } from '../core/sources/open';
 import { readClassFile } from '../core/sources/reader';
@@ -42,6 +42,7 @@ import {
   ReadSource,
   ReindexRepositories,
   SearchBlocks,
+  SuggestSearch,
 } from '../shared/protocol';
 import type { IndexStatus, InitOptions, Method, TreeNode } from '../shared/protocol';
 import { provenanceHover, upstreamLens } from './hover';
@@ -361,6 +362,7 @@ export function startServer(connection: Connection): void {
     }
   });
   onRequest(connection, SearchBlocks, async (q) => searchBlocks((await ready()).db, q));
+  onRequest(connection, SuggestSearch, async ({ text }) => ({ meant: searchSuggestion((await ready()).db, text) }));
   onRequest(connection, GetStats, async () => indexStats((await ready()).db));
   onRequest(connection, ListTree, async ({ parent, query }) => {
     const { db: d } = await ready();

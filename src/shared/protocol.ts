@@ -82,6 +82,8 @@ export const IndexStatusChanged = method<IndexStatus, void>('nnrag/indexStatusCh
 export const ReindexRepositories = method<{ repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number }, IndexStatus>('nnrag/reindexRepositories');
 /** Client -> server: search blocks for the QuickPick and the tree. */
 export const SearchBlocks = method<SearchQuery, SearchHit[]>('nnrag/searchBlocks');
+/** Client -> server: for a search that found nothing, the query as the index would spell it (typos corrected). */
+export const SuggestSearch = method<{ text: string }, { meant?: string }>('nnrag/suggestSearch');
 /** Client -> server: children of a tree node (repositories, then categories, then blocks). */
 export const ListTree = method<{ parent?: TreeNode; query?: string }, TreeNode[]>('nnrag/listTree');
 /** Client -> server: facts, bases and dependencies of one block. */

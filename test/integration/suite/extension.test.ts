@@ -128,6 +128,14 @@ describe('trusted workspace', function () {
     assert.strictEqual(record.target, outcome.target);
   });
 
+  it('takes the first answer to a query typed with a typo in the QuickPick, Enter pressed at once', async () => {
+    await ready(nnrag);
+    const outcome = await drive(vscode.commands.executeCommand<{ target: string; action: string; result?: PullReport }>('nnrag.searchBlocks', 'squeze excitation'), [ACCEPT]);
+    assert.ok(outcome, 'a block was chosen');
+    assert.strictEqual(outcome.target, 'tinyblocks:tinyblocks.layers.se.SqueezeExcite');
+    assert.strictEqual(outcome.result?.status, 'validated', `${outcome.result?.category}: ${outcome.result?.message}`);
+  });
+
   it('shows what a pull brings with a block, and why, as a tree in the Dependencies view', async () => {
     await ready(nnrag);
     const target = 'tinyblocks:tinyblocks.blocks.ResidualBlock';
