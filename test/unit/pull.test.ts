@@ -472,6 +472,13 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(prov.target, report.target);
     assert.deepStrictEqual(prov.definitions.map((d) => [d.path, d.lines]), [['p/q.py', [1, 2]]]);
     assert.match(prov.hash, /^sha256:[0-9a-f]{64}$/);
+    // the header says where the code comes from, one line per source file
+    const grouped = await pull(
+      { 'p/__init__.py': '', 'p/h.py': 'A = 1\nB = 2\nC = 3\n\ndef f():\n    return A + B + C\n', 'p/q.py': 'from .h import f\n\nclass Q:\n    def run(self):\n        return f()\n' },
+      'p.q.Q',
+    );
+    assert.match(grouped.code, /^# {3}repo p\/h\.py \([0-9a-f]{12}\): A 1; B 2; C 3; f 5-6$/m);
+    assert.match(grouped.code, /^# {3}repo p\/q\.py \([0-9a-f]{12}\): Q 3-5$/m);
   });
 
   it('records the sha256 of the body as written, for files in one-byte and two-byte text alike', async () => {

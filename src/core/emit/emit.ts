@@ -348,6 +348,44 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
   return pieces.reverse().join('');
 }
 
+/** The header's account of where the definitions come from: one line per source file, wrapped at 118 columns. */
+function sourceLines(definitions: ProvenanceEntry[]): string[] {
+  const files = new Map<string, ProvenanceEntry[]>();
+  for (const d of definitions) {
+    const key = `${d.repo} ${d.path} ${d.blob}`;
+    files.set(key, [...(files.get(key) ?? []), d]);
+  }
+  const out: string[] = [];
+  for (const list of files.values()) {
+    const { repo, path: file, blob } = list[0];
+    const span = (d: ProvenanceEntry): string => (d.lines[0] === d.lines[1] ? `${d.lines[0]}` : `${d.lines[0]}-${d.lines[1]}`);
+    const named = list.filter((d) => d.names.length).map((d) => `${d.names.join(', ')} ${span(d)}`);
+    const statements = list.filter((d) => !d.names.length);
+    if (statements.length) {
+      // consecutive lines as one range (`11 statements (11-21)`)
+      const ranges: [number, number][] = [];
+      for (const d of [...statements].sort((a, b) => a.lines[0] - b.lines[0])) {
+        const last = ranges[ranges.length - 1];
+        if (last && d.lines[0] <= last[1] + 1) last[1] = Math.max(last[1], d.lines[1]);
+        else ranges.push([d.lines[0], d.lines[1]]);
+      }
+      const text = ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(', ');
+      named.push(`${statements.length === 1 ? 'a statement' : `${statements.length} statements`} (${text})`);
+    }
+    let line = `#   ${repo} ${file} (${blob.slice(0, 12)}):`;
+    for (const [i, item] of named.entries()) {
+      const piece = ` ${item}${i < named.length - 1 ? ';' : ''}`;
+      if (line.length + piece.length > 118 && !line.endsWith(':')) {
+        out.push(line);
+        line = '#     ';
+      }
+      line += piece;
+    }
+    out.push(line);
+  }
+  return out;
+}
+
 export function emitFile(closure: ClosureResult, ctx: EmitContext, target: string): EmitResult {
   const order = orderUnits(closure);
   const names = assignNames(closure, order);
@@ -410,8 +448,8 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     `# Pulled by NN-RAG: ${provenance.block} from ${rootSrc.repo} (${rootSrc.url ?? rootSrc.location})`,
     `# commit ${rootSrc.commit ?? 'unknown (not a git checkout)'}; license ${rootSrc.license ?? 'not declared'}`,
     ...(ctx.notes ?? []).map((n) => `# ${n}`),
-    '# inlined definitions (repository path:lines, git blob):',
-    ...definitions.map((d) => `#   ${d.names.join(', ') || '(statement)'}: ${d.repo} ${d.path}:${d.lines[0]}-${d.lines[1]} blob ${d.blob.slice(0, 12)}`),
+    '# inlined from (repository path, git blob: definitions and their lines; the manifest and the record below list each):',
+    ...sourceLines(definitions),
     `# content sha256 of everything below this header: ${hash}`,
     `${PROVENANCE_PREFIX}${JSON.stringify(provenance)}`,
   ].join('\n');
