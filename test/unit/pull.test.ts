@@ -284,6 +284,21 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(dir, "b = ns['Block'](); print(b.check(b.p), b.set(3))"), 'True 3');
   });
 
+  it('derives a class from the binding before it when it takes the name it derives from (class Output(Output))', async () => {
+    const { code, report, dir } = await pull(
+      {
+        'pk/__init__.py': '',
+        'pk/outputs.py': 'class Output:\n    def __init__(self, sample):\n        self.sample = sample\n',
+        'pk/legacy.py': 'from .outputs import Output\n\n\nclass Output(Output):\n    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n        self.legacy = True\n',
+        'pk/block.py': 'from .legacy import Output\n\nclass Block:\n    def run(self, x):\n        return Output(sample=x)\n',
+      },
+      'pk.block.Block',
+    );
+    assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
+    assert.match(code, /^class Output_legacy\(Output\):$/m);
+    assert.strictEqual(run(dir, "o = ns['Block']().run(4); print(o.sample, o.legacy)"), '4 True');
+  });
+
   it('binds a repository module imported inside a function as an object to the attributes the function reads', async () => {
     const { code, report, dir } = await pull(
       {

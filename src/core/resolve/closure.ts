@@ -376,6 +376,8 @@ async function closeOnce(
 
   const placeRef = (node: UnitNode, ref: Ref, where: string, text?: string): void => {
     let t = table.resolveName(node.rec, ref.name);
+    // a definition that reads its own name while it is made reads the binding before it (`class Output(Output):`)
+    if (ref.timing === 'def' && t.kind === 'symbol' && t.mod === node.rec && t.unit === node.unit) t = table.resolveNameBefore(node.rec, ref.name, node.unit);
     let end = ref.end;
     if (t.kind === 'module' && ref.attrs.length && ctx.inlines(t.mod, rootRec.repoId)) {
       // `a.init_weights`, `pkg.sub.f`: the module attribute becomes a plain name in the output

@@ -152,6 +152,21 @@ export class ModuleTable {
   }
 
   /**
+   * What `name` means in `mod` while unit `unit` runs at import time: the latest binding before it (`class
+   * Output(Output):` derives from the `Output` imported above, not from itself), else what the module means by it.
+   */
+  resolveNameBefore(mod: ModuleRecord, name: string, unit: number): Target {
+    for (let i = unit - 1; i >= 0; i--) {
+      const u = mod.facts.units[i];
+      if (u.kind === 'main' || u.guard === 'type-checking' || !u.binds.includes(name)) continue;
+      const imp = this.moduleImports(mod).bindings.get(`${i}:${name}`);
+      if (u.kind === 'import' && imp) return this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, new Set());
+      return { kind: 'symbol', mod, name, unit: i };
+    }
+    return this.resolveName(mod, name);
+  }
+
+  /**
    * Resolves a bare name at module scope of `mod`. A resolution from scratch (no `seen`) is kept: the table's
    * modules do not change while it lives.
    */
