@@ -264,13 +264,21 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
     if config is not None:
         return config
     name = param.name.lower()
-    for names, value in GUESSES:
-        if name in names:
-            return value
-    if name in FACTORIES or name.endswith("_layer"):
-        return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
     ann = param.annotation
     text = ann if isinstance(ann, str) else repr(ann) if getattr(ann, "__args__", None) else getattr(ann, "__name__", repr(ann))
+    by_name = next((value for names, value in GUESSES if name in names), None)
+    # a list or tuple of numbers by annotation, whatever the name says (`in_channels: List[int]`, one per level;
+    # `input_size: Tuple[int, int, int]`): as many items as the tuple names, of the value the name suggests
+    numbers = re.fullmatch(r"(?:typing\.)?(?:List|Sequence|Tuple|list|tuple)\[((?:\s*(?:int|float)\s*,?)+)\]", str(text).strip())
+    if numbers and "..." not in str(text):
+        kinds = [k.strip() for k in numbers.group(1).split(",") if k.strip()]
+        item = by_name if isinstance(by_name, (int, float)) and not isinstance(by_name, bool) else (16 if kinds[0] == "int" else 1.0)
+        count = len(kinds) if re.match(r"(?:typing\.)?[Tt]uple\[", str(text).strip()) else 2
+        return [item] * count
+    if by_name is not None:
+        return by_name
+    if name in FACTORIES or name.endswith("_layer"):
+        return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
     if "Union" in str(text) and "int" in str(text):
         return 16
     if "List[int]" in str(text) or "Sequence[int]" in str(text) or "List[float]" in str(text):

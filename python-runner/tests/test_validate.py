@@ -195,6 +195,14 @@ class TiersWithTorch(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent")
         self.assertEqual(report["equivalence"]["variants"], ["the arguments that ran", "scale=False"])
 
+    def test_a_list_or_tuple_of_numbers_by_annotation_wins_over_the_name(self) -> None:
+        from typing import List, Tuple
+
+        def f(in_channels: List[int], input_size: Tuple[int, int, int], sizes: "tuple[float, float]", kernel_size: int): ...
+
+        params = list(validate.inspect.signature(f).parameters.values())
+        self.assertEqual([validate.guess_value(p, None) for p in params], [[16, 16], [16, 16, 16], [1.0, 1.0], 3])
+
     def test_string_options_take_the_other_values_the_code_compares_them_with(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "blk.py")
