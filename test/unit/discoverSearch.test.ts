@@ -70,6 +70,10 @@ describe('discovery', () => {
     assert.strictEqual(guessCategory('ClassifierHead', [], 'x'), 'head');
     assert.strictEqual(guessCategory('ResNet', [], 'x.resnet'), 'backbone');
     assert.strictEqual(guessCategory('BasicBlock', [], 'x.resnet'), 'other', 'a file name alone never makes a backbone');
+    assert.strictEqual(guessCategory('RandomResizedCrop', [], 'torchvision.transforms.transforms'), 'transform');
+    assert.strictEqual(guessCategory('RandomCropVideo', [], 'torchvision.transforms._transforms_video'), 'transform');
+    assert.strictEqual(guessCategory('SwinTransformer', [], 'tv.models.swin', '(patch_size, embed_dim, num_classes=1000)'), 'model');
+    assert.strictEqual(guessCategory('FCOSClassificationHead', [], 'tv.models.fcos', '(in_channels, num_anchors, num_classes)'), 'head');
   });
 });
 

@@ -11,6 +11,8 @@ export const CATEGORIES = [
   'embedding',
   'head',
   'backbone',
+  'model',
+  'transform',
   'other',
 ] as const;
 export type Category = (typeof CATEGORIES)[number];
@@ -27,9 +29,18 @@ const RULES: [Category, RegExp][] = [
   ['backbone', /^(net|network|model|backbone|encoder|resnet|resnext|vgg|vit|efficientnet|mobilenet|densenet|inception|googlenet|regnet|convnext|swin|unet|alexnet|shufflenet|squeezenet|mnasnet|wide|darknet|yolo|raft|ssd|rcnn|retinanet|fcn|deeplabv3|lraspp)$/],
 ];
 
-/** Name words weigh more than base and path words; the first rule to match a name word wins. */
-export function guessCategory(name: string, bases: string[], modulePath: string): Category {
+/** Name words of parts of a model that take a class count too (a classification head is a head). */
+const PART_WORDS = /^(head|heads|predictor|classifier|decoder|loss|block|layer)$/;
+
+/**
+ * Name words weigh more than base and path words; the first rule to match a name word wins. A class of a
+ * `transforms` module is a data transform; one whose constructor takes `num_classes` (and is not a head or a
+ * loss) is a whole model.
+ */
+export function guessCategory(name: string, bases: string[], modulePath: string, signature = ''): Category {
   const nameWords = splitIdentifier(name);
+  if (/(^|\.)(transforms?|augmentations?)(\.|$)|(^|\.)_?transforms_/.test(modulePath)) return 'transform';
+  if (/\bnum_classes\b/.test(signature) && !nameWords.some((w) => PART_WORDS.test(w))) return 'model';
   // a conv with its norm and activation (ConvBNAct, Conv2dNormActivation) is a convolution block
   if (nameWords.some((w) => /^conv(\d?d)?$/.test(w)) && !nameWords.includes('loss') && !nameWords.includes('net')) return 'convolution';
   const baseWords = bases.flatMap((b) => splitIdentifier(b.split('.').pop() ?? b));

@@ -432,7 +432,7 @@ function storeOutcome(
       const likelyBlock = c.bases.some((b) => plain.has(b.replace(/\[.*$/s, '').trim()) || plainlyTorchModule(b, outcome.imports));
       if (likelyBlock) plain.add(c.name);
       const doc = [c.docstring, c.comments].filter(Boolean).join('\n').slice(0, 800);
-      const category = guessCategory(c.name, c.bases, module);
+      const category = guessCategory(c.name, c.bases, module, c.signature);
       // the FTS table reads these same columns back from `classes` (external content): keep them identical
       const text = {
         name: c.name,
