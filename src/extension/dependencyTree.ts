@@ -23,7 +23,11 @@ export class DependencyTreeProvider implements vscode.TreeDataProvider<Item> {
     const module = target.replace(/^[^:]*:/, '').split('.').slice(0, -1).join('.');
     const root = graph.nodes.findIndex((n) => n.module === module && n.names.includes(name));
     const next = new Map<number, number[]>();
-    for (const e of graph.edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+    for (const e of graph.edges) {
+      const list = next.get(e.from);
+      if (list) list.push(e.to);
+      else next.set(e.from, [e.to]);
+    }
     this.shown = { target, sizes, graph, root, next };
     this.changed.fire(undefined);
     return root >= 0 ? { id: root, path: [root] } : undefined;

@@ -32,7 +32,11 @@ export function fileSizes(graph: DependencyGraph, blockModule: string, blockName
   const label = (id: number): string => nodes[id].names[0] ?? `(a statement of ${nodes[id].module})`;
   // breadth first from the block: the first way each definition is reached is a shortest chain
   const next = new Map<number, number[]>();
-  for (const e of graph.edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+  for (const e of graph.edges) {
+    const list = next.get(e.from);
+    if (list) list.push(e.to);
+    else next.set(e.from, [e.to]);
+  }
   const parent = new Map<number, number>();
   if (rootId >= 0) {
     parent.set(rootId, -1);

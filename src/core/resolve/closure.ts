@@ -131,25 +131,76 @@ interface Reach {
   family?: string;
 }
 
+/** A name a unit's code may reach a member by, where it stands (`own`: read on `self`, `cls` or `super()`). */
+interface Reached {
+  name: string;
+  at: number;
+  kind: 'attribute' | 'string' | 'bare';
+  own: boolean;
+}
+
+/** Per parsed module and unit: what its code reaches members by, found once (the module's text does not change). */
+const reachedCache = new WeakMap<ParsedModule, Map<number, Reached[]>>();
+
 /**
- * Names a piece of code may reach members by: attributes (`x.name`) and identifier-like strings (`getattr`). Inside a
- * class (`family`), `self.x`, `cls.x`, `super().x` and strings reach only that class, its bases and its subclasses.
+ * Names a unit's code may reach members by: attributes (`x.name`), identifier-like strings (`getattr`) and, at
+ * class level, bare names (`forward = _impl`). Comments and docstrings reach nothing; offsets are kept.
  */
-function namesReachedBy(text: string, into: Reach[], family?: string, bare = false): void {
-  const code = text.replace(STRINGS, (all, prefix: string | undefined, str: string | undefined) =>
-    str === undefined || (str.length >= 6 && /^("""|''')/.test(str) && !/f/i.test(prefix ?? '')) ? ' ' : all,
+function reachedIn(parsed: ParsedModule, unit: number, start: number, end: number): Reached[] {
+  let byUnit = reachedCache.get(parsed);
+  if (!byUnit) reachedCache.set(parsed, (byUnit = new Map()));
+  const known = byUnit.get(unit);
+  if (known) return known;
+  const text = parsed.text.slice(start, end);
+  const blank = (m: string): string => m.replace(/[^\n]/g, ' ');
+  const code = text.replace(STRINGS, (all: string, prefix: string | undefined, str: string | undefined) =>
+    str === undefined || (str.length >= 6 && /^("""|''')/.test(str) && !/f/i.test(prefix ?? '')) ? blank(all) : all,
   );
+  const out: Reached[] = [];
   for (const m of code.matchAll(/\.\s*([A-Za-z_]\w*)/g)) {
     const before = code.slice(Math.max(0, (m.index ?? 0) - 60), m.index);
-    const own = family !== undefined && (/\b(?:self|cls)\s*$/.test(before) || /\bsuper\s*\([^()]*\)\s*$/.test(before));
-    into.push({ name: m[1], family: own ? family : undefined });
+    const own = /\b(?:self|cls)\s*$/.test(before) || /\bsuper\s*\([^()]*\)\s*$/.test(before);
+    out.push({ name: m[1], at: start + (m.index ?? 0), kind: 'attribute', own });
   }
-  // a string in a class is read as its own member's name (`getattr(self, "x")`); a probe of another object
-  // (`hasattr(self.conv, "init_weights")`) answers the same unless that object is of a class the file trims
-  for (const m of code.matchAll(/['"]([A-Za-z_]\w*)['"]/g)) into.push({ name: m[1], family });
-  if (!bare) return;
-  // names in the class's own statements (`forward = _impl`), not in any string
-  for (const m of codeOnly(text).matchAll(/[A-Za-z_]\w*/g)) into.push({ name: m[0], family });
+  for (const m of code.matchAll(/['"]([A-Za-z_]\w*)['"]/g)) out.push({ name: m[1], at: start + (m.index ?? 0), kind: 'string', own: false });
+  for (const m of text.replace(STRINGS, blank).matchAll(/[A-Za-z_]\w*/g)) out.push({ name: m[0], at: start + (m.index ?? 0), kind: 'bare', own: false });
+  byUnit.set(unit, out);
+  return out;
+}
+
+/**
+ * What the reached names in `list` that `take` accepts mean: inside a class (`family`), `self.x`, `cls.x`,
+ * `super().x` and strings reach only that class, its bases and its subclasses; other attributes reach every class.
+ * Bare names count only where `bare` accepts them (a class's own statements, not its methods).
+ */
+function reachesOf(list: Reached[], into: Reach[], family: string | undefined, take: (at: number) => boolean, bare: (at: number) => boolean = () => false): void {
+  for (const r of list) {
+    if (!take(r.at)) continue;
+    if (r.kind === 'attribute') into.push({ name: r.name, family: r.own ? family : undefined });
+    else if (r.kind === 'string') into.push({ name: r.name, family });
+    else if (bare(r.at)) into.push({ name: r.name, family });
+  }
+}
+
+/** Per parsed module and unit: its references sorted by where they start (a method's are found by halving). */
+const sortedRefs = new WeakMap<ParsedModule, Map<number, Ref[]>>();
+
+/** The references of `unit` that start inside `span`. */
+function refsWithin(parsed: ParsedModule, unit: number, span: { start: number; end: number }): Ref[] {
+  let byUnit = sortedRefs.get(parsed);
+  if (!byUnit) sortedRefs.set(parsed, (byUnit = new Map()));
+  let refs = byUnit.get(unit);
+  if (!refs) byUnit.set(unit, (refs = [...parsed.refs[unit]].sort((a, b) => a.start - b.start)));
+  let lo = 0;
+  let hi = refs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (refs[mid].start < span.start) lo = mid + 1;
+    else hi = mid;
+  }
+  const out: Ref[] = [];
+  for (let i = lo; i < refs.length && refs[i].start < span.end; i++) out.push(refs[i]);
+  return out;
 }
 
 export function unitKey(rec: ModuleRecord, unit: number): string {
@@ -336,14 +387,15 @@ async function closeOnce(
   };
 
   /** Where a resolved target goes in the output: a symbol key, an external key, or nothing. */
-  const place = (from: UnitNode, t: Target, bound: string, timing: Timing, where: string, use: Use = 'other'): string | undefined => {
+  const place = (from: UnitNode, t: Target, bound: string, timing: Timing, where: string, use: () => Use = () => 'other'): string | undefined => {
     switch (t.kind) {
       case 'symbol': {
         if (!ctx.inlines(t.mod, rootRec.repoId)) {
           return external({ module: t.mod.module, name: t.name, plainDotted: false, bound });
         }
         const target = need(t.mod, t.unit);
-        depend(from, target, timing, use);
+        const kind = t.mod.facts.units[t.unit].kind;
+        depend(from, target, timing, kind === 'class' || kind === 'assign' ? use() : 'other');
         return symbolKey(t.mod, t.name);
       }
       case 'external':
@@ -387,8 +439,9 @@ async function closeOnce(
         end = ref.attrEnds[r.consumed - 1];
       }
     }
-    // a name inside a value only tested against is only tested against; else what the code around it says
-    const use: Use = end !== ref.end || !text ? 'other' : typeOnly.aliases.has(node.key) ? 'isinstance' : useAt(text, ref.start, ref.end);
+    // a name inside a value only tested against is only tested against; else what the code around it says (asked
+    // only of the classes and values that could become stand-ins)
+    const use = (): Use => (end !== ref.end || !text ? 'other' : typeOnly.aliases.has(node.key) ? 'isinstance' : useAt(text, ref.start, ref.end));
     const to = place(node, t, ref.name, ref.timing, where, use);
     if (to) node.edits.push({ start: ref.start, end, to });
   };
@@ -440,7 +493,7 @@ async function closeOnce(
   const related = (a: UnitNode, bKey: string, b: { rec: ModuleRecord; unit: number }): boolean =>
     a.key === bKey || ancestors(a.rec, a.unit).has(bKey) || ancestors(b.rec, b.unit).has(a.key);
 
-  /** What kept code reaches members by; methods left out wait for their name (see namesReachedBy). */
+  /** What kept code reaches members by; methods left out wait for their name (see reachedIn). */
   const reachedAnywhere = new Set<string>();
   const reachedFrom = new Map<string, UnitNode[]>();
   const isReached = (name: string, node: UnitNode): boolean =>
@@ -467,16 +520,17 @@ async function closeOnce(
       else waiting.set(name, list.filter((w) => !now.includes(w)));
       for (const { node, member, parsed, where } of now) {
         node.dropped = node.dropped?.filter((m) => m !== member);
-        takeIn(node, parsed, where, (at) => at >= member.start && at < member.end);
-        namesReachedBy(parsed.text.slice(member.start, member.end), toReach, node.key);
+        takeIn(node, parsed, where, (at) => at >= member.start && at < member.end, undefined, member);
+        const u = node.rec.facts.units[node.unit];
+        reachesOf(reachedIn(parsed, node.unit, u.start, u.end), toReach, node.key, (at) => at >= member.start && at < member.end);
       }
     }
   };
 
   /** Takes in what the part of a unit that `inside` accepts needs: its references, string registries, inner imports. */
-  function takeIn(node: UnitNode, parsed: ParsedModule, where: string, inside: (at: number) => boolean, registration?: Registration): void {
+  function takeIn(node: UnitNode, parsed: ParsedModule, where: string, inside: (at: number) => boolean, registration?: Registration, range?: Member): void {
     const { rec, unit } = node;
-    for (const ref of parsed.refs[unit]) {
+    for (const ref of range ? refsWithin(parsed, unit, range) : parsed.refs[unit]) {
       if (!inside(ref.start)) continue;
       if (registration && ref.start >= registration.start && ref.end <= registration.end) registration.refs.push(ref);
       else placeRef(node, ref, where, parsed.text);
@@ -579,29 +633,24 @@ async function closeOnce(
     // (a method on a line of its own: a one-line class keeps them all)
     const ownLine = (m: Member): boolean => /^[ \t]*$/.test(parsed.text.slice(parsed.text.lastIndexOf('\n', m.start - 1) + 1, m.start));
     const deferred = trim ? body!.methods.filter((m) => droppable(m.name) && !isReached(m.name, node) && ownLine(m)) : [];
-    const outside = (at: number): boolean => !deferred.some((m) => at >= m.start && at < m.end);
+    // (methods in source order: the one that could hold `at` is found by halving)
+    const outside = (at: number): boolean => {
+      let lo = 0;
+      let hi = deferred.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (deferred[mid].end <= at) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo === deferred.length || at < deferred[lo].start;
+    };
     takeIn(node, parsed, where, outside, registration);
     if (registration) registrations.push(registration);
 
     // what the kept code reaches members by (a class's own statements: its bare names too, `forward = _impl`)
-    let kept = '';
-    let last = u.start;
-    for (const m of deferred) {
-      kept += parsed.text.slice(last, m.start);
-      last = m.end;
-    }
-    kept += parsed.text.slice(last, u.end);
     const family = u.kind === 'class' ? node.key : undefined;
-    namesReachedBy(kept, toReach, family);
-    if (body && u.kind === 'class') {
-      let classLevel = '';
-      let at = u.start;
-      for (const m of body.methods) {
-        classLevel += parsed.text.slice(at, m.start);
-        at = m.end;
-      }
-      namesReachedBy(classLevel + parsed.text.slice(at, u.end), toReach, family, true);
-    }
+    const classLevel = (at: number): boolean => u.kind === 'class' && !(body?.methods ?? []).some((m) => at >= m.start && at < m.end);
+    reachesOf(reachedIn(parsed, unit, u.start, u.end), toReach, family, outside, classLevel);
     if (deferred.length) {
       node.dropped = [...deferred];
       for (const member of deferred) {
