@@ -38,7 +38,7 @@ const entries = [
   { in: 'src/extension/extension.ts', out: 'extension' },
   { in: 'src/server/main.ts', out: 'server' },
   { in: 'src/cli/main.ts', out: 'cli' },
-  { in: 'src/core/parse/worker.ts', out: 'parseWorker' },
+  { in: 'src/core/analysis/worker.ts', out: 'parseWorker' },
 ].filter((e) => existsSync(join(root, e.in)));
 
 // `--tests`: the integration suite, bundled for the extension host (mocha and vscode come from outside)

@@ -20,14 +20,14 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { findTarget, listBlockTargets } from '../src/core/blocks/target';
-import { IndexDb } from '../src/core/index/database';
+import { findTarget, listBlockTargets } from '../src/core/store/target';
+import { IndexDb } from '../src/core/store/database';
 import { finishRun, indexSource, Rediscovery } from '../src/core/index/indexer';
 import { PythonParser } from '../src/core/parse/parser';
-import { lazyPool } from '../src/core/parse/pool';
-import { warmUpParser } from '../src/core/parse/warmUp';
+import { lazyPool } from '../src/core/analysis/pool';
+import { warmUpParser } from '../src/core/analysis/warmUp';
 import { linesOf } from '../src/core/emit/why';
-import { openPullSession, pullBlock } from '../src/core/pull';
+import { openPullSession, pullBlock } from '../src/core/pull/pull';
 import { loadModuleTable } from '../src/core/resolve/loadTable';
 import { searchBlocks } from '../src/core/search/search';
 import { openFolder } from '../src/core/sources/folder';
@@ -97,7 +97,7 @@ function workerScript(): Promise<string> {
   return fsp
     .stat(path.join(ROOT, 'dist', 'parseWorker.js'))
     .then(() => path.join(ROOT, 'dist', 'parseWorker.js'))
-    .catch(() => path.join(ROOT, 'src', 'core', 'parse', 'worker.ts'));
+    .catch(() => path.join(ROOT, 'src', 'core', 'analysis', 'worker.ts'));
 }
 
 /** Every file of every root, absolute. */

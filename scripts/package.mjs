@@ -8,7 +8,7 @@ import { ensureNodeModules, log, packageVersion, ROOT, run } from './setup.mjs';
 
 export function packageVsix(out = join(ROOT, `nn-rag-${packageVersion()}.vsix`)) {
   ensureNodeModules();
-  run(process.execPath, [join(ROOT, 'scripts', 'checkLayers.mjs')]);
+  run(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), 'src'], { cwd: ROOT });
   const vsce = join(ROOT, 'node_modules', '@vscode', 'vsce', 'vsce');
   run(process.execPath, [vsce, 'package', '--no-dependencies', '--skip-license', '--no-rewrite-relative-links', '--out', out]);
   if (!existsSync(out)) throw new Error(`vsce did not write ${out}`);

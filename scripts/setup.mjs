@@ -70,9 +70,9 @@ export function ensureSandbox() {
   if (run('bwrap', ['--version'], { check: false, capture: true }).code !== 0) log('setup', 'bubblewrap is not installed: validation will run in a weaker sandbox (apt-get install bubblewrap)');
 }
 
-/** Layer check, type check and bundles. */
+/** Layer check (ESLint), type check and bundles. */
 export function build({ typecheck = true, tests = false } = {}) {
-  run(process.execPath, [join(ROOT, 'scripts', 'checkLayers.mjs')]);
+  run(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), 'src'], { cwd: ROOT });
   if (typecheck) {
     log('build', 'type-checking (tsc --noEmit)');
     run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', ROOT, '--noEmit']);

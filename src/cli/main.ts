@@ -16,7 +16,7 @@ function assets(): CliAssets {
     pythonWasm: bundled ? path.join(here, 'tree-sitter-python.wasm') : nm('tree-sitter-python/tree-sitter-python.wasm'),
     sqlWasm: bundled ? path.join(here, 'sql-wasm.wasm') : nm('sql.js/dist/sql-wasm.wasm'),
     runner: path.join(top, 'python-runner', 'validate.py'),
-    parseWorker: bundled ? path.join(here, 'parseWorker.js') : path.join(top, 'src', 'core', 'parse', 'worker.ts'),
+    parseWorker: bundled ? path.join(here, 'parseWorker.js') : path.join(top, 'src', 'core', 'analysis', 'worker.ts'),
   };
 }
 

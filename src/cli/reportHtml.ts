@@ -1,5 +1,5 @@
 /** The batch extraction report as one self-contained page (no scripts, no external resources) with SVG charts. */
-import type { ExtractionReport } from './specReport';
+import type { ExtractionReport } from './specCommands';
 
 const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 

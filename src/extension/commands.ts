@@ -3,7 +3,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { DependencyTreeProvider } from './dependencyTree';
 import { STDLIB } from '../core/emit/stdlib';
-import type { PullReport } from '../core/pull';
+import type { PullReport } from '../core/pull/pull';
 import type { SearchHit } from '../core/search/search';
 import type { SourceConfig } from '../core/sources/types';
 import { ExplainDependencies, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch } from '../shared/protocol';

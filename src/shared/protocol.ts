@@ -3,10 +3,10 @@
  * Method names are `nnrag/verbNoun`; call sites use these constants, never string literals.
  */
 import type { ClassDetails } from '../core/resolve/describe';
-import type { PullReport } from '../core/pull';
+import type { PullReport } from '../core/pull/pull';
 import type { SearchHit, SearchQuery } from '../core/search/search';
 import type { SourceConfig } from '../core/sources/types';
-import type { IndexStats } from '../core/index/stats';
+import type { IndexStats } from '../core/store/stats';
 import type { DependencyGraph, Provenance } from '../core/emit/emit';
 import type { FileSizes } from '../core/emit/why';
 import type { GitCredentials } from '../core/sources/git';

@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import initSqlJs from 'sql.js';
-import { IndexDb } from '../../src/core/index/database';
+import { IndexDb } from '../../src/core/store/database';
 import { ASSETS, cli, tmpdir, writeTree } from '../unit/helpers';
 
 const BLOCK = (name: string): string => `from torch import nn\n\nclass ${name}(nn.Module):\n    def forward(self, x):\n        return x\n`;

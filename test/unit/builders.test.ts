@@ -1,9 +1,9 @@
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
 import * as path from 'path';
-import { findTarget } from '../../src/core/blocks/target';
-import { openPullSession, pullBlock } from '../../src/core/pull';
-import type { PullReport } from '../../src/core/pull';
+import { findTarget } from '../../src/core/store/target';
+import { openPullSession, pullBlock } from '../../src/core/pull/pull';
+import type { PullReport } from '../../src/core/pull/pull';
 import { BuilderIndex, callableWithoutArguments } from '../../src/core/resolve/builders';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { ASSETS, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';

@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import * as path from 'path';
 import { groupDuplicates } from '../../src/core/dedup/groups';
-import { indexStats } from '../../src/core/index/stats';
+import { indexStats } from '../../src/core/store/stats';
 import { searchBlocks } from '../../src/core/search/search';
 import { indexFolder, memoryDb, tmpdir, writeTree } from './helpers';
 

@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import { guessCategory } from '../../src/core/blocks/category';
 import { discoverBlocks, isTorchModuleClass } from '../../src/core/blocks/discover';
-import { decodeFacts, decodeSlim, slimFacts, usesOf } from '../../src/core/index/factsCodec';
+import { decodeFacts, decodeSlim, slimFacts, usesOf } from '../../src/core/store/factsCodec';
 import { searchBlocks } from '../../src/core/search/search';
 import { searchWords, splitIdentifier } from '../../src/core/search/words';
 import { indexFolder, memoryDb, tmpdir, writeTree } from './helpers';

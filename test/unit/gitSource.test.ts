@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as http from 'http';
 import * as path from 'path';
-import { CancelledError, NnragError } from '../../src/core/errors';
+import { CancelledError, NnragError } from '../../src/core/base/errors';
 import { finishRun, indexSource } from '../../src/core/index/indexer';
 import { checkGitUrl, openGit } from '../../src/core/sources/git';
 import { git, startGitServer } from './gitServer';

@@ -4,7 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { runCli } from '../../src/cli/cli';
 import type { CliAssets } from '../../src/cli/cli';
-import { IndexDb } from '../../src/core/index/database';
+import { IndexDb } from '../../src/core/store/database';
 import { finishRun, indexSource } from '../../src/core/index/indexer';
 import type { IndexRunStats } from '../../src/core/index/indexer';
 import { PythonParser } from '../../src/core/parse/parser';

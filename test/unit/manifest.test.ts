@@ -63,9 +63,18 @@ describe('package.json against the code', () => {
     assert.ok(code.includes("createTreeView('nnrag.blocks'"));
   });
 
-  it('keeps the layers apart', async () => {
-    // @ts-expect-error - a plain .mjs script without types
-    const { checkLayers } = await import('../../scripts/checkLayers.mjs');
-    assert.deepStrictEqual(checkLayers(ROOT), []);
+  it('keeps the layers apart: ESLint finds no upward import and no cycle in src, and flags one that crosses', async function () {
+    this.timeout(120_000);
+    const { ESLint } = await import('eslint');
+    const eslint = new ESLint({ cwd: ROOT });
+    const results = await eslint.lintFiles(['src']);
+    const errors = results.flatMap((r) => r.messages.filter((m) => m.severity === 2).map((m) => `${path.relative(ROOT, r.filePath)}:${m.line} ${m.message}`));
+    assert.deepStrictEqual(errors, []);
+    const crossing = async (file: string, text: string): Promise<string[]> =>
+      (await eslint.lintText(text, { filePath: path.join(ROOT, file) })).flatMap((r) => r.messages.map((m) => m.ruleId ?? ''));
+    assert.ok((await crossing('src/core/parse/probe.ts', "import { indexSource } from '../index/indexer';\nexport const x = indexSource;\n")).includes('no-restricted-imports'));
+    assert.ok((await crossing('src/core/store/probe.ts', "import * as vscode from 'vscode';\nexport const x = vscode;\n")).includes('no-restricted-imports'));
+    assert.ok((await crossing('src/core/pull/probe.ts', "import { runCli } from '../../cli/cli';\nexport const x = runCli;\n")).includes('no-restricted-imports'));
+    assert.deepStrictEqual(await crossing('src/core/index/probe.ts', "import { NnragError } from '../base/errors';\nexport const x = NnragError;\n"), []);
   });
 });

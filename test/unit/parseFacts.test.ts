@@ -7,7 +7,7 @@ import type { Node } from 'web-tree-sitter';
 import { copyTree, countNodes, cursorPath, withPublicCursor } from '../../src/core/parse/syntax';
 import type { SyntaxNode } from '../../src/core/parse/syntax';
 import type { ParsedModule } from '../../src/core/parse/types';
-import { warmUpParser, warmUpSample } from '../../src/core/parse/warmUp';
+import { warmUpParser, warmUpSample } from '../../src/core/analysis/warmUp';
 import { ASSETS, parser, ROOT } from './helpers';
 
 async function parse(text: string): Promise<ParsedModule> {
@@ -334,7 +334,7 @@ describe('parse: the shapes optimised code depends on', () => {
     // tracing what it optimises and what it throws away
     const script = `require('tsx/cjs');
       const { PythonParser } = require(${JSON.stringify(path.join(ROOT, 'src/core/parse/parser.ts'))});
-      const { warmUpSample } = require(${JSON.stringify(path.join(ROOT, 'src/core/parse/warmUp.ts'))});
+      const { warmUpSample } = require(${JSON.stringify(path.join(ROOT, 'src/core/analysis/warmUp.ts'))});
       PythonParser.create(${JSON.stringify(ASSETS)}).then((p) => {
         const bytes = new TextEncoder().encode(warmUpSample());
         for (let i = 0; i < 60; i++) { if (!p.parse(bytes).ok) throw new Error('no facts'); global.gc(); console.log('FILE ' + i); }
@@ -343,7 +343,7 @@ describe('parse: the shapes optimised code depends on', () => {
     assert.strictEqual(run.status, 0, run.stderr);
     // the functions of the walk, the extractor and the fingerprints
     const ours = new Set<string>();
-    for (const file of ['src/core/parse/syntax.ts', 'src/core/parse/facts.ts', 'src/core/dedup/fingerprint.ts']) {
+    for (const file of ['src/core/parse/syntax.ts', 'src/core/parse/facts.ts', 'src/core/parse/fingerprint.ts']) {
       const source = readFileSync(path.join(ROOT, file), 'utf8');
       for (const m of source.matchAll(/^\s*(?:export )?(?:function |(?:private |static |get )*)([A-Za-z_]\w*)\s*[(<]/gm)) ours.add(m[1]);
     }
@@ -373,7 +373,7 @@ describe('parse: the shapes optimised code depends on', () => {
     // made web-tree-sitter free the last walk's cursor a second time, and the next parse failed
     const script = `require('tsx/cjs');
       const { PythonParser } = require(${JSON.stringify(path.join(ROOT, 'src/core/parse/parser.ts'))});
-      const { warmUpSample } = require(${JSON.stringify(path.join(ROOT, 'src/core/parse/warmUp.ts'))});
+      const { warmUpSample } = require(${JSON.stringify(path.join(ROOT, 'src/core/analysis/warmUp.ts'))});
       const tick = () => new Promise((r) => setImmediate(r));
       (async () => {
         const text = warmUpSample();

@@ -4,10 +4,10 @@ import * as os from 'os';
 import * as path from 'path';
 import { MessageChannel, markAsUntransferable } from 'worker_threads';
 import { PythonParser } from '../../src/core/parse/parser';
-import { lazyPool, ParsePool, transferable } from '../../src/core/parse/pool';
+import { lazyPool, ParsePool, transferable } from '../../src/core/analysis/pool';
 import { ASSETS, ROOT } from './helpers';
 
-const WORKER = path.join(ROOT, 'src', 'core', 'parse', 'worker.ts');
+const WORKER = path.join(ROOT, 'src', 'core', 'analysis', 'worker.ts');
 
 describe('parse workers', () => {
   it('send facts a Node runtime would refuse to transfer (its pooled Buffers, zlib output in Node 24)', () => {

@@ -5,7 +5,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import type { PullReport } from '../../src/core/pull';
+import type { PullReport } from '../../src/core/pull/pull';
 import type { SearchHit } from '../../src/core/search/search';
 import { GetIndexStatus, IndexStatusChanged, ListTree, PullBlock, ReindexRepositories, SearchBlocks } from '../../src/shared/protocol';
 import type { IndexStatus, InitOptions, TreeNode } from '../../src/shared/protocol';
@@ -39,7 +39,7 @@ describe('language server over stdio (the real server process)', function () {
       pythonWasm: ASSETS.pythonWasm,
       sqlWasm: ASSETS.sqlWasm,
       // the TypeScript worker: the server parses on every core, as the extension's does
-      parseWorker: path.join(ROOT, 'src', 'core', 'parse', 'worker.ts'),
+      parseWorker: path.join(ROOT, 'src', 'core', 'analysis', 'worker.ts'),
       runner: ASSETS.runner,
       cacheDir: path.join(storage, 'cache'),
       repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }, { location: path.join(storage, 'missing-folder') }],

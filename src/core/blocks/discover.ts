@@ -2,7 +2,7 @@
  * Which classes are blocks: those whose bases reach `torch.nn.Module`, through torch's own classes
  * (`nn.Sequential`, `nn.Conv2d`...) or through other classes of any indexed module or repository.
  */
-import type { IndexDb } from '../index/database';
+import type { IndexDb } from '../store/database';
 import { makeMatcher } from '../sources/glob';
 import { loadModuleTable } from '../resolve/loadTable';
 import type { ModuleTable, Target } from '../resolve/moduleTable';

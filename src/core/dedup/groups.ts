@@ -5,9 +5,9 @@
  * Each group's original is chosen by repository priority, then age (the repository indexed first, then the
  * definition indexed first); every member records the original's id in dup_exact, dup_lex, dup_struct.
  */
-import type { IndexDb } from '../index/database';
+import type { IndexDb } from '../store/database';
 import type { SqlValue } from 'sql.js';
-import { MINHASH_SIZE, similarity } from './fingerprint';
+import { MINHASH_SIZE, similarity } from '../parse/fingerprint';
 
 export interface DedupOptions {
   /** Jaccard threshold for lexical near-duplicates (0..1). */

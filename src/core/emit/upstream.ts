@@ -2,7 +2,7 @@
  * Has the upstream code of a pulled file changed since the pull? Each inlined definition recorded the git blob id of
  * its source file; the index knows the blob id of that file now.
  */
-import type { IndexDb } from '../index/database';
+import type { IndexDb } from '../store/database';
 import type { Provenance } from './emit';
 
 export type UpstreamState = 'same' | 'changed' | 'missing' | 'unindexed';

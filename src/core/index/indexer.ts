@@ -4,34 +4,21 @@
  */
 import { groupDuplicates } from '../dedup/groups';
 import type { DedupOptions } from '../dedup/groups';
-import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { guessCategory } from '../blocks/category';
 import { discoverBlocks, isTorchModuleClass } from '../blocks/discover';
-import { NnragError, throwIfAborted } from '../errors';
-import type { FileInput, FileOutcome } from '../parse/analyse';
+import { NnragError, throwIfAborted } from '../base/errors';
+import type { FileInput, FileOutcome } from '../analysis/analyse';
 import type { PythonParser } from '../parse/parser';
-import { inlineParse } from '../parse/pool';
-import type { ParseFn } from '../parse/pool';
+import { inlineParse } from '../analysis/pool';
+import type { ParseFn } from '../analysis/pool';
+import { PARSER_VERSION } from '../parse/facts';
 import type { ImportFact } from '../parse/types';
 import { searchWords } from '../search/words';
 import { isImportable, modulePathOf } from '../sources/modulePath';
 import type { OpenedSource, SourceFile } from '../sources/types';
-import type { IndexDb } from './database';
-import { pruneUnits } from './unitsCache';
-import { UNITS_FORMAT } from './unitsCodec';
-
-export { blobId } from '../parse/analyse';
-
-/** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '10';
-
-/** Where pulls find what they need of indexed files beyond the facts (beside the database file; none in memory). */
-export function unitsDirOf(db: IndexDb): { root: string; dir: string } | undefined {
-  if (!db.file) return undefined;
-  const root = `${db.file}.units`;
-  return { root, dir: path.join(root, `parser-${PARSER_VERSION}-${UNITS_FORMAT}`) };
-}
+import type { IndexDb } from '../store/database';
+import { pruneUnits, unitsDirOf } from '../store/unitsCache';
 
 export interface Progress {
   step: number;

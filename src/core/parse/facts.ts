@@ -2,7 +2,7 @@
  * One pass over a tree-sitter Python tree: imports, top-level units, classes, and for every unit the
  * module-scope names it uses, split by when they are needed, following Python's scope rules.
  */
-import { fingerprint } from '../dedup/fingerprint';
+import { fingerprint } from './fingerprint';
 import type { SyntaxNode as Node } from './syntax';
 import type {
   BindSite,
@@ -21,6 +21,9 @@ import type {
   Unit,
   UnitKind,
 } from './types';
+
+/** Bump when the facts extraction changes: every file is parsed again on the next run. */
+export const PARSER_VERSION = '10';
 
 /** Nesting deeper than this is refused (CPython's own parser stops at 200 parentheses). */
 export const MAX_DEPTH = 400;

@@ -1,4 +1,4 @@
-import type { Fingerprint } from '../dedup/fingerprint';
+import type { Fingerprint } from './fingerprint';
 /** Module facts: what one pass over a Python file learns. Stored (lean) in the index, used by every layer. */
 
 export type Timing = 'def' | 'call';

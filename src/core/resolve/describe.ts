@@ -1,6 +1,6 @@
 /** `show`: a class's facts, resolved bases and the names it needs, each resolved the way Python would. */
-import type { ClassRef } from '../blocks/target';
-import type { IndexDb } from '../index/database';
+import type { ClassRef } from '../store/target';
+import type { IndexDb } from '../store/database';
 import { loadModuleTable } from './loadTable';
 import type { ModuleTable, Target } from './moduleTable';
 

@@ -1,6 +1,6 @@
 /** Builds the in-memory module table from the index: one JSON parse per module, no query per name. */
-import type { IndexDb } from '../index/database';
-import { decodeFacts, decodeSlim, interner, slimFacts, usesOf } from '../index/factsCodec';
+import type { IndexDb } from '../store/database';
+import { decodeFacts, decodeSlim, interner, slimFacts, usesOf } from '../store/factsCodec';
 import type { ModuleFacts } from '../parse/types';
 import { ModuleTable } from './moduleTable';
 import type { ModuleRecord, RepoRecord } from './moduleTable';

@@ -2,7 +2,7 @@
  * Block search: FTS4 finds candidates (sql.js has no FTS5), ranking is BM25 over `matchinfo` in JS,
  * with exact and prefix name matches first. Filters by repository, category, kind and validation state.
  */
-import type { IndexDb } from '../index/database';
+import type { IndexDb } from '../store/database';
 import type { SqlValue } from 'sql.js';
 import { understand, vocabularyOf } from './query';
 import type { UnderstoodQuery, Vocabulary } from './query';

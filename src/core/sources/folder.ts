@@ -2,7 +2,7 @@
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { NnragError, throwIfAborted } from '../errors';
+import { NnragError, throwIfAborted } from '../base/errors';
 import { makeMatcher } from './glob';
 import { detectLicense, LICENSE_FILES } from './license';
 import type { OpenedSource, RepoInfo, SkippedEntry, SourceConfig, SourceFile } from './types';

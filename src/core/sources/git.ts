@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import git from 'isomorphic-git';
 import http from 'isomorphic-git/http/node';
-import { CancelledError, errorMessage, NnragError, throwIfAborted } from '../errors';
+import { CancelledError, errorMessage, NnragError, throwIfAborted } from '../base/errors';
 import { validateName } from './folder';
 import { makeMatcher } from './glob';
 import { detectLicense, LICENSE_FILES } from './license';

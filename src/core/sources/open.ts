@@ -1,6 +1,6 @@
 /** Turns source arguments and settings into opened sources, with clear errors for bad input. */
 import { promises as fsp } from 'fs';
-import { NnragError } from '../errors';
+import { NnragError } from '../base/errors';
 import { openFolder } from './folder';
 import { checkGitUrl, looksLikeUrl, openGit } from './git';
 import type { GitAuth } from './git';

@@ -1,6 +1,6 @@
 /** Installed packages of a Python interpreter, indexed in place (no cloning). */
 import { execFile } from 'child_process';
-import { NnragError } from '../errors';
+import { NnragError } from '../base/errors';
 import { openFolder } from './folder';
 import type { OpenedSource, SourceConfig } from './types';
 

@@ -5,15 +5,15 @@
  * duplicates and provenance. Its shape is `spec.schema.json` next to this file.
  */
 import type { SyntaxNode as Node } from '../parse/syntax';
-import type { ClassRef } from '../blocks/target';
+import type { ClassRef } from '../store/target';
 import type { DependencyGraph } from '../emit/emit';
-import type { IndexDb } from '../index/database';
+import type { IndexDb } from '../store/database';
 import type { PythonParser } from '../parse/parser';
-import { openPullSession, pullBlock } from '../pull';
-import type { PullSession } from '../pull';
+import { openPullSession, pullBlock } from '../pull/pull';
+import type { PullSession } from '../pull/pull';
 import { describeClass } from '../resolve/describe';
 import { loadModuleTable } from '../resolve/loadTable';
-import { readClassFile } from '../sources/reader';
+import { readClassFile } from '../store/sourceText';
 
 export const SPEC_SCHEMA = 'nn-rag/spec@1';
 

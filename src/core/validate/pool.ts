@@ -4,7 +4,7 @@
  * that dies is replaced. The pool's size is how many blocks validate at once.
  */
 import * as os from 'os';
-import { CancelledError, NnragError } from '../errors';
+import { CancelledError, NnragError } from '../base/errors';
 import type { ValidateOptions, ValidationReport, ValidatorPoolLike } from './runner';
 import { Judge } from './sandbox';
 

@@ -3,7 +3,7 @@
  * sandbox.ts, while a worker it forks is the only process that runs the block's code. One-shot here; pool.ts keeps
  * warm judges for batches.
  */
-import { NnragError } from '../errors';
+import { NnragError } from '../base/errors';
 import { Judge, describeSandbox } from './sandbox';
 
 /** Tiers in order; python-runner/validate.py has the same list (TIERS, a test checks). */

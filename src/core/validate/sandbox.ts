@@ -17,7 +17,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { createInterface } from 'readline';
-import { CancelledError, NnragError } from '../errors';
+import { CancelledError, NnragError } from '../base/errors';
 import type { ValidateOptions, ValidationReport } from './runner';
 import { seccompProgram } from './seccomp';
 

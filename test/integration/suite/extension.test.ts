@@ -10,7 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { NnragApi } from '../../../src/extension/extension';
-import type { PullReport } from '../../../src/core/pull';
+import type { PullReport } from '../../../src/core/pull/pull';
 import { ListTree, SearchBlocks } from '../../../src/shared/protocol';
 
 const EXTENSION_ID = 'nn-rag.nn-rag';

@@ -7,7 +7,7 @@
  *   code shape under other names).
  */
 import { createHash } from 'crypto';
-import type { SyntaxNode } from '../parse/syntax';
+import type { SyntaxNode } from './syntax';
 
 export const MINHASH_SIZE = 128;
 const LEX_SHINGLE = 5;

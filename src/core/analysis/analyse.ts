@@ -4,17 +4,12 @@
  * thread (which owns the database) neither reads, hashes, encodes nor copies whole facts objects. The facts are
  * encoded twice: whole, and slim (what discovery reads of every module).
  */
-import { createHash } from 'crypto';
 import { promises as fsp, readFileSync } from 'fs';
-import { encodeFacts, encodeSlim } from '../index/factsCodec';
-import { saveUnits } from '../index/unitsCache';
-import type { PythonParser } from './parser';
-import type { ClassFact, ImportFact, ParseFailure } from './types';
-
-/** The git blob id of some bytes (what `git hash-object` prints): the content hash for every kind of source. */
-export function blobId(bytes: Uint8Array): string {
-  return createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
-}
+import { encodeFacts, encodeSlim } from '../store/factsCodec';
+import { blobId } from '../store/sourceText';
+import { saveUnits } from '../store/unitsCache';
+import type { PythonParser } from '../parse/parser';
+import type { ClassFact, ImportFact, ParseFailure } from '../parse/types';
 
 export interface FileInput {
   /** The file's bytes, or */

@@ -11,7 +11,7 @@ import * as os from 'os';
 import * as path from 'path';
 import initSqlJs from 'sql.js';
 import type { Database, SqlJsStatic, SqlValue, Statement } from 'sql.js';
-import { NnragError } from '../errors';
+import { NnragError } from '../base/errors';
 import { MIGRATIONS } from './migrations';
 
 /** SQLite's application_id of our databases ("NNRG"). */

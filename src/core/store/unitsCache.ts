@@ -11,8 +11,10 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'fs';
 import * as path from 'path';
 import { threadId } from 'worker_threads';
+import { PARSER_VERSION } from '../parse/facts';
 import type { ParsedModule } from '../parse/types';
-import { decodeUnits, encodeUnits } from './unitsCodec';
+import type { IndexDb } from './database';
+import { decodeUnits, encodeUnits, UNITS_FORMAT } from './unitsCodec';
 
 export type UnitDetail = Pick<ParsedModule, 'refs' | 'bindSites' | 'strings' | 'importRanges' | 'bodies'>;
 
@@ -101,4 +103,11 @@ export function pruneUnits(root: string, dir: string, keep: ReadonlySet<string>)
     }
   }
   return removed;
+}
+
+/** Where pulls find what they need of indexed files beyond the facts (beside the database file; none in memory). */
+export function unitsDirOf(db: IndexDb): { root: string; dir: string } | undefined {
+  if (!db.file) return undefined;
+  const root = `${db.file}.units`;
+  return { root, dir: path.join(root, `parser-${PARSER_VERSION}-${UNITS_FORMAT}`) };
 }

@@ -2,8 +2,8 @@
 import { parentPort, workerData } from 'worker_threads';
 import { analyseFile } from './analyse';
 import type { FileOutcome } from './analyse';
-import { PythonParser } from './parser';
-import type { WasmPaths } from './parser';
+import { PythonParser } from '../parse/parser';
+import type { WasmPaths } from '../parse/parser';
 import { transferable } from './pool';
 import type { ParseRequest, ParseResponse } from './pool';
 

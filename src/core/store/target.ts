@@ -1,6 +1,6 @@
 /** Pull and show targets: `module.path.ClassName`, `repo:module.path.ClassName`, or a unique class name. */
-import { NnragError } from '../errors';
-import type { IndexDb } from '../index/database';
+import { NnragError } from '../base/errors';
+import type { IndexDb } from './database';
 
 export interface ClassRef {
   id: number;

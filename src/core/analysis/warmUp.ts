@@ -5,7 +5,7 @@
  * torchvision's `ops/misc.py`). A few parses of code shaped like a model file, at idle, take that cost out of the
  * edit-to-search path.
  */
-import type { PythonParser } from './parser';
+import type { PythonParser } from '../parse/parser';
 
 /** One model file's worth of the constructs fact extraction walks (imports, classes, scopes, comprehensions...). */
 function sampleModule(k: number): string {

@@ -116,3 +116,8 @@ export function indexStats(db: IndexDb): IndexStats {
     migrations: db.appliedMigrations(),
   };
 }
+
+/** How many blocks the index holds. */
+export function blockCount(db: IndexDb): number {
+  return Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0);
+}

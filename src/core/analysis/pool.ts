@@ -7,7 +7,7 @@ import * as os from 'os';
 import { Worker } from 'worker_threads';
 import { analyseFile } from './analyse';
 import type { FileInput, FileOutcome } from './analyse';
-import type { PythonParser, WasmPaths } from './parser';
+import type { PythonParser, WasmPaths } from '../parse/parser';
 
 export interface ParseRequest {
   id: number;

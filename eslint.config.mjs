@@ -1,0 +1,76 @@
+// The layer rules (docs/architecture.md, "Layers"), checked by `npm run build` and `npm test`.
+// TypeScript is parsed by Babel's parser: the project's compiler (TypeScript 7, native) has no JavaScript API for
+// typescript-eslint to use, and these rules need the syntax only.
+import babelParser from '@babel/eslint-parser';
+import importX from 'eslint-plugin-import-x';
+
+/** Core's folders from the bottom up: a folder may import its own files and the folders before it, never after. */
+export const CORE_LAYERS = [
+  'base', // errors and cancellation
+  'parse', // Python source -> syntax tree -> facts (pure)
+  'validate', // interpreters, the sandbox, the runner protocol
+  'sources', // git, folders and installed packages as files
+  'store', // the database, its migrations and codecs, the units cache, typed queries
+  'analysis', // parsing files in workers with the units cache
+  'search', // words, query understanding, ranking
+  'resolve', // module tables, the dependency closure
+  'blocks', // which classes are blocks, their categories
+  'dedup', // duplicate groups
+  'index', // the indexer: plan, analyse, write, rediscover
+  'emit', // one file from a closure, manifests, merges
+  'pull', // a pull: closure, emission, validation
+  'spec', // neutral specifications
+];
+
+const FRONTS = ['extension', 'server', 'cli'];
+const EDITOR = ['vscode', 'vscode-languageclient', 'vscode-languageclient/*', 'vscode-languageserver', 'vscode-languageserver/*'];
+
+/** `no-restricted-imports` options for a file of core folder `layer`. */
+function coreRule(layer) {
+  const above = CORE_LAYERS.slice(CORE_LAYERS.indexOf(layer) + 1);
+  return {
+    patterns: [
+      ...(above.length ? [{ group: above.flatMap((f) => [`../${f}`, `../${f}/*`]), message: `core/${layer} is below these folders (see CORE_LAYERS in eslint.config.mjs)` }] : []),
+      { group: ['../../*', '!../../shared', '!../../shared/*'], message: 'core imports nothing outside core but src/shared' },
+      { group: EDITOR, message: 'core runs without an editor' },
+    ],
+  };
+}
+
+export default [
+  { ignores: ['dist/**', 'node_modules/**', '.vscode-test/**', 'out/**'] },
+  {
+    files: ['src/**/*.ts'],
+    languageOptions: {
+      parser: babelParser,
+      parserOptions: { requireConfigFile: false, babelOptions: { babelrc: false, configFile: false, presets: ['@babel/preset-typescript'] } },
+    },
+    plugins: { 'import-x': importX },
+    settings: { 'import-x/extensions': ['.ts'], 'import-x/resolver': { node: { extensions: ['.ts', '.js'] } } },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }], 'no-control-regex': 'error' },
+  },
+  ...CORE_LAYERS.map((layer) => ({
+    files: [`src/core/${layer}/**/*.ts`],
+    rules: { 'no-restricted-imports': ['error', coreRule(layer)] },
+  })),
+  {
+    files: ['src/core/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['*'], message: 'core files live in a layer folder (CORE_LAYERS)' }] }] },
+  },
+  {
+    files: ['src/shared/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: EDITOR, message: 'shared code runs without an editor' }, { group: FRONTS.map((f) => `../${f}/*`) }] }] },
+  },
+  {
+    files: ['src/server/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['vscode', 'vscode-languageclient', 'vscode-languageclient/*'], message: 'the server runs outside the editor' }, { group: ['../extension/*', '../cli/*'] }] }] },
+  },
+  {
+    files: ['src/cli/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: EDITOR, message: 'the command line runs without an editor' }, { group: ['../extension/*', '../server/*'] }] }] },
+  },
+  {
+    files: ['src/extension/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['vscode-languageserver', 'vscode-languageserver/*'], message: 'the extension talks to the server over the protocol' }, { group: ['../server/*', '../cli/*'] }] }] },
+  },
+];

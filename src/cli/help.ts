@@ -1,0 +1,47 @@
+/** The text of `nn-rag --help`. */
+export const HELP = `nn-rag: find PyTorch nn.Module blocks across repositories and pull a validated copy
+
+usage:
+  nn-rag index SOURCE... [--db F] [--name N] [--ref R] [--include G]... [--exclude G]... [--symbols G]...
+                         [--priority P] [--python-env PY --packages a,b] [--cache DIR]
+                         [--dup-lexical J] [--dup-structural J] [--inline | --no-inline] [--json]
+                         --inline / --no-inline: pulls from other repositories always inline / import this one
+  nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
+                      [--all-copies] [--json]
+  nn-rag show TARGET [--db F] [--json]
+  nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--limit N] [--json]
+                     the file a pull would write: the block's lines, the lines pulled in, and for the N largest
+                     definitions pulled in (default 10) the chain of references that needs each
+  nn-rag pull TARGET [--db F] --out FILE [--force] [--python PY] [--no-validate] [--timeout S] [--json]
+                     [--inline | --no-inline] [--whole-classes]
+                     --whole-classes copies every class the block needs whole (else they keep the methods reached)
+                     --force replaces a file that was not pulled, or was edited since (see update)
+                     code of other indexed repositories is inlined when --python cannot import them,
+                     else imported (a block of an installed package imports the rest of that package);
+                     --inline inlines all of it, --no-inline imports all of it
+  nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY]
+              [--jobs N] [--no-pool] [--json]       validation in N warm interpreters (default: one per core)
+  nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--json]
+  nn-rag stats [--db F] [--json]
+  nn-rag spec TARGET [--db F]                       a neutral JSON specification of a block (no code)
+  nn-rag spec --all [--repo R] [--limit N] --out-dir DIR [--db F] [--json]
+  nn-rag status [PATH...] [--db F] [--json]        which pulled files' upstream code changed (exit 1 if any)
+  nn-rag update FILE [--db F] [--json]               pull a pulled file again, keeping your edits (3-way merge)
+  nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
+                                                    the batch extraction report as tables, or a page
+
+SOURCE is a local folder (its basename names the repository) or an http(s) git URL.
+TARGET is module.path.ClassName, or repo:module.path.ClassName where two repositories share module paths.
+Duplicates: copies of a block are grouped at three levels (exact text, lexical and structural near-duplicates
+with Jaccard >= 0.90 unless --dup-lexical/--dup-structural say otherwise); search lists a group once, as its
+original (by priority, then age), unless --all-copies. \`stats --json\` counts unique blocks per level.
+The database defaults to .nnrag/index.db in the current folder; git clones are cached in --cache
+(default: $XDG_CACHE_HOME/nn-rag or ~/.cache/nn-rag).
+
+exit codes:
+  0    success
+  1    the work ran but did not succeed (a pull that did not validate, a failed clone)
+  2    usage error (unknown command or option, bad target)
+  3    bad input (a missing folder, a bad URL, an unreadable database, a missing interpreter)
+  130  cancelled (Ctrl-C)
+`;

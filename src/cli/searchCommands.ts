@@ -1,0 +1,66 @@
+/** `nn-rag search` and `nn-rag show`: finding blocks and what one needs. */
+import { NnragError } from '../core/base/errors';
+import { describeClass } from '../core/resolve/describe';
+import { searchBlocks, searchSuggestion } from '../core/search/search';
+import type { BlockKind } from '../core/search/search';
+import { findTarget } from '../core/store/target';
+import { EXIT, flag, intOpt, openDb, opt, parse } from './env';
+import type { CliEnv } from './env';
+import { showDepsCommand } from './pullCommands';
+
+export async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, { repo: { value: true }, category: { value: true }, kind: { value: true }, limit: { value: true }, validation: { value: true }, 'all-copies': {} });
+  const kind = opt(args, 'kind') ?? 'block';
+  if (!['block', 'abstract', 'class'].includes(kind)) throw new NnragError('usage', `--kind is block, abstract or class, not '${kind}'`);
+  const db = await openDb(args, env);
+  try {
+    const hits = searchBlocks(db, {
+      text: args.positionals.join(' '),
+      repo: opt(args, 'repo'),
+      category: opt(args, 'category'),
+      kind: kind as BlockKind,
+      validation: opt(args, 'validation'),
+      limit: intOpt(args, 'limit', 20),
+      group: !flag(args, 'all-copies'),
+    });
+    if (flag(args, 'json')) {
+      env.out(`${JSON.stringify(hits, null, 1)}\n`);
+    } else if (hits.length === 0) {
+      const meant = searchSuggestion(db, args.positionals.join(' '));
+      env.out(`no blocks found${meant ? `; did you mean "${meant}"?` : ''}\n`);
+    } else {
+      for (const h of hits) {
+        const copies = h.copies ? `  (${h.name}: ${h.copies.count} copies in ${h.copies.repos} repositories)` : '';
+        env.out(`${h.target}  [${h.category}${h.abstract ? ', abstract' : ''}]  ${h.path}:${h.line}${copies}\n    ${h.name}${h.signature || '()'}\n`);
+      }
+    }
+  } finally {
+    db.close();
+  }
+  return EXIT.ok;
+}
+
+export async function showCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, { deps: {}, python: { value: true }, inline: {}, 'no-inline': {}, 'whole-classes': {}, limit: { value: true } });
+  if (args.positionals.length !== 1) throw new NnragError('usage', 'show needs one TARGET');
+  if (flag(args, 'deps')) return showDepsCommand(args, env);
+  const db = await openDb(args, env);
+  try {
+    const ref = findTarget(db, args.positionals[0]);
+    const details = describeClass(db, ref);
+    if (flag(args, 'json')) {
+      env.out(`${JSON.stringify(details, null, 1)}\n`);
+    } else {
+      env.out(`${details.target}  (${details.isBlock ? 'block' : 'class'}, ${details.category}${details.abstract ? ', abstract' : ''})\n`);
+      env.out(`  ${details.path}:${details.line}-${details.endLine}\n`);
+      env.out(`  bases: ${details.bases.map((b) => `${b.written} -> ${b.resolved}`).join(', ') || '(none)'}\n`);
+      if (details.signature) env.out(`  __init__${details.signature}\n`);
+      if (details.doc) env.out(`  ${details.doc.split('\n')[0]}\n`);
+      env.out('  needs:\n');
+      for (const d of details.dependencies) env.out(`    ${d.name} (${d.timing}) -> ${d.kind}${d.target ? ` ${d.target}` : ''}\n`);
+    }
+  } finally {
+    db.close();
+  }
+  return EXIT.ok;
+}
