@@ -247,8 +247,12 @@ def config_instance(param: inspect.Parameter, namespace: Dict[str, Any]) -> Any:
         return None
     try:
         config = cls()
-    except Exception:  # noqa: BLE001 - a configuration that needs arguments: not guessed
-        return None
+    except Exception:  # noqa: BLE001 - a configuration that needs arguments: they are guessed as a constructor's are
+        try:
+            nn = sys.modules["torch"].nn
+            config = cls(**{p.name: guess_value(p, nn) for p in init_parameters(cls) if p.default is p.empty})
+        except Exception:  # noqa: BLE001 - not guessed
+            return None
     for key, value in CONFIG_SIZES.items():
         if isinstance(getattr(config, key, None), int) and not isinstance(getattr(config, key), bool):
             try:
@@ -285,6 +289,9 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
         return [2, 2] if "int" in str(text) else [1.0, 1.0]
     if "Module" in str(text) and "Callable" not in str(text):
         return nn.Identity()
+    # a factory of modules (`conv_builder: Callable[..., nn.Module]`): Identity takes any arguments
+    if "Callable" in str(text) and "Module" in str(text):
+        return nn.Identity
     if "dtype" in str(text):
         return sys.modules["torch"].float32
     # containers before scalars: Tuple[int, int] is a pair, not an int
@@ -469,6 +476,24 @@ def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:
     if "List[" in text and "Tensor" in text:
         return [[[c[0], c[0]]] + c[1:] for c in candidates[:4]] + candidates
     return candidates
+
+
+def scalar_inputs(model: Any) -> Dict[int, Any]:
+    """Required positional forward parameters annotated as a number or a flag (`forward(x, p: int)`), by position:
+    a small value that divides the spatial sides tried, instead of a tensor."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):
+        return {}
+    values = {"int": 4, "float": 0.5, "bool": False}
+    out: Dict[int, Any] = {}
+    for i, p in enumerate(params):
+        ann = p.annotation
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", "")
+        if text in values:
+            out[i] = values[text]
+    return out
 
 
 def forward_arity(model: Any) -> int:
@@ -671,6 +696,7 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
     except Exception as exc:  # noqa: BLE001
         return False, f"{type(exc).__name__}: {exc}", None, []
     arity = forward_arity(model)
+    scalars = scalar_inputs(model)
     error: Optional[str] = None
     depth = -1
     started = time.time()
@@ -681,7 +707,7 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
                 error = f"{error} (stopped trying inputs after {FORWARD_BUDGET_S} s)"
                 break
             if len(inputs) < arity:
-                inputs = inputs + [inputs[0]] * (arity - len(inputs))
+                inputs = inputs + [scalars.get(i, inputs[0]) for i in range(len(inputs), arity)]
             try:
                 out = call(model, *inputs)
             except MemoryError:

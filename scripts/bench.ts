@@ -26,6 +26,7 @@ import { finishRun, indexSource, Rediscovery } from '../src/core/index/indexer';
 import { PythonParser } from '../src/core/parse/parser';
 import { lazyPool } from '../src/core/analysis/pool';
 import { warmUpParser } from '../src/core/analysis/warmUp';
+import { merge3 } from '../src/core/emit/merge';
 import { linesOf } from '../src/core/emit/why';
 import { openPullSession, pullBlock } from '../src/core/pull/pull';
 import { loadModuleTable } from '../src/core/resolve/loadTable';
@@ -196,6 +197,30 @@ async function smallFilesChild(count: number): Promise<void> {
   }
 }
 
+/**
+ * `nn-rag update`'s three-way merge on a 23,000-line file made of the corpus's own lines, one edit on each side
+ * (near the top in yours, near the end upstream), in a child process so its peak memory is its own.
+ */
+async function mergeChild(corpusDir: string): Promise<void> {
+  const files = (await listAll([corpusDir])).filter((f) => f.endsWith('.py'));
+  const lines: string[] = [];
+  for (const f of files) {
+    if (lines.length >= 23_000) break;
+    lines.push(...(await fsp.readFile(f, 'utf8')).split('\n'));
+  }
+  const base = lines.slice(0, 23_000);
+  const ours = base.slice();
+  ours.splice(500, 1, '    # an edit of yours');
+  const theirs = base.slice();
+  theirs.splice(21_000, 1, '    # an edit upstream');
+  const rssBefore = process.resourceUsage().maxRSS / 1024;
+  const t0 = performance.now();
+  const merged = merge3(base.join('\n'), ours.join('\n'), theirs.join('\n'));
+  const ms = performance.now() - t0;
+  if (merged.conflicts !== 0 || !merged.text.includes('an edit of yours') || !merged.text.includes('an edit upstream')) throw new Error('the merge lost an edit');
+  console.log(JSON.stringify({ update_merge_lines: base.length, update_merge_ms: Math.round(ms * 10) / 10, update_merge_peak_mb_added: Math.round(process.resourceUsage().maxRSS / 1024 - rssBefore) }));
+}
+
 function hasTorch(): boolean {
   try {
     execFileSync(PYTHON, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
@@ -209,6 +234,10 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === '--small-files-child') {
     await smallFilesChild(Number(argv[1]));
+    return;
+  }
+  if (argv[0] === '--merge-child') {
+    await mergeChild(argv[1]);
     return;
   }
   if (argv[0] === '--synthetic-child') {
@@ -463,6 +492,9 @@ async function main(): Promise<void> {
   live.close();
   await pool.close();
 
+  const mergeRun = spawnSync(process.execPath, [...process.execArgv, __filename, '--merge-child', path.join(work, 'corpus')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const merge: Record<string, number> = JSON.parse(mergeRun.stdout.trim().split('\n').pop() || '{}');
+
   // the synthetic corpus, `scale` times the size, in a child process (its own peak memory)
   let synthetic: Record<string, number> = {};
   if (!argv.includes('--no-synthetic') && scale > 1) {
@@ -561,6 +593,7 @@ async function main(): Promise<void> {
     peak_rss_mb: peakRss,
     db_bytes: stat.size,
     db_ratio: r2(stat.size / sourceBytes),
+    ...merge,
     ...synthetic,
     ...smallFiles,
     ...poolSpeedup,

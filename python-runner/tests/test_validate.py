@@ -203,6 +203,35 @@ class TiersWithTorch(unittest.TestCase):
         params = list(validate.inspect.signature(f).parameters.values())
         self.assertEqual([validate.guess_value(p, None) for p in params], [[16, 16], [16, 16, 16], [1.0, 1.0], 3])
 
+    def test_a_module_factory_is_identity_and_a_configuration_gets_its_required_arguments(self) -> None:
+        import torch.nn as nn
+        from typing import Callable
+
+        class BlockConfig:
+            def __init__(self, expand_ratio: float, kernel: int, stride: int, input_channels: int) -> None:
+                self.expand_ratio, self.kernel, self.stride, self.input_channels = expand_ratio, kernel, stride, input_channels
+
+        def f(conv_builder: Callable[..., nn.Module], cnf: BlockConfig): ...
+
+        builder, cnf = [validate.guess_value(p, nn, {"BlockConfig": BlockConfig, "__name__": "m"})
+                        for p in validate.inspect.signature(f).parameters.values()]
+        self.assertIs(builder, nn.Identity)
+        self.assertEqual((cnf.kernel, cnf.stride, cnf.input_channels), (3, 1, 16))
+
+    def test_a_forward_parameter_annotated_as_a_number_gets_one(self) -> None:
+        import torch
+        import torch.nn as nn
+
+        class Partition(nn.Module):
+            def forward(self, x: torch.Tensor, p: int) -> torch.Tensor:
+                b, c, h, w = x.shape
+                return x.reshape(b, c, h // p, p, w // p, p)
+
+        ran, error, out, inputs = validate.run_forward(Partition(), Partition, torch, nn, {})
+        self.assertTrue(ran, error)
+        self.assertEqual(inputs[1], 4)
+        self.assertEqual(out.shape[3], 4)
+
     def test_string_options_take_the_other_values_the_code_compares_them_with(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "blk.py")

@@ -284,6 +284,30 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(dir, "b = ns['Block'](); print(b.check(b.p), b.set(3))"), 'True 3');
   });
 
+  it("keeps a class named only in the block's own constructor annotations: it is what a user builds the block with", async () => {
+    const { code, report, dir } = await pull(
+      {
+        'pk/__init__.py': '',
+        'pk/cfg.py': 'class BlockConfig:\n    def __init__(self, stride):\n        self.stride = stride\n\nclass Other:\n    pass\n',
+        'pk/block.py': [
+          'from .cfg import BlockConfig, Other',
+          '',
+          'class Block:',
+          '    def __init__(self, cnf: BlockConfig):',
+          '        self.stride = cnf.stride',
+          '    def helper(self, o: Other) -> Other:',
+          '        return o',
+          '',
+        ].join('\n'),
+      },
+      'pk.block.Block',
+    );
+    assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
+    assert.match(code, /^class BlockConfig:\n {4}def __init__\(self, stride\):/m);
+    assert.match(code, /^class Other:\n {4}"""A stand-in written by NN-RAG for pk\.cfg\.Other/m);
+    assert.strictEqual(run(dir, "print(ns['Block'](ns['BlockConfig'](2)).stride)"), '2');
+  });
+
   it('derives a class from the binding before it when it takes the name it derives from (class Output(Output))', async () => {
     const { code, report, dir } = await pull(
       {

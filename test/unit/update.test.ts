@@ -18,6 +18,19 @@ describe('three-way merge and nn-rag update', function () {
     assert.strictEqual(conflict.text, 'a\n<<<<<<< yours\nOURS\n=======\nTHEIRS\n>>>>>>> upstream\nc\nd\ne');
   });
 
+  it('merges a 23,000-line file of repeated lines with an edit on each side, keeping both and the rest in order', () => {
+    const base = Array.from({ length: 23_000 }, (_, i) => (i % 7 === 0 ? '' : i % 11 === 0 ? '        return x' : `    x = self.conv${i % 50}(x)`));
+    const ours = base.slice();
+    ours[500] = '    # yours';
+    const theirs = base.slice();
+    theirs.splice(20_000, 1, '    # upstream', '    # and more');
+    const merged = merge3(base.join('\n'), ours.join('\n'), theirs.join('\n'));
+    const expected = base.slice();
+    expected[500] = '    # yours';
+    expected.splice(20_000, 1, '    # upstream', '    # and more');
+    assert.deepStrictEqual(merged, { text: expected.join('\n'), conflicts: 0 });
+  });
+
   async function setup(): Promise<{ repo: string; db: string; file: string }> {
     const work = await tmpdir('nnrag-update-');
     const repo = path.join(work, 'tinyblocks');

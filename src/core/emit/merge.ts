@@ -3,34 +3,26 @@
  * file as it was pulled (base). Where only one side changed a region, that side wins; where both changed it the
  * same way, once; otherwise a conflict, written with git's markers.
  */
+import { diffArrays } from 'diff';
 
 export interface MergeResult {
   text: string;
   conflicts: number;
 }
 
-/** For each line of `a`, the index of the line of `b` it is matched with in a longest common subsequence, or -1. */
-function lcsMatches(a: string[], b: string[]): Int32Array {
-  const n = a.length;
-  const m = b.length;
-  // suffix lengths, row by row (n+1) x (m+1)
-  const width = m + 1;
-  const table = new Uint32Array((n + 1) * width);
-  for (let i = n - 1; i >= 0; i--) {
-    for (let j = m - 1; j >= 0; j--) {
-      table[i * width + j] = a[i] === b[j] ? table[(i + 1) * width + j + 1] + 1 : Math.max(table[(i + 1) * width + j], table[i * width + j + 1]);
-    }
-  }
-  const match = new Int32Array(n).fill(-1);
+/**
+ * For each line of `a`, the index of the line of `b` it is matched with, or -1: the common lines of jsdiff's Myers
+ * diff, whose cost grows with the size of the difference, not with the product of the lengths.
+ */
+function matches(a: string[], b: string[]): Int32Array {
+  const match = new Int32Array(a.length).fill(-1);
   let i = 0;
   let j = 0;
-  while (i < n && j < m) {
-    if (a[i] === b[j]) {
-      match[i] = j;
-      i++;
-      j++;
-    } else if (table[(i + 1) * width + j] >= table[i * width + j + 1]) i++;
-    else j++;
+  for (const part of diffArrays(a, b)) {
+    const n = part.count ?? part.value.length;
+    if (part.added) j += n;
+    else if (part.removed) i += n;
+    else for (let k = 0; k < n; k++) match[i++] = j++;
   }
   return match;
 }
@@ -41,8 +33,8 @@ export function merge3(base: string, ours: string, theirs: string, labels = { ou
   const O = base.split('\n');
   const A = ours.split('\n');
   const B = theirs.split('\n');
-  const ma = lcsMatches(O, A);
-  const mb = lcsMatches(O, B);
+  const ma = matches(O, A);
+  const mb = matches(O, B);
   const out: string[] = [];
   let conflicts = 0;
   let o = 0;

@@ -441,7 +441,15 @@ async function closeOnce(
     }
     // a name inside a value only tested against is only tested against; else what the code around it says (asked
     // only of the classes and values that could become stand-ins)
-    const use = (): Use => (end !== ref.end || !text ? 'other' : typeOnly.aliases.has(node.key) ? 'isinstance' : useAt(text, ref.start, ref.end));
+    // (the annotations of the block's own constructor say what a user builds it with: `cnf: FusedMBConvConfig` is kept)
+    const use = (): Use => {
+      if (end !== ref.end || !text) return 'other';
+      if (typeOnly.aliases.has(node.key)) return 'isinstance';
+      const u = useAt(text, ref.start, ref.end);
+      if (u !== 'annotation' || node.rec !== rootRec || node.unit !== rootUnit) return u;
+      const def = [...text.slice(Math.max(0, ref.start - 2000), ref.start).matchAll(/\bdef\s+(\w+)\s*\(/g)].pop();
+      return def?.[1] === '__init__' ? 'other' : u;
+    };
     const to = place(node, t, ref.name, ref.timing, where, use);
     if (to) node.edits.push({ start: ref.start, end, to });
   };
