@@ -1,6 +1,6 @@
 // Bundles the extension, the language server and the command line; copies the wasm files they load.
 import * as esbuild from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,23 @@ const common = {
       setup(build) {
         const cjs = join(dirname(require.resolve('web-tree-sitter/web-tree-sitter.wasm')), 'web-tree-sitter.cjs');
         build.onResolve({ filter: /^web-tree-sitter$/ }, () => ({ path: cjs }));
+      },
+    },
+    {
+      // the SPDX license texts: only those license.ts recognises (src/core/sources/licenseSet.json), not all 700
+      name: 'spdx-known-licenses',
+      setup(build) {
+        build.onResolve({ filter: /^spdx-license-list\/full$/ }, () => ({ path: 'spdx-known', namespace: 'spdx-known' }));
+        build.onLoad({ filter: /.*/, namespace: 'spdx-known' }, () => {
+          const { families } = JSON.parse(readFileSync(join(root, 'src', 'core', 'sources', 'licenseSet.json'), 'utf8'));
+          const all = require('spdx-license-list/full');
+          const kept = Object.fromEntries(
+            Object.entries(all)
+              .filter(([id, e]) => e.osiApproved || families.some((f) => id === f || id.startsWith(f)))
+              .map(([id, e]) => [id, { osiApproved: e.osiApproved, licenseText: e.licenseText }]),
+          );
+          return { contents: JSON.stringify(kept), loader: 'json' };
+        });
       },
     },
   ],

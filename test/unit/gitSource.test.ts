@@ -7,9 +7,9 @@ import { finishRun, indexSource } from '../../src/core/index/indexer';
 import { checkGitUrl, openGit } from '../../src/core/sources/git';
 import { git, startGitServer } from './gitServer';
 import type { GitServer } from './gitServer';
-import { memoryDb, parser, tmpdir, writeTree } from './helpers';
+import { licenseFile, memoryDb, parser, tmpdir, writeTree } from './helpers';
 
-const MIT = 'MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy...\n';
+const MIT = licenseFile('MIT');
 
 describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function () {
   this.timeout(120_000);

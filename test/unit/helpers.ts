@@ -60,3 +60,10 @@ export async function cli(...argv: string[]): Promise<{ code: number; out: strin
   const code = await runCli(argv, { assets: ASSETS, out: (t) => (out += t), err: (t) => (err += t), tty: false, env: {} });
   return { code, out, err };
 }
+
+/** A LICENSE file as a repository ships it: the SPDX text of `id` under a copyright line of its own. */
+export function licenseFile(id: string): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const spdx = require('spdx-license-list/full') as Record<string, { licenseText: string }>;
+  return `Copyright (c) 2024 Someone\n\n${spdx[id].licenseText}\n`;
+}

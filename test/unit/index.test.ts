@@ -4,7 +4,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { APPLICATION_ID, IndexDb } from '../../src/core/store/database';
 import { finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../../src/core/index/indexer';
-import { blobId } from '../../src/core/store/sourceText';
+import { blobId } from '../../src/core/base/hash';
 import { inlineParse } from '../../src/core/analysis/pool';
 import type { ParseFn } from '../../src/core/analysis/pool';
 import { indexStats } from '../../src/core/store/stats';

@@ -7,15 +7,9 @@ import type { Manifest, RequiredRepos } from '../../src/core/emit/manifest';
 import { openPullSession, pullBlock } from '../../src/core/pull/pull';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { openPythonPackages } from '../../src/core/sources/pythonEnv';
-import { indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
+import { indexFolder, licenseFile, memoryDb, parser, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
 
-// the opening of each license: enough for the SPDX rules, as in real LICENSE files
-const LICENSES: Record<string, string> = {
-  'MIT': 'MIT License\n\nCopyright (c) 2024 Someone\n\nPermission is hereby granted, free of charge, to any person obtaining a copy\nof this software...\n',
-  'BSD-3-Clause':
-    'BSD 3-Clause License\n\nRedistribution and use in source and binary forms, with or without\nmodification, are permitted provided that...\n3. Neither the name of the copyright holder nor the names of its\n   contributors may be used to endorse or promote products...\n',
-  'Apache-2.0': '                                 Apache License\n                           Version 2.0, January 2004\n                        http://www.apache.org/licenses/\n',
-};
+const LICENSES: Record<string, string> = { MIT: licenseFile('MIT'), 'BSD-3-Clause': licenseFile('BSD-3-Clause'), 'Apache-2.0': licenseFile('Apache-2.0') };
 
 describe('provenance a reviewer can check: manifest, SWHID, license, required_repos.json', function () {
   this.timeout(60_000);

@@ -6,7 +6,7 @@
  */
 import { promises as fsp, readFileSync } from 'fs';
 import { encodeFacts, encodeSlim } from '../store/factsCodec';
-import { blobId } from '../store/sourceText';
+import { blobId } from '../base/hash';
 import { saveUnits } from '../store/unitsCache';
 import type { PythonParser } from '../parse/parser';
 import type { ClassFact, ImportFact, ParseFailure } from '../parse/types';

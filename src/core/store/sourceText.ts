@@ -1,17 +1,12 @@
 /** Reads an indexed file's bytes back from where the index found it (a folder or a cached clone). */
-import { createHash } from 'crypto';
 import { promises as fsp } from 'fs';
+import { blobId } from '../base/hash';
 import * as path from 'path';
 import type { ClassRef } from './target';
 import { NnragError } from '../base/errors';
 import type { IndexDb } from './database';
 import { decodePython } from '../parse/decode';
 import { readGitBlob } from '../sources/git';
-
-/** The git blob id of some bytes (what `git hash-object` prints): the content hash for every kind of source. */
-export function blobId(bytes: Uint8Array): string {
-  return createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
-}
 
 
 export interface RepoRow {
