@@ -1,6 +1,7 @@
 /** The commands: search, pull into the workspace, open source, re-index, add a repository. */
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { setting, updateSetting } from './config';
 import type { DependencyTreeProvider } from './dependencyTree';
 import { STDLIB } from '../core/emit/stdlib';
 import type { PullReport } from '../core/pull/pull';
@@ -202,7 +203,7 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
   });
 
   reg('nnrag.reindex', async () => {
-    const repositories = vscode.workspace.getConfiguration('nnrag').get<SourceConfig[]>('repositories') ?? [];
+    const repositories = setting('repositories');
     const status = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: re-indexing {0} repositories', repositories.length), cancellable: true },
       (_progress, token) => client.request(ReindexRepositories, { repositories }, token),
@@ -238,9 +239,7 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
       if (pkgs) entry = { location: pkgs.trim(), kind: 'python-env' };
     }
     if (!entry) return;
-    const config = vscode.workspace.getConfiguration('nnrag');
-    const list = config.get<SourceConfig[]>('repositories') ?? [];
-    await config.update('repositories', [...list, entry], vscode.ConfigurationTarget.Global);
+    await updateSetting('repositories', [...setting('repositories'), entry]);
   });
 
   // the second argument (a file name) skips the file-name prompt; the result is the pull report
@@ -272,8 +271,7 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
   const { client, interpreter, log } = deps;
   const folder = vscode.workspace.workspaceFolders?.[0];
   if (!folder) throw new Error(vscode.l10n.t('Open a folder first: pulled blocks are written into the workspace'));
-  const settings = vscode.workspace.getConfiguration('nnrag', folder.uri);
-  const sub = (settings.get<string>('pullFolder') ?? 'blocks').replace(/^[\\/]+/, '');
+  const sub = setting('pullFolder', folder.uri).replace(/^[\\/]+/, '');
   if (sub.split(/[\\/]/).includes('..')) throw new Error(vscode.l10n.t('nnrag.pullFolder must stay inside the workspace'));
   const className = target.split('.').pop() ?? 'block';
   const check = async (v: string): Promise<string | undefined> =>
@@ -294,10 +292,10 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
   // 1. extract into a scratch file and show it as a confirmable workspace edit (preview, undo)
   const scratch = vscode.Uri.joinPath(deps.storage, 'preview', name);
   await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(deps.storage, 'preview'));
-  const preview = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses: settings.get<boolean>('pull.wholeClasses') ?? false });
+  const preview = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses: setting('pull.wholeClasses', folder.uri) });
   const code = new TextDecoder().decode(await vscode.workspace.fs.readFile(scratch));
   const edit = new vscode.WorkspaceEdit();
-  const meta = { needsConfirmation: settings.get<boolean>('pull.preview') ?? true, label: vscode.l10n.t('Pull {0}', className), description: `${preview.definitions} definitions` };
+  const meta = { needsConfirmation: setting('pull.preview', folder.uri), label: vscode.l10n.t('Pull {0}', className), description: `${preview.definitions} definitions` };
   edit.createFile(dest, { overwrite: true }, meta);
   edit.insert(dest, new vscode.Position(0, 0), code, meta);
   if (!(await vscode.workspace.applyEdit(edit))) {
@@ -320,7 +318,7 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
       .then((pick) => pick === manage && vscode.commands.executeCommand('workbench.trust.manage'));
     return preview;
   }
-  const memoryMb = settings.get<number>('validation.memoryMb') ?? 4096;
+  const memoryMb = setting('validation.memoryMb', folder.uri);
   const sandbox = await client.request(GetSandbox, { memoryMb });
   if (sandbox.weaker && !weakSandboxAccepted) {
     const run = vscode.l10n.t('Run Anyway');
@@ -346,10 +344,10 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
           out: dest.fsPath,
           python,
           validate: true,
-          timeoutSeconds: settings.get<number>('validation.timeoutSeconds') ?? 120,
+          timeoutSeconds: setting('validation.timeoutSeconds', folder.uri),
           memoryMb,
           allowWeakSandbox: weakSandboxAccepted,
-          wholeClasses: settings.get<boolean>('pull.wholeClasses') ?? false,
+          wholeClasses: setting('pull.wholeClasses', folder.uri),
         },
         token,
       ),

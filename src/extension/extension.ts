@@ -1,5 +1,6 @@
 /** Entry of the extension: builds the objects, registers them, and turns an activation failure into a visible error. */
 import * as vscode from 'vscode';
+import { affects, setting } from './config';
 import type { SourceConfig } from '../core/sources/types';
 import { GetGitCredentials, GetIndexStatus, GitCredentialsRejected, IndexStatusChanged, ReadSource, ReindexRepositories } from '../shared/protocol';
 import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
@@ -38,12 +39,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<NnragA
 async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<NnragApi> {
   const dist = vscode.Uri.joinPath(context.extensionUri, 'dist');
   await vscode.workspace.fs.createDirectory(context.globalStorageUri);
-  const settings = vscode.workspace.getConfiguration('nnrag');
   // what the index depends on: read at start, and again when the settings change
-  const indexSettings = (): { repositories: SourceConfig[]; gitFetchIntervalMinutes: number } => {
-    const c = vscode.workspace.getConfiguration('nnrag');
-    return { repositories: c.get<SourceConfig[]>('repositories') ?? [], gitFetchIntervalMinutes: c.get<number>('git.fetchIntervalMinutes') ?? 60 };
-  };
+  const indexSettings = (): { repositories: SourceConfig[]; gitFetchIntervalMinutes: number } => ({
+    repositories: setting('repositories'),
+    gitFetchIntervalMinutes: setting('git.fetchIntervalMinutes'),
+  });
   const atStart = indexSettings();
   const init: InitOptions = {
     storageDir: context.globalStorageUri.fsPath,
@@ -54,7 +54,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     runner: vscode.Uri.joinPath(context.extensionUri, 'python-runner', 'validate.py').fsPath,
     cacheDir: vscode.Uri.joinPath(context.globalStorageUri, 'cache').fsPath,
     ...atStart,
-    maxFileKb: settings.get<number>('maxFileKb') ?? 2048,
+    maxFileKb: setting('maxFileKb'),
   };
   const client = await NnragClient.start(context, log, init);
   const credentials = new GitCredentialService(context.secrets, log);
@@ -131,7 +131,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   context.subscriptions.push(client.onNotification(IndexStatusChanged, showStatus));
   showStatus(await client.request(GetIndexStatus, undefined));
 
-  const where = settings.inspect<SourceConfig[]>('repositories');
+  const where = vscode.workspace.getConfiguration('nnrag').inspect<SourceConfig[]>('repositories');
   log.info(
     `[settings] nnrag.repositories: ${init.repositories.length} (user ${where?.globalValue?.length ?? '-'}, workspace ${where?.workspaceValue?.length ?? '-'}, folder ${where?.workspaceFolderValue?.length ?? '-'}); folders: ${(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join(', ') || 'none'}`,
   );
@@ -146,7 +146,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     );
   };
   context.subscriptions.push(
-    vscode.workspace.onDidChangeConfiguration((e) => (e.affectsConfiguration('nnrag.repositories') || e.affectsConfiguration('nnrag.git.fetchIntervalMinutes')) && reindexIfChanged()),
+    vscode.workspace.onDidChangeConfiguration((e) => affects(e, 'repositories', 'git.fetchIntervalMinutes') && reindexIfChanged()),
   );
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();

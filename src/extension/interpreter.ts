@@ -4,6 +4,7 @@
  */
 import { execFile } from 'child_process';
 import * as vscode from 'vscode';
+import { affects, setting, updateSetting } from './config';
 
 interface PythonApi {
   environments?: {
@@ -38,7 +39,7 @@ export class InterpreterService implements vscode.Disposable {
     }
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration('nnrag.pythonPath') || e.affectsConfiguration('python.defaultInterpreterPath')) this.changed.fire(this.current());
+        if (affects(e, 'pythonPath') || e.affectsConfiguration('python.defaultInterpreterPath')) this.changed.fire(this.current());
       }),
     );
   }
@@ -48,7 +49,7 @@ export class InterpreterService implements vscode.Disposable {
     if (fromExt) return { path: fromExt, source: 'python extension' };
     const def = vscode.workspace.getConfiguration('python').get<string>('defaultInterpreterPath');
     if (def && def !== 'python') return { path: def, source: 'python.defaultInterpreterPath' };
-    const own = vscode.workspace.getConfiguration('nnrag').get<string>('pythonPath');
+    const own = setting('pythonPath');
     if (own) return { path: own, source: 'nnrag.pythonPath' };
     return { path: 'python3', source: 'PATH' };
   }
@@ -88,7 +89,7 @@ export class InterpreterService implements vscode.Disposable {
       if (!typed) return;
       value = typed;
     }
-    await vscode.workspace.getConfiguration('nnrag').update('pythonPath', value, vscode.ConfigurationTarget.Global);
+    await updateSetting('pythonPath', value);
   }
 
   dispose(): void {

@@ -1,6 +1,7 @@
 import * as assert from 'assert';
 import { readdirSync, readFileSync } from 'fs';
 import * as path from 'path';
+import { DEFAULTS } from '../../src/extension/defaults';
 import { ROOT } from './helpers';
 
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
@@ -54,6 +55,11 @@ describe('package.json against the code', () => {
     for (const k of Object.keys(nls)) assert.ok(used.includes(k), `'${k}' in package.nls.json is not used`);
     for (const c of pkg.contributes.commands as { command: string; title: string }[]) assert.match(c.title, /^%.+%$/, `${c.command}'s title is not localizable`);
     for (const s of Object.values<{ markdownDescription?: string }>(pkg.contributes.configuration.properties)) assert.match(s.markdownDescription ?? '', /^%.+%$/);
+  });
+
+  it('declares each setting the extension reads, with the default the extension assumes', () => {
+    const declared = Object.fromEntries(Object.entries<{ default: unknown }>(pkg.contributes.configuration.properties).map(([k, v]) => [k.replace(/^nnrag\./, ''), v.default]));
+    assert.deepStrictEqual(declared, DEFAULTS);
   });
 
   it('declares limited support for untrusted workspaces, the view container and its view', () => {
