@@ -56,6 +56,8 @@ const entries = [
   { in: 'src/server/main.ts', out: 'server' },
   { in: 'src/cli/main.ts', out: 'cli' },
   { in: 'src/core/analysis/worker.ts', out: 'parseWorker' },
+  // `--bench`: the bench's parse worker, with its floors (not part of the extension)
+  ...(process.argv.includes('--bench') ? [{ in: 'bench/floorWorker.ts', out: 'benchFloorWorker' }] : []),
 ].filter((e) => existsSync(join(root, e.in)));
 
 // `--tests`: the integration suite, bundled for the extension host (mocha and vscode come from outside)

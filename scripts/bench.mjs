@@ -6,7 +6,7 @@ import { build, ensureNodeModules, ensureSandbox, ensureTorch, log, ROOT, run } 
 
 ensureNodeModules();
 // the bench times the bundled parse worker: a stale one would measure old code
-build({ typecheck: false });
+build({ typecheck: false, bench: true });
 ensureTorch({ required: false });
 ensureSandbox();
 if (!existsSync('/usr/lib/python3/dist-packages/torchaudio') && existsSync('/usr/bin/apt-get') && process.getuid?.() === 0) {

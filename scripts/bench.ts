@@ -27,6 +27,7 @@ import { PythonParser } from '../src/core/parse/parser';
 import { lazyPool } from '../src/core/analysis/pool';
 import { warmUpParser } from '../src/core/analysis/warmUp';
 import { merge3 } from '../src/core/emit/merge';
+import type { FloorInput } from '../bench/floorWorker';
 import { linesOf } from '../src/core/emit/why';
 import { openPullSession, pullBlock } from '../src/core/pull/pull';
 import { loadModuleTable } from '../src/core/resolve/loadTable';
@@ -93,12 +94,17 @@ async function timed<T>(fn: () => Promise<T> | T): Promise<{ value: T; wall_ms: 
   return { value, wall_ms: r2(wall), cpu_ms: r2((c.user + c.system) / 1000) };
 }
 
-function workerScript(): Promise<string> {
-  // the bundle's worker when built (npm run bench builds first), else the TypeScript one
+/** A parse worker: the bundle's when built (npm run bench builds first), else the TypeScript one. */
+function workerScript(bundled: string, source: string): Promise<string> {
   return fsp
-    .stat(path.join(ROOT, 'dist', 'parseWorker.js'))
-    .then(() => path.join(ROOT, 'dist', 'parseWorker.js'))
-    .catch(() => path.join(ROOT, 'src', 'core', 'analysis', 'worker.ts'));
+    .stat(path.join(ROOT, 'dist', bundled))
+    .then(() => path.join(ROOT, 'dist', bundled))
+    .catch(() => path.join(ROOT, source));
+}
+
+/** A request for one of the floors (bench/floorWorker.ts). */
+function floorInput(file: string, floor: 'parse' | 'walk'): FloorInput {
+  return { file, floor };
 }
 
 /** Every file of every root, absolute. */
@@ -160,7 +166,7 @@ async function syntheticChild(corpusDir: string, scale: number): Promise<void> {
     }
     const files = (await listAll(roots)).length;
     const parser = await PythonParser.create(ASSETS);
-    const pool = lazyPool(await workerScript(), ASSETS, parser);
+    const pool = lazyPool(await workerScript('parseWorker.js', 'src/core/analysis/worker.ts'), ASSETS, parser);
     const cold = await coldIndex(path.join(work, 'index.db'), roots, names, { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes }, pool.close);
     await pool.close();
     const db = (await fsp.stat(path.join(work, 'index.db'))).size;
@@ -188,7 +194,7 @@ async function smallFilesChild(count: number): Promise<void> {
       );
     }
     const parser = await PythonParser.create(ASSETS);
-    const pool = lazyPool(await workerScript(), ASSETS, parser);
+    const pool = lazyPool(await workerScript('parseWorker.js', 'src/core/analysis/worker.ts'), ASSETS, parser);
     const cold = await coldIndex(path.join(work, 'index.db'), [root], ['small'], { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes }, pool.close);
     await pool.close();
     console.log(JSON.stringify({ files: count, cold_index_s: r2(cold.wall_ms / 1000), peak_rss_mb: r2(process.resourceUsage().maxRSS / 1024) }));
@@ -273,9 +279,9 @@ async function main(): Promise<void> {
   const dbFile = path.join(work, 'index.db');
   const parser = await PythonParser.create(ASSETS);
   // parsing on every core as `nn-rag index` and the language server do: workers, and small files in this thread
-  const pool = lazyPool(await workerScript(), ASSETS, parser);
+  const pool = lazyPool(await workerScript('parseWorker.js', 'src/core/analysis/worker.ts'), ASSETS, parser);
   // the floors: parsing alone in one worker per core (at most four), nothing in this thread
-  const floorPool = lazyPool(await workerScript(), ASSETS, parser, Math.min(4, os.cpus().length));
+  const floorPool = lazyPool(await workerScript('benchFloorWorker.js', 'bench/floorWorker.ts'), ASSETS, parser, Math.min(4, os.cpus().length));
   const indexOptions = { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes };
   const all = await listAll(roots);
   // The floors and the cold index, in rounds: this machine's speed moves between runs and within one (a floor alone
@@ -288,10 +294,10 @@ async function main(): Promise<void> {
     // the floor: every file read and parsed on every core, nothing else (what web-tree-sitter costs)
     // (neither keeps what the workers answer: 170 MB of outcomes held to the end of the bench made every later figure
     // pay for marking them, pulls 1.5x slower)
-    const floor = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse({ file, parseOnly: true })))));
+    const floor = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse(floorInput(file, 'parse'))))));
     // the same, and every node's type, field and offsets read with the cursor, nothing built: what any analysis that
-    // reads the whole tree through web-tree-sitter pays before it does anything (from WebAssembly too: cursorWalk.ts)
-    const walk = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse({ file, parseOnly: 'walk' })))));
+    // reads the whole tree through web-tree-sitter pays before it does anything (from WebAssembly too: bench/README.md)
+    const walk = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse(floorInput(file, 'walk'))))));
     // the same with the facts extracted and encoded, nothing stored
     const analysis = await timed(async () => void (await Promise.all(all.map((file) => floorPool.parse({ file })))));
     await floorPool.close();

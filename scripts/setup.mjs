@@ -71,13 +71,13 @@ export function ensureSandbox() {
 }
 
 /** Layer check (ESLint), type check and bundles. */
-export function build({ typecheck = true, tests = false } = {}) {
+export function build({ typecheck = true, tests = false, bench = false } = {}) {
   run(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), 'src'], { cwd: ROOT });
   if (typecheck) {
     log('build', 'type-checking (tsc --noEmit)');
     run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', ROOT, '--noEmit']);
   }
-  run(process.execPath, [join(ROOT, 'esbuild.config.mjs'), ...(tests ? ['--tests'] : [])]);
+  run(process.execPath, [join(ROOT, 'esbuild.config.mjs'), ...(tests ? ['--tests'] : []), ...(bench ? ['--bench'] : [])]);
 }
 
 export function packageVersion() {

@@ -21,8 +21,6 @@ export interface FileInput {
   /** The hash when the source knows it already (git blob ids). */
   hash?: string;
   maxBytes?: number;
-  /** Parse and keep nothing (the benchmark's floors; `walk`: also read every node, see `countNodes`): answers `same`. */
-  parseOnly?: boolean | 'walk';
   /** Where to keep what pulls need of the file beyond its facts (see unitsCache.ts); nowhere when undefined. */
   unitsDir?: string;
 }
@@ -53,10 +51,6 @@ export async function analyseFile(parser: PythonParser, input: FileInput, { sync
   const hash = input.hash ?? blobId(bytes);
   const size = bytes.length;
   if (input.knownHash && input.knownHash === hash) return { kind: 'same', hash, size };
-  if (input.parseOnly) {
-    parser.parseOnly(bytes, input.parseOnly === 'walk');
-    return { kind: 'same', hash, size };
-  }
   const out = parser.parse(bytes, input.maxBytes);
   if (!out.ok) return { kind: 'skipped', hash, size, reason: out.reason, detail: out.detail };
   if (input.unitsDir) saveUnits(input.unitsDir, hash, out);

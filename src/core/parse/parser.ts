@@ -1,8 +1,9 @@
 /** web-tree-sitter with the Python grammar: bytes in, module facts (or the reason there are none) out. */
 import { Language, Parser } from 'web-tree-sitter';
+import type { Tree } from 'web-tree-sitter';
 import { decodePython } from './decode';
 import { extractFacts, Python2Error, TooDeepError } from './facts';
-import { copyTree, countNodes, useRuntime } from './syntax';
+import { copyTree, useRuntime } from './syntax';
 import type { SyntaxNode } from './syntax';
 import type { ParseOutcome } from './types';
 
@@ -65,17 +66,12 @@ export class PythonParser {
     return this.parseText(decoded.text);
   }
 
-  /**
-   * Decodes and parses, and keeps nothing: the floor the benchmark compares indexing with. `walk`: also visits every
-   * node (see `countNodes`). Returns the tree's size (its nodes when walked).
-   */
-  parseOnly(bytes: Uint8Array, walk = false): number {
-    const decoded = decodePython(bytes);
-    if (!decoded.ok) return 0;
-    const tree = this.parser.parse(decoded.text);
-    if (!tree) return 0;
+  /** Runs `fn` over web-tree-sitter's own tree of `text` (freed afterwards), for callers that walk it themselves. */
+  withRawTree<T>(text: string, fn: (tree: Tree) => T): T {
+    const tree = this.parser.parse(text);
+    if (!tree) throw new Error('the parser returned no tree');
     try {
-      return walk ? countNodes(tree) : tree.rootNode.endIndex;
+      return fn(tree);
     } finally {
       tree.delete();
     }

@@ -200,29 +200,6 @@ export function copyTree(tree: Tree, text: string): SyntaxNode {
   );
 }
 
-/**
- * Visits every node of `tree` in the same walk as `copyTree` and reads what it reads of each (type, field, start and
- * end offsets), building nothing: what any analysis that reads the whole tree through web-tree-sitter's cursor pays on
- * top of parsing (the benchmark's walk floor). The cost is the cursor functions', not the crossing into WebAssembly:
- * the same walk compiled to WebAssembly, calling the same functions, took as long (scripts/cursorWalk.ts: over the
- * bench corpus in one thread, 0.65 s against 0.67-0.73 s). Returns the number of nodes.
- */
-export function countNodes(tree: Tree): number {
-  return withCursor(
-    tree,
-    (c, handle, step) =>
-      count(
-        step,
-        () =>
-          c._ts_tree_cursor_current_node_type_id_wasm(handle) +
-          c._ts_tree_cursor_current_field_id_wasm(handle) +
-          c._ts_tree_cursor_start_index_wasm(handle) +
-          c._ts_tree_cursor_end_index_wasm(handle),
-      ),
-    (cursor, step) => count(step, () => cursor.nodeTypeId + cursor.currentFieldId + cursor.startIndex + cursor.endIndex),
-  );
-}
-
 type Make = (typeId: number, named: boolean, fieldId: number, start: number, end: number) => SyntaxNode;
 
 function maker(language: Language, source: Source): Make {
@@ -233,7 +210,7 @@ function maker(language: Language, source: Source): Make {
 }
 
 /** Moves the cursor (0 first child, 1 next sibling, 2 parent) and says whether it could. */
-type Step = (move: 0 | 1 | 2) => boolean;
+export type Step = (move: 0 | 1 | 2) => boolean;
 
 /**
  * The same pre-order walk for both cursors: `step` moves (0 first child, 1 next sibling, 2 parent) and says whether it
@@ -244,8 +221,8 @@ function walk(step: Step, make: () => SyntaxNode): SyntaxNode {
   if (!step(0)) return root;
   // the open nodes, and in `seen` the children met so far of each, one after the other (`from`: where each open
   // node's children start). A node gets an array of its children's exact size once its last child is seen: an array
-  // grown by `push` holds 16 slots or more, more than a small node itself (the copy of the 875 KB
-  // `common_methods_invocations.py` took 29 MB of heap, 22 MB now; the copy of the bench corpus takes a third less time)
+  // grown by `push` holds 16 slots or more, more than a small node itself: a tree's copy must not cost more heap than
+  // its nodes
   const open: SyntaxNode[] = [root];
   const from: number[] = [0];
   const seen: SyntaxNode[] = [];
@@ -308,22 +285,5 @@ export function withCursor<T>(
     }
   } finally {
     cursor.delete();
-  }
-}
-
-function count(step: Step, read: () => number): number {
-  let nodes = 0;
-  let depth = 0;
-  for (;;) {
-    read();
-    nodes++;
-    if (step(0)) {
-      depth++;
-      continue;
-    }
-    while (!step(1)) {
-      if (!depth || !step(2)) return nodes;
-      depth--;
-    }
   }
 }

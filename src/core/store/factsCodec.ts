@@ -51,8 +51,8 @@ const same: Intern = (s) => s;
 
 /**
  * A unit as a slim table keeps it: its kind, what it binds and under which guard. Nothing reads the rest of a slim
- * unit, so the rest is the same for all of them: three fields a unit instead of nine. With the names interned, the
- * table of the 10x synthetic corpus (222,000 units, 142,000 imports) holds 46 MB of heap instead of 69 MB.
+ * unit, so the rest is the same for all of them: three fields a unit instead of nine, the names interned (a module
+ * table of hundreds of thousands of units is held for the life of the server).
  */
 class SlimUnit implements Unit {
   constructor(

@@ -2,9 +2,9 @@
  * The units cache's file format: a pull's detail of one module (see unitsCache.ts) as unsigned LEB128 varints, with
  * every name written once in a string table.
  *
- * JSON of the same detail was 17.7 MB for the benchmark corpus (14 MB of it references, each an object repeating its
- * keys); building, deflating and writing it was the largest part of a parse worker's time after the tree copy and
- * the facts. This format is about a fifth of that size before any compression, and reading it back makes no text.
+ * Not JSON: an object per reference repeats its keys, and building, deflating and writing that text would be the
+ * largest part of a parse worker's time after the tree copy and the facts. This format is about a fifth of the JSON's
+ * size before any compression, and reading it back makes no text.
  *
  * Layout: the magic `NNU2`; the string table (count, the UTF-16 length of each, then all of them as one UTF-8 run);
  * the unit count; per unit its references, binding sites, string literals and class body (0, or 1 + its statement
