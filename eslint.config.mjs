@@ -19,7 +19,7 @@ export const CORE_LAYERS = [
   'index', // the indexer: plan, analyse, write, rediscover
   'emit', // one file from a closure, manifests, merges
   'pull', // a pull: closure, emission, validation
-  'spec', // neutral specifications
+  'specification', // neutral specifications of blocks
 ];
 
 const FRONTS = ['extension', 'server', 'cli'];

@@ -24,7 +24,7 @@ import { findTarget, listBlockTargets } from '../src/core/store/target';
 import { IndexDb } from '../src/core/store/database';
 import { finishRun, indexSource, Rediscovery } from '../src/core/index/indexer';
 import { PythonParser } from '../src/core/parse/parser';
-import { lazyPool } from '../src/core/analysis/pool';
+import { lazyPool } from '../src/core/analysis/parsePool';
 import { warmUpParser } from '../src/core/analysis/warmUp';
 import { merge3 } from '../src/core/emit/merge';
 import type { FloorInput } from '../bench/floorWorker';
@@ -33,7 +33,7 @@ import { openPullSession, pullBlock } from '../src/core/pull/pull';
 import { loadModuleTable } from '../src/core/resolve/loadTable';
 import { searchBlocks } from '../src/core/search/search';
 import { openFolder } from '../src/core/sources/folder';
-import { ValidatorPool } from '../src/core/validate/pool';
+import { ValidatorPool } from '../src/core/validate/validatorPool';
 
 const ROOT = path.resolve(__dirname, '..');
 const ASSETS = {

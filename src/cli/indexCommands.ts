@@ -1,7 +1,7 @@
 /** `nn-rag index` and `nn-rag stats`: what is indexed. */
 import { performance } from 'perf_hooks';
 import { NnragError } from '../core/base/errors';
-import { lazyPool } from '../core/analysis/pool';
+import { lazyPool } from '../core/analysis/parsePool';
 import { finishRun, indexSource } from '../core/index/indexer';
 import type { IndexRunStats } from '../core/index/indexer';
 import { PythonParser } from '../core/parse/parser';

@@ -10,7 +10,7 @@ import { PythonParser } from '../core/parse/parser';
 import { importRoot, openPullSession, pullBlock, requirementsText } from '../core/pull/pull';
 import type { PullOptions, PullReport } from '../core/pull/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
-import { ValidatorPool } from '../core/validate/pool';
+import { ValidatorPool } from '../core/validate/validatorPool';
 import { isToolFault, TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
 import { describeSandbox } from '../core/validate/sandbox';
 import { joinInside } from '../core/emit/writeSafe';

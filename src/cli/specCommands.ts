@@ -9,7 +9,7 @@ import type { IndexStats } from '../core/store/stats';
 import { PythonParser } from '../core/parse/parser';
 import { openPullSession } from '../core/pull/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
-import { blockSpec } from '../core/spec/spec';
+import { blockSpec } from '../core/specification/specification';
 import { TIERS } from '../core/validate/runner';
 import { flag, intOpt, opt } from './env';
 import { EXIT, openDb, parse } from './env';

@@ -16,7 +16,7 @@ import { IndexDb } from '../core/store/database';
 import { finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../core/index/indexer';
 import { indexStats } from '../core/store/stats';
 import { PythonParser } from '../core/parse/parser';
-import { lazyPool } from '../core/analysis/pool';
+import { lazyPool } from '../core/analysis/parsePool';
 import { warmUpParser } from '../core/analysis/warmUp';
 import { openPullSession, pullBlock } from '../core/pull/pull';
 import type { PullSession } from '../core/pull/pull';
@@ -45,7 +45,7 @@ import {
   SuggestSearch,
 } from '../shared/protocol';
 import type { IndexStatus, InitOptions, Method, TreeNode } from '../shared/protocol';
-import { provenanceHover, upstreamLens } from './hover';
+import { provenanceHover, upstreamLens } from './provenance';
 
 /** Changes a watcher reports within this many milliseconds make one live update (a save, a checkout). */
 const WATCH_DEBOUNCE_MS = 25;

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { ValidatorPool } from '../../src/core/validate/pool';
+import { ValidatorPool } from '../../src/core/validate/validatorPool';
 import { validateFile } from '../../src/core/validate/runner';
 import type { ValidationReport } from '../../src/core/validate/runner';
 import { describeSandbox } from '../../src/core/validate/sandbox';

@@ -4,7 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { MessageChannel, markAsUntransferable } from 'worker_threads';
 import { PythonParser } from '../../src/core/parse/parser';
-import { lazyPool, ParsePool, transferable } from '../../src/core/analysis/pool';
+import { lazyPool, ParsePool, transferable } from '../../src/core/analysis/parsePool';
 import { ASSETS, ROOT } from './helpers';
 
 const WORKER = path.join(ROOT, 'src', 'core', 'analysis', 'worker.ts');

@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 import * as path from 'path';
-import { ValidatorPool } from '../../src/core/validate/pool';
+import { ValidatorPool } from '../../src/core/validate/validatorPool';
 import { FAILURE_CATEGORIES, TIERS, validateFile } from '../../src/core/validate/runner';
 import { execFileSync } from 'child_process';
 import { PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';

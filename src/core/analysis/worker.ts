@@ -4,8 +4,8 @@ import { analyseFile } from './analyse';
 import type { FileOutcome } from './analyse';
 import { PythonParser } from '../parse/parser';
 import type { WasmPaths } from '../parse/parser';
-import { transferable } from './pool';
-import type { ParseRequest, ParseResponse } from './pool';
+import { transferable } from './parsePool';
+import type { ParseRequest, ParseResponse } from './parsePool';
 
 async function main(): Promise<void> {
   const parser = await PythonParser.create(workerData.wasm as WasmPaths);

@@ -1,8 +1,9 @@
 /**
  * Has the upstream code of a pulled file changed since the pull? Each inlined definition recorded the git blob id of
- * its source file; the index knows the blob id of that file now.
+ * its source file; the index knows the blob id of that file now (store/files.ts).
  */
 import type { IndexDb } from '../store/database';
+import { indexedFile } from '../store/files';
 import type { Provenance } from './emit';
 
 export type UpstreamState = 'same' | 'changed' | 'missing' | 'unindexed';
@@ -24,12 +25,10 @@ export interface UpstreamStatus {
 
 export function upstreamStatus(db: IndexDb, prov: Provenance): UpstreamStatus {
   const entries = prov.definitions.map((d): UpstreamEntry => {
-    const repo = db.get('SELECT id FROM repos WHERE name = ?', [d.repo]);
-    if (!repo) return { names: d.names, repo: d.repo, path: d.path, state: 'unindexed' };
-    const file = db.get("SELECT hash FROM files WHERE repo_id = ? AND path = ? AND status != 'skipped'", [repo.id, d.path]);
-    if (!file) return { names: d.names, repo: d.repo, path: d.path, state: 'missing' };
-    const blob = String(file.hash);
-    return blob === d.blob ? { names: d.names, repo: d.repo, path: d.path, state: 'same' } : { names: d.names, repo: d.repo, path: d.path, state: 'changed', blob };
+    const at = { names: d.names, repo: d.repo, path: d.path };
+    const now = indexedFile(db, d.repo, d.path);
+    if (now.state !== 'indexed') return { ...at, state: now.state };
+    return now.blob === d.blob ? { ...at, state: 'same' } : { ...at, state: 'changed', blob: now.blob };
   });
   const state = entries.some((e) => e.state === 'changed' || e.state === 'missing')
     ? 'changed'

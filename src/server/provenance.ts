@@ -1,4 +1,4 @@
-/** Provenance hovers on pulled files: over a pulled definition's name, where it came from and how it validated. */
+/** Provenance on pulled files: hovers over a pulled definition's name (where it came from, how it validated) and the CodeLens of upstream changes. */
 import type { CodeLens, Hover } from 'vscode-languageserver';
 import { MarkupKind } from 'vscode-languageserver';
 import { bodyHash, readProvenance } from '../core/emit/emit';
