@@ -20,6 +20,7 @@ export const CORE_LAYERS = [
   'emit', // one file from a closure, manifests, merges
   'pull', // a pull: closure, emission, validation
   'specification', // neutral specifications of blocks
+  'service', // the index as a long-lived service (the language server's)
 ];
 
 const FRONTS = ['extension', 'server', 'cli'];

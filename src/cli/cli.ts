@@ -8,7 +8,7 @@ import { pullCommand, validateCommand } from './pullCommands';
 import { searchCommand, showCommand } from './searchCommands';
 import { reportCommand, specCommand } from './specCommands';
 import { statusCommand, updateCommand } from './updateCommands';
-import { VERSION } from './version';
+import { VERSION } from '../shared/version';
 
 export type { CliAssets, CliEnv } from './env';
 

@@ -1,10 +1,14 @@
 /** Provenance on pulled files: hovers over a pulled definition's name (where it came from, how it validated) and the CodeLens of upstream changes. */
-import type { CodeLens, Hover } from 'vscode-languageserver';
+import type { CodeLens, Connection, Hover, TextDocuments } from 'vscode-languageserver';
 import { MarkupKind } from 'vscode-languageserver';
+import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { bodyHash, readProvenance } from '../core/emit/emit';
 import type { Provenance } from '../core/emit/emit';
+import { upstreamStatus } from '../core/emit/upstream';
 import type { UpstreamStatus } from '../core/emit/upstream';
-import type { IndexStatus } from '../shared/protocol';
+import type { IndexService } from '../core/service/indexService';
+import { GetProvenance } from '../shared/protocol';
+import { onRequest } from './rpc';
 
 /** The identifier around `offset`. */
 function wordAt(text: string, offset: number): string | undefined {
@@ -15,7 +19,7 @@ function wordAt(text: string, offset: number): string | undefined {
   return s < e ? text.slice(s, e) : undefined;
 }
 
-export function provenanceHover(text: string, offset: number, _status: IndexStatus): Hover | null {
+export function provenanceHover(text: string, offset: number): Hover | null {
   const prov = readProvenance(text);
   if (!prov) return null;
   const word = wordAt(text, offset);
@@ -71,4 +75,20 @@ export function upstreamLens(text: string, prov: Provenance, up: UpstreamStatus)
     title = `$(warning) NN-RAG: upstream changed since the pull: ${moved.flatMap((e) => e.names).join(', ')} (${files.join(', ')})`;
   }
   return [{ range, command: { title, command: 'nnrag.openSource', arguments: [prov.target] } }];
+}
+
+/** Hovers and CodeLenses on open pulled files, and the provenance of a text on request. */
+export function registerProvenance(connection: Connection, documents: TextDocuments<TextDocument>, service: () => IndexService | undefined): void {
+  onRequest(connection, GetProvenance, ({ text }) => readProvenance(text) ?? null);
+  connection.onHover((params): Hover | null => {
+    const doc = documents.get(params.textDocument.uri);
+    return doc ? provenanceHover(doc.getText(), doc.offsetAt(params.position)) : null;
+  });
+  connection.onCodeLens(async (params): Promise<CodeLens[]> => {
+    const doc = documents.get(params.textDocument.uri);
+    const prov = doc && readProvenance(doc.getText());
+    const s = service();
+    if (!doc || !prov || !s || s.status.state === 'starting') return [];
+    return upstreamLens(doc.getText(), prov, upstreamStatus((await s.ready()).db, prov));
+  });
 }

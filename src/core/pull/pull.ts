@@ -15,6 +15,7 @@ import type { FileSizes } from '../emit/why';
 import { writeManifests } from '../emit/manifest';
 import { NnragError } from '../base/errors';
 import type { IndexDb } from '../store/database';
+import { allFiles, setValidation } from '../store/files';
 import { unitsDirOf } from '../store/unitsCache';
 import { loadUnits, saveUnits } from '../store/unitsCache';
 import { decodePython } from '../parse/decode';
@@ -103,9 +104,9 @@ export interface PullSession {
 export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
   const files = new Map<number, { path: string; hash: string }>();
   const skipped = new Map<string, string>();
-  for (const r of db.all('SELECT id, repo_id, path, module, hash, status, reason, detail FROM files')) {
-    files.set(Number(r.id), { path: String(r.path), hash: String(r.hash) });
-    if (r.status === 'skipped') skipped.set(`${Number(r.repo_id)}:${String(r.module)}`, `${String(r.reason)}: ${String(r.detail ?? '')}`);
+  for (const f of allFiles(db)) {
+    files.set(f.id, { path: f.path, hash: f.hash });
+    if (f.skipped) skipped.set(`${f.repoId}:${f.module}`, f.skipped);
   }
   return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map() };
 }
@@ -399,7 +400,9 @@ function round(ms: number): number {
 }
 
 function recordValidation(db: IndexDb, classId: number, report: PullReport): void {
-  db.run('UPDATE classes SET validation = ? WHERE id = ?', [
+  setValidation(
+    db,
+    classId,
     // what the validator observed, for specs: how it was built and the tensors it took and gave
     JSON.stringify({
       status: report.status,
@@ -412,8 +415,7 @@ function recordValidation(db: IndexDb, classId: number, report: PullReport): voi
       output_shapes: report.validation?.output_shapes ?? null,
       builder: report.validation?.builder ?? null,
     }),
-    classId,
-  ]);
+  );
 }
 
 /** `requirements.txt` lines for the distributions a pulled file imports. */

@@ -121,3 +121,19 @@ export function indexStats(db: IndexDb): IndexStats {
 export function blockCount(db: IndexDb): number {
   return Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0);
 }
+
+/** How many files, blocks and repositories the index holds. */
+export function indexCounts(db: IndexDb): { files: number; blocks: number; repos: number } {
+  return {
+    files: Number(db.get('SELECT count(*) AS n FROM files')?.n ?? 0),
+    blocks: blockCount(db),
+    repos: Number(db.get('SELECT count(*) AS n FROM repos')?.n ?? 0),
+  };
+}
+
+/** Each repository's name and number of blocks, by name. */
+export function blocksPerRepo(db: IndexDb): { repo: string; blocks: number }[] {
+  return db
+    .all('SELECT r.name, count(c.id) AS n FROM repos r LEFT JOIN classes c ON c.repo_id = r.id AND c.is_block = 1 GROUP BY r.id ORDER BY r.name')
+    .map((r) => ({ repo: String(r.name), blocks: Number(r.n) }));
+}

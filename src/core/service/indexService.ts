@@ -1,0 +1,362 @@
+/**
+ * The index as a long-lived service, for the language server and tests: it opens the database once, runs index runs
+ * one after the other (a full run cancels the one before; live updates queue), watches local folders and re-indexes
+ * the files that change, fetches git repositories on a schedule, and keeps one pull session while the index does not
+ * change. It knows nothing of LSP: what it has to say goes through the `ServiceEvents` it is given.
+ */
+import { watch } from 'fs';
+import type { FSWatcher } from 'fs';
+import * as path from 'path';
+import { lazyPool } from '../analysis/parsePool';
+import { warmUpParser } from '../analysis/warmUp';
+import { CancelledError, errorMessage, NnragError } from '../base/errors';
+import { finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../index/indexer';
+import type { WasmPaths } from '../parse/parser';
+import { PythonParser } from '../parse/parser';
+import { openPullSession } from '../pull/pull';
+import type { PullSession } from '../pull/pull';
+import { loadModuleTable } from '../resolve/loadTable';
+import type { GitAuth } from '../sources/git';
+import { openSource } from '../sources/open';
+import type { SourceConfig } from '../sources/types';
+import { IndexDb } from '../store/database';
+import { indexCounts } from '../store/stats';
+
+/** Changes a watcher reports within this many milliseconds make one live update (a save, a checkout). */
+const WATCH_DEBOUNCE_MS = 25;
+/** Rediscovery and duplicate groups after live updates, once edits pause this long. */
+const FINISH_AFTER_MS = 300;
+/** Parsed modules a pull session keeps between pulls (see pullSession). */
+const KEEP_PARSED_MODULES = 300;
+
+export type IndexState = 'starting' | 'indexing' | 'ready' | 'error';
+
+export interface IndexStatus {
+  state: IndexState;
+  message: string;
+  files: number;
+  blocks: number;
+  repos: number;
+  /** Set while indexing. */
+  progress?: { step: number; total: number; repo: string };
+}
+
+export interface ServiceOptions extends WasmPaths {
+  /** Where the database (index.db) lives. */
+  storageDir: string;
+  sqlWasm: string;
+  /** The parse worker script; without it, parsing stays in this thread. */
+  parseWorker?: string;
+  /** Where git clones are cached. */
+  cacheDir: string;
+  repositories: SourceConfig[];
+  maxFileKb: number;
+  /** Fetch git repositories for new commits this often (minutes); 0 or absent: only at start and on demand. */
+  gitFetchIntervalMinutes?: number;
+}
+
+export interface ServiceEvents {
+  log(area: string, message: string): void;
+  /** The status changed (progress while indexing, counts when done). */
+  status(s: IndexStatus): void;
+  /** A repository could not be indexed: a message for the user. */
+  failed(message: string): void;
+  /** Indexed code changed: what depends on it (pulled files' upstream state) should be asked again. */
+  changed(): void;
+  /** Credentials for a git server that asks for them. */
+  auth?: GitAuth;
+  /** The credentials given for a URL were refused. */
+  authFailed?: (url: string) => void;
+}
+
+export class IndexService {
+  private current: IndexStatus = { state: 'starting', message: 'Starting', files: 0, blocks: 0, repos: 0 };
+  private opening: Promise<{ db: IndexDb; parser: PythonParser }> | undefined;
+  private db: IndexDb | undefined;
+  /** Parsing on every core; the first file to parse starts the workers, a warm start starts none. */
+  private parsePool: ReturnType<typeof lazyPool> | undefined;
+  private parserWarmed = false;
+  private pullCache: PullSession | undefined;
+  private runsInProgress = 0;
+  private indexing: Promise<IndexStatus> | undefined;
+  private indexAbort: AbortController | undefined;
+  private finishTimer: NodeJS.Timeout | undefined;
+  private fetchTimer: NodeJS.Timeout | undefined;
+  private readonly watchers = new Map<string, FSWatcher>();
+  private readonly pending = new Map<string, { config: SourceConfig; files: Set<string>; all: boolean }>();
+  private debounce: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly options: ServiceOptions,
+    private readonly events: ServiceEvents,
+  ) {}
+
+  get status(): IndexStatus {
+    return this.current;
+  }
+
+  private setStatus(s: IndexStatus): void {
+    this.current = s;
+    this.events.status(s);
+  }
+
+  /** The database and parser, opened once: callers that arrive while they open wait for the same promise. */
+  ready(): Promise<{ db: IndexDb; parser: PythonParser }> {
+    this.opening ??= (async () => {
+      const { options } = this;
+      const parser = await PythonParser.create(options);
+      this.parsePool = lazyPool(options.parseWorker, options, parser);
+      const file = path.join(options.storageDir, 'index.db');
+      let opened: Awaited<ReturnType<typeof IndexDb.open>>;
+      try {
+        opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, write: 'try' });
+      } catch (err) {
+        if (!(err instanceof NnragError) || !/being written by/.test(err.message)) throw err;
+        // another window's server writes this index: read it, keep this window's changes in memory only
+        this.events.log('index', `${errorMessage(err)}: this window reads the index and saves nothing`);
+        opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, readOnly: true });
+      }
+      this.db = opened.db;
+      if (opened.recovered) this.events.log('index', `the index was unreadable (${opened.recovered.reason}); moved to ${opened.recovered.movedTo} and rebuilt`);
+      return { db: opened.db, parser };
+    })();
+    this.opening.catch(() => (this.opening = undefined));
+    return this.opening;
+  }
+
+  /** New settings for the next full run. */
+  configure(change: { repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number }): void {
+    if (change.repositories) this.options.repositories = change.repositories;
+    if (change.gitFetchIntervalMinutes !== undefined) this.options.gitFetchIntervalMinutes = change.gitFetchIntervalMinutes;
+  }
+
+  /** Stops the index run in progress (what was indexed so far stays). */
+  cancel(): void {
+    this.indexAbort?.abort();
+  }
+
+  /**
+   * Indexes `repositories` (default: the configured ones). A full run drops repositories that left them and watches
+   * local folders; a live run (`live`: files changed under a watched folder) touches only those repositories, lightly.
+   */
+  reindex(
+    repositories: SourceConfig[] = this.options.repositories,
+    { live = false, only }: { live?: boolean; only?: Map<string, string[] | undefined> } = {},
+  ): Promise<IndexStatus> {
+    // runs never overlap: each waits for the one before; a full run cancels it first, a live update does not
+    if (!live) this.indexAbort?.abort();
+    const previous = this.indexing;
+    const controller = new AbortController();
+    const run = (async (): Promise<IndexStatus> => {
+      await previous?.catch(() => undefined);
+      this.indexAbort = controller;
+      return this.runIndex(repositories, controller.signal, live, only);
+    })();
+    this.indexing = run;
+    return run;
+  }
+
+  private async runIndex(repositories: SourceConfig[], signal: AbortSignal, live: boolean, only?: Map<string, string[] | undefined>): Promise<IndexStatus> {
+    const { events, options } = this;
+    const t0 = Date.now();
+    events.log('index', `indexing ${repositories.length} repositories`);
+    const { db, parser } = await this.ready();
+    let changed = 0;
+    // repositories that left the settings are dropped, unless a configured one could not be opened this time
+    const seen = new Set<string>();
+    const folders = new Map<string, SourceConfig>();
+    const gits: SourceConfig[] = [];
+    let allOpened = true;
+    // a live update has no rediscovery of its own: its blocks are found when edits pause (scheduleFinish)
+    const rediscover = live ? undefined : new Rediscovery();
+    this.runsInProgress++;
+    this.pullCache = undefined;
+    try {
+      for (const config of repositories) {
+        this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${config.name ?? config.location}` });
+        try {
+          const sources = await openSource(config, {
+            cacheDir: options.cacheDir,
+            signal,
+            onMessage: (m) => events.log('git', m),
+            onAuth: events.auth,
+            onAuthFailure: events.authFailed,
+          });
+          for (const source of sources) {
+            seen.add(source.info.name);
+            if (source.info.kind === 'folder') folders.set(source.info.root, config);
+            if (source.info.kind === 'git') gits.push(config);
+            const r = await indexSource(db, source, {
+              parser,
+              // a live update parses its few files here; a full run starts workers
+              parse: live ? undefined : this.parsePool?.parse,
+              concurrency: live ? 1 : (this.parsePool?.inFlight ?? 1),
+              hereMaxBytes: this.parsePool?.hereMaxBytes,
+              signal,
+              // a live update of a folder looks at the files the watcher saw change, not the whole folder
+              only: only?.get(source.info.root),
+              maxFileBytes: options.maxFileKb * 1024,
+              rediscover,
+              onProgress: (pr) => {
+                if (pr.step % 25 === 0 || pr.step === pr.total) {
+                  this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${source.info.name}`, progress: { step: pr.step, total: pr.total, repo: source.info.name } });
+                }
+              },
+            });
+            changed += r.changed;
+            events.log('index', `${r.repo}: ${r.files} files, ${r.computed} changed, ${r.deleted} removed, ${r.seconds.toFixed(2)} s`);
+            if (r.failed.count) events.log('index', `${r.repo}: ${r.failed.count} files could not be read or parsed, e.g. ${r.failed.first.map((f) => `${f.path}: ${f.detail}`).join('; ')}`);
+            // let requests be answered between repositories
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+        } catch (err) {
+          if (err instanceof CancelledError) throw err;
+          allOpened = false;
+          events.log('index', `${config.name ?? config.location}: ${errorMessage(err)}`);
+          events.failed(`NN-RAG: cannot index ${config.name ?? config.location}: ${errorMessage(err)}`);
+        }
+      }
+      // the workers' memory goes back before the finish (discovery and duplicate groups over the whole index)
+      if (!live) await this.parsePool?.close();
+      if (allOpened && !live) {
+        const removed = removeRepositoriesExcept(db, seen);
+        if (removed.length) events.log('index', `removed ${removed.join(', ')} (no longer in nnrag.repositories)`);
+        changed += removed.length;
+      }
+      if (!live) {
+        this.watchFolders(folders);
+        this.scheduleFetches(gits);
+        // live updates parse in this thread, whose parser the full run left cold (it parsed in workers)
+        if (folders.size && !this.parserWarmed) {
+          this.parserWarmed = true;
+          setImmediate(() => void warmUpParser(parser).catch((err: unknown) => events.log('index', `parser warm-up failed: ${errorMessage(err)}`)));
+        }
+      }
+      // a live update is searchable as soon as its files are in (classes plainly subclassing torch's modules are
+      // blocks at once); rediscovery and duplicate groups follow when the edits pause
+      if (changed && live) this.scheduleFinish(db);
+      else if (changed) finishRun(db);
+      db.scheduleSave(500, (err) => events.log('index', `save failed: ${errorMessage(err)}`));
+      const s: IndexStatus = { state: 'ready', message: `${live ? 'Updated' : 'Indexed'} in ${((Date.now() - t0) / 1000).toFixed(live ? 3 : 1)} s`, ...indexCounts(db) };
+      if (live) events.log('index', `live update: ${changed} files changed, searchable after ${Date.now() - t0} ms`);
+      this.setStatus(s);
+      // upstream code may have changed under pulled files
+      if (changed) events.changed();
+      return s;
+    } catch (err) {
+      if (err instanceof CancelledError) {
+        if (changed) finishRun(db);
+        const s: IndexStatus = { state: 'ready', message: 'Indexing cancelled', ...indexCounts(db) };
+        this.setStatus(s);
+        return s;
+      }
+      this.setStatus({ ...this.current, state: 'error', message: errorMessage(err) });
+      throw err;
+    } finally {
+      this.runsInProgress--;
+      this.pullCache = undefined;
+    }
+  }
+
+  /**
+   * Pulls (and dependency views) share one module table and pull session while the index does not change: loading the
+   * table takes longer than a pull itself. Every index run drops it, and while one runs (files land between requests)
+   * each request reads the index afresh. The modules a session keeps parsed are let go past a few hundred.
+   */
+  pullSession(db: IndexDb): PullSession {
+    if (this.runsInProgress > 0) return openPullSession(db, loadModuleTable(db));
+    if (this.pullCache?.db !== db) this.pullCache = openPullSession(db, loadModuleTable(db));
+    else if (this.pullCache.parsed.size > KEEP_PARSED_MODULES) this.pullCache.parsed.clear();
+    return this.pullCache;
+  }
+
+  private scheduleFinish(db: IndexDb): void {
+    if (this.finishTimer) clearTimeout(this.finishTimer);
+    this.finishTimer = setTimeout(() => {
+      this.finishTimer = undefined;
+      const previous = this.indexing;
+      this.indexing = (async (): Promise<IndexStatus> => {
+        await previous?.catch(() => undefined);
+        const t0 = Date.now();
+        finishRun(db, {}, { light: true });
+        this.pullCache = undefined;
+        this.events.log('index', `live update: blocks rediscovered in ${Date.now() - t0} ms`);
+        db.scheduleSave(500, (err) => this.events.log('index', `save failed: ${errorMessage(err)}`));
+        this.setStatus({ ...this.current, ...indexCounts(db) });
+        this.events.changed();
+        return this.current;
+      })();
+    }, FINISH_AFTER_MS);
+    this.finishTimer.unref();
+  }
+
+  /** Live updates: local folders are watched; a change re-indexes the files it names (a folder or a licence: the folder). */
+  private watchFolders(folders: Map<string, SourceConfig>): void {
+    for (const [root, w] of this.watchers) {
+      if (!folders.has(root)) {
+        w.close();
+        this.watchers.delete(root);
+      }
+    }
+    for (const [root, config] of folders) {
+      if (this.watchers.has(root)) continue;
+      try {
+        const w = watch(root, { recursive: true, persistent: false }, (_event, name) => this.noticed(root, config, String(name ?? '')));
+        w.on('error', (err) => {
+          this.events.log('index', `stopped watching ${root}: ${errorMessage(err)}`);
+          w.close();
+          this.watchers.delete(root);
+        });
+        this.watchers.set(root, w);
+      } catch (err) {
+        // inotify limits, a folder that vanished: indexing on demand still works
+        this.events.log('index', `cannot watch ${root}: ${errorMessage(err)}`);
+      }
+    }
+  }
+
+  private noticed(root: string, config: SourceConfig, name: string): void {
+    const file = name.split(path.sep).join('/');
+    const entry = this.pending.get(root) ?? { config, files: new Set<string>(), all: false };
+    if (file.endsWith('.py')) entry.files.add(file);
+    // a licence, or a name without an extension (a folder created, renamed or removed): the whole folder
+    else if (!file || /(^|\/)(LICEN[CS]E[^/]*|COPYING)$/.test(file) || !/\.[^/]*$/.test(file)) entry.all = true;
+    else return;
+    this.pending.set(root, entry);
+    if (this.debounce) clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => {
+      const entries = [...this.pending.entries()];
+      this.pending.clear();
+      const only = new Map(entries.map(([r, e]) => [r, e.all ? undefined : [...e.files]]));
+      this.reindex(
+        entries.map(([, e]) => e.config),
+        { live: true, only },
+      ).catch((err) => this.events.log('index', `live update: ${errorMessage(err)}`));
+    }, WATCH_DEBOUNCE_MS);
+  }
+
+  /** Git repositories are fetched on a schedule; only changed blobs are parsed again. */
+  private scheduleFetches(gits: SourceConfig[]): void {
+    if (this.fetchTimer) clearInterval(this.fetchTimer);
+    this.fetchTimer = undefined;
+    const minutes = this.options.gitFetchIntervalMinutes ?? 0;
+    if (!gits.length || !(minutes > 0)) return;
+    this.fetchTimer = setInterval(() => {
+      this.reindex(gits, { live: true }).catch((err) => this.events.log('git', `scheduled fetch: ${errorMessage(err)}`));
+    }, minutes * 60_000);
+    this.fetchTimer.unref();
+  }
+
+  /** Stops watching and fetching, ends the run in progress and the workers, and saves the index. */
+  async dispose(): Promise<void> {
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+    if (this.fetchTimer) clearInterval(this.fetchTimer);
+    if (this.finishTimer) clearTimeout(this.finishTimer);
+    if (this.debounce) clearTimeout(this.debounce);
+    this.indexAbort?.abort();
+    await this.indexing?.catch(() => undefined);
+    await this.parsePool?.close().catch(() => undefined);
+    await this.db?.save().catch(() => undefined);
+  }
+}

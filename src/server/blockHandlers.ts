@@ -1,0 +1,48 @@
+/** A block's requests: its details, what a pull would bring, the pull itself, the sandbox, the original source. */
+import type { Connection } from 'vscode-languageserver';
+import { pullBlock } from '../core/pull/pull';
+import { describeClass } from '../core/resolve/describe';
+import type { IndexService } from '../core/service/indexService';
+import { readClassFile } from '../core/store/sourceText';
+import { findTarget } from '../core/store/target';
+import { describeSandbox } from '../core/validate/sandbox';
+import { ExplainDependencies, GetBlockDetails, GetSandbox, PullBlock, ReadSource } from '../shared/protocol';
+import { onRequest, signalOf } from './rpc';
+
+export function registerBlockHandlers(connection: Connection, service: () => IndexService, runner: () => string, log: (area: string, message: string) => void): void {
+  onRequest(connection, GetBlockDetails, async ({ target }) => {
+    const { db } = await service().ready();
+    return describeClass(db, findTarget(db, target), service().pullSession(db).table);
+  });
+  onRequest(connection, ExplainDependencies, async ({ target, python }) => {
+    const { db, parser } = await service().ready();
+    const report = await pullBlock(service().pullSession(db), findTarget(db, target), { parser, python, validate: false, manifest: false });
+    return { target: report.target, sizes: report.sizes!, graph: report.graph! };
+  });
+  onRequest(connection, PullBlock, async (params, token) => {
+    const { db, parser } = await service().ready();
+    const ref = findTarget(db, params.target);
+    const report = await pullBlock(service().pullSession(db), ref, {
+      parser,
+      out: params.out,
+      python: params.python,
+      runner: runner(),
+      validate: params.validate,
+      timeoutMs: params.timeoutSeconds * 1000,
+      memoryMb: params.memoryMb,
+      signal: signalOf(token),
+      allowWeakSandbox: params.allowWeakSandbox === true,
+      wholeClasses: params.wholeClasses === true,
+    });
+    db.scheduleSave(500);
+    log('pull', `${report.target}: ${report.status}${report.tier ? ` (${report.tier})` : ''}${report.category ? ` ${report.category}: ${report.message}` : ''}`);
+    return report;
+  });
+  onRequest(connection, GetSandbox, ({ memoryMb }) => describeSandbox(memoryMb));
+  onRequest(connection, ReadSource, async ({ target }) => {
+    const { db } = await service().ready();
+    const ref = findTarget(db, target);
+    const { text } = await readClassFile(db, ref);
+    return { text, path: ref.path, line: ref.line, repo: ref.repo };
+  });
+}

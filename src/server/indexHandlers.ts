@@ -1,0 +1,45 @@
+/** The index's requests: its status, re-indexing, search, statistics and the tree of blocks. */
+import type { Connection } from 'vscode-languageserver';
+import type { IndexService } from '../core/service/indexService';
+import { searchBlocks, searchSuggestion } from '../core/search/search';
+import { blocksPerRepo, indexStats } from '../core/store/stats';
+import { GetIndexStatus, GetStats, ListTree, ReindexRepositories, SearchBlocks, SuggestSearch } from '../shared/protocol';
+import type { TreeNode } from '../shared/protocol';
+import { onRequest } from './rpc';
+
+export function registerIndexHandlers(connection: Connection, service: () => IndexService): void {
+  onRequest(connection, GetIndexStatus, () => service().status);
+  onRequest(connection, ReindexRepositories, async (params, token) => {
+    const s = service();
+    if (params) s.configure(params);
+    const run = s.reindex();
+    // cancelling the request stops this run (what was indexed so far stays)
+    const sub = token.onCancellationRequested(() => s.cancel());
+    try {
+      return await run;
+    } finally {
+      sub.dispose();
+    }
+  });
+  onRequest(connection, SearchBlocks, async (q) => searchBlocks((await service().ready()).db, q));
+  onRequest(connection, SuggestSearch, async ({ text }) => ({ meant: searchSuggestion((await service().ready()).db, text) }));
+  onRequest(connection, GetStats, async () => indexStats((await service().ready()).db));
+  onRequest(connection, ListTree, async ({ parent, query }) => {
+    const { db } = await service().ready();
+    if (!parent) return blocksPerRepo(db).map((r): TreeNode => ({ kind: 'repo', label: r.repo, repo: r.repo, count: r.blocks }));
+    if (parent.kind === 'repo') {
+      const hits = searchBlocks(db, { text: query ?? '', repo: parent.repo, limit: 1000, group: false });
+      const byCat = new Map<string, number>();
+      for (const h of hits) byCat.set(h.category, (byCat.get(h.category) ?? 0) + 1);
+      return [...byCat.entries()]
+        .sort((a, b) => a[0].localeCompare(b[0]))
+        .map(([category, n]): TreeNode => ({ kind: 'category', label: category, repo: parent.repo, category, count: n }));
+    }
+    if (parent.kind === 'category') {
+      return searchBlocks(db, { text: query ?? '', repo: parent.repo, category: parent.category, limit: 1000, group: false }).map(
+        (hit): TreeNode => ({ kind: 'block', label: hit.name, repo: hit.repo, category: hit.category, hit }),
+      );
+    }
+    return [];
+  });
+}

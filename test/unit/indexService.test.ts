@@ -1,0 +1,81 @@
+import * as assert from 'assert';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { pullBlock } from '../../src/core/pull/pull';
+import { searchBlocks } from '../../src/core/search/search';
+import { IndexService } from '../../src/core/service/indexService';
+import type { IndexStatus } from '../../src/core/service/indexService';
+import { findTarget } from '../../src/core/store/target';
+import { ASSETS, ROOT, tmpdir } from './helpers';
+
+/** The language server's index service, in this process, with its events recorded. */
+async function service(folder: string): Promise<{ svc: IndexService; statuses: IndexStatus[]; failed: string[]; changed: () => number }> {
+  const storage = await tmpdir('nnrag-svc-');
+  const statuses: IndexStatus[] = [];
+  const failed: string[] = [];
+  let changed = 0;
+  const svc = new IndexService(
+    { ...ASSETS, storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: [{ location: folder }, { location: path.join(storage, 'missing') }] },
+    { log: () => undefined, status: (s) => statuses.push(s), failed: (m) => failed.push(m), changed: () => void changed++ },
+  );
+  return { svc, statuses, failed, changed: () => changed };
+}
+
+async function until<T>(what: () => Promise<T | undefined> | T | undefined, ms = 20_000): Promise<T> {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await what();
+    if (v !== undefined) return v;
+    if (Date.now() - t0 > ms) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('the index service, in process (what the language server runs)', function () {
+  this.timeout(60_000);
+
+  it('indexes the configured folders, says which could not be indexed, follows edits live, and keeps one pull session', async () => {
+    const folder = path.join(await tmpdir('nnrag-svc-repo-'), 'tinyblocks');
+    await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), folder, { recursive: true });
+    const { svc, statuses, failed, changed } = await service(folder);
+    try {
+      const done = await svc.reindex();
+      assert.strictEqual(done.state, 'ready');
+      assert.ok(done.blocks > 0 && done.repos === 1, JSON.stringify(done));
+      assert.ok(statuses.some((s) => s.state === 'indexing'), 'progress is reported');
+      assert.strictEqual(failed.length, 1);
+      assert.match(failed[0], /cannot index .*missing/);
+      assert.ok(changed() >= 1);
+
+      const { db, parser } = await svc.ready();
+      const session = svc.pullSession(db);
+      assert.strictEqual(svc.pullSession(db), session, 'the session is kept while the index does not change');
+      const report = await pullBlock(session, findTarget(db, 'tinyblocks.blocks.ResidualBlock'), { parser, validate: false });
+      assert.strictEqual(report.status, 'extracted');
+
+      // a new file in the watched folder: searchable without a full run
+      await fsp.writeFile(path.join(folder, 'tinyblocks', 'gates.py'), 'import torch\n\n\nclass SquishGate(torch.nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n');
+      await until(() => (searchBlocks(db, { text: 'SquishGate', limit: 5 }).some((h) => h.name === 'SquishGate') ? true : undefined));
+      await until(() => (svc.pullSession(db) !== session ? true : undefined));
+    } finally {
+      await svc.dispose();
+    }
+  });
+
+  it('stops a run when cancelled and keeps what was indexed', async () => {
+    const folder = path.join(await tmpdir('nnrag-svc-repo-'), 'tinyblocks');
+    await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), folder, { recursive: true });
+    const { svc } = await service(folder);
+    try {
+      const run = svc.reindex();
+      svc.cancel();
+      const s = await run;
+      assert.strictEqual(s.state, 'ready');
+      assert.match(s.message, /cancelled|Indexed/);
+      const again = await svc.reindex();
+      assert.ok(again.blocks > 0);
+    } finally {
+      await svc.dispose();
+    }
+  });
+});
