@@ -3,15 +3,9 @@
  * is installed (following its changes), else `python.defaultInterpreterPath`, else `nnrag.pythonPath`, else `python3`.
  */
 import { execFile } from 'child_process';
+import { PythonExtension } from '@vscode/python-extension';
 import * as vscode from 'vscode';
 import { affects, setting, updateSetting } from './config';
-
-interface PythonApi {
-  environments?: {
-    getActiveEnvironmentPath(resource?: vscode.Uri): { path: string };
-    onDidChangeActiveEnvironmentPath: vscode.Event<unknown>;
-  };
-}
 
 export interface Interpreter {
   path: string;
@@ -22,20 +16,18 @@ export class InterpreterService implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<Interpreter>();
   readonly onDidChange = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [this.changed];
-  private api: PythonApi | undefined;
+  /** The Python extension's published API (`@vscode/python-extension`), when that extension is installed. */
+  private api: PythonExtension | undefined;
   /** interpreter path -> module name -> installed? */
   private readonly installed = new Map<string, Map<string, Promise<boolean>>>();
 
   async init(): Promise<void> {
-    const ext = vscode.extensions.getExtension<PythonApi>('ms-python.python');
-    if (ext) {
-      try {
-        this.api = ext.isActive ? ext.exports : await ext.activate();
-        const sub = this.api?.environments?.onDidChangeActiveEnvironmentPath(() => this.changed.fire(this.current()));
-        if (sub) this.disposables.push(sub);
-      } catch {
-        this.api = undefined;
-      }
+    try {
+      this.api = await PythonExtension.api();
+      this.disposables.push(this.api.environments.onDidChangeActiveEnvironmentPath(() => this.changed.fire(this.current())));
+    } catch {
+      // not installed, disabled, or an older extension without the environments API
+      this.api = undefined;
     }
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((e) => {
@@ -45,7 +37,7 @@ export class InterpreterService implements vscode.Disposable {
   }
 
   current(): Interpreter {
-    const fromExt = this.api?.environments?.getActiveEnvironmentPath()?.path;
+    const fromExt = this.api?.environments?.getActiveEnvironmentPath(vscode.workspace.workspaceFolders?.[0]?.uri)?.path;
     if (fromExt) return { path: fromExt, source: 'python extension' };
     const def = vscode.workspace.getConfiguration('python').get<string>('defaultInterpreterPath');
     if (def && def !== 'python') return { path: def, source: 'python.defaultInterpreterPath' };

@@ -2,6 +2,7 @@ import * as assert from 'assert';
 import { existsSync, readdirSync, readFileSync } from 'fs';
 import * as path from 'path';
 import { detectLicense } from '../../src/core/sources/license';
+import { stdlibModules } from '../../src/core/validate/sandbox';
 import { licenseFile } from './helpers';
 
 const COMMON = '/usr/share/common-licenses';
@@ -41,5 +42,16 @@ describe('license detection by similarity to the SPDX texts', () => {
     // a README is not a license; an MIT text with the project's own note below it still is MIT
     assert.strictEqual(detectLicense('# tinyblocks\n\nSmall PyTorch blocks for tests. Install with pip and import the blocks you need.\n'), undefined);
     assert.strictEqual(detectLicense(`${licenseFile('MIT')}\nThe weights are released separately.\n`), 'MIT');
+  });
+});
+
+describe("the standard library is the interpreter's", () => {
+  it('asks the interpreter for sys.stdlib_module_names, and says nothing when there is no interpreter', async function () {
+    this.timeout(30_000);
+    const names = await stdlibModules(process.env.NNRAG_TEST_PYTHON ?? '/usr/bin/python3');
+    if (!names) this.skip();
+    assert.ok(names.has('os') && names.has('json') && names.has('asyncio'));
+    assert.ok(!names.has('torch') && !names.has('numpy'));
+    assert.strictEqual(await stdlibModules('/nonexistent/python3'), undefined);
   });
 });

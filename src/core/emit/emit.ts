@@ -87,6 +87,8 @@ export interface EmitContext {
   now?: () => Date;
   /** Lines for the header after the license (why code of other repositories was inlined). */
   notes?: string[];
+  /** The standard library of the interpreter the file is for (default: stdlib.ts's list). */
+  stdlib?: ReadonlySet<string>;
 }
 
 const PROVENANCE_PREFIX = '# nnrag-provenance: ';
@@ -212,7 +214,7 @@ function importLine(e: ExternalImport, as: string): string {
   return as === e.module ? `import ${e.module}` : `import ${e.module} as ${as}`;
 }
 
-function importBlock(externals: ExternalImport[], names: Map<string, string>, future: boolean): { text: string; thirdParty: string[] } {
+function importBlock(externals: ExternalImport[], names: Map<string, string>, future: boolean, stdlib?: ReadonlySet<string>): { text: string; thirdParty: string[] } {
   const plain = new Set<string>();
   const froms = new Map<string, Set<string>>();
   for (const e of externals) {
@@ -226,7 +228,7 @@ function importBlock(externals: ExternalImport[], names: Map<string, string>, fu
     }
   }
   const lines: { group: number; sort: string; text: string }[] = [];
-  const groupOf = (module: string): number => (isStdlib(module) ? 1 : 2);
+  const groupOf = (module: string): number => (isStdlib(module, stdlib) ? 1 : 2);
   for (const p of plain) {
     const module = p.replace(/^import\s+/, '').split(/\s+/)[0];
     lines.push({ group: groupOf(module), sort: `${module} 0`, text: p });
@@ -243,7 +245,7 @@ function importBlock(externals: ExternalImport[], names: Map<string, string>, fu
     const block = lines.filter((l) => l.group === g).map((l) => l.text);
     if (block.length) groups.push(block.join('\n'));
   }
-  const thirdParty = [...new Set(externals.map((e) => e.module.split('.')[0]).filter((m) => !isStdlib(m)))].sort();
+  const thirdParty = [...new Set(externals.map((e) => e.module.split('.')[0]).filter((m) => !isStdlib(m, stdlib)))].sort();
   return { text: groups.join('\n\n'), thirdParty };
 }
 
@@ -390,7 +392,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const order = orderUnits(closure);
   const names = assignNames(closure, order);
   const future = order.some((n) => n.rec.facts.futureAnnotations);
-  const { text: imports, thirdParty } = importBlock([...closure.externals.values()], names, future);
+  const { text: imports, thirdParty } = importBlock([...closure.externals.values()], names, future, ctx.stdlib);
   const body: string[] = [];
   const definitions: ProvenanceEntry[] = [];
   const sizes: number[] = [];

@@ -1,4 +1,7 @@
-/** Top-level standard-library modules (CPython 3.11's sys.stdlib_module_names, public ones). */
+/**
+ * Top-level standard-library modules, for when no interpreter says which it has: CPython 3.11's
+ * `sys.stdlib_module_names` (public ones). A pull with an interpreter asks it (validate/sandbox.ts `stdlibModules`).
+ */
 export const STDLIB: ReadonlySet<string> = new Set(
   `__future__ abc aifc antigravity argparse array ast asynchat asyncio asyncore atexit audioop base64 bdb binascii
 bisect builtins bz2 cProfile calendar cgi cgitb chunk cmath cmd code codecs codeop collections colorsys compileall
@@ -17,7 +20,7 @@ turtle turtledemo types typing unicodedata unittest urllib uu uuid venv warnings
 winsound wsgiref xdrlib xml xmlrpc zipapp zipfile zipimport zlib zoneinfo typing_extensions`.split(/\s+/),
 );
 
-export function isStdlib(module: string): boolean {
+export function isStdlib(module: string, known: ReadonlySet<string> = STDLIB): boolean {
   const top = module.split('.')[0];
-  return STDLIB.has(top) && top !== 'typing_extensions';
+  return known.has(top) && top !== 'typing_extensions';
 }

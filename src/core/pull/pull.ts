@@ -27,7 +27,7 @@ import type { ClosureResult, Problem } from '../resolve/closure';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
 import { loadRepoRows, readIndexedFile } from '../store/sourceText';
 import type { RepoRow } from '../store/sourceText';
-import { importableModules } from '../validate/sandbox';
+import { importableModules, stdlibModules } from '../validate/sandbox';
 import { writeSafely } from '../emit/writeSafe';
 import { isValidated, validateFile } from '../validate/runner';
 import type { FailureCategory, OriginalClass, Requirement, Tier, ValidationReport, ValidatorPoolLike } from '../validate/runner';
@@ -221,6 +221,8 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       const file = session.files.get(r.fileId)!;
       return { repo: repo.name, url: repo.url, location: repo.location, commit: repo.commit, license: repo.license, path: file.path, blob: file.hash };
     },
+    // the interpreter's own standard library, when there is one to ask
+    stdlib: options.python ? await stdlibModules(options.python) : undefined,
   };
   const closure = await computeClosure(closureCtx, rec, fact.unit);
   const t1 = performance.now();

@@ -84,6 +84,14 @@ export function interpreterInfo(python: string): Promise<InterpreterInfo> {
   return askPython<InterpreterInfo>(python, PROBE);
 }
 
+const STDLIB_NAMES = 'import json, sys\nprint(json.dumps(sorted(getattr(sys, "stdlib_module_names", []))))';
+
+/** The interpreter's standard-library modules (`sys.stdlib_module_names`, Python 3.10+); undefined when it cannot say. */
+export async function stdlibModules(python: string): Promise<ReadonlySet<string> | undefined> {
+  const names = await askPython<string[]>(python, STDLIB_NAMES).catch(() => []);
+  return names.length ? new Set(names) : undefined;
+}
+
 const FIND_SPEC = 'import importlib.util, json, sys\nprint(json.dumps([n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]))';
 
 /** Which of `names` (top-level modules) the interpreter can import, asked without importing them (find_spec); none
