@@ -12,8 +12,9 @@ usage:
   nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--limit N] [--json]
                      the file a pull would write: the block's lines, the lines pulled in, and for the N largest
                      definitions pulled in (default 10) the chain of references that needs each
-  nn-rag pull TARGET [--db F] --out FILE [--force] [--python PY] [--no-validate] [--timeout S] [--json]
-                     [--inline | --no-inline] [--whole-classes]
+  nn-rag pull TARGET [--db F] --out FILE [--force] [--dry-run] [--python PY] [--no-validate] [--timeout S] [--json]
+                     [--inline | --no-inline] [--whole-classes] [--requirements]
+                     --dry-run prints what the pull would write as a unified diff and writes nothing
                      --whole-classes copies every class the block needs whole (else they keep the methods reached)
                      --force replaces a file that was not pulled, or was edited since (see update)
                      code of other indexed repositories is inlined when --python cannot import them,
@@ -25,8 +26,11 @@ usage:
   nn-rag stats [--db F] [--json]
   nn-rag spec TARGET [--db F]                       a neutral JSON specification of a block (no code)
   nn-rag spec --all [--repo R] [--limit N] --out-dir DIR [--db F] [--json]
-  nn-rag status [PATH...] [--db F] [--json]        which pulled files' upstream code changed (exit 1 if any)
-  nn-rag update FILE [--db F] [--json]               pull a pulled file again, keeping your edits (3-way merge)
+  nn-rag status [PATH...] [--db F] [--json]        pulled files: upstream changed, edited locally, conflicts left
+                                                    by an update (exit 1 if out of date or conflicted)
+  nn-rag update PATH... [--db F] [--dry-run] [--python PY | --no-validate] [--json]
+                                                    pull pulled files again, keeping your edits (3-way merge);
+                                                    --dry-run prints the diff; updated files are validated again
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
                                                     the batch extraction report as tables, or a page
 

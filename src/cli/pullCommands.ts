@@ -3,6 +3,8 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
+import { createTwoFilesPatch } from 'diff';
+import { bodyHash, readProvenance } from '../core/emit/emit';
 import { findTarget, listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
 import { CancelledError, errorMessage, NnragError } from '../core/base/errors';
@@ -40,6 +42,7 @@ const PULL_OPTIONS = {
   inline: {},
   'no-inline': {},
   'whole-classes': {},
+  'dry-run': {},
 };
 
 function defaultPython(env: CliEnv): string {
@@ -75,12 +78,32 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
   const out = opt(args, 'out');
   if (!out) throw new NnragError('usage', 'pull needs --out FILE');
   const validate = !flag(args, 'no-validate');
-  if (validate) await warnIfWeakSandbox(env, intOpt(args, 'memory-mb', 4096));
+  if (validate && !flag(args, 'dry-run')) await warnIfWeakSandbox(env, intOpt(args, 'memory-mb', 4096));
   const db = await openDb(args, env, true, true);
   try {
     const ref = findTarget(db, args.positionals[0]);
     const parser = await PythonParser.create(env.assets);
     const session = openPullSession(db, loadModuleTable(db));
+    if (flag(args, 'dry-run')) {
+      // what the file would become, as a unified diff against what is there now; nothing is written or run
+      const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-dry-'));
+      try {
+        const to = path.join(scratch, path.basename(out));
+        await pullBlock(session, ref, { ...pullOptions(args, env, parser, false), out: to, manifest: false });
+        const before = await fsp.readFile(out, 'utf8').catch(() => undefined);
+        const after = await fsp.readFile(to, 'utf8');
+        const [was, will] = [before === undefined ? undefined : readProvenance(before), readProvenance(after)];
+        if (was && will && was.hash === will.hash && bodyHash(before!) === was.hash && JSON.stringify(was.definitions) === JSON.stringify(will.definitions)) {
+          env.out(`${out}: unchanged (the pull would write the same code)\n`);
+          return EXIT.ok;
+        }
+        const patch = createTwoFilesPatch(before === undefined ? '/dev/null' : out, out, before ?? '', after, before === undefined ? 'new file' : 'now', 'after pull');
+        env.out(patch);
+        return EXIT.ok;
+      } finally {
+        await fsp.rm(scratch, { recursive: true, force: true });
+      }
+    }
     let report: PullReport;
     try {
       report = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out });

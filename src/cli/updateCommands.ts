@@ -3,6 +3,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { findTarget } from '../core/store/target';
+import type { ClassRef } from '../core/store/target';
 import { bodyHash, parseProvenance, readProvenance, splitPulled } from '../core/emit/emit';
 import { manifestPath, writeManifests } from '../core/emit/manifest';
 import type { Manifest } from '../core/emit/manifest';
@@ -10,36 +11,52 @@ import { merge3 } from '../core/emit/merge';
 import { upstreamStatus } from '../core/emit/upstream';
 import { NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
-import { openPullSession, pullBlock } from '../core/pull/pull';
+import { openPullSession, originalOf, pullBlock } from '../core/pull/pull';
+import type { PullSession } from '../core/pull/pull';
+import type { IndexDb } from '../core/store/database';
+import { validateFile } from '../core/validate/runner';
+import { createTwoFilesPatch } from 'diff';
 import { loadModuleTable } from '../core/resolve/loadTable';
-import { flag } from './env';
-import { EXIT, openDb, parse } from './env';
+import { EXIT, flag, intOpt, openDb, opt, parse } from './env';
 import type { CliEnv } from './env';
 
-export async function statusCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, {});
-  const roots = args.positionals.length ? args.positionals : ['.'];
+/** The `.py` files under `roots` (files and folders; links, hidden folders and caches are skipped). */
+async function pythonFilesUnder(roots: string[]): Promise<string[]> {
   const files: string[] = [];
-  const walk = async (p: string, depth: number): Promise<void> => {
+  const walk = async (p: string, depth: number, top: boolean): Promise<void> => {
     const st = await fsp.lstat(p).catch(() => undefined);
     if (!st) throw new NnragError('not-found', `no such file or folder: ${p}`);
     if (st.isSymbolicLink()) return;
-    if (st.isFile() && p.endsWith('.py')) files.push(p);
+    if (st.isFile() && (p.endsWith('.py') || top)) files.push(p);
     else if (st.isDirectory() && depth < 8) {
-      for (const e of await fsp.readdir(p)) if (!e.startsWith('.') && e !== 'node_modules' && e !== '__pycache__') await walk(path.join(p, e), depth + 1);
+      for (const e of (await fsp.readdir(p)).sort()) if (!e.startsWith('.') && e !== 'node_modules' && e !== '__pycache__') await walk(path.join(p, e), depth + 1, false);
     }
   };
-  for (const r of roots) await walk(r, 0);
+  for (const r of roots) await walk(r, 0, true);
+  return files;
+}
+
+/** Conflict markers a merge left in a file (a line starting `<<<<<<< `, then `=======`, then `>>>>>>> `). */
+export function conflictMarkers(text: string): number {
+  return [...text.matchAll(/^<{7} [^\n]*\n[^]*?^={7}\n[^]*?^>{7} /gm)].length;
+}
+
+export async function statusCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, {});
+  const files = await pythonFilesUnder(args.positionals.length ? args.positionals : ['.']);
   const db = await openDb(args, env);
-  const rows: { file: string; target: string; state: string; reason?: string; changed: { names: string[]; path: string; state: string }[] }[] = [];
+  const rows: { file: string; target: string; state: string; edited: boolean; conflicts: number; reason?: string; changed: { names: string[]; path: string; state: string }[] }[] = [];
   try {
     for (const f of files) {
-      const { provenance: prov, damaged } = parseProvenance(await fsp.readFile(f, 'utf8').catch(() => ''));
+      const text = await fsp.readFile(f, 'utf8').catch(() => '');
+      const { provenance: prov, damaged } = parseProvenance(text);
+      const conflicts = conflictMarkers(text);
       if (damaged) {
-        rows.push({ file: f, target: '?', state: 'damaged', reason: damaged, changed: [] });
+        rows.push({ file: f, target: '?', state: 'damaged', edited: true, conflicts, reason: damaged, changed: [] });
         continue;
       }
       if (!prov) continue;
+      const edited = bodyHash(text) !== prov.hash;
       let known = true;
       try {
         findTarget(db, prov.target);
@@ -50,7 +67,9 @@ export async function statusCommand(argv: string[], env: CliEnv): Promise<number
       rows.push({
         file: f,
         target: prov.target,
-        state: known ? up.state : 'unknown',
+        state: conflicts ? 'conflicted' : known ? up.state : 'unknown',
+        edited,
+        conflicts,
         ...(known ? {} : { reason: `${prov.target} is not in this index` }),
         changed: up.entries.filter((e) => e.state === 'changed' || e.state === 'missing').map((e) => ({ names: e.names, path: e.path, state: e.state })),
       });
@@ -62,30 +81,92 @@ export async function statusCommand(argv: string[], env: CliEnv): Promise<number
   else if (!rows.length) env.out('no pulled files here\n');
   else {
     for (const r of rows) {
+      const upstream = r.changed.length ? `upstream changed: ${r.changed.map((c) => `${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('; ')}` : undefined;
       const what =
-        r.state === 'changed'
-          ? `upstream changed: ${r.changed.map((c) => `${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('; ')}`
-          : r.state === 'damaged'
-            ? `damaged header: ${r.reason}`
-            : r.state === 'unknown'
-              ? (r.reason ?? 'repository not in this index')
-              : 'up to date';
-      env.out(`${r.file}  ${r.target}  ${what}\n`);
+        r.state === 'conflicted'
+          ? `${r.conflicts} unresolved conflict${r.conflicts === 1 ? '' : 's'} (<<<<<<< markers)${upstream ? `; ${upstream}` : ''}`
+          : r.state === 'changed'
+            ? upstream!
+            : r.state === 'damaged'
+              ? `damaged header: ${r.reason}`
+              : r.state === 'unknown'
+                ? (r.reason ?? 'repository not in this index')
+                : 'up to date';
+      env.out(`${r.file}  ${r.target}  ${what}${r.edited && r.state !== 'damaged' ? '; edited locally' : ''}\n`);
     }
   }
   // like `git diff --exit-code`: 1 when something is out of date
-  return rows.some((r) => r.state === 'changed' || r.state === 'damaged') ? EXIT.failed : EXIT.ok;
+  return rows.some((r) => r.state === 'changed' || r.state === 'damaged' || r.state === 'conflicted') ? EXIT.failed : EXIT.ok;
 }
 
 /**
- * `nn-rag update FILE`: pulls the file's block again from the index and keeps the user's edits: a three-way merge
- * of the edited body and the new upstream body against the body as pulled (kept in NAME.manifest.json). Conflicts
- * are written with markers, and the command exits 1.
+ * `nn-rag update FILE|FOLDER...`: pulls each pulled file's block again from the index and keeps the user's edits: a
+ * three-way merge of the edited body and the new upstream body against the body as pulled (kept in NAME.manifest.json).
+ * Conflicts are written with markers (exit 1). `--dry-run` prints what would change as a unified diff and writes
+ * nothing; an updated file is validated again unless `--no-validate`.
  */
 export async function updateCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, {});
-  if (args.positionals.length !== 1) throw new NnragError('usage', 'update needs one pulled FILE');
-  const file = path.resolve(args.positionals[0]);
+  const args = parse(argv, { 'dry-run': {}, 'no-validate': {}, python: { value: true }, timeout: { value: true }, 'memory-mb': { value: true } });
+  if (!args.positionals.length) throw new NnragError('usage', 'update needs pulled FILEs or folders');
+  const files: string[] = [];
+  for (const f of await pythonFilesUnder(args.positionals)) {
+    const text = await fsp.readFile(f, 'utf8').catch(() => '');
+    // a file named on the command line must be a pulled one; in a folder, the others are left alone
+    if (args.positionals.includes(f) || parseProvenance(text).provenance || parseProvenance(text).damaged) files.push(path.resolve(f));
+  }
+  if (!files.length) throw new NnragError('not-found', `no pulled files in ${args.positionals.join(', ')}`);
+  const db = await openDb(args, env);
+  const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-update-'));
+  let failed = false;
+  try {
+    const parser = await PythonParser.create(env.assets);
+    const session = openPullSession(db, loadModuleTable(db));
+    for (const file of files) {
+      const outcome = await updateOne(file, { db, parser, session, scratch, dryRun: flag(args, 'dry-run') });
+      // validated as a pull is, and compared with its original where that can be imported, unless the user's edits
+      // are in it (they are meant to differ)
+      const original = outcome.ref && outcome.line.state === 'updated' ? originalOf(session, outcome.ref) : undefined;
+      const say = (line: Record<string, unknown>, human: string): void => env.out(flag(args, 'json') ? `${JSON.stringify({ file, ...line })}\n` : `${human}\n`);
+      if (outcome.diff !== undefined) env.out(outcome.diff);
+      let validation: Awaited<ReturnType<typeof validateFile>> | undefined;
+      if (outcome.written && !flag(args, 'no-validate')) {
+        validation = await validateFile(file, {
+          original: original && 'module' in original ? original : undefined,
+          className: outcome.ref?.name,
+          python: opt(args, 'python') ?? (env.env.NNRAG_PYTHON || 'python3'),
+          runner: env.assets.runner,
+          timeoutMs: intOpt(args, 'timeout', 120) * 1000,
+          memoryMb: intOpt(args, 'memory-mb', 4096),
+          signal: env.signal,
+        });
+      }
+      const tier = validation ? `; validated again: ${validation.ok ? 'passed' : 'failed'}, tier ${validation.tier ?? 'none'}${validation.category ? ` (${validation.category}: ${validation.message})` : ''}` : '';
+      say({ ...outcome.line, ...(validation ? { validation: { ok: validation.ok, tier: validation.tier, category: validation.category ?? null } } : {}) }, `${outcome.human}${tier}`);
+      if (outcome.failed || (validation && !validation.ok)) failed = true;
+    }
+  } finally {
+    db.close();
+    await fsp.rm(scratch, { recursive: true, force: true });
+  }
+  return failed ? EXIT.failed : EXIT.ok;
+}
+
+interface UpdateOutcome {
+  line: Record<string, unknown>;
+  human: string;
+  /** The file was written (and can be validated again). */
+  written: boolean;
+  failed: boolean;
+  /** With --dry-run: what would change, as a unified diff. */
+  diff?: string;
+  /** The block the file holds. */
+  ref?: ClassRef;
+}
+
+async function updateOne(
+  file: string,
+  { db, parser, session, scratch, dryRun }: { db: IndexDb; parser: PythonParser; session: PullSession; scratch: string; dryRun: boolean },
+): Promise<UpdateOutcome> {
   const text = await fsp.readFile(file, 'utf8').catch(() => {
     throw new NnragError('not-found', `no such file: ${file}`);
   });
@@ -96,48 +177,43 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
     .readFile(manifestPath(file), 'utf8')
     .then((t) => JSON.parse(t) as Manifest)
     .catch(() => undefined)) as Manifest | undefined;
-  const db = await openDb(args, env);
-  const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-update-'));
-  try {
-    const parser = await PythonParser.create(env.assets);
-    const fresh = path.join(scratch, path.basename(file));
-    await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, prov.target), { parser, out: fresh, validate: false, manifest: false });
-    const freshText = await fsp.readFile(fresh, 'utf8');
-    const freshProv = readProvenance(freshText)!;
-    const upstream = splitPulled(freshText);
-    const mine = splitPulled(text);
-    const edited = bodyHash(text) !== prov.hash;
-    const say = (line: Record<string, unknown>, human: string): void => env.out(flag(args, 'json') ? `${JSON.stringify({ file, ...line })}\n` : `${human}\n`);
-    if (freshProv.hash === prov.hash) {
-      if (JSON.stringify(freshProv.definitions) !== JSON.stringify(prov.definitions)) {
-        // the same code, but the header records other sources (an edited header): it is written again
-        await fsp.writeFile(file, `${upstream.header}${mine.body}`, 'utf8');
-        say({ state: 'header-refreshed' }, `${file}: the code is up to date with ${prov.target}; its header recorded other sources and was written again`);
-        return EXIT.ok;
-      }
-      say({ state: 'up-to-date' }, `${file}: up to date with ${prov.target}`);
-      return EXIT.ok;
+  const fresh = path.join(scratch, path.basename(file));
+  await fsp.rm(fresh, { force: true });
+  const ref = findTarget(db, prov.target);
+  await pullBlock(session, ref, { parser, out: fresh, validate: false, manifest: false });
+  const freshText = await fsp.readFile(fresh, 'utf8');
+  const freshProv = readProvenance(freshText)!;
+  const upstream = splitPulled(freshText);
+  const mine = splitPulled(text);
+  const edited = bodyHash(text) !== prov.hash;
+  const write = async (next: string, base: string | undefined): Promise<{ written: boolean; diff?: string }> => {
+    if (dryRun) return { written: false, diff: createTwoFilesPatch(file, file, text, next, 'yours', 'after update') };
+    await fsp.writeFile(file, next, 'utf8');
+    if (base !== undefined) await writeManifests(file, freshProv, undefined, base);
+    return { written: true };
+  };
+  if (freshProv.hash === prov.hash) {
+    if (JSON.stringify(freshProv.definitions) !== JSON.stringify(prov.definitions)) {
+      // the same code, but the header records other sources (an edited header): it is written again
+      const w = await write(`${upstream.header}${mine.body}`, undefined);
+      return { ...w, written: false, failed: false, line: { state: 'header-refreshed' }, human: `${file}: the code is up to date with ${prov.target}; its header recorded other sources${dryRun ? ' and would be written again' : ' and was written again'}` };
     }
-    let body: string;
-    let conflicts = 0;
-    if (!edited) body = upstream.body;
-    else if (manifest?.base_body !== undefined) {
-      const merged = merge3(manifest.base_body, mine.body, upstream.body);
-      body = merged.text;
-      conflicts = merged.conflicts;
-    } else {
-      throw new NnragError('bad-source', `${file} was edited since the pull and ${path.basename(manifestPath(file))} keeps no base to merge against; pull again into another file and compare`);
-    }
-    await fsp.writeFile(file, `${upstream.header}${body}`, 'utf8');
-    await writeManifests(file, freshProv, undefined, upstream.body);
-    if (conflicts) {
-      say({ state: 'conflicts', conflicts }, `${file}: updated from upstream with ${conflicts} conflict${conflicts === 1 ? '' : 's'} between your edits and upstream; resolve the <<<<<<< markers`);
-      return EXIT.failed;
-    }
-    say({ state: edited ? 'merged' : 'updated' }, `${file}: updated from upstream${edited ? ', your edits kept' : ''}`);
-    return EXIT.ok;
-  } finally {
-    db.close();
-    await fsp.rm(scratch, { recursive: true, force: true });
+    return { written: false, failed: false, line: { state: 'up-to-date' }, human: `${file}: up to date with ${prov.target}` };
   }
+  let body: string;
+  let conflicts = 0;
+  if (!edited) body = upstream.body;
+  else if (manifest?.base_body !== undefined) {
+    const merged = merge3(manifest.base_body, mine.body, upstream.body);
+    body = merged.text;
+    conflicts = merged.conflicts;
+  } else {
+    throw new NnragError('bad-source', `${file} was edited since the pull and ${path.basename(manifestPath(file))} keeps no base to merge against; pull again into another file and compare`);
+  }
+  const w = await write(`${upstream.header}${body}`, upstream.body);
+  const would = dryRun ? 'would be ' : '';
+  if (conflicts) {
+    return { ...w, written: false, failed: true, line: { state: 'conflicts', conflicts, dryRun }, human: `${file}: ${would}updated from upstream with ${conflicts} conflict${conflicts === 1 ? '' : 's'} between your edits and upstream${dryRun ? '' : '; resolve the <<<<<<< markers'}` };
+  }
+  return { ...w, ref, failed: false, line: { state: edited ? 'merged' : 'updated', dryRun }, human: `${file}: ${would}updated from upstream${edited ? ', your edits kept' : ''}` };
 }

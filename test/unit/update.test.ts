@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { merge3 } from '../../src/core/emit/merge';
-import { cli, ROOT, tmpdir } from './helpers';
+import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 
 describe('three-way merge and nn-rag update', function () {
   this.timeout(60_000);
@@ -53,9 +53,20 @@ describe('three-way merge and nn-rag update', function () {
     await fsp.writeFile(se(repo), (await fsp.readFile(se(repo), 'utf8')).replace('rd_ratio=0.25', 'rd_ratio=0.125'));
     assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
     assert.strictEqual((await cli('status', file, '--db', db)).code, 1, 'status sees the upstream change');
-    const r = await cli('update', file, '--db', db, '--json');
+    // --dry-run: the change as a diff, nothing written
+    const before = await fsp.readFile(file, 'utf8');
+    const dry = await cli('update', file, '--db', db, '--dry-run');
+    assert.strictEqual(dry.code, 0, dry.out + dry.err);
+    assert.match(dry.out, /^-.*rd_ratio=0\.25/m);
+    assert.match(dry.out, /^\+.*rd_ratio=0\.125/m);
+    assert.match(dry.out, /would be updated from upstream, your edits kept/);
+    assert.strictEqual(await fsp.readFile(file, 'utf8'), before);
+    // the update validates the merged file again (up to forward: with your edits it is meant to differ from upstream)
+    const r = await cli('update', file, '--db', db, '--json', '--python', PYTHON_WITH_TORCH);
     assert.strictEqual(r.code, 0, r.out + r.err);
-    assert.strictEqual(JSON.parse(r.out).state, 'merged');
+    const line = JSON.parse(r.out);
+    assert.strictEqual(line.state, 'merged');
+    assert.deepStrictEqual([line.validation.ok, line.validation.tier], [true, 'forward']);
     const after = await fsp.readFile(file, 'utf8');
     assert.ok(after.includes('self.act = nn.GELU()  # mine'), 'the edit is kept');
     assert.ok(after.includes('rd_ratio=0.125'), 'the upstream change is in');
@@ -73,5 +84,47 @@ describe('three-way merge and nn-rag update', function () {
     assert.match(r.out, /1 conflict between your edits and upstream/);
     const after = await fsp.readFile(file, 'utf8');
     assert.match(after, /<<<<<<< yours\n.*rd_ratio=0\.5.*\n=======\n.*rd_ratio=0\.125.*\n>>>>>>> upstream/);
+    // status names the conflict and the edit (it said "up to date" over conflict markers before)
+    const s = await cli('status', path.dirname(file), '--db', db, '--json');
+    assert.strictEqual(s.code, 1);
+    const [row] = JSON.parse(s.out);
+    assert.deepStrictEqual([row.state, row.conflicts, row.edited], ['conflicted', 1, true]);
+  });
+
+  it('says which pulled files were edited, and updates a folder of them (several files at once)', async () => {
+    const { repo, db, file } = await setup();
+    const other = path.join(path.dirname(file), 'se_block.py');
+    assert.strictEqual((await cli('pull', 'tinyblocks.layers.se.SqueezeExcite', '--db', db, '--out', other, '--no-validate')).code, 0);
+    await fsp.writeFile(file, (await fsp.readFile(file, 'utf8')).replace('self.act = nn.ReLU(inplace=True)', 'self.act = nn.GELU()  # mine'));
+    const s = await cli('status', path.dirname(file), '--db', db);
+    assert.strictEqual(s.code, 0, 'edits alone are not out of date');
+    assert.match(s.out, /residual_block\.py .* up to date; edited locally/);
+    assert.match(s.out, /se_block\.py .* up to date\n/);
+    await fsp.writeFile(se(repo), (await fsp.readFile(se(repo), 'utf8')).replace('rd_ratio=0.25', 'rd_ratio=0.125'));
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const r = await cli('update', path.dirname(file), '--db', db, '--no-validate');
+    assert.strictEqual(r.code, 0, r.out + r.err);
+    assert.match(r.out, /residual_block\.py: updated from upstream, your edits kept/);
+    assert.match(r.out, /se_block\.py: updated from upstream\n/);
+    for (const f of [file, other]) assert.match(await fsp.readFile(f, 'utf8'), /rd_ratio=0\.125/);
+  });
+
+  it('shows what a pull would write as a diff, and writes nothing (pull --dry-run)', async () => {
+    const { db, file } = await setup();
+    const fresh = path.join(path.dirname(file), 'new_block.py');
+    const r = await cli('pull', 'tinyblocks.layers.se.SqueezeExcite', '--db', db, '--out', fresh, '--dry-run');
+    assert.strictEqual(r.code, 0, r.err);
+    assert.match(r.out, /^--- \/dev\/null\tnew file$/m);
+    assert.match(r.out, /^\+class SqueezeExcite\(nn\.Module\):$/m);
+    await assert.rejects(fsp.access(fresh));
+    assert.match((await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', file, '--dry-run')).out, /unchanged/);
+    await fsp.writeFile(file, (await fsp.readFile(file, 'utf8')).replace('self.act = nn.ReLU(inplace=True)', 'self.act = nn.GELU()  # mine'));
+    const edited = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', file, '--dry-run');
+    assert.match(edited.out, /^-.*nn\.GELU\(\)  # mine$/m);
+    assert.match(edited.out, /^\+.*nn\.ReLU\(inplace=True\)$/m);
+    // without --force the edited file is not replaced
+    const refused = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', file, '--no-validate');
+    assert.notStrictEqual(refused.code, 0);
+    assert.match(refused.err, /edited since it was pulled .*--force replaces it/);
   });
 });
