@@ -1,6 +1,7 @@
 /** The commands: search, pull into the workspace, open source, re-index, add a repository. */
 import * as path from 'path';
 import * as vscode from 'vscode';
+import { requirementsText } from '../core/validate/requirements';
 import { setting, updateSetting } from './config';
 import type { DependencyTreeProvider } from './dependencyTree';
 import { STDLIB } from '../core/emit/stdlib';
@@ -306,7 +307,7 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
   await doc.save();
   await vscode.window.showTextDocument(doc);
   if (preview.status === 'failed') {
-    showFailure(log, preview);
+    showFailure(log, preview, vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt')));
     return preview;
   }
 
@@ -358,22 +359,29 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
     const req = vscode.l10n.t('Write Requirements');
     const weaker = report.validation?.weakSandbox ? ` ${vscode.l10n.t('(weaker sandbox: {0})', report.validation.weakSandbox)}` : '';
     void vscode.window.showInformationMessage(`${vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', path.basename(dest.fsPath))}${weaker}`, req).then(async (pick) => {
-      if (pick !== req) return;
-      const lines = (report.requirements ?? []).map((r) => (r.distribution && r.version ? `${r.distribution}==${r.version}` : `${r.module}  # not installed`));
-      const file = vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt'));
-      await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(`${lines.join('\n')}\n`));
-      await vscode.window.showTextDocument(file);
+      if (pick === req) await writeRequirements(report, vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt')));
     });
   } else {
-    showFailure(log, report);
+    showFailure(log, report, vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt')));
   }
   return report;
 }
 
-function showFailure(log: vscode.LogOutputChannel, report: PullReport): void {
+/** Writes the pulled file's requirements (PEP 440 specifiers that pip installs) and opens them. */
+async function writeRequirements(report: PullReport, file: vscode.Uri): Promise<void> {
+  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(requirementsText(report.requirements, report.imports)));
+  await vscode.window.showTextDocument(file);
+}
+
+function showFailure(log: vscode.LogOutputChannel, report: PullReport, requirementsFile: vscode.Uri): void {
   log.warn(`[pull] ${report.target}: ${report.status} at tier ${report.tier ?? 'none'}: ${report.category}: ${report.message}`);
   const show = vscode.l10n.t('Show Log');
+  // a package the interpreter lacks: what to install is one click away
+  const req = report.category === 'missing-package' ? [vscode.l10n.t('Write Requirements')] : [];
   void vscode.window
-    .showWarningMessage(vscode.l10n.t('{0} did not validate (tier {1}): {2}: {3}', report.target, report.tier ?? 'none', report.category ?? '', report.message ?? ''), show)
-    .then((pick) => pick === show && log.show());
+    .showWarningMessage(vscode.l10n.t('{0} did not validate (tier {1}): {2}: {3}', report.target, report.tier ?? 'none', report.category ?? '', report.message ?? ''), show, ...req)
+    .then(async (pick) => {
+      if (pick === show) log.show();
+      else if (pick && pick === req[0]) await writeRequirements(report, requirementsFile);
+    });
 }

@@ -420,14 +420,4 @@ function recordValidation(db: IndexDb, classId: number, report: PullReport): voi
   );
 }
 
-/** `requirements.txt` lines for the distributions a pulled file imports. */
-export function requirementsText(reqs: Requirement[] | undefined, modules: string[]): string {
-  const lines = new Set<string>();
-  const known = new Map((reqs ?? []).map((r) => [r.module, r]));
-  for (const m of modules) {
-    const r = known.get(m);
-    if (r?.distribution && r.version) lines.add(`${r.distribution}==${r.version}`);
-    else lines.add(`${m}  # not installed in the validating interpreter`);
-  }
-  return [...lines].sort().join('\n') + (lines.size ? '\n' : '');
-}
+export { requirementsText } from '../validate/requirements';

@@ -1,0 +1,28 @@
+import * as assert from 'assert';
+import { satisfies, validRange } from '@renovatebot/pep440';
+import { requirementSpecifier, requirementsText } from '../../src/core/validate/requirements';
+
+describe('requirements a pulled file can be installed with (PEP 440)', () => {
+  it("writes a local-label version (Debian's torch 1.13.0a0+gitunknown) as a specifier the public releases satisfy", () => {
+    const spec = requirementSpecifier('1.13.0a0+gitunknown');
+    assert.strictEqual(spec, '~=1.13.0a0');
+    assert.ok(validRange(spec), `${spec} is a PEP 440 specifier`);
+    for (const v of ['1.13.0', '1.13.1']) assert.ok(satisfies(v, spec), `${v} satisfies ${spec}`);
+    assert.ok(!satisfies('1.14.0', spec) && !satisfies('1.12.1', spec));
+    assert.ok(!spec.includes('+'), 'no local label: no index serves one');
+  });
+
+  it('keeps ordinary versions compatible, leaves an unreadable one open, and names what the interpreter lacks', () => {
+    assert.strictEqual(requirementSpecifier('0.14.1'), '~=0.14.1');
+    assert.strictEqual(requirementSpecifier('2'), '>=2');
+    assert.strictEqual(requirementSpecifier('not a version'), '');
+    const text = requirementsText(
+      [
+        { module: 'torch', distribution: 'torch', version: '1.13.0a0+gitunknown' },
+        { module: 'yaml', distribution: 'PyYAML', version: '6.0' },
+      ],
+      ['torch', 'yaml', 'einops'],
+    );
+    assert.strictEqual(text, 'PyYAML~=6.0\neinops  # not installed in the validating interpreter\ntorch~=1.13.0a0\n');
+  });
+});
