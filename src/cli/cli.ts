@@ -2,7 +2,7 @@
 import { NnragError } from '../core/base/errors';
 import { CLEAR_LINE, EXIT, reportError, terminalSafe } from './env';
 import type { CliEnv } from './env';
-import { HELP } from './help';
+import { COMMANDS, commandHelp, didYouMean, HELP } from './help';
 import { indexCommand, statsCommand } from './indexCommands';
 import { pullCommand, validateCommand } from './pullCommands';
 import { searchCommand, showCommand } from './searchCommands';
@@ -21,6 +21,14 @@ export async function runCli(argv: string[], rawEnv: CliEnv): Promise<number> {
   };
   const [command, ...rest] = argv;
   try {
+    // `nn-rag pull --help`: that command's usage
+    if (command && (rest.includes('--help') || rest.includes('-h'))) {
+      const help = commandHelp(command);
+      if (help) {
+        env.out(help);
+        return EXIT.ok;
+      }
+    }
     switch (command) {
       case undefined:
       case 'help':
@@ -52,7 +60,7 @@ export async function runCli(argv: string[], rawEnv: CliEnv): Promise<number> {
       case 'update':
         return await updateCommand(rest, env);
       default:
-        throw new NnragError('usage', `unknown command '${command}'; run 'nn-rag --help'`);
+        throw new NnragError('usage', `unknown command '${command}'${didYouMean(command, COMMANDS, 'nn-rag ')}; run 'nn-rag --help'`);
     }
   } catch (err) {
     return reportError(err, env);

@@ -4,6 +4,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { CancelledError, NnragError } from '../core/base/errors';
 import { IndexDb } from '../core/store/database';
+import { didYouMean } from './help';
 import type { WasmPaths } from '../core/parse/parser';
 
 export interface CliAssets extends WasmPaths {
@@ -20,6 +21,8 @@ export interface CliEnv {
   err: (text: string) => void;
   /** Whether stderr is a terminal (progress lines are drawn only there). */
   tty: boolean;
+  /** The terminal's width (progress lines are cut to it). */
+  columns?: number;
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
 }
@@ -96,7 +99,7 @@ export function progressLine(env: CliEnv): (text: string) => void {
     const now = performance.now();
     if (now - last < 80) return;
     last = now;
-    env.err(`\r\x1b[K${text.slice(0, 110)}`);
+    env.err(`\r\x1b[K${text.slice(0, Math.max(20, (env.columns ?? 80) - 1))}`);
   };
 }
 
@@ -127,7 +130,7 @@ export function parseArgs(argv: string[], spec: Record<string, OptionSpec>): Par
       const eq = a.indexOf('=');
       const name = eq >= 0 ? a.slice(2, eq) : a.slice(2);
       const s = spec[name];
-      if (!s) throw new NnragError('usage', `unknown option --${name}`);
+      if (!s) throw new NnragError('usage', `unknown option --${name}${didYouMean(name, Object.keys(spec), '--')}`);
       let value = 'true';
       if (s.value) {
         if (eq >= 0) value = a.slice(eq + 1);

@@ -1,34 +1,36 @@
-/** The text of `nn-rag --help`. */
+/** The text of `nn-rag --help`, each command's own help, and suggestions for mistyped names. */
+import { closest, distance } from 'fastest-levenshtein';
+
 export const HELP = `nn-rag: find PyTorch nn.Module blocks across repositories and pull a validated copy
 
 usage:
   nn-rag index SOURCE... [--db F] [--name N] [--ref R] [--include G]... [--exclude G]... [--symbols G]...
                          [--priority P] [--python-env PY --packages a,b] [--cache DIR]
-                         [--dup-lexical J] [--dup-structural J] [--inline | --no-inline] [--json]
+                         [--dup-lexical J] [--dup-structural J] [--inline | --no-inline] [--max-file-kb KB] [--json]
                          --inline / --no-inline: pulls from other repositories always inline / import this one
   nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
-                      [--all-copies] [--json]
+                      [--validation validated|failed|none] [--all-copies] [--json]
   nn-rag show TARGET [--db F] [--json]
   nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--limit N] [--json]
                      the file a pull would write: the block's lines, the lines pulled in, and for the N largest
                      definitions pulled in (default 10) the chain of references that needs each
   nn-rag pull TARGET [--db F] --out FILE [--force] [--dry-run] [--python PY] [--no-validate] [--timeout S] [--json]
-                     [--inline | --no-inline] [--whole-classes] [--requirements]
+                     [--memory-mb MB] [--inline | --no-inline] [--whole-classes] [--requirements]
                      --dry-run prints what the pull would write as a unified diff and writes nothing
                      --whole-classes copies every class the block needs whole (else they keep the methods reached)
                      --force replaces a file that was not pulled, or was edited since (see update)
                      code of other indexed repositories is inlined when --python cannot import them,
                      else imported (a block of an installed package imports the rest of that package);
                      --inline inlines all of it, --no-inline imports all of it
-  nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--limit N] [--start-from N] [--python PY]
+  nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--repo R] [--limit N] [--start-from N] [--python PY]
               [--jobs N] [--no-pool] [--json]       validation in N warm interpreters (default: one per core)
-  nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--json]
+  nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--memory-mb MB] [--json]
   nn-rag stats [--db F] [--json]
   nn-rag spec TARGET [--db F]                       a neutral JSON specification of a block (no code)
   nn-rag spec --all [--repo R] [--limit N] --out-dir DIR [--db F] [--json]
   nn-rag status [PATH...] [--db F] [--json]        pulled files: upstream changed, edited locally, conflicts left
                                                     by an update (exit 1 if out of date or conflicted)
-  nn-rag update PATH... [--db F] [--dry-run] [--python PY | --no-validate] [--json]
+  nn-rag update PATH... [--db F] [--dry-run] [--python PY | --no-validate] [--timeout S] [--memory-mb MB] [--json]
                                                     pull pulled files again, keeping your edits (3-way merge);
                                                     --dry-run prints the diff; updated files are validated again
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
@@ -49,3 +51,27 @@ exit codes:
   3    bad input (a missing folder, a bad URL, an unreadable database, a missing interpreter)
   130  cancelled (Ctrl-C)
 `;
+
+/** The usage lines of one command, cut from HELP (one source for both), with the exit codes. */
+export function commandHelp(command: string): string | undefined {
+  const lines = HELP.split('\n');
+  const out: string[] = [];
+  let inside = false;
+  for (const line of lines) {
+    if (/^ {2}nn-rag \S/.test(line)) inside = line.startsWith(`  nn-rag ${command} `) || line === `  nn-rag ${command}`;
+    else if (!/^ {3,}\S/.test(line)) inside = false;
+    if (inside) out.push(line);
+  }
+  if (!out.length) return undefined;
+  const exit = HELP.slice(HELP.indexOf('exit codes:'));
+  return `usage:\n${out.join('\n')}\n\n${exit}`;
+}
+
+export const COMMANDS = ['index', 'search', 'show', 'stats', 'pull', 'validate', 'spec', 'report', 'status', 'update', 'help'];
+
+/** "; did you mean X?" for a mistyped name close to one of `known`, else nothing. */
+export function didYouMean(typed: string, known: string[], prefix = ''): string {
+  if (!known.length) return '';
+  const best = closest(typed, known);
+  return distance(typed, best) <= Math.max(1, Math.floor(best.length / 3)) ? `; did you mean ${prefix}${best}?` : '';
+}

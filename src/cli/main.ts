@@ -39,6 +39,7 @@ runCli(process.argv.slice(2), {
   out: (t) => process.stdout.write(t),
   err: (t) => process.stderr.write(t),
   tty: !!process.stderr.isTTY,
+  columns: process.stderr.columns,
   env: process.env,
   signal: controller.signal,
 }).then(

@@ -1,6 +1,7 @@
 import * as assert from 'assert';
+import { readdirSync, readFileSync } from 'fs';
 import * as path from 'path';
-import { cli, tmpdir, writeTree } from './helpers';
+import { cli, ROOT, tmpdir, writeTree } from './helpers';
 
 describe('command line', () => {
   let repo: string;
@@ -96,5 +97,28 @@ describe('command line', () => {
     const r = await cli('--help');
     assert.strictEqual(r.code, 0);
     assert.match(r.out, /exit codes:/);
+  });
+
+  it("prints a command's own help, documents every option each command takes, and suggests what a typo meant", async () => {
+    const pull = await cli('pull', '--help');
+    assert.strictEqual(pull.code, 0, pull.err);
+    assert.match(pull.out, /^usage:\n {2}nn-rag pull TARGET/);
+    assert.doesNotMatch(pull.out, /nn-rag index/);
+    assert.match(pull.out, /exit codes:/);
+    // every option a command's parser accepts (read from its source) is in that command's help
+    for (const file of readdirSync(path.join(ROOT, 'src', 'cli')).filter((f) => f.endsWith('Commands.ts'))) {
+      const src = readFileSync(path.join(ROOT, 'src', 'cli', file), 'utf8');
+      for (const m of src.matchAll(/export async function (\w+)Command\(argv[^]*?parse\(argv, (\{[^;]*?\}|[A-Z_]+)\)/g)) {
+        const command = m[1] === 'showDeps' ? 'show' : m[1];
+        const spec = /^[A-Z_]+$/.test(m[2]) ? (new RegExp(`const ${m[2]} = (\\{[^;]*?\\n\\});`).exec(src)?.[1] ?? '') : m[2];
+        const help = (await cli(command, '--help')).out;
+        for (const o of spec.matchAll(/'?([a-z][a-z-]*)'?: \{/g)) assert.ok(help.includes(`--${o[1]}`), `nn-rag ${command} --help does not mention --${o[1]}`);
+      }
+    }
+    const typo = await cli('serach', 'attention');
+    assert.strictEqual(typo.code, 2);
+    assert.match(typo.err, /unknown command 'serach'; did you mean nn-rag search\?/);
+    assert.match((await cli('search', 'x', '--limt', '3')).err, /unknown option --limt; did you mean --limit\?/);
+    assert.doesNotMatch((await cli('search', 'x', '--zzzzzz')).err, /did you mean/);
   });
 });
