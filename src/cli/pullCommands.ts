@@ -14,7 +14,7 @@ import type { PullOptions, PullReport } from '../core/pull/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { ValidatorPool } from '../core/validate/validatorPool';
 import { isToolFault, TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
-import { describeSandbox } from '../core/validate/sandbox';
+import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
 import { joinInside } from '../core/emit/writeSafe';
 import { flag, intOpt, opt } from './env';
 import { EXIT, openDb, parse } from './env';
@@ -65,10 +65,16 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
   };
 }
 
-/** Says on stderr, before any block's code runs, when validation only has a weaker sandbox than bubblewrap's. */
-async function warnIfWeakSandbox(env: CliEnv, memoryMb: number): Promise<void> {
+/**
+ * Says on stderr, before any block's code runs, what would make validation weaker or stop short: a sandbox weaker
+ * than bubblewrap's, or an interpreter without torch (named, with how to choose another).
+ */
+export async function warnBeforeValidating(env: CliEnv, python: string, memoryMb: number): Promise<void> {
   const sandbox = await describeSandbox(memoryMb);
   if (sandbox.weaker) env.err(`warning: ${sandbox.label}\n`);
+  const info = await interpreterInfo(python).catch(() => undefined);
+  // (a missing interpreter is reported by the validation itself)
+  if (info && !info.hasTorch) env.err(`warning: ${python} (Python ${info.version}) has no torch: validation stops at import; choose an interpreter with --python or NNRAG_PYTHON\n`);
 }
 
 export async function pullCommand(argv: string[], env: CliEnv): Promise<number> {
@@ -78,7 +84,7 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
   const out = opt(args, 'out');
   if (!out) throw new NnragError('usage', 'pull needs --out FILE');
   const validate = !flag(args, 'no-validate');
-  if (validate && !flag(args, 'dry-run')) await warnIfWeakSandbox(env, intOpt(args, 'memory-mb', 4096));
+  if (validate && !flag(args, 'dry-run')) await warnBeforeValidating(env, opt(args, 'python') ?? defaultPython(env), intOpt(args, 'memory-mb', 4096));
   const db = await openDb(args, env, true, true);
   try {
     const ref = findTarget(db, args.positionals[0]);
@@ -234,7 +240,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     // validation runs in a pool of warm interpreters (one per core unless --jobs says otherwise), the pulls that
     // feed it run that many at a time; --no-pool starts a fresh interpreter for every block
     const jobs = Math.max(1, intOpt(args, 'jobs', validate ? os.cpus().length : 1));
-    if (validate) await warnIfWeakSandbox(env, intOpt(args, 'memory-mb', 4096));
+    if (validate) await warnBeforeValidating(env, opt(args, 'python') ?? defaultPython(env), intOpt(args, 'memory-mb', 4096));
     // the folders the originals are imported from, for the equivalence check, are shown to every sandbox
     const roots = [...new Set([...session.repos.values()].flatMap((r) => importRoot(r) ?? []))];
     const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(opt(args, 'python') ?? defaultPython(env), env.assets.runner, jobs, intOpt(args, 'memory-mb', 4096), roots) : undefined;
@@ -379,7 +385,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
   } catch {
     throw new NnragError('not-found', `no such file: ${file}`);
   }
-  await warnIfWeakSandbox(env, intOpt(args, 'memory-mb', 4096));
+  await warnBeforeValidating(env, opt(args, 'python') ?? defaultPython(env), intOpt(args, 'memory-mb', 4096));
   const report = await validateFile(file, {
     python: opt(args, 'python') ?? defaultPython(env),
     runner: env.assets.runner,

@@ -19,6 +19,7 @@ import { createTwoFilesPatch } from 'diff';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { EXIT, flag, intOpt, openDb, opt, parse } from './env';
 import type { CliEnv } from './env';
+import { warnBeforeValidating } from './pullCommands';
 
 /** The `.py` files under `roots` (files and folders; links, hidden folders and caches are skipped). */
 async function pythonFilesUnder(roots: string[]): Promise<string[]> {
@@ -115,6 +116,7 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
     if (args.positionals.includes(f) || parseProvenance(text).provenance || parseProvenance(text).damaged) files.push(path.resolve(f));
   }
   if (!files.length) throw new NnragError('not-found', `no pulled files in ${args.positionals.join(', ')}`);
+  if (!flag(args, 'dry-run') && !flag(args, 'no-validate')) await warnBeforeValidating(env, opt(args, 'python') ?? (env.env.NNRAG_PYTHON || 'python3'), intOpt(args, 'memory-mb', 4096));
   const db = await openDb(args, env);
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-update-'));
   let failed = false;

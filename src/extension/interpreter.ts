@@ -1,6 +1,7 @@
 /**
- * The interpreter that validates pulled blocks: the Python extension's active environment when that extension
- * is installed (following its changes), else `python.defaultInterpreterPath`, else `nnrag.pythonPath`, else `python3`.
+ * The interpreter that validates pulled blocks: the one picked for NN-RAG (`nnrag.pythonPath`, what "Select Python
+ * Interpreter" writes) wins; else the Python extension's active environment when that extension is installed
+ * (following its changes), else `python.defaultInterpreterPath`, else `python3`.
  */
 import { execFile } from 'child_process';
 import { PythonExtension } from '@vscode/python-extension';
@@ -37,12 +38,13 @@ export class InterpreterService implements vscode.Disposable {
   }
 
   current(): Interpreter {
+    // an explicit pick beats what is inherited, as the setting says
+    const own = setting('pythonPath');
+    if (own) return { path: own, source: 'nnrag.pythonPath' };
     const fromExt = this.api?.environments?.getActiveEnvironmentPath(vscode.workspace.workspaceFolders?.[0]?.uri)?.path;
     if (fromExt) return { path: fromExt, source: 'python extension' };
     const def = vscode.workspace.getConfiguration('python').get<string>('defaultInterpreterPath');
     if (def && def !== 'python') return { path: def, source: 'python.defaultInterpreterPath' };
-    const own = setting('pythonPath');
-    if (own) return { path: own, source: 'nnrag.pythonPath' };
     return { path: 'python3', source: 'PATH' };
   }
 
@@ -69,7 +71,9 @@ export class InterpreterService implements vscode.Disposable {
   /** Lets the user type or pick an interpreter; writes `nnrag.pythonPath`. */
   async pick(): Promise<void> {
     const current = this.current();
-    const candidates = ['/usr/bin/python3', 'python3', current.path].filter((v, i, a) => a.indexOf(v) === i);
+    // the environments the Python extension knows, then the usual ones
+    const known = (this.api?.environments?.known ?? []).map((e) => e.path);
+    const candidates = [current.path, ...known, '/usr/bin/python3', 'python3'].filter((v, i, a) => a.indexOf(v) === i);
     const choice = await vscode.window.showQuickPick(
       [...candidates.map((p) => ({ label: p, description: p === current.path ? `in use (${current.source})` : '' })), { label: vscode.l10n.t('Enter a path…'), description: '' }],
       { title: vscode.l10n.t('Python interpreter for validating blocks') },

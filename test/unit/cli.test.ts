@@ -1,5 +1,6 @@
 import * as assert from 'assert';
 import { readdirSync, readFileSync } from 'fs';
+import { chmod } from 'fs/promises';
 import * as path from 'path';
 import { cli, ROOT, tmpdir, writeTree } from './helpers';
 
@@ -91,6 +92,17 @@ describe('command line', () => {
     assert.strictEqual(report.status, 'failed');
     assert.strictEqual(report.category, 'interpreter');
     assert.match(report.message, /not found: \/no\/such\/python3/);
+  });
+
+  it('warns, naming it, before validating with an interpreter that has no torch', async function () {
+    this.timeout(60_000);
+    // Debian's python3 without its site folders: a real interpreter, without torch
+    const bare = path.join(path.dirname(db), 'bare-python');
+    await writeTree(path.dirname(bare), { 'bare-python': '#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n' });
+    await chmod(bare, 0o755);
+    const r = await cli('pull', 'mylib.blocks.SqueezeExcite', '--db', db, '--out', path.join(path.dirname(db), 'bare.py'), '--python', bare);
+    assert.match(r.err, new RegExp(`warning: ${bare.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(Python [\\d.]+\\) has no torch`));
+    assert.strictEqual(r.code, 1);
   });
 
   it('prints help with the exit codes', async () => {
