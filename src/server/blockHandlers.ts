@@ -22,7 +22,8 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
   onRequest(connection, PullBlock, async (params, token) => {
     const { db, parser } = await service().ready();
     const ref = findTarget(db, params.target);
-    const report = await pullBlock(service().pullSession(db), ref, {
+    const session = service().pullSession(db);
+    const report = await pullBlock(session, ref, {
       parser,
       out: params.out,
       python: params.python,
@@ -33,6 +34,8 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
       signal: signalOf(token),
       allowWeakSandbox: params.allowWeakSandbox === true,
       wholeClasses: params.wholeClasses === true,
+      // the warm validator: torch is imported once per interpreter, not once per pull
+      pool: params.validate && params.python ? service().validator(params.python, runner(), params.memoryMb, session) : undefined,
     });
     db.scheduleSave(500);
     log('pull', `${report.target}: ${report.status}${report.tier ? ` (${report.tier})` : ''}${report.category ? ` ${report.category}: ${report.message}` : ''}`);

@@ -6,7 +6,7 @@ import { searchBlocks } from '../../src/core/search/search';
 import { IndexService } from '../../src/core/service/indexService';
 import type { IndexStatus } from '../../src/core/service/indexService';
 import { findTarget } from '../../src/core/store/target';
-import { ASSETS, ROOT, tmpdir } from './helpers';
+import { ASSETS, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 
 /** The language server's index service, in this process, with its events recorded. */
 async function service(folder: string): Promise<{ svc: IndexService; statuses: IndexStatus[]; failed: string[]; changed: () => number }> {
@@ -57,6 +57,33 @@ describe('the index service, in process (what the language server runs)', functi
       await fsp.writeFile(path.join(folder, 'tinyblocks', 'gates.py'), 'import torch\n\n\nclass SquishGate(torch.nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n');
       await until(() => (searchBlocks(db, { text: 'SquishGate', limit: 5 }).some((h) => h.name === 'SquishGate') ? true : undefined));
       await until(() => (svc.pullSession(db) !== session ? true : undefined));
+    } finally {
+      await svc.dispose();
+    }
+  });
+
+  it('validates pulls in its warm validator, compared with the original, and stops it on dispose', async () => {
+    const folder = path.join(await tmpdir('nnrag-svc-repo-'), 'tinyblocks');
+    await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), folder, { recursive: true });
+    const { svc } = await service(folder);
+    try {
+      await svc.reindex();
+      const { db, parser } = await svc.ready();
+      const out = await tmpdir('nnrag-svc-out-');
+      for (const target of ['tinyblocks.blocks.ResidualBlock', 'tinyblocks.layers.se.SqueezeExcite']) {
+        const session = svc.pullSession(db);
+        const report = await pullBlock(session, findTarget(db, target), {
+          parser,
+          out: path.join(out, `${target.split('.').pop()}.py`),
+          validate: true,
+          python: PYTHON_WITH_TORCH,
+          runner: ASSETS.runner,
+          pool: svc.validator(PYTHON_WITH_TORCH, ASSETS.runner, 4096, session),
+          allowWeakSandbox: true,
+        });
+        assert.strictEqual(report.status, 'validated', `${target}: ${report.category}: ${report.message}`);
+        assert.strictEqual(report.tier, 'equivalent');
+      }
     } finally {
       await svc.dispose();
     }

@@ -2,7 +2,7 @@
  * The index as a long-lived service, for the language server and tests: it opens the database once, runs index runs
  * one after the other (a full run cancels the one before; live updates queue), watches local folders and re-indexes
  * the files that change, fetches git repositories on a schedule, and keeps one pull session while the index does not
- * change. It knows nothing of LSP: what it has to say goes through the `ServiceEvents` it is given.
+ * change, and a warm validator. It knows nothing of LSP: what it has to say goes through the `ServiceEvents` it is given.
  */
 import { watch } from 'fs';
 import type { FSWatcher } from 'fs';
@@ -13,7 +13,7 @@ import { CancelledError, errorMessage, NnragError } from '../base/errors';
 import { finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../index/indexer';
 import type { WasmPaths } from '../parse/parser';
 import { PythonParser } from '../parse/parser';
-import { openPullSession } from '../pull/pull';
+import { importRoot, openPullSession } from '../pull/pull';
 import type { PullSession } from '../pull/pull';
 import { loadModuleTable } from '../resolve/loadTable';
 import type { GitAuth } from '../sources/git';
@@ -21,6 +21,8 @@ import { openSource } from '../sources/open';
 import type { SourceConfig } from '../sources/types';
 import { IndexDb } from '../store/database';
 import { indexCounts } from '../store/stats';
+import type { ValidatorPoolLike } from '../validate/runner';
+import { ValidatorPool } from '../validate/validatorPool';
 
 /** Changes a watcher reports within this many milliseconds make one live update (a save, a checkout). */
 const WATCH_DEBOUNCE_MS = 25;
@@ -28,6 +30,18 @@ const WATCH_DEBOUNCE_MS = 25;
 const FINISH_AFTER_MS = 300;
 /** Parsed modules a pull session keeps between pulls (see pullSession). */
 const KEEP_PARSED_MODULES = 300;
+/** A warm validator is started afresh after this many validations (whatever the judge accumulated goes with it). */
+const VALIDATOR_RUNS = 50;
+/** A warm validator idle this long is stopped (its torch import holds a few hundred MB). */
+const VALIDATOR_IDLE_MS = 10 * 60_000;
+
+/** The warm validator: one judge with torch imported, for one interpreter, memory limit and set of original roots. */
+interface WarmValidator {
+  pool: ValidatorPool;
+  key: string;
+  runs: number;
+  idle?: NodeJS.Timeout;
+}
 
 export type IndexState = 'starting' | 'indexing' | 'ready' | 'error';
 
@@ -85,6 +99,7 @@ export class IndexService {
   private readonly watchers = new Map<string, FSWatcher>();
   private readonly pending = new Map<string, { config: SourceConfig; files: Set<string>; all: boolean }>();
   private debounce: NodeJS.Timeout | undefined;
+  private warm: WarmValidator | undefined;
 
   constructor(
     private readonly options: ServiceOptions,
@@ -270,6 +285,41 @@ export class IndexService {
     return this.pullCache;
   }
 
+  /**
+   * The warm validator for `python` (started on first use, with torch imported once): a pull validates in it in well
+   * under a second instead of paying a fresh interpreter's torch import. It is started again after VALIDATOR_RUNS
+   * validations, or for another interpreter, memory limit or set of repository folders, and stopped when idle. Its
+   * judge runs in the same sandbox as every other validation.
+   */
+  validator(python: string, runner: string, memoryMb: number, session: PullSession): ValidatorPoolLike {
+    // the folders originals are imported from, for the equivalence check, are shown to the sandbox
+    const roots = [...new Set([...session.repos.values()].flatMap((r) => importRoot(r) ?? []))].sort();
+    const key = JSON.stringify([python, runner, memoryMb, roots]);
+    if (this.warm && (this.warm.key !== key || this.warm.runs >= VALIDATOR_RUNS)) this.stopValidator();
+    this.warm ??= { pool: new ValidatorPool(python, runner, 1, memoryMb, roots), key, runs: 0 };
+    const warm = this.warm;
+    return {
+      validate: async (file, options) => {
+        warm.runs++;
+        if (warm.idle) clearTimeout(warm.idle);
+        try {
+          return await warm.pool.validate(file, options);
+        } finally {
+          warm.idle = setTimeout(() => this.warm === warm && this.stopValidator(), VALIDATOR_IDLE_MS);
+          warm.idle.unref();
+        }
+      },
+    };
+  }
+
+  private stopValidator(): void {
+    const warm = this.warm;
+    this.warm = undefined;
+    if (!warm) return;
+    if (warm.idle) clearTimeout(warm.idle);
+    void warm.pool.close().catch(() => undefined);
+  }
+
   private scheduleFinish(db: IndexDb): void {
     if (this.finishTimer) clearTimeout(this.finishTimer);
     this.finishTimer = setTimeout(() => {
@@ -355,6 +405,7 @@ export class IndexService {
     if (this.finishTimer) clearTimeout(this.finishTimer);
     if (this.debounce) clearTimeout(this.debounce);
     this.indexAbort?.abort();
+    this.stopValidator();
     await this.indexing?.catch(() => undefined);
     await this.parsePool?.close().catch(() => undefined);
     await this.db?.save().catch(() => undefined);
