@@ -124,7 +124,16 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
     const parser = await PythonParser.create(env.assets);
     const session = openPullSession(db, loadModuleTable(db));
     for (const file of files) {
-      const outcome = await updateOne(file, { db, parser, session, scratch, dryRun: flag(args, 'dry-run') });
+      let outcome: UpdateOutcome;
+      try {
+        outcome = await updateOne(file, { db, parser, session, scratch, dryRun: flag(args, 'dry-run') });
+      } catch (err) {
+        // one file that cannot be updated (a damaged header, no base to merge) does not stop the others
+        if (files.length === 1 || !(err instanceof NnragError)) throw err;
+        env.out(flag(args, 'json') ? `${JSON.stringify({ file, state: 'error', message: err.message })}\n` : `${file}: not updated: ${err.message}\n`);
+        failed = true;
+        continue;
+      }
       // validated as a pull is, and compared with its original where that can be imported, unless the user's edits
       // are in it (they are meant to differ)
       const original = outcome.ref && outcome.line.state === 'updated' ? originalOf(session, outcome.ref) : undefined;

@@ -107,6 +107,15 @@ describe('three-way merge and nn-rag update', function () {
     assert.match(r.out, /residual_block\.py: updated from upstream, your edits kept/);
     assert.match(r.out, /se_block\.py: updated from upstream\n/);
     for (const f of [file, other]) assert.match(await fsp.readFile(f, 'utf8'), /rd_ratio=0\.125/);
+    // a pulled file that cannot be updated (its header damaged) is named, and does not stop the others
+    const pulled = await fsp.readFile(other, 'utf8');
+    await fsp.writeFile(path.join(path.dirname(file), 'broken.py'), pulled.replace('# nnrag-provenance: {', '# nnrag-provenance: {oops'));
+    await fsp.writeFile(se(repo), (await fsp.readFile(se(repo), 'utf8')).replace('rd_ratio=0.125', 'rd_ratio=0.0625'));
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const partial = await cli('update', path.dirname(file), '--db', db, '--no-validate');
+    assert.strictEqual(partial.code, 1);
+    assert.match(partial.out, /broken\.py: not updated: .*damaged NN-RAG header/);
+    for (const f of [file, other]) assert.match(await fsp.readFile(f, 'utf8'), /rd_ratio=0\.0625/);
   });
 
   it('shows what a pull would write as a diff, and writes nothing (pull --dry-run)', async () => {
