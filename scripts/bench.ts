@@ -26,6 +26,8 @@ import { finishRun, indexSource, Rediscovery } from '../src/core/index/indexer';
 import { PythonParser } from '../src/core/parse/parser';
 import { lazyPool } from '../src/core/analysis/parsePool';
 import { warmUpParser } from '../src/core/analysis/warmUp';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { merge3 } from '../src/core/emit/merge';
 import type { FloorInput } from '../bench/floorWorker';
 import { linesOf } from '../src/core/emit/why';
@@ -226,6 +228,38 @@ async function mergeChild(corpusDir: string): Promise<void> {
   const ms = performance.now() - t0;
   if (merged.conflicts !== 0 || !merged.text.includes('an edit of yours') || !merged.text.includes('an edit upstream')) throw new Error('the merge lost an edit');
   console.log(JSON.stringify({ update_merge_lines: base.length, update_merge_ms: Math.round(ms * 10) / 10, update_merge_peak_mb_added: Math.round(process.resourceUsage().maxRSS / 1024 - rssBefore) }));
+}
+
+/** Latency of search_blocks (the labeled queries) and describe_block (the first hit of 20 of them) through `nn-rag mcp`. */
+async function mcpLatency(dbFile: string, queries: string[]): Promise<Record<string, number>> {
+  const cliJs = path.join(ROOT, 'dist', 'cli.js');
+  const client = new Client({ name: 'nnrag-bench', version: '1' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [cliJs, 'mcp', '--db', dbFile], stderr: 'ignore' }));
+  try {
+    const searchMs: number[] = [];
+    const targets: string[] = [];
+    for (const q of queries) {
+      const t0 = performance.now();
+      const r = (await client.callTool({ name: 'search_blocks', arguments: { query: q, limit: 10 } })) as { content: { text: string }[] };
+      searchMs.push(performance.now() - t0);
+      const first = (JSON.parse(r.content[0].text) as { target: string }[])[0];
+      if (first && targets.length < 20) targets.push(first.target);
+    }
+    const describeMs: number[] = [];
+    for (const target of targets) {
+      const t0 = performance.now();
+      await client.callTool({ name: 'describe_block', arguments: { target } });
+      describeMs.push(performance.now() - t0);
+    }
+    return {
+      mcp_search_p50_ms: r2(percentile(searchMs, 50)),
+      mcp_search_p95_ms: r2(percentile(searchMs, 95)),
+      mcp_describe_p50_ms: r2(percentile(describeMs, 50)),
+      mcp_describe_p95_ms: r2(percentile(describeMs, 95)),
+    };
+  } finally {
+    await client.close();
+  }
 }
 
 function hasTorch(): boolean {
@@ -535,6 +569,9 @@ async function main(): Promise<void> {
   const stat = await fsp.stat(dbFile);
   const peakRss = r2(process.resourceUsage().maxRSS / 1024);
   live.close();
+
+  // the MCP server as a code assistant meets it: the SDK's client over stdio, the bundled CLI
+  const mcp = await mcpLatency(dbFile, labeled.map((l) => l.q));
   await pool.close();
 
   const mergeRun = spawnSync(process.execPath, [...process.execArgv, __filename, '--merge-child', path.join(work, 'corpus')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
@@ -639,6 +676,7 @@ async function main(): Promise<void> {
     db_bytes: stat.size,
     db_ratio: r2(stat.size / sourceBytes),
     ...merge,
+    ...mcp,
     ...synthetic,
     ...smallFiles,
     ...poolSpeedup,

@@ -4,6 +4,7 @@ import { CLEAR_LINE, EXIT, reportError, terminalSafe } from './env';
 import type { CliEnv } from './env';
 import { COMMANDS, commandHelp, didYouMean, HELP } from './help';
 import { indexCommand, statsCommand } from './indexCommands';
+import { contextCommand, mcpCommand } from './mcpCommands';
 import { pullCommand, validateCommand } from './pullCommands';
 import { searchCommand, showCommand } from './searchCommands';
 import { reportCommand, specCommand } from './specCommands';
@@ -59,6 +60,10 @@ export async function runCli(argv: string[], rawEnv: CliEnv): Promise<number> {
         return await statusCommand(rest, env);
       case 'update':
         return await updateCommand(rest, env);
+      case 'mcp':
+        return await mcpCommand(rest, env);
+      case 'context':
+        return await contextCommand(rest, env);
       default:
         throw new NnragError('usage', `unknown command '${command}'${didYouMean(command, COMMANDS, 'nn-rag ')}; run 'nn-rag --help'`);
     }

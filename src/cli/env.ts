@@ -80,6 +80,23 @@ export async function openDb(args: ParsedArgs, env: CliEnv, mustExist = true, wr
   return db;
 }
 
+/**
+ * Opens the index of `--db` for a long-running reader (the MCP server): as its writer when nobody writes it, else
+ * read-only beside the process that does (the language server), saving nothing.
+ */
+export async function openDbShared(args: ParsedArgs, env: CliEnv): Promise<IndexDb> {
+  const file = dbPath(args);
+  const fs = await import('fs');
+  if (!fs.existsSync(file)) throw new NnragError('not-found', `no index at ${file}; run 'nn-rag index SOURCE --db ${opt(args, 'db') ?? file}' first`);
+  try {
+    return (await IndexDb.open(file, { sqlWasm: env.assets.sqlWasm, write: 'try', signal: env.signal })).db;
+  } catch (err) {
+    if (!(err instanceof NnragError) || !/being written by/.test(err.message)) throw err;
+    env.err(`nn-rag: ${err.message}: reading it, saving nothing\n`);
+    return (await IndexDb.open(file, { sqlWasm: env.assets.sqlWasm, readOnly: true })).db;
+  }
+}
+
 export function cacheDir(args: ParsedArgs, env: CliEnv): string {
   const explicit = opt(args, 'cache');
   if (explicit) return path.resolve(explicit);

@@ -33,6 +33,12 @@ usage:
   nn-rag update PATH... [--db F] [--dry-run] [--python PY | --no-validate] [--timeout S] [--memory-mb MB] [--json]
                                                     pull pulled files again, keeping your edits (3-way merge);
                                                     --dry-run prints the diff; updated files are validated again
+  nn-rag mcp [--db F] [--root DIR]... [--allow-validate] [--python PY]
+                                                    a Model Context Protocol server over stdio for code assistants:
+                                                    tools search_blocks, describe_block, pull_block (writes only under
+                                                    the client's roots or --root; runs code only with --allow-validate),
+                                                    list_repositories, index_status, get_context
+  nn-rag context QUERY [--db F] [--limit N]         the best N blocks (default 3) for a prompt, as JSON
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
                                                     the batch extraction report as tables, or a page
 
@@ -67,7 +73,7 @@ export function commandHelp(command: string): string | undefined {
   return `usage:\n${out.join('\n')}\n\n${exit}`;
 }
 
-export const COMMANDS = ['index', 'search', 'show', 'stats', 'pull', 'validate', 'spec', 'report', 'status', 'update', 'help'];
+export const COMMANDS = ['index', 'search', 'show', 'stats', 'pull', 'validate', 'spec', 'report', 'status', 'update', 'mcp', 'context', 'help'];
 
 /** "; did you mean X?" for a mistyped name close to one of `known`, else nothing. */
 export function didYouMean(typed: string, known: string[], prefix = ''): string {

@@ -33,7 +33,7 @@ export function snakeCase(name: string): string {
     .toLowerCase();
 }
 
-interface Deps {
+export interface Deps {
   client: NnragClient;
   tree: BlockTreeProvider;
   interpreter: InterpreterService;
@@ -268,7 +268,11 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
 /** The user agreed, this session, to validate in a weaker sandbox than bubblewrap's. */
 let weakSandboxAccepted = false;
 
-async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string): Promise<PullReport | undefined> {
+/**
+ * Pulls `target` into the workspace's pull folder, then validates it (trusted workspaces only). `confirmed`: the user
+ * already agreed to this write (a language-model tool's confirmation), so the preview is not shown again.
+ */
+export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string, { confirmed = false } = {}): Promise<PullReport | undefined> {
   const { client, interpreter, log } = deps;
   const folder = vscode.workspace.workspaceFolders?.[0];
   if (!folder) throw new Error(vscode.l10n.t('Open a folder first: pulled blocks are written into the workspace'));
@@ -296,7 +300,7 @@ async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string):
   const preview = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses: setting('pull.wholeClasses', folder.uri) });
   const code = new TextDecoder().decode(await vscode.workspace.fs.readFile(scratch));
   const edit = new vscode.WorkspaceEdit();
-  const meta = { needsConfirmation: setting('pull.preview', folder.uri), label: vscode.l10n.t('Pull {0}', className), description: `${preview.definitions} definitions` };
+  const meta = { needsConfirmation: !confirmed && setting('pull.preview', folder.uri), label: vscode.l10n.t('Pull {0}', className), description: `${preview.definitions} definitions` };
   edit.createFile(dest, { overwrite: true }, meta);
   edit.insert(dest, new vscode.Position(0, 0), code, meta);
   if (!(await vscode.workspace.applyEdit(edit))) {

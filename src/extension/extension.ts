@@ -1,6 +1,7 @@
 /** Entry of the extension: builds the objects, registers them, and turns an activation failure into a visible error. */
 import * as vscode from 'vscode';
 import { affects, setting } from './config';
+import { registerLanguageModelTools } from './lmTools';
 import type { SourceConfig } from '../core/sources/types';
 import { GetGitCredentials, GetIndexStatus, GitCredentialsRejected, IndexStatusChanged, ReadSource, ReindexRepositories } from '../shared/protocol';
 import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
@@ -150,7 +151,9 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   );
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();
-  registerCommands(context, { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView });
+  const deps = { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView };
+  registerCommands(context, deps);
+  registerLanguageModelTools(context, deps, context.globalStorageUri.fsPath);
   log.info('[activate] NN-RAG ready');
   return {
     status: () => current,

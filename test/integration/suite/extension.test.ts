@@ -53,6 +53,18 @@ async function drive<T>(work: Thenable<T>, pokes: string[], ms = 150_000): Promi
 
 const ACCEPT = 'workbench.action.acceptSelectedQuickOpenItem';
 
+/** The language-model tools API where this VS Code has it (1.95+), typed for the test. */
+interface LmToolsApi {
+  tools: readonly { name: string }[];
+  invokeTool(name: string, options: { input: object; toolInvocationToken: undefined }, token?: vscode.CancellationToken): Thenable<{ content: unknown[] }>;
+}
+function lmTools(): LmToolsApi | undefined {
+  const lm = (vscode as unknown as { lm?: Partial<LmToolsApi> }).lm;
+  return lm?.invokeTool && lm.tools ? (lm as LmToolsApi) : undefined;
+}
+/** A tool result's text parts, joined. */
+const toolText = (r: { content: unknown[] }): string => r.content.map((p) => (p as { value?: string }).value ?? '').join('');
+
 function pulledPath(name: string): string {
   const ws = vscode.workspace.workspaceFolders?.[0];
   assert.ok(ws, 'the runner opened a folder');
@@ -208,6 +220,22 @@ describe('trusted workspace', function () {
     );
   });
 
+  it('offers search, describe and pull to agents as language-model tools, and the pull validates', async function () {
+    const lm = lmTools();
+    if (!lm) this.skip();
+    const names = lm!.tools.map((t) => t.name);
+    for (const n of ['nnrag_searchBlocks', 'nnrag_describeBlock', 'nnrag_pullBlock']) assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
+    const hits = JSON.parse(toolText(await lm!.invokeTool('nnrag_searchBlocks', { input: { query: 'squeeze excitation', limit: 3 }, toolInvocationToken: undefined })));
+    assert.strictEqual(hits[0].target, 'tinyblocks:tinyblocks.layers.se.SqueezeExcite');
+    const details = JSON.parse(toolText(await lm!.invokeTool('nnrag_describeBlock', { input: { target: hits[0].target }, toolInvocationToken: undefined })));
+    assert.strictEqual(details.name, 'SqueezeExcite');
+    const pulled = JSON.parse(
+      toolText(await drive(lm!.invokeTool('nnrag_pullBlock', { input: { target: hits[0].target, fileName: 'se_from_tool.py' }, toolInvocationToken: undefined }), [])),
+    );
+    assert.deepStrictEqual([pulled.status, pulled.trusted], ['validated', true], JSON.stringify(pulled));
+    assert.match(readFileSync(pulledPath('se_from_tool.py'), 'utf8'), /^class SqueezeExcite\(nn\.Module\):/m);
+  });
+
   it('refuses file names that escape the folder or shadow a module', async () => {
     const before = vscode.workspace.workspaceFolders![0];
     for (const bad of ['../escape.py', 'torch.py', 'os.py', 'name with space.py']) {
@@ -278,5 +306,15 @@ describe('untrusted workspace', function () {
     assert.strictEqual(report.validation, undefined);
     assert.ok(existsSync(dest));
     assert.doesNotMatch(readFileSync(dest, 'utf8'), /"validation"/);
+  });
+
+  it('the pull tool writes the file but does not run it either', async function () {
+    const lm = lmTools();
+    if (!lm) this.skip();
+    const pulled = JSON.parse(
+      toolText(await drive(lm!.invokeTool('nnrag_pullBlock', { input: { target: 'tinyblocks:tinyblocks.layers.drop.DropPath', fileName: 'drop_from_tool.py' }, toolInvocationToken: undefined }), [])),
+    );
+    assert.deepStrictEqual([pulled.status, pulled.trusted, pulled.validated], ['extracted', false, false], JSON.stringify(pulled));
+    assert.ok(existsSync(pulledPath('drop_from_tool.py')));
   });
 });

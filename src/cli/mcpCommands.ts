@@ -1,0 +1,286 @@
+/**
+ * `nn-rag mcp`: the index as a Model Context Protocol server over stdio, for code assistants (any MCP client). Tools
+ * search, describe and pull blocks; resources give a block's closed source and its specification by URI. Writes go
+ * only under the roots the client gives (or `--root`); block code runs only when the server was started with
+ * `--allow-validate`, and then in the same sandbox as every validation.
+ */
+import { promises as fsp, realpathSync } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { errorMessage, NnragError } from '../core/base/errors';
+import { PythonParser } from '../core/parse/parser';
+import { openPullSession, pullBlock, requirementsText } from '../core/pull/pull';
+import type { PullSession } from '../core/pull/pull';
+import { loadModuleTable } from '../core/resolve/loadTable';
+import { searchBlocks } from '../core/search/search';
+import type { SearchHit } from '../core/search/search';
+import { blockSpec } from '../core/specification/specification';
+import type { IndexDb } from '../core/store/database';
+import { indexCounts, indexStats } from '../core/store/stats';
+import { findTarget } from '../core/store/target';
+import { VERSION } from '../shared/version';
+import { dbPath, EXIT, flag, openDb, openDbShared, opt, parse } from './env';
+import type { CliEnv } from './env';
+
+/** A search hit as an assistant reads it: what to pull, what it takes, what it is, whether it ran, where it is from. */
+function hitSummary(h: SearchHit): Record<string, unknown> {
+  return {
+    target: h.target,
+    name: h.name,
+    signature: `${h.name}${h.signature || '()'}`,
+    summary: h.doc.split('\n')[0] ?? '',
+    category: h.category,
+    validation: h.validation ? { status: h.validation.status, tier: h.validation.tier } : null,
+    provenance: { repository: h.repo, path: h.path, lines: [h.line, h.endLine] },
+    ...(h.copies ? { copies: h.copies } : {}),
+  };
+}
+
+const json = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value, null, 1) }] });
+const toolError = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
+
+/** Whether `file` (absolute, resolved through links where it exists) lies inside one of `roots`. */
+function inside(file: string, roots: string[]): boolean {
+  // the deepest existing ancestor decides where a not-yet-existing file really goes
+  let probe = path.resolve(file);
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      probe = path.join(realpathSync(probe), ...rest);
+      break;
+    } catch {
+      rest.unshift(path.basename(probe));
+      const up = path.dirname(probe);
+      if (up === probe) return false;
+      probe = up;
+    }
+  }
+  return roots.some((r) => probe === r || probe.startsWith(r.endsWith(path.sep) ? r : r + path.sep));
+}
+
+export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, { root: { value: true, multiple: true }, 'allow-validate': {}, python: { value: true } });
+  const allowValidate = flag(args, 'allow-validate');
+  const python = opt(args, 'python') ?? (env.env.NNRAG_PYTHON || 'python3');
+  const givenRoots = (args.options.get('root') ?? []).map((r) => {
+    try {
+      return realpathSync(path.resolve(r));
+    } catch {
+      throw new NnragError('not-found', `--root ${r} does not exist`);
+    }
+  });
+  const db: IndexDb = await openDbShared(args, env);
+  const parser = await PythonParser.create(env.assets);
+  let session: PullSession | undefined;
+  const pulls = (): PullSession => (session ??= openPullSession(db, loadModuleTable(db)));
+
+  const server = new McpServer({ name: 'nn-rag', version: VERSION }, { capabilities: { logging: {} } });
+
+  /** The roots writes may go under: `--root`, and the client's (file: URIs). */
+  const roots = async (): Promise<string[]> => {
+    const out = [...givenRoots];
+    if (server.server.getClientCapabilities()?.roots) {
+      const listed = await server.server.listRoots().catch(() => ({ roots: [] as { uri: string }[] }));
+      for (const r of listed.roots) {
+        if (!r.uri.startsWith('file://')) continue;
+        try {
+          out.push(realpathSync(new URL(r.uri).pathname));
+        } catch {
+          // a root that does not exist here takes nothing
+        }
+      }
+    }
+    return out;
+  };
+
+  server.registerTool(
+    'search_blocks',
+    {
+      title: 'Search neural-network blocks',
+      description:
+        'Find PyTorch nn.Module building blocks in the indexed repositories. Write the query as a researcher would ("multi head attention", "SE block", "drop path"); abbreviations, synonyms and typos are understood. Each result has the target to pass to describe_block or pull_block, its constructor signature, a one-line summary, its category, whether a pulled copy was validated, and where it comes from.',
+      inputSchema: {
+        query: z.string().min(1).describe('What the block does or is called'),
+        repository: z.string().optional().describe('Only blocks of this indexed repository (see list_repositories)'),
+        category: z.string().optional().describe('Only this category, e.g. attention, conv, norm, activation, pooling, embedding, model'),
+        validation: z.enum(['validated', 'failed', 'none']).optional().describe('Only blocks whose last validation passed, failed, or that were never validated'),
+        limit: z.number().int().min(1).max(50).optional().describe('How many results (default 10)'),
+      },
+    },
+    async ({ query, repository, category, validation, limit }) => {
+      const hits = searchBlocks(db, { text: query, repo: repository, category, validation, limit: limit ?? 10, kind: 'block', group: true });
+      return json(hits.map(hitSummary));
+    },
+  );
+
+  server.registerTool(
+    'describe_block',
+    {
+      title: 'Describe a block',
+      description:
+        "A block's neutral specification, without its code: constructor and forward parameters (annotations, defaults), the layers its constructor builds, the tensor shapes validation observed, what it depends on, its category, duplicates, license and provenance.",
+      inputSchema: { target: z.string().min(1).describe('A target from search_blocks, e.g. "torchvision:torchvision.models.resnet.BasicBlock"') },
+    },
+    async ({ target }) => {
+      try {
+        return json(await blockSpec(db, findTarget(db, target), parser, pulls()));
+      } catch (err) {
+        return toolError(errorMessage(err));
+      }
+    },
+  );
+
+  server.registerTool(
+    'pull_block',
+    {
+      title: 'Pull a block into one file',
+      description:
+        'Write a block and everything it needs into ONE Python file under the workspace (a root the client gave), with its provenance in the header. With validate, the file is run in a sandbox with the configured interpreter and compared with the original (only when the server allows validation). Returns the path, the validation tier reached, the failure category and message if any, and the requirements to install.',
+      inputSchema: {
+        target: z.string().min(1).describe('A target from search_blocks'),
+        destination: z.string().min(1).describe('The .py file to write: a path inside one of the roots (relative paths are taken from the first root)'),
+        validate: z.boolean().optional().describe('Run and check the pulled file (default: true when the server allows validation)'),
+        force: z.boolean().optional().describe('Replace a file that was not pulled, or was edited since it was pulled'),
+      },
+    },
+    async ({ target, destination, validate, force }, extra) => {
+      const allowed = await roots();
+      if (!allowed.length) return toolError('nn-rag has no root to write under: give the server roots (MCP roots) or start it with --root DIR');
+      const file = path.isAbsolute(destination) ? path.resolve(destination) : path.resolve(allowed[0], destination);
+      if (!file.endsWith('.py')) return toolError(`destination must be a .py file, not ${destination}`);
+      if (!inside(file, allowed)) return toolError(`refused: ${file} is outside the roots nn-rag may write under (${allowed.join(', ')})`);
+      const wantValidate = validate ?? allowValidate;
+      if (wantValidate && !allowValidate) return toolError('validation runs the block\'s code and is off: start nn-rag mcp with --allow-validate, or pull with validate: false');
+      const progress = extra._meta?.progressToken;
+      const say = async (n: number, message: string): Promise<void> => {
+        if (progress !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: progress, progress: n, total: 2, message } });
+      };
+      try {
+        const ref = findTarget(db, target);
+        await fsp.mkdir(path.dirname(file), { recursive: true });
+        await say(0, `pulling ${ref.name}`);
+        const report = await pullBlock(pulls(), ref, {
+          parser,
+          out: file,
+          force: force === true,
+          validate: wantValidate,
+          python,
+          runner: env.assets.runner,
+          signal: extra.signal,
+        });
+        await say(2, `${report.status}${report.tier ? ` (${report.tier})` : ''}`);
+        await db.save();
+        return json({
+          path: report.out,
+          status: report.status,
+          tier: report.tier,
+          ...(report.category ? { category: report.category, message: report.message } : {}),
+          definitions: report.definitions,
+          lines: report.sizes?.total,
+          imports: report.imports,
+          requirements: requirementsText(report.requirements, report.imports),
+        });
+      } catch (err) {
+        if (extra.signal.aborted) return toolError('cancelled');
+        return toolError(errorMessage(err));
+      }
+    },
+  );
+
+  server.registerTool(
+    'list_repositories',
+    { title: 'List indexed repositories', description: 'The repositories in the index: name, kind, location, commit, license, files and blocks.', inputSchema: {} },
+    async () => json(indexStats(db).repos.map((r) => ({ name: r.name, kind: r.kind, location: r.location, commit: r.commit, license: r.license, files: r.files, blocks: r.blocks }))),
+  );
+
+  server.registerTool(
+    'index_status',
+    { title: 'Index status', description: 'How many files, blocks and repositories the index holds, and where it is.', inputSchema: {} },
+    async () => json({ ...indexCounts(db), database: dbPath(args), validation: allowValidate ? `allowed, with ${python}` : 'off (start with --allow-validate)' }),
+  );
+
+  server.registerTool(
+    'get_context',
+    {
+      title: 'Context for a prompt',
+      description:
+        'A compact, model-ready pack for the best few blocks for a query: for each, its signature, summary, constructor and forward parameters, validation, and the provenance line to cite. Pull one with pull_block, or read its closed source at nnrag://block/{target}.',
+      inputSchema: { query: z.string().min(1).describe('What the code being written needs'), limit: z.number().int().min(1).max(5).optional().describe('How many blocks (default 3)') },
+    },
+    async ({ query, limit }) => json(await contextPack(db, parser, pulls(), query, limit ?? 3)),
+  );
+
+  server.registerResource(
+    'block-source',
+    new ResourceTemplate('nnrag://block/{target}', { list: undefined }),
+    { title: "A block's closed source", description: 'The one file a pull would write (nothing is written)', mimeType: 'text/x-python' },
+    async (uri, { target }) => {
+      const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-mcp-'));
+      try {
+        const out = path.join(scratch, 'block.py');
+        await pullBlock(pulls(), findTarget(db, decodeURIComponent(String(target))), { parser, out, validate: false, manifest: false });
+        return { contents: [{ uri: uri.href, mimeType: 'text/x-python', text: await fsp.readFile(out, 'utf8') }] };
+      } finally {
+        await fsp.rm(scratch, { recursive: true, force: true });
+      }
+    },
+  );
+
+  server.registerResource(
+    'block-spec',
+    new ResourceTemplate('nnrag://spec/{target}', { list: undefined }),
+    { title: "A block's specification", description: 'The neutral JSON specification (no code)', mimeType: 'application/json' },
+    async (uri, { target }) => ({
+      contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(await blockSpec(db, findTarget(db, decodeURIComponent(String(target))), parser, pulls()), null, 1) }],
+    }),
+  );
+
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = () => resolve();
+    process.stdin.on('end', () => resolve());
+    env.signal?.addEventListener('abort', () => resolve());
+  });
+  await server.connect(transport);
+  env.err(`nn-rag mcp: serving ${dbPath(args)} over stdio${allowValidate ? `, validation with ${python}` : ''}\n`);
+  await closed;
+  await server.close().catch(() => undefined);
+  db.close();
+  return EXIT.ok;
+}
+
+/** The best `limit` blocks for `query`, each with what a model needs to use and cite it. */
+export async function contextPack(db: IndexDb, parser: PythonParser, session: PullSession, query: string, limit: number): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  for (const h of searchBlocks(db, { text: query, limit, kind: 'block', group: true })) {
+    const spec = await blockSpec(db, findTarget(db, h.target), parser, session).catch(() => undefined);
+    out.push({
+      ...hitSummary(h),
+      constructor: spec?.constructor_params,
+      forward: spec?.forward,
+      tensors: spec?.tensors ? { inputs: spec.tensors.inputs, outputs: spec.tensors.outputs } : undefined,
+      cite: `${h.name} from ${h.repo} (${h.path}:${h.line}-${h.endLine})${spec?.provenance?.license ? `, ${spec.provenance.license}` : ''}`,
+      source: `nnrag://block/${encodeURIComponent(h.target)}`,
+    });
+  }
+  return out;
+}
+
+/** `nn-rag context QUERY`: the same pack as the get_context tool, as JSON on stdout. */
+export async function contextCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, { limit: { value: true } });
+  if (!args.positionals.length) throw new NnragError('usage', 'context needs a QUERY');
+  const db = await openDb(args, env);
+  try {
+    const parser = await PythonParser.create(env.assets);
+    const limit = Math.min(5, Math.max(1, Number(opt(args, 'limit') ?? 3) || 3));
+    env.out(`${JSON.stringify(await contextPack(db, parser, openPullSession(db, loadModuleTable(db)), args.positionals.join(' '), limit), null, 1)}\n`);
+  } finally {
+    db.close();
+  }
+  return EXIT.ok;
+}
