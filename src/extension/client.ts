@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
 import { LanguageClient, TransportKind } from 'vscode-languageclient/node';
 import type { InitOptions, Method } from '../shared/protocol';
+import { setting } from './config';
 
 export class NnragClient {
   private constructor(private readonly client: LanguageClient) {}
@@ -19,6 +20,11 @@ export class NnragClient {
       // provenance hovers link to the original source through this command only
       markdown: { isTrusted: { enabledCommands: ['nnrag.openSource'] }, supportHtml: false },
       initializationOptions: init,
+      // the provenance hover and the upstream CodeLens, each with a setting that turns it off
+      middleware: {
+        provideHover: (document, position, token, next) => (setting('hover.enabled', document.uri) ? next(document, position, token) : undefined),
+        provideCodeLenses: (document, token, next) => (setting('codeLens.enabled', document.uri) ? next(document, token) : []),
+      },
     };
     const client = new LanguageClient('nnrag', 'NN-RAG', serverOptions, clientOptions);
     await client.start();

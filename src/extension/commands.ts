@@ -2,7 +2,7 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { requirementsText } from '../core/validate/requirements';
-import { setting, updateSetting } from './config';
+import { setting } from './config';
 import type { DependencyTreeProvider } from './dependencyTree';
 import { STDLIB } from '../core/emit/stdlib';
 import type { PullReport } from '../core/pull/pull';
@@ -216,7 +216,9 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
   reg('nnrag.showLog', () => log.show());
   reg('nnrag.selectInterpreter', () => interpreter.pick());
 
-  reg('nnrag.addRepository', async () => {
+  // an entry as the argument (a SourceConfig) skips the prompts
+  reg('nnrag.addRepository', async (given) => {
+    if (given && typeof given === 'object' && typeof (given as SourceConfig).location === 'string') return addRepository(given as SourceConfig);
     const kinds = [
       { label: vscode.l10n.t('Git URL'), source: 'git' as const },
       { label: vscode.l10n.t('Local folder'), source: 'folder' as const },
@@ -240,7 +242,22 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
       if (pkgs) entry = { location: pkgs.trim(), kind: 'python-env' };
     }
     if (!entry) return;
-    await updateSetting('repositories', [...setting('repositories'), entry]);
+    return addRepository(entry);
+  });
+
+  // a repository node of the tree (or a name): out of the settings where it is defined, and so out of the index
+  reg('nnrag.removeRepository', async (arg) => {
+    const name = typeof arg === 'string' ? arg : (arg as TreeNode | undefined)?.kind === 'repo' ? (arg as TreeNode).repo : undefined;
+    if (!name) return undefined;
+    const { key, list, target } = repositoriesInEffect();
+    const kept = list.filter((r) => (r.name ?? repoNameOf(r.location)) !== name);
+    if (kept.length === list.length) {
+      void vscode.window.showWarningMessage(vscode.l10n.t('{0} is not in nnrag.repositories ({1}): it comes from another settings scope or is being removed already', name, key));
+      return undefined;
+    }
+    await vscode.workspace.getConfiguration('nnrag').update('repositories', kept, target);
+    void vscode.window.showInformationMessage(vscode.l10n.t('Removed {0} from nnrag.repositories in the {1} settings', name, key));
+    return key;
   });
 
   // the second argument (a file name) skips the file-name prompt; the result is the pull report
@@ -263,6 +280,29 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
     if (root) await deps.dependencyView.reveal(root, { focus: true, expand: true });
     return explained;
   });
+}
+
+/**
+ * Where `nnrag.repositories` takes its value from now: the folder's, the workspace's (when the workspace is trusted:
+ * an untrusted one's value is ignored) or the user's settings. An addition goes there, so it takes effect.
+ */
+function repositoriesInEffect(): { key: string; list: SourceConfig[]; target: vscode.ConfigurationTarget } {
+  const where = vscode.workspace.getConfiguration('nnrag').inspect<SourceConfig[]>('repositories');
+  if (vscode.workspace.isTrusted && where?.workspaceFolderValue !== undefined) return { key: vscode.l10n.t('folder'), list: where.workspaceFolderValue, target: vscode.ConfigurationTarget.WorkspaceFolder };
+  if (vscode.workspace.isTrusted && where?.workspaceValue !== undefined) return { key: vscode.l10n.t('workspace'), list: where.workspaceValue, target: vscode.ConfigurationTarget.Workspace };
+  return { key: vscode.l10n.t('user'), list: where?.globalValue ?? [], target: vscode.ConfigurationTarget.Global };
+}
+
+/** A repository's name as the index gives it when the setting names none: the folder's or the URL's last part. */
+function repoNameOf(location: string): string {
+  return location.replace(/[\\/]+$/, '').split(/[\\/]/).pop()?.replace(/\.git$/, '') ?? location;
+}
+
+async function addRepository(entry: SourceConfig): Promise<string> {
+  const { key, list, target } = repositoriesInEffect();
+  await vscode.workspace.getConfiguration('nnrag').update('repositories', [...list, entry], target);
+  void vscode.window.showInformationMessage(vscode.l10n.t('Added {0} to nnrag.repositories in the {1} settings', entry.name ?? entry.location, key));
+  return key;
 }
 
 /** The user agreed, this session, to validate in a weaker sandbox than bubblewrap's. */

@@ -11,4 +11,6 @@ export const DEFAULTS = {
   'git.fetchIntervalMinutes': 60,
   'pull.preview': true,
   'pull.wholeClasses': false,
+  'hover.enabled': true,
+  'codeLens.enabled': true,
 };

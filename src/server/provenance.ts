@@ -10,6 +10,16 @@ import type { IndexService } from '../core/service/indexService';
 import { GetProvenance } from '../shared/protocol';
 import { onRequest } from './rpc';
 
+/** Whether the identifier `word` around `offset` is the name a definition makes on its line. */
+function definedAt(text: string, offset: number, word: string): boolean {
+  const lineStart = text.lastIndexOf('\n', offset - 1) + 1;
+  let s = offset;
+  while (s > lineStart && /\w/.test(text[s - 1])) s--;
+  const before = text.slice(lineStart, s);
+  const after = text.slice(s + word.length, text.indexOf('\n', s) < 0 ? undefined : text.indexOf('\n', s));
+  return /^(?:async\s+)?(?:class|def)\s+$/.test(before) || (before === '' && /^\s*(?::[^=]*)?=(?!=)/.test(after));
+}
+
 /** The identifier around `offset`. */
 function wordAt(text: string, offset: number): string | undefined {
   let s = offset;
@@ -24,6 +34,9 @@ export function provenanceHover(text: string, offset: number): Hover | null {
   if (!prov) return null;
   const word = wordAt(text, offset);
   if (!word) return null;
+  // only where a definition is made (`class NAME`, `def NAME`, `NAME = ...` at the top level), not over every use:
+  // the language server of the editor answers there already
+  if (!definedAt(text, offset, word)) return null;
   const def = prov.definitions.find((d) => d.names.includes(word));
   if (!def) return null;
   const edited = bodyHash(text) !== prov.hash;

@@ -106,6 +106,11 @@ describe('language server over stdio (the real server process)', function () {
     assert.match(hover.contents.value, /tinyblocks\/helpers\.py/);
     assert.match(hover.contents.value, /license: MIT/);
     assert.match(hover.contents.value, /swh:1:cnt:[0-9a-f]{40}/);
+    // over a use of the same name: nothing (the editor's own language server answers there)
+    const use = lines.findIndex((l, i) => i !== line && /\bmake_divisible\(/.test(l) && !l.startsWith('def '));
+    assert.ok(use >= 0, 'the pulled file uses make_divisible');
+    const at = lines[use].indexOf('make_divisible') + 2;
+    assert.strictEqual(await conn.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: use, character: at } }), null);
   });
 
   it('stops a re-index when its request is cancelled, keeping what it had indexed', async () => {

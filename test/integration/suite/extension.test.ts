@@ -6,7 +6,8 @@
  */
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
-import { existsSync, readFileSync, writeFileSync } from 'fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { NnragApi } from '../../../src/extension/extension';
@@ -198,6 +199,20 @@ describe('trusted workspace', function () {
     await vscode.window.showTextDocument(doc);
     const dep = await hoverAt('ConvNormAct');
     assert.match(dep, /source: `tinyblocks\/layers\/conv\.py`/);
+    // over a use of an inlined name (not its definition): no provenance hover stacked on the editor's own
+    const useLine = doc.getText().split('\n').findIndex((l) => /\bConvNormAct\(/.test(l) && !l.startsWith('class '));
+    assert.ok(useLine >= 0);
+    const useHovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', doc.uri, new vscode.Position(useLine, doc.lineAt(useLine).text.indexOf('ConvNormAct') + 2));
+    assert.doesNotMatch(useHovers.flatMap((h) => h.contents).map((c) => (typeof c === 'string' ? c : c.value)).join('\n'), /pulled by NN-RAG/);
+    // nnrag.hover.enabled: false turns it off
+    const config = vscode.workspace.getConfiguration('nnrag');
+    await config.update('hover.enabled', false, vscode.ConfigurationTarget.Workspace);
+    try {
+      assert.doesNotMatch(await hoverAt('ResidualBlock'), /pulled by NN-RAG/);
+    } finally {
+      await config.update('hover.enabled', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+    assert.match(await hoverAt('ResidualBlock'), /pulled by NN-RAG/);
   });
 
   it('says in a CodeLens whether the upstream code changed since the pull', async () => {
@@ -234,6 +249,27 @@ describe('trusted workspace', function () {
     );
     assert.deepStrictEqual([pulled.status, pulled.trusted], ['validated', true], JSON.stringify(pulled));
     assert.match(readFileSync(pulledPath('se_from_tool.py'), 'utf8'), /^class SqueezeExcite\(nn\.Module\):/m);
+  });
+
+  it('adds a repository to the settings in effect (the workspace has a value: there), and removes it from the tree', async () => {
+    const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('nnrag');
+    const userBefore = config().inspect<unknown[]>('repositories')?.globalValue;
+    const extra = mkdtempSync(path.join(tmpdir(), 'nnrag-extra-'));
+    mkdirSync(path.join(extra, 'extrablocks'));
+    writeFileSync(path.join(extra, 'extrablocks', 'gates.py'), 'import torch\n\n\nclass SquishGate(torch.nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n');
+    const key = await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: extra, name: 'extrablocks' });
+    assert.strictEqual(key, 'workspace');
+    assert.ok((config().inspect<{ name?: string }[]>('repositories')?.workspaceValue ?? []).some((r) => r.name === 'extrablocks'));
+    assert.deepStrictEqual(config().inspect<unknown[]>('repositories')?.globalValue, userBefore, 'the user settings are untouched');
+    await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 2);
+    const hits = await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 });
+    assert.strictEqual(hits[0]?.name, 'SquishGate');
+    const repoNode = (await nnrag.request(ListTree, {})).find((n) => n.repo === 'extrablocks');
+    assert.ok(repoNode);
+    assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.removeRepository', repoNode), 'workspace');
+    assert.ok(!(config().inspect<{ name?: string }[]>('repositories')?.workspaceValue ?? []).some((r) => r.name === 'extrablocks'));
+    await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
+    assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 })).some((h) => h.name === 'SquishGate'), false);
   });
 
   it('refuses file names that escape the folder or shadow a module', async () => {
