@@ -245,6 +245,18 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
     return addRepository(entry);
   });
 
+  // a repository node of the tree (or a name): indexed again alone (changed files only), the others left as they are
+  reg('nnrag.reindexRepository', async (arg) => {
+    const name = typeof arg === 'string' ? arg : (arg as TreeNode | undefined)?.kind === 'repo' ? (arg as TreeNode).repo : undefined;
+    if (!name) return undefined;
+    const status = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: re-indexing {0}', name), cancellable: true },
+      (_progress, token) => client.request(ReindexRepositories, { only: name }, token),
+    );
+    tree.refresh();
+    return status;
+  });
+
   // a repository node of the tree (or a name): out of the settings where it is defined, and so out of the index
   reg('nnrag.removeRepository', async (arg) => {
     const name = typeof arg === 'string' ? arg : (arg as TreeNode | undefined)?.kind === 'repo' ? (arg as TreeNode).repo : undefined;

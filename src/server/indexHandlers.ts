@@ -12,7 +12,10 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
   onRequest(connection, ReindexRepositories, async (params, token) => {
     const s = service();
     if (params) s.configure(params);
-    const run = s.reindex();
+    // one repository: a run over it alone, which leaves the others as they are
+    const one = params?.only === undefined ? undefined : s.configured(params.only);
+    if (params?.only !== undefined && !one) throw new Error(`${params.only} is not in nnrag.repositories`);
+    const run = one ? s.reindex([one], { live: true }) : s.reindex();
     // cancelling the request stops this run (what was indexed so far stays)
     const sub = token.onCancellationRequested(() => s.cancel());
     try {

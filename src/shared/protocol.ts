@@ -78,8 +78,8 @@ export interface PullParams {
 export const GetIndexStatus = method<void, IndexStatus>('nnrag/getIndexStatus');
 /** Server -> client: the index state changed (progress while indexing, counts when done). */
 export const IndexStatusChanged = method<IndexStatus, void>('nnrag/indexStatusChanged');
-/** Client -> server: index the configured repositories again (on demand or after a settings change). */
-export const ReindexRepositories = method<{ repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number }, IndexStatus>('nnrag/reindexRepositories');
+/** Client -> server: index the configured repositories again (on demand or after a settings change); `only`: that one. */
+export const ReindexRepositories = method<{ repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number; only?: string }, IndexStatus>('nnrag/reindexRepositories');
 /** Client -> server: search blocks for the QuickPick and the tree. */
 export const SearchBlocks = method<SearchQuery, SearchHit[]>('nnrag/searchBlocks');
 /** Client -> server: for a search that found nothing, the query as the index would spell it (typos corrected). */

@@ -47,6 +47,8 @@ describe('the index service, in process (what the language server runs)', functi
       assert.match(failed[0], /cannot index .*missing/);
       assert.ok(changed() >= 1);
 
+      assert.strictEqual(svc.configured('tinyblocks')?.location, folder, 'a folder indexes under its name');
+      assert.strictEqual(svc.configured('nothing'), undefined);
       const { db, parser } = await svc.ready();
       const session = svc.pullSession(db);
       assert.strictEqual(svc.pullSession(db), session, 'the session is kept while the index does not change');

@@ -145,6 +145,14 @@ export class IndexService {
     if (change.gitFetchIntervalMinutes !== undefined) this.options.gitFetchIntervalMinutes = change.gitFetchIntervalMinutes;
   }
 
+  /** The configured repository that indexes under `name` (its `name`, else its location's last part). */
+  configured(name: string): SourceConfig | undefined {
+    const last = (location: string): string => location.replace(/[\\/]+$/, '').split(/[\\/]/).pop()?.replace(/\.git$/, '') ?? location;
+    // installed packages: each package of the list is a repository of its own
+    const names = (r: SourceConfig): string[] => (r.name ? [r.name] : r.kind === 'python-env' ? r.location.split(',').map((p) => p.trim()) : [last(r.location)]);
+    return this.options.repositories.find((r) => names(r).includes(name));
+  }
+
   /** Stops the index run in progress (what was indexed so far stays). */
   cancel(): void {
     this.indexAbort?.abort();

@@ -266,6 +266,12 @@ describe('trusted workspace', function () {
     assert.strictEqual(hits[0]?.name, 'SquishGate');
     const repoNode = (await nnrag.request(ListTree, {})).find((n) => n.repo === 'extrablocks');
     assert.ok(repoNode);
+    // re-indexing one repository from the tree leaves the other in the index
+    writeFileSync(path.join(extra, 'extrablocks', 'more.py'), 'import torch\n\n\nclass TwiceGate(torch.nn.Module):\n    def forward(self, x):\n        return 2 * x\n');
+    const again = await vscode.commands.executeCommand<{ state: string; repos: number }>('nnrag.reindexRepository', repoNode);
+    assert.deepStrictEqual([again?.state, again?.repos], ['ready', 2]);
+    assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'TwiceGate', limit: 3 }))[0]?.name, 'TwiceGate');
+    assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'squeeze excitation', limit: 3 }))[0]?.name, 'SqueezeExcite');
     assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.removeRepository', repoNode), 'workspace');
     assert.ok(!(config().inspect<{ name?: string }[]>('repositories')?.workspaceValue ?? []).some((r) => r.name === 'extrablocks'));
     await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
