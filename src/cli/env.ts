@@ -61,40 +61,33 @@ export function dbPath(args: ParsedArgs): string {
   return path.resolve(opt(args, 'db') ?? path.join('.nnrag', 'index.db'));
 }
 
-/** Opens the index of `--db`; `write`: this command saves it, so it waits for another writer to finish first. */
-export async function openDb(args: ParsedArgs, env: CliEnv, mustExist = true, write = false): Promise<IndexDb> {
+/**
+ * Opens the index of `--db`; `write`: this command saves it, so it waits for another writer to finish first;
+ * 'or-read' (a long-running reader: the MCP server): its writer when nobody writes it, else read-only beside the
+ * process that does (the language server), saving nothing.
+ */
+export async function openDb(args: ParsedArgs, env: CliEnv, mustExist = true, write: boolean | 'or-read' = false): Promise<IndexDb> {
   const file = dbPath(args);
   if (mustExist) {
     const fs = await import('fs');
     if (!fs.existsSync(file)) throw new NnragError('not-found', `no index at ${file}; run 'nn-rag index SOURCE --db ${opt(args, 'db') ?? file}' first`);
   }
-  const { db, recovered } = await IndexDb.open(file, {
+  const { db, recovered, readOnlyBecause } = await IndexDb.open(file, {
     sqlWasm: env.assets.sqlWasm,
-    write: write ? 'wait' : undefined,
+    write: write === 'or-read' ? 'or-read' : write ? 'wait' : undefined,
     signal: env.signal,
     onWait: (who) => env.err(`nn-rag: waiting for ${who} to finish writing ${file}\n`),
   });
+  if (readOnlyBecause) env.err(`nn-rag: ${readOnlyBecause}: reading it, saving nothing\n`);
   if (recovered) {
     env.err(`nn-rag: the index at ${file} was unreadable (${recovered.reason}); it was moved to ${recovered.movedTo} and a new one started\n`);
   }
   return db;
 }
 
-/**
- * Opens the index of `--db` for a long-running reader (the MCP server): as its writer when nobody writes it, else
- * read-only beside the process that does (the language server), saving nothing.
- */
-export async function openDbShared(args: ParsedArgs, env: CliEnv): Promise<IndexDb> {
-  const file = dbPath(args);
-  const fs = await import('fs');
-  if (!fs.existsSync(file)) throw new NnragError('not-found', `no index at ${file}; run 'nn-rag index SOURCE --db ${opt(args, 'db') ?? file}' first`);
-  try {
-    return (await IndexDb.open(file, { sqlWasm: env.assets.sqlWasm, write: 'try', signal: env.signal })).db;
-  } catch (err) {
-    if (!(err instanceof NnragError) || !/being written by/.test(err.message)) throw err;
-    env.err(`nn-rag: ${err.message}: reading it, saving nothing\n`);
-    return (await IndexDb.open(file, { sqlWasm: env.assets.sqlWasm, readOnly: true })).db;
-  }
+/** The interpreter that validates: `--python`, else `NNRAG_PYTHON`, else `python3` on PATH. */
+export function pythonOf(args: ParsedArgs, env: CliEnv): string {
+  return opt(args, 'python') ?? (env.env.NNRAG_PYTHON || 'python3');
 }
 
 export function cacheDir(args: ParsedArgs, env: CliEnv): string {

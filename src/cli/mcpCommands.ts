@@ -23,7 +23,7 @@ import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
 import { findTarget } from '../core/store/target';
 import { VERSION } from '../shared/version';
-import { dbPath, EXIT, flag, openDb, openDbShared, opt, parse } from './env';
+import { dbPath, EXIT, flag, openDb, opt, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
 
 /** A search hit as an assistant reads it: what to pull, what it takes, what it is, whether it ran, where it is from. */
@@ -65,7 +65,7 @@ function inside(file: string, roots: string[]): boolean {
 export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, { root: { value: true, multiple: true }, 'allow-validate': {}, python: { value: true } });
   const allowValidate = flag(args, 'allow-validate');
-  const python = opt(args, 'python') ?? (env.env.NNRAG_PYTHON || 'python3');
+  const python = pythonOf(args, env);
   const givenRoots = (args.options.get('root') ?? []).map((r) => {
     try {
       return realpathSync(path.resolve(r));
@@ -73,7 +73,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       throw new NnragError('not-found', `--root ${r} does not exist`);
     }
   });
-  const db: IndexDb = await openDbShared(args, env);
+  const db: IndexDb = await openDb(args, env, true, 'or-read');
   const parser = await PythonParser.create(env.assets);
   let session: PullSession | undefined;
   const pulls = (): PullSession => (session ??= openPullSession(db, loadModuleTable(db)));

@@ -16,7 +16,7 @@ import { ValidatorPool } from '../core/validate/validatorPool';
 import { isToolFault, TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
 import { joinInside } from '../core/emit/writeSafe';
-import { flag, intOpt, opt } from './env';
+import { flag, intOpt, opt, pythonOf } from './env';
 import { EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
 import type { ParsedArgs } from './env';
@@ -45,15 +45,12 @@ const PULL_OPTIONS = {
   'dry-run': {},
 };
 
-function defaultPython(env: CliEnv): string {
-  return env.env.NNRAG_PYTHON || 'python3';
-}
 
 /** The options every pull of one command shares. */
 function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, validate: boolean): Omit<PullOptions, 'out'> {
   return {
     parser,
-    python: opt(args, 'python') ?? defaultPython(env),
+    python: pythonOf(args, env),
     runner: env.assets.runner,
     validate,
     timeoutMs: intOpt(args, 'timeout', 120) * 1000,
@@ -84,7 +81,7 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
   const out = opt(args, 'out');
   if (!out) throw new NnragError('usage', 'pull needs --out FILE');
   const validate = !flag(args, 'no-validate');
-  if (validate && !flag(args, 'dry-run')) await warnBeforeValidating(env, opt(args, 'python') ?? defaultPython(env), intOpt(args, 'memory-mb', 4096));
+  if (validate && !flag(args, 'dry-run')) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
   const db = await openDb(args, env, true, true);
   try {
     const ref = findTarget(db, args.positionals[0]);
@@ -240,10 +237,10 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     // validation runs in a pool of warm interpreters (one per core unless --jobs says otherwise), the pulls that
     // feed it run that many at a time; --no-pool starts a fresh interpreter for every block
     const jobs = Math.max(1, intOpt(args, 'jobs', validate ? os.cpus().length : 1));
-    if (validate) await warnBeforeValidating(env, opt(args, 'python') ?? defaultPython(env), intOpt(args, 'memory-mb', 4096));
+    if (validate) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
     // the folders the originals are imported from, for the equivalence check, are shown to every sandbox
     const roots = [...new Set([...session.repos.values()].flatMap((r) => importRoot(r) ?? []))];
-    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(opt(args, 'python') ?? defaultPython(env), env.assets.runner, jobs, intOpt(args, 'memory-mb', 4096), roots) : undefined;
+    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(pythonOf(args, env), env.assets.runner, jobs, intOpt(args, 'memory-mb', 4096), roots) : undefined;
     const items: BatchItem[] = new Array(targets.length);
     let next = 0;
     let done = 0;
@@ -385,9 +382,9 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
   } catch {
     throw new NnragError('not-found', `no such file: ${file}`);
   }
-  await warnBeforeValidating(env, opt(args, 'python') ?? defaultPython(env), intOpt(args, 'memory-mb', 4096));
+  await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
   const report = await validateFile(file, {
-    python: opt(args, 'python') ?? defaultPython(env),
+    python: pythonOf(args, env),
     runner: env.assets.runner,
     className: opt(args, 'class'),
     timeoutMs: intOpt(args, 'timeout', 120) * 1000,

@@ -17,7 +17,7 @@ import type { IndexDb } from '../core/store/database';
 import { validateFile } from '../core/validate/runner';
 import { createTwoFilesPatch } from 'diff';
 import { loadModuleTable } from '../core/resolve/loadTable';
-import { EXIT, flag, intOpt, openDb, opt, parse } from './env';
+import { EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
 import { warnBeforeValidating } from './pullCommands';
 
@@ -111,12 +111,12 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
   if (!args.positionals.length) throw new NnragError('usage', 'update needs pulled FILEs or folders');
   const files: string[] = [];
   for (const f of await pythonFilesUnder(args.positionals)) {
-    const text = await fsp.readFile(f, 'utf8').catch(() => '');
+    const { provenance, damaged } = parseProvenance(await fsp.readFile(f, 'utf8').catch(() => ''));
     // a file named on the command line must be a pulled one; in a folder, the others are left alone
-    if (args.positionals.includes(f) || parseProvenance(text).provenance || parseProvenance(text).damaged) files.push(path.resolve(f));
+    if (args.positionals.includes(f) || provenance || damaged) files.push(path.resolve(f));
   }
   if (!files.length) throw new NnragError('not-found', `no pulled files in ${args.positionals.join(', ')}`);
-  if (!flag(args, 'dry-run') && !flag(args, 'no-validate')) await warnBeforeValidating(env, opt(args, 'python') ?? (env.env.NNRAG_PYTHON || 'python3'), intOpt(args, 'memory-mb', 4096));
+  if (!flag(args, 'dry-run') && !flag(args, 'no-validate')) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
   const db = await openDb(args, env);
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-update-'));
   let failed = false;
@@ -144,7 +144,7 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
         validation = await validateFile(file, {
           original: original && 'module' in original ? original : undefined,
           className: outcome.ref?.name,
-          python: opt(args, 'python') ?? (env.env.NNRAG_PYTHON || 'python3'),
+          python: pythonOf(args, env),
           runner: env.assets.runner,
           timeoutMs: intOpt(args, 'timeout', 120) * 1000,
           memoryMb: intOpt(args, 'memory-mb', 4096),

@@ -7,6 +7,7 @@ import type { DependencyTreeProvider } from './dependencyTree';
 import { STDLIB } from '../core/emit/stdlib';
 import type { PullReport } from '../core/pull/pull';
 import type { SearchHit } from '../core/search/search';
+import { repositoryNames } from '../core/sources/names';
 import type { SourceConfig } from '../core/sources/types';
 import { ExplainDependencies, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
@@ -262,7 +263,7 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
     const name = typeof arg === 'string' ? arg : (arg as TreeNode | undefined)?.kind === 'repo' ? (arg as TreeNode).repo : undefined;
     if (!name) return undefined;
     const { key, list, target } = repositoriesInEffect();
-    const kept = list.filter((r) => (r.name ?? repoNameOf(r.location)) !== name);
+    const kept = list.filter((r) => !repositoryNames(r).includes(name));
     if (kept.length === list.length) {
       void vscode.window.showWarningMessage(vscode.l10n.t('{0} is not in nnrag.repositories ({1}): it comes from another settings scope or is being removed already', name, key));
       return undefined;
@@ -303,11 +304,6 @@ function repositoriesInEffect(): { key: string; list: SourceConfig[]; target: vs
   if (vscode.workspace.isTrusted && where?.workspaceFolderValue !== undefined) return { key: vscode.l10n.t('folder'), list: where.workspaceFolderValue, target: vscode.ConfigurationTarget.WorkspaceFolder };
   if (vscode.workspace.isTrusted && where?.workspaceValue !== undefined) return { key: vscode.l10n.t('workspace'), list: where.workspaceValue, target: vscode.ConfigurationTarget.Workspace };
   return { key: vscode.l10n.t('user'), list: where?.globalValue ?? [], target: vscode.ConfigurationTarget.Global };
-}
-
-/** A repository's name as the index gives it when the setting names none: the folder's or the URL's last part. */
-function repoNameOf(location: string): string {
-  return location.replace(/[\\/]+$/, '').split(/[\\/]/).pop()?.replace(/\.git$/, '') ?? location;
 }
 
 async function addRepository(entry: SourceConfig): Promise<string> {

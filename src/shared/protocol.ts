@@ -5,6 +5,7 @@
 import type { ClassDetails } from '../core/resolve/describe';
 import type { PullReport } from '../core/pull/pull';
 import type { SearchHit, SearchQuery } from '../core/search/search';
+import type { IndexStatus } from '../core/service/indexService';
 import type { SourceConfig } from '../core/sources/types';
 import type { IndexStats } from '../core/store/stats';
 import type { DependencyGraph, Provenance } from '../core/emit/emit';
@@ -40,17 +41,7 @@ export interface InitOptions {
   gitFetchIntervalMinutes?: number;
 }
 
-export type IndexState = 'starting' | 'indexing' | 'ready' | 'error';
-
-export interface IndexStatus {
-  state: IndexState;
-  message: string;
-  files: number;
-  blocks: number;
-  repos: number;
-  /** Set while indexing. */
-  progress?: { step: number; total: number; repo: string };
-}
+export type { IndexState, IndexStatus } from '../core/service/indexService';
 
 export interface TreeNode {
   kind: 'repo' | 'category' | 'block';

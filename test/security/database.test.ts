@@ -99,6 +99,24 @@ describe('the database file (hazards)', () => {
     assert.ok(!fs.existsSync(`${file}.lock`), 'the lock was left behind');
   });
 
+  it("a long-running reader ('or-read') opens a database another process writes read-only, and saves nothing", async () => {
+    const file = path.join(dir, 'read-beside.db');
+    assert.strictEqual((await cli('index', repoA, '--db', file)).code, 0);
+    const writer = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm, write: 'try' });
+    try {
+      await assert.rejects(IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm, write: 'try' }), /being written by process \d+/);
+      const reader = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm, write: 'or-read' });
+      assert.match(reader.readOnlyBecause ?? '', /being written by process \d+/);
+      assert.strictEqual(reader.db.readOnly, true);
+      reader.db.close();
+    } finally {
+      writer.db.close();
+    }
+    const alone = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm, write: 'or-read' });
+    assert.strictEqual(alone.readOnlyBecause, undefined, 'nobody writes it: the reader is its writer');
+    alone.db.close();
+  });
+
   it('a lock left by a process that died is taken over', async () => {
     const file = path.join(dir, 'stale.db');
     fs.writeFileSync(`${file}.lock`, JSON.stringify({ pid: 2 ** 22 + 17, host: os.hostname(), since: '2020-01-01' }));

@@ -21,6 +21,13 @@ async function service(folder: string): Promise<{ svc: IndexService; statuses: I
   return { svc, statuses, failed, changed: () => changed };
 }
 
+/** A copy of the shipped example repository that a test may change. */
+async function tinyblocksCopy(): Promise<string> {
+  const folder = path.join(await tmpdir('nnrag-svc-repo-'), 'tinyblocks');
+  await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), folder, { recursive: true });
+  return folder;
+}
+
 async function until<T>(what: () => Promise<T | undefined> | T | undefined, ms = 20_000): Promise<T> {
   const t0 = Date.now();
   for (;;) {
@@ -35,8 +42,7 @@ describe('the index service, in process (what the language server runs)', functi
   this.timeout(60_000);
 
   it('indexes the configured folders, says which could not be indexed, follows edits live, and keeps one pull session', async () => {
-    const folder = path.join(await tmpdir('nnrag-svc-repo-'), 'tinyblocks');
-    await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), folder, { recursive: true });
+    const folder = await tinyblocksCopy();
     const { svc, statuses, failed, changed } = await service(folder);
     try {
       const done = await svc.reindex();
@@ -65,8 +71,7 @@ describe('the index service, in process (what the language server runs)', functi
   });
 
   it('validates pulls in its warm validator, compared with the original, and stops it on dispose', async () => {
-    const folder = path.join(await tmpdir('nnrag-svc-repo-'), 'tinyblocks');
-    await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), folder, { recursive: true });
+    const folder = await tinyblocksCopy();
     const { svc } = await service(folder);
     try {
       await svc.reindex();
@@ -92,8 +97,7 @@ describe('the index service, in process (what the language server runs)', functi
   });
 
   it('stops a run when cancelled and keeps what was indexed', async () => {
-    const folder = path.join(await tmpdir('nnrag-svc-repo-'), 'tinyblocks');
-    await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), folder, { recursive: true });
+    const folder = await tinyblocksCopy();
     const { svc } = await service(folder);
     try {
       const run = svc.reindex();

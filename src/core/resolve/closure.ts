@@ -203,6 +203,20 @@ function refsWithin(parsed: ParsedModule, unit: number, span: { start: number; e
   return out;
 }
 
+/** Whether an offset lies outside every one of `members` (in source order, not overlapping: found by halving). */
+function outsideOf(members: readonly { start: number; end: number }[]): (at: number) => boolean {
+  return (at) => {
+    let lo = 0;
+    let hi = members.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (members[mid].end <= at) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo === members.length || at < members[lo].start;
+  };
+}
+
 export function unitKey(rec: ModuleRecord, unit: number): string {
   return `${rec.fileId}:${unit}`;
 }
@@ -641,23 +655,14 @@ async function closeOnce(
     // (a method on a line of its own: a one-line class keeps them all)
     const ownLine = (m: Member): boolean => /^[ \t]*$/.test(parsed.text.slice(parsed.text.lastIndexOf('\n', m.start - 1) + 1, m.start));
     const deferred = trim ? body!.methods.filter((m) => droppable(m.name) && !isReached(m.name, node) && ownLine(m)) : [];
-    // (methods in source order: the one that could hold `at` is found by halving)
-    const outside = (at: number): boolean => {
-      let lo = 0;
-      let hi = deferred.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >> 1;
-        if (deferred[mid].end <= at) lo = mid + 1;
-        else hi = mid;
-      }
-      return lo === deferred.length || at < deferred[lo].start;
-    };
+    const outside = outsideOf(deferred);
     takeIn(node, parsed, where, outside, registration);
     if (registration) registrations.push(registration);
 
     // what the kept code reaches members by (a class's own statements: its bare names too, `forward = _impl`)
     const family = u.kind === 'class' ? node.key : undefined;
-    const classLevel = (at: number): boolean => u.kind === 'class' && !(body?.methods ?? []).some((m) => at >= m.start && at < m.end);
+    const outsideMethods = outsideOf(body?.methods ?? []);
+    const classLevel = (at: number): boolean => u.kind === 'class' && outsideMethods(at);
     reachesOf(reachedIn(parsed, unit, u.start, u.end), toReach, family, outside, classLevel);
     if (deferred.length) {
       node.dropped = [...deferred];

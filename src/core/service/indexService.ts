@@ -9,7 +9,7 @@ import type { FSWatcher } from 'fs';
 import * as path from 'path';
 import { lazyPool } from '../analysis/parsePool';
 import { warmUpParser } from '../analysis/warmUp';
-import { CancelledError, errorMessage, NnragError } from '../base/errors';
+import { CancelledError, errorMessage } from '../base/errors';
 import { finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../index/indexer';
 import type { WasmPaths } from '../parse/parser';
 import { PythonParser } from '../parse/parser';
@@ -17,6 +17,7 @@ import { importRoot, openPullSession } from '../pull/pull';
 import type { PullSession } from '../pull/pull';
 import { loadModuleTable } from '../resolve/loadTable';
 import type { GitAuth } from '../sources/git';
+import { repositoryNames } from '../sources/names';
 import { openSource } from '../sources/open';
 import type { SourceConfig } from '../sources/types';
 import { IndexDb } from '../store/database';
@@ -122,15 +123,9 @@ export class IndexService {
       const parser = await PythonParser.create(options);
       this.parsePool = lazyPool(options.parseWorker, options, parser);
       const file = path.join(options.storageDir, 'index.db');
-      let opened: Awaited<ReturnType<typeof IndexDb.open>>;
-      try {
-        opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, write: 'try' });
-      } catch (err) {
-        if (!(err instanceof NnragError) || !/being written by/.test(err.message)) throw err;
-        // another window's server writes this index: read it, keep this window's changes in memory only
-        this.events.log('index', `${errorMessage(err)}: this window reads the index and saves nothing`);
-        opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, readOnly: true });
-      }
+      const opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, write: 'or-read' });
+      // another window's server writes this index: this one reads it and keeps its changes in memory only
+      if (opened.readOnlyBecause) this.events.log('index', `${opened.readOnlyBecause}: this window reads the index and saves nothing`);
       this.db = opened.db;
       if (opened.recovered) this.events.log('index', `the index was unreadable (${opened.recovered.reason}); moved to ${opened.recovered.movedTo} and rebuilt`);
       return { db: opened.db, parser };
@@ -145,12 +140,9 @@ export class IndexService {
     if (change.gitFetchIntervalMinutes !== undefined) this.options.gitFetchIntervalMinutes = change.gitFetchIntervalMinutes;
   }
 
-  /** The configured repository that indexes under `name` (its `name`, else its location's last part). */
+  /** The configured repository that indexes under `name`. */
   configured(name: string): SourceConfig | undefined {
-    const last = (location: string): string => location.replace(/[\\/]+$/, '').split(/[\\/]/).pop()?.replace(/\.git$/, '') ?? location;
-    // installed packages: each package of the list is a repository of its own
-    const names = (r: SourceConfig): string[] => (r.name ? [r.name] : r.kind === 'python-env' ? r.location.split(',').map((p) => p.trim()) : [last(r.location)]);
-    return this.options.repositories.find((r) => names(r).includes(name));
+    return this.options.repositories.find((r) => repositoryNames(r).includes(name));
   }
 
   /** Stops the index run in progress (what was indexed so far stays). */

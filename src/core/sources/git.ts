@@ -10,6 +10,7 @@ import http from 'isomorphic-git/http/node';
 import { CancelledError, errorMessage, NnragError, throwIfAborted } from '../base/errors';
 import { validateName } from './folder';
 import { makeMatcher } from './glob';
+import { defaultGitName } from './names';
 import { detectLicense, LICENSE_FILES } from './license';
 import type { OpenedSource, RepoInfo, SkippedEntry, SourceConfig, SourceFile } from './types';
 
@@ -34,11 +35,6 @@ export function checkGitUrl(raw: string): string {
 
 export function looksLikeUrl(s: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(s) || /^git@/.test(s);
-}
-
-export function defaultGitName(url: string): string {
-  const last = new URL(url).pathname.split('/').filter(Boolean).pop() ?? 'repo';
-  return last.replace(/\.git$/, '') || 'repo';
 }
 
 export interface GitOptions {

@@ -28,10 +28,19 @@ export function loadSqlJs(wasmPath?: string): Promise<SqlJsStatic> {
   return sqlPromise;
 }
 
+/** The database is locked by another writer (`write: 'try'`). */
+class LockedError extends NnragError {
+  constructor(message: string) {
+    super('bad-db', message);
+  }
+}
+
 export interface OpenResult {
   db: IndexDb;
   /** Set when an existing file was unreadable and moved aside; the database starts empty. */
   recovered?: { movedTo: string; reason: string };
+  /** With `write: 'or-read'`: why the database was opened read-only (another process writes it). */
+  readOnlyBecause?: string;
 }
 
 export class IndexDb {
@@ -54,19 +63,29 @@ export class IndexDb {
   /**
    * Opens (or creates) the database at `file`; `undefined` gives an in-memory database. `write` takes the lock beside
    * the file first ('wait': until the other writer is done; 'try': fails at once), so what is read is what the last
-   * writer saved. Throws a NnragError('bad-db') for a path that cannot hold our database, before any work.
+   * writer saved; 'or-read': as 'try', and when another process writes it, read-only beside it (a long-running
+   * reader: a second window's server, the MCP server). Throws a NnragError('bad-db') for a path that cannot hold our
+   * database, before any work.
    */
   static async open(
     file: string | undefined,
-    options: { sqlWasm?: string; write?: 'wait' | 'try'; readOnly?: boolean; signal?: AbortSignal; onWait?: (holder: string) => void } = {},
+    options: { sqlWasm?: string; write?: 'wait' | 'try' | 'or-read'; readOnly?: boolean; signal?: AbortSignal; onWait?: (holder: string) => void } = {},
   ): Promise<OpenResult> {
     const SQL = await loadSqlJs(options.sqlWasm);
     let recovered: OpenResult['recovered'];
     let raw: Database | undefined;
     let lock: DbLock | undefined;
+    let readOnlyBecause: string | undefined;
     const target = file ? checkDbPath(file) : undefined;
     try {
-      if (target && options.write) lock = await DbLock.take(target, options.write, options.signal, options.onWait);
+      if (target && options.write) {
+        try {
+          lock = await DbLock.take(target, options.write === 'wait' ? 'wait' : 'try', options.signal, options.onWait);
+        } catch (err) {
+          if (options.write !== 'or-read' || !(err instanceof LockedError)) throw err;
+          readOnlyBecause = err.message;
+        }
+      }
       if (target) {
         let bytes: Buffer | undefined;
         try {
@@ -105,9 +124,9 @@ export class IndexDb {
     raw.run('PRAGMA foreign_keys = ON');
     const db = new IndexDb(raw, target);
     db.lock = lock;
-    db.readOnly = options.readOnly === true;
+    db.readOnly = options.readOnly === true || readOnlyBecause !== undefined;
     db.migrate();
-    return { db, recovered };
+    return { db, recovered, readOnlyBecause };
   }
 
   private migrate(): void {
@@ -434,7 +453,7 @@ class DbLock {
         continue;
       }
       const who = holder ? `process ${holder.pid}${holder.host !== os.hostname() ? ` on ${holder.host}` : ''}` : 'another process';
-      if (mode === 'try') throw new NnragError('bad-db', `${db} is being written by ${who}; try again when it is done`);
+      if (mode === 'try') throw new LockedError(`${db} is being written by ${who}; try again when it is done`);
       if (!told) {
         onWait?.(who);
         told = true;
