@@ -69,6 +69,24 @@ describe('package.json against the code', () => {
     assert.ok(code.includes("createTreeView('nnrag.blocks'"));
   });
 
+  it('the lock file names every package its packages depend on, optional ones too, so `npm ci` on a clean checkout installs', () => {
+    const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+    const packages: Record<string, { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> }> = lock.packages;
+    /** Node's lookup: the package's own node_modules, then each folder above it. */
+    const found = (from: string, name: string): boolean => {
+      for (let dir = from; ; dir = dir.slice(0, Math.max(0, dir.lastIndexOf('/node_modules/')))) {
+        if (packages[`${dir ? `${dir}/` : ''}node_modules/${name}`]) return true;
+        if (!dir) return false;
+      }
+    };
+    const missing = Object.entries(packages).flatMap(([at, p]) =>
+      Object.keys({ ...p.dependencies, ...p.optionalDependencies, ...(at === '' ? pkg.devDependencies : {}) })
+        .filter((name) => !found(at, name))
+        .map((name) => `${at || 'package.json'} -> ${name}`),
+    );
+    assert.deepStrictEqual(missing, []);
+  });
+
   it('keeps the layers apart: ESLint finds no upward import and no cycle in src, and flags one that crosses', async function () {
     this.timeout(120_000);
     const { ESLint } = await import('eslint');
@@ -81,6 +99,8 @@ describe('package.json against the code', () => {
     assert.ok((await crossing('src/core/parse/probe.ts', "import { indexSource } from '../index/indexer';\nexport const x = indexSource;\n")).includes('no-restricted-imports'));
     assert.ok((await crossing('src/core/store/probe.ts', "import * as vscode from 'vscode';\nexport const x = vscode;\n")).includes('no-restricted-imports'));
     assert.ok((await crossing('src/core/pull/probe.ts', "import { runCli } from '../../cli/cli';\nexport const x = runCli;\n")).includes('no-restricted-imports'));
+    // facts.ts imports fingerprint.ts, so fingerprint.ts importing facts.ts closes a cycle.
+    assert.ok((await crossing('src/core/parse/fingerprint.ts', "import { extractFacts } from './facts';\nexport const x = extractFacts;\n")).includes('import/no-cycle'));
     assert.deepStrictEqual(await crossing('src/core/index/probe.ts', "import { NnragError } from '../base/errors';\nexport const x = NnragError;\n"), []);
   });
 });
