@@ -2,16 +2,15 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { findTarget } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
-import { bodyHash, parseProvenance, readProvenance, splitPulled } from '../core/emit/emit';
+import { parseProvenance } from '../core/emit/emit';
 import { manifestPath, writeManifests } from '../core/emit/manifest';
 import type { Manifest } from '../core/emit/manifest';
-import { merge3 } from '../core/emit/merge';
-import { upstreamStatus } from '../core/emit/upstream';
 import { NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
-import { openPullSession, originalOf, pullBlock } from '../core/pull/pull';
+import { openPullSession, originalOf } from '../core/pull/pull';
+import { planUpdate, pulledFileStatus } from '../core/pull/update';
+import type { PulledFileStatus } from '../core/pull/update';
 import type { PullSession } from '../core/pull/pull';
 import type { IndexDb } from '../core/store/database';
 import { validateFile } from '../core/validate/runner';
@@ -37,43 +36,15 @@ async function pythonFilesUnder(roots: string[]): Promise<string[]> {
   return files;
 }
 
-/** Conflict markers a merge left in a file (a line starting `<<<<<<< `, then `=======`, then `>>>>>>> `). */
-export function conflictMarkers(text: string): number {
-  return [...text.matchAll(/^<{7} [^\n]*\n[^]*?^={7}\n[^]*?^>{7} /gm)].length;
-}
-
 export async function statusCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, {});
   const files = await pythonFilesUnder(args.positionals.length ? args.positionals : ['.']);
   const db = await openDb(args, env);
-  const rows: { file: string; target: string; state: string; edited: boolean; conflicts: number; reason?: string; changed: { names: string[]; path: string; state: string }[] }[] = [];
+  const rows: (PulledFileStatus & { file: string })[] = [];
   try {
     for (const f of files) {
-      const text = await fsp.readFile(f, 'utf8').catch(() => '');
-      const { provenance: prov, damaged } = parseProvenance(text);
-      const conflicts = conflictMarkers(text);
-      if (damaged) {
-        rows.push({ file: f, target: '?', state: 'damaged', edited: true, conflicts, reason: damaged, changed: [] });
-        continue;
-      }
-      if (!prov) continue;
-      const edited = bodyHash(text) !== prov.hash;
-      let known = true;
-      try {
-        findTarget(db, prov.target);
-      } catch {
-        known = false;
-      }
-      const up = upstreamStatus(db, prov);
-      rows.push({
-        file: f,
-        target: prov.target,
-        state: conflicts ? 'conflicted' : known ? up.state : 'unknown',
-        edited,
-        conflicts,
-        ...(known ? {} : { reason: `${prov.target} is not in this index` }),
-        changed: up.entries.filter((e) => e.state === 'changed' || e.state === 'missing').map((e) => ({ names: e.names, path: e.path, state: e.state })),
-      });
+      const st = pulledFileStatus(db, await fsp.readFile(f, 'utf8').catch(() => ''));
+      if (st) rows.push({ file: f, ...st });
     }
   } finally {
     db.close();
@@ -181,50 +152,28 @@ async function updateOne(
   const text = await fsp.readFile(file, 'utf8').catch(() => {
     throw new NnragError('not-found', `no such file: ${file}`);
   });
-  const { provenance: prov, damaged } = parseProvenance(text);
-  if (damaged) throw new NnragError('bad-source', `${file} has a damaged NN-RAG header (${damaged}); pull the block again into another file and compare`);
-  if (!prov) throw new NnragError('bad-source', `${file} has no NN-RAG provenance record: it was not pulled, or its header was removed`);
   const manifest = (await fsp
     .readFile(manifestPath(file), 'utf8')
     .then((t) => JSON.parse(t) as Manifest)
     .catch(() => undefined)) as Manifest | undefined;
-  const fresh = path.join(scratch, path.basename(file));
-  await fsp.rm(fresh, { force: true });
-  const ref = findTarget(db, prov.target);
-  await pullBlock(session, ref, { parser, out: fresh, validate: false, manifest: false });
-  const freshText = await fsp.readFile(fresh, 'utf8');
-  const freshProv = readProvenance(freshText)!;
-  const upstream = splitPulled(freshText);
-  const mine = splitPulled(text);
-  const edited = bodyHash(text) !== prov.hash;
-  const write = async (next: string, base: string | undefined): Promise<{ written: boolean; diff?: string }> => {
-    if (dryRun) return { written: false, diff: createTwoFilesPatch(file, file, text, next, 'yours', 'after update') };
-    await fsp.writeFile(file, next, 'utf8');
-    if (base !== undefined) await writeManifests(file, freshProv, undefined, base);
-    return { written: true };
-  };
-  if (freshProv.hash === prov.hash) {
-    if (JSON.stringify(freshProv.definitions) !== JSON.stringify(prov.definitions)) {
-      // the same code, but the header records other sources (an edited header): it is written again
-      const w = await write(`${upstream.header}${mine.body}`, undefined);
-      return { ...w, written: false, failed: false, line: { state: 'header-refreshed' }, human: `${file}: the code is up to date with ${prov.target}; its header recorded other sources${dryRun ? ' and would be written again' : ' and was written again'}` };
-    }
-    return { written: false, failed: false, line: { state: 'up-to-date' }, human: `${file}: up to date with ${prov.target}` };
+  const plan = await planUpdate({ db, parser, session, scratch }, text, manifest?.base_body, file);
+  const target = plan.provenance.target;
+  if (plan.state === 'up-to-date') return { written: false, failed: false, line: { state: 'up-to-date' }, human: `${file}: up to date with ${target}` };
+  let w: { written: boolean; diff?: string } = { written: false };
+  if (dryRun) w = { written: false, diff: createTwoFilesPatch(file, file, text, plan.next!, 'yours', 'after update') };
+  else {
+    await fsp.writeFile(file, plan.next!, 'utf8');
+    if (plan.base !== undefined) await writeManifests(file, plan.provenance, undefined, plan.base);
+    w = { written: true };
   }
-  let body: string;
-  let conflicts = 0;
-  if (!edited) body = upstream.body;
-  else if (manifest?.base_body !== undefined) {
-    const merged = merge3(manifest.base_body, mine.body, upstream.body);
-    body = merged.text;
-    conflicts = merged.conflicts;
-  } else {
-    throw new NnragError('bad-source', `${file} was edited since the pull and ${path.basename(manifestPath(file))} keeps no base to merge against; pull again into another file and compare`);
+  if (plan.state === 'header-refreshed') {
+    return { ...w, written: false, failed: false, line: { state: 'header-refreshed' }, human: `${file}: the code is up to date with ${target}; its header recorded other sources${dryRun ? ' and would be written again' : ' and was written again'}` };
   }
-  const w = await write(`${upstream.header}${body}`, upstream.body);
   const would = dryRun ? 'would be ' : '';
-  if (conflicts) {
-    return { ...w, written: false, failed: true, line: { state: 'conflicts', conflicts, dryRun }, human: `${file}: ${would}updated from upstream with ${conflicts} conflict${conflicts === 1 ? '' : 's'} between your edits and upstream${dryRun ? '' : '; resolve the <<<<<<< markers'}` };
+  if (plan.state === 'conflicts') {
+    const n = plan.conflicts;
+    return { ...w, written: false, failed: true, line: { state: 'conflicts', conflicts: n, dryRun }, human: `${file}: ${would}updated from upstream with ${n} conflict${n === 1 ? '' : 's'} between your edits and upstream${dryRun ? '' : '; resolve the <<<<<<< markers'}` };
   }
-  return { ...w, ref, failed: false, line: { state: edited ? 'merged' : 'updated', dryRun }, human: `${file}: ${would}updated from upstream${edited ? ', your edits kept' : ''}` };
+  const edited = plan.state === 'merged';
+  return { ...w, ref: plan.ref, failed: false, line: { state: edited ? 'merged' : 'updated', dryRun }, human: `${file}: ${would}updated from upstream${edited ? ', your edits kept' : ''}` };
 }

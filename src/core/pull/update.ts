@@ -1,0 +1,123 @@
+/**
+ * A pulled file against its upstream: its state (for `nn-rag status`, the editor's CodeLens and Pulled blocks view),
+ * and the text an update gives it (for `nn-rag update` and the editor's Update). Nothing here writes the file: the
+ * command line writes it, the editor applies it as one undoable edit.
+ */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { NnragError } from '../base/errors';
+import { bodyHash, parseProvenance, readProvenance, splitPulled } from '../emit/emit';
+import type { Provenance } from '../emit/emit';
+import { merge3 } from '../emit/merge';
+import { upstreamStatus } from '../emit/upstream';
+import type { PythonParser } from '../parse/parser';
+import type { IndexDb } from '../store/database';
+import { findTarget } from '../store/target';
+import type { ClassRef } from '../store/target';
+import { pullBlock } from './pull';
+import type { PullSession } from './pull';
+
+/** Conflict markers a merge left in a file (a line starting `<<<<<<< `, then `=======`, then `>>>>>>> `). */
+export function conflictMarkers(text: string): number {
+  return [...text.matchAll(/^<{7} [^\n]*\n[^]*?^={7}\n[^]*?^>{7} /gm)].length;
+}
+
+export type PulledState = 'up-to-date' | 'changed' | 'unknown' | 'conflicted' | 'damaged';
+
+export interface PulledFileStatus {
+  target: string;
+  /** `changed`: upstream changed since the pull; `unknown`: its repository or block is not in this index. */
+  state: PulledState;
+  /** The body differs from what was pulled. */
+  edited: boolean;
+  conflicts: number;
+  reason?: string;
+  /** The upstream sources that changed or disappeared, and the definitions taken from each. */
+  changed: { names: string[]; path: string; state: string }[];
+  /** The validation recorded in the header at the pull. */
+  validation?: { status: string; tier?: string | null; category?: string | null };
+}
+
+/** The state of a pulled file's text, or undefined when it was not pulled (no NN-RAG header). */
+export function pulledFileStatus(db: IndexDb, text: string): PulledFileStatus | undefined {
+  const { provenance: prov, damaged } = parseProvenance(text);
+  const conflicts = conflictMarkers(text);
+  if (damaged) return { target: '?', state: 'damaged', edited: true, conflicts, reason: damaged, changed: [] };
+  if (!prov) return undefined;
+  let known = true;
+  try {
+    findTarget(db, prov.target);
+  } catch {
+    known = false;
+  }
+  const up = upstreamStatus(db, prov);
+  const v = prov.validation;
+  return {
+    target: prov.target,
+    state: conflicts ? 'conflicted' : known ? up.state : 'unknown',
+    edited: bodyHash(text) !== prov.hash,
+    conflicts,
+    ...(known ? {} : { reason: `${prov.target} is not in this index` }),
+    changed: up.entries.filter((e) => e.state === 'changed' || e.state === 'missing').map((e) => ({ names: e.names, path: e.path, state: e.state })),
+    ...(v ? { validation: { status: v.status, tier: v.tier ?? null, category: v.category ?? null } } : {}),
+  };
+}
+
+export type UpdateState = 'up-to-date' | 'header-refreshed' | 'updated' | 'merged' | 'conflicts';
+
+export interface UpdatePlan {
+  state: UpdateState;
+  /** The file's text after the update (absent when up to date). */
+  next?: string;
+  /** What the block's pull gives today: the upstream side of a comparison. */
+  upstream: string;
+  /** The body to merge against next time (the upstream body), for the manifest; absent when it does not change. */
+  base?: string;
+  /** The provenance of the fresh pull, for the manifest. */
+  provenance: Provenance;
+  conflicts: number;
+  ref: ClassRef;
+}
+
+/**
+ * What an update makes of a pulled file's `text`: the block pulled again from the index, and the user's edits kept by
+ * a three-way merge of the edited body and the new upstream body against `baseBody` (the body as pulled, kept in the
+ * manifest). `scratch`: a folder to pull into.
+ */
+export async function planUpdate(
+  { db, parser, session, scratch }: { db: IndexDb; parser: PythonParser; session: PullSession; scratch: string },
+  text: string,
+  baseBody: string | undefined,
+  label = 'the file',
+): Promise<UpdatePlan> {
+  const { provenance: prov, damaged } = parseProvenance(text);
+  if (damaged) throw new NnragError('bad-source', `${label} has a damaged NN-RAG header (${damaged}); pull the block again into another file and compare`);
+  if (!prov) throw new NnragError('bad-source', `${label} has no NN-RAG provenance record: it was not pulled, or its header was removed`);
+  const ref = findTarget(db, prov.target);
+  await fsp.mkdir(scratch, { recursive: true });
+  const fresh = await fsp.mkdtemp(path.join(scratch, 'update-'));
+  let freshText: string;
+  try {
+    const out = path.join(fresh, `${ref.name}.py`);
+    await pullBlock(session, ref, { parser, out, validate: false, manifest: false });
+    freshText = await fsp.readFile(out, 'utf8');
+  } finally {
+    await fsp.rm(fresh, { recursive: true, force: true });
+  }
+  const freshProv = readProvenance(freshText)!;
+  const upstream = splitPulled(freshText);
+  const mine = splitPulled(text);
+  const edited = bodyHash(text) !== prov.hash;
+  const plan = { upstream: freshText, provenance: freshProv, ref, conflicts: 0 };
+  if (freshProv.hash === prov.hash) {
+    // the same code, but the header may record other sources (an edited header): it is written again
+    if (JSON.stringify(freshProv.definitions) !== JSON.stringify(prov.definitions)) return { ...plan, state: 'header-refreshed', next: `${upstream.header}${mine.body}` };
+    return { ...plan, state: 'up-to-date' };
+  }
+  if (!edited) return { ...plan, state: 'updated', next: freshText, base: upstream.body };
+  if (baseBody === undefined) {
+    throw new NnragError('bad-source', `${label} was edited since the pull and its manifest keeps no base to merge against; pull again into another file and compare`);
+  }
+  const merged = merge3(baseBody, mine.body, upstream.body);
+  return { ...plan, state: merged.conflicts ? 'conflicts' : 'merged', next: `${upstream.header}${merged.text}`, base: upstream.body, conflicts: merged.conflicts };
+}
