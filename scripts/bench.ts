@@ -37,6 +37,7 @@ import { searchBlocks } from '../src/core/search/search';
 import { openFolder } from '../src/core/sources/folder';
 import { ValidatorPool } from '../src/core/validate/validatorPool';
 import { IndexService } from '../src/core/service/indexService';
+import { EDITOR_BUILDER_BUDGET_S } from '../src/shared/protocol';
 
 const ROOT = path.resolve(__dirname, '..');
 const ASSETS = {
@@ -544,6 +545,7 @@ async function main(): Promise<void> {
           python: PYTHON,
           runner: RUNNER,
           pool: service.validator(PYTHON, RUNNER, 4096, session),
+          builderBudgetMs: EDITOR_BUILDER_BUDGET_S * 1000,
           out: path.join(outDir, 'editor', `${ref.name}_${i}.py`),
           manifest: false,
           allowWeakSandbox: true,

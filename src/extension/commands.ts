@@ -9,7 +9,7 @@ import type { PullReport } from '../core/pull/pull';
 import type { SearchHit } from '../core/search/search';
 import { repositoryNames } from '../core/sources/names';
 import type { SourceConfig } from '../core/sources/types';
-import { ExplainDependencies, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch } from '../shared/protocol';
+import { EDITOR_BUILDER_BUDGET_S, ExplainDependencies, GetPulledStatus, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch, WriteManifests } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
@@ -317,8 +317,42 @@ async function addRepository(entry: SourceConfig): Promise<string> {
 let weakSandboxAccepted = false;
 
 /**
- * Pulls `target` into the workspace's pull folder, then validates it (trusted workspaces only). `confirmed`: the user
- * already agreed to this write (a language-model tool's confirmation), so the preview is not shown again.
+ * Whether a block's code may run here: only in a trusted workspace, and in a weaker sandbox than bubblewrap's only when
+ * the user agrees (once a session). Says why not when it may not.
+ */
+export async function mayRunCode(client: NnragClient, what: string, memoryMb: number, log: vscode.LogOutputChannel): Promise<boolean> {
+  if (!vscode.workspace.isTrusted) {
+    const manage = vscode.l10n.t('Manage Workspace Trust');
+    void vscode.window
+      .showWarningMessage(vscode.l10n.t('{0}: validation runs its code, so it is off in an untrusted workspace.', what), manage)
+      .then((pick) => pick === manage && vscode.commands.executeCommand('workbench.trust.manage'));
+    return false;
+  }
+  const sandbox = await client.request(GetSandbox, { memoryMb });
+  if (sandbox.weaker && !weakSandboxAccepted) {
+    const run = vscode.l10n.t('Run Anyway');
+    const pick = await vscode.window.showWarningMessage(
+      vscode.l10n.t('{0}: validating runs its code, and this machine only has a weaker sandbox: {1}. Run it anyway?', what, sandbox.weaker),
+      { modal: true },
+      run,
+    );
+    if (pick !== run) {
+      log.info(`[validate] ${what}: not validated (weaker sandbox declined: ${sandbox.weaker})`);
+      return false;
+    }
+    weakSandboxAccepted = true;
+  }
+  return true;
+}
+
+/** Whether the user let a block's code run in a weaker sandbox this session. */
+export const weakSandboxAllowed = (): boolean => weakSandboxAccepted;
+
+/**
+ * Pulls `target` into the workspace's pull folder. The block is pulled and validated (trusted workspaces only) in a
+ * scratch file first; with `nnrag.pull.preview` the file is shown against what is there now in a diff editor, to
+ * Accept or Cancel; the accepted text is written as one undoable edit, and nothing at all on Cancel. `confirmed`: the
+ * user already agreed to this write (a language-model tool's confirmation), so the diff is not shown.
  */
 export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string, { confirmed = false } = {}): Promise<PullReport | undefined> {
   const { client, interpreter, log } = deps;
@@ -341,83 +375,157 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
   const refused = await check(name);
   if (refused) throw new Error(refused);
   const dest = vscode.Uri.joinPath(folder.uri, sub, name);
+  const preview = !confirmed && setting('pull.preview', folder.uri);
+  const existing = await readIfExists(dest);
+  if (existing !== undefined && !preview && !confirmed) {
+    // without a diff to look at, a file that holds something other than an untouched pull is never replaced
+    const st = (await client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
+    if (!st || st.edited) {
+      throw new Error(
+        st
+          ? vscode.l10n.t('{0} was edited since it was pulled: NN-RAG: Update Pulled Block keeps your edits (or turn on nnrag.pull.preview to replace it after a diff)', name)
+          : vscode.l10n.t('{0} exists and was not pulled by NN-RAG: choose another name (or turn on nnrag.pull.preview to replace it after a diff)', name),
+      );
+    }
+  }
 
-  // 1. extract into a scratch file and show it as a confirmable workspace edit (preview, undo)
-  const scratch = vscode.Uri.joinPath(deps.storage, 'preview', name);
-  await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(deps.storage, 'preview'));
-  const preview = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses: setting('pull.wholeClasses', folder.uri) });
-  const code = new TextDecoder().decode(await vscode.workspace.fs.readFile(scratch));
-  const edit = new vscode.WorkspaceEdit();
-  const meta = { needsConfirmation: !confirmed && setting('pull.preview', folder.uri), label: vscode.l10n.t('Pull {0}', className), description: `${preview.definitions} definitions` };
-  edit.createFile(dest, { overwrite: true }, meta);
-  edit.insert(dest, new vscode.Position(0, 0), code, meta);
-  if (!(await vscode.workspace.applyEdit(edit))) {
-    log.info(`[pull] ${target}: the edit was not applied (discarded in the preview)`);
+  // 1. pull into a scratch file, and validate it there with the selected interpreter (cancellable)
+  const scratchDir = vscode.Uri.joinPath(deps.storage, 'preview', `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
+  await vscode.workspace.fs.createDirectory(scratchDir);
+  const scratch = vscode.Uri.joinPath(scratchDir, name);
+  try {
+    const memoryMb = setting('validation.memoryMb', folder.uri);
+    const wholeClasses = setting('pull.wholeClasses', folder.uri);
+    let report = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses });
+    if (report.status !== 'failed' && (await mayRunCode(client, vscode.l10n.t('Pulled {0}', className), memoryMb, log))) {
+      const python = interpreter.current().path;
+      report = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', className, python), cancellable: true },
+        (_progress, token) =>
+          client.request(
+            PullBlock,
+            {
+              target,
+              out: scratch.fsPath,
+              python,
+              validate: true,
+              timeoutSeconds: setting('validation.timeoutSeconds', folder.uri),
+              memoryMb,
+              allowWeakSandbox: weakSandboxAccepted,
+              wholeClasses,
+              builderBudgetSeconds: EDITOR_BUILDER_BUDGET_S,
+            },
+            token,
+          ),
+      );
+    }
+
+    // 2. what will be written, against what is there: Accept or Cancel
+    if (preview && !(await confirmInDiff(deps, scratch, dest, existing, report, className))) {
+      log.info(`[pull] ${target}: cancelled in the diff; nothing written`);
+      return undefined;
+    }
+    const doc = await vscode.workspace.openTextDocument(scratch);
+    const text = doc.getText();
+
+    // 3. one edit: undo takes it back whole
+    const edit = new vscode.WorkspaceEdit();
+    if (existing === undefined) {
+      edit.createFile(dest, { ignoreIfExists: false });
+      edit.insert(dest, new vscode.Position(0, 0), text);
+    } else {
+      const current = await vscode.workspace.openTextDocument(dest);
+      edit.replace(dest, new vscode.Range(0, 0, current.lineCount, 0), text);
+    }
+    if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', dest.fsPath));
+    const written = await vscode.workspace.openTextDocument(dest);
+    await written.save();
+    await vscode.window.showTextDocument(written);
+    await client.request(WriteManifests, { file: dest.fsPath, report });
+    log.info(`[pull] ${report.target} -> ${dest.fsPath}: ${report.status} (tier ${report.tier ?? 'none'})`);
+    const requirementsFile = vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt'));
+    // messages are not awaited: the command resolves with the report while the message waits for the user
+    if (report.status === 'validated') {
+      const req = vscode.l10n.t('Write Requirements');
+      const copy = vscode.l10n.t('Copy Import Statement');
+      const weaker = report.validation?.weakSandbox ? ` ${vscode.l10n.t('(weaker sandbox: {0})', report.validation.weakSandbox)}` : '';
+      void vscode.window.showInformationMessage(`${vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', name)}${weaker}`, copy, req).then(async (pick) => {
+        if (pick === req) await writeRequirements(report, requirementsFile);
+        else if (pick === copy) await vscode.env.clipboard.writeText(importStatement(sub, name, className));
+      });
+    } else if (report.status === 'failed') {
+      showFailure(log, report, requirementsFile);
+    }
+    return report;
+  } finally {
+    await closeTabsOf(scratch);
+    await vscode.workspace.fs.delete(scratchDir, { recursive: true, useTrash: false }).then(undefined, () => undefined);
+  }
+}
+
+/** `from blocks.residual_block import ResidualBlock`: how the workspace's code imports a pulled block. */
+export function importStatement(sub: string, fileName: string, className: string): string {
+  const parts = [...sub.split(/[\\/]/).filter(Boolean), fileName.replace(/\.py$/, '')];
+  return `from ${parts.join('.')} import ${className}`;
+}
+
+async function readIfExists(uri: vscode.Uri): Promise<string | undefined> {
+  const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+  if (open) return open.getText();
+  try {
+    return new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+  } catch {
     return undefined;
   }
-  const doc = await vscode.workspace.openTextDocument(dest);
-  await doc.save();
-  await vscode.window.showTextDocument(doc);
-  if (preview.status === 'failed') {
-    showFailure(log, preview, vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt')));
-    return preview;
-  }
-
-  // 2. validate with the selected interpreter, in a cancellable notification
-  if (!vscode.workspace.isTrusted) {
-    const manage = vscode.l10n.t('Manage Workspace Trust');
-    void vscode.window
-      .showWarningMessage(vscode.l10n.t('Pulled {0}. Validation runs its code, so it is off in an untrusted workspace.', className), manage)
-      .then((pick) => pick === manage && vscode.commands.executeCommand('workbench.trust.manage'));
-    return preview;
-  }
-  const memoryMb = setting('validation.memoryMb', folder.uri);
-  const sandbox = await client.request(GetSandbox, { memoryMb });
-  if (sandbox.weaker && !weakSandboxAccepted) {
-    const run = vscode.l10n.t('Run Anyway');
-    const pick = await vscode.window.showWarningMessage(
-      vscode.l10n.t('Pulled {0}. Validating runs its code, and this machine only has a weaker sandbox: {1}. Run it anyway?', className, sandbox.weaker),
-      { modal: true },
-      run,
-    );
-    if (pick !== run) {
-      log.info(`[pull] ${target}: not validated (weaker sandbox declined: ${sandbox.weaker})`);
-      return preview;
-    }
-    weakSandboxAccepted = true;
-  }
-  const python = interpreter.current().path;
-  const report = await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', className, python), cancellable: true },
-    (_progress, token) =>
-      client.request(
-        PullBlock,
-        {
-          target,
-          out: dest.fsPath,
-          python,
-          validate: true,
-          timeoutSeconds: setting('validation.timeoutSeconds', folder.uri),
-          memoryMb,
-          allowWeakSandbox: weakSandboxAccepted,
-          wholeClasses: setting('pull.wholeClasses', folder.uri),
-        },
-        token,
-      ),
-  );
-  log.info(`[pull] ${report.target} -> ${dest.fsPath}: ${report.status} (tier ${report.tier ?? 'none'})`);
-  // messages are not awaited: the command resolves with the report while the message waits for the user
-  if (report.status === 'validated') {
-    const req = vscode.l10n.t('Write Requirements');
-    const weaker = report.validation?.weakSandbox ? ` ${vscode.l10n.t('(weaker sandbox: {0})', report.validation.weakSandbox)}` : '';
-    void vscode.window.showInformationMessage(`${vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', path.basename(dest.fsPath))}${weaker}`, req).then(async (pick) => {
-      if (pick === req) await writeRequirements(report, vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt')));
-    });
-  } else {
-    showFailure(log, report, vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt')));
-  }
-  return report;
 }
+
+/** Closes the editors (diffs included) that show `uri`. */
+async function closeTabsOf(uri: vscode.Uri): Promise<void> {
+  const key = uri.toString();
+  const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => {
+    const input = t.input;
+    if (input instanceof vscode.TabInputTextDiff) return input.modified.toString() === key || input.original.toString() === key;
+    return input instanceof vscode.TabInputText && input.uri.toString() === key;
+  });
+  if (tabs.length) await vscode.window.tabGroups.close(tabs).then(undefined, () => undefined);
+}
+
+/** The pull waiting in a diff editor for Accept or Cancel (one at a time). */
+let pendingPull: ((accepted: boolean) => void) | undefined;
+
+/** Accepts (true) or cancels (false) the pull waiting in the diff editor; false when none waits. */
+export function settlePendingPull(accepted: boolean): boolean {
+  const settle = pendingPull;
+  if (!settle) return false;
+  settle(accepted);
+  return true;
+}
+
+/** Shows the pulled file against the destination (empty for a new file) and waits for Accept or Cancel. */
+async function confirmInDiff(deps: Deps, scratch: vscode.Uri, dest: vscode.Uri, existing: string | undefined, report: PullReport, className: string): Promise<boolean> {
+  settlePendingPull(false);
+  const left = existing === undefined ? vscode.Uri.from({ scheme: EMPTY_SCHEME, path: dest.path }) : dest;
+  const verdict = report.status === 'validated' ? vscode.l10n.t('validated, tier {0}', report.tier ?? '') : report.status === 'failed' ? vscode.l10n.t('did not validate') : vscode.l10n.t('not validated');
+  const title = existing === undefined ? vscode.l10n.t('Pull {0} into {1} (new file, {2})', className, path.basename(dest.fsPath), verdict) : vscode.l10n.t('Pull {0} into {1} (replaces it, {2})', className, path.basename(dest.fsPath), verdict);
+  const decided = new Promise<boolean>((resolve) => {
+    pendingPull = (accepted) => {
+      pendingPull = undefined;
+      void vscode.commands.executeCommand('setContext', 'nnrag.pullPending', false);
+      resolve(accepted);
+    };
+  });
+  await vscode.commands.executeCommand('setContext', 'nnrag.pullPending', true);
+  await vscode.commands.executeCommand('vscode.diff', left, scratch, title, { preview: false });
+  const accept = vscode.l10n.t('Accept');
+  const cancel = vscode.l10n.t('Cancel');
+  const st = existing === undefined ? undefined : (await deps.client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
+  const warning = existing === undefined ? '' : !st ? ` ${vscode.l10n.t('{0} was not pulled by NN-RAG; Accept replaces it.', path.basename(dest.fsPath))}` : st.edited ? ` ${vscode.l10n.t('It holds your edits; Accept replaces them (Update keeps them).')}` : '';
+  void vscode.window.showInformationMessage(`${title}.${warning}`, accept, cancel).then((pick) => pick !== undefined && settlePendingPull(pick === accept));
+  return decided;
+}
+
+/** The empty left side of a new file's diff. */
+export const EMPTY_SCHEME = 'nnrag-empty';
 
 /** Writes the pulled file's requirements (PEP 440 specifiers that pip installs) and opens them. */
 async function writeRequirements(report: PullReport, file: vscode.Uri): Promise<void> {

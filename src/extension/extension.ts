@@ -8,9 +8,10 @@ import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
 import { DependencyTreeProvider } from './dependencyTree';
 import { BlockTreeProvider } from './blockTree';
 import { NnragClient } from './client';
-import { registerCommands } from './commands';
+import { EMPTY_SCHEME, mayRunCode, registerCommands, register, settlePendingPull, weakSandboxAllowed } from './commands';
 import { GitCredentialService } from './credentials';
 import { InterpreterService } from './interpreter';
+import { PulledBlocksProvider, registerPulledCommands } from './pulled';
 
 /**
  * What `activate` returns: the index state and typed requests to the server. Used by the integration tests and by
@@ -74,25 +75,33 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   const dependencyView = vscode.window.createTreeView('nnrag.dependencies', { treeDataProvider: dependencies, showCollapseAll: true });
   context.subscriptions.push(dependencyView);
 
+  const pulled = new PulledBlocksProvider(client);
+  context.subscriptions.push(vscode.window.createTreeView('nnrag.pulled', { treeDataProvider: pulled }));
+  // the view follows the files: pulls, updates, edits saved, files deleted
+  const pyWatcher = vscode.workspace.createFileSystemWatcher('**/*.py');
+  context.subscriptions.push(pyWatcher, pyWatcher.onDidCreate(() => pulled.refresh()), pyWatcher.onDidChange(() => pulled.refresh()), pyWatcher.onDidDelete(() => pulled.refresh()));
+
   // sources of git repositories are not checked out: show them read-only through the server
   context.subscriptions.push(
     vscode.workspace.registerTextDocumentContentProvider('nnrag-source', {
       provideTextDocumentContent: async (uri) => (await client.request(ReadSource, { target: uri.query })).text,
     }),
+    // the left side of a new file's pull diff
+    vscode.workspace.registerTextDocumentContentProvider(EMPTY_SCHEME, { provideTextDocumentContent: () => '' }),
   );
 
-  const indexItem = vscode.window.createStatusBarItem('nnrag.index', vscode.StatusBarAlignment.Left, 10);
+  // language status items: shown with Python editors only, not in every window
+  const indexItem = vscode.languages.createLanguageStatusItem('nnrag.index', { language: 'python' });
   indexItem.name = vscode.l10n.t('NN-RAG index');
-  indexItem.command = 'nnrag.searchBlocks';
-  const pythonItem = vscode.window.createStatusBarItem('nnrag.python', vscode.StatusBarAlignment.Left, 9);
+  indexItem.command = { command: 'nnrag.searchBlocks', title: vscode.l10n.t('Search Blocks') };
+  const pythonItem = vscode.languages.createLanguageStatusItem('nnrag.python', { language: 'python' });
   pythonItem.name = vscode.l10n.t('NN-RAG interpreter');
-  pythonItem.command = 'nnrag.selectInterpreter';
+  pythonItem.command = { command: 'nnrag.selectInterpreter', title: vscode.l10n.t('Select') };
   context.subscriptions.push(indexItem, pythonItem);
   const showPython = (): void => {
     const i = interpreter.current();
     pythonItem.text = `$(symbol-misc) ${i.path}`;
-    pythonItem.tooltip = vscode.l10n.t('Interpreter for validating pulled blocks ({0}); click to change', i.source);
-    pythonItem.show();
+    pythonItem.detail = vscode.l10n.t('validates pulled blocks ({0})', i.source);
   };
   showPython();
   context.subscriptions.push(interpreter.onDidChange(showPython));
@@ -106,7 +115,8 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     current = s;
     statusChanged.fire(s);
     if (s.state === 'indexing') {
-      indexItem.text = `$(sync~spin) NN-RAG ${s.progress ? `${s.progress.step}/${s.progress.total}` : ''}`;
+      indexItem.text = `NN-RAG ${s.progress ? `${s.progress.step}/${s.progress.total}` : ''}`;
+      indexItem.busy = true;
       if (!finishProgress) {
         void vscode.window.withProgress(
           { location: vscode.ProgressLocation.Window, title: vscode.l10n.t('NN-RAG indexing') },
@@ -120,13 +130,15 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
       reportProgress?.(s.progress ? `${s.progress.repo} ${s.progress.step}/${s.progress.total}` : s.message);
     } else {
       indexItem.text = s.state === 'error' ? '$(error) NN-RAG' : `$(symbol-class) ${s.blocks} blocks`;
+      indexItem.busy = false;
+      indexItem.severity = s.state === 'error' ? vscode.LanguageStatusSeverity.Error : vscode.LanguageStatusSeverity.Information;
       finishProgress?.();
       finishProgress = undefined;
       reportProgress = undefined;
       tree.refresh();
+      pulled.refresh();
     }
-    indexItem.tooltip = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks`;
-    indexItem.show();
+    indexItem.detail = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks`;
     void vscode.commands.executeCommand('setContext', 'nnrag.indexState', s.state);
   };
   context.subscriptions.push(client.onNotification(IndexStatusChanged, showStatus));
@@ -153,6 +165,18 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   reindexIfChanged();
   const deps = { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView };
   registerCommands(context, deps);
+  const reg = (id: string, fn: (...args: unknown[]) => unknown): void => register(context, id, log, fn);
+  // the pull waiting in its diff editor: Accept writes it, Cancel writes nothing (true when one was waiting)
+  reg('nnrag.acceptPull', () => settlePendingPull(true));
+  reg('nnrag.cancelPull', () => settlePendingPull(false));
+  registerPulledCommands(context, reg, {
+    client,
+    interpreter,
+    provider: pulled,
+    log,
+    mayRunCode: (what, memoryMb) => mayRunCode(client, what, memoryMb, log),
+    weakSandboxAllowed,
+  });
   registerLanguageModelTools(context, deps, context.globalStorageUri.fsPath);
   log.info('[activate] NN-RAG ready');
   return {

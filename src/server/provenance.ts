@@ -75,7 +75,7 @@ function classLine(text: string, name: string): number {
 }
 
 /** A CodeLens over the pulled block: up to date with its upstream, or which sources changed since the pull. */
-export function upstreamLens(text: string, prov: Provenance, up: UpstreamStatus): CodeLens[] {
+export function upstreamLens(text: string, prov: Provenance, up: UpstreamStatus, uri: string): CodeLens[] {
   const line = classLine(text, prov.block);
   const range = { start: { line, character: 0 }, end: { line, character: 0 } };
   const at = `${prov.repo}${prov.commit ? `@${prov.commit.slice(0, 8)}` : ''}`;
@@ -87,7 +87,13 @@ export function upstreamLens(text: string, prov: Provenance, up: UpstreamStatus)
     const files = [...new Set(moved.map((e) => e.path))];
     title = `$(warning) NN-RAG: upstream changed since the pull: ${moved.flatMap((e) => e.names).join(', ')} (${files.join(', ')})`;
   }
-  return [{ range, command: { title, command: 'nnrag.openSource', arguments: [prov.target] } }];
+  const lenses: CodeLens[] = [{ range, command: { title, command: 'nnrag.openSource', arguments: [prov.target] } }];
+  // what the user can do about it: see the difference, take it (keeping their edits), both in the editor
+  if (up.state === 'changed') {
+    lenses.push({ range, command: { title: 'Compare with upstream', command: 'nnrag.compareUpstream', arguments: [uri] } });
+    lenses.push({ range, command: { title: 'Update', command: 'nnrag.updatePulled', arguments: [uri] } });
+  }
+  return lenses;
 }
 
 /** Hovers and CodeLenses on open pulled files, and the provenance of a text on request. */
@@ -102,6 +108,6 @@ export function registerProvenance(connection: Connection, documents: TextDocume
     const prov = doc && readProvenance(doc.getText());
     const s = service();
     if (!doc || !prov || !s || s.status.state === 'starting') return [];
-    return upstreamLens(doc.getText(), prov, upstreamStatus((await s.ready()).db, prov));
+    return upstreamLens(doc.getText(), prov, upstreamStatus((await s.ready()).db, prov), params.textDocument.uri);
   });
 }

@@ -4,6 +4,7 @@
  * (`makeService` lets tests give their own). Never writes to stdout (the LSP pipe); logs go to the client.
  */
 import type { Connection, InitializeResult } from 'vscode-languageserver';
+import * as path from 'path';
 import { CodeLensRefreshRequest, MessageType, ShowMessageNotification, TextDocuments, TextDocumentSyncKind } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { errorMessage } from '../core/base/errors';
@@ -15,6 +16,7 @@ import type { InitOptions } from '../shared/protocol';
 import { registerBlockHandlers } from './blockHandlers';
 import { registerIndexHandlers } from './indexHandlers';
 import { registerProvenance } from './provenance';
+import { registerPulledHandlers } from './pulledHandlers';
 
 export type MakeService = (options: ServiceOptions, events: ServiceEvents) => IndexService;
 
@@ -67,6 +69,7 @@ export function startServer(connection: Connection, makeService: MakeService = (
   registerIndexHandlers(connection, ready);
   registerBlockHandlers(connection, ready, () => options!.runner, log);
   registerProvenance(connection, documents, () => service);
+  registerPulledHandlers(connection, ready, () => options!.runner, () => path.join(options!.storageDir, 'scratch'));
 
   connection.onShutdown(async () => {
     await service?.dispose();

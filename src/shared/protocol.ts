@@ -4,6 +4,8 @@
  */
 import type { ClassDetails } from '../core/resolve/describe';
 import type { PullReport } from '../core/pull/pull';
+import type { PulledFileStatus, UpdateState } from '../core/pull/update';
+import type { ValidationReport } from '../core/validate/runner';
 import type { SearchHit, SearchQuery } from '../core/search/search';
 import type { IndexStatus } from '../core/service/indexService';
 import type { SourceConfig } from '../core/sources/types';
@@ -63,7 +65,15 @@ export interface PullParams {
   allowWeakSandbox?: boolean;
   /** Copy every class the block needs whole (by default they keep only the methods reached). */
   wholeClasses?: boolean;
+  /** How long trying the repository's builders may take when guessed arguments do not build the block (default: no limit). */
+  builderBudgetSeconds?: number;
 }
+
+/**
+ * In the editor a pull answers in seconds: trying the repository's builders, for a block that guessed arguments do not
+ * build, stops after this long (the command line's pull tries them all).
+ */
+export const EDITOR_BUILDER_BUDGET_S = 1.5;
 
 /** Client -> server: the index state (also pushed by `IndexStatusChanged`). */
 export const GetIndexStatus = method<void, IndexStatus>('nnrag/getIndexStatus');
@@ -85,6 +95,26 @@ export const ExplainDependencies = method<{ target: string; python?: string }, {
 );
 /** Client -> server: pull a block into a file and validate it (cancellable). */
 export const PullBlock = method<PullParams, PullReport>('nnrag/pullBlock');
+/** Client -> server: the state of pulled files (texts as the editor holds them); files that were not pulled are left out. */
+export const GetPulledStatus = method<{ files: { uri: string; text: string }[] }, (PulledFileStatus & { uri: string })[]>('nnrag/getPulledStatus');
+/**
+ * Client -> server: what an update gives a pulled file (`file` names it, for the manifest that keeps the body as
+ * pulled; `text` is its content in the editor). Writes nothing: the client applies `next` as one edit.
+ */
+export const PlanUpdate = method<{ file: string; text: string }, { state: UpdateState; next?: string; upstream: string; base?: string; conflicts: number }>('nnrag/planUpdate');
+/**
+ * Client -> server: after the client wrote a pulled file, record it beside the file (NAME.manifest.json,
+ * required_repos.json); `base`: the body later updates merge against (default: the file's body as written).
+ */
+export const WriteManifests = method<{ file: string; report?: PullReport; base?: string }, void>('nnrag/writeManifests');
+/**
+ * Client -> server: validate a pulled file's `text` (the editor's, or what an update gives it) in a scratch copy, in the
+ * warm validator (cancellable); `text` comes back with the verdict recorded in its header, for the client to apply.
+ */
+export const ValidatePulled = method<
+  { file: string; text: string; python: string; timeoutSeconds: number; memoryMb: number; allowWeakSandbox?: boolean },
+  { validation: ValidationReport; text: string }
+>('nnrag/validatePulled');
 /** Client -> server: which sandbox validation would run in, asked before running a block's code. */
 export const GetSandbox = method<{ memoryMb: number }, SandboxDescription>('nnrag/getSandbox');
 /** Client -> server: the provenance recorded in a pulled file's text. */

@@ -1,10 +1,11 @@
 /**
  * An end-to-end walk of the UI in code-server with headless Chromium, as a user would do it with mouse and keyboard:
- * open the NN-RAG view and its block tree, search from the command palette, pull a block through the refactor
- * preview, wait for validation, hover the pulled class. Saves a screenshot per step under test-results/ and fails a
- * step when an element it expects is missing.
+ * open the NN-RAG view and its block tree, search from the command palette, pull a block through its diff editor
+ * (Accept), wait for validation, hover the pulled class, then change the upstream code: the Pulled Blocks view and
+ * the CodeLens say so, Compare shows the difference and Update takes it. Saves a screenshot per step under
+ * test-results/ and fails a step when an element it expects is missing.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
 import * as path from 'path';
 import { CodeServer, launchBrowser } from '../integration/codeServer';
 import type { Harness, Page } from '../integration/codeServer';
@@ -58,14 +59,13 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
     await step('01-workbench', async () => {
       await page.goto(cs.url(ws.folder, ROOT), { waitUntil: 'domcontentloaded', timeout: T });
       await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: T });
-      // the extension's status bar item appears when the index is ready
-      await page.locator('.statusbar-item').filter({ hasText: /\d+ blocks/ }).first().waitFor({ timeout: 2 * T });
     });
 
     await step('02-block-tree', async () => {
       await page.locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]').first().click({ timeout: T });
       const rows = page.locator('.pane-body .monaco-list-row');
-      await rows.filter({ hasText: 'tinyblocks' }).first().click({ timeout: T });
+      // the repository appears once it is indexed
+      await rows.filter({ hasText: 'tinyblocks' }).first().click({ timeout: 2 * T });
       // categories, then the blocks of the first one
       const category = rows.filter({ hasText: /residual|attention|normalization|mlp|activation|other|regularization|conv/i }).first();
       await category.click({ timeout: T });
@@ -83,34 +83,35 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'blocks.py' }).first().waitFor({ timeout: T });
     });
 
-    await step('04-pull-preview', async () => {
+    await step('04-pull-diff', async () => {
       await page.keyboard.press('Enter');
       await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Pull into Workspace' }).first().waitFor({ timeout: T });
       await page.keyboard.press('Enter');
       await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
       // accept the proposed file name; Enter counts only once its (asynchronous) check has answered
-      const apply = page.locator('.monaco-button').filter({ hasText: /^Apply$/ }).first();
+      const diff = page.locator('.monaco-diff-editor').first();
       const t0 = Date.now();
       for (;;) {
         await page.keyboard.press('Enter');
         try {
-          await apply.waitFor({ timeout: 3000 });
+          await diff.waitFor({ state: 'visible', timeout: 3000 });
           break;
         } catch (err) {
-          if (Date.now() - t0 > T) throw err;
+          if (Date.now() - t0 > 3 * T) throw err;
         }
       }
-      // edits that need confirmation start unchecked in the Refactor Preview: the user ticks the file
-      const entry = page.locator('.monaco-list-row').filter({ hasText: 'residual_block.py' }).first();
-      await entry.locator('.monaco-checkbox, input[type=checkbox]').first().click({ timeout: T });
+      // validated before it is shown: the diff's title and the question say so
+      await page.locator('.notification-list-item').filter({ hasText: /Pull ResidualBlock into residual_block\.py \(new file, validated, tier equivalent\)/ }).first().waitFor({ timeout: 3 * T });
+      await page.locator('.tabs-container .tab').filter({ hasText: /Pull ResidualBlock/ }).first().waitFor({ timeout: T });
+      if (existsSync(dest)) throw new Error(`${dest} was written before Accept`);
     });
 
     await step('05-pulled-and-validated', async () => {
-      await page.locator('.monaco-button').filter({ hasText: /^Apply$/ }).first().click({ timeout: T });
-      await page.locator('.tabs-container .tab').filter({ hasText: 'residual_block.py' }).first().waitFor({ timeout: T });
+      await page.locator('.notification-list-item .monaco-button').filter({ hasText: /^Accept$/ }).first().click({ timeout: T });
+      await page.locator('.tabs-container .tab').filter({ hasText: /^residual_block\.py/ }).first().waitFor({ timeout: T });
       const t0 = Date.now();
       while (!(existsSync(dest) && /"validation":\{"status":"validated"/.test(readFileSync(dest, 'utf8')))) {
-        if (Date.now() - t0 > 3 * T) throw new Error(`${dest} was not validated within 3 minutes`);
+        if (Date.now() - t0 > T) throw new Error(`${dest} was not written validated within a minute of Accept`);
         await page.waitForTimeout(500);
       }
       await palette(page, 'Notifications: Show Notifications');
@@ -140,6 +141,36 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
     await step('07-upstream-codelens', async () => {
       await page.locator('.contentWidgets .codelens-decoration, .codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks, up to date/ }).first().waitFor({ timeout: T });
     });
+
+    // upstream changes the docstring of an inlined dependency; the index takes it in
+    const conv = path.join(ws.fixture, 'tinyblocks', 'layers', 'conv.py');
+    writeFileSync(conv, readFileSync(conv, 'utf8').replace('followed by a normalization layer', 'then a normalization layer (changed upstream)'));
+
+    await step('08-pulled-blocks-view', async () => {
+      await palette(page, 'NN-RAG: Re-index');
+      await page.locator('.codelens-decoration').filter({ hasText: /upstream changed since the pull/ }).first().waitFor({ timeout: 2 * T });
+      await palette(page, 'NN-RAG: Refresh Pulled Blocks');
+      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /upstream changed/ }).first().waitFor({ timeout: T });
+    });
+
+    await step('09-compare-with-upstream', async () => {
+      await page.locator('.codelens-decoration a').filter({ hasText: /^Compare with upstream$/ }).first().click({ timeout: T });
+      await page.locator('.tabs-container .tab').filter({ hasText: /Compare with upstream: residual_block\.py/ }).first().waitFor({ timeout: T });
+      await page.locator('.monaco-diff-editor .view-line').filter({ hasText: /changed upstream/ }).first().waitFor({ timeout: T });
+    });
+
+    await step('10-update', async () => {
+      await page.locator('.tabs-container .tab').filter({ hasText: /^residual_block\.py/ }).first().click({ timeout: T });
+      await page.locator('.codelens-decoration a').filter({ hasText: /^Update$/ }).first().click({ timeout: T });
+      const t0 = Date.now();
+      while (!/changed upstream/.test(readFileSync(dest, 'utf8'))) {
+        if (Date.now() - t0 > 2 * T) throw new Error(`${dest} was not updated within 2 minutes`);
+        await page.waitForTimeout(500);
+      }
+      await page.locator('.codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks, up to date/ }).first().waitFor({ timeout: T });
+      await page.locator('.notification-list-item').filter({ hasText: /residual_block\.py validated: tier equivalent/ }).first().waitFor({ timeout: T });
+      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /up to date/ }).first().waitFor({ timeout: T });
+    });
   } finally {
     await browser.close().catch(() => undefined);
     await cs.stop();
@@ -168,11 +199,12 @@ export async function vsixWalk(h: Harness, python: string, vsix: string): Promis
     const page = b.page;
     try {
       await page.goto(cs.url(ws.folder), { waitUntil: 'domcontentloaded', timeout: T });
-      await page.locator('.statusbar-item').filter({ hasText: /7 blocks/ }).first().waitFor({ timeout: 2 * T });
+      await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: T });
       await palette(page, 'NN-RAG: Search Blocks');
       await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
       await page.keyboard.type('drop path', { delay: 20 });
-      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'DropPath' }).first().waitFor({ timeout: T });
+      // answered once the workspace's repository is indexed
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'DropPath' }).first().waitFor({ timeout: 2 * T });
       await page.screenshot({ path: shot });
       steps.push({ name: '08-installed-vsix', ok: true, screenshot: shot });
     } catch (err) {

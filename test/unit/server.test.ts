@@ -1,16 +1,16 @@
 import * as assert from 'assert';
 import type { ChildProcess } from 'child_process';
 import { spawn } from 'child_process';
-import { promises as fsp } from 'fs';
+import { existsSync, promises as fsp } from 'fs';
 import * as path from 'path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import type { PullReport } from '../../src/core/pull/pull';
 import type { SearchHit } from '../../src/core/search/search';
-import { GetIndexStatus, IndexStatusChanged, ListTree, PullBlock, ReindexRepositories, SearchBlocks } from '../../src/shared/protocol';
+import { GetIndexStatus, GetPulledStatus, IndexStatusChanged, ListTree, PlanUpdate, PullBlock, ReindexRepositories, SearchBlocks, ValidatePulled } from '../../src/shared/protocol';
 import type { IndexStatus, InitOptions, TreeNode } from '../../src/shared/protocol';
 import { git, startGitServer } from './gitServer';
-import { ASSETS, ROOT, tmpdir, writeTree } from './helpers';
+import { ASSETS, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
 
 describe('language server over stdio (the real server process)', function () {
   this.timeout(60_000);
@@ -111,6 +111,42 @@ describe('language server over stdio (the real server process)', function () {
     assert.ok(use >= 0, 'the pulled file uses make_divisible');
     const at = lines[use].indexOf('make_divisible') + 2;
     assert.strictEqual(await conn.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: use, character: at } }), null);
+  });
+
+  it('gives pulled files their state, what an update gives them, and validates a text for the editor to apply', async function () {
+    this.timeout(180_000);
+    await whenReady();
+    const out = path.join(storage, 'ws2', 'drop.py');
+    await conn.sendRequest<PullReport>(PullBlock.method, { target: 'tinyblocks.layers.drop.DropPath', out, validate: false, timeoutSeconds: 60, memoryMb: 2048 });
+    const text = await fsp.readFile(out, 'utf8');
+    const edited = `${text}\n# mine\n`;
+    const states = await conn.sendRequest<{ uri: string; state: string; edited: boolean }[]>(GetPulledStatus.method, {
+      files: [
+        { uri: 'file:///a.py', text },
+        { uri: 'file:///b.py', text: edited },
+        { uri: 'file:///c.py', text: 'print(1)\n' },
+        { uri: 'file:///d.py', text: `${text.slice(0, text.indexOf('# nnrag-provenance: ') + 30)}\n` },
+      ],
+    });
+    assert.deepStrictEqual(
+      states.map((s) => [s.uri, s.state, s.edited]),
+      [
+        ['file:///a.py', 'up-to-date', false],
+        ['file:///b.py', 'up-to-date', true],
+        ['file:///d.py', 'damaged', true],
+      ],
+    );
+    const plan = await conn.sendRequest<{ state: string; next?: string; upstream: string }>(PlanUpdate.method, { file: out, text: edited });
+    assert.strictEqual(plan.state, 'up-to-date');
+    assert.strictEqual(plan.upstream.slice(plan.upstream.indexOf('\nclass ')), text.slice(text.indexOf('\nclass ')));
+    await assert.rejects(conn.sendRequest(PlanUpdate.method, { file: out, text: 'x = 1\n' }), /no NN-RAG provenance record/);
+    if (!existsSync(PYTHON_WITH_TORCH)) return;
+    const checked = await conn.sendRequest<{ validation: { ok: boolean; tier: string }; text: string }>(ValidatePulled.method, { file: out, text, python: PYTHON_WITH_TORCH, timeoutSeconds: 120, memoryMb: 4096, allowWeakSandbox: true });
+    assert.deepStrictEqual([checked.validation.ok, checked.validation.tier], [true, 'equivalent']);
+    assert.match(checked.text, /"validation":\{"status":"validated","tier":"equivalent"/);
+    // the body, and the file on disk, are untouched: the client applies the text
+    assert.strictEqual(checked.text.slice(checked.text.indexOf('\nclass ')), text.slice(text.indexOf('\nclass ')));
+    assert.strictEqual(await fsp.readFile(out, 'utf8'), text);
   });
 
   it('stops a re-index when its request is cancelled, keeping what it had indexed', async () => {

@@ -88,6 +88,11 @@ export interface PullOptions {
   largest?: number;
   /** Copy every class the block needs whole (by default, classes other than the block keep the methods reached). */
   wholeClasses?: boolean;
+  /**
+   * How long the fallback through the repository's builders may take, in ms (default: no limit). The editor sets one:
+   * a block that guessed arguments cannot build then fails in seconds, saying which builders were not tried.
+   */
+  builderBudgetMs?: number;
 }
 
 /** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
@@ -276,7 +281,10 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       // installed package's builders would build, and register, the installed classes)
       const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
       const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, fact.unit, ref.name, target, options, 'module' in original ? original : undefined);
-      if (built) v = built;
+      if (built.report) v = built.report;
+      else if (built.untried.length) {
+        v = { ...v, message: `${v.message ?? ''}; the repository's builders ${built.untried.map((b) => `${b}()`).join(', ')} were not tried within ${Math.round(options.builderBudgetMs! / 100) / 10} s (nn-rag pull tries them all)` };
+      }
     }
     if ('unavailable' in original && v.ok && !v.equivalence) v = { ...v, equivalence: { status: 'unavailable', reason: original.unavailable } };
     report.validation = v;
@@ -335,14 +343,17 @@ async function validateWithBuilder(
   target: string,
   options: PullOptions,
   original: OriginalClass | undefined,
-): Promise<ValidationReport | undefined> {
+): Promise<{ report?: ValidationReport; untried: string[] }> {
+  const t0 = performance.now();
   let index = session.builders.get(rec.repoId);
   if (!index) {
     index = new BuilderIndex(session.table, rec.repoId);
     session.builders.set(rec.repoId, index);
   }
   // a builder may make a model without this block inside (efficientnet_b0 has no FusedMBConv): try a few
-  for (const b of index.buildersOf(rec, name).slice(0, 4)) {
+  const builders = index.buildersOf(rec, name).slice(0, 4);
+  for (const [i, b] of builders.entries()) {
+    if (options.builderBudgetMs !== undefined && performance.now() - t0 > options.builderBudgetMs) return { untried: builders.slice(i).map((u) => u.name) };
     const combined = await computeClosure(closureCtx, rec, unit, [{ rec: b.rec, unit: b.unit }]);
     if (failureOf(combined.problems)) continue;
     const emitted = emitFile(combined, emitCtx, target);
@@ -356,7 +367,8 @@ async function validateWithBuilder(
         runner: options.runner!,
         className: name,
         builder,
-        timeoutMs: options.timeoutMs,
+        // within the budget: a builder's run is a forked worker of the judge, stopped at no cost to the next pull
+        timeoutMs: options.builderBudgetMs === undefined ? options.timeoutMs : Math.max(1000, Math.min(options.timeoutMs ?? Infinity, options.builderBudgetMs - (performance.now() - t0))),
         memoryMb: options.memoryMb,
         signal: options.signal,
         pool: options.pool,
@@ -364,12 +376,12 @@ async function validateWithBuilder(
         original: original && { ...original, builder: { module: b.rec.module, name: b.name } },
       });
       // a copy that differs from its original is a finding, never hidden behind the failure before it
-      if (v.ok || v.category === 'differs') return { ...v, builder: `${b.rec.module}.${b.name}` };
+      if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [] };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }
   }
-  return undefined;
+  return { untried: [] };
 }
 
 /** How the repository itself builds the block: literal arguments of its call sites, most informative first. */

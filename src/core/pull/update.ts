@@ -6,7 +6,8 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { NnragError } from '../base/errors';
-import { bodyHash, parseProvenance, readProvenance, splitPulled } from '../emit/emit';
+import { bodyHash, parseProvenance, readProvenance, replaceProvenance, splitPulled } from '../emit/emit';
+import type { ValidationReport } from '../validate/runner';
 import type { Provenance } from '../emit/emit';
 import { merge3 } from '../emit/merge';
 import { upstreamStatus } from '../emit/upstream';
@@ -120,4 +121,21 @@ export async function planUpdate(
   }
   const merged = merge3(baseBody, mine.body, upstream.body);
   return { ...plan, state: merged.conflicts ? 'conflicts' : 'merged', next: `${upstream.header}${merged.text}`, base: upstream.body, conflicts: merged.conflicts };
+}
+
+/** The pulled file's text with `v` recorded in its header as the validation (the body, and so its hash, unchanged). */
+export function withValidation(text: string, v: ValidationReport): string {
+  const prov = readProvenance(text);
+  if (!prov) return text;
+  const validation = {
+    status: v.ok ? 'validated' : 'failed',
+    tier: v.tier,
+    ...(v.category ? { category: v.category } : {}),
+    args: v.args,
+    kwargs: v.kwargs,
+    input_shapes: v.input_shapes,
+    output_shapes: v.output_shapes,
+    builder: v.builder,
+  };
+  return replaceProvenance(text, { ...prov, validation });
 }

@@ -215,24 +215,90 @@ describe('trusted workspace', function () {
     assert.match(await hoverAt('ResidualBlock'), /pulled by NN-RAG/);
   });
 
-  it('says in a CodeLens whether the upstream code changed since the pull', async () => {
+  it('says in a CodeLens whether the upstream code changed since the pull, compares and updates keeping local edits, and lists the states in the Pulled Blocks view', async () => {
     const dest = pulledPath('residual_block.py');
     const doc = await vscode.workspace.openTextDocument(dest);
     const lensTitles = async (): Promise<string[]> =>
       ((await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', doc.uri)) ?? []).map((l) => l.command?.title ?? '');
+    const states = async (): Promise<Record<string, string>> =>
+      Object.fromEntries(((await vscode.commands.executeCommand<{ uri: string; state: string; edited: boolean; validation?: { status: string } }[]>('nnrag.refreshPulled')) ?? []).map((s) => [path.basename(vscode.Uri.parse(s.uri).fsPath), `${s.state}${s.edited ? ' edited' : ''} ${s.validation?.status ?? '-'}`]));
     assert.deepStrictEqual(
       (await lensTitles()).filter((t) => t.includes('NN-RAG')).map((t) => /up to date/.test(t)),
       [true],
     );
-    // change the upstream source of an inlined dependency, re-index, and the lens says so
+    assert.strictEqual((await states())['residual_block.py'], 'up-to-date validated');
+    // change the upstream code of an inlined dependency, re-index, and the lens says so
     const conv = path.join(fixture(), 'tinyblocks', 'layers', 'conv.py');
-    writeFileSync(conv, `${readFileSync(conv, 'utf8')}\n# changed upstream\n`);
+    const upstreamDoc = '"""A KxK convolution followed by a normalization layer and an activation."""';
+    assert.ok(readFileSync(conv, 'utf8').includes(upstreamDoc));
+    writeFileSync(conv, readFileSync(conv, 'utf8').replace(upstreamDoc, '"""A KxK convolution, then a normalization layer and an activation (changed upstream)."""'));
     await vscode.commands.executeCommand('nnrag.reindex');
     const titles = await lensTitles();
     assert.ok(
       titles.some((t) => /upstream changed since the pull: .*ConvNormAct.*layers\/conv\.py/.test(t)),
       titles.join(' | '),
     );
+    assert.ok(titles.includes('Compare with upstream') && titles.includes('Update'), titles.join(' | '));
+    // the user's own edit, saved
+    const edit = new vscode.WorkspaceEdit();
+    edit.insert(doc.uri, new vscode.Position(doc.lineCount, 0), '\n# my own note\n');
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    await doc.save();
+    assert.strictEqual((await states())['residual_block.py'], 'changed edited validated');
+    // Compare: a diff editor of the file against what the pull gives today
+    const upstream = await vscode.commands.executeCommand<string>('nnrag.compareUpstream', doc.uri.toString());
+    assert.match(upstream ?? '', /\(changed upstream\)/);
+    assert.doesNotMatch(upstream ?? '', /my own note/);
+    const diffTab = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.toString() === doc.uri.toString());
+    assert.ok(diffTab, 'Compare opened a diff editor');
+    // Update: both changes kept, one edit, validated again
+    const updated = await drive(vscode.commands.executeCommand<{ state: string; validation?: { ok: boolean; tier: string } }>('nnrag.updatePulled', doc.uri.toString()), []);
+    assert.strictEqual(updated?.state, 'merged');
+    // with the user's edits in it the copy is no longer compared with its original: forward is its tier
+    assert.deepStrictEqual([updated?.validation?.ok, updated?.validation?.tier], [true, 'forward'], JSON.stringify(updated));
+    const after = readFileSync(dest, 'utf8');
+    assert.match(after, /\(changed upstream\)/);
+    assert.match(after, /# my own note/);
+    assert.strictEqual((await states())['residual_block.py'], 'up-to-date edited validated');
+    assert.deepStrictEqual(
+      (await lensTitles()).filter((t) => t.includes('NN-RAG')).map((t) => /up to date/.test(t)),
+      [true],
+    );
+  });
+
+  it('pulls through a diff editor: Cancel writes nothing, Accept writes the validated file in one edit', async () => {
+    const config = vscode.workspace.getConfiguration('nnrag');
+    const before = config.inspect<boolean>('pull.preview')?.workspaceValue;
+    await config.update('pull.preview', true, vscode.ConfigurationTarget.Workspace);
+    const dest = pulledPath('drop_path_diff.py');
+    const diffShown = (): boolean =>
+      vscode.window.tabGroups.all.flatMap((g) => g.tabs).some((t) => t.input instanceof vscode.TabInputTextDiff && path.basename(t.input.modified.fsPath) === 'drop_path_diff.py');
+    try {
+      const settle = async (accept: boolean): Promise<PullReport | undefined> => {
+        let sawDiff = false;
+        const pull = vscode.commands.executeCommand<PullReport | undefined>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_diff.py');
+        const t0 = Date.now();
+        for (;;) {
+          sawDiff ||= diffShown();
+          if (sawDiff && (await vscode.commands.executeCommand<boolean>(accept ? 'nnrag.acceptPull' : 'nnrag.cancelPull'))) break;
+          if (Date.now() - t0 > 150_000) throw new Error('no pull waited for Accept or Cancel');
+          await sleep(200);
+        }
+        const report = await pull;
+        assert.ok(!diffShown(), 'the diff editor closes');
+        return report;
+      };
+      assert.strictEqual(await settle(false), undefined);
+      assert.ok(!existsSync(dest), 'nothing written on Cancel');
+      const report = await settle(true);
+      assert.strictEqual(report?.status, 'validated', JSON.stringify(report));
+      const text = readFileSync(dest, 'utf8');
+      assert.match(text, /"validation":\{"status":"validated"/);
+      assert.match(text, /^class DropPath\(nn\.Module\):/m);
+      assert.ok(existsSync(dest.replace(/\.py$/, '.manifest.json')), 'the manifest is written beside it');
+    } finally {
+      await config.update('pull.preview', before, vscode.ConfigurationTarget.Workspace);
+    }
   });
 
   it('offers search, describe and pull to agents as language-model tools, and the pull validates', async function () {

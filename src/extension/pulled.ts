@@ -1,0 +1,193 @@
+/**
+ * Pulled files in the workspace: the Pulled Blocks view (each file's state), and Compare with Upstream, Update and
+ * Validate on one of them. An update is applied as one undoable edit of the open document; conflicts stay as
+ * markers, which VS Code's merge-conflict actions resolve.
+ */
+import * as path from 'path';
+import * as vscode from 'vscode';
+import type { PulledFileStatus } from '../core/pull/update';
+import type { ValidationReport } from '../core/validate/runner';
+import { GetPulledStatus, PlanUpdate, ValidatePulled, WriteManifests } from '../shared/protocol';
+import type { NnragClient } from './client';
+import { setting } from './config';
+import type { InterpreterService } from './interpreter';
+
+export type PulledItem = PulledFileStatus & { uri: string };
+
+/** The line of the header every pulled file has (core/emit/emit.ts writes it). */
+const MARKER = '# nnrag-provenance: ';
+const EXCLUDE = '**/{node_modules,.git,.venv,venv,__pycache__,.tox,site-packages}/**';
+
+/** What a state is called in the view (and in the tests). */
+export function stateLabel(s: PulledFileStatus): string {
+  const parts: string[] = [];
+  if (s.state === 'conflicted') parts.push(vscode.l10n.t('{0} conflicts', s.conflicts));
+  else if (s.state === 'changed') parts.push(vscode.l10n.t('upstream changed'));
+  else if (s.state === 'up-to-date') parts.push(vscode.l10n.t('up to date'));
+  else if (s.state === 'damaged') parts.push(vscode.l10n.t('damaged header'));
+  else parts.push(vscode.l10n.t('not in the index'));
+  if (s.edited && s.state !== 'damaged') parts.push(vscode.l10n.t('edited locally'));
+  const v = s.validation;
+  if (v) parts.push(v.status === 'validated' ? vscode.l10n.t('validated: {0}', v.tier ?? '') : vscode.l10n.t('{0}: {1}', v.status, v.category ?? v.tier ?? ''));
+  return parts.join(' · ');
+}
+
+const ICONS: Record<PulledFileStatus['state'], string> = {
+  'up-to-date': 'pass',
+  changed: 'cloud-download',
+  conflicted: 'git-merge',
+  damaged: 'error',
+  unknown: 'question',
+};
+
+export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem> {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private items: PulledItem[] = [];
+
+  constructor(private readonly client: NnragClient) {}
+
+  refresh(): void {
+    this.changed.fire();
+  }
+
+  /** Every pulled file of the workspace with its state (the editor's text for open files). */
+  async list(): Promise<PulledItem[]> {
+    const files = await vscode.workspace.findFiles('**/*.py', EXCLUDE, 5000);
+    const texts: { uri: string; text: string }[] = [];
+    for (const uri of files) {
+      const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+      const text = open ? open.getText() : new TextDecoder().decode(await vscode.workspace.fs.readFile(uri).then(undefined, () => new Uint8Array()));
+      // the header sits in the first lines: other files are not sent
+      if (text.slice(0, 4000).includes(MARKER)) texts.push({ uri: uri.toString(), text });
+    }
+    const states = texts.length ? await this.client.request(GetPulledStatus, { files: texts }) : [];
+    this.items = states.sort((a, b) => a.uri.localeCompare(b.uri));
+    return this.items;
+  }
+
+  async getChildren(element?: PulledItem): Promise<PulledItem[]> {
+    if (element) return [];
+    return this.list();
+  }
+
+  getTreeItem(s: PulledItem): vscode.TreeItem {
+    const uri = vscode.Uri.parse(s.uri);
+    const item = new vscode.TreeItem(path.basename(uri.fsPath), vscode.TreeItemCollapsibleState.None);
+    item.resourceUri = uri;
+    item.description = stateLabel(s);
+    item.iconPath = new vscode.ThemeIcon(ICONS[s.state]);
+    const changed = s.changed.map((c) => `- ${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('\n');
+    item.tooltip = new vscode.MarkdownString(`**${s.target}**\n\n${stateLabel(s)}${changed ? `\n\n${vscode.l10n.t('Changed upstream:')}\n${changed}` : ''}${s.reason ? `\n\n${s.reason}` : ''}`);
+    item.command = { command: 'vscode.open', title: vscode.l10n.t('Open'), arguments: [uri] };
+    item.contextValue = `pulled.${s.state}`;
+    return item;
+  }
+}
+
+/** The document of a command's argument: a view item, a URI (string or Uri) or, without one, the active editor's. */
+async function documentOf(arg: unknown): Promise<vscode.TextDocument> {
+  const given = (arg as PulledItem | undefined)?.uri ?? arg;
+  const uri = typeof given === 'string' ? vscode.Uri.parse(given) : given instanceof vscode.Uri ? given : vscode.window.activeTextEditor?.document.uri;
+  if (!uri) throw new Error(vscode.l10n.t('Open a pulled file first'));
+  return vscode.workspace.openTextDocument(uri);
+}
+
+/** Texts shown on the right of a Compare with Upstream (what a pull gives today). */
+export const UPSTREAM_SCHEME = 'nnrag-upstream';
+
+export function registerPulledCommands(
+  context: vscode.ExtensionContext,
+  reg: (id: string, fn: (...args: unknown[]) => unknown) => void,
+  { client, interpreter, provider, log, mayRunCode, weakSandboxAllowed }: {
+    client: NnragClient;
+    interpreter: InterpreterService;
+    provider: PulledBlocksProvider;
+    log: vscode.LogOutputChannel;
+    mayRunCode: (what: string, memoryMb: number) => Promise<boolean>;
+    weakSandboxAllowed: () => boolean;
+  },
+): void {
+  const upstreamTexts = new Map<string, string>();
+  const upstreamChanged = new vscode.EventEmitter<vscode.Uri>();
+  context.subscriptions.push(
+    upstreamChanged,
+    vscode.workspace.registerTextDocumentContentProvider(UPSTREAM_SCHEME, { onDidChange: upstreamChanged.event, provideTextDocumentContent: (uri) => upstreamTexts.get(uri.toString()) ?? '' }),
+  );
+
+  // the diff of a pulled file against what the block's pull gives today; resolves with the upstream text
+  reg('nnrag.compareUpstream', async (arg) => {
+    const doc = await documentOf(arg);
+    const plan = await client.request(PlanUpdate, { file: doc.uri.fsPath, text: doc.getText() });
+    const right = vscode.Uri.from({ scheme: UPSTREAM_SCHEME, path: doc.uri.path, query: 'upstream' });
+    upstreamTexts.set(right.toString(), plan.upstream);
+    upstreamChanged.fire(right);
+    const name = path.basename(doc.uri.fsPath);
+    await vscode.commands.executeCommand('vscode.diff', doc.uri, right, vscode.l10n.t('Compare with upstream: {0} ↔ what a pull gives now', name), { preview: true });
+    return plan.upstream;
+  });
+
+  /** Replaces the document's whole text with `text` (one undoable edit) and saves it. */
+  const replaceAll = async (doc: vscode.TextDocument, text: string): Promise<void> => {
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(doc.uri, new vscode.Range(0, 0, doc.lineCount, 0), text);
+    if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', path.basename(doc.uri.fsPath)));
+    await doc.save();
+  };
+
+  /** Validates `text` as the document's next content (where code may run); the text with the verdict in its header. */
+  const validate = async (doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> => {
+    const name = path.basename(doc.uri.fsPath);
+    const folder = vscode.workspace.getWorkspaceFolder(doc.uri)?.uri;
+    const memoryMb = setting('validation.memoryMb', folder);
+    if (!(await mayRunCode(name, memoryMb))) return undefined;
+    const python = interpreter.current().path;
+    const r = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', name, python), cancellable: true },
+      (_p, token) =>
+        client.request(ValidatePulled, { file: doc.uri.fsPath, text, python, timeoutSeconds: setting('validation.timeoutSeconds', folder), memoryMb, allowWeakSandbox: weakSandboxAllowed() }, token),
+    );
+    const v = r.validation;
+    log.info(`[validate] ${doc.uri.fsPath}: ${v.ok ? 'passed' : 'failed'} (tier ${v.tier ?? 'none'})${v.category ? ` ${v.category}: ${v.message}` : ''}`);
+    if (v.ok) void vscode.window.showInformationMessage(vscode.l10n.t('{0} validated: tier {1}', name, v.tier ?? ''));
+    else void vscode.window.showWarningMessage(vscode.l10n.t('{0} did not validate (tier {1}): {2}: {3}', name, v.tier ?? 'none', v.category ?? '', v.message ?? ''));
+    return r;
+  };
+
+  // pulls the block again and keeps the user's edits (three-way merge), validates the result, and applies it as one
+  // undoable edit with the verdict in its header; conflicts are written with markers and not run
+  reg('nnrag.updatePulled', async (arg) => {
+    const doc = await documentOf(arg);
+    const name = path.basename(doc.uri.fsPath);
+    if (doc.isDirty) await doc.save();
+    const plan = await client.request(PlanUpdate, { file: doc.uri.fsPath, text: doc.getText() });
+    if (plan.state === 'up-to-date' || plan.next === undefined) {
+      void vscode.window.showInformationMessage(vscode.l10n.t('{0} is up to date with its upstream', name));
+      return { state: plan.state };
+    }
+    const checked = plan.state === 'conflicts' ? undefined : await validate(doc, plan.next);
+    await replaceAll(doc, checked?.text ?? plan.next);
+    await vscode.window.showTextDocument(doc);
+    if (plan.base !== undefined) await client.request(WriteManifests, { file: doc.uri.fsPath, base: plan.base });
+    provider.refresh();
+    if (plan.state === 'conflicts') {
+      void vscode.window.showWarningMessage(vscode.l10n.t('{0}: updated with {1} conflicts between your edits and upstream; resolve the markers, then NN-RAG: Validate Pulled Block', name, plan.conflicts));
+    }
+    return { state: plan.state, conflicts: plan.conflicts, validation: checked?.validation };
+  });
+
+  // validates the pulled file as the editor holds it and records the verdict in its header (one edit)
+  reg('nnrag.validatePulled', async (arg) => {
+    const doc = await documentOf(arg);
+    const checked = await validate(doc, doc.getText());
+    if (checked && checked.text !== doc.getText()) await replaceAll(doc, checked.text);
+    provider.refresh();
+    return checked?.validation;
+  });
+
+  // refreshes the view; resolves with the states it shows
+  reg('nnrag.refreshPulled', async () => {
+    provider.refresh();
+    return provider.list();
+  });
+}

@@ -1,0 +1,69 @@
+/** Pulled files in the workspace: their state, what an update gives them, their records, validation after an update. */
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import type { Connection } from 'vscode-languageserver';
+import { NnragError } from '../core/base/errors';
+import { bodyHash, readProvenance, splitPulled } from '../core/emit/emit';
+import { manifestPath, writeManifests } from '../core/emit/manifest';
+import type { Manifest } from '../core/emit/manifest';
+import { originalOf } from '../core/pull/pull';
+import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/update';
+import type { IndexService } from '../core/service/indexService';
+import { findTarget } from '../core/store/target';
+import { validateFile } from '../core/validate/runner';
+import { GetPulledStatus, PlanUpdate, ValidatePulled, WriteManifests } from '../shared/protocol';
+import { onRequest, signalOf } from './rpc';
+
+export function registerPulledHandlers(connection: Connection, service: () => IndexService, runner: () => string, scratch: () => string): void {
+  onRequest(connection, GetPulledStatus, async ({ files }) => {
+    const { db } = await service().ready();
+    return files.flatMap(({ uri, text }) => {
+      const st = pulledFileStatus(db, text);
+      return st ? [{ uri, ...st }] : [];
+    });
+  });
+  onRequest(connection, PlanUpdate, async ({ file, text }) => {
+    const { db, parser } = await service().ready();
+    const manifest = await fsp
+      .readFile(manifestPath(file), 'utf8')
+      .then((t) => JSON.parse(t) as Manifest)
+      .catch(() => undefined);
+    const plan = await planUpdate({ db, parser, session: service().pullSession(db), scratch: scratch() }, text, manifest?.base_body, path.basename(file));
+    return { state: plan.state, next: plan.next, upstream: plan.upstream, base: plan.base, conflicts: plan.conflicts };
+  });
+  onRequest(connection, WriteManifests, async ({ file, report, base }) => {
+    const text = await fsp.readFile(file, 'utf8');
+    const prov = readProvenance(text);
+    if (!prov) throw new NnragError('bad-source', `${path.basename(file)} has no NN-RAG provenance record`);
+    await writeManifests(file, prov, report?.requirements, base ?? splitPulled(text).body);
+  });
+  onRequest(connection, ValidatePulled, async ({ file, text, python, timeoutSeconds, memoryMb, allowWeakSandbox }, token) => {
+    const { db } = await service().ready();
+    const prov = readProvenance(text);
+    if (!prov) throw new NnragError('bad-source', `${path.basename(file)} has no NN-RAG provenance record`);
+    const session = service().pullSession(db);
+    const ref = findTarget(db, prov.target);
+    // compared with its original only while it holds no edits of the user's (those are meant to differ)
+    const original = bodyHash(text) === prov.hash ? originalOf(session, ref) : undefined;
+    await fsp.mkdir(scratch(), { recursive: true });
+    const dir = await fsp.mkdtemp(path.join(scratch(), 'validate-'));
+    try {
+      const copy = path.join(dir, path.basename(file));
+      await fsp.writeFile(copy, text, 'utf8');
+      const validation = await validateFile(copy, {
+        python,
+        runner: runner(),
+        className: ref.name,
+        original: original && 'module' in original ? original : undefined,
+        timeoutMs: timeoutSeconds * 1000,
+        memoryMb,
+        allowWeakSandbox: allowWeakSandbox === true,
+        signal: signalOf(token),
+        pool: service().validator(python, runner(), memoryMb, session),
+      });
+      return { validation, text: withValidation(text, validation) };
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  });
+}
