@@ -11,13 +11,15 @@ usage:
   nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--validation validated|failed|none] [--all-copies] [--json]
   nn-rag show TARGET [--db F] [--json]
-  nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--limit N] [--json]
+  nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--full-docstrings]
+                          [--limit N] [--json]
                      the file a pull would write: the block's lines, the lines pulled in, and for the N largest
                      definitions pulled in (default 10) the chain of references that needs each
   nn-rag pull TARGET [--db F] --out FILE [--force] [--dry-run] [--python PY] [--no-validate] [--timeout S] [--json]
-                     [--memory-mb MB] [--inline | --no-inline] [--whole-classes] [--requirements]
+                     [--memory-mb MB] [--inline | --no-inline] [--whole-classes] [--full-docstrings] [--requirements]
                      --dry-run prints what the pull would write as a unified diff and writes nothing
                      --whole-classes copies every class the block needs whole (else they keep the methods reached)
+                     --full-docstrings keeps the whole docstrings of what is pulled in (else their first paragraph)
                      --force replaces a file that was not pulled, or was edited since (see update)
                      code of other indexed repositories is inlined when --python cannot import them,
                      else imported (a block of an installed package imports the rest of that package);

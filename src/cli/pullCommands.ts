@@ -42,6 +42,7 @@ const PULL_OPTIONS = {
   inline: {},
   'no-inline': {},
   'whole-classes': {},
+  'full-docstrings': {},
   'dry-run': {},
 };
 
@@ -59,6 +60,7 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
     force: flag(args, 'force'),
     inline: flag(args, 'inline') ? 'all' : flag(args, 'no-inline') ? 'none' : 'auto',
     wholeClasses: flag(args, 'whole-classes'),
+    fullDocstrings: flag(args, 'full-docstrings'),
   };
 }
 

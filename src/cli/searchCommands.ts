@@ -41,7 +41,7 @@ export async function searchCommand(argv: string[], env: CliEnv): Promise<number
 }
 
 export async function showCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { deps: {}, python: { value: true }, inline: {}, 'no-inline': {}, 'whole-classes': {}, limit: { value: true } });
+  const args = parse(argv, { deps: {}, python: { value: true }, inline: {}, 'no-inline': {}, 'whole-classes': {}, 'full-docstrings': {}, limit: { value: true } });
   if (args.positionals.length !== 1) throw new NnragError('usage', 'show needs one TARGET');
   if (flag(args, 'deps')) return showDepsCommand(args, env);
   const db = await openDb(args, env);

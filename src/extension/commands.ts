@@ -396,7 +396,8 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
   try {
     const memoryMb = setting('validation.memoryMb', folder.uri);
     const wholeClasses = setting('pull.wholeClasses', folder.uri);
-    let report = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses });
+    const fullDocstrings = setting('pull.fullDocstrings', folder.uri);
+    let report = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses, fullDocstrings });
     if (report.status !== 'failed' && (await mayRunCode(client, vscode.l10n.t('Pulled {0}', className), memoryMb, log))) {
       const python = interpreter.current().path;
       report = await vscode.window.withProgress(
@@ -413,6 +414,7 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
               memoryMb,
               allowWeakSandbox: weakSandboxAccepted,
               wholeClasses,
+              fullDocstrings,
               builderBudgetSeconds: EDITOR_BUILDER_BUDGET_S,
             },
             token,

@@ -11,6 +11,7 @@ export const DEFAULTS = {
   'git.fetchIntervalMinutes': 60,
   'pull.preview': true,
   'pull.wholeClasses': false,
+  'pull.fullDocstrings': false,
   'hover.enabled': true,
   'codeLens.enabled': true,
 };

@@ -34,6 +34,7 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
       signal: signalOf(token),
       allowWeakSandbox: params.allowWeakSandbox === true,
       wholeClasses: params.wholeClasses === true,
+      fullDocstrings: params.fullDocstrings === true,
       builderBudgetMs: params.builderBudgetSeconds === undefined ? undefined : params.builderBudgetSeconds * 1000,
       // the warm validator: torch is imported once per interpreter, not once per pull
       pool: params.validate && params.python ? service().validator(params.python, runner(), params.memoryMb, session) : undefined,

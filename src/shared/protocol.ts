@@ -65,6 +65,8 @@ export interface PullParams {
   allowWeakSandbox?: boolean;
   /** Copy every class the block needs whole (by default they keep only the methods reached). */
   wholeClasses?: boolean;
+  /** Keep the whole docstrings of what is pulled in (by default they keep their first paragraph). */
+  fullDocstrings?: boolean;
   /** How long trying the repository's builders may take when guessed arguments do not build the block (default: no limit). */
   builderBudgetSeconds?: number;
 }

@@ -100,14 +100,15 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
           if (Date.now() - t0 > 3 * T) throw err;
         }
       }
-      // validated before it is shown: the diff's title and the question say so
-      await page.locator('.notification-list-item').filter({ hasText: /Pull ResidualBlock into residual_block\.py \(new file, validated, tier equivalent\)/ }).first().waitFor({ timeout: 3 * T });
-      await page.locator('.tabs-container .tab').filter({ hasText: /Pull ResidualBlock/ }).first().waitFor({ timeout: T });
+      // validated before it is shown: the diff's title says so, and its title bar has Accept and Cancel
+      await page.locator('.tabs-container .tab').filter({ hasText: /Pull ResidualBlock into residual_block\.py \(new file, validated, tier equivalent\)/ }).first().waitFor({ timeout: 3 * T });
+      await page.locator('.editor-actions .action-label[aria-label^="Cancel Pull"]').first().waitFor({ timeout: T });
+      await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().waitFor({ timeout: T });
       if (existsSync(dest)) throw new Error(`${dest} was written before Accept`);
     });
 
     await step('05-pulled-and-validated', async () => {
-      await page.locator('.notification-list-item .monaco-button').filter({ hasText: /^Accept$/ }).first().click({ timeout: T });
+      await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().click({ timeout: T });
       await page.locator('.tabs-container .tab').filter({ hasText: /^residual_block\.py/ }).first().waitFor({ timeout: T });
       const t0 = Date.now();
       while (!(existsSync(dest) && /"validation":\{"status":"validated"/.test(readFileSync(dest, 'utf8')))) {
@@ -156,11 +157,13 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
     await step('09-compare-with-upstream', async () => {
       await page.locator('.codelens-decoration a').filter({ hasText: /^Compare with upstream$/ }).first().click({ timeout: T });
       await page.locator('.tabs-container .tab').filter({ hasText: /Compare with upstream: residual_block\.py/ }).first().waitFor({ timeout: T });
-      await page.locator('.monaco-diff-editor .view-line').filter({ hasText: /changed upstream/ }).first().waitFor({ timeout: T });
+      await page.locator('.monaco-diff-editor .view-line').filter({ hasText: /then a normalization layer/ }).first().waitFor({ timeout: T });
     });
 
     await step('10-update', async () => {
-      await page.locator('.tabs-container .tab').filter({ hasText: /^residual_block\.py/ }).first().click({ timeout: T });
+      // the file again, from the Pulled Blocks view
+      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).first().click({ timeout: T });
+      await page.locator('.tabs-container .tab').filter({ hasText: /^residual_block\.py/ }).first().waitFor({ timeout: T });
       await page.locator('.codelens-decoration a').filter({ hasText: /^Update$/ }).first().click({ timeout: T });
       const t0 = Date.now();
       while (!/changed upstream/.test(readFileSync(dest, 'utf8'))) {
@@ -199,7 +202,8 @@ export async function vsixWalk(h: Harness, python: string, vsix: string): Promis
     const page = b.page;
     try {
       await page.goto(cs.url(ws.folder), { waitUntil: 'domcontentloaded', timeout: T });
-      await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: T });
+      // the installed extension's contributions are loaded: its view container is in the activity bar
+      await page.locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]').first().waitFor({ timeout: 2 * T });
       await palette(page, 'NN-RAG: Search Blocks');
       await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
       await page.keyboard.type('drop path', { delay: 20 });

@@ -30,12 +30,20 @@ describe('package.json against the code', () => {
   });
 
   it('every menu entry names a contributed command, and every viewItem is a contextValue the tree sets', () => {
-    const values = new Set([...code.matchAll(/contextValue = '(\w+)'/g)].map((m) => m[1]));
+    const values = new Set([...code.matchAll(/contextValue = '([\w.-]+)'/g)].map((m) => m[1]));
     values.add('repo').add('category'); // node.kind for the folders
+    // `pulled.${state}`: a prefix, and the states a pulled file can be in
+    const prefixes = [...code.matchAll(/contextValue = `([\w.-]+)\$\{/g)].map((m) => m[1]);
+    const states = ['up-to-date', 'changed', 'unknown', 'conflicted', 'damaged'];
+    for (const p of prefixes) for (const st of states) values.add(`${p}${st}`);
     for (const [menu, entries] of Object.entries<{ command: string; when?: string }[]>(pkg.contributes.menus)) {
       for (const e of entries) {
         assert.ok(contributed.some((c) => c.command === e.command), `${menu}: ${e.command} is not contributed`);
-        for (const m of (e.when ?? '').matchAll(/viewItem == (\w+)/g)) assert.ok(values.has(m[1]), `${menu}: no tree item sets contextValue '${m[1]}'`);
+        for (const m of (e.when ?? '').matchAll(/viewItem == ([\w.-]+)/g)) assert.ok(values.has(m[1]), `${menu}: no tree item sets contextValue '${m[1]}'`);
+        for (const m of (e.when ?? '').matchAll(/viewItem =~ (\/[^/]+\/)/g)) {
+          const re = new RegExp(m[1].slice(1, -1));
+          assert.ok([...values].some((v) => re.test(v)), `${menu}: no tree item sets a contextValue that ${m[1]} matches`);
+        }
       }
     }
   });

@@ -89,6 +89,8 @@ export interface EmitContext {
   notes?: string[];
   /** The standard library of the interpreter the file is for (default: stdlib.ts's list). */
   stdlib?: ReadonlySet<string>;
+  /** Rewrites a definition pulled in with the block (not the block itself): docstrings.ts cuts long docstrings. */
+  shorten?: (text: string) => string;
 }
 
 const PROVENANCE_PREFIX = '# nnrag-provenance: ';
@@ -398,7 +400,8 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const sizes: number[] = [];
   for (const node of order) {
     const parsed = ctx.parsed(node.rec);
-    const text = unitText(node, parsed, names);
+    const whole = unitText(node, parsed, names);
+    const text = ctx.shorten && node.key !== closure.root.key ? ctx.shorten(whole) : whole;
     body.push(text);
     sizes.push(text.split('\n').length);
     const u = node.rec.facts.units[node.unit];

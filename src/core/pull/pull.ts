@@ -22,6 +22,7 @@ import { decodePython } from '../parse/decode';
 import type { PythonParser } from '../parse/parser';
 import type { ParsedModule } from '../parse/types';
 import { BuilderIndex } from '../resolve/builders';
+import { shortenDocstrings } from '../emit/docstrings';
 import { computeClosure } from '../resolve/closure';
 import type { ClosureResult, Problem } from '../resolve/closure';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
@@ -93,6 +94,8 @@ export interface PullOptions {
    * a block that guessed arguments cannot build then fails in seconds, saying which builders were not tried.
    */
   builderBudgetMs?: number;
+  /** Keep the whole docstrings of the definitions pulled in (by default they keep their first paragraph). */
+  fullDocstrings?: boolean;
 }
 
 /** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
@@ -228,6 +231,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     },
     // the interpreter's own standard library, when there is one to ask
     stdlib: options.python ? await stdlibModules(options.python) : undefined,
+    shorten: options.fullDocstrings ? undefined : (text: string) => shortenDocstrings(text, (t, fn) => options.parser.withTree(t, fn)),
   };
   const closure = await computeClosure(closureCtx, rec, fact.unit);
   const t1 = performance.now();
