@@ -837,6 +837,10 @@ def run_block(send: Callable[..., None], code: Any, path: str, class_name: Optio
               original: Optional[Dict[str, Any]] = None) -> None:
     """Import, instantiate and forward, in the worker; each tier reached is a frame, the forward's with its outputs."""
     spec = importlib.util.spec_from_file_location("nnrag_pulled_block", path)
+    # helpers shared by blocks pulled together sit beside the file (_nnrag_common.py); last, so nothing is shadowed
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.append(folder)
     module = importlib.util.module_from_spec(spec)
     sys.modules["nnrag_pulled_block"] = module
     try:

@@ -24,6 +24,9 @@ usage:
                      code of other indexed repositories is inlined when --python cannot import them,
                      else imported (a block of an installed package imports the rest of that package);
                      --inline inlines all of it, --no-inline imports all of it
+  nn-rag pull TARGET TARGET... --out-dir DIR [the options of one pull]
+                     each block into DIR/<its name in snake case>.py; what several of them need is written once into
+                     DIR/_nnrag_common.py and imported by each
   nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--repo R] [--limit N] [--start-from N] [--python PY]
               [--jobs N] [--no-pool] [--json]       validation in N warm interpreters (default: one per core)
   nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--memory-mb MB] [--json]

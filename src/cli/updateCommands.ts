@@ -9,6 +9,7 @@ import type { Manifest } from '../core/emit/manifest';
 import { NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
 import { openPullSession, originalOf } from '../core/pull/pull';
+import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus } from '../core/pull/update';
 import type { PulledFileStatus } from '../core/pull/update';
 import type { PullSession } from '../core/pull/pull';
@@ -113,6 +114,7 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
       let validation: Awaited<ReturnType<typeof validateFile>> | undefined;
       if (outcome.written && !flag(args, 'no-validate')) {
         validation = await validateFile(file, {
+          companions: companionsOf(file, await fsp.readFile(file, 'utf8')),
           original: original && 'module' in original ? original : undefined,
           className: outcome.ref?.name,
           python: pythonOf(args, env),
@@ -156,7 +158,7 @@ async function updateOne(
     .readFile(manifestPath(file), 'utf8')
     .then((t) => JSON.parse(t) as Manifest)
     .catch(() => undefined)) as Manifest | undefined;
-  const plan = await planUpdate({ db, parser, session, scratch }, text, manifest?.base_body, file);
+  const plan = await planUpdate({ db, parser, session, scratch }, text, manifest?.base_body, file, path.dirname(file));
   const target = plan.provenance.target;
   if (plan.state === 'up-to-date') return { written: false, failed: false, line: { state: 'up-to-date' }, human: `${file}: up to date with ${target}` };
   let w: { written: boolean; diff?: string } = { written: false };

@@ -7,6 +7,7 @@ import { bodyHash, readProvenance, splitPulled } from '../core/emit/emit';
 import { manifestPath, writeManifests } from '../core/emit/manifest';
 import type { Manifest } from '../core/emit/manifest';
 import { originalOf } from '../core/pull/pull';
+import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
 import { findTarget } from '../core/store/target';
@@ -28,7 +29,7 @@ export function registerPulledHandlers(connection: Connection, service: () => In
       .readFile(manifestPath(file), 'utf8')
       .then((t) => JSON.parse(t) as Manifest)
       .catch(() => undefined);
-    const plan = await planUpdate({ db, parser, session: service().pullSession(db), scratch: scratch() }, text, manifest?.base_body, path.basename(file));
+    const plan = await planUpdate({ db, parser, session: service().pullSession(db), scratch: scratch() }, text, manifest?.base_body, path.basename(file), path.dirname(file));
     return { state: plan.state, next: plan.next, upstream: plan.upstream, base: plan.base, conflicts: plan.conflicts };
   });
   onRequest(connection, WriteManifests, async ({ file, report, base }) => {
@@ -51,6 +52,7 @@ export function registerPulledHandlers(connection: Connection, service: () => In
       const copy = path.join(dir, path.basename(file));
       await fsp.writeFile(copy, text, 'utf8');
       const validation = await validateFile(copy, {
+        companions: companionsOf(file, text),
         python,
         runner: runner(),
         className: ref.name,

@@ -1,5 +1,5 @@
 import * as assert from 'assert';
-import { promises as fsp } from 'fs';
+import { existsSync, promises as fsp } from 'fs';
 import * as path from 'path';
 import { merge3 } from '../../src/core/emit/merge';
 import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
@@ -135,5 +135,38 @@ describe('three-way merge and nn-rag update', function () {
     const refused = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', file, '--no-validate');
     assert.notStrictEqual(refused.code, 0);
     assert.match(refused.err, /edited since it was pulled .*--force replaces it/);
+  });
+});
+
+describe('several blocks pulled together (pull A B C --out-dir D)', function () {
+  this.timeout(180_000);
+
+  it('writes the helpers the blocks share once, in _nnrag_common.py, and each file imports them and validates', async () => {
+    const work = await tmpdir('nnrag-together-');
+    const db = path.join(work, 'index.db');
+    assert.strictEqual((await cli('index', path.join(ROOT, 'examples', 'tinyblocks'), '--db', db)).code, 0);
+    const dir = path.join(work, 'blocks');
+    const targets = ['tinyblocks.blocks.InvertedResidual', 'tinyblocks.blocks.ResidualBlock', 'tinyblocks.blocks.TransformerBlock'];
+    const torch = existsSync(PYTHON_WITH_TORCH);
+    const r = await cli('pull', ...targets, '--out-dir', dir, '--db', db, '--json', ...(torch ? ['--python', PYTHON_WITH_TORCH] : ['--no-validate']));
+    assert.strictEqual(r.code, 0, r.err + r.out);
+    const { shared, reports } = JSON.parse(r.out) as { shared: { file: string; names: string[] }; reports: { status: string; tier: string | null; out: string }[] };
+    assert.strictEqual(shared.file, path.join(dir, '_nnrag_common.py'));
+    assert.deepStrictEqual(reports.map((x) => path.basename(x.out)), ['inverted_residual.py', 'residual_block.py', 'transformer_block.py']);
+    if (torch) assert.deepStrictEqual(reports.map((x) => [x.status, x.tier]), Array(3).fill(['validated', 'equivalent']));
+    // ConvNormAct (needed by two of the blocks) is defined once in the folder, in the shared module
+    const texts = await Promise.all(['_nnrag_common.py', 'inverted_residual.py', 'residual_block.py', 'transformer_block.py'].map((f) => fsp.readFile(path.join(dir, f), 'utf8')));
+    assert.deepStrictEqual(texts.map((t) => (t.match(/^class ConvNormAct\(/gm) ?? []).length), [1, 0, 0, 0]);
+    assert.match(texts[2], /^try:\n {4}from \._nnrag_common import .*ConvNormAct/m);
+    assert.ok(shared.names.includes('ConvNormAct'));
+    // status reads them as pulled files, up to date
+    assert.match((await cli('status', dir, '--db', db)).out, /residual_block\.py +tinyblocks:tinyblocks\.blocks\.ResidualBlock +up to date/);
+    // pulled together again: the shared module is ours and replaced; edited, it is not without --force
+    assert.strictEqual((await cli('pull', ...targets, '--out-dir', dir, '--db', db, '--no-validate')).code, 0);
+    await fsp.appendFile(path.join(dir, '_nnrag_common.py'), '\n# mine\n');
+    const refused = await cli('pull', ...targets, '--out-dir', dir, '--db', db, '--no-validate');
+    assert.strictEqual(refused.code, 2);
+    assert.match(refused.err, /_nnrag_common\.py was edited since NN-RAG wrote it; --force replaces it/);
+    assert.match(await fsp.readFile(path.join(dir, '_nnrag_common.py'), 'utf8'), /# mine\n$/);
   });
 });

@@ -51,6 +51,8 @@ export interface Provenance {
   imports: string[];
   /** Renamed names: original `module.name` -> name in this file. */
   renamed: Record<string, string>;
+  /** Definitions this file imports from a module of helpers shared with blocks pulled beside it (see shared.ts). */
+  shared?: { module: string; ids: string[]; names: string[] };
   /** Filled in after validation. */
   validation?: {
     status: string;
@@ -72,6 +74,13 @@ export interface EmitResult {
   order: UnitNode[];
   /** The dependency graph of the file by name: one node per definition (in file order), edges to what each needs. */
   graph: DependencyGraph;
+  /**
+   * Every definition's text in file order (those a shared module provides too), with its identity: module, names and
+   * a hash of the text, equal in two files only when the definition is the same in both.
+   */
+  pieces: { id: string; names: string[]; text: string; root: boolean; needs: number[] }[];
+  /** The import statements (this file's) that text such as a shared module's needs. */
+  importsFor(text: string): string;
 }
 
 export interface DependencyGraph {
@@ -91,6 +100,8 @@ export interface EmitContext {
   stdlib?: ReadonlySet<string>;
   /** Rewrites a definition pulled in with the block (not the block itself): docstrings.ts cuts long docstrings. */
   shorten?: (text: string) => string;
+  /** Definitions (piece ids) a module beside the file provides: imported from it, not written. */
+  provided?: { module: string; ids: ReadonlySet<string> };
 }
 
 const PROVENANCE_PREFIX = '# nnrag-provenance: ';
@@ -394,20 +405,37 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const order = orderUnits(closure);
   const names = assignNames(closure, order);
   const future = order.some((n) => n.rec.facts.futureAnnotations);
-  const { text: imports, thirdParty } = importBlock([...closure.externals.values()], names, future, ctx.stdlib);
+  const externals = [...closure.externals.values()];
+  const block = importBlock(externals, names, future, ctx.stdlib);
+  let imports = block.text;
+  const thirdParty = block.thirdParty;
   const body: string[] = [];
   const definitions: ProvenanceEntry[] = [];
   const sizes: number[] = [];
+  const all: EmitResult['pieces'] = [];
+  const kept: UnitNode[] = [];
+  const providedNames: string[] = [];
+  const providedIds: string[] = [];
   for (const node of order) {
     const parsed = ctx.parsed(node.rec);
     const whole = unitText(node, parsed, names);
-    const text = ctx.shorten && node.key !== closure.root.key ? ctx.shorten(whole) : whole;
+    const isRoot = node.key === closure.root.key;
+    const text = ctx.shorten && !isRoot ? ctx.shorten(whole) : whole;
+    const u = node.rec.facts.units[node.unit];
+    const finalNames = u.binds.map((b) => names.get(symbolKey(node.rec, b)) ?? b);
+    const id = `${node.rec.module}:${finalNames.join(',')}:${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+    all.push({ id, names: finalNames, text, root: isRoot, needs: [] });
+    if (!isRoot && ctx.provided?.ids.has(id)) {
+      providedNames.push(...finalNames);
+      providedIds.push(id);
+      continue;
+    }
+    kept.push(node);
     body.push(text);
     sizes.push(text.split('\n').length);
-    const u = node.rec.facts.units[node.unit];
     const src = ctx.source(node.rec);
     definitions.push({
-      names: u.binds.map((b) => names.get(symbolKey(node.rec, b)) ?? b),
+      names: finalNames,
       module: node.rec.module,
       repo: src.repo,
       path: src.path,
@@ -418,6 +446,21 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
       commit: src.commit,
       license: src.license,
     });
+  }
+  const orderIndex = new Map(order.map((n, i) => [n.key, i]));
+  for (const [i, n] of order.entries()) {
+    closure.graph.forEachOutEdge(n.key, (_e, _attr, _s, to) => {
+      const j = orderIndex.get(to);
+      if (j !== undefined && j !== i && !all[i].needs.includes(j)) all[i].needs.push(j);
+    });
+  }
+  if (providedNames.length && ctx.provided) {
+    // what is left imports only what it uses, of the packages and of the shared module
+    const left = body.join('\n');
+    const words = new Set(left.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
+    const used = providedNames.filter((n) => words.has(n));
+    const externalsLeft = externals.filter((e) => words.has((names.get(e.key) ?? e.bound).split('.')[0]));
+    imports = [importBlock(externalsLeft, names, future, ctx.stdlib).text, sharedImport(ctx.provided.module, used.length ? used : providedNames)].filter(Boolean).join('\n\n');
   }
   // the body in pieces, hashed one by one: a piece keeps the one-byte encoding of its source file, where the joined
   // whole is two-byte when any file is (UTF-8 from two-byte strings was most of a large pull's hashing)
@@ -446,6 +489,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     definitions,
     imports: thirdParty,
     renamed,
+    ...(providedIds.length && ctx.provided ? { shared: { module: ctx.provided.module, ids: providedIds, names: providedNames } } : {}),
   };
   const header = [
     // an explicit coding line: otherwise a block named like `PositionalEncoding:` would read as one (PEP 263)
@@ -453,20 +497,34 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     `# Pulled by NN-RAG: ${provenance.block} from ${rootSrc.repo} (${rootSrc.url ?? rootSrc.location})`,
     `# commit ${rootSrc.commit ?? 'unknown (not a git checkout)'}; license ${rootSrc.license ?? 'not declared'}`,
     ...(ctx.notes ?? []).map((n) => `# ${n}`),
+    ...(provenance.shared ? [`# shared with the blocks pulled beside it: ${providedIds.length} definitions imported from ${provenance.shared.module}.py`] : []),
     '# inlined from (repository path, git blob: definitions and their lines; the manifest and the record below list each):',
     ...sourceLines(definitions),
     `# content sha256 of everything below this header: ${hash}`,
     `${PROVENANCE_PREFIX}${JSON.stringify(provenance)}`,
   ].join('\n');
-  const index = new Map(order.map((n, i) => [n.key, i]));
+  const index = new Map(kept.map((n, i) => [n.key, i]));
   const graph: DependencyGraph = { nodes: definitions.map((d, id) => ({ id, names: d.names, module: d.module, repo: d.repo, lines: sizes[id] })), edges: [] };
-  for (const n of order) {
+  for (const n of kept) {
     closure.graph.forEachOutEdge(n.key, (_e, attr, _s, target) => {
       const to = index.get(target);
       if (to !== undefined && to !== index.get(n.key)) graph.edges.push({ from: index.get(n.key)!, to, when: attr.def ? 'definition' : 'call' });
     });
   }
-  return { code: `${header}\n\n${rest}`, provenance, thirdParty, order, graph };
+  // the imports text of other files needs: those of this file's that bind a name the text uses
+  const importsFor = (text: string): string => {
+    const words = new Set(text.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
+    const used = externals.filter((e) => words.has((names.get(e.key) ?? e.bound).split('.')[0]));
+    return importBlock(used, names, future && used.length > 0, ctx.stdlib).text;
+  };
+  return { code: `${header}\n\n${rest}`, provenance, thirdParty, order: kept, graph, pieces: all, importsFor };
+}
+
+/** Imports a file's shared definitions from the module beside it: as a package member, else from the folder. */
+function sharedImport(module: string, names: string[]): string {
+  const list = [...new Set(names)].sort();
+  const items = list.join(', ').length > 70 ? `(\n        ${list.join(',\n        ')},\n    )` : list.join(', ');
+  return `try:\n    from .${module} import ${items}\nexcept ImportError:\n    from ${module} import ${items}`;
 }
 
 /** Reads the provenance record back from a pulled file's text, if it has one that is whole. */

@@ -9,7 +9,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { ClassRef } from '../store/target';
 import { emitFile, replaceProvenance, splitPulled } from '../emit/emit';
-import type { DependencyGraph, Provenance } from '../emit/emit';
+import type { DependencyGraph, EmitResult, Provenance } from '../emit/emit';
 import { fileSizes } from '../emit/why';
 import type { FileSizes } from '../emit/why';
 import { writeManifests } from '../emit/manifest';
@@ -96,6 +96,8 @@ export interface PullOptions {
   builderBudgetMs?: number;
   /** Keep the whole docstrings of the definitions pulled in (by default they keep their first paragraph). */
   fullDocstrings?: boolean;
+  /** Definitions a module of shared helpers beside the file provides (shared.ts): imported from `file`, not written. */
+  shared?: { module: string; ids: ReadonlySet<string>; file: string };
 }
 
 /** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
@@ -204,7 +206,22 @@ function failureOf(problems: Problem[]): { category: FailureCategory; message: s
   return undefined;
 }
 
-export async function pullBlock(session: PullSession, ref: ClassRef, options: PullOptions): Promise<PullReport> {
+/** A block's file, made in memory: its closure, the file's text and what was inlined. */
+export interface Emission {
+  target: string;
+  rec: ModuleRecord;
+  unit: number;
+  closure: ClosureResult;
+  emitted: EmitResult;
+  inlined: Set<number>;
+  inlinedRepos: string[];
+  closureCtx: Parameters<typeof computeClosure>[0];
+  emitCtx: Parameters<typeof emitFile>[1];
+  timings: { t0: number; t1: number; t2: number };
+}
+
+/** Resolves and emits `ref`'s file in memory (nothing written, nothing run). */
+export async function emitBlock(session: PullSession, ref: ClassRef, options: PullOptions): Promise<Emission> {
   const t0 = performance.now();
   const target = `${ref.repo}:${ref.module}.${ref.name}`;
   const rec = session.table.lookupIn(ref.module, ref.repoId);
@@ -239,8 +256,14 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   const notes = inlinedRepos.length
     ? [`also inlined: code of ${inlinedRepos.join(', ')} (${options.inline === 'all' ? 'as asked' : `indexed, and not importable by ${options.python ?? 'the interpreter'}`})`]
     : [];
-  const emitted = emitFile(closure, { ...emitCtx, notes }, target);
+  const emitted = emitFile(closure, { ...emitCtx, notes, provided: options.shared }, target);
   const t2 = performance.now();
+  return { target, rec, unit: fact.unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, timings: { t0, t1, t2 } };
+}
+
+export async function pullBlock(session: PullSession, ref: ClassRef, options: PullOptions): Promise<PullReport> {
+  const { target, rec, unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, timings } = await emitBlock(session, ref, options);
+  const { t0, t1, t2 } = timings;
   const report: PullReport = {
     status: 'extracted',
     target,
@@ -277,6 +300,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       signal: options.signal,
       pool: options.pool,
       allowWeakSandbox: options.allowWeakSandbox,
+      companions: emitted.provenance.shared && options.shared ? [options.shared.file] : undefined,
     });
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it
@@ -284,7 +308,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       // the builder's model must be made of the copy's classes: everything of the repository is inlined for it (an
       // installed package's builders would build, and register, the installed classes)
       const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
-      const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, fact.unit, ref.name, target, options, 'module' in original ? original : undefined);
+      const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, unit, ref.name, target, options, 'module' in original ? original : undefined);
       if (built.report) v = built.report;
       else if (built.untried.length) {
         v = { ...v, message: `${v.message ?? ''}; the repository's builders ${built.untried.map((b) => `${b}()`).join(', ')} were not tried within ${Math.round(options.builderBudgetMs! / 100) / 10} s (nn-rag pull tries them all)` };

@@ -83,13 +83,14 @@ export interface UpdatePlan {
 /**
  * What an update makes of a pulled file's `text`: the block pulled again from the index, and the user's edits kept by
  * a three-way merge of the edited body and the new upstream body against `baseBody` (the body as pulled, kept in the
- * manifest). `scratch`: a folder to pull into.
+ * manifest). `scratch`: a folder to pull into; `folder`: the file's, where a shared module of helpers would be.
  */
 export async function planUpdate(
   { db, parser, session, scratch }: { db: IndexDb; parser: PythonParser; session: PullSession; scratch: string },
   text: string,
   baseBody: string | undefined,
   label = 'the file',
+  folder?: string,
 ): Promise<UpdatePlan> {
   const { provenance: prov, damaged } = parseProvenance(text);
   if (damaged) throw new NnragError('bad-source', `${label} has a damaged NN-RAG header (${damaged}); pull the block again into another file and compare`);
@@ -100,7 +101,9 @@ export async function planUpdate(
   let freshText: string;
   try {
     const out = path.join(fresh, `${ref.name}.py`);
-    await pullBlock(session, ref, { parser, out, validate: false, manifest: false });
+    // a file pulled with others keeps importing what their shared module holds (as long as it is the same code)
+    const shared = prov.shared && folder ? { module: prov.shared.module, ids: new Set(prov.shared.ids), file: path.join(folder, `${prov.shared.module}.py`) } : undefined;
+    await pullBlock(session, ref, { parser, out, validate: false, manifest: false, shared });
     freshText = await fsp.readFile(out, 'utf8');
   } finally {
     await fsp.rm(fresh, { recursive: true, force: true });

@@ -93,6 +93,8 @@ export interface ValidateOptions {
   allowWeakSandbox?: boolean;
   /** The class the file was pulled from, to build beside the copy and compare (`path`: a folder for sys.path). */
   original?: OriginalClass;
+  /** Files the file imports from beside it (a module of shared helpers), copied next to it for the run. */
+  companions?: string[];
 }
 
 export interface OriginalClass {

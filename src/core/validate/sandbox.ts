@@ -450,6 +450,7 @@ export class Judge {
     const inFolder = path.join(this.mounts.inHost, String(id));
     await fsp.mkdir(inFolder);
     await fsp.copyFile(file, path.join(inFolder, name));
+    for (const c of options.companions ?? []) await fsp.copyFile(c, path.join(inFolder, safeName(path.basename(c))));
     const lastTier = (): string | null => [...this.stderr.matchAll(/nnrag-tier: ([\w-]+)/g)].pop()?.[1] ?? null;
     this.stderr = '';
     const request = {
