@@ -9,15 +9,14 @@ import { findTarget, listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
 import { CancelledError, errorMessage, NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
-import { emitBlock, importRoot, openPullSession, pullBlock, requirementsText } from '../core/pull/pull';
-import { companionsOf, planShared, SHARED_MODULE, sharedReplaceProblem } from '../core/pull/shared';
-import { STDLIB } from '../core/emit/stdlib';
+import { importRoot, openPullSession, pullBlock, requirementsText } from '../core/pull/pull';
+import { companionsOf, pullTogether } from '../core/pull/shared';
 import type { PullOptions, PullReport } from '../core/pull/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { ValidatorPool } from '../core/validate/validatorPool';
 import { isToolFault, TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
-import { joinInside, writeSafely } from '../core/emit/writeSafe';
+import { joinInside } from '../core/emit/writeSafe';
 import { flag, intOpt, opt, pythonOf } from './env';
 import { EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
@@ -81,7 +80,7 @@ export async function warnBeforeValidating(env: CliEnv, python: string, memoryMb
 export async function pullCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, PULL_OPTIONS);
   if (flag(args, 'all') || opt(args, 'from')) return batchPull(args, env);
-  if (args.positionals.length > 1 || (args.positionals.length === 1 && opt(args, 'out-dir') !== undefined)) return pullTogether(args, env);
+  if (args.positionals.length > 1 || (args.positionals.length === 1 && opt(args, 'out-dir') !== undefined)) return pullTogetherCommand(args, env);
   if (args.positionals.length !== 1) throw new NnragError('usage', 'pull needs one TARGET (or --all / --from FILE)');
   const out = opt(args, 'out');
   if (!out) throw new NnragError('usage', 'pull needs --out FILE');
@@ -227,26 +226,11 @@ async function batchTargets(args: ReturnType<typeof parse>, db: Awaited<ReturnTy
   return listBlockTargets(db, opt(args, 'repo'));
 }
 
-/** A file name for a block pulled with others: its class in snake case, never the name of a module it could shadow. */
-export function blockFileName(className: string, taken: Set<string>): string {
-  let base = className
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
-    .toLowerCase();
-  if (STDLIB.has(base) || SHADOWED.has(base) || base === SHARED_MODULE) base = `block_${base}`;
-  let name = `${base}.py`;
-  for (let i = 2; taken.has(name); i++) name = `${base}_${i}.py`;
-  taken.add(name);
-  return name;
-}
-
-const SHADOWED = new Set(['torch', 'torchvision', 'torchaudio', 'numpy', 'timm', 'transformers', 'einops', 'scipy', 'mmcv', 'mmengine']);
-
 /**
  * `pull A B C --out-dir D`: each block into its own file in D (`residual_block.py`), the definitions several of them
  * need written once into `_nnrag_common.py` beside them and imported by each; then each is validated.
  */
-async function pullTogether(args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
+async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
   const outDir = path.resolve(opt(args, 'out-dir') ?? '.');
   const validate = !flag(args, 'no-validate');
   if (flag(args, 'dry-run')) throw new NnragError('usage', '--dry-run takes one TARGET and --out FILE');
@@ -256,36 +240,19 @@ async function pullTogether(args: ReturnType<typeof parse>, env: CliEnv): Promis
     const refs = args.positionals.map((t) => findTarget(db, t));
     const parser = await PythonParser.create(env.assets);
     const session = openPullSession(db, loadModuleTable(db));
-    const taken = new Set<string>();
-    const files = refs.map((r) => blockFileName(r.name, taken));
     const options = pullOptions(args, env, parser, validate);
-    // what each file would hold alone, and so what they share
-    const emissions = [];
-    for (const ref of refs) emissions.push(await emitBlock(session, ref, { ...options, validate: false }));
-    const plan = planShared(emissions, files);
-    const sharedFile = path.join(outDir, `${SHARED_MODULE}.py`);
-    if (plan.text !== undefined) {
-      const problem = await sharedReplaceProblem(sharedFile);
-      if (problem && !flag(args, 'force')) throw new NnragError('usage', `${problem}; --force replaces it`);
-      await fsp.mkdir(outDir, { recursive: true });
-      await writeSafely(sharedFile, plan.text, true);
-    }
-    const shared = plan.text !== undefined ? { module: SHARED_MODULE, ids: plan.ids, file: sharedFile } : undefined;
-    const reports: PullReport[] = [];
-    for (const [i, ref] of refs.entries()) {
-      try {
-        reports.push(await pullBlock(session, ref, { ...options, out: path.join(outDir, files[i]), shared }));
-      } catch (err) {
-        if (!(err instanceof NnragError) || err.code !== 'interpreter') throw err;
-        reports.push(interpreterFailure(ref, path.join(outDir, files[i]), err.message));
-      }
-    }
+    const { reports, shared: sharedLine } = await pullTogether(session, refs, outDir, options, {
+      force: flag(args, 'force'),
+      onInterpreterError: (ref, out, message) => interpreterFailure(ref, out, message),
+    });
     await db.save();
-    const sharedLine = plan.text !== undefined ? { file: sharedFile, definitions: plan.ids.size, names: plan.names } : null;
-    if (flag(args, 'json')) env.out(`${JSON.stringify({ shared: sharedLine, reports }, null, 1)}\n`);
+    if (flag(args, 'json')) env.out(`${JSON.stringify({ shared: sharedLine ?? null, reports }, null, 1)}\n`);
     else {
       for (const r of reports) env.out(describeReport(r));
-      if (sharedLine) env.out(`shared: ${sharedFile} holds ${plan.ids.size} definition${plan.ids.size === 1 ? '' : 's'} the files above would each have copied (${plan.names.join(', ') || 'statements'})\n`);
+      if (sharedLine) {
+        const n = sharedLine.definitions;
+        env.out(`shared: ${sharedLine.file} holds ${n} definition${n === 1 ? '' : 's'} the files above would each have copied (${sharedLine.names.join(', ') || 'statements'})\n`);
+      }
     }
     const ok = (r: PullReport): boolean => r.status === 'validated' || (!validate && r.status === 'extracted');
     return reports.every(ok) ? EXIT.ok : EXIT.failed;

@@ -9,7 +9,7 @@ import type { PullReport } from '../core/pull/pull';
 import type { SearchHit } from '../core/search/search';
 import { repositoryNames } from '../core/sources/names';
 import type { SourceConfig } from '../core/sources/types';
-import { EDITOR_BUILDER_BUDGET_S, ExplainDependencies, GetPulledStatus, GetSandbox, PullBlock, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch, WriteManifests } from '../shared/protocol';
+import { EDITOR_BUILDER_BUDGET_S, ExplainDependencies, GetPulledStatus, GetSandbox, PullBlock, PullTogether, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch, WriteManifests } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
@@ -273,8 +273,50 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
     return key;
   });
 
-  // the second argument (a file name) skips the file-name prompt; the result is the pull report
+  // kept in the settings with `enabled: false`: not indexed (its blocks leave the index) until enabled again
+  reg('nnrag.disableRepository', async (arg) => {
+    const name = typeof arg === 'string' ? arg : (arg as TreeNode | undefined)?.kind === 'repo' ? (arg as TreeNode).repo : undefined;
+    if (!name) return undefined;
+    const { key, list, target } = repositoriesInEffect();
+    if (!list.some((r) => repositoryNames(r).includes(name))) {
+      void vscode.window.showWarningMessage(vscode.l10n.t('{0} is not in nnrag.repositories ({1}): it comes from another settings scope', name, key));
+      return undefined;
+    }
+    await vscode.workspace.getConfiguration('nnrag').update('repositories', list.map((r) => (repositoryNames(r).includes(name) ? { ...r, enabled: false } : r)), target);
+    void vscode.window.showInformationMessage(vscode.l10n.t('Disabled {0} in nnrag.repositories ({1} settings): NN-RAG: Enable Repository indexes it again', name, key));
+    return key;
+  });
+
+  // a disabled repository (picked from a list when none is given) is indexed again
+  reg('nnrag.enableRepository', async (arg) => {
+    const { key, list, target } = repositoriesInEffect();
+    const disabled = list.filter((r) => r.enabled === false);
+    let name = typeof arg === 'string' ? arg : undefined;
+    if (!name) {
+      if (!disabled.length) {
+        void vscode.window.showInformationMessage(vscode.l10n.t('No repository is disabled in nnrag.repositories ({0} settings)', key));
+        return undefined;
+      }
+      name = (await vscode.window.showQuickPick(disabled.map((r) => ({ label: repositoryNames(r)[0], description: r.location })), { title: vscode.l10n.t('NN-RAG: Enable Repository') }))?.label;
+    }
+    if (!name) return undefined;
+    const enable = (r: SourceConfig): SourceConfig => {
+      const { enabled: _off, ...rest } = r;
+      return rest;
+    };
+    if (!disabled.some((r) => repositoryNames(r).includes(name))) return undefined;
+    await vscode.workspace.getConfiguration('nnrag').update('repositories', list.map((r) => (repositoryNames(r).includes(name) ? enable(r) : r)), target);
+    return key;
+  });
+
+  // the second argument (a file name) skips the file-name prompt; the result is the pull report. From the tree with
+  // several blocks selected, VS Code passes the selection second: they are pulled together
   reg('nnrag.pullBlock', async (arg, fileName) => {
+    if (Array.isArray(fileName)) {
+      const targets = [...new Set(fileName.map(targetOf).filter((t): t is string => !!t))];
+      if (targets.length > 1) return pullSeveral(deps, targets);
+      fileName = undefined;
+    }
     let target = targetOf(arg);
     if (!target) target = (await searchQuickPick(client))?.target;
     if (!target) return undefined;
@@ -348,6 +390,15 @@ export async function mayRunCode(client: NnragClient, what: string, memoryMb: nu
 /** Whether the user let a block's code run in a weaker sandbox this session. */
 export const weakSandboxAllowed = (): boolean => weakSandboxAccepted;
 
+/** The workspace folder pulls go into, and `nnrag.pullFolder` inside it (never outside). */
+function pullFolder(): { folder: vscode.WorkspaceFolder; sub: string } {
+  const folder = vscode.workspace.workspaceFolders?.[0];
+  if (!folder) throw new Error(vscode.l10n.t('Open a folder first: pulled blocks are written into the workspace'));
+  const sub = setting('pullFolder', folder.uri).replace(/^[\\/]+/, '');
+  if (sub.split(/[\\/]/).includes('..')) throw new Error(vscode.l10n.t('nnrag.pullFolder must stay inside the workspace'));
+  return { folder, sub };
+}
+
 /**
  * Pulls `target` into the workspace's pull folder. The block is pulled and validated (trusted workspaces only) in a
  * scratch file first; with `nnrag.pull.preview` the file is shown against what is there now in a diff editor, to
@@ -356,10 +407,7 @@ export const weakSandboxAllowed = (): boolean => weakSandboxAccepted;
  */
 export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string, { confirmed = false } = {}): Promise<PullReport | undefined> {
   const { client, interpreter, log } = deps;
-  const folder = vscode.workspace.workspaceFolders?.[0];
-  if (!folder) throw new Error(vscode.l10n.t('Open a folder first: pulled blocks are written into the workspace'));
-  const sub = setting('pullFolder', folder.uri).replace(/^[\\/]+/, '');
-  if (sub.split(/[\\/]/).includes('..')) throw new Error(vscode.l10n.t('nnrag.pullFolder must stay inside the workspace'));
+  const { folder, sub } = pullFolder();
   const className = target.split('.').pop() ?? 'block';
   const check = async (v: string): Promise<string | undefined> =>
     checkFileName(v) ?? ((await interpreter.hasModule(v.slice(0, -3))) ? vscode.l10n.t("'{0}' would shadow an installed module", v.slice(0, -3)) : undefined);
@@ -463,6 +511,99 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
     await closeTabsOf(scratch);
     await vscode.workspace.fs.delete(scratchDir, { recursive: true, useTrash: false }).then(undefined, () => undefined);
   }
+}
+
+/**
+ * Several blocks pulled together into the pull folder: each in its own file, what they share once in
+ * `_nnrag_common.py`; validated (trusted workspaces) in a scratch folder, then, after Accept (with
+ * `nnrag.pull.preview`), written as one undoable edit. Files holding edits or not pulled by NN-RAG are never replaced.
+ */
+export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ reports: PullReport[]; files: string[]; shared?: string } | undefined> {
+  const { client, interpreter, log } = deps;
+  const { folder, sub } = pullFolder();
+  const destDir = vscode.Uri.joinPath(folder.uri, sub);
+  const scratchDir = vscode.Uri.joinPath(deps.storage, 'preview', `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
+  await vscode.workspace.fs.createDirectory(scratchDir);
+  try {
+    const memoryMb = setting('validation.memoryMb', folder.uri);
+    const run = (await mayRunCode(client, vscode.l10n.t('Pulling {0} blocks', targets.length), memoryMb, log)) ? interpreter.current().path : undefined;
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Pulling {0} blocks together{1}', targets.length, run ? vscode.l10n.t(', validating with {0}', run) : ''), cancellable: true },
+      (_p, token) =>
+        client.request(
+          PullTogether,
+          {
+            targets,
+            dir: scratchDir.fsPath,
+            dest: destDir.fsPath,
+            python: run,
+            validate: run !== undefined,
+            timeoutSeconds: setting('validation.timeoutSeconds', folder.uri),
+            memoryMb,
+            allowWeakSandbox: weakSandboxAccepted,
+            wholeClasses: setting('pull.wholeClasses', folder.uri),
+            fullDocstrings: setting('pull.fullDocstrings', folder.uri),
+            builderBudgetSeconds: EDITOR_BUILDER_BUDGET_S,
+          },
+          token,
+        ),
+    );
+    const written = [...result.files, ...(result.shared ? [result.shared.file] : [])];
+    const dests = written.map((f) => vscode.Uri.joinPath(destDir, path.basename(f)));
+    // never over a file of the user's: only untouched pulls (and our shared module, checked by the server) are replaced
+    for (const [i, dest] of dests.entries()) {
+      const existing = await readIfExists(dest);
+      if (existing === undefined || i >= result.files.length) continue;
+      const st = (await client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
+      if (!st || st.edited) throw new Error(vscode.l10n.t('{0} holds your edits or was not pulled by NN-RAG: pull the blocks into another folder, or one by one', path.basename(dest.fsPath)));
+    }
+    const names = dests.map((d) => path.basename(d.fsPath)).join(', ');
+    const verdicts = result.reports.filter((r) => r.status === 'validated').length;
+    const preview = setting('pull.preview', folder.uri);
+    if (preview && !(await confirmSeveral(vscode.l10n.t('Pull {0} blocks into {1}/: {2} ({3} of {0} validated)', targets.length, sub, names, verdicts)))) {
+      log.info(`[pull] ${targets.join(', ')}: cancelled; nothing written`);
+      return undefined;
+    }
+    const edit = new vscode.WorkspaceEdit();
+    for (const [i, dest] of dests.entries()) {
+      const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.file(written[i])));
+      if ((await readIfExists(dest)) === undefined) {
+        edit.createFile(dest, { ignoreIfExists: false });
+        edit.insert(dest, new vscode.Position(0, 0), text);
+      } else {
+        const doc = await vscode.workspace.openTextDocument(dest);
+        edit.replace(dest, new vscode.Range(0, 0, doc.lineCount, 0), text);
+      }
+    }
+    if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', destDir.fsPath));
+    for (const dest of dests) await (await vscode.workspace.openTextDocument(dest)).save();
+    for (const [i, r] of result.reports.entries()) await client.request(WriteManifests, { file: dests[i].fsPath, report: r });
+    await vscode.window.showTextDocument(dests[0]);
+    log.info(`[pull] ${targets.length} blocks -> ${destDir.fsPath}: ${result.reports.map((r) => `${r.target} ${r.status}${r.tier ? ` (${r.tier})` : ''}`).join(', ')}`);
+    const failed = result.reports.filter((r) => r.status === 'failed');
+    if (failed.length) void vscode.window.showWarningMessage(vscode.l10n.t('{0} of {1} blocks did not validate: {2}', failed.length, targets.length, failed.map((r) => `${r.target.split('.').pop()} (${r.category})`).join(', ')));
+    else void vscode.window.showInformationMessage(vscode.l10n.t('Pulled {0} blocks into {1}/{2}', targets.length, sub, result.shared ? vscode.l10n.t('; {0} definitions they share are in {1}', result.shared.definitions, path.basename(result.shared.file)) : ''));
+    return { reports: result.reports, files: dests.slice(0, result.files.length).map((d) => d.fsPath), shared: result.shared ? dests[dests.length - 1].fsPath : undefined };
+  } finally {
+    await vscode.workspace.fs.delete(scratchDir, { recursive: true, useTrash: false }).then(undefined, () => undefined);
+  }
+}
+
+/** Asks Accept or Cancel for a pull of several files (answered by the notification or the Accept/Cancel Pull commands). */
+function confirmSeveral(question: string): Promise<boolean> {
+  settlePendingPull(false);
+  const decided = new Promise<boolean>((resolve) => {
+    pendingPull = (accepted) => {
+      pendingPull = undefined;
+      void vscode.commands.executeCommand('setContext', 'nnrag.pullPending', false);
+      resolve(accepted);
+    };
+  });
+  void vscode.commands.executeCommand('setContext', 'nnrag.pullPending', true);
+  const accept = vscode.l10n.t('Accept');
+  const cancel = vscode.l10n.t('Cancel');
+  void vscode.window.showInformationMessage(question, accept, cancel).then((pick) => pick !== undefined && settlePendingPull(pick === accept));
+  return decided;
 }
 
 /** `from blocks.residual_block import ResidualBlock`: how the workspace's code imports a pulled block. */

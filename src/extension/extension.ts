@@ -69,7 +69,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   context.subscriptions.push(interpreter);
 
   const tree = new BlockTreeProvider(client, vscode.Uri.joinPath(context.extensionUri, 'media'));
-  const treeView = vscode.window.createTreeView('nnrag.blocks', { treeDataProvider: tree, showCollapseAll: true });
+  const treeView = vscode.window.createTreeView('nnrag.blocks', { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   context.subscriptions.push(treeView);
   const dependencies = new DependencyTreeProvider();
   const dependencyView = vscode.window.createTreeView('nnrag.dependencies', { treeDataProvider: dependencies, showCollapseAll: true });

@@ -6,7 +6,10 @@ import type { IndexService } from '../core/service/indexService';
 import { readClassFile } from '../core/store/sourceText';
 import { findTarget } from '../core/store/target';
 import { describeSandbox } from '../core/validate/sandbox';
-import { ExplainDependencies, GetBlockDetails, GetSandbox, PullBlock, ReadSource } from '../shared/protocol';
+import * as path from 'path';
+import { NnragError } from '../core/base/errors';
+import { pullTogether, SHARED_MODULE, sharedReplaceProblem } from '../core/pull/shared';
+import { ExplainDependencies, GetBlockDetails, GetSandbox, PullBlock, PullTogether, ReadSource } from '../shared/protocol';
 import { onRequest, signalOf } from './rpc';
 
 export function registerBlockHandlers(connection: Connection, service: () => IndexService, runner: () => string, log: (area: string, message: string) => void): void {
@@ -42,6 +45,31 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
     db.scheduleSave(500);
     log('pull', `${report.target}: ${report.status}${report.tier ? ` (${report.tier})` : ''}${report.category ? ` ${report.category}: ${report.message}` : ''}`);
     return report;
+  });
+  onRequest(connection, PullTogether, async (params, token) => {
+    const { db, parser } = await service().ready();
+    const refs = params.targets.map((t) => findTarget(db, t));
+    const problem = await sharedReplaceProblem(path.join(params.dest, `${SHARED_MODULE}.py`));
+    if (problem) throw new NnragError('usage', `${problem}: move it away or pull the blocks one by one`);
+    const session = service().pullSession(db);
+    const result = await pullTogether(session, refs, params.dir, {
+      parser,
+      python: params.python,
+      runner: runner(),
+      validate: params.validate,
+      timeoutMs: params.timeoutSeconds * 1000,
+      memoryMb: params.memoryMb,
+      signal: signalOf(token),
+      allowWeakSandbox: params.allowWeakSandbox === true,
+      wholeClasses: params.wholeClasses === true,
+      fullDocstrings: params.fullDocstrings === true,
+      builderBudgetMs: params.builderBudgetSeconds === undefined ? undefined : params.builderBudgetSeconds * 1000,
+      manifest: false,
+      pool: params.validate && params.python ? service().validator(params.python, runner(), params.memoryMb, session) : undefined,
+    });
+    db.scheduleSave(500);
+    log('pull', `${params.targets.length} blocks together: ${result.reports.map((r) => `${r.target} ${r.status}`).join(', ')}${result.shared ? `; ${result.shared.definitions} shared` : ''}`);
+    return result;
   });
   onRequest(connection, GetSandbox, ({ memoryMb }) => describeSandbox(memoryMb));
   onRequest(connection, ReadSource, async ({ target }) => {

@@ -117,6 +117,15 @@ export const ValidatePulled = method<
   { file: string; text: string; python: string; timeoutSeconds: number; memoryMb: number; allowWeakSandbox?: boolean },
   { validation: ValidationReport; text: string }
 >('nnrag/validatePulled');
+/**
+ * Client -> server: several blocks pulled into `dir` (a scratch folder), each into its own file, what they share once
+ * in `_nnrag_common.py`, and validated; refused when `dest` (the folder they are for) holds a shared module that is
+ * not an untouched one of ours.
+ */
+export const PullTogether = method<
+  Omit<PullParams, 'target' | 'out'> & { targets: string[]; dir: string; dest: string },
+  { reports: PullReport[]; files: string[]; shared?: { file: string; definitions: number; names: string[] } }
+>('nnrag/pullTogether');
 /** Client -> server: which sandbox validation would run in, asked before running a block's code. */
 export const GetSandbox = method<{ memoryMb: number }, SandboxDescription>('nnrag/getSandbox');
 /** Client -> server: the provenance recorded in a pulled file's text. */

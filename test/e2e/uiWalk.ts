@@ -157,7 +157,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
     await step('09-compare-with-upstream', async () => {
       await page.locator('.codelens-decoration a').filter({ hasText: /^Compare with upstream$/ }).first().click({ timeout: T });
       await page.locator('.tabs-container .tab').filter({ hasText: /Compare with upstream: residual_block\.py/ }).first().waitFor({ timeout: T });
-      await page.locator('.monaco-diff-editor .view-line').filter({ hasText: /then a normalization layer/ }).first().waitFor({ timeout: T });
+      await page.locator('.monaco-diff-editor .view-line').filter({ hasText: /then\sa\snormalization\slayer/ }).first().waitFor({ timeout: T });
     });
 
     await step('10-update', async () => {

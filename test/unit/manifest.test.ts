@@ -1,5 +1,5 @@
 import * as assert from 'assert';
-import { readdirSync, readFileSync } from 'fs';
+import { existsSync, readdirSync, readFileSync } from 'fs';
 import * as path from 'path';
 import { DEFAULTS } from '../../src/extension/defaults';
 import { ROOT } from './helpers';
@@ -44,6 +44,25 @@ describe('package.json against the code', () => {
           const re = new RegExp(m[1].slice(1, -1));
           assert.ok([...values].some((v) => re.test(v)), `${menu}: no tree item sets a contextValue that ${m[1]} matches`);
         }
+      }
+    }
+  });
+
+  it('the walkthrough: its media are packaged files, its links and completion events name contributed commands and settings', () => {
+    const ignore = readFileSync(path.join(ROOT, '.vscodeignore'), 'utf8');
+    const walks: { steps: { title: string; description: string; media: { markdown?: string }; completionEvents?: string[] }[] }[] = pkg.contributes.walkthroughs;
+    assert.ok(walks.length > 0 && walks[0].steps.length >= 3);
+    for (const step of walks[0].steps) {
+      assert.ok(text(step.title) && text(step.description), 'titled and described');
+      const md = step.media.markdown!;
+      assert.ok(existsSync(path.join(ROOT, md)), `${md} exists`);
+      assert.ok(ignore.includes(`!${path.dirname(md)}/*.md`), `${md} is packaged`);
+      for (const m of text(step.description).matchAll(/\(command:(nnrag\.\w+)\)/g)) assert.ok(registered.has(m[1]), `${m[1]} has a handler`);
+      for (const e of step.completionEvents ?? []) {
+        const [kind, what] = e.split(':');
+        if (kind === 'onCommand') assert.ok(registered.has(what), e);
+        else if (kind === 'onSettingChanged') assert.ok(pkg.contributes.configuration.properties[what], e);
+        else assert.fail(`unexpected completion event ${e}`);
       }
     }
   });

@@ -8,7 +8,11 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { readProvenance } from '../emit/emit';
 import { STDLIB } from '../emit/stdlib';
-import type { Emission } from './pull';
+import { NnragError } from '../base/errors';
+import { writeSafely } from '../emit/writeSafe';
+import type { ClassRef } from '../store/target';
+import { emitBlock, pullBlock } from './pull';
+import type { Emission, PullOptions, PullReport, PullSession } from './pull';
 
 export const SHARED_MODULE = '_nnrag_common';
 /** The first line of the shared module after the coding line: ours to replace. */
@@ -138,4 +142,63 @@ export async function sharedReplaceProblem(file: string): Promise<string | undef
 export function companionsOf(file: string, text: string): string[] | undefined {
   const shared = readProvenance(text)?.shared;
   return shared ? [path.join(path.dirname(path.resolve(file)), `${shared.module}.py`)] : undefined;
+}
+
+const SHADOWED = new Set(['torch', 'torchvision', 'torchaudio', 'numpy', 'timm', 'transformers', 'einops', 'scipy', 'mmcv', 'mmengine']);
+
+/** A file name for a block pulled with others: its class in snake case, never the name of a module it could shadow. */
+export function blockFileName(className: string, taken: Set<string>): string {
+  let base = className
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    .toLowerCase();
+  if (STDLIB.has(base) || SHADOWED.has(base) || base === SHARED_MODULE) base = `block_${base}`;
+  let name = `${base}.py`;
+  for (let i = 2; taken.has(name); i++) name = `${base}_${i}.py`;
+  taken.add(name);
+  return name;
+}
+
+export interface PulledTogether {
+  reports: PullReport[];
+  /** The blocks' files, in the order of `refs`. */
+  files: string[];
+  shared?: { file: string; definitions: number; names: string[] };
+}
+
+/**
+ * Pulls `refs` into `dir`, each into its own file (`residual_block.py`), the definitions several of them need written
+ * once into `_nnrag_common.py` beside them; then each is validated as `options` says. An edited or foreign shared
+ * module is replaced only with `force`.
+ */
+export async function pullTogether(
+  session: PullSession,
+  refs: ClassRef[],
+  dir: string,
+  options: PullOptions,
+  { force = false, onInterpreterError }: { force?: boolean; onInterpreterError?: (ref: ClassRef, out: string, message: string) => PullReport } = {},
+): Promise<PulledTogether> {
+  const taken = new Set<string>();
+  const files = refs.map((r) => path.join(dir, blockFileName(r.name, taken)));
+  // what each file would hold alone, and so what they share
+  const emissions: Emission[] = [];
+  for (const ref of refs) emissions.push(await emitBlock(session, ref, { ...options, validate: false }));
+  const plan = planShared(emissions, files.map((f) => path.basename(f)));
+  const sharedFile = path.join(dir, `${SHARED_MODULE}.py`);
+  if (plan.text !== undefined) {
+    const problem = await sharedReplaceProblem(sharedFile);
+    if (problem && !force) throw new NnragError('usage', `${problem}; --force replaces it`);
+    await writeSafely(sharedFile, plan.text, true);
+  }
+  const shared = plan.text !== undefined ? { module: SHARED_MODULE, ids: plan.ids, file: sharedFile } : undefined;
+  const reports: PullReport[] = [];
+  for (const [i, ref] of refs.entries()) {
+    try {
+      reports.push(await pullBlock(session, ref, { ...options, out: files[i], shared }));
+    } catch (err) {
+      if (!onInterpreterError || !(err instanceof NnragError) || err.code !== 'interpreter') throw err;
+      reports.push(onInterpreterError(ref, files[i], err.message));
+    }
+  }
+  return { reports, files, ...(plan.text !== undefined ? { shared: { file: sharedFile, definitions: plan.ids.size, names: plan.names } } : {}) };
 }

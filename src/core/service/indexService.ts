@@ -105,7 +105,9 @@ export class IndexService {
   constructor(
     private readonly options: ServiceOptions,
     private readonly events: ServiceEvents,
-  ) {}
+  ) {
+    this.options.repositories = enabledOnly(options.repositories);
+  }
 
   get status(): IndexStatus {
     return this.current;
@@ -136,7 +138,7 @@ export class IndexService {
 
   /** New settings for the next full run. */
   configure(change: { repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number }): void {
-    if (change.repositories) this.options.repositories = change.repositories;
+    if (change.repositories) this.options.repositories = enabledOnly(change.repositories);
     if (change.gitFetchIntervalMinutes !== undefined) this.options.gitFetchIntervalMinutes = change.gitFetchIntervalMinutes;
   }
 
@@ -410,4 +412,9 @@ export class IndexService {
     await this.parsePool?.close().catch(() => undefined);
     await this.db?.save().catch(() => undefined);
   }
+}
+
+/** The repositories to index: a disabled one (`enabled: false`) stays in the settings only. */
+function enabledOnly(repositories: SourceConfig[]): SourceConfig[] {
+  return repositories.filter((r) => r.enabled !== false);
 }

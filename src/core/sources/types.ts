@@ -22,6 +22,8 @@ export interface SourceConfig {
   inline?: boolean;
   /** For `python-env`: the interpreter whose site-packages hold the package. */
   python?: string;
+  /** false: kept in the settings but not indexed (its blocks leave the index until it is enabled again). */
+  enabled?: boolean;
 }
 
 export interface SourceFile {

@@ -301,6 +301,26 @@ describe('trusted workspace', function () {
     }
   });
 
+  it('pulls several blocks selected in the tree together: each in its file, what they share once in _nnrag_common.py', async () => {
+    const config = vscode.workspace.getConfiguration('nnrag');
+    const before = config.inspect<string>('pullFolder')?.workspaceValue;
+    await config.update('pullFolder', 'together', vscode.ConfigurationTarget.Workspace);
+    try {
+      const nodes = ['InvertedResidual', 'ResidualBlock', 'TransformerBlock'].map((n) => ({ kind: 'block', label: n, repo: 'tinyblocks', hit: { target: `tinyblocks:tinyblocks.blocks.${n}` } }));
+      const r = await drive(vscode.commands.executeCommand<{ reports: PullReport[]; files: string[]; shared?: string }>('nnrag.pullBlock', nodes[0], nodes), []);
+      assert.ok(r, 'pulled');
+      assert.deepStrictEqual(r.reports.map((x) => [x.status, x.tier]), Array(3).fill(['validated', 'equivalent']), JSON.stringify(r.reports.map((x) => x.message)));
+      const dir = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, 'together');
+      assert.deepStrictEqual(r.files.map((f) => path.basename(f)), ['inverted_residual.py', 'residual_block.py', 'transformer_block.py']);
+      assert.strictEqual(r.shared, path.join(dir, '_nnrag_common.py'));
+      const defs = ['_nnrag_common.py', 'inverted_residual.py', 'residual_block.py', 'transformer_block.py'].map((f) => (readFileSync(path.join(dir, f), 'utf8').match(/^class ConvNormAct\(/gm) ?? []).length);
+      assert.deepStrictEqual(defs, [1, 0, 0, 0]);
+      assert.ok(existsSync(path.join(dir, 'residual_block.manifest.json')));
+    } finally {
+      await config.update('pullFolder', before, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+
   it('offers search, describe and pull to agents as language-model tools, and the pull validates', async function () {
     const lm = lmTools();
     if (!lm) this.skip();
@@ -338,6 +358,14 @@ describe('trusted workspace', function () {
     assert.deepStrictEqual([again?.state, again?.repos], ['ready', 2]);
     assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'TwiceGate', limit: 3 }))[0]?.name, 'TwiceGate');
     assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'squeeze excitation', limit: 3 }))[0]?.name, 'SqueezeExcite');
+    // disabled: kept in the settings, out of the index; enabled: indexed again
+    assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.disableRepository', repoNode), 'workspace');
+    assert.strictEqual((config().inspect<{ name?: string; enabled?: boolean }[]>('repositories')?.workspaceValue ?? []).find((r) => r.name === 'extrablocks')?.enabled, false);
+    await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
+    assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 })).some((h) => h.name === 'SquishGate'), false);
+    assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.enableRepository', 'extrablocks'), 'workspace');
+    await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 2);
+    assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 }))[0]?.name, 'SquishGate');
     assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.removeRepository', repoNode), 'workspace');
     assert.ok(!(config().inspect<{ name?: string }[]>('repositories')?.workspaceValue ?? []).some((r) => r.name === 'extrablocks'));
     await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
