@@ -2,7 +2,7 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { requirementsText } from '../core/validate/requirements';
-import { setting } from './config';
+import { scopeInEffect, setting } from './config';
 import type { DependencyTreeProvider } from './dependencyTree';
 import { STDLIB } from '../core/emit/stdlib';
 import type { PullReport } from '../core/pull/pull';
@@ -10,7 +10,7 @@ import type { SearchHit } from '../core/search/search';
 import { repositoryNames } from '../core/sources/names';
 import type { SourceConfig } from '../core/sources/types';
 import { EDITOR_BUILDER_BUDGET_S, ExplainDependencies, GetPulledStatus, GetSandbox, PullBlock, PullTogether, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch, WriteManifests } from '../shared/protocol';
-import type { TreeNode } from '../shared/protocol';
+import type { IndexStatus, TreeNode } from '../shared/protocol';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
 import type { InterpreterService } from './interpreter';
@@ -43,6 +43,8 @@ export interface Deps {
   treeView: vscode.TreeView<TreeNode>;
   dependencies: DependencyTreeProvider;
   dependencyView: vscode.TreeView<unknown>;
+  /** The index state as the server reports it. */
+  indexChanged: vscode.Event<IndexStatus>;
 }
 
 /** Every command goes through here: errors are logged with their stack and shown with a Show Log button. */
@@ -78,7 +80,7 @@ function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
 }
 
 /** The search QuickPick, backed by the server; resolves with the chosen block. */
-export function searchQuickPick(client: NnragClient, initial = ''): Promise<SearchHit | undefined> {
+export function searchQuickPick(client: NnragClient, initial = '', indexChanged?: vscode.Event<IndexStatus>): Promise<SearchHit | undefined> {
   return new Promise((resolve) => {
     type Item = vscode.QuickPickItem & { hit?: SearchHit; meant?: string };
     const qp = vscode.window.createQuickPick<Item>();
@@ -143,7 +145,12 @@ export function searchQuickPick(client: NnragClient, initial = ''): Promise<Sear
       }
       if (item.hit) done(item.hit);
     });
+    // the index grows while the picker is open (the first index after start): the same text is asked again
+    const sub = indexChanged?.((st) => {
+      if (st.state === 'ready') update(qp.value);
+    });
     qp.onDidHide(() => {
+      sub?.dispose();
       resolve(undefined);
       qp.dispose();
     });
@@ -164,7 +171,7 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
 
   // resolves with the chosen block and what was done with it (the integration tests read it)
   reg('nnrag.searchBlocks', async (initial) => {
-    const hit = await searchQuickPick(client, typeof initial === 'string' ? initial : tree.activeQuery);
+    const hit = await searchQuickPick(client, typeof initial === 'string' ? initial : tree.activeQuery, deps.indexChanged);
     if (!hit) return undefined;
     const pull = vscode.l10n.t('Pull into Workspace');
     const open = vscode.l10n.t('Open Source');
@@ -215,7 +222,8 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
   });
 
   reg('nnrag.showLog', () => log.show());
-  reg('nnrag.selectInterpreter', () => interpreter.pick());
+  // a path given (a test, another extension) is taken as the pick; resolves with the settings scope written
+  reg('nnrag.selectInterpreter', (given) => interpreter.pick(typeof given === 'string' ? given : undefined));
 
   // an entry as the argument (a SourceConfig) skips the prompts
   reg('nnrag.addRepository', async (given) => {
@@ -318,14 +326,14 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
       fileName = undefined;
     }
     let target = targetOf(arg);
-    if (!target) target = (await searchQuickPick(client))?.target;
+    if (!target) target = (await searchQuickPick(client, '', deps.indexChanged))?.target;
     if (!target) return undefined;
     return pullIntoWorkspace(deps, target, typeof fileName === 'string' ? fileName : undefined);
   });
 
   // what a pull would bring with the block, as a tree in the Dependencies view (nothing is written or run)
   reg('nnrag.showDependencies', async (arg) => {
-    const target = targetOf(arg) ?? (await searchQuickPick(client))?.target;
+    const target = targetOf(arg) ?? (await searchQuickPick(client, '', deps.indexChanged))?.target;
     if (!target) return undefined;
     const explained = await vscode.window.withProgress({ location: { viewId: 'nnrag.dependencies' } }, () =>
       client.request(ExplainDependencies, { target, python: interpreter.current().path }),
@@ -337,15 +345,10 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
   });
 }
 
-/**
- * Where `nnrag.repositories` takes its value from now: the folder's, the workspace's (when the workspace is trusted:
- * an untrusted one's value is ignored) or the user's settings. An addition goes there, so it takes effect.
- */
+/** `nnrag.repositories` where it takes effect (scopeInEffect): additions and removals go there. */
 function repositoriesInEffect(): { key: string; list: SourceConfig[]; target: vscode.ConfigurationTarget } {
-  const where = vscode.workspace.getConfiguration('nnrag').inspect<SourceConfig[]>('repositories');
-  if (vscode.workspace.isTrusted && where?.workspaceFolderValue !== undefined) return { key: vscode.l10n.t('folder'), list: where.workspaceFolderValue, target: vscode.ConfigurationTarget.WorkspaceFolder };
-  if (vscode.workspace.isTrusted && where?.workspaceValue !== undefined) return { key: vscode.l10n.t('workspace'), list: where.workspaceValue, target: vscode.ConfigurationTarget.Workspace };
-  return { key: vscode.l10n.t('user'), list: where?.globalValue ?? [], target: vscode.ConfigurationTarget.Global };
+  const { key, value, target } = scopeInEffect('repositories');
+  return { key, list: value ?? [], target };
 }
 
 async function addRepository(entry: SourceConfig): Promise<string> {

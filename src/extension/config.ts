@@ -15,9 +15,22 @@ export function setting<K extends SettingKey>(key: K, scope?: vscode.Uri): Setti
   return vscode.workspace.getConfiguration('nnrag', scope).get<Settings[K]>(key) ?? DEFAULTS[key];
 }
 
-/** Writes a setting in the user's settings. */
-export function updateSetting<K extends SettingKey>(key: K, value: Settings[K]): Thenable<void> {
-  return vscode.workspace.getConfiguration('nnrag').update(key, value, vscode.ConfigurationTarget.Global);
+/**
+ * Where a setting takes its value from now: the folder's, the workspace's (when the workspace is trusted: an untrusted
+ * one's value is ignored) or the user's settings, with the value there. A change goes there, so it takes effect.
+ */
+export function scopeInEffect<K extends SettingKey>(key: K): { key: string; value: Settings[K] | undefined; target: vscode.ConfigurationTarget } {
+  const where = vscode.workspace.getConfiguration('nnrag').inspect<Settings[K]>(key);
+  if (vscode.workspace.isTrusted && where?.workspaceFolderValue !== undefined) return { key: vscode.l10n.t('folder'), value: where.workspaceFolderValue, target: vscode.ConfigurationTarget.WorkspaceFolder };
+  if (vscode.workspace.isTrusted && where?.workspaceValue !== undefined) return { key: vscode.l10n.t('workspace'), value: where.workspaceValue, target: vscode.ConfigurationTarget.Workspace };
+  return { key: vscode.l10n.t('user'), value: where?.globalValue, target: vscode.ConfigurationTarget.Global };
+}
+
+/** Writes a setting in the scope it takes effect from (scopeInEffect); says which. */
+export async function updateSetting<K extends SettingKey>(key: K, value: Settings[K]): Promise<string> {
+  const { key: scope, target } = scopeInEffect(key);
+  await vscode.workspace.getConfiguration('nnrag').update(key, value, target);
+  return scope;
 }
 
 /** Whether a configuration change touches one of `keys`. */

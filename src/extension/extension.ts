@@ -11,6 +11,7 @@ import { NnragClient } from './client';
 import { EMPTY_SCHEME, mayRunCode, registerCommands, register, settlePendingPull, weakSandboxAllowed } from './commands';
 import { GitCredentialService } from './credentials';
 import { InterpreterService } from './interpreter';
+import type { Interpreter } from './interpreter';
 import { PulledBlocksProvider, registerPulledCommands } from './pulled';
 
 /**
@@ -22,6 +23,8 @@ export interface NnragApi {
   /** Resolves with the first status for which `predicate` holds (now or later). */
   waitForStatus(predicate: (s: IndexStatus) => boolean): Promise<IndexStatus>;
   request<P, R>(m: Method<P, R>, params: P): Promise<R>;
+  /** The interpreter that validates pulled blocks now, and where it comes from. */
+  interpreter(): Interpreter;
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<NnragApi | undefined> {
@@ -163,7 +166,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   );
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();
-  const deps = { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView };
+  const deps = { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView, indexChanged: statusChanged.event };
   registerCommands(context, deps);
   const reg = (id: string, fn: (...args: unknown[]) => unknown): void => register(context, id, log, fn);
   // the pull waiting in its diff editor: Accept writes it, Cancel writes nothing (true when one was waiting)
@@ -193,6 +196,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
             });
           }),
     request: (m, params) => client.request(m, params),
+    interpreter: () => interpreter.current(),
   };
 }
 

@@ -68,8 +68,12 @@ export class InterpreterService implements vscode.Disposable {
     return answer;
   }
 
-  /** Lets the user type or pick an interpreter; writes `nnrag.pythonPath`. */
-  async pick(): Promise<void> {
+  /**
+   * Lets the user type or pick an interpreter (or takes `given`); writes `nnrag.pythonPath` where it takes effect and
+   * resolves with that scope.
+   */
+  async pick(given?: string): Promise<string | undefined> {
+    if (given) return updateSetting('pythonPath', given);
     const current = this.current();
     // the environments the Python extension knows, then the usual ones
     const known = (this.api?.environments?.known ?? []).map((e) => e.path);
@@ -78,14 +82,14 @@ export class InterpreterService implements vscode.Disposable {
       [...candidates.map((p) => ({ label: p, description: p === current.path ? `in use (${current.source})` : '' })), { label: vscode.l10n.t('Enter a path…'), description: '' }],
       { title: vscode.l10n.t('Python interpreter for validating blocks') },
     );
-    if (!choice) return;
+    if (!choice) return undefined;
     let value = choice.label;
     if (choice.label === vscode.l10n.t('Enter a path…')) {
       const typed = await vscode.window.showInputBox({ prompt: vscode.l10n.t('Path to a Python interpreter with torch'), value: current.path });
-      if (!typed) return;
+      if (!typed) return undefined;
       value = typed;
     }
-    await updateSetting('pythonPath', value);
+    return updateSetting('pythonPath', value);
   }
 
   dispose(): void {

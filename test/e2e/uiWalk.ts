@@ -171,8 +171,9 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         await page.waitForTimeout(500);
       }
       await page.locator('.codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks, up to date/ }).first().waitFor({ timeout: T });
-      await page.locator('.notification-list-item').filter({ hasText: /residual_block\.py validated: tier equivalent/ }).first().waitFor({ timeout: T });
-      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /up to date/ }).first().waitFor({ timeout: T });
+      // validated again before it was applied: the verdict is in the header, and the view shows it
+      if (!/"validation":\{"status":"validated","tier":"equivalent"/.test(readFileSync(dest, 'utf8'))) throw new Error('the update was not validated');
+      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /up to date · validated/ }).first().waitFor({ timeout: T });
     });
   } finally {
     await browser.close().catch(() => undefined);

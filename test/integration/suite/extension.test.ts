@@ -6,7 +6,7 @@
  */
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -370,6 +370,34 @@ describe('trusted workspace', function () {
     assert.ok(!(config().inspect<{ name?: string }[]>('repositories')?.workspaceValue ?? []).some((r) => r.name === 'extrablocks'));
     await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
     assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 })).some((h) => h.name === 'SquishGate'), false);
+  });
+
+  it('validates with the interpreter picked for NN-RAG: the pick wins over inherited defaults and is written where it takes effect', async () => {
+    const nnragConfig = vscode.workspace.getConfiguration('nnrag');
+    const picked = nnragConfig.inspect<string>('pythonPath')?.workspaceValue;
+    assert.ok(picked, 'the runner sets nnrag.pythonPath in the workspace');
+    // python.defaultInterpreterPath is the Python extension's setting (not installed here): written into the file
+    const settingsFile = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, '.vscode', 'settings.json');
+    const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
+    writeFileSync(settingsFile, JSON.stringify({ ...settings, 'python.defaultInterpreterPath': '/nonexistent/python3' }, null, 2));
+    for (let t0 = Date.now(); vscode.workspace.getConfiguration('python').get('defaultInterpreterPath') !== '/nonexistent/python3'; await sleep(100)) {
+      if (Date.now() - t0 > 20_000) throw new Error('VS Code did not read the changed settings file');
+    }
+    try {
+      assert.deepStrictEqual(nnrag.interpreter(), { path: picked, source: 'nnrag.pythonPath' });
+      // a new pick goes to the workspace, whose value is in effect (user settings would change nothing)
+      const other = realpathSync(picked);
+      assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.selectInterpreter', other), 'workspace');
+      assert.deepStrictEqual(nnrag.interpreter(), { path: other, source: 'nnrag.pythonPath' });
+      assert.strictEqual(nnragConfig.inspect<string>('pythonPath')?.globalValue, undefined, 'the user settings are untouched');
+      const report = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_pick.py'), []);
+      assert.strictEqual(report?.status, 'validated', JSON.stringify(report));
+    } finally {
+      await vscode.workspace.getConfiguration('nnrag').update('pythonPath', picked, vscode.ConfigurationTarget.Workspace);
+      const now = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
+      delete now['python.defaultInterpreterPath'];
+      writeFileSync(settingsFile, JSON.stringify(now, null, 2));
+    }
   });
 
   it('refuses file names that escape the folder or shadow a module', async () => {
