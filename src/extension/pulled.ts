@@ -44,11 +44,16 @@ export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem>
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeTreeData = this.changed.event;
   private items: PulledItem[] = [];
+  /** Files read before that were not pulled, by modification time: not read again until they change. */
+  private readonly notPulled = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly client: NnragClient) {}
 
+  /** Asks the view to list again (a burst of file events is one refresh). */
   refresh(): void {
-    this.changed.fire();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.changed.fire(), 300);
   }
 
   /** Every pulled file of the workspace with its state (the editor's text for open files). */
@@ -56,10 +61,20 @@ export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem>
     const files = await vscode.workspace.findFiles('**/*.py', EXCLUDE, 5000);
     const texts: { uri: string; text: string }[] = [];
     for (const uri of files) {
-      const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
-      const text = open ? open.getText() : new TextDecoder().decode(await vscode.workspace.fs.readFile(uri).then(undefined, () => new Uint8Array()));
-      // the header sits in the first lines: other files are not sent
-      if (text.slice(0, 4000).includes(MARKER)) texts.push({ uri: uri.toString(), text });
+      const key = uri.toString();
+      const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
+      let text = open?.getText();
+      if (text === undefined) {
+        const mtime = (await vscode.workspace.fs.stat(uri).then(undefined, () => undefined))?.mtime;
+        if (mtime !== undefined && this.notPulled.get(key) === mtime) continue;
+        text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri).then(undefined, () => new Uint8Array()));
+        // the header sits in the first lines
+        if (!text.slice(0, 4000).includes(MARKER)) {
+          if (mtime !== undefined) this.notPulled.set(key, mtime);
+          continue;
+        }
+      }
+      if (text.slice(0, 4000).includes(MARKER)) texts.push({ uri: key, text });
     }
     const states = texts.length ? await this.client.request(GetPulledStatus, { files: texts }) : [];
     this.items = states.sort((a, b) => a.uri.localeCompare(b.uri));

@@ -3,7 +3,7 @@ import { execFileSync } from 'child_process';
 import * as path from 'path';
 import { findTarget } from '../../src/core/store/target';
 import { openPullSession, pullBlock } from '../../src/core/pull/pull';
-import type { PullReport } from '../../src/core/pull/pull';
+import type { PullOptions, PullReport } from '../../src/core/pull/pull';
 import { BuilderIndex, callableWithoutArguments } from '../../src/core/resolve/builders';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { ASSETS, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
@@ -74,7 +74,7 @@ const NESTED = {
 };
 
 /** Indexes `files`, pulls `target` with validation by the interpreter that has torch. */
-async function pullValidated(files: Record<string, string>, target: string): Promise<PullReport> {
+async function pullValidated(files: Record<string, string>, target: string, extra: Partial<PullOptions> = {}): Promise<PullReport> {
   const dir = await tmpdir();
   await writeTree(dir, files);
   const db = await memoryDb();
@@ -86,6 +86,7 @@ async function pullValidated(files: Record<string, string>, target: string): Pro
     runner: ASSETS.runner,
     validate: true,
     timeoutMs: 100_000,
+    ...extra,
   });
 }
 
@@ -117,6 +118,17 @@ describe('builders: how the repository itself builds a block', () => {
     assert.strictEqual(report.validation?.builder, 'zoo.net.net_small');
     assert.deepStrictEqual(report.validation?.input_shapes, [[2, 3, 16, 16]]);
     assert.match(report.message ?? '', /builder zoo\.net\.net_small\(\)/);
+  });
+
+  it('in the editor, stops trying builders at its budget and says which were not tried', async function () {
+    if (!hasTorch()) this.skip();
+    this.timeout(120_000);
+    const slow = { ...REPO, 'zoo/net.py': REPO['zoo/net.py'].replace('def net_small(*, progress=True, **kwargs):\n', 'def net_small(*, progress=True, **kwargs):\n    import time\n    time.sleep(30)\n') };
+    const t0 = Date.now();
+    const report = await pullValidated(slow, 'zoo.net.Net', { builderBudgetMs: 500 });
+    assert.ok(Date.now() - t0 < 25_000, 'the builder was stopped, not waited for');
+    assert.strictEqual(report.status, 'failed');
+    assert.match(report.message ?? '', /the repository's builders net_small\(\) were not tried within 0\.5 s \(nn-rag pull tries them all\)/);
   });
 
   it('validates a block that only a bigger model builds, on the inputs that model gives it', async function () {

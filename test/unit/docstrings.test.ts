@@ -8,7 +8,7 @@ describe('docstrings of what a pull brings', () => {
   before(async () => {
     parser = await PythonParser.create(ASSETS);
   });
-  const shorten = (text: string): string => shortenDocstrings(text, (t, fn) => parser.withTree(t, fn));
+  const shorten = (text: string): string => shortenDocstrings(text, (t) => parser.docstrings(t));
 
   it('keeps the first paragraph of a function and a method docstring, with a line that says where the rest is', () => {
     const text = [
@@ -50,6 +50,11 @@ describe('docstrings of what a pull brings', () => {
     );
     // still Python, with the same code
     assert.ok(parser.parseText(out).ok);
+  });
+
+  it('cuts at the right place after letters outside ASCII', () => {
+    const text = ['def café(x):', '    """Café — crème.', '', '    Ünïcode details 😀.', '    """', '    return "ü"', ''].join('\n');
+    assert.strictEqual(shorten(text), ['def café(x):', '    """Café — crème.', '', '    (shortened by NN-RAG: the whole docstring is in the source the header names)', '    """', '    return "ü"', ''].join('\n'));
   });
 
   it('leaves one-paragraph docstrings, strings that are not docstrings, and f-strings alone', () => {

@@ -1,5 +1,5 @@
 /** web-tree-sitter with the Python grammar: bytes in, module facts (or the reason there are none) out. */
-import { Language, Parser } from 'web-tree-sitter';
+import { Language, Parser, Query } from 'web-tree-sitter';
 import type { Tree } from 'web-tree-sitter';
 import { decodePython } from './decode';
 import { extractFacts, Python2Error, TooDeepError } from './facts';
@@ -33,7 +33,20 @@ let runtime: Promise<void> | undefined;
  */
 let keptShapes: readonly object[] | undefined;
 
+/** The docstring of a function or class: a string that is its body's first and only statement there. */
+const DOCSTRING_QUERY = ['function_definition', 'class_definition'].map((d) => `(${d} body: (block . (expression_statement . (string) @doc .)))`).join(' ');
+
+/** Where a docstring is in a text: its span (string indices) and the column it starts at. */
+export interface DocstringSpan {
+  start: number;
+  end: number;
+  column: number;
+  text: string;
+}
+
 export class PythonParser {
+  private docQuery: Query | undefined;
+
   private constructor(private readonly parser: Parser) {}
 
   static async create(paths: WasmPaths): Promise<PythonParser> {
@@ -75,6 +88,15 @@ export class PythonParser {
     } finally {
       tree.delete();
     }
+  }
+
+  /** The docstrings of the functions and classes in `text` (a query run inside the parser: no tree is copied). */
+  docstrings(text: string): DocstringSpan[] {
+    this.docQuery ??= new Query(this.parser.language!, DOCSTRING_QUERY);
+    const query = this.docQuery;
+    return this.withRawTree(text, (tree) =>
+      query.captures(tree.rootNode).map((c) => ({ start: c.node.startIndex, end: c.node.endIndex, column: c.node.startPosition.column, text: c.node.text })),
+    );
   }
 
   /** Runs `fn` over the syntax tree of `text` (freed afterwards: keep nothing of it). */

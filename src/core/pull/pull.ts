@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
+import { createHash } from 'crypto';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { ClassRef } from '../store/target';
@@ -109,6 +110,8 @@ export interface PullSession {
   skipped: Map<string, string>;
   parsed: Map<number, ParsedModule>;
   builders: Map<number, BuilderIndex>;
+  /** A definition's text (by its hash) with its docstrings cut: the same helpers come back in pull after pull. */
+  shortened: Map<string, string>;
 }
 
 export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
@@ -118,7 +121,7 @@ export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
     files.set(f.id, { path: f.path, hash: f.hash });
     if (f.skipped) skipped.set(`${f.repoId}:${f.module}`, f.skipped);
   }
-  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map() };
+  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map() };
 }
 
 async function parseRecord(session: PullSession, parser: PythonParser, rec: ModuleRecord): Promise<ParsedModule> {
@@ -141,6 +144,19 @@ async function parseRecord(session: PullSession, parser: PythonParser, rec: Modu
   if (units) saveUnits(units.dir, file.hash, outcome, true);
   session.parsed.set(rec.fileId, outcome);
   return outcome;
+}
+
+/** `text` with its docstrings cut (docstrings.ts), from the session's memory when it was cut before. */
+function shortened(session: PullSession, text: string, parser: PythonParser): string {
+  if (!text.includes('"""') && !text.includes("'''")) return text;
+  const key = createHash('sha1').update(text).digest('hex');
+  let out = session.shortened.get(key);
+  if (out === undefined) {
+    if (session.shortened.size > 20_000) session.shortened.clear();
+    out = shortenDocstrings(text, (t) => parser.docstrings(t));
+    session.shortened.set(key, out);
+  }
+  return out;
 }
 
 /** Names of the other repositories whose code the closure inlines. */
@@ -248,7 +264,7 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
     },
     // the interpreter's own standard library, when there is one to ask
     stdlib: options.python ? await stdlibModules(options.python) : undefined,
-    shorten: options.fullDocstrings ? undefined : (text: string) => shortenDocstrings(text, (t, fn) => options.parser.withTree(t, fn)),
+    shorten: options.fullDocstrings ? undefined : (text: string) => shortened(session, text, options.parser),
   };
   const closure = await computeClosure(closureCtx, rec, fact.unit);
   const t1 = performance.now();
@@ -405,6 +421,8 @@ async function validateWithBuilder(
       });
       // a copy that differs from its original is a finding, never hidden behind the failure before it
       if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [] };
+      // stopped by the budget, it was not really tried
+      if (options.builderBudgetMs !== undefined && v.category === 'timeout') return { untried: builders.slice(i).map((u) => u.name) };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }
