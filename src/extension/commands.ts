@@ -393,6 +393,13 @@ export async function mayRunCode(client: NnragClient, what: string, memoryMb: nu
 /** Whether the user let a block's code run in a weaker sandbox this session. */
 export const weakSandboxAllowed = (): boolean => weakSandboxAccepted;
 
+/** A new folder in global storage where a pull is made and validated before the user sees it. */
+async function newScratchDir(deps: Deps): Promise<vscode.Uri> {
+  const dir = vscode.Uri.joinPath(deps.storage, 'preview', `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
+  await vscode.workspace.fs.createDirectory(dir);
+  return dir;
+}
+
 /** The workspace folder pulls go into, and `nnrag.pullFolder` inside it (never outside). */
 function pullFolder(): { folder: vscode.WorkspaceFolder; sub: string } {
   const folder = vscode.workspace.workspaceFolders?.[0];
@@ -428,8 +435,9 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
   const dest = vscode.Uri.joinPath(folder.uri, sub, name);
   const preview = !confirmed && setting('pull.preview', folder.uri);
   const existing = await readIfExists(dest);
-  if (existing !== undefined && !preview && !confirmed) {
-    // without a diff to look at, a file that holds something other than an untouched pull is never replaced
+  if (existing !== undefined && !preview) {
+    // without a diff to look at (or by a language-model tool), a file that holds something other than an untouched
+    // pull is never replaced
     const st = (await client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
     if (!st || st.edited) {
       throw new Error(
@@ -441,8 +449,7 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
   }
 
   // 1. pull into a scratch file, and validate it there with the selected interpreter (cancellable)
-  const scratchDir = vscode.Uri.joinPath(deps.storage, 'preview', `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
-  await vscode.workspace.fs.createDirectory(scratchDir);
+  const scratchDir = await newScratchDir(deps);
   const scratch = vscode.Uri.joinPath(scratchDir, name);
   try {
     const memoryMb = setting('validation.memoryMb', folder.uri);
@@ -525,8 +532,7 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
   const { client, interpreter, log } = deps;
   const { folder, sub } = pullFolder();
   const destDir = vscode.Uri.joinPath(folder.uri, sub);
-  const scratchDir = vscode.Uri.joinPath(deps.storage, 'preview', `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
-  await vscode.workspace.fs.createDirectory(scratchDir);
+  const scratchDir = await newScratchDir(deps);
   try {
     const memoryMb = setting('validation.memoryMb', folder.uri);
     const run = (await mayRunCode(client, vscode.l10n.t('Pulling {0} blocks', targets.length), memoryMb, log)) ? interpreter.current().path : undefined;
