@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
-import { promises as fsp } from 'fs';
+import { existsSync, promises as fsp } from 'fs';
 import * as path from 'path';
 import { findTarget } from '../../src/core/store/target';
 import { bodyHash, readProvenance } from '../../src/core/emit/emit';
@@ -159,6 +159,47 @@ describe('pull: resolution and emission', () => {
     assert.doesNotMatch(code, /heavy_build|colored|Config\(/, "the framework's machinery was pulled");
     assert.match(code, /^MODELS\.register_module\("N", module=Norm\)$/m);
     assert.strictEqual(run(dir, "print(ns['Block']().run())"), '0.5');
+  });
+
+  it("writes a minimal PretrainedInit and master_only in place of a framework's checkpoint and distributed machinery", async () => {
+    const { code, report, dir } = await pull(
+      {
+        'fw/__init__.py': '',
+        'fw/heavy.py': 'raise RuntimeError("the framework\'s machinery must not be pulled")\n',
+        'fw/registry/__init__.py': 'from .registry import Registry\nfrom .build_functions import build_from_cfg\n',
+        'fw/registry/build_functions.py': 'from ..heavy import *\n\ndef build_from_cfg(cfg, registry, default_args=None):\n    return heavy_build(cfg, registry)\n',
+        'fw/registry/registry.py':
+          'from ..heavy import Config\nfrom .build_functions import build_from_cfg\n\nclass Registry:\n    def __init__(self, name, build_func=None, parent=None, scope=None, locations=None):\n        self.cfg = Config(name)\n    def register_module(self, name=None, force=False, module=None):\n        return Config(name)\n    def get(self, key):\n        return Config(key)\n    def build(self, cfg):\n        return build_from_cfg(cfg, self)\n',
+        'fw/registry/root.py': 'from .registry import Registry\n\nWEIGHT_INITIALIZERS = Registry("weight initializer")\n',
+        'fw/runner/__init__.py': '',
+        'fw/runner/checkpoint.py': 'from ..heavy import *\n\ndef load_checkpoint(module, filename, **kwargs):\n    return heavy_load(module, filename)\n',
+        'fw/dist/__init__.py': 'from .utils import master_only\n',
+        'fw/dist/utils.py': 'from ..heavy import *\n\ndef master_only(func):\n    def wrapper(*args, **kwargs):\n        if heavy_rank() == 0:\n            return func(*args, **kwargs)\n    return wrapper\n',
+        'fw/model/__init__.py': '',
+        'fw/model/weight_init.py':
+          'from ..registry import build_from_cfg\nfrom ..registry.root import WEIGHT_INITIALIZERS\n\n\ndef initialize(module, init_cfg):\n    build_from_cfg(init_cfg, WEIGHT_INITIALIZERS)(module)\n\n\n@WEIGHT_INITIALIZERS.register_module(name="Pretrained")\nclass PretrainedInit:\n    def __init__(self, checkpoint, prefix=None, map_location="cpu"):\n        self.checkpoint = checkpoint\n\n    def __call__(self, module):\n        from ..runner.checkpoint import load_checkpoint\n        load_checkpoint(module, self.checkpoint)\n',
+        'fw/net.py':
+          'from torch import nn\nfrom .dist import master_only\nfrom .model.weight_init import initialize\n\n\nclass Net(nn.Module):\n    def __init__(self, init_cfg=None):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n        self.init_cfg = init_cfg\n\n    def init_weights(self):\n        if self.init_cfg and self.init_cfg["type"] == "Pretrained":\n            initialize(self, self.init_cfg)\n        self.dump()\n\n    @master_only\n    def dump(self):\n        self.dumped = True\n\n    def forward(self, x):\n        return self.fc(x)\n',
+      },
+      'fw.net.Net',
+    );
+    assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
+    assert.match(code, /^@WEIGHT_INITIALIZERS\.register_module\(name="Pretrained"\)\nclass PretrainedInit:\n {4}"""A minimal PretrainedInit written by NN-RAG in place of fw\.model\.weight_init\.PretrainedInit/m);
+    assert.match(code, /^def master_only\(func\):\n {4}"""A minimal master_only written by NN-RAG in place of fw\.dist\.utils\.master_only/m);
+    assert.doesNotMatch(code, /heavy_|load_checkpoint|Config\(/, "the framework's machinery was pulled");
+    // the registry is made before the class registers into it
+    assert.ok(code.indexOf('WEIGHT_INITIALIZERS = Registry(') < code.indexOf('@WEIGHT_INITIALIZERS.register_module'));
+    if (!existsSync(PYTHON_WITH_TORCH)) return;
+    const script = [
+      'import runpy, sys, torch',
+      `ns = runpy.run_path(${JSON.stringify(path.join(dir, 'out', 'pulled.py'))})`,
+      `ckpt = ${JSON.stringify(path.join(dir, 'ckpt.pth'))}`,
+      'torch.save({"state_dict": {"module.fc.weight": torch.ones(2, 2), "module.fc.bias": torch.zeros(2)}}, ckpt)',
+      'net = ns["Net"](dict(type="Pretrained", checkpoint=ckpt))',
+      'net.init_weights()',
+      'print(net.fc.weight.sum().item(), net.dumped)',
+    ].join('\n');
+    assert.strictEqual(execFileSync(PYTHON_WITH_TORCH, ['-I', '-c', script], { cwd: dir, encoding: 'utf8' }).trim(), '4.0 True');
   });
 
   it("keeps only the methods of a framework's base class that the block reaches, by name, and says what it left out", async () => {

@@ -633,12 +633,13 @@ async function closeOnce(
     const standIn = own ? compactStandIn(rec, unit) : undefined;
     if (standIn) {
       const refs: Record<string, string> = u.name ? { [u.name]: symbolKey(rec, u.name) } : {};
-      for (const name of standIn.needs) {
+      const needs = [...standIn.needs.map((name) => ({ name, timing: 'call' as const })), ...(standIn.needsAtDefinition ?? []).map((name) => ({ name, timing: 'def' as const }))];
+      for (const { name, timing } of needs) {
         // a name the original imports inside a method (mmengine's Registry and its build_from_cfg)
         let t = table.resolveName(rec, name);
         const inner = rec.facts.imports.find((i) => i.inFunction && i.kind === 'from' && (i.bound ?? i.name) === name);
         if (t.kind === 'unresolved' && inner) t = table.resolveImport(rec, inner.kind, inner.level, inner.module, inner.name, name);
-        const to = place(node, t, name, 'call', where);
+        const to = place(node, t, name, timing, where);
         if (to) refs[name] = to;
       }
       node.replacement = { source: standIn.source, refs };

@@ -1,9 +1,10 @@
 /**
- * Minimal stand-ins for a framework's registry and logging machinery (OpenMMLab's `Registry`, its `build_*_from_cfg`
- * functions, `print_log` and its logger class): a pulled block that builds from a registry keeps the semantics it uses (register a class under a name,
- * look one up, build one from `dict(type=...)`, a parent registry to fall back on) without the framework's scopes,
- * lazy imports, configuration files and logging behind them. The stand-in replaces the unit; nothing it needed is
- * pulled.
+ * Minimal stand-ins for a framework's registry, logging and checkpoint machinery (OpenMMLab's `Registry`, its
+ * `build_*_from_cfg` functions, `print_log` and its logger class, `PretrainedInit` with the checkpoint loaders behind
+ * it, `master_only`): a pulled block keeps the semantics it uses (register a class under a name, look one up, build
+ * one from `dict(type=...)`, a parent registry to fall back on, load a checkpoint file or URL, run only on rank 0)
+ * without the framework's scopes, lazy imports, configuration files, logging and storage backends behind them. The
+ * stand-in replaces the unit; nothing it needed is pulled.
  */
 import type { ModuleRecord } from './moduleTable';
 
@@ -117,11 +118,73 @@ const LOGGER = `class {name}:
         import logging
         return logging.getLogger(name)`;
 
+const PRETRAINED_INIT = `class PretrainedInit:
+    """A minimal PretrainedInit written by NN-RAG in place of {where}: loads a checkpoint (a local file or an
+    http(s) URL) with torch, optionally the part under a prefix, into the module (not strict). The framework's other
+    checkpoint schemes (open-mmlab://, s3://, ...) and its logging are left out."""
+
+    def __init__(self, checkpoint, prefix=None, map_location="cpu"):
+        self.checkpoint = checkpoint
+        self.prefix = prefix
+        self.map_location = map_location
+
+    def __call__(self, module):
+        import re
+        import torch
+        source = str(self.checkpoint)
+        if source.startswith(("http://", "https://")):
+            state = torch.hub.load_state_dict_from_url(source, map_location=self.map_location)
+        else:
+            state = torch.load(source, map_location=self.map_location)
+        if isinstance(state, dict) and "state_dict" in state:
+            state = state["state_dict"]
+        if self.prefix is not None:
+            prefix = self.prefix if self.prefix.endswith(".") else self.prefix + "."
+            state = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+            if not state:
+                raise ValueError(f"{prefix} is not a prefix of the keys in {source}")
+        else:
+            state = {re.sub(r"^module\\.", "", k): v for k, v in state.items()}
+        module.load_state_dict(state, strict=False)
+
+    def _get_init_info(self):
+        return f"{self.__class__.__name__}: load from {self.checkpoint}"`;
+
+const MASTER_ONLY = `def master_only(func):
+    """A minimal master_only written by NN-RAG in place of {where}: runs func only in the main process of a
+    distributed run (rank 0), or always when there is none."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0:
+            return func(*args, **kwargs)
+
+    return wrapper`;
+
+/** A stand-in: its source, the names it calls (`needs`) and those it needs when it is defined (a decorator's). */
+export interface StandIn {
+  source: string;
+  needs: string[];
+  needsAtDefinition?: string[];
+}
+
 /** The stand-in source for a unit, or undefined when it is not registry or logging machinery. `{where}` names the
  * original. */
-export function compactStandIn(rec: ModuleRecord, unit: number): { source: string; needs: string[] } | undefined {
+export function compactStandIn(rec: ModuleRecord, unit: number): StandIn | undefined {
   const u = rec.facts.units[unit];
   const where = `${rec.module}.${u.name ?? ''}`;
+  // the checkpoint machinery behind a framework's pretrained initialiser, and its main-process decorator
+  if (/(^|\.)weight_init$/.test(rec.module) && u.kind === 'class' && u.name === 'PretrainedInit') {
+    const fact = rec.facts.classes.find((c) => c.unit === unit);
+    if (!fact?.methods.includes('__call__')) return undefined;
+    // its registration is kept: the framework builds initialisers from `dict(type="Pretrained", ...)`
+    const registered = rec.facts.imports.some((i) => (i.bound ?? i.name) === 'WEIGHT_INITIALIZERS');
+    const source = PRETRAINED_INIT.replace('{where}', where);
+    return registered ? { source: `@WEIGHT_INITIALIZERS.register_module(name="Pretrained")\n${source}`, needs: [], needsAtDefinition: ['WEIGHT_INITIALIZERS'] } : { source, needs: [] };
+  }
+  if (/(^|\.)dist(\.|$)/.test(rec.module) && u.kind === 'function' && u.name === 'master_only') return { source: MASTER_ONLY.replace('{where}', where), needs: [] };
   if (/(^|\.)logging(\.|$)/.test(rec.module)) {
     if (u.kind === 'function' && u.name === 'print_log') return { source: PRINT_LOG.replace('{where}', where), needs: [] };
     const fact = u.kind === 'class' ? rec.facts.classes.find((c) => c.unit === unit) : undefined;
