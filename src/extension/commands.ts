@@ -569,7 +569,7 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
     const names = dests.map((d) => path.basename(d.fsPath)).join(', ');
     const verdicts = result.reports.filter((r) => r.status === 'validated').length;
     const preview = setting('pull.preview', folder.uri);
-    if (preview && !(await confirmSeveral(vscode.l10n.t('Pull {0} blocks into {1}/: {2} ({3} of {0} validated)', targets.length, sub, names, verdicts)))) {
+    if (preview && !(await acceptOrCancel(vscode.l10n.t('Pull {0} blocks into {1}/: {2} ({3} of {0} validated)', targets.length, sub, names, verdicts)))) {
       log.info(`[pull] ${targets.join(', ')}: cancelled; nothing written`);
       return undefined;
     }
@@ -596,23 +596,6 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
   } finally {
     await vscode.workspace.fs.delete(scratchDir, { recursive: true, useTrash: false }).then(undefined, () => undefined);
   }
-}
-
-/** Asks Accept or Cancel for a pull of several files (answered by the notification or the Accept/Cancel Pull commands). */
-function confirmSeveral(question: string): Promise<boolean> {
-  settlePendingPull(false);
-  const decided = new Promise<boolean>((resolve) => {
-    pendingPull = (accepted) => {
-      pendingPull = undefined;
-      void vscode.commands.executeCommand('setContext', 'nnrag.pullPending', false);
-      resolve(accepted);
-    };
-  });
-  void vscode.commands.executeCommand('setContext', 'nnrag.pullPending', true);
-  const accept = vscode.l10n.t('Accept');
-  const cancel = vscode.l10n.t('Cancel');
-  void vscode.window.showInformationMessage(question, accept, cancel).then((pick) => pick !== undefined && settlePendingPull(pick === accept));
-  return decided;
 }
 
 /** `from blocks.residual_block import ResidualBlock`: how the workspace's code imports a pulled block. */
@@ -653,12 +636,12 @@ export function settlePendingPull(accepted: boolean): boolean {
   return true;
 }
 
-/** Shows the pulled file against the destination (empty for a new file) and waits for Accept or Cancel. */
-async function confirmInDiff(deps: Deps, scratch: vscode.Uri, dest: vscode.Uri, existing: string | undefined, report: PullReport, className: string): Promise<boolean> {
+/**
+ * Waits for Accept or Cancel of the pull that `question` describes: its notification, or the Accept / Cancel Pull
+ * commands (in the diff editor's title bar). `show` opens what the user judges by, once the commands answer.
+ */
+async function acceptOrCancel(question: string, show?: () => Thenable<unknown>): Promise<boolean> {
   settlePendingPull(false);
-  const left = existing === undefined ? vscode.Uri.from({ scheme: EMPTY_SCHEME, path: dest.path }) : dest;
-  const verdict = report.status === 'validated' ? vscode.l10n.t('validated, tier {0}', report.tier ?? '') : report.status === 'failed' ? vscode.l10n.t('did not validate') : vscode.l10n.t('not validated');
-  const title = existing === undefined ? vscode.l10n.t('Pull {0} into {1} (new file, {2})', className, path.basename(dest.fsPath), verdict) : vscode.l10n.t('Pull {0} into {1} (replaces it, {2})', className, path.basename(dest.fsPath), verdict);
   const decided = new Promise<boolean>((resolve) => {
     pendingPull = (accepted) => {
       pendingPull = undefined;
@@ -667,13 +650,21 @@ async function confirmInDiff(deps: Deps, scratch: vscode.Uri, dest: vscode.Uri, 
     };
   });
   await vscode.commands.executeCommand('setContext', 'nnrag.pullPending', true);
-  await vscode.commands.executeCommand('vscode.diff', left, scratch, title, { preview: false });
+  if (show) await show();
   const accept = vscode.l10n.t('Accept');
   const cancel = vscode.l10n.t('Cancel');
+  void vscode.window.showInformationMessage(question, accept, cancel).then((pick) => pick !== undefined && settlePendingPull(pick === accept));
+  return decided;
+}
+
+/** Shows the pulled file against the destination (empty for a new file) and waits for Accept or Cancel. */
+async function confirmInDiff(deps: Deps, scratch: vscode.Uri, dest: vscode.Uri, existing: string | undefined, report: PullReport, className: string): Promise<boolean> {
+  const left = existing === undefined ? vscode.Uri.from({ scheme: EMPTY_SCHEME, path: dest.path }) : dest;
+  const verdict = report.status === 'validated' ? vscode.l10n.t('validated, tier {0}', report.tier ?? '') : report.status === 'failed' ? vscode.l10n.t('did not validate') : vscode.l10n.t('not validated');
+  const title = existing === undefined ? vscode.l10n.t('Pull {0} into {1} (new file, {2})', className, path.basename(dest.fsPath), verdict) : vscode.l10n.t('Pull {0} into {1} (replaces it, {2})', className, path.basename(dest.fsPath), verdict);
   const st = existing === undefined ? undefined : (await deps.client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
   const warning = existing === undefined ? '' : !st ? ` ${vscode.l10n.t('{0} was not pulled by NN-RAG; Accept replaces it.', path.basename(dest.fsPath))}` : st.edited ? ` ${vscode.l10n.t('It holds your edits; Accept replaces them (Update keeps them).')}` : '';
-  void vscode.window.showInformationMessage(`${title}.${warning}`, accept, cancel).then((pick) => pick !== undefined && settlePendingPull(pick === accept));
-  return decided;
+  return acceptOrCancel(`${title}.${warning}`, () => vscode.commands.executeCommand('vscode.diff', left, scratch, title, { preview: false }));
 }
 
 /** The empty left side of a new file's diff. */

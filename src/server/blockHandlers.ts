@@ -1,6 +1,8 @@
 /** A block's requests: its details, what a pull would bring, the pull itself, the sandbox, the original source. */
-import type { Connection } from 'vscode-languageserver';
+import type { CancellationToken, Connection } from 'vscode-languageserver';
 import { pullBlock } from '../core/pull/pull';
+import type { PullOptions, PullSession } from '../core/pull/pull';
+import type { PythonParser } from '../core/parse/parser';
 import { describeClass } from '../core/resolve/describe';
 import type { IndexService } from '../core/service/indexService';
 import { readClassFile } from '../core/store/sourceText';
@@ -10,9 +12,26 @@ import * as path from 'path';
 import { NnragError } from '../core/base/errors';
 import { pullTogether, SHARED_MODULE, sharedReplaceProblem } from '../core/pull/shared';
 import { ExplainDependencies, GetBlockDetails, GetSandbox, PullBlock, PullTogether, ReadSource } from '../shared/protocol';
+import type { PullParams } from '../shared/protocol';
 import { onRequest, signalOf } from './rpc';
 
 export function registerBlockHandlers(connection: Connection, service: () => IndexService, runner: () => string, log: (area: string, message: string) => void): void {
+  /** A pull's options from the editor's parameters (seconds to ms, flags to booleans). */
+  const pullOptionsOf = (params: Omit<PullParams, 'target' | 'out'>, parser: PythonParser, session: PullSession, token: CancellationToken): PullOptions => ({
+    parser,
+    python: params.python,
+    runner: runner(),
+    validate: params.validate,
+    timeoutMs: params.timeoutSeconds * 1000,
+    memoryMb: params.memoryMb,
+    signal: signalOf(token),
+    allowWeakSandbox: params.allowWeakSandbox === true,
+    wholeClasses: params.wholeClasses === true,
+    fullDocstrings: params.fullDocstrings === true,
+    builderBudgetMs: params.builderBudgetSeconds === undefined ? undefined : params.builderBudgetSeconds * 1000,
+    // the warm validator: torch is imported once per interpreter, not once per pull
+    pool: params.validate && params.python ? service().validator(params.python, runner(), params.memoryMb, session) : undefined,
+  });
   onRequest(connection, GetBlockDetails, async ({ target }) => {
     const { db } = await service().ready();
     return describeClass(db, findTarget(db, target), service().pullSession(db).table);
@@ -26,22 +45,7 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
     const { db, parser } = await service().ready();
     const ref = findTarget(db, params.target);
     const session = service().pullSession(db);
-    const report = await pullBlock(session, ref, {
-      parser,
-      out: params.out,
-      python: params.python,
-      runner: runner(),
-      validate: params.validate,
-      timeoutMs: params.timeoutSeconds * 1000,
-      memoryMb: params.memoryMb,
-      signal: signalOf(token),
-      allowWeakSandbox: params.allowWeakSandbox === true,
-      wholeClasses: params.wholeClasses === true,
-      fullDocstrings: params.fullDocstrings === true,
-      builderBudgetMs: params.builderBudgetSeconds === undefined ? undefined : params.builderBudgetSeconds * 1000,
-      // the warm validator: torch is imported once per interpreter, not once per pull
-      pool: params.validate && params.python ? service().validator(params.python, runner(), params.memoryMb, session) : undefined,
-    });
+    const report = await pullBlock(session, ref, { ...pullOptionsOf(params, parser, session, token), out: params.out });
     db.scheduleSave(500);
     log('pull', `${report.target}: ${report.status}${report.tier ? ` (${report.tier})` : ''}${report.category ? ` ${report.category}: ${report.message}` : ''}`);
     return report;
@@ -52,21 +56,8 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
     const problem = await sharedReplaceProblem(path.join(params.dest, `${SHARED_MODULE}.py`));
     if (problem) throw new NnragError('usage', `${problem}: move it away or pull the blocks one by one`);
     const session = service().pullSession(db);
-    const result = await pullTogether(session, refs, params.dir, {
-      parser,
-      python: params.python,
-      runner: runner(),
-      validate: params.validate,
-      timeoutMs: params.timeoutSeconds * 1000,
-      memoryMb: params.memoryMb,
-      signal: signalOf(token),
-      allowWeakSandbox: params.allowWeakSandbox === true,
-      wholeClasses: params.wholeClasses === true,
-      fullDocstrings: params.fullDocstrings === true,
-      builderBudgetMs: params.builderBudgetSeconds === undefined ? undefined : params.builderBudgetSeconds * 1000,
-      manifest: false,
-      pool: params.validate && params.python ? service().validator(params.python, runner(), params.memoryMb, session) : undefined,
-    });
+    // the manifests are written beside the files the editor writes (WriteManifests), not in the scratch folder
+    const result = await pullTogether(session, refs, params.dir, { ...pullOptionsOf(params, parser, session, token), manifest: false });
     db.scheduleSave(500);
     log('pull', `${params.targets.length} blocks together: ${result.reports.map((r) => `${r.target} ${r.status}`).join(', ')}${result.shared ? `; ${result.shared.definitions} shared` : ''}`);
     return result;
