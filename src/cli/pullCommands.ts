@@ -44,6 +44,7 @@ const PULL_OPTIONS = {
   'no-inline': {},
   'whole-classes': {},
   'full-docstrings': {},
+  pep723: {},
   'dry-run': {},
 };
 
@@ -62,6 +63,7 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
     inline: flag(args, 'inline') ? 'all' : flag(args, 'no-inline') ? 'none' : 'auto',
     wholeClasses: flag(args, 'whole-classes'),
     fullDocstrings: flag(args, 'full-docstrings'),
+    inlineMetadata: flag(args, 'pep723'),
   };
 }
 

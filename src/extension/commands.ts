@@ -455,7 +455,8 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
     const memoryMb = setting('validation.memoryMb', folder.uri);
     const wholeClasses = setting('pull.wholeClasses', folder.uri);
     const fullDocstrings = setting('pull.fullDocstrings', folder.uri);
-    let report = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses, fullDocstrings });
+    const inlineMetadata = setting('pull.inlineMetadata', folder.uri);
+    let report = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses, fullDocstrings, inlineMetadata });
     if (report.status !== 'failed' && (await mayRunCode(client, vscode.l10n.t('Pulled {0}', className), memoryMb, log))) {
       const python = interpreter.current().path;
       report = await vscode.window.withProgress(
@@ -473,6 +474,7 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
               allowWeakSandbox: weakSandboxAccepted,
               wholeClasses,
               fullDocstrings,
+              inlineMetadata,
               builderBudgetSeconds: EDITOR_BUILDER_BUDGET_S,
             },
             token,
@@ -552,6 +554,7 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
             allowWeakSandbox: weakSandboxAccepted,
             wholeClasses: setting('pull.wholeClasses', folder.uri),
             fullDocstrings: setting('pull.fullDocstrings', folder.uri),
+            inlineMetadata: setting('pull.inlineMetadata', folder.uri),
             builderBudgetSeconds: EDITOR_BUILDER_BUDGET_S,
           },
           token,

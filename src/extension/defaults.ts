@@ -12,6 +12,7 @@ export const DEFAULTS = {
   'pull.preview': true,
   'pull.wholeClasses': false,
   'pull.fullDocstrings': false,
+  'pull.inlineMetadata': false,
   'hover.enabled': true,
   'codeLens.enabled': true,
 };

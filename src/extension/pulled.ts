@@ -16,6 +16,15 @@ export type PulledItem = PulledFileStatus & { uri: string };
 
 /** The line of the header every pulled file has (core/emit/emit.ts writes it). */
 const MARKER = '# nnrag-provenance: ';
+
+/** Whether `text` starts with a pulled file's header: comment lines, one of them the provenance record. */
+function hasHeader(text: string): boolean {
+  for (const line of text.split('\n', 400)) {
+    if (line.startsWith(MARKER)) return true;
+    if (!line.startsWith('#')) return false;
+  }
+  return false;
+}
 const EXCLUDE = '**/{node_modules,.git,.venv,venv,__pycache__,.tox,site-packages}/**';
 
 /** What a state is called in the view (and in the tests). */
@@ -69,12 +78,12 @@ export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem>
         if (mtime !== undefined && this.notPulled.get(key) === mtime) continue;
         text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri).then(undefined, () => new Uint8Array()));
         // the header sits in the first lines
-        if (!text.slice(0, 4000).includes(MARKER)) {
+        if (!hasHeader(text)) {
           if (mtime !== undefined) this.notPulled.set(key, mtime);
           continue;
         }
       }
-      if (text.slice(0, 4000).includes(MARKER)) texts.push({ uri: key, text });
+      if (hasHeader(text)) texts.push({ uri: key, text });
     }
     const states = texts.length ? await this.client.request(GetPulledStatus, { files: texts }) : [];
     this.items = states.sort((a, b) => a.uri.localeCompare(b.uri));

@@ -28,6 +28,7 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
     allowWeakSandbox: params.allowWeakSandbox === true,
     wholeClasses: params.wholeClasses === true,
     fullDocstrings: params.fullDocstrings === true,
+    inlineMetadata: params.inlineMetadata === true,
     builderBudgetMs: params.builderBudgetSeconds === undefined ? undefined : params.builderBudgetSeconds * 1000,
     // the warm validator: torch is imported once per interpreter, not once per pull
     pool: params.validate && params.python ? service().validator(params.python, runner(), params.memoryMb, session) : undefined,

@@ -67,6 +67,8 @@ export interface PullParams {
   wholeClasses?: boolean;
   /** Keep the whole docstrings of what is pulled in (by default they keep their first paragraph). */
   fullDocstrings?: boolean;
+  /** Write PEP 723 inline metadata (the file's dependencies) into the header. */
+  inlineMetadata?: boolean;
   /** How long trying the repository's builders may take when guessed arguments do not build the block (default: no limit). */
   builderBudgetSeconds?: number;
 }

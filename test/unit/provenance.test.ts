@@ -3,6 +3,7 @@ import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { findTarget } from '../../src/core/store/target';
+import { bodyHash, readProvenance } from '../../src/core/emit/emit';
 import type { Manifest, RequiredRepos } from '../../src/core/emit/manifest';
 import { openPullSession, pullBlock } from '../../src/core/pull/pull';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
@@ -83,5 +84,39 @@ describe('provenance a reviewer can check: manifest, SWHID, license, required_re
     }
     const [source] = await openPythonPackages(PYTHON_WITH_TORCH, ['torchvision']);
     assert.strictEqual(source.info.license, 'BSD');
+  });
+});
+
+describe('a pulled file header', function () {
+  this.timeout(120_000);
+
+  it('is read however long it is (one line per source file), and can carry PEP 723 metadata', async () => {
+    // a block that needs a definition from each of 60 modules: the provenance record is past line 60
+    const files: Record<string, string> = { 'many/__init__.py': '' };
+    for (let i = 0; i < 60; i++) files[`many/m${i}.py`] = `def f${i}(x):\n    return x + ${i}\n`;
+    files['many/block.py'] = [
+      'from torch import nn',
+      ...Array.from({ length: 60 }, (_, i) => `from .m${i} import f${i}`),
+      '',
+      'class Block(nn.Module):',
+      '    def forward(self, x):',
+      `        return ${Array.from({ length: 60 }, (_, i) => `f${i}(x)`).join(' + ')}`,
+      '',
+    ].join('\n');
+    const dir = await tmpdir();
+    await writeTree(path.join(dir, 'repo'), files);
+    const db = await memoryDb();
+    await indexFolder(db, path.join(dir, 'repo'));
+    const out = path.join(dir, 'out', 'block.py');
+    const session = openPullSession(db, loadModuleTable(db));
+    const report = await pullBlock(session, findTarget(db, 'many.block.Block'), { parser: await parser(), out, validate: false, inlineMetadata: true });
+    const text = await fsp.readFile(out, 'utf8');
+    assert.ok(text.split('\n').findIndex((l) => l.startsWith('# nnrag-provenance: ')) > 60);
+    assert.strictEqual(readProvenance(text)?.target, report.target);
+    assert.strictEqual(bodyHash(text), readProvenance(text)?.hash, 'the metadata is in the header: the body and its hash are as pulled');
+    // PEP 723 after the coding line; torch is not known without an interpreter, so it is named in a comment
+    assert.match(text, /^# -\*- coding: utf-8 -\*-\n# \/\/\/ script\n# dependencies = \[\n# {3}# not installed in the validating interpreter: torch\n# \]\n# \/\/\/\n# Pulled by NN-RAG/);
+    // pulled again over it: the file is recognised as an untouched pull, and replaced
+    await pullBlock(session, findTarget(db, 'many.block.Block'), { parser: await parser(), out, validate: false });
   });
 });

@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 import { satisfies, validRange } from '@renovatebot/pep440';
-import { requirementSpecifier, requirementsText } from '../../src/core/validate/requirements';
+import { inlineMetadata, requirementSpecifier, requirementsText } from '../../src/core/validate/requirements';
 
 describe('requirements a pulled file can be installed with (PEP 440)', () => {
   it("writes a local-label version (Debian's torch 1.13.0a0+gitunknown) as a specifier the public releases satisfy", () => {
@@ -24,5 +24,16 @@ describe('requirements a pulled file can be installed with (PEP 440)', () => {
       ['torch', 'yaml', 'einops'],
     );
     assert.strictEqual(text, 'PyYAML~=6.0\neinops  # not installed in the validating interpreter\ntorch~=1.13.0a0\n');
+  });
+
+  it('writes the same requirements as PEP 723 inline metadata (a TOML array of strings in comment lines)', () => {
+    const block = inlineMetadata(
+      [
+        { module: 'torch', distribution: 'torch', version: '1.13.0a0+gitunknown' },
+        { module: 'yaml', distribution: 'PyYAML', version: '6.0' },
+      ],
+      ['torch', 'yaml', 'einops'],
+    );
+    assert.strictEqual(block, ['# /// script', '# dependencies = [', '#   "PyYAML~=6.0",', '#   "torch~=1.13.0a0",', '#   # not installed in the validating interpreter: einops', '# ]', '# ///'].join('\n'));
   });
 });

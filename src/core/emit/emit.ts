@@ -537,7 +537,18 @@ export function readProvenance(text: string): Provenance | undefined {
  * cannot be trusted (not JSON, or fields of the wrong kind: edited or cut by hand), neither when there is none.
  */
 export function parseProvenance(text: string): { provenance?: Provenance; damaged?: string } {
-  const line = text.split('\n', 40).find((l) => l.startsWith(PROVENANCE_PREFIX));
+  // in the header: the comment lines the file starts with (one per source file, so a large pull's runs long)
+  let line: string | undefined;
+  for (let at = 0; at < text.length; ) {
+    const end = text.indexOf('\n', at);
+    const l = text.slice(at, end < 0 ? text.length : end);
+    if (l.startsWith(PROVENANCE_PREFIX)) {
+      line = l;
+      break;
+    }
+    if (!l.startsWith('#') || end < 0) break;
+    at = end + 1;
+  }
   if (!line) return {};
   let record: unknown;
   try {
@@ -580,6 +591,16 @@ export function replaceProvenance(text: string, prov: Provenance): string {
   if (start < 0) return text;
   const end = text.indexOf('\n', start);
   return `${text.slice(0, start)}${PROVENANCE_PREFIX}${JSON.stringify(prov)}${text.slice(end)}`;
+}
+
+/** The file's text with `block` (PEP 723 inline metadata) in its header after the coding line, replacing one there. */
+export function withInlineMetadata(text: string, block: string): string {
+  const { header, body } = splitPulled(text);
+  const lines = header.split('\n');
+  const start = lines.indexOf('# /// script');
+  if (start >= 0) lines.splice(start, lines.indexOf('# ///', start) - start + 1);
+  lines.splice(1, 0, ...block.split('\n'));
+  return `${lines.join('\n')}${body}`;
 }
 
 /** A pulled file's header (through the blank line after the provenance record) and body. */

@@ -9,7 +9,7 @@ import { createHash } from 'crypto';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { ClassRef } from '../store/target';
-import { emitFile, replaceProvenance, splitPulled } from '../emit/emit';
+import { emitFile, replaceProvenance, splitPulled, withInlineMetadata } from '../emit/emit';
 import type { DependencyGraph, EmitResult, Provenance } from '../emit/emit';
 import { fileSizes } from '../emit/why';
 import type { FileSizes } from '../emit/why';
@@ -24,6 +24,7 @@ import type { PythonParser } from '../parse/parser';
 import type { ParsedModule } from '../parse/types';
 import { BuilderIndex } from '../resolve/builders';
 import { shortenDocstrings } from '../emit/docstrings';
+import { inlineMetadata } from '../validate/requirements';
 import { computeClosure } from '../resolve/closure';
 import type { ClosureResult, Problem } from '../resolve/closure';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
@@ -97,6 +98,8 @@ export interface PullOptions {
   builderBudgetMs?: number;
   /** Keep the whole docstrings of the definitions pulled in (by default they keep their first paragraph). */
   fullDocstrings?: boolean;
+  /** Write PEP 723 inline script metadata (the file's dependencies) into the header. */
+  inlineMetadata?: boolean;
   /** Definitions a module of shared helpers beside the file provides (shared.ts): imported from `file`, not written. */
   shared?: { module: string; ids: ReadonlySet<string>; file: string };
 }
@@ -360,6 +363,11 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       builder: v.builder,
     };
     await fsp.writeFile(options.out, replaceProvenance(emitted.code, emitted.provenance), 'utf8');
+  }
+  if (options.out && options.inlineMetadata) {
+    // PEP 723: what `uv run` or `pipx run` installs to run the file (versions from the validating interpreter)
+    const text = await fsp.readFile(options.out, 'utf8');
+    await fsp.writeFile(options.out, withInlineMetadata(text, inlineMetadata(report.requirements, emitted.thirdParty)), 'utf8');
   }
   if (options.out && options.manifest !== false) {
     // the reviewer's record next to the file, and the distributions it needs (validation tells the versions)

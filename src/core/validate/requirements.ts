@@ -24,3 +24,26 @@ export function requirementsText(reqs: Requirement[] | undefined, modules: strin
   }
   return [...lines].sort().join('\n') + (lines.size ? '\n' : '');
 }
+
+/**
+ * PEP 723 inline script metadata for a pulled file: its dependencies as the validating interpreter has them
+ * installed (PEP 440 specifiers), the modules it could not place as a comment.
+ */
+export function inlineMetadata(reqs: Requirement[] | undefined, modules: string[]): string {
+  const known = new Map((reqs ?? []).map((r) => [r.module, r]));
+  const deps = new Set<string>();
+  const unknown: string[] = [];
+  for (const m of modules) {
+    const r = known.get(m);
+    if (r?.distribution && r.version) deps.add(`${r.distribution}${requirementSpecifier(r.version)}`);
+    else unknown.push(m);
+  }
+  return [
+    '# /// script',
+    '# dependencies = [',
+    ...[...deps].sort().map((d) => `#   ${JSON.stringify(d)},`),
+    ...(unknown.length ? [`#   # not installed in the validating interpreter: ${unknown.sort().join(', ')}`] : []),
+    '# ]',
+    '# ///',
+  ].join('\n');
+}
