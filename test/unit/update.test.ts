@@ -161,6 +161,8 @@ describe('several blocks pulled together (pull A B C --out-dir D)', function () 
     assert.ok(shared.names.includes('ConvNormAct'));
     // status reads them as pulled files, up to date
     assert.match((await cli('status', dir, '--db', db)).out, /residual_block\.py +tinyblocks:tinyblocks\.blocks\.ResidualBlock +up to date/);
+    // an update pulls the block again importing the same shared definitions: nothing to do
+    assert.match((await cli('update', path.join(dir, 'residual_block.py'), '--db', db, '--no-validate')).out, /up to date with tinyblocks:tinyblocks\.blocks\.ResidualBlock/);
     // pulled together again: the shared module is ours and replaced; edited, it is not without --force
     assert.strictEqual((await cli('pull', ...targets, '--out-dir', dir, '--db', db, '--no-validate')).code, 0);
     await fsp.appendFile(path.join(dir, '_nnrag_common.py'), '\n# mine\n');
