@@ -492,13 +492,7 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
 
     // 3. one edit: undo takes it back whole
     const edit = new vscode.WorkspaceEdit();
-    if (existing === undefined) {
-      edit.createFile(dest, { ignoreIfExists: false });
-      edit.insert(dest, new vscode.Position(0, 0), text);
-    } else {
-      const current = await vscode.workspace.openTextDocument(dest);
-      edit.replace(dest, new vscode.Range(0, 0, current.lineCount, 0), text);
-    }
+    await setFileText(edit, dest, text, existing !== undefined);
     if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', dest.fsPath));
     const written = await vscode.workspace.openTextDocument(dest);
     await written.save();
@@ -579,13 +573,7 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
     const edit = new vscode.WorkspaceEdit();
     for (const [i, dest] of dests.entries()) {
       const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.file(written[i])));
-      if ((await readIfExists(dest)) === undefined) {
-        edit.createFile(dest, { ignoreIfExists: false });
-        edit.insert(dest, new vscode.Position(0, 0), text);
-      } else {
-        const doc = await vscode.workspace.openTextDocument(dest);
-        edit.replace(dest, new vscode.Range(0, 0, doc.lineCount, 0), text);
-      }
+      await setFileText(edit, dest, text, (await readIfExists(dest)) !== undefined);
     }
     if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', destDir.fsPath));
     for (const dest of dests) await (await vscode.workspace.openTextDocument(dest)).save();
@@ -598,6 +586,17 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
     return { reports: result.reports, files: dests.slice(0, result.files.length).map((d) => d.fsPath), shared: result.shared ? dests[dests.length - 1].fsPath : undefined };
   } finally {
     await vscode.workspace.fs.delete(scratchDir, { recursive: true, useTrash: false }).then(undefined, () => undefined);
+  }
+}
+
+/** Adds to `edit` what makes `dest` hold `text`: a new file, or the whole of the one there replaced. */
+async function setFileText(edit: vscode.WorkspaceEdit, dest: vscode.Uri, text: string, exists: boolean): Promise<void> {
+  if (!exists) {
+    edit.createFile(dest, { ignoreIfExists: false });
+    edit.insert(dest, new vscode.Position(0, 0), text);
+  } else {
+    const current = await vscode.workspace.openTextDocument(dest);
+    edit.replace(dest, new vscode.Range(0, 0, current.lineCount, 0), text);
   }
 }
 

@@ -16,6 +16,14 @@ import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { openFolder } from '../../src/core/sources/folder';
 import { ASSETS, cli, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
 
+/** The part of a framework the stand-in tests share: its package, a module that must never be pulled, registry helpers. */
+const FRAMEWORK: Record<string, string> = {
+  'fw/__init__.py': '',
+  'fw/heavy.py': 'raise RuntimeError("the framework\'s machinery must not be pulled")\n',
+  'fw/registry/__init__.py': 'from .registry import Registry\nfrom .build_functions import build_from_cfg\n',
+  'fw/registry/build_functions.py': 'from ..heavy import *\n\ndef build_from_cfg(cfg, registry, default_args=None):\n    return heavy_build(cfg, registry)\n',
+};
+
 /** Indexes `files` as a repository, pulls `target` without validation, returns the file and the report. */
 async function pull(files: Record<string, string>, target: string): Promise<{ code: string; report: PullReport; dir: string }> {
   const dir = await tmpdir();
@@ -136,10 +144,7 @@ describe('pull: resolution and emission', () => {
   it("writes a minimal registry and logger in place of a framework's, with the registrations the file's modules make", async () => {
     const { code, report, dir } = await pull(
       {
-        'fw/__init__.py': '',
-        'fw/heavy.py': 'raise RuntimeError("the framework\'s machinery must not be pulled")\n',
-        'fw/registry/__init__.py': 'from .registry import Registry\nfrom .build_functions import build_from_cfg\n',
-        'fw/registry/build_functions.py': 'from ..heavy import *\n\ndef build_from_cfg(cfg, registry, default_args=None):\n    return heavy_build(cfg, registry)\n',
+        ...FRAMEWORK,
         'fw/registry/registry.py':
           'from ..heavy import Config, print_log\nfrom .build_functions import build_from_cfg\n\nclass Registry:\n    def __init__(self, name, build_func=None, parent=None, scope=None, locations=None):\n        self.cfg = Config(name)\n    def register_module(self, name=None, force=False, module=None):\n        print_log(name)\n    def get(self, key):\n        return print_log(key)\n    def build(self, cfg):\n        return build_from_cfg(cfg, self)\n',
         'fw/registry/root.py': 'from .registry import Registry\n\nMODELS = Registry("model")\n',
@@ -164,10 +169,7 @@ describe('pull: resolution and emission', () => {
   it("writes a minimal PretrainedInit and master_only in place of a framework's checkpoint and distributed machinery", async () => {
     const { code, report, dir } = await pull(
       {
-        'fw/__init__.py': '',
-        'fw/heavy.py': 'raise RuntimeError("the framework\'s machinery must not be pulled")\n',
-        'fw/registry/__init__.py': 'from .registry import Registry\nfrom .build_functions import build_from_cfg\n',
-        'fw/registry/build_functions.py': 'from ..heavy import *\n\ndef build_from_cfg(cfg, registry, default_args=None):\n    return heavy_build(cfg, registry)\n',
+        ...FRAMEWORK,
         'fw/registry/registry.py':
           'from ..heavy import Config\nfrom .build_functions import build_from_cfg\n\nclass Registry:\n    def __init__(self, name, build_func=None, parent=None, scope=None, locations=None):\n        self.cfg = Config(name)\n    def register_module(self, name=None, force=False, module=None):\n        return Config(name)\n    def get(self, key):\n        return Config(key)\n    def build(self, cfg):\n        return build_from_cfg(cfg, self)\n',
         'fw/registry/root.py': 'from .registry import Registry\n\nWEIGHT_INITIALIZERS = Registry("weight initializer")\n',
