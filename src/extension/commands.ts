@@ -11,28 +11,21 @@ import { repositoryNames } from '../core/sources/names';
 import type { SourceConfig } from '../core/sources/types';
 import { EDITOR_BUILDER_BUDGET_S, ExplainDependencies, GetPulledStatus, GetSandbox, PullBlock, PullTogether, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch, WriteManifests } from '../shared/protocol';
 import type { IndexStatus, TreeNode } from '../shared/protocol';
+import { PROTECTED_PACKAGES, snakeCase } from '../shared/moduleNames';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
 import type { InterpreterService } from './interpreter';
 
-/** Module names a pulled file must not shadow (besides the standard library). */
-const PROTECTED = new Set(['torch', 'torchvision', 'torchaudio', 'numpy', 'timm', 'transformers', 'einops', 'scipy', 'PIL', 'mmcv', 'mmdet', 'mmengine']);
 
 /** Why a file name cannot hold a pulled block, or undefined when it can. */
 export function checkFileName(name: string): string | undefined {
   if (/[\\/]/.test(name) || name.includes('..')) return vscode.l10n.t('A file name only, without folders');
   if (!/^[A-Za-z_][A-Za-z0-9_]*\.py$/.test(name)) return vscode.l10n.t('Use a Python module name ending in .py (letters, digits, _)');
   const module = name.slice(0, -3);
-  if (STDLIB.has(module) || PROTECTED.has(module)) return vscode.l10n.t("'{0}' would shadow the module of that name", module);
+  if (STDLIB.has(module) || PROTECTED_PACKAGES.has(module)) return vscode.l10n.t("'{0}' would shadow the module of that name", module);
   return undefined;
 }
 
-export function snakeCase(name: string): string {
-  return name
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
-    .toLowerCase();
-}
 
 export interface Deps {
   client: NnragClient;

@@ -447,11 +447,15 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
       license: src.license,
     });
   }
+  // what each definition needs, by position in the file: for shared modules, and (those kept) for the graph
   const orderIndex = new Map(order.map((n, i) => [n.key, i]));
+  const needEdges: { from: number; to: number; def: boolean }[] = [];
   for (const [i, n] of order.entries()) {
-    closure.graph.forEachOutEdge(n.key, (_e, _attr, _s, to) => {
+    closure.graph.forEachOutEdge(n.key, (_e, attr, _s, to) => {
       const j = orderIndex.get(to);
-      if (j !== undefined && j !== i && !all[i].needs.includes(j)) all[i].needs.push(j);
+      if (j === undefined || j === i) return;
+      needEdges.push({ from: i, to: j, def: !!attr.def });
+      if (!all[i].needs.includes(j)) all[i].needs.push(j);
     });
   }
   if (providedNames.length && ctx.provided) {
@@ -503,13 +507,12 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     `# content sha256 of everything below this header: ${hash}`,
     `${PROVENANCE_PREFIX}${JSON.stringify(provenance)}`,
   ].join('\n');
-  const index = new Map(kept.map((n, i) => [n.key, i]));
+  const keptIndex = new Map(kept.map((n, i) => [orderIndex.get(n.key)!, i]));
   const graph: DependencyGraph = { nodes: definitions.map((d, id) => ({ id, names: d.names, module: d.module, repo: d.repo, lines: sizes[id] })), edges: [] };
-  for (const n of kept) {
-    closure.graph.forEachOutEdge(n.key, (_e, attr, _s, target) => {
-      const to = index.get(target);
-      if (to !== undefined && to !== index.get(n.key)) graph.edges.push({ from: index.get(n.key)!, to, when: attr.def ? 'definition' : 'call' });
-    });
+  for (const e of needEdges) {
+    const from = keptIndex.get(e.from);
+    const to = keptIndex.get(e.to);
+    if (from !== undefined && to !== undefined) graph.edges.push({ from, to, when: e.def ? 'definition' : 'call' });
   }
   // the imports text of other files needs: those of this file's that bind a name the text uses
   const importsFor = (text: string): string => {

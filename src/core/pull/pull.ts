@@ -300,6 +300,8 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   if (options.out) {
     await writeSafely(path.resolve(options.out), emitted.code, options.force);
   }
+  /** The file's text, when its header changes after the write above (the verdict, the inline metadata). */
+  let final: string | undefined;
   const blocked = failureOf(closure.problems);
   if (blocked) {
     // the file is written for the user to read, but it cannot run: never validate or report success
@@ -362,13 +364,13 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       output_shapes: v.output_shapes,
       builder: v.builder,
     };
-    await fsp.writeFile(options.out, replaceProvenance(emitted.code, emitted.provenance), 'utf8');
+    final = replaceProvenance(emitted.code, emitted.provenance);
   }
   if (options.out && options.inlineMetadata) {
     // PEP 723: what `uv run` or `pipx run` installs to run the file (versions from the validating interpreter)
-    const text = await fsp.readFile(options.out, 'utf8');
-    await fsp.writeFile(options.out, withInlineMetadata(text, inlineMetadata(report.requirements, emitted.thirdParty)), 'utf8');
+    final = withInlineMetadata(final ?? emitted.code, inlineMetadata(report.requirements, emitted.thirdParty));
   }
+  if (options.out && final !== undefined) await fsp.writeFile(options.out, final, 'utf8');
   if (options.out && options.manifest !== false) {
     // the reviewer's record next to the file, and the distributions it needs (validation tells the versions)
     const written = await writeManifests(path.resolve(options.out), emitted.provenance, report.requirements, splitPulled(emitted.code).body);

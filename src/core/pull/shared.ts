@@ -8,6 +8,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { readProvenance } from '../emit/emit';
 import { STDLIB } from '../emit/stdlib';
+import { PROTECTED_PACKAGES, snakeCase } from '../../shared/moduleNames';
 import { NnragError } from '../base/errors';
 import { writeSafely } from '../emit/writeSafe';
 import type { ClassRef } from '../store/target';
@@ -144,15 +145,10 @@ export function companionsOf(file: string, text: string): string[] | undefined {
   return shared ? [path.join(path.dirname(path.resolve(file)), `${shared.module}.py`)] : undefined;
 }
 
-const SHADOWED = new Set(['torch', 'torchvision', 'torchaudio', 'numpy', 'timm', 'transformers', 'einops', 'scipy', 'mmcv', 'mmengine']);
-
 /** A file name for a block pulled with others: its class in snake case, never the name of a module it could shadow. */
 export function blockFileName(className: string, taken: Set<string>): string {
-  let base = className
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
-    .toLowerCase();
-  if (STDLIB.has(base) || SHADOWED.has(base) || base === SHARED_MODULE) base = `block_${base}`;
+  let base = snakeCase(className);
+  if (STDLIB.has(base) || PROTECTED_PACKAGES.has(base) || base === SHARED_MODULE) base = `block_${base}`;
   let name = `${base}.py`;
   for (let i = 2; taken.has(name); i++) name = `${base}_${i}.py`;
   taken.add(name);
