@@ -46,7 +46,7 @@ const ASSETS = {
   sqlWasm: path.join(ROOT, 'node_modules/sql.js/dist/sql-wasm.wasm'),
 };
 const DIST = '/usr/lib/python3/dist-packages';
-const RUNNER = path.join(ROOT, 'python-runner', 'validate.py');
+const RUNNER = path.join(ROOT, 'python-runner', 'judge.py');
 const PYTHON = '/usr/bin/python3';
 
 function percentile(values: number[], p: number): number {

@@ -1,5 +1,7 @@
-"""Tests for validate.py: they pass with or without torch in the interpreter that runs them."""
+"""Tests for the judge (judge.py, package nnrag_judge): they pass with or without torch in the interpreter that runs
+them."""
 import importlib.util
+import inspect
 import json
 import os
 import subprocess
@@ -9,12 +11,11 @@ import textwrap
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RUNNER = os.path.join(HERE, "..", "validate.py")
+RUNNER = os.path.join(HERE, "..", "judge.py")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
-spec = importlib.util.spec_from_file_location("validate", RUNNER)
-validate = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(validate)
+sys.path.insert(0, os.path.join(HERE, ".."))
+from nnrag_judge import arguments, static, worker  # noqa: E402
 
 
 def run_file(source: str, *args: str) -> dict:
@@ -86,7 +87,7 @@ class UndefinedNames(unittest.TestCase):
     """The static names-closed check follows Python's scopes."""
 
     def check(self, source: str) -> list:
-        return [n for n, _ in validate.undefined_names(textwrap.dedent(source), "<t>")]
+        return [n for n, _ in static.undefined_names(textwrap.dedent(source), "<t>")]
 
     def test_scopes(self) -> None:
         self.assertEqual(self.check("""
@@ -193,15 +194,15 @@ class TiersWithTorch(unittest.TestCase):
         report = self.compared(self.ORIGINAL % "y")
         self.assertTrue(report["ok"], report)
         self.assertEqual(report["tier"], "equivalent")
-        self.assertEqual(report["equivalence"]["variants"], ["the arguments that ran", "scale=False"])
+        self.assertEqual(report["equivalence"]["variants"], ["the arguments that ran", "scale=False", "dim=9"])
 
     def test_a_list_or_tuple_of_numbers_by_annotation_wins_over_the_name(self) -> None:
         from typing import List, Tuple
 
         def f(in_channels: List[int], input_size: Tuple[int, int, int], sizes: "tuple[float, float]", kernel_size: int): ...
 
-        params = list(validate.inspect.signature(f).parameters.values())
-        self.assertEqual([validate.guess_value(p, None) for p in params], [[16, 16], [16, 16, 16], [1.0, 1.0], 3])
+        params = list(inspect.signature(f).parameters.values())
+        self.assertEqual([arguments.guess_value(p, None) for p in params], [[16, 16], [16, 16, 16], [1.0, 1.0], 3])
 
     def test_a_module_factory_is_identity_and_a_configuration_gets_its_required_arguments(self) -> None:
         import torch.nn as nn
@@ -213,8 +214,8 @@ class TiersWithTorch(unittest.TestCase):
 
         def f(conv_builder: Callable[..., nn.Module], cnf: BlockConfig): ...
 
-        builder, cnf = [validate.guess_value(p, nn, {"BlockConfig": BlockConfig, "__name__": "m"})
-                        for p in validate.inspect.signature(f).parameters.values()]
+        builder, cnf = [arguments.guess_value(p, nn, {"BlockConfig": BlockConfig, "__name__": "m"})
+                        for p in inspect.signature(f).parameters.values()]
         self.assertIs(builder, nn.Identity)
         self.assertEqual((cnf.kernel, cnf.stride, cnf.input_channels), (3, 1, 16))
 
@@ -227,7 +228,7 @@ class TiersWithTorch(unittest.TestCase):
                 b, c, h, w = x.shape
                 return x.reshape(b, c, h // p, p, w // p, p)
 
-        ran, error, out, inputs = validate.run_forward(Partition(), Partition, torch, nn, {})
+        ran, error, out, inputs, _ = worker.run_forward(Partition(), Partition, torch, nn, {})
         self.assertTrue(ran, error)
         self.assertEqual(inputs[1], 4)
         self.assertEqual(out.shape[3], 4)
@@ -252,9 +253,9 @@ class TiersWithTorch(unittest.TestCase):
             module = importlib.util.module_from_spec(spec_)
             sys.modules["blk"] = module  # inspect finds a class's source through its module, as an import leaves it
             spec_.loader.exec_module(module)
-            labels = [label for _, _, label in validate.variants(module.Blk, [], {"act": "gelu"})]
+            labels = [label for _, label in arguments.variants(module.Blk, [], {"act": "gelu"})]
         # norm is compared with nothing: no value to try; act's other value is the one the defaults already skip to
-        self.assertEqual(labels, ["the arguments that ran", "mode='mean'", "act='relu'", "bias=False"])
+        self.assertEqual(labels, ["the arguments that ran", "mode='mean'", "act='relu'", "bias=False", "dim=5"])
 
     def test_a_copy_that_differs_in_a_branch_the_defaults_skip_fails(self) -> None:
         report = self.compared(self.ORIGINAL % "y + 1")

@@ -11,7 +11,7 @@ export interface CliAssets extends WasmPaths {
   sqlWasm: string;
   /** The parse worker script (dist/parseWorker.js); without it, parsing stays on the main thread. */
   parseWorker?: string;
-  /** python-runner/validate.py */
+  /** python-runner/judge.py */
   runner: string;
 }
 

@@ -15,7 +15,7 @@ function assets(): CliAssets {
     treeSitterWasm: bundled ? path.join(here, 'web-tree-sitter.wasm') : nm('web-tree-sitter/web-tree-sitter.wasm'),
     pythonWasm: bundled ? path.join(here, 'tree-sitter-python.wasm') : nm('tree-sitter-python/tree-sitter-python.wasm'),
     sqlWasm: bundled ? path.join(here, 'sql-wasm.wasm') : nm('sql.js/dist/sql-wasm.wasm'),
-    runner: path.join(top, 'python-runner', 'validate.py'),
+    runner: path.join(top, 'python-runner', 'judge.py'),
     parseWorker: bundled ? path.join(here, 'parseWorker.js') : path.join(top, 'src', 'core', 'analysis', 'worker.ts'),
   };
 }

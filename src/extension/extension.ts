@@ -56,7 +56,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     pythonWasm: vscode.Uri.joinPath(dist, 'tree-sitter-python.wasm').fsPath,
     sqlWasm: vscode.Uri.joinPath(dist, 'sql-wasm.wasm').fsPath,
     parseWorker: vscode.Uri.joinPath(dist, 'parseWorker.js').fsPath,
-    runner: vscode.Uri.joinPath(context.extensionUri, 'python-runner', 'validate.py').fsPath,
+    runner: vscode.Uri.joinPath(context.extensionUri, 'python-runner', 'judge.py').fsPath,
     cacheDir: vscode.Uri.joinPath(context.globalStorageUri, 'cache').fsPath,
     ...atStart,
     maxFileKb: setting('maxFileKb'),

@@ -15,7 +15,7 @@ import type { ValidationReport } from '../../src/core/validate/runner';
 import { describeSandbox } from '../../src/core/validate/sandbox';
 import { PYTHON_WITH_TORCH, ROOT, tmpdir } from '../unit/helpers';
 
-const RUNNER = path.join(ROOT, 'python-runner', 'validate.py');
+const RUNNER = path.join(ROOT, 'python-runner', 'judge.py');
 const MARK = `nnragmark${process.pid}x${Date.now()}`;
 const BAD = `
 class Bad(nn.Module):

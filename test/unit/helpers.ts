@@ -17,7 +17,7 @@ export const ASSETS: CliAssets = {
   treeSitterWasm: path.join(ROOT, 'node_modules/web-tree-sitter/web-tree-sitter.wasm'),
   pythonWasm: path.join(ROOT, 'node_modules/tree-sitter-python/tree-sitter-python.wasm'),
   sqlWasm: path.join(ROOT, 'node_modules/sql.js/dist/sql-wasm.wasm'),
-  runner: path.join(ROOT, 'python-runner/validate.py'),
+  runner: path.join(ROOT, 'python-runner/judge.py'),
 };
 
 let parserPromise: Promise<PythonParser> | undefined;

@@ -40,7 +40,7 @@ describe('provenance a reviewer can check: manifest, SWHID, license, required_re
       out,
       validate: true,
       python: PYTHON_WITH_TORCH,
-      runner: path.join(ROOT, 'python-runner', 'validate.py'),
+      runner: path.join(ROOT, 'python-runner', 'judge.py'),
       timeoutMs: 120_000,
     });
     assert.strictEqual(report.status, 'validated', report.message);

@@ -207,7 +207,10 @@ export function originalOf(session: PullSession, ref: ClassRef): OriginalClass |
   if (repo.kind === 'python-env') return { module: ref.module, class: ref.name, path: null };
   const folder = importRoot(repo);
   if (!folder) return { unavailable: `a ${repo.kind} source has no checkout to import the original from` };
-  return { module: ref.module, class: ref.name, path: folder };
+  // the judge checks that the class it imports comes from this file, unchanged since it was indexed
+  const file = session.files.get(ref.fileId);
+  const source = file ? path.join(repo.root || repo.location, file.path) : undefined;
+  return { module: ref.module, class: ref.name, path: folder, ...(source && fs.existsSync(source) ? { file: source, blob: file!.hash } : {}) };
 }
 
 /** The folder a local repository's modules import from (a root that is itself a package: its parent), else null. */

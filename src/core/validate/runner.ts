@@ -1,15 +1,15 @@
 /**
- * Validation of a pulled file with the user's interpreter: python-runner/validate.py judges, in the sandbox of
+ * Validation of a pulled file with the user's interpreter: python-runner/judge.py (the nnrag_judge package) judges, in the sandbox of
  * sandbox.ts, while a worker it forks is the only process that runs the block's code. One-shot here; pool.ts keeps
  * warm judges for batches.
  */
 import { NnragError } from '../base/errors';
 import { Judge, describeSandbox } from './sandbox';
 
-/** Tiers in order; python-runner/validate.py has the same list (TIERS, a test checks). */
+/** Tiers in order; python-runner/nnrag_judge/protocol.py has the same list (TIERS, a test checks). */
 export const TIERS = ['parsed', 'compiled', 'names-closed', 'imported', 'instantiated', 'forward', 'equivalent'] as const;
 export type Tier = (typeof TIERS)[number];
-/** Failure categories of a report; python-runner/validate.py has the same list (REPORT_CATEGORIES, a test checks). */
+/** Failure categories of a report; python-runner/nnrag_judge/protocol.py has the same list (REPORT_CATEGORIES, a test checks). */
 export const FAILURE_CATEGORIES = [
   'syntax',
   'unresolved',
@@ -58,7 +58,20 @@ export interface ValidationReport {
   /** The model the builder made, when the block was taken from inside it. */
   inside?: string;
   /** The comparison with the original class: equivalent on the argument sets named, differs, or why not done. */
-  equivalence?: { status: 'equivalent' | 'differs' | 'unavailable'; variants?: string[]; differences?: string[]; reason?: string };
+  equivalence?: {
+    status: 'equivalent' | 'differs' | 'unavailable';
+    variants?: string[];
+    differences?: string[];
+    reason?: string;
+    /** Values compared (outputs, parameters, buffers, gradients), and the probes of the original's plan. */
+    compared_values?: number;
+    probes?: number;
+    largest_difference?: number;
+    /** How values were compared ("bit-identical"). */
+    tolerance?: string;
+    /** How the original was imported when not plainly (without its package's __init__). */
+    original?: string;
+  };
   /** On a failure: the highest tier the original class reached with the same arguments and inputs. */
   original_passes?: 'instantiated' | 'forward';
   /** Whether every output value the judge received was finite. */
@@ -101,6 +114,10 @@ export interface OriginalClass {
   module: string;
   class: string;
   path: string | null;
+  /** The indexed source file of the class and its blob id: the judge refuses an original imported from elsewhere or
+   * changed since. */
+  file?: string;
+  blob?: string;
   /** For a block built by a builder function: that function in the original repository. */
   builder?: { module: string; name: string };
 }

@@ -1,6 +1,6 @@
 /**
- * Where a block's code runs: python-runner/validate.py in `--serve` mode (the judge) inside a sandbox, fed one job at
- * a time over its stdin and answering each with one line on its stdout.
+ * Where a block's code runs: python-runner/judge.py in `--serve` mode (the judge, package nnrag_judge) inside a
+ * sandbox, fed one job at a time over its stdin and answering each with one line on its stdout.
  *
  * The strong sandbox is bubblewrap: new user, PID, network, IPC and UTS namespaces; a file system made of the system
  * folders and the interpreter's own folders, read-only, with secrets in /etc masked; a private /tmp and /dev/shm of
@@ -9,6 +9,10 @@
  * (shared mappings count there), else by the judge's own accounting of its workers' anonymous and shared memory.
  * Without bubblewrap, `unshare` gives network and PID namespaces only, and with neither the block runs with the
  * user's rights: each report then says "weaker sandbox: ...".
+ *
+ * Nothing inside names the tool: the runner, the input and the work folder are mounted at ordinary paths, HOME is a
+ * plain home folder, and the judge empties the work folder (and the private /tmp and /dev/shm) before every worker,
+ * so no job sees what another left.
  */
 import { execFile, spawn } from 'child_process';
 import type { ChildProcess } from 'child_process';
@@ -358,16 +362,16 @@ export class Judge {
   private async launch(memoryMb: number): Promise<void> {
     const info = await interpreterInfo(this.python);
     this.sandbox = await describeSandbox(memoryMb);
-    this.root = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-validate-'));
+    this.root = await fsp.mkdtemp(path.join(os.tmpdir(), 'pyrun-'));
     const host = { runnerHost: path.dirname(path.resolve(this.runner)), inHost: path.join(this.root, 'in'), workHost: path.join(this.root, 'work') };
     await fsp.mkdir(host.inHost);
     await fsp.mkdir(host.workHost);
     const inside = this.sandbox.kind === 'bubblewrap';
     this.mounts = {
       ...host,
-      runnerDir: inside ? '/nnrag/runner' : host.runnerHost,
-      inDir: inside ? '/nnrag/in' : host.inHost,
-      workDir: inside ? '/nnrag/work' : host.workHost,
+      runnerDir: inside ? '/opt/python-tools' : host.runnerHost,
+      inDir: inside ? '/srv/src' : host.inHost,
+      workDir: inside ? '/home/user' : host.workHost,
     };
     const pyArgs = [info.executable, '-I', '-B', path.join(this.mounts.runnerDir, path.basename(this.runner)), '--serve'];
     let argv: string[];
@@ -379,7 +383,10 @@ export class Judge {
       // the shell joins the group, then becomes the sandbox: nothing runs outside the group for a moment
       argv = ['/bin/sh', '-c', 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"', 'sh', ...this.cgroup.procs, '--', ...argv];
     }
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: this.mounts.workDir, TMPDIR: this.mounts.workDir, LANG: 'C.UTF-8', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
+    // in bubblewrap, /tmp is the sandbox's own (emptied before each worker); elsewhere temporary files go to the work
+    // folder, which is emptied the same way
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: this.mounts.workDir, LANG: 'C.UTF-8', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
+    if (!inside) env.TMPDIR = this.mounts.workDir;
     const program = this.sandbox.kind === 'bubblewrap' ? seccompProgram() : undefined;
     const child = spawn(argv[0], argv.slice(1), { cwd: host.workHost, env, detached: this.sandbox.kind === 'none', stdio: ['pipe', 'pipe', 'pipe', ...(program ? ['pipe' as const] : [])] });
     this.child = child;
@@ -456,7 +463,8 @@ export class Judge {
     const request = {
       id,
       file: path.join(this.mounts.inDir, String(id), name),
-      work: path.join(this.mounts.workDir, `job-${id}`),
+      work: this.mounts.workDir,
+      scratch: this.sandbox.kind === 'bubblewrap' ? ['/tmp', '/dev/shm'] : [],
       class: options.className,
       candidates: options.candidates ?? [],
       native: options.native ?? [],

@@ -1,5 +1,5 @@
 /**
- * A pool of warm judges: each is `validate.py --serve` in its own sandbox (sandbox.ts), with torch imported once;
+ * A pool of warm judges: each is `judge.py --serve` in its own sandbox (sandbox.ts), with torch imported once;
  * every block then runs in a worker the judge forks, killed with everything it started when its job ends. A judge
  * that dies is replaced. The pool's size is how many blocks validate at once.
  */

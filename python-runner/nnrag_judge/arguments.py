@@ -1,0 +1,294 @@
+"""Worker side: the constructor arguments to try for a block (from how its repository calls it, its defaults and
+its parameter names), and the variants that exercise what the defaults skip (each boolean and string option
+flipped, each numeric default perturbed). Runs only in a worker."""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import sys
+import textwrap
+from typing import Any, Dict, List, Optional, Tuple
+
+
+GUESSES: List[Tuple[Tuple[str, ...], Any]] = [
+    (("in_channels", "in_chans", "in_ch", "inplanes", "in_planes", "inp", "c1", "in_dim", "input_dim", "channels",
+      "num_channels", "in_features", "dim", "d_model", "embed_dim", "hidden_dim", "hidden_size", "width", "planes",
+      "num_features", "features", "input_size", "c", "ch", "chs", "dim_in", "n_embd", "hidden_channels"), 16),
+    (("out_channels", "out_chans", "out_ch", "oup", "c2", "out_dim", "output_dim", "out_features", "out_planes",
+      "dim_out", "output_size", "outplanes"), 16),
+    (("kernel_size", "k", "ksize", "kernel"), 3),
+    (("stride", "s", "dilation", "groups", "g", "expand_ratio", "expansion", "depth", "num_layers", "n",
+      "layers", "repeats"), 1),
+    (("num_heads", "heads", "nhead", "n_head", "head_num", "num_attention_heads"), 2),
+    (("num_classes", "classes", "n_classes", "num_labels"), 10),
+    (("head_dim", "dim_head"), 8),
+    (("mlp_ratio", "ratio"), 2.0),
+    (("reduction", "reduction_ratio", "squeeze_factor"), 4),
+    (("p", "drop", "dropout", "drop_rate", "attn_drop", "proj_drop", "drop_path", "drop_prob", "dropout_rate",
+      "attention_dropout"), 0.0),
+    (("eps",), 1e-5),
+    (("num_embeddings", "vocab_size", "num_tokens", "n_vocab"), 32),
+    (("embedding_dim", "squeeze_channels", "mid_channels", "hidden_features", "mlp_dim", "dim_feedforward",
+      "intermediate_size", "expand_channels", "bottleneck_channels", "block_size"), 16),
+    (("seq_len", "max_len", "num_patches", "max_seq_len", "tokens", "num_tokens", "window_size"), 8),
+    (("img_size", "image_size", "input_resolution", "resolution", "size"), 32),
+    (("patch_size",), 4),
+    (("padding", "pad"), 1),
+    (("bias", "affine", "inplace", "batch_first"), True),
+]
+FACTORIES = ("norm_layer", "activation_layer", "act_layer", "block", "layer", "conv_layer", "norm", "act")
+
+
+# small sizes for a configuration object, so that a block built from it is light and its widths agree
+CONFIG_SIZES = {"hidden_size": 32, "d_model": 32, "embed_dim": 32, "n_embd": 32, "intermediate_size": 64, "ffn_dim": 64,
+                "num_attention_heads": 2, "n_head": 2, "num_heads": 2, "num_key_value_heads": 2, "num_hidden_layers": 1,
+                "num_layers": 1, "n_layer": 1, "vocab_size": 64, "max_position_embeddings": 64, "num_channels": 3,
+                "image_size": 32, "patch_size": 4}
+
+
+def config_instance(param: inspect.Parameter, namespace: Dict[str, Any]) -> Any:
+    """For a parameter annotated with (or named after) a configuration class of the file (`config: BertConfig`), an
+    instance of it with its defaults and the sizes shrunk consistently; None when there is no such class."""
+    ann = param.annotation
+    cls = namespace.get(ann) if isinstance(ann, str) else ann if inspect.isclass(ann) else None
+    if cls is None and param.name in ("config", "cfg", "model_config"):
+        found = [v for k, v in namespace.items() if inspect.isclass(v) and k.endswith("Config") and v.__module__ == namespace.get("__name__")]
+        cls = found[-1] if len(found) == 1 else None
+    if not inspect.isclass(cls) or not cls.__name__.endswith(("Config", "Configuration")):
+        return None
+    try:
+        config = cls()
+    except Exception:  # noqa: BLE001 - a configuration that needs arguments: they are guessed as a constructor's are
+        try:
+            nn = sys.modules["torch"].nn
+            config = cls(**{p.name: guess_value(p, nn) for p in init_parameters(cls) if p.default is p.empty})
+        except Exception:  # noqa: BLE001 - not guessed
+            return None
+    for key, value in CONFIG_SIZES.items():
+        if isinstance(getattr(config, key, None), int) and not isinstance(getattr(config, key), bool):
+            try:
+                setattr(config, key, value)
+            except Exception:  # noqa: BLE001 - read-only attributes stay as they are
+                pass
+    return config
+
+
+def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str, Any]] = None) -> Any:
+    """A plausible value for a required constructor parameter, from its name and annotation."""
+    config = config_instance(param, namespace) if namespace else None
+    if config is not None:
+        return config
+    name = param.name.lower()
+    ann = param.annotation
+    text = ann if isinstance(ann, str) else repr(ann) if getattr(ann, "__args__", None) else getattr(ann, "__name__", repr(ann))
+    by_name = next((value for names, value in GUESSES if name in names), None)
+    # a list or tuple of numbers by annotation, whatever the name says (`in_channels: List[int]`, one per level;
+    # `input_size: Tuple[int, int, int]`): as many items as the tuple names, of the value the name suggests
+    numbers = re.fullmatch(r"(?:typing\.)?(?:List|Sequence|Tuple|list|tuple)\[((?:\s*(?:int|float)\s*,?)+)\]", str(text).strip())
+    if numbers and "..." not in str(text):
+        kinds = [k.strip() for k in numbers.group(1).split(",") if k.strip()]
+        item = by_name if isinstance(by_name, (int, float)) and not isinstance(by_name, bool) else (16 if kinds[0] == "int" else 1.0)
+        count = len(kinds) if re.match(r"(?:typing\.)?[Tt]uple\[", str(text).strip()) else 2
+        return [item] * count
+    if by_name is not None:
+        return by_name
+    if name in FACTORIES or name.endswith("_layer"):
+        return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
+    if "Union" in str(text) and "int" in str(text):
+        return 16
+    if "List[int]" in str(text) or "Sequence[int]" in str(text) or "List[float]" in str(text):
+        return [2, 2] if "int" in str(text) else [1.0, 1.0]
+    if "Module" in str(text) and "Callable" not in str(text):
+        return nn.Identity()
+    # a factory of modules (`conv_builder: Callable[..., nn.Module]`): Identity takes any arguments
+    if "Callable" in str(text) and "Module" in str(text):
+        return nn.Identity
+    if "dtype" in str(text):
+        return sys.modules["torch"].float32
+    # containers before scalars: Tuple[int, int] is a pair, not an int
+    if "Tuple" in str(text) or "List" in str(text) or "Sequence" in str(text) or "list" in str(text):
+        return [16, 16]
+    if "bool" in str(text):
+        return False
+    if "float" in str(text):
+        return 0.1
+    if "int" in str(text):
+        return 16
+    if name.endswith(("_channels", "_dim", "_features", "_size", "_planes")):
+        return 16
+    if name.startswith(("num_", "n_")):
+        return 2
+    return 16
+
+
+def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
+    """A literal from a call site: names (`nn.ReLU`) are looked up in the pulled file's namespace."""
+    if isinstance(value, dict) and "$unknown" in value:
+        return False, None
+    if isinstance(value, dict) and "$name" in value:
+        parts = str(value["$name"]).split(".")
+        if parts[0] not in namespace:
+            return False, None
+        obj = namespace[parts[0]]
+        for p in parts[1:]:
+            if not hasattr(obj, p):
+                return False, None
+            obj = getattr(obj, p)
+        return True, obj
+    if isinstance(value, list):
+        items = [resolve_given(v, namespace) for v in value]
+        return (all(ok for ok, _ in items), [v for _, v in items])
+    return True, value
+
+
+def init_parameters(cls: Any) -> List[inspect.Parameter]:
+    """The constructor's named parameters; for `__init__(self, *args, **kwargs)` wrappers, those of the first
+    base class in the MRO that names them (QuantizableX(X) passes everything through to X)."""
+    for klass in getattr(cls, "__mro__", [cls]):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            all_params = list(inspect.signature(init).parameters.values())[1:]
+        except (TypeError, ValueError):
+            return []
+        named = [p for p in all_params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if named or not all_params:
+            return named
+    return []
+
+
+def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
+                           namespace: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any]]]:
+    """Argument sets to try: how the repository calls the block (unknown values guessed), defaults, guesses."""
+    params = init_parameters(cls)
+    by_name = {p.name: p for p in params}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    out: List[Tuple[List[Any], Dict[str, Any]]] = []
+    for g in given:
+        args: List[Any] = []
+        for i, v in enumerate(g.get("args", [])):
+            ok, value = resolve_given(v, namespace)
+            if not ok:
+                value = guess_value(positional[i], nn, namespace) if i < len(positional) else 16
+            args.append(value)
+        kwargs: Dict[str, Any] = {}
+        for k, v in dict(g.get("kwargs", {})).items():
+            ok, value = resolve_given(v, namespace)
+            if not ok:
+                if k not in by_name:
+                    continue
+                value = guess_value(by_name[k], nn, namespace)
+            kwargs[k] = value
+        # required parameters the call site passed through **kwargs or a variable: guessed
+        taken = {p.name for p in positional[:len(args)]} | set(kwargs)
+        for p in params:
+            if p.default is p.empty and p.name not in taken:
+                kwargs[p.name] = guess_value(p, nn, namespace)
+        out.append((args, kwargs))
+    out.append(([], {}))
+    required = {p.name: guess_value(p, nn, namespace) for p in params if p.default is p.empty}
+    if required:
+        out.append(([], required))
+        # an input width four times the inner width (ResNet's Bottleneck keeps its identity shortcut)
+        if any(k.startswith(("in", "inp")) for k in required) and any(isinstance(v, int) and v == 16 for v in required.values()):
+            out.append(([], {k: (64 if k.startswith(("in", "inp")) and v == 16 else v) for k, v in required.items()}))
+        # widths divisible by GroupNorm's 32 groups and by head counts
+        out.append(([], {k: (64 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
+        out.append(([], {k: (32 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
+    return out
+
+
+MAX_VARIANTS = 12
+
+
+def jsonable(value: Any) -> Any:
+    """Arguments as JSON (classes and functions by name)."""
+    if isinstance(value, (int, float, str, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return getattr(value, "__name__", None) or f"{type(value).__name__}(...)"
+
+
+def compared_strings(cls: Any) -> Dict[str, List[str]]:
+    """Per name, the string literals the class's code compares it with (`mode == "nearest"`, `self.act in ("relu",
+    "gelu")`): the values a string option takes in the branches its default skips."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return {}
+
+    def name_of(node: ast.AST) -> Optional[str]:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return node.attr
+        return None
+
+    def strings(node: ast.AST) -> List[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return []
+
+    out: Dict[str, List[str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for i, side in enumerate(sides):
+            name = name_of(side)
+            if name is None:
+                continue
+            for other in sides[:i] + sides[i + 1:]:
+                for value in strings(other):
+                    if value not in out.setdefault(name, []):
+                        out[name].append(value)
+    return out
+
+
+def looked_up_strings(cls: Any, value: str) -> List[str]:
+    """Other keys of the tables of the class's module that hold `value` as a key (`ACTIVATIONS[act]`): the names an
+    option that is looked up from a string may take."""
+    module = sys.modules.get(getattr(cls, "__module__", ""), None)
+    out: List[str] = []
+    tables = [t for n, t in vars(module).items() if not n.startswith("__")] if module else []
+    for table in tables:
+        if isinstance(table, dict) and value in table and all(isinstance(k, str) and not k.startswith("_") for k in table):
+            out.extend(k for k in table if k != value and k not in out)
+    return out[:3]
+
+
+def perturbed(value: Any) -> Any:
+    """Another value of a numeric default, near enough to build (1 -> 2, 0.1 -> 0.15, 1e-6 -> 1.5e-6)."""
+    if isinstance(value, int):
+        return value + 1
+    return value * 1.5 if value else 0.5
+
+
+def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = None) -> List[Tuple[Dict[str, Any], str]]:
+    """The argument set that ran (no override), then overrides of it: each boolean option flipped, each string option
+    set to another value the code of `source` (the original class) compares it with or looks it up by, each numeric
+    default perturbed. Overrides are JSON values, so the other side of a comparison can apply them too."""
+    out: List[Tuple[Dict[str, Any], str]] = [({}, "the arguments that ran")]
+    params = init_parameters(cls)
+    positional = {p.name for p in params[:len(args)]}
+    options = [p for p in params if p.name not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    strings = compared_strings(source or cls) if any(isinstance(kwargs.get(p.name, p.default), str) for p in options) else {}
+    numeric: List[Tuple[Dict[str, Any], str]] = []
+    for p in options:
+        value = kwargs[p.name] if p.name in kwargs else p.default
+        if isinstance(value, bool):
+            out.append(({p.name: not value}, f"{p.name}={not value}"))
+        elif isinstance(value, str):
+            for other in [v for v in strings.get(p.name, []) if v != value][:2] + looked_up_strings(source or cls, value)[:1]:
+                out.append(({p.name: other}, f"{p.name}={other!r}"))
+        elif isinstance(value, (int, float)) and p.name not in kwargs and value == value and abs(value) < 1e6:
+            numeric.append(({p.name: perturbed(value)}, f"{p.name}={perturbed(value)!r}"))
+    # numbers after the options: a changed default shows in the set that ran already, a perturbed one in its own
+    return (out + numeric)[:MAX_VARIANTS]

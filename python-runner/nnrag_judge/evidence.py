@@ -1,0 +1,231 @@
+"""Worker side: what a worker sends of a block's behaviour. For the forward tier, the output tensors' values (the
+judge checks shapes and finiteness itself); for the comparison with the original, *probes*: the parameters and
+buffers as built, the outputs in eval mode under several seeds, and in train mode the outputs, the gradients of a
+fixed weighted sum of them with respect to the inputs and parameters, and the state after the step. Every value is
+digested (sha256 of its bytes) and a sample of it is sent, so the judge can compare bit for bit and name the largest
+difference it saw. Runs only in a worker."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+import random
+from array import array
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+SAMPLE = 4096  # values sent of a large tensor (all of one up to WHOLE)
+WHOLE = 1 << 16
+MAX_ITEMS = 64
+
+
+def tensor_evidence(out: Any, torch: Any, limit: int) -> Tuple[Any, List[Dict[str, Any]], bytes]:
+    """The output's structure with tensors as {"$t": i}, each tensor's dtype, shape and count of values sent, and the
+    values themselves as float64 (complex tensors as their real and imaginary parts)."""
+    tensors: List[Dict[str, Any]] = []
+    chunks: List[bytes] = []
+    budget = [limit]
+
+    def walk(value: Any, depth: int) -> Any:
+        if isinstance(value, torch.Tensor):
+            t = plain(value, torch)
+            entry = {"dtype": str(value.dtype).replace("torch.", ""), "shape": [int(d) for d in value.shape]}
+            flat = t.reshape(-1)
+            count = min(int(flat.numel()), budget[0])
+            budget[0] -= count
+            entry["count"] = count
+            chunks.append(array("d", flat[:count].to(torch.float64).tolist()).tobytes())
+            tensors.append(entry)
+            return {"$t": len(tensors) - 1}
+        if depth > 4:
+            return type(value).__name__
+        if isinstance(value, (list, tuple)):
+            return [walk(v, depth + 1) for v in list(value)[:16]]
+        if isinstance(value, dict):
+            return {str(k): walk(v, depth + 1) for k, v in list(value.items())[:16]}
+        for name in ("last_hidden_state", "logits", "sample", "out"):  # output dataclasses
+            if hasattr(value, name) and isinstance(getattr(value, name), torch.Tensor):
+                return {name: walk(getattr(value, name), depth + 1)}
+        return type(value).__name__
+
+    structure = walk(out, 0)
+    return structure, tensors, b"".join(chunks)
+
+
+def plain(value: Any, torch: Any) -> Any:
+    """A tensor as a dense, contiguous CPU tensor of a dtype with a byte form (complex as real pairs)."""
+    t = value.detach()
+    if getattr(t, "is_sparse", False):
+        t = t.to_dense()
+    t = t.to("cpu")
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.to(torch.float32)
+    if t.dtype == torch.bool:
+        t = t.to(torch.uint8)
+    return t.contiguous()
+
+
+def raw_bytes(t: Any, torch: Any) -> bytes:
+    """The bytes of a plain tensor (numpy when there, else through float64)."""
+    try:
+        return t.numpy().tobytes()
+    except Exception:  # noqa: BLE001 - no numpy in this interpreter
+        return array("d", t.reshape(-1).to(torch.float64).tolist()).tobytes()
+
+
+class Digest:
+    """Collects the tensors of one probe: a structure with {"$t": i} leaves, and per tensor its dtype, shape,
+    sha256 and a sample of its values (within the worker's value budget)."""
+
+    def __init__(self, torch: Any, budget: List[int]) -> None:
+        self.torch = torch
+        self.budget = budget
+        self.entries: List[Dict[str, Any]] = []
+        self.chunks: List[bytes] = []
+
+    def tensor(self, value: Any) -> Dict[str, Any]:
+        torch = self.torch
+        try:
+            t = plain(value, torch)
+            digest = hashlib.sha256(raw_bytes(t, torch)).hexdigest()
+        except Exception as exc:  # noqa: BLE001 - a tensor kind without values (meta, quantized)
+            return {"$type": f"tensor ({type(exc).__name__})"}
+        flat = t.reshape(-1)
+        n = int(flat.numel())
+        count = min(n if n <= WHOLE else SAMPLE, max(0, self.budget[0]))
+        self.budget[0] -= count
+        self.chunks.append(array("d", flat[:count].to(torch.float64).tolist()).tobytes())
+        self.entries.append({"dtype": str(value.dtype).replace("torch.", ""), "shape": [int(d) for d in value.shape],
+                             "sha": digest, "count": count, "numel": n})
+        return {"$t": len(self.entries) - 1}
+
+    def walk(self, value: Any, depth: int = 0) -> Any:
+        """Any output, leaf by leaf: tensors, numbers, strings, sequences, mappings, objects by their attributes."""
+        torch = self.torch
+        if isinstance(value, torch.Tensor):
+            return self.tensor(value)
+        if value is None or isinstance(value, (bool, int, str)):
+            return {"$v": value if not isinstance(value, str) else value[:200]}
+        if isinstance(value, float):
+            return {"$v": value if math.isfinite(value) else repr(value)}
+        if depth > 6:
+            return {"$type": type(value).__name__}
+        if isinstance(value, (list, tuple)):
+            return {"$seq": type(value).__name__, "items": [self.walk(v, depth + 1) for v in list(value)[:MAX_ITEMS]]}
+        if isinstance(value, dict):
+            return {"$map": type(value).__name__,
+                    "items": {str(k): self.walk(v, depth + 1) for k, v in list(value.items())[:MAX_ITEMS]}}
+        if isinstance(value, torch.nn.Module):
+            return {"$module": type(value).__name__}
+        fields = getattr(value, "__dict__", None)
+        if isinstance(fields, dict):
+            items = {k: v for k, v in fields.items() if not k.startswith("_")}
+            return {"$obj": type(value).__name__,
+                    "items": {k: self.walk(items[k], depth + 1) for k in sorted(items)[:MAX_ITEMS]}}
+        return {"$type": type(value).__name__}
+
+    def blob(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def seed_all(seed: int, torch: Any) -> None:
+    """The same random state on both sides: torch, random, numpy when loaded."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np = __import__("sys").modules.get("numpy")
+    if np is not None:
+        try:
+            np.random.seed(seed)
+        except Exception:  # noqa: BLE001 - a numpy without the legacy seed
+            pass
+
+
+def fresh(inputs: List[Any], torch: Any, grad: bool = False) -> List[Any]:
+    """A deep copy of the inputs for one call (a forward that changes its inputs in place changes only its own), with
+    floating tensors requiring grad when asked."""
+    out = copy.deepcopy(inputs)
+    if grad:
+        out = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.dtype.is_floating_point else v
+               for v in out]
+    return out
+
+
+def weighted_sum(out: Any, torch: Any) -> Any:
+    """A scalar of every floating output tensor that carries a gradient, each weighted by fixed random weights (a
+    plain sum would hide a change that keeps the total, as a softmax does)."""
+    gen = torch.Generator().manual_seed(7)
+    total = None
+    stack = [out]
+    seen = 0
+    while stack and seen < 256:
+        value = stack.pop(0)
+        seen += 1
+        if isinstance(value, torch.Tensor):
+            if value.requires_grad and value.dtype.is_floating_point:
+                w = torch.rand(value.shape, generator=gen).to(value.dtype)
+                term = (value * w).sum()
+                total = term if total is None else total + term
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return total
+
+
+def error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any], inputs: List[Any], seeds: List[int],
+                  call: Callable[..., Any], torch: Any, budget: List[int]) -> None:
+    """One variant of the block, probed as the other side probes it: its state as built, eval outputs per seed, a
+    train step's outputs, gradients and state after. One frame per probe, each keyed `label|what`."""
+
+    def frame(key: str, body: Dict[str, Any], digest: Optional[Digest] = None) -> None:
+        head = {"probe": dict(body, key=f"{label}|{key}")}
+        if digest is not None:
+            head["probe"]["tensors"] = digest.entries
+        send(head, digest.blob() if digest is not None else b"")
+
+    try:
+        seed_all(0, torch)
+        model = make()
+        model.eval()
+    except Exception as exc:  # noqa: BLE001 - a variant that does not build is compared as such
+        frame("init", {"error": error_text(exc), "error_type": type(exc).__name__})
+        return
+    d = Digest(torch, budget)
+    frame("init", {"value": d.walk(dict(model.state_dict()))}, d)
+    for seed in seeds:
+        d = Digest(torch, budget)
+        try:
+            seed_all(seed, torch)
+            with torch.no_grad():
+                out = call(model, *fresh(inputs, torch))
+            frame(f"eval|{seed}", {"value": d.walk(out)}, d)
+        except Exception as exc:  # noqa: BLE001
+            frame(f"eval|{seed}", {"error": error_text(exc), "error_type": type(exc).__name__})
+    d = Digest(torch, budget)
+    try:
+        model.train()
+        for grad_inputs in (True, False):
+            model.zero_grad(set_to_none=True)
+            x = fresh(inputs, torch, grad=grad_inputs)
+            seed_all(seeds[0], torch)
+            try:
+                out = call(model, *x)
+            except RuntimeError:
+                if grad_inputs:  # an in-place operation on a leaf that requires grad: again without input gradients
+                    continue
+                raise
+            break
+        total = weighted_sum(out, torch)
+        if total is not None:
+            total.backward()
+        grads_in = [v.grad if isinstance(v, torch.Tensor) else None for v in x]
+        grads = {n: p.grad for n, p in model.named_parameters()}
+        frame("train", {"value": d.walk({"output": out, "input_grads": grads_in, "grads": grads,
+                                         "state": dict(model.state_dict())})}, d)
+    except Exception as exc:  # noqa: BLE001
+        frame("train", {"error": error_text(exc), "error_type": type(exc).__name__})

@@ -1,0 +1,236 @@
+"""Worker side: the inputs to drive a block's forward with, inferred from the layers it built, its parameter names
+(integer index tensors for graph layers) and its annotations. Runs only in a worker."""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Dict, List, Optional
+
+
+SEQ_NAMES = ("tokens", "num_tokens", "seq_len", "max_len", "num_patches", "max_seq_len", "seq_length", "n_tokens",
+             "max_position_embeddings", "block_size", "context_length", "n_ctx")
+
+
+def sequence_lengths(model: Any, built_with: Dict[str, Any]) -> List[int]:
+    """Sequence lengths the block expects: from how it was built, its defaults, and position tables."""
+    lengths: List[int] = []
+    try:
+        params = inspect.signature(type(model).__init__).parameters.values()
+    except (TypeError, ValueError):
+        params = []
+    for p in params:
+        if p.name in SEQ_NAMES:
+            value = built_with.get(p.name, p.default)
+            if isinstance(value, int) and 0 < value <= 4096:
+                lengths.append(value)
+    for name, t in list(model.named_buffers()) + list(model.named_parameters()):
+        if ("pos" in name or "embed" in name) and t.dim() in (2, 3) and t.shape[-2] <= 4096:
+            lengths.append(int(t.shape[-2]))
+    return lengths
+
+
+def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[str, Any]] = None) -> List[List[Any]]:
+    """Inputs to try, inferred from the first layers the block built, then common shapes."""
+    cands: List[List[Any]] = []
+    seqs = sequence_lengths(model, built_with or {})
+    layers = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Linear,
+              nn.Embedding, nn.LayerNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm, nn.RNNBase)
+    for m in model.modules():
+        # the block itself counts when it is a torch layer (Conv3DSimple(nn.Conv3d), LayerNorm2d(nn.LayerNorm))
+        if m is model and not isinstance(m, layers):
+            continue
+        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+            dims = 1 if isinstance(m, (nn.Conv1d, nn.ConvTranspose1d)) else 3 if isinstance(m, (nn.Conv3d, nn.ConvTranspose3d)) else 2
+            cands.append([torch.randn(2, m.in_channels, *([16] * dims))])
+            cands.append([torch.randn(2, m.in_channels, *([32] * dims))])
+            break
+        if isinstance(m, nn.Linear):
+            cands.extend([torch.randn(2, n, m.in_features)] for n in seqs)
+            cands.append([torch.randn(2, m.in_features)])
+            cands.append([torch.randn(2, 8, m.in_features)])
+            break
+        if isinstance(m, nn.Embedding):
+            cands.append([torch.randint(0, m.num_embeddings, (2, 8))])
+            break
+        if isinstance(m, nn.LayerNorm):
+            shape = tuple(m.normalized_shape)
+            cands.extend([torch.randn(2, n, *shape)] for n in seqs)
+            cands.append([torch.randn(2, 8, *shape)])
+            cands.append([torch.randn(2, *shape)])
+            break
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm2d)):
+            extra = {nn.BatchNorm1d: [8], nn.BatchNorm2d: [8, 8], nn.BatchNorm3d: [4, 4, 4]}.get(type(m), [8, 8])
+            cands.append([torch.randn(2, m.num_features, *extra)])
+            break
+        if isinstance(m, nn.GroupNorm):
+            cands.append([torch.randn(2, m.num_channels, 8, 8)])
+            break
+        if isinstance(m, nn.MultiheadAttention):
+            x = torch.randn(8, 2, m.embed_dim)
+            cands.append([x, x, x])
+            break
+        if isinstance(m, (nn.RNNBase,)):
+            shape = (2, 8, m.input_size) if m.batch_first else (8, 2, m.input_size)
+            cands.append([torch.randn(*shape)])
+            break
+    for shape in [(2, 3, 32, 32), (2, 16, 16, 16), (2, 8, 16), (2, 16), (2, 3, 64, 64), (2, 32, 16, 16),
+                  (2, 64, 8, 8), (2, 3, 16, 16, 16), (2, 16, 32), (2, 3, 224, 224)]:
+        cands.append([torch.randn(*shape)])
+    return cands
+
+
+def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:
+    """When forward's first parameter is annotated as a list or a dict of tensors (feature pyramids, poolers),
+    the candidates are given in that form too."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()]
+    except (TypeError, ValueError):
+        return candidates
+    if not params:
+        return candidates
+    ann = params[0].annotation
+    text = ann if isinstance(ann, str) else repr(ann)
+    if "Dict[str" in text or "OrderedDict" in text:
+        return [[{"0": c[0], "1": c[0]}] + c[1:] for c in candidates[:4]] + candidates
+    if "List[" in text and "Tensor" in text:
+        return [[[c[0], c[0]]] + c[1:] for c in candidates[:4]] + candidates
+    return candidates
+
+
+def scalar_inputs(model: Any) -> Dict[int, Any]:
+    """Required positional forward parameters annotated as a number or a flag (`forward(x, p: int)`), by position:
+    a small value that divides the spatial sides tried, instead of a tensor."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):
+        return {}
+    values = {"int": 4, "float": 0.5, "bool": False}
+    out: Dict[int, Any] = {}
+    for i, p in enumerate(params):
+        ann = p.annotation
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", "")
+        if text in values:
+            out[i] = values[text]
+    return out
+
+
+def forward_arity(model: Any) -> int:
+    """How many required positional inputs forward() takes."""
+    try:
+        sig = inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return 1
+    n = sum(1 for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
+    return max(n, 1)
+
+
+def shapes(value: Any) -> Any:
+    """Shapes of tensors in a (nested) output, for the report."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return list(value.shape)
+    if isinstance(value, (list, tuple)):
+        return [shapes(v) for v in value[:8]]
+    if isinstance(value, dict):
+        return {str(k): shapes(v) for k, v in list(value.items())[:8]}
+    return type(value).__name__
+
+
+def lighter(model: Any) -> None:
+    """Resizing steps inside a model (torchvision's detectors bring every image to `min_size` 800 px, `max_size`
+    1333) set to a quarter for validation: a ResNet-50 backbone at 800 px takes most of a minute on a CPU, before a
+    block deep inside is reached, and for each input tried on a detector itself."""
+    for m in model.modules():
+        low, high = getattr(m, "min_size", None), getattr(m, "max_size", None)
+        if not isinstance(high, int) or isinstance(high, bool):
+            continue
+        if isinstance(low, int) and not isinstance(low, bool):
+            m.min_size = max(32, low // 4)
+        elif isinstance(low, (tuple, list)) and low and all(isinstance(v, int) for v in low):
+            m.min_size = type(low)(max(32, v // 4) for v in low)
+        else:
+            continue
+        m.max_size = max(32, high // 4)
+
+
+LARGE_SIDE = 256
+
+
+def spatial_sides(value: Any) -> List[int]:
+    """The spatial sizes (dimensions after batch and channels) of every tensor in a (nested) input."""
+    if hasattr(value, "shape") and hasattr(value, "dim"):
+        return list(value.shape[2:]) if value.dim() >= 3 else []
+    if isinstance(value, (list, tuple)):
+        return [d for v in value for d in spatial_sides(v)]
+    if isinstance(value, dict):
+        return [d for v in value.values() for d in spatial_sides(v)]
+    return []
+
+
+def shrunk(value: Any) -> Any:
+    """The same input cut to a quarter of each spatial side (a detector's 800 px images to 200 px; every tensor of a
+    feature pyramid alike): real values the model gave the block, at a sixteenth of the cost of its forward."""
+    if hasattr(value, "shape") and hasattr(value, "dim"):
+        if value.dim() < 3:
+            return value
+        return value[(slice(None), slice(None)) + tuple(slice(0, max(1, d // 4)) for d in value.shape[2:])].contiguous()
+    if isinstance(value, list):
+        return [shrunk(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(shrunk(v) for v in value)
+    if isinstance(value, dict):
+        return {k: shrunk(v) for k, v in value.items()}
+    return value
+
+
+# forward parameters that take integer indices (graph layers: `forward(x, edge_index)`, `scatter(src, index)`)
+EDGE_NAMES = ("edge_index", "edge_indices", "adj", "adj_t", "edges", "edge_idx")
+INDEX_NAMES = ("index", "batch", "idx", "indices", "segment_ids", "ptr_index", "node_index")
+INDEX_ANNOTATIONS = ("Adj", "LongTensor", "SparseTensor", "OptTensor_index", "IntTensor")
+
+
+def nodes_of(inputs: List[Any]) -> int:
+    """How many nodes (rows) the first tensor input has: the count index tensors must stay below."""
+    for value in inputs:
+        if hasattr(value, "shape") and hasattr(value, "dim") and value.dim() >= 1:
+            return max(1, int(value.shape[0]) if value.dim() <= 2 else int(value.shape[0]))
+    return 2
+
+
+def index_input(param: inspect.Parameter, inputs: List[Any], torch: Any) -> Optional[Any]:
+    """An integer tensor for a parameter named or annotated as an index (None for any other): a [2, E] edge index
+    over the nodes of the feature tensor, or one index per node (sorted, as a batch vector is)."""
+    ann = param.annotation
+    text = ann if isinstance(ann, str) else getattr(ann, "__name__", "") or repr(ann)
+    name = param.name.lower()
+    nodes = nodes_of(inputs)
+    if name in EDGE_NAMES or any(a in str(text) for a in ("Adj", "SparseTensor")):
+        src = torch.arange(nodes).repeat(2)
+        dst = torch.randint(0, nodes, (2 * nodes,))
+        return torch.stack([src, dst])
+    if name in INDEX_NAMES or any(a in str(text) for a in INDEX_ANNOTATIONS):
+        return torch.sort(torch.randint(0, max(1, nodes // 2), (nodes,))).values
+    return None
+
+
+def filled(model: Any, inputs: List[Any], torch: Any) -> List[Any]:
+    """An input candidate completed to forward's required positional parameters: index tensors where the parameter
+    is an index, numbers where it is annotated as one, else the first tensor again."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return inputs
+    required = [p for p in params if p.default is p.empty]
+    arity = max(len(required), 1)
+    scalars = scalar_inputs(model)
+    out = list(inputs)
+    for i in range(len(inputs), arity):
+        index = index_input(required[i], out, torch) if i < len(required) else None
+        out.append(index if index is not None else scalars.get(i, inputs[0]))
+    # a candidate whose second input is a tensor of features where an index is wanted: the index instead
+    for i in range(1, min(len(out), len(params))):
+        index = index_input(params[i], out, torch)
+        if index is not None and hasattr(out[i], "dtype") and out[i].dtype.is_floating_point:
+            out[i] = index
+    return out

@@ -1,0 +1,181 @@
+"""Judge side: one validation, from the file to the verdict. The static tiers are decided here; then, when the
+original is known, a worker runs the original alone (how far it gets, the plan of the comparison, its probes); then
+another worker, forked fresh, runs the copy alone (its tiers, then its probes by the original's plan). Every worker
+starts in a freshly emptied folder. The verdict is made here from what the two sent."""
+from __future__ import annotations
+
+import ast
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+from .equivalence import compare, origin_problem
+from .protocol import Failure
+from .static import imported_top_levels, requirements, undefined_names
+from .supervise import Job, empty, fresh_folder, last_line, run_worker, tail_text
+from .verdict import Frame, verdict
+
+# share of the time limit the original's worker may use; the copy gets what is left
+ORIGINAL_SHARE = 0.45
+
+
+def progress(tier: str) -> None:
+    """Tell the caller (on stderr) that a tier was reached."""
+    import sys
+    sys.stderr.write(f"nnrag-tier: {tier}\n")
+    sys.stderr.flush()
+
+
+class Place:
+    """Where workers run: the work folder (emptied before each), other folders emptied with it (a sandbox's private
+    /tmp and /dev/shm), and the name of the project folder made for each worker."""
+
+    def __init__(self, work: str, scratch: Optional[List[str]] = None, name: str = "project") -> None:
+        self.work, self.scratch, self.name = work, scratch or [], name
+
+    def fresh(self, source: str) -> str:
+        """A fresh project folder holding a copy of `source` (and the helpers beside it), made the current folder;
+        every folder a worker could write emptied first. Returns the copy's path."""
+        copy_path = fresh_folder(self.work, self.scratch, source, self.name)
+        os.chdir(os.path.dirname(copy_path))
+        return copy_path
+
+    def clear(self) -> None:
+        """Empty the work folder and the scratch folders after a job (nothing of it reaches the next)."""
+        for folder in [self.work, *self.scratch]:
+            empty(folder)
+
+
+class OriginalSide:
+    """What the original's worker established."""
+
+    def __init__(self) -> None:
+        self.reason: Optional[str] = None
+        self.reached: Optional[str] = None
+        self.plan: Optional[Dict[str, Any]] = None
+        self.probes: List[Frame] = []
+        self.probed: Optional[Dict[str, Any]] = None
+        self.how: Optional[str] = None
+
+
+def read_original(job: Job, original: Dict[str, Any]) -> OriginalSide:
+    side = OriginalSide()
+    for header, blob in job.frames:
+        if "unavailable" in header:
+            side.reason = str(header["unavailable"])[:600]
+        elif isinstance(header.get("origin"), dict):
+            side.reason = origin_problem(header["origin"], original)
+            if side.reason:
+                return side
+            how = header["origin"].get("how")
+            if isinstance(how, str) and how != "imported":
+                side.how = how[:300]
+        elif "reached" in header:
+            side.reached = str(header["reached"])
+            if header.get("error"):
+                side.reason = f"the original does not reach forward with the arguments tried: {str(header['error'])[:400]}"
+        elif isinstance(header.get("plan"), dict):
+            side.plan = header["plan"]
+        elif isinstance(header.get("probe"), dict):
+            side.probes.append((header["probe"], blob))
+        elif isinstance(header.get("probed"), dict):
+            side.probed = header["probed"]
+        elif isinstance(header.get("failure"), dict):
+            side.reason = f"the original fails: {str(header['failure'].get('message', ''))[:400]}"
+    if job.problem is not None:
+        side.reason = f"the original did not finish: {job.problem[1]}"
+        side.plan = None
+    elif side.plan is None and side.reason is None:
+        side.reason = f"the original's process ended without a plan: {last_line(tail_text(job))}"
+    return side
+
+
+def static_tiers(path: str, reach: Any) -> Any:
+    """Parse, compile and check names; returns (code tree, source)."""
+    raw = open(path, "rb").read()
+    try:
+        tree = ast.parse(raw, path)
+    except SyntaxError as exc:
+        raise Failure("syntax", f"syntax error at line {exc.lineno}: {exc.msg}")
+    except (RecursionError, MemoryError):
+        raise Failure("syntax", "too deeply nested for the parser")
+    reach("parsed")
+    source = raw.decode("utf-8")
+    try:
+        compile(tree, path, "exec")
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        raise Failure("syntax", f"does not compile: {exc}")
+    reach("compiled")
+    undefined = undefined_names(source, path)
+    if undefined:
+        listed = ", ".join(f"'{n}' (line {line})" for n, line in undefined[:8])
+        raise Failure("unresolved", f"undefined names: {listed}", names=[n for n, _ in undefined])
+    reach("names-closed")
+    return tree
+
+
+def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, timeout_s: float = 600,
+          control: Optional[int] = None, original: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Validate one file (`request`: class, candidates, native, builder); return the verdict."""
+    report: Dict[str, Any] = {"file": path, "tier": None, "ok": False, "class": request.get("class")}
+    started = time.time()
+    deadline = time.monotonic() + timeout_s
+
+    def reach(tier: str) -> None:
+        report["tier"] = tier
+        progress(tier)
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    side: Optional[OriginalSide] = None
+    try:
+        tree = static_tiers(path, reach)
+        report["requirements"] = requirements(imported_top_levels(tree))
+        if original:
+            copy_path = place.fresh(path)
+            job = run_worker("original", dict(request, file=copy_path, original=original), memory_mb,
+                             max(1.0, timeout_s * ORIGINAL_SHARE), control)
+            if job.problem is not None and job.problem[0] == "cancelled":
+                raise Failure("cancelled", job.problem[1])
+            side = read_original(job, original)
+        copy_path = place.fresh(path)
+        plan = side.plan if side is not None and side.reason is None else None
+        job = run_worker("copy", dict(request, file=copy_path, plan=plan), memory_mb, left(), control)
+        try:
+            result = verdict(job, report, reach)
+        except Failure as failure:
+            if side is not None and side.reached in ("instantiated", "forward") and failure.category not in ("tampered", "cancelled"):
+                failure.extra["original_passes"] = side.reached
+            raise
+        if side is not None:
+            report["equivalence"] = equivalence_of(side, result, report)
+            if report["equivalence"]["status"] == "equivalent":
+                reach("equivalent")
+        elif request.get("no_original"):
+            report["equivalence"] = {"status": "unavailable", "reason": str(request["no_original"])[:500]}
+    except Failure as failure:
+        report["category"] = failure.category
+        report["message"] = failure.message
+        report.update(failure.extra)
+    else:
+        report["ok"] = True
+    report["seconds"] = round(time.time() - started, 3)
+    return report
+
+
+def equivalence_of(side: OriginalSide, result: Any, report: Dict[str, Any]) -> Dict[str, Any]:
+    """The equivalence record (raising Failure for a copy that differs)."""
+    if side.reason is not None:
+        return {"status": "unavailable", "reason": side.reason}
+    if result.unfinished:
+        return {"status": "unavailable", "reason": f"the comparison with the original did not finish: {result.unfinished}"}
+    if result.probed is None or "error" in result.probed:
+        why = (result.probed or {}).get("error") or "the copy sent no probes"
+        return {"status": "unavailable", "reason": f"the copy could not be probed by the original's plan: {str(why)[:300]}"}
+    record = compare(side.probes, result.probes, report)
+    if side.how:
+        record["original"] = side.how
+    return record
+
+

@@ -1,0 +1,138 @@
+"""Worker side: what a worker does before and around the block's code: its limits (memory, files, network), and
+importing the pulled file and the original class the way a normal run would. Runs only in a worker."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+import types
+from typing import Any, Dict, List, Tuple
+
+from .protocol import Failure
+
+FILE_SIZE_CAP = 1 << 30  # bytes of one file the block may write
+# the file the block came from, for messages that name its line
+TARGET = [""]
+
+
+def set_target(path: str) -> None:
+    TARGET[0] = path
+
+
+def where(exc: BaseException) -> str:
+    """' (line N of the pulled file)' when the traceback passes through it."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename == TARGET[0]:
+            return f" (line {frame.lineno} of the pulled file)"
+    return ""
+
+
+
+
+def limit_memory(megabytes: int) -> None:
+    """Cap the data segment (RLIMIT_DATA; RLIMIT_AS breaks `import torch`) where the OS has it."""
+    try:
+        import resource
+    except ImportError:
+        return
+    limit = megabytes * 1024 * 1024
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    except (ValueError, OSError, AttributeError):
+        pass
+
+
+def block_network() -> None:
+    """Refuse outgoing connections and name lookups from the block under test (an audit hook)."""
+    blocked = {"socket.connect", "socket.getaddrinfo", "socket.gethostbyname", "socket.sendto", "urllib.Request"}
+
+    def hook(event: str, args: Tuple[Any, ...]) -> None:
+        if event in blocked:
+            raise PermissionError(f"network access is disabled during validation ({event})")
+
+    sys.addaudithook(hook)
+
+
+def limit_files() -> None:
+    """No core files, and no single file larger than FILE_SIZE_CAP written by the block."""
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_CAP, FILE_SIZE_CAP))
+    except (ImportError, ValueError, OSError, AttributeError):
+        pass
+
+
+def classify_import_error(exc: BaseException, native: List[str]) -> Failure:
+    """Turn an exception raised while importing the file into a category and a message naming the cause."""
+    if isinstance(exc, MemoryError):
+        return Failure("memory", "out of memory while importing the file")
+    if isinstance(exc, ModuleNotFoundError):
+        name = exc.name or str(exc)
+        top = name.split(".")[0]
+        if any(name == n or name.startswith(n + ".") or n.endswith("." + name) for n in native):
+            return Failure("native-extension", f"needs the compiled module '{name}', which has no Python source")
+        found = importlib.util.find_spec(top) is not None if top else False
+        if not found:
+            return Failure("missing-package", f"missing package '{top}': No module named '{name}' in this interpreter", package=top)
+        return Failure("import-error", f"No module named '{name}' (package '{top}' is installed but lacks it)")
+    if isinstance(exc, ImportError) and (".so" in str(exc) or "undefined symbol" in str(exc) or "DLL" in str(exc)):
+        return Failure("native-extension", f"a compiled extension failed to load: {exc}")
+    return Failure("import-error", f"{type(exc).__name__}: {exc}{where(exc)}")
+
+
+def import_file(path: str, native: List[str]) -> Any:
+    """Import the pulled file as a normal run would: under its own name, its folder on the path (last, so nothing
+    is shadowed; helpers shared by blocks pulled together sit beside it)."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = stem if stem.isidentifier() and stem not in sys.modules else f"_{stem}" if stem.isidentifier() else "block"
+    spec = importlib.util.spec_from_file_location(name, path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.append(folder)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)  # running the block is the point; the judge sandboxes us
+    except BaseException as exc:  # noqa: BLE001 - anything the module does on import is a finding
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise Failure("import-error", f"the file called {type(exc).__name__} on import")
+        raise classify_import_error(exc, native)
+    return module
+
+
+def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
+    """The original's module, from the folder it was indexed from (first on the path), and how it was imported. When
+    the package's `__init__` fails (an optional dependency, a lazy loader), the module is imported again with its
+    parent packages as bare namespaces. Raises ImportError naming the module and both causes."""
+    folder, module = original.get("path"), str(original["module"])
+    if folder and folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        return importlib.import_module(module), "imported"
+    except BaseException as exc:  # noqa: BLE001 - any failure is a reason, said below
+        first = f"{type(exc).__name__}: {exc}"[:300]
+    parts = module.split(".")
+    if not folder or len(parts) < 2:
+        raise ImportError(f"module {module}: {first}")
+    for name in [m for m in list(sys.modules) if m == parts[0] or m.startswith(parts[0] + ".")]:
+        del sys.modules[name]
+    for i in range(1, len(parts)):
+        name, where_ = ".".join(parts[:i]), os.path.join(folder, *parts[:i])
+        if not os.path.isdir(where_):
+            raise ImportError(f"module {module}: {first}")
+        package = types.ModuleType(name)
+        package.__path__ = [where_]
+        package.__package__ = name
+        sys.modules[name] = package
+        if i > 1:
+            setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1], package)
+    try:
+        return importlib.import_module(module), "imported without its package's __init__ (" + first[:200] + ")"
+    except BaseException as exc:  # noqa: BLE001
+        raise ImportError(f"module {module}: {first}; without its package's __init__: {type(exc).__name__}: {exc}"[:600])

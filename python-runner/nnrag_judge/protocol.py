@@ -1,0 +1,45 @@
+"""What the judge and its workers share: tiers, categories, and the frame format of the worker's channel.
+
+A worker writes frames to its own descriptor: a big-endian header (JSON length, blob length), the JSON header, then
+the blob (raw float64 values). A worker loads its own private copy of this module.
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+from typing import Any, Callable, Dict
+
+TIERS = ["parsed", "compiled", "names-closed", "imported", "instantiated", "forward", "equivalent"]
+# every category a report may carry (src/core/validate/runner.ts has the same list; a test checks)
+REPORT_CATEGORIES = ["syntax", "unresolved", "native-extension", "missing-package", "import-error", "instantiate",
+                     "forward", "timeout", "memory", "interpreter", "tampered", "output", "differs"]
+# those a worker may name in a failure frame ("error": one of its own steps failed)
+CATEGORIES = set(REPORT_CATEGORIES) - {"tampered", "output", "differs"} | {"error"}
+
+FRAME = struct.Struct(">II")
+MAX_HEADER = 1 << 20
+MAX_VALUES = 1 << 22  # float64 values a worker may send in all (32 MB)
+
+
+class Failure(Exception):
+    """A tier failed: carries the category and a message that names the cause."""
+
+    def __init__(self, category: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.category = category
+        self.message = message
+        self.extra = extra
+
+
+def sender(fd: int) -> Callable[..., None]:
+    """A function that writes one frame to the judge, bound to the write and encode functions as they are now."""
+    write, pack, encode = os.write, FRAME.pack, json.JSONEncoder().encode
+
+    def send(header: Dict[str, Any], blob: bytes = b"") -> None:
+        data = encode(header).encode("utf-8")
+        view = memoryview(pack(len(data), len(blob)) + data + blob)
+        while view:
+            view = view[write(fd, view):]
+
+    return send

@@ -1,0 +1,133 @@
+"""Judge side: how the judge is driven. `--serve` (the validator pool and one-shot runs of the extension and the
+CLI): torch imported once, then one JSON request a line on stdin, one answer a line on stdout. Without `--serve`:
+one file from the command line (tests)."""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import sys
+import tempfile
+from typing import Any, Dict, List, Optional
+
+from .judge import Place, judge
+
+
+def not_dumpable() -> None:
+    """Make this process untraceable and its /proc entries (fds, memory, environment) unreadable by processes
+    without privileges over it: the workers and what they start cannot reach the judge's verdict pipe."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what a block leaves behind stays ours to kill
+    except (OSError, AttributeError):
+        pass
+
+
+def parse_original(value: Any) -> Optional[Dict[str, Any]]:
+    """The original class to compare with: {"module", "class", "path" (a folder for sys.path, or null), "file" and
+    "blob" (the indexed source, checked), "builder"}."""
+    try:
+        got = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return None
+    if not isinstance(got, dict) or not isinstance(got.get("module"), str) or not isinstance(got.get("class"), str):
+        return None
+    builder = got.get("builder")
+    ok_builder = isinstance(builder, dict) and isinstance(builder.get("module"), str) and isinstance(builder.get("name"), str)
+    text = lambda k: got.get(k) if isinstance(got.get(k), str) else None  # noqa: E731
+    return {"module": got["module"], "class": got["class"], "path": text("path"), "file": text("file"), "blob": text("blob"),
+            "builder": {"module": builder["module"], "name": builder["name"]} if ok_builder else None}
+
+
+def parse_candidates(text: Any) -> List[Dict[str, Any]]:
+    try:
+        given = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return []
+    return [g for g in given if isinstance(g, dict)] if isinstance(given, list) else []
+
+
+def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
+    """What the workers are told of a job."""
+    out = {"class": req.get("class"), "candidates": parse_candidates(req.get("candidates", [])),
+           "native": [str(n) for n in req.get("native", []) if isinstance(n, str)], "builder": req.get("builder")}
+    if isinstance(req.get("no_original"), str):
+        out["no_original"] = req["no_original"]
+    return out
+
+
+def main(argv: List[str]) -> int:
+    """Command line: FILE [--class NAME] [--candidates JSON] [--native a,b] [--memory-mb N] [--timeout S]
+    [--builder NAME] [--original JSON]."""
+    parser = argparse.ArgumentParser(description="Validate one pulled block file and print its report as JSON.")
+    parser.add_argument("file")
+    parser.add_argument("--class", dest="class_name")
+    parser.add_argument("--candidates", default="[]", help="JSON list of {args, kwargs} to try first")
+    parser.add_argument("--native", default="", help="comma-separated modules known to be compiled extensions")
+    parser.add_argument("--memory-mb", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--builder", help="a function of the file that builds the block without arguments")
+    parser.add_argument("--original", help='JSON {"module", "class", "path"}: the class the file was pulled from, to compare')
+    opts = parser.parse_args(argv)
+    not_dumpable()
+    request = request_of({"class": opts.class_name, "candidates": opts.candidates, "builder": opts.builder,
+                          "native": [n for n in opts.native.split(",") if n]})
+    before = os.getcwd()
+    with tempfile.TemporaryDirectory() as work:
+        report = judge(os.path.abspath(opts.file), request, Place(work), opts.memory_mb, opts.timeout,
+                       original=parse_original(opts.original))
+        os.chdir(before)
+    sys.stdout.write(json.dumps(report) + "\n")
+    sys.stdout.flush()
+    return 0 if report["ok"] else 1
+
+
+def serve() -> int:
+    """--serve: imports torch once (a trusted import, before any block's code); then, for each request on stdin
+    ({"id", "file", "class", "candidates", "native", "builder", "memory_mb", "timeout_s", "original", "work",
+    "scratch"}), validates in workers forked from this warm process, each in a fresh project folder under `work`
+    (emptied, with every folder of `scratch`, before each worker), and answers {"id", "report"}. A line on stdin while
+    a job runs cancels it; the end of stdin ends everything."""
+    not_dumpable()
+    try:
+        import torch  # noqa: F401 - warm: what every worker would import first
+        import torch.nn  # noqa: F401
+    except Exception:  # noqa: BLE001 - a torch-less interpreter still serves (and workers report it)
+        pass
+    answer = sys.stdout
+    answer.write(json.dumps({"ready": True}) + "\n")
+    answer.flush()
+    pending = b""
+    home = os.getcwd()
+    while True:
+        while b"\n" not in pending:
+            data = os.read(0, 1 << 16)
+            if not data:
+                return 0
+            pending += data
+        line, pending = pending.split(b"\n", 1)
+        if not line.strip() or line.strip() == b"cancel":  # a cancel that came after its job ended
+            continue
+        try:
+            req = json.loads(line)
+            rid, path, work = req["id"], str(req["file"]), str(req["work"])
+            scratch = [str(s) for s in req.get("scratch", [])]
+        except (ValueError, KeyError, TypeError) as exc:
+            answer.write(json.dumps({"id": None, "error": f"bad request: {exc}"}) + "\n")
+            answer.flush()
+            continue
+        if pending.strip().startswith(b"cancel"):  # cancelled before the job started
+            report = {"file": path, "tier": None, "ok": False, "category": "cancelled", "message": "validation cancelled"}
+            pending = b""
+        else:
+            os.environ["HOME"] = work
+            report = judge(path, request_of(req), Place(work, scratch), int(req.get("memory_mb", 0)),
+                           float(req.get("timeout_s", 600)), 0, parse_original(req.get("original")))
+            os.chdir(home)
+            Place(work, scratch).clear()
+        answer.write(json.dumps({"id": rid, "report": report}) + "\n")
+        answer.flush()
+        if report.get("category") == "cancelled" and report.get("message") == "the caller went away":
+            return 0

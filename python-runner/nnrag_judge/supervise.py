@@ -1,0 +1,297 @@
+"""Judge side: forking a worker and watching it. The worker gets its own pipes (frames on one, everything it prints on
+the other), a fresh private copy of the worker modules (none in `sys.modules`), and a fresh folder; the judge reads
+until the worker ends, the time or memory limit is hit or the caller cancels, then kills everything it left."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import select
+import shutil
+import sys
+import time
+import types
+from typing import Any, Dict, List, Optional, Tuple
+
+from .protocol import FRAME, MAX_HEADER, MAX_VALUES
+
+OUTPUT_CAP = 16 << 20  # bytes the block may print before it is stopped
+OUTPUT_TAIL = 4000
+POLL_S = 0.1
+MEMORY_EVERY_S = 0.25
+HERE = os.path.dirname(os.path.abspath(__file__))
+# the modules a worker runs, in the order they import each other; read once, loaded afresh in each worker
+WORKER_MODULES = ("protocol", "loading", "arguments", "inputs", "evidence", "worker")
+SOURCES: Dict[str, Tuple[str, str]] = {}
+for _name in WORKER_MODULES:
+    with open(os.path.join(HERE, f"{_name}.py"), encoding="utf-8") as _fh:
+        SOURCES[_name] = (os.path.join(HERE, f"{_name}.py"), _fh.read())
+
+
+def not_dumpable() -> None:
+    """Make this process untraceable and its /proc entries (fds, memory, environment) unreadable by processes
+    without privileges over it: the worker and what it starts cannot reach the judge's verdict pipe."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the block leaves behind stays ours to kill
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def descendants(root: int) -> List[int]:
+    """Every process below `root`, from /proc (children found through their parents)."""
+    parents: Dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+            parents[int(entry)] = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found: List[int] = []
+    frontier = [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in found:
+                found.append(child)
+                frontier.append(child)
+    return found
+
+
+def kill_descendants() -> None:
+    """Kill and reap everything this process started (and, as a subreaper, what they left behind)."""
+    for _ in range(50):
+        pids = descendants(os.getpid())
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                    time.sleep(0.01)
+            except ChildProcessError:
+                break
+
+
+def memory_in_use(pids: List[int]) -> int:
+    """Bytes of anonymous and shared memory the processes hold (RssAnon + RssShmem: shared mappings count)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith((b"RssAnon:", b"RssShmem:")):
+                        total += int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+class Job:
+    """One validation as the judge sees it: what the worker said, what it printed, how it ended."""
+
+    def __init__(self) -> None:
+        self.frames: List[Tuple[Dict[str, Any], bytes]] = []
+        self.buffer = b""
+        self.tail = b""
+        self.printed = 0
+        self.problem: Optional[Tuple[str, str]] = None
+        self.status: Optional[int] = None
+        self.received = 0
+
+    def feed(self, data: bytes) -> None:
+        """Frames from the worker; a malformed or oversized one is a problem, never a result."""
+        self.buffer += data
+        self.received += len(data)
+        if self.received > 3 * MAX_VALUES * 8:
+            self.problem = ("output", "the worker sent more than its values' budget")
+            return
+        while len(self.buffer) >= FRAME.size:
+            head_len, blob_len = FRAME.unpack_from(self.buffer)
+            if head_len > MAX_HEADER or blob_len > MAX_VALUES * 8:
+                self.problem = ("tampered", "the block wrote to the validator's channel (an oversized frame)")
+                return
+            end = FRAME.size + head_len + blob_len
+            if len(self.buffer) < end:
+                return
+            try:
+                header = json.loads(self.buffer[FRAME.size:FRAME.size + head_len].decode("utf-8"))
+                if not isinstance(header, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                self.problem = ("tampered", "the block wrote to the validator's channel (a frame that is not ours)")
+                return
+            self.frames.append((header, bytes(self.buffer[FRAME.size + head_len:end])))
+            self.buffer = self.buffer[end:]
+
+    def output(self, data: bytes) -> None:
+        self.printed += len(data)
+        self.tail = (self.tail + data)[-OUTPUT_TAIL:]
+        if self.printed > OUTPUT_CAP:
+            self.problem = ("output", f"the block printed more than {OUTPUT_CAP >> 20} MB")
+
+
+def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[int], timeout_s: float,
+              memory_mb: int) -> None:
+    """Read the worker's frames and output until it ends, the time or memory limit is hit, or the caller goes away
+    (end of `control`) or cancels (a line on it)."""
+    deadline = time.monotonic() + timeout_s
+    next_memory = 0.0
+    fds = [events, printed] + ([control] if control is not None else [])
+    while job.problem is None:
+        if job.status is None:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                job.status = status
+        ready, _, _ = select.select(fds, [], [], 0 if job.status is not None else POLL_S)
+        if job.status is not None and not ready:
+            return
+        for fd in ready:
+            data = os.read(fd, 1 << 16)
+            if fd == control:
+                job.problem = ("cancelled", "validation cancelled") if data else ("cancelled", "the caller went away")
+            elif not data:
+                fds.remove(fd)
+            elif fd == printed:
+                job.output(data)
+            else:
+                job.feed(data)
+        now = time.monotonic()
+        if now > deadline:
+            job.problem = ("timeout", f"no result within {timeout_s:g} s")
+        elif memory_mb and now >= next_memory:
+            next_memory = now + MEMORY_EVERY_S
+            used = memory_in_use(descendants(os.getpid()))
+            if used > memory_mb << 20:
+                job.problem = ("memory", f"the block used {used >> 20} MB, over the limit of {memory_mb} MB")
+
+
+def private_worker() -> Any:
+    """In a forked worker: the worker modules loaded afresh under a random package name, then removed from
+    `sys.modules` with every module of the judge, and the runner's folder taken off the path. Returns the entry."""
+    package = "_" + os.urandom(6).hex()
+    root = types.ModuleType(package)
+    root.__path__ = []
+    sys.modules[package] = root
+    for name in WORKER_MODULES:
+        path, text = SOURCES[name]
+        module = types.ModuleType(f"{package}.{name}")
+        module.__file__ = path
+        module.__package__ = package
+        sys.modules[module.__name__] = module
+        exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - our own source, read at start
+    entry = sys.modules[f"{package}.worker"].entry
+    for name in list(sys.modules):
+        if name.split(".")[0] in (package, "nnrag_judge"):
+            del sys.modules[name]
+    top = os.path.dirname(HERE)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != top]
+    return entry
+
+
+def run_worker(role: str, request: Dict[str, Any], memory_mb: int, timeout_s: float, control: Optional[int]) -> Job:
+    """Fork a worker for `role` with its two pipes, supervise it, then kill whatever is left of it."""
+    events_r, events_w = os.pipe()
+    printed_r, printed_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(printed_w, 1)
+            os.dup2(printed_w, 2)
+            keep = 3 if events_w == 3 else os.dup2(events_w, 3)
+            os.closerange(keep + 1, 1 << 16)
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+            private_worker()(3, role, request, memory_mb)
+        finally:
+            os._exit(3)
+    os.close(events_w)
+    os.close(printed_w)
+    job = Job()
+    try:
+        supervise(job, pid, events_r, printed_r, control, timeout_s, memory_mb)
+    finally:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+        kill_descendants()
+        if job.status is None:
+            try:
+                job.status = os.waitpid(pid, 0)[1]
+            except ChildProcessError:
+                pass
+        os.close(events_r)
+        os.close(printed_r)
+    return job
+
+
+def empty(folder: str) -> None:
+    """Remove everything inside `folder` (not the folder): what one worker left is gone before the next starts."""
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        path = os.path.join(folder, entry)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def fresh_folder(work: str, scratch: List[str], source: str, name: str) -> str:
+    """Every folder a worker can write emptied (its work folder, and in the sandbox its private /tmp and /dev/shm),
+    then a project folder of an unpredictable name made exclusively in the work folder, holding a copy of the file
+    under test and the helper modules beside it. Returns the copy's path."""
+    for folder in [work, *scratch]:
+        empty(folder)
+    os.makedirs(work, exist_ok=True)
+    while True:
+        project = os.path.join(work, f"{name}-{os.urandom(4).hex()}")
+        try:
+            os.mkdir(project, 0o700)
+            break
+        except FileExistsError:
+            continue
+    here = os.path.dirname(source)
+    for entry in os.listdir(here):
+        if entry.endswith(".py") and os.path.isfile(os.path.join(here, entry)) and not os.path.islink(os.path.join(here, entry)):
+            shutil.copyfile(os.path.join(here, entry), os.path.join(project, entry))
+    return os.path.join(project, os.path.basename(source))
+
+
+def tail_text(job: Job) -> str:
+    return job.tail.decode("utf-8", "replace")
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "it printed nothing"
+
+
+
+
