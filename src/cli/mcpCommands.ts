@@ -12,6 +12,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { errorMessage, NnragError } from '../core/base/errors';
+import { fileNameProblem } from '../core/emit/moduleNames';
 import { PythonParser } from '../core/parse/parser';
 import { openPullSession, pullBlock, requirementsText } from '../core/pull/pull';
 import type { PullSession } from '../core/pull/pull';
@@ -21,6 +22,7 @@ import type { SearchHit } from '../core/search/search';
 import { blockSpec } from '../core/specification/specification';
 import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
+import { importableModules } from '../core/validate/sandbox';
 import { findTarget } from '../core/store/target';
 import { VERSION } from '../shared/version';
 import { dbPath, EXIT, flag, openDb, opt, parse, pythonOf } from './env';
@@ -144,7 +146,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
         target: z.string().min(1).describe('A target from search_blocks'),
         destination: z.string().min(1).describe('The .py file to write: a path inside one of the roots (relative paths are taken from the first root)'),
         validate: z.boolean().optional().describe('Run and check the pulled file (default: true when the server allows validation)'),
-        force: z.boolean().optional().describe('Replace a file that was not pulled, or was edited since it was pulled'),
+        force: z.boolean().optional().describe('Refused when true: a tool never replaces a file that was not pulled or was edited since; only a person can (in the editor, with the diff)'),
       },
     },
     async ({ target, destination, validate, force }, extra) => {
@@ -153,6 +155,11 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       const file = path.isAbsolute(destination) ? path.resolve(destination) : path.resolve(allowed[0], destination);
       if (!file.endsWith('.py')) return toolError(`destination must be a .py file, not ${destination}`);
       if (!inside(file, allowed)) return toolError(`refused: ${file} is outside the roots nn-rag may write under (${allowed.join(', ')})`);
+      if (force === true) return toolError('refused: force is not for tools; a file that was not pulled, or was edited since its pull, is replaced only by a person (in the editor, with the diff)');
+      const installed = python ? await importableModules(python, [path.basename(file, '.py')]) : new Set<string>();
+      const badName = fileNameProblem(path.basename(file), installed);
+      if (badName) return toolError(`refused: ${badName}`);
+      const root = allowed.find((r) => file === r || file.startsWith(r.endsWith(path.sep) ? r : r + path.sep)) ?? path.dirname(file);
       const wantValidate = validate ?? allowValidate;
       if (wantValidate && !allowValidate) return toolError('validation runs the block\'s code and is off: start nn-rag mcp with --allow-validate, or pull with validate: false');
       const progress = extra._meta?.progressToken;
@@ -161,12 +168,12 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       };
       try {
         const ref = findTarget(db, target);
-        await fsp.mkdir(path.dirname(file), { recursive: true });
         await say(0, `pulling ${ref.name}`);
         const report = await pullBlock(pulls(), ref, {
           parser,
           out: file,
-          force: force === true,
+          root,
+          force: false,
           validate: wantValidate,
           python,
           runner: env.assets.runner,

@@ -16,7 +16,7 @@ import { loadModuleTable } from '../core/resolve/loadTable';
 import { ValidatorPool } from '../core/validate/validatorPool';
 import { isToolFault, TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
-import { joinInside } from '../core/emit/writeSafe';
+import { joinInside, writeText } from '../core/emit/writeSafe';
 import { flag, intOpt, opt, pythonOf } from './env';
 import { EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
@@ -292,7 +292,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
       try {
         const ref = findTarget(db, target);
         const out = joinInside(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
-        const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out, pool });
+        const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out, root: outDir, pool });
         items[i] = {
           target,
           status: r.status,
@@ -330,8 +330,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     const finished = items.filter((x): x is BatchItem => x !== undefined);
     await db.save();
     const summary = summarise(finished, targets.length, (performance.now() - started) / 1000, validate, pool ? jobs : 1);
-    await fsp.mkdir(outDir, { recursive: true });
-    await fsp.writeFile(path.join(outDir, 'report.json'), JSON.stringify({ summary, items: finished }, null, 1), 'utf8');
+    await writeText(path.join(outDir, 'report.json'), JSON.stringify({ summary, items: finished }, null, 1), outDir);
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify({ ...summary, report: path.join(outDir, 'report.json') })}\n`);
     } else {

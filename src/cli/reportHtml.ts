@@ -2,9 +2,13 @@
 import type { ExtractionReport } from './specCommands';
 
 const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** A count read from a report file: a finite number, else 0 (a report.json may come from anywhere). */
+const num = (n: unknown): number => (typeof n === 'number' && Number.isFinite(n) ? n : 0);
 
 /** A horizontal bar chart: one labelled bar per entry, scaled to `max`. */
-function bars(title: string, entries: [string, number][], max: number, colour: string): string {
+function bars(title: string, given: [string, number][], max: number, colour: string): string {
+  const entries = given.map(([label, n]): [string, number] => [String(label), num(n)]);
+  max = num(max);
   const rowH = 26;
   const labelW = 170;
   const width = 640;
@@ -15,7 +19,7 @@ function bars(title: string, entries: [string, number][], max: number, colour: s
       const y = 30 + i * rowH;
       const w = max > 0 ? Math.max(1, Math.round((barW * n) / max)) : 1;
       return `<text x="${labelW - 8}" y="${y + 15}" text-anchor="end">${esc(label)}</text>
-<rect x="${labelW}" y="${y}" width="${w}" height="18" rx="3" fill="${colour}"><title>${esc(label)}: ${n}</title></rect>
+<rect x="${labelW}" y="${y}" width="${w}" height="18" rx="3" fill="${esc(colour)}"><title>${esc(label)}: ${n}</title></rect>
 <text x="${labelW + w + 6}" y="${y + 14}">${n}</text>`;
     })
     .join('\n');

@@ -2,7 +2,7 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { findTarget, listBlockTargets } from '../core/store/target';
-import { joinInside } from '../core/emit/writeSafe';
+import { joinInside, writeText } from '../core/emit/writeSafe';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { indexStats } from '../core/store/stats';
 import type { IndexStats } from '../core/store/stats';
@@ -40,8 +40,7 @@ export async function specCommand(argv: string[], env: CliEnv): Promise<number> 
         const ref = findTarget(db, target);
         const spec = await blockSpec(db, ref, parser, session);
         const file = joinInside(outDir, ref.repo, `${ref.module}.${ref.name}.json`);
-        await fsp.mkdir(path.dirname(file), { recursive: true });
-        await fsp.writeFile(file, `${JSON.stringify(spec, null, 1)}\n`, 'utf8');
+        await writeText(file, `${JSON.stringify(spec, null, 1)}\n`, outDir);
         index.push({ target, file: path.relative(outDir, file) });
       } catch (err) {
         index.push({ target, error: errorMessage(err) });

@@ -4,26 +4,21 @@ import * as vscode from 'vscode';
 import { requirementsText } from '../core/validate/requirements';
 import { scopeInEffect, setting } from './config';
 import type { DependencyTreeProvider } from './dependencyTree';
-import { STDLIB } from '../core/emit/stdlib';
 import type { PullReport } from '../core/pull/pull';
 import type { SearchHit } from '../core/search/search';
 import { repositoryNames } from '../core/sources/names';
 import type { SourceConfig } from '../core/sources/types';
 import { EDITOR_BUILDER_BUDGET_S, ExplainDependencies, GetPulledStatus, GetSandbox, PullBlock, PullTogether, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch, WriteManifests } from '../shared/protocol';
 import type { IndexStatus, TreeNode } from '../shared/protocol';
-import { PROTECTED_PACKAGES, snakeCase } from '../shared/moduleNames';
+import { fileNameProblem, snakeCase } from '../core/emit/moduleNames';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
 import type { InterpreterService } from './interpreter';
 
 
-/** Why a file name cannot hold a pulled block, or undefined when it can. */
+/** Why a file name cannot hold a pulled block, or undefined when it can (the rules of core's fileNameProblem). */
 export function checkFileName(name: string): string | undefined {
-  if (/[\\/]/.test(name) || name.includes('..')) return vscode.l10n.t('A file name only, without folders');
-  if (!/^[A-Za-z_][A-Za-z0-9_]*\.py$/.test(name)) return vscode.l10n.t('Use a Python module name ending in .py (letters, digits, _)');
-  const module = name.slice(0, -3);
-  if (STDLIB.has(module) || PROTECTED_PACKAGES.has(module)) return vscode.l10n.t("'{0}' would shadow the module of that name", module);
-  return undefined;
+  return fileNameProblem(name);
 }
 
 

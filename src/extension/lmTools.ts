@@ -9,7 +9,7 @@ import * as vscode from 'vscode';
 import { GetBlockDetails, SearchBlocks } from '../shared/protocol';
 import type { Deps } from './commands';
 import { checkFileName, pullIntoWorkspace } from './commands';
-import { snakeCase } from '../shared/moduleNames';
+import { snakeCase } from '../core/emit/moduleNames';
 import { setting } from './config';
 
 /** The parts of the language-model tools API this file uses (typed here: the extension builds against VS Code 1.90's types). */

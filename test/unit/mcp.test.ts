@@ -90,7 +90,7 @@ describe('nn-rag mcp: the index for code assistants (the SDK client over stdio, 
 
   it('stops a cancelled call and goes on answering', async () => {
     const controller = new AbortController();
-    const pending = call('pull_block', { target: 'tinyblocks.blocks.ResidualBlock', destination: 'blocks/cancelled.py', force: true }, { signal: controller.signal });
+    const pending = call('pull_block', { target: 'tinyblocks.blocks.ResidualBlock', destination: 'blocks/cancelled.py' }, { signal: controller.signal });
     setTimeout(() => controller.abort(), 50);
     await assert.rejects(pending, /abort/i);
     const after = JSON.parse((await call('index_status', {})).content[0].text);

@@ -3,6 +3,7 @@
  * colliding names renamed consistently, nothing the block does not use.
  */
 import { createHash } from 'crypto';
+import { NnragError } from '../base/errors';
 import type { ParsedModule } from '../parse/types';
 import type { ClosureResult, ExternalImport, UnitNode } from '../resolve/closure';
 import { symbolKey } from '../resolve/closure';
@@ -418,7 +419,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const providedIds: string[] = [];
   for (const node of order) {
     const parsed = ctx.parsed(node.rec);
-    const whole = unitText(node, parsed, names);
+    const whole = withoutMarkers(unitText(node, parsed, names));
     const isRoot = node.key === closure.root.key;
     const text = ctx.shorten && !isRoot ? ctx.shorten(whole) : whole;
     const u = node.rec.facts.units[node.unit];
@@ -596,14 +597,29 @@ export function replaceProvenance(text: string, prov: Provenance): string {
   return `${text.slice(0, start)}${PROVENANCE_PREFIX}${JSON.stringify(prov)}${text.slice(end)}`;
 }
 
-/** The file's text with `block` (PEP 723 inline metadata) in its header after the coding line, replacing one there. */
+/** The lines tools read as the start or end of a PEP 723 block (`# /// script`, `# ///`), at column 0. */
+const MARKER = /^# \/\/\/(?: [A-Za-z0-9-]+)?$/gm;
+
+/**
+ * Indexed code with tool-read markers indented by one space (`#  /// script`): a repository cannot put a PEP 723
+ * block (dependencies for `uv run`) into a pulled file; only the header the tool writes holds one.
+ */
+export function withoutMarkers(text: string): string {
+  return text.replace(MARKER, (m) => `#  ${m.slice(2)}`);
+}
+
+/** The file's text with `block` (PEP 723 inline metadata) in its header after the coding line, replacing one there.
+ * Refuses a text that would hold a second block. */
 export function withInlineMetadata(text: string, block: string): string {
   const { header, body } = splitPulled(text);
   const lines = header.split('\n');
   const start = lines.indexOf('# /// script');
   if (start >= 0) lines.splice(start, lines.indexOf('# ///', start) - start + 1);
   lines.splice(1, 0, ...block.split('\n'));
-  return `${lines.join('\n')}${body}`;
+  const out = `${lines.join('\n')}${body}`;
+  const opened = out.match(/^# \/\/\/ [A-Za-z0-9-]+$/gm) ?? [];
+  if (opened.length !== 1) throw new NnragError('internal', `the pulled file would hold ${opened.length} inline metadata blocks; none written`);
+  return out;
 }
 
 /** A pulled file's header (through the blank line after the provenance record) and body. */

@@ -9,6 +9,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Requirement } from '../validate/runner';
 import type { Provenance } from './emit';
+import { writeText } from './writeSafe';
 
 export const MANIFEST_SCHEMA = 'nn-rag/manifest@1';
 
@@ -76,10 +77,10 @@ export function manifestPath(file: string): string {
 const locks = new Map<string, Promise<unknown>>();
 
 /** Writes the manifest next to `file` and merges the file's requirements into the folder's required_repos.json. */
-export async function writeManifests(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string): Promise<{ manifest: string; requiredRepos: string }> {
+export async function writeManifests(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string, root?: string): Promise<{ manifest: string; requiredRepos: string }> {
   const key = path.dirname(path.resolve(file));
   const previous = locks.get(key) ?? Promise.resolve();
-  const mine = previous.catch(() => undefined).then(() => writeManifestsNow(file, prov, requirements, baseBody));
+  const mine = previous.catch(() => undefined).then(() => writeManifestsNow(file, prov, requirements, baseBody, root));
   locks.set(key, mine);
   try {
     return await mine;
@@ -88,9 +89,9 @@ export async function writeManifests(file: string, prov: Provenance, requirement
   }
 }
 
-async function writeManifestsNow(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string): Promise<{ manifest: string; requiredRepos: string }> {
+async function writeManifestsNow(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string, root?: string): Promise<{ manifest: string; requiredRepos: string }> {
   const manifest = manifestPath(file);
-  await fsp.writeFile(manifest, `${JSON.stringify(manifestOf(file, prov, baseBody), null, 2)}\n`, 'utf8');
+  await writeText(manifest, `${JSON.stringify(manifestOf(file, prov, baseBody), null, 2)}\n`, root);
 
   const requiredRepos = path.join(path.dirname(file), 'required_repos.json');
   let merged: RequiredRepos = { schema: 'nn-rag/required-repos@1', distributions: {}, missing: {} };
@@ -122,6 +123,6 @@ async function writeManifestsNow(file: string, prov: Provenance, requirements: R
       if (!m.needed_by.includes(me)) m.needed_by.push(me);
     }
   }
-  await fsp.writeFile(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, 'utf8');
+  await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, root);
   return { manifest, requiredRepos };
 }

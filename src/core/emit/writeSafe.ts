@@ -44,14 +44,41 @@ export async function replaceProblem(file: string): Promise<string | undefined> 
 }
 
 /**
- * Writes `content` to `file` by a new temporary file renamed over it, so a link at `file` is replaced, never followed.
- * Without `force`, a file that `replaceProblem` objects to is an error and nothing is written.
+ * Makes sure `dir` is a real folder inside `root`, component by component from `root` down, without following a link
+ * below `root` (a link at `root` or above it is the user's choice and stays); missing folders are made.
  */
-export async function writeSafely(file: string, content: string, force = false): Promise<void> {
-  const problem = await replaceProblem(file);
-  if (problem && !force) throw new NnragError('usage', `${problem}; --force replaces it`);
-  await fsp.mkdir(path.dirname(file), { recursive: true });
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.nnrag-tmp`);
+export async function folderInside(root: string, dir: string): Promise<void> {
+  const base = path.resolve(root);
+  const target = path.resolve(dir);
+  if (target !== base && !target.startsWith(`${base}${path.sep}`)) throw new NnragError('usage', `refusing to write in ${target}: outside ${base}`);
+  await fsp.mkdir(base, { recursive: true });
+  let at = base;
+  for (const part of path.relative(base, target).split(path.sep).filter(Boolean)) {
+    at = path.join(at, part);
+    let st: fs.Stats | undefined;
+    try {
+      st = await fsp.lstat(at);
+    } catch {
+      st = undefined;
+    }
+    if (!st) {
+      await fsp.mkdir(at).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+      st = await fsp.lstat(at);
+    }
+    if (st.isSymbolicLink()) throw new NnragError('usage', `refusing to write through the link ${at} (inside ${base})`);
+    if (!st.isDirectory()) throw new NnragError('usage', `${at} is not a folder`);
+  }
+}
+
+/**
+ * Writes `content` to `file` by a new temporary file renamed over it, so a link at `file` is replaced, never followed;
+ * the folders from `root` (default: the file's own folder) down to the file are checked by `folderInside`.
+ */
+export async function writeText(file: string, content: string, root?: string): Promise<void> {
+  await folderInside(root ?? path.dirname(file), path.dirname(file));
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2, 8)}.tmp`);
   try {
     await fsp.writeFile(tmp, content, { encoding: 'utf8', flag: 'wx' });
     await fsp.rename(tmp, file);
@@ -59,4 +86,14 @@ export async function writeSafely(file: string, content: string, force = false):
     await fsp.rm(tmp, { force: true }).catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * `writeText` for a pulled file: without `force`, a file that `replaceProblem` objects to is an error and nothing
+ * is written.
+ */
+export async function writeSafely(file: string, content: string, force = false, root?: string): Promise<void> {
+  const problem = await replaceProblem(file);
+  if (problem && !force) throw new NnragError('usage', `${problem}; --force replaces it`);
+  await writeText(file, content, root);
 }

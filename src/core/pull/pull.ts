@@ -31,7 +31,7 @@ import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
 import { loadRepoRows, readIndexedFile } from '../store/sourceText';
 import type { RepoRow } from '../store/sourceText';
 import { importableModules, stdlibModules } from '../validate/sandbox';
-import { writeSafely } from '../emit/writeSafe';
+import { writeSafely, writeText } from '../emit/writeSafe';
 import { isValidated, validateFile } from '../validate/runner';
 import type { FailureCategory, OriginalClass, Requirement, Tier, ValidationReport, ValidatorPoolLike } from '../validate/runner';
 
@@ -67,6 +67,8 @@ export interface PullOptions {
   parser: PythonParser;
   /** Where to write the file; undefined: emit in memory only (benchmarks). */
   out?: string;
+  /** The folder the user chose to write under: no link below it is followed (default: the file's own folder). */
+  root?: string;
   python?: string;
   runner?: string;
   validate: boolean;
@@ -301,7 +303,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     timings: { resolve_ms: round(t1 - t0), emit_ms: round(t2 - t1), validate_ms: 0 },
   };
   if (options.out) {
-    await writeSafely(path.resolve(options.out), emitted.code, options.force);
+    await writeSafely(path.resolve(options.out), emitted.code, options.force, options.root);
   }
   /** The file's text, when its header changes after the write above (the verdict, the inline metadata). */
   let final: string | undefined;
@@ -373,10 +375,10 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     // PEP 723: what `uv run` or `pipx run` installs to run the file (versions from the validating interpreter)
     final = withInlineMetadata(final ?? emitted.code, inlineMetadata(report.requirements, emitted.thirdParty));
   }
-  if (options.out && final !== undefined) await fsp.writeFile(options.out, final, 'utf8');
+  if (options.out && final !== undefined) await writeText(path.resolve(options.out), final, options.root);
   if (options.out && options.manifest !== false) {
     // the reviewer's record next to the file, and the distributions it needs (validation tells the versions)
-    const written = await writeManifests(path.resolve(options.out), emitted.provenance, report.requirements, splitPulled(emitted.code).body);
+    const written = await writeManifests(path.resolve(options.out), emitted.provenance, report.requirements, splitPulled(emitted.code).body, options.root);
     report.manifest = written.manifest;
     report.requiredRepos = written.requiredRepos;
   }

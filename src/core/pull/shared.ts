@@ -8,7 +8,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { readProvenance } from '../emit/emit';
 import { STDLIB } from '../emit/stdlib';
-import { PROTECTED_PACKAGES, snakeCase } from '../../shared/moduleNames';
+import { PROTECTED_PACKAGES, snakeCase } from '../emit/moduleNames';
 import { NnragError } from '../base/errors';
 import { writeSafely } from '../emit/writeSafe';
 import type { ClassRef } from '../store/target';

@@ -14,23 +14,39 @@ import { defaultGitName } from './names';
 import { detectLicense, LICENSE_FILES } from './license';
 import type { OpenedSource, RepoInfo, SkippedEntry, SourceConfig, SourceFile } from './types';
 
-/** Checks a git URL and returns it normalised; throws a clear error for anything else. */
+/** Text with every URL's user info and query string (where tokens go) removed, for errors and logs. */
+export function redactUrls(text: string): string {
+  return text
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@'"]*@/gi, '$1')
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s?#'"]*)[?#][^\s'"]*?(?=[:,;.)]?(?:\s|$|['"]))/gi, '$1')
+    .replace(/\b(token|access_token|private_token|password|secret|api_key|key)=[^\s&'"]+/gi, '$1=...');
+}
+
+/** Checks a git URL and returns it normalised; throws a clear error (the URL shown without credentials) otherwise. */
 export function checkGitUrl(raw: string): string {
-  if (raw.startsWith('-')) throw new NnragError('bad-url', `'${raw}' looks like an option, not a repository URL`);
+  const shown = redactUrls(raw);
+  if (raw.startsWith('-')) throw new NnragError('bad-url', `'${shown}' looks like an option, not a repository URL`);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new NnragError('bad-url', `'${raw}' is not a URL; give an http(s) git URL or a local folder`);
+    throw new NnragError('bad-url', `'${shown}' is not a URL; give an http(s) git URL or a local folder`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new NnragError('bad-url', `unsupported URL scheme '${url.protocol}' in '${raw}': only http:// and https:// git URLs are supported`);
+    throw new NnragError('bad-url', `unsupported URL scheme '${url.protocol}' in '${shown}': only http:// and https:// git URLs are supported`);
   }
-  if (!url.hostname) throw new NnragError('bad-url', `no host in '${raw}'`);
-  if (url.username || url.password) {
-    throw new NnragError('bad-url', `'${url.origin}': do not put credentials in the URL; they would be stored in plain text`);
+  if (!url.hostname) throw new NnragError('bad-url', `no host in '${shown}'`);
+  if (url.username || url.password || url.search || url.hash) {
+    throw new NnragError('bad-url', `'${url.origin}${url.pathname}': do not put credentials or a query in the URL; they would be stored in plain text (use a credential helper or the token prompt)`);
   }
   return url.toString().replace(/\/$/, '');
+}
+
+/** What a server answered, as we show it: URLs without credentials, no control characters, one line, short. */
+function serverSaid(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const line = redactUrls(text).replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return line.length > 300 ? `${line.slice(0, 300)}...` : line;
 }
 
 export function looksLikeUrl(s: string): boolean {
@@ -221,13 +237,13 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
     } else {
       // no half clone left behind (retried: a failed clone may still be finishing a write, ENOTEMPTY)
       await fs.promises.rm(gitdir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }).catch(() => undefined);
-      throw new NnragError('git', `cannot clone ${url}${config.ref ? ` at ${config.ref}` : ''}: ${http.stopped ?? errorMessage(err)}`, { cause: err });
+      throw new NnragError('git', `cannot clone ${redactUrls(url)}${config.ref ? ` at ${config.ref}` : ''}: ${serverSaid(http.stopped ?? errorMessage(err))}`, { cause: err });
     }
   }
   try {
     await git.readCommit({ fs, gitdir, oid: commit, cache });
   } catch (err) {
-    throw new NnragError('git', `commit ${commit} of ${url} is not available: ${errorMessage(err)}`);
+    throw new NnragError('git', `commit ${commit} of ${redactUrls(url)} is not available: ${serverSaid(errorMessage(err))}`);
   }
   await git.writeRef({ fs, gitdir, ref: CURRENT_REF, value: commit, force: true });
 
