@@ -200,7 +200,7 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
     return out
 
 
-MAX_VARIANTS = 12
+MAX_VARIANTS = 10
 
 
 def jsonable(value: Any) -> Any:

@@ -213,5 +213,5 @@ def origin_problem(origin: Dict[str, Any], original: Dict[str, Any]) -> Optional
     if isinstance(want, str) and want:
         have = blob_id(got)
         if have != want:
-            return f"the original's file changed since it was indexed ({got}: blob {want[:12]}, now {str(have)[:12]})"
+            return f"the original's file changed since it was indexed or pulled ({got}: blob {want[:12]}, now {str(have)[:12]})"
     return None

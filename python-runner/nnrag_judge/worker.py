@@ -31,7 +31,7 @@ from .protocol import MAX_VALUES, Failure, sender
 # torch's own Module.__call__, taken before the block's code ran
 CALL: Any = None
 # seconds the probes of one side may take, after the forward tier
-PROBE_BUDGET_S = 20
+PROBE_BUDGET_S = 6
 
 
 def find_block(module: Any, name: Optional[str], nn: Any) -> Any:
@@ -189,9 +189,9 @@ def input_list(model: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: O
 
 
 def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any],
-                first: Optional[List[Any]] = None) -> Tuple[bool, Optional[str], Any, List[Any], int]:
-    """Drive forward with the inputs recorded inside a real model (`first`), else inferred ones.
-    Returns (ran, error, output, inputs, index of the inputs in input_list)."""
+                first: Optional[List[Any]] = None, prefer: int = -1) -> Tuple[bool, Optional[str], Any, List[Any], int]:
+    """Drive forward with the inputs recorded inside a real model (`first`), else inferred ones; the input at
+    `prefer` (the one the original ran with) first. Returns (ran, error, output, inputs, index in input_list)."""
     try:
         candidates = input_list(model, torch, nn, kwargs, first)
     except Exception as exc:  # noqa: BLE001
@@ -200,8 +200,13 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
     depth = -1
     started = time.time()
     call = module_call(model)
+    order = list(range(len(candidates)))
+    if 0 <= prefer < len(candidates):
+        order.remove(prefer)
+        order.insert(0, prefer)
     with torch.no_grad():
-        for index, inputs in enumerate(candidates):
+        for index in order:
+            inputs = candidates[index]
             if time.time() - started > FORWARD_BUDGET_S:
                 error = f"{error} (stopped trying inputs after {FORWARD_BUDGET_S} s)"
                 break
@@ -251,12 +256,14 @@ class Found:
 
 
 def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
-           announce: Callable[[Dict[str, Any]], None]) -> Tuple[Optional[Found], List[str], Optional[str], bool]:
-    """Build each attempt and drive it forward until one runs: (found, build errors, forward error, built any)."""
+           announce: Callable[[Dict[str, Any]], None], plan: Optional[Dict[str, Any]] = None) -> Tuple[Optional[Found], List[str], Optional[str], bool]:
+    """Build each attempt and drive it forward until one runs: (found, build errors, forward error, built any). With
+    a plan, the argument set and input the original ran with are tried first."""
     errors: List[str] = []
     forward_error: Optional[str] = None
     built = False
-    for attempt in attempts:
+    preferred = [a for a in attempts if plan is not None and a[0] == plan.get("attempt")]
+    for attempt in preferred + [a for a in attempts if a not in preferred]:
         model, recorded, extra = make(attempt, cls, factory, torch, nn, errors)
         if model is None:
             continue
@@ -269,7 +276,8 @@ def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
                 report["inside"] = extra["inside"]
         announce(report)
         lighter(model)
-        ran, error, out, inputs, index = run_forward(model, cls, torch, nn, extra.get("kwargs", {}), recorded)
+        prefer = plan.get("input", -1) if plan is not None and attempt in preferred and isinstance(plan.get("input"), int) else -1
+        ran, error, out, inputs, index = run_forward(model, cls, torch, nn, extra.get("kwargs", {}), recorded, prefer)
         if ran:
             return Found(attempt, inputs, index, out, recorded), errors, None, True
         forward_error = forward_error or error
@@ -305,14 +313,16 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
             break
         overrides = v.get("overrides") or {}
 
-        def build_variant(overrides: Dict[str, Any] = overrides) -> Any:
+        def build_variant(overrides: Dict[str, Any] = overrides, first: bool = i == 0) -> Any:
+            if first and not overrides:
+                return base  # built as every variant is (seed 0, then lighter), and not run yet
             model, _, _ = make(attempt, cls, factory, torch, nn, [], overrides)
             if model is None:
                 raise RuntimeError("does not build")
             lighter(model)
             return model
 
-        seeds = [1, 2, 3] if i == 0 else [1]
+        seeds = [1, 2] if i == 0 else [1]
         probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget)
         done.append(str(v.get("label")))
     send({"probed": {"variants": done}})
@@ -334,8 +344,10 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
     builder = req.get("builder")
     factory = getattr(module, builder, None) if builder else None
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
+    plan = req.get("plan") if isinstance(req.get("plan"), dict) else None
     found, errors, forward_error, built = search(cls, attempts, factory, torch, nn,
-                                                 lambda r: send(dict(r, tier="instantiated", builder=builder) if r.get("builder") else dict(r, tier="instantiated")))
+                                                 lambda r: send(dict(r, tier="instantiated", builder=builder) if r.get("builder") else dict(r, tier="instantiated")),
+                                                 plan)
     if found is None:
         if not built:
             tried = f" ({len(errors)} argument sets tried)" if len(errors) > 1 else ""
@@ -346,8 +358,8 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
     structure, tensors, values = tensor_evidence(found.out, torch, MAX_VALUES // 2)
     send({"forward": {"input_shapes": [shapes(t) for t in found.inputs], "output": structure, "tensors": tensors,
                       "attempt": found.attempt[0], "input": found.index}}, values)
-    if isinstance(req.get("plan"), dict):
-        probe_plan(send, cls, attempts, factory, req["plan"], torch, nn)
+    if plan is not None:
+        probe_plan(send, cls, attempts, factory, plan, torch, nn)
 
 
 def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any) -> None:

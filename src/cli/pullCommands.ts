@@ -9,16 +9,18 @@ import { findTarget, listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
 import { CancelledError, errorMessage, NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
-import { importRoot, openPullSession, pullBlock, requirementsText } from '../core/pull/pull';
+import { importRoot, openPullSession, originalOfPulled, pullBlock, requirementsText } from '../core/pull/pull';
 import { companionsOf, pullTogether } from '../core/pull/shared';
 import type { PullOptions, PullReport } from '../core/pull/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { ValidatorPool } from '../core/validate/validatorPool';
 import { isToolFault, TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
+import type { OriginalClass, ValidationReport } from '../core/validate/runner';
+import { indexCounts } from '../core/store/stats';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
 import { joinInside, writeText } from '../core/emit/writeSafe';
 import { flag, intOpt, opt, pythonOf } from './env';
-import { EXIT, openDb, parse } from './env';
+import { dbPath, EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
 import type { ParsedArgs } from './env';
 import { linesOf } from '../core/emit/why';
@@ -414,25 +416,48 @@ function describeSummary(s: BatchSummary, reportFile: string): string {
 }
 
 export async function validateCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { python: { value: true }, class: { value: true }, timeout: { value: true }, 'memory-mb': { value: true } });
+  const args = parse(argv, { python: { value: true }, class: { value: true }, timeout: { value: true }, 'memory-mb': { value: true }, db: { value: true } });
   if (args.positionals.length !== 1) throw new NnragError('usage', 'validate needs one FILE');
   const file = args.positionals[0];
+  let text: string;
   try {
-    await fsp.access(file);
+    text = await fsp.readFile(file, 'utf8');
   } catch {
     throw new NnragError('not-found', `no such file: ${file}`);
   }
   await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
-  const report = await validateFile(file, {
+  // a pulled file is compared with the original its header names (at the blob it was pulled from)
+  const prov = readProvenance(text);
+  const edited = prov !== undefined && bodyHash(text) !== prov.hash;
+  let original: OriginalClass | { unavailable: string } | undefined;
+  if (prov) {
+    const db = await openDb(args, env, false, false).catch(() => undefined);
+    if (db && indexCounts(db).repos > 0) original = originalOfPulled(openPullSession(db, loadModuleTable(db)), prov);
+    else original = { unavailable: `no index at ${dbPath(args)} names its original (--db)` };
+    db?.close();
+  }
+  let report = await validateFile(file, {
     python: pythonOf(args, env),
     runner: env.assets.runner,
-    className: opt(args, 'class'),
+    className: opt(args, 'class') ?? prov?.block,
     timeoutMs: intOpt(args, 'timeout', 120) * 1000,
     memoryMb: intOpt(args, 'memory-mb', 4096),
     signal: env.signal,
-    companions: companionsOf(file, await fsp.readFile(file, 'utf8')),
+    companions: companionsOf(file, text),
+    original: original && 'module' in original ? original : undefined,
   });
-  if (flag(args, 'json')) env.out(`${JSON.stringify(report, null, 1)}\n`);
-  else env.out(`${report.ok ? 'validated' : 'failed'}: tier ${report.tier ?? 'none'}${report.category ? ` - ${report.category}: ${report.message}` : ''}\n`);
+  if (original && 'unavailable' in original && report.ok && !report.equivalence) report = { ...report, equivalence: { status: 'unavailable', reason: original.unavailable } };
+  if (edited && report.category === 'differs') report = { ...report, message: `differs from the original (your edits): ${report.message ?? ''}` };
+  if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(prov ? { edited } : {}) }, null, 1)}\n`);
+  else env.out(`${describeValidation(report)}\n`);
   return report.ok ? EXIT.ok : EXIT.failed;
+}
+
+/** One line for a validation: the tier, and what the comparison with the original found or why it was not made. */
+function describeValidation(report: ValidationReport): string {
+  const head = `${report.ok ? 'validated' : 'failed'}: tier ${report.tier ?? 'none'}${report.category ? ` - ${report.category}: ${report.message}` : ''}`;
+  const e = report.equivalence;
+  if (!e || e.status === 'differs') return head;
+  if (e.status === 'equivalent') return `${head} (${e.compared_values ?? '?'} values compared with the original, ${e.tolerance ?? 'equal'}, under ${e.variants?.length ?? 0} argument sets)`;
+  return `${head} (not compared with the original: ${e.reason ?? 'no reason given'})`;
 }

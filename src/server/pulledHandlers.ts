@@ -6,7 +6,7 @@ import { NnragError } from '../core/base/errors';
 import { bodyHash, readProvenance, splitPulled } from '../core/emit/emit';
 import { manifestPath, writeManifests } from '../core/emit/manifest';
 import type { Manifest } from '../core/emit/manifest';
-import { originalOf } from '../core/pull/pull';
+import { originalOfPulled } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
@@ -44,8 +44,9 @@ export function registerPulledHandlers(connection: Connection, service: () => In
     if (!prov) throw new NnragError('bad-source', `${path.basename(file)} has no NN-RAG provenance record`);
     const session = service().pullSession(db);
     const ref = findTarget(db, prov.target);
-    // compared with its original only while it holds no edits of the user's (those are meant to differ)
-    const original = bodyHash(text) === prov.hash ? originalOf(session, ref) : undefined;
+    // compared with its original (at the blob it was pulled from); a file with the user's edits that differs says so
+    const edited = bodyHash(text) !== prov.hash;
+    const original = originalOfPulled(session, prov);
     await fsp.mkdir(scratch(), { recursive: true });
     const dir = await fsp.mkdtemp(path.join(scratch(), 'validate-'));
     try {
@@ -63,6 +64,8 @@ export function registerPulledHandlers(connection: Connection, service: () => In
         signal: signalOf(token),
         pool: service().validator(python, runner(), memoryMb, session),
       });
+      if (edited && validation.category === 'differs') validation.message = `differs from the original (your edits): ${validation.message ?? ''}`;
+      if ('unavailable' in original && validation.ok && !validation.equivalence) validation.equivalence = { status: 'unavailable', reason: original.unavailable };
       return { validation, text: withValidation(text, validation) };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });

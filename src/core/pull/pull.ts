@@ -14,7 +14,8 @@ import type { DependencyGraph, EmitResult, Provenance } from '../emit/emit';
 import { fileSizes } from '../emit/why';
 import type { FileSizes } from '../emit/why';
 import { writeManifests } from '../emit/manifest';
-import { NnragError } from '../base/errors';
+import { errorMessage, NnragError } from '../base/errors';
+import { findTarget } from '../store/target';
 import type { IndexDb } from '../store/database';
 import { allFiles, setValidation } from '../store/files';
 import { unitsDirOf } from '../store/unitsCache';
@@ -213,6 +214,23 @@ export function originalOf(session: PullSession, ref: ClassRef): OriginalClass |
   const file = session.files.get(ref.fileId);
   const source = file ? path.join(repo.root || repo.location, file.path) : undefined;
   return { module: ref.module, class: ref.name, path: folder, ...(source && fs.existsSync(source) ? { file: source, blob: file!.hash } : {}) };
+}
+
+/**
+ * The original of a pulled file, as its header names it: the class in its repository, at the blob it was pulled
+ * from (the judge refuses a file that changed since), or why it cannot be compared.
+ */
+export function originalOfPulled(session: PullSession, prov: Provenance): OriginalClass | { unavailable: string } {
+  let ref: ClassRef;
+  try {
+    ref = findTarget(session.db, prov.target);
+  } catch (err) {
+    return { unavailable: `its original ${prov.target} is not in the index: ${errorMessage(err)}` };
+  }
+  const found = originalOf(session, ref);
+  if (!('module' in found)) return found;
+  const own = prov.definitions.find((d) => d.module === ref.module && d.names.includes(ref.name));
+  return own && found.file ? { ...found, blob: own.blob } : found;
 }
 
 /** The folder a local repository's modules import from (a root that is itself a package: its parent), else null. */
