@@ -73,6 +73,7 @@ export function ensureSandbox() {
 /** Layer check (ESLint), type check and bundles. */
 export function build({ typecheck = true, tests = false, bench = false } = {}) {
   run(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), 'src'], { cwd: ROOT });
+  run(process.execPath, [join(ROOT, 'scripts', 'lintPython.mjs')], { cwd: ROOT });
   if (typecheck) {
     log('build', 'type-checking (tsc --noEmit)');
     run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', ROOT, '--noEmit']);

@@ -92,6 +92,8 @@ def import_file(path: str, native: List[str]) -> Any:
     stem = os.path.splitext(os.path.basename(path))[0]
     name = stem if stem.isidentifier() and stem not in sys.modules else f"_{stem}" if stem.isidentifier() else "block"
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise Failure("import-error", f"{os.path.basename(path)} cannot be imported as a module")
     folder = os.path.dirname(os.path.abspath(path))
     if folder not in sys.path:
         sys.path.append(folder)

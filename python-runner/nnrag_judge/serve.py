@@ -35,10 +35,12 @@ def parse_original(value: Any) -> Optional[Dict[str, Any]]:
     if not isinstance(got, dict) or not isinstance(got.get("module"), str) or not isinstance(got.get("class"), str):
         return None
     builder = got.get("builder")
-    ok_builder = isinstance(builder, dict) and isinstance(builder.get("module"), str) and isinstance(builder.get("name"), str)
+    made = None
+    if isinstance(builder, dict) and isinstance(builder.get("module"), str) and isinstance(builder.get("name"), str):
+        made = {"module": builder["module"], "name": builder["name"]}
     text = lambda k: got.get(k) if isinstance(got.get(k), str) else None  # noqa: E731
     return {"module": got["module"], "class": got["class"], "path": text("path"), "file": text("file"), "blob": text("blob"),
-            "builder": {"module": builder["module"], "name": builder["name"]} if ok_builder else None}
+            "builder": made}
 
 
 def parse_candidates(text: Any) -> List[Dict[str, Any]]:
