@@ -183,3 +183,42 @@ class Forgery(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+GRAPH = """
+import torch
+from torch import nn
+
+
+class MessagePassing(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.lin = nn.Linear(in_channels, out_channels)
+
+    def forward(self, x, edge_index):
+        src, dst = edge_index
+        out = torch.zeros(x.size(0), self.lin.out_features).index_add_(0, dst, self.lin(x)[src])
+        return out
+
+
+class Pool(nn.Module):
+    def forward(self, x, batch):
+        size = int(batch.max()) + 1
+        return torch.zeros(size, x.size(1)).scatter_reduce(0, batch.unsqueeze(1).expand_as(x), x, reduce="amax", include_self=False)
+"""
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class GraphInputs(unittest.TestCase):
+    """Layers that take node features and integer indices get integer index tensors over the nodes."""
+
+    def test_an_edge_index_is_an_integer_pair_over_the_nodes(self) -> None:
+        report = judged(GRAPH, GRAPH, "MessagePassing")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(len(report["input_shapes"]), 2)
+        self.assertEqual(report["input_shapes"][1][0], 2)
+
+    def test_a_batch_vector_is_one_index_per_node(self) -> None:
+        import torch  # noqa: F401 - scatter_reduce is torch 1.12+
+        report = judged(GRAPH, GRAPH, "Pool")
+        self.assertEqual(report["tier"], "equivalent", report)
