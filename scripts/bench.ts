@@ -38,6 +38,9 @@ import { openFolder } from '../src/core/sources/folder';
 import { ValidatorPool } from '../src/core/validate/validatorPool';
 import { IndexService } from '../src/core/service/indexService';
 import { EDITOR_BUILDER_BUDGET_S } from '../src/shared/protocol';
+import { importRoot } from '../src/core/pull/pull';
+import { judgeMutants, score } from '../bench/mutants';
+import type { MutantResult } from '../bench/mutants';
 
 const ROOT = path.resolve(__dirname, '..');
 const ASSETS = {
@@ -272,6 +275,56 @@ function hasTorch(): boolean {
   }
 }
 
+/**
+ * --mutants: the mutation bench over a batch pull. `--mutants-from DIR --db DB` takes a finished `pull --all` (its
+ * report.json); without them, Debian's torchvision is indexed and pulled with validation here. `--python P` judges
+ * with P; `--mutant-blocks N` (40) limits the blocks mutated, taken in target order from those judged equivalent.
+ */
+async function mutationBench(argv: string[]): Promise<void> {
+  const value = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
+  const python = value('--python') ?? PYTHON;
+  const limit = Number(value('--mutant-blocks') ?? 40);
+  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-mutants-'));
+  const cli = path.join(ROOT, 'dist', 'cli.js');
+  let dbFile = value('--db');
+  let from = value('--mutants-from');
+  if (!dbFile || !from) {
+    dbFile = path.join(work, 'index.db');
+    from = path.join(work, 'pulled');
+    execFileSync(process.execPath, [cli, 'index', '--python-env', python, '--packages', 'torchvision', '--db', dbFile], { stdio: 'inherit' });
+    spawnSync(process.execPath, [cli, 'pull', '--all', '--db', dbFile, '--out-dir', from, '--python', python, '--json'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  const report = JSON.parse(await fsp.readFile(path.join(from, 'report.json'), 'utf8')) as { items: { target: string; tier: string | null; out: string }[] };
+  const chosen = report.items.filter((i) => i.tier === 'equivalent').sort((a, b) => a.target.localeCompare(b.target)).slice(0, limit);
+  const { db } = await IndexDb.open(dbFile, { sqlWasm: ASSETS.sqlWasm });
+  const session = openPullSession(db, loadModuleTable(db));
+  const roots = [...new Set([...session.repos.values()].flatMap((r) => importRoot(r) ?? []))];
+  const pool = new ValidatorPool(python, RUNNER, Math.max(1, os.cpus().length), 4096, roots);
+  const results: MutantResult[] = [];
+  let judged = 0;
+  const t0 = performance.now();
+  try {
+    let next = 0;
+    const one = async (): Promise<void> => {
+      while (next < chosen.length) {
+        const item = chosen[next++];
+        const got = await judgeMutants(session, item.out, python, RUNNER, pool, path.join(work, 'judged', String(next)));
+        if (!got) continue;
+        judged++;
+        results.push(...got);
+        process.stderr.write(`[mutants] ${item.target}: ${got.map((r) => `${r.kind} ${r.outcome}`).join(', ')}\n`);
+      }
+    };
+    await Promise.all(Array.from({ length: pool.size }, one));
+  } finally {
+    await pool.close();
+    db.close();
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  console.log(JSON.stringify({ mutation: { python, source: from, blocks_chosen: chosen.length, blocks_judged: judged, seconds: r2(seconds), ...score(results), results } }));
+  await fsp.rm(work, { recursive: true, force: true });
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === '--small-files-child') {
@@ -284,6 +337,10 @@ async function main(): Promise<void> {
   }
   if (argv[0] === '--synthetic-child') {
     await syntheticChild(argv[1], Number(argv[2]));
+    return;
+  }
+  if (argv.includes('--mutants')) {
+    await mutationBench(argv);
     return;
   }
   const scale = argv.includes('--scale') ? Number(argv[argv.indexOf('--scale') + 1]) : 10;

@@ -23,7 +23,7 @@ import type {
 } from './types';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '10';
+export const PARSER_VERSION = '11';
 
 /** Nesting deeper than this is refused (CPython's own parser stops at 200 parentheses). */
 export const MAX_DEPTH = 400;
@@ -590,7 +590,7 @@ class Extractor {
         case 'import_from_statement': {
           const names = new Set<string>();
           if (scope.kind === 'function') {
-            this.recordImport(node, true, false, false, names);
+            this.recordImport(node, true, false, catchesImportError(node), names);
           } else {
             for (const c of node.namedChildren) {
               if (c?.type === 'dotted_name') names.add(c.text.split('.')[0]);
@@ -988,4 +988,33 @@ function registryDecorator(decorator: Node): RegistryUse | undefined {
   if (!text) return undefined;
   const m = /^(.+)\.(register_module|register)$/.exec(text);
   return m ? { registry: m[1], alias } : undefined;
+}
+
+/** Exception names whose handler runs when an import fails. */
+const IMPORT_ERRORS = /^(?:builtins\.)?(?:ImportError|ModuleNotFoundError|Exception|BaseException)$/;
+
+/**
+ * Whether an import inside a function body sits in the body of a `try` (within that function) whose handlers catch
+ * a failed import (`except ImportError`, `ModuleNotFoundError`, `Exception`, a tuple holding one, or a bare
+ * `except`): Python then runs the handler when the module does not exist.
+ */
+export function catchesImportError(node: Node): boolean {
+  let child: Node = node;
+  for (let at = node.parent; at; child = at, at = at.parent) {
+    if (at.type === 'function_definition' || at.type === 'class_definition' || at.type === 'module') return false;
+    if (at.type !== 'try_statement' || !sameNode(at.childForFieldName('body'), child)) continue;
+    for (const clause of at.namedChildren) {
+      if (clause?.type !== 'except_clause') continue;
+      const caught = clause.namedChildren.filter((c): c is Node => !!c && c.type !== 'block' && c.type !== 'comment');
+      if (!caught.length) return true;
+      const first = caught[0].type === 'as_pattern' ? caught[0].namedChildren[0] : caught[0];
+      const names = first?.type === 'tuple' ? first.namedChildren.map((c) => c?.text ?? '') : [first?.text ?? ''];
+      if (names.some((n) => IMPORT_ERRORS.test(n.replace(/\s+/g, '')))) return true;
+    }
+  }
+  return false;
+}
+
+function sameNode(a: Node | null | undefined, b: Node): boolean {
+  return !!a && a.startIndex === b.startIndex && a.endIndex === b.endIndex && a.type === b.type;
 }

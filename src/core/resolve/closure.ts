@@ -584,13 +584,19 @@ async function closeOnce(
           const bound = imp.bound ?? imp.module.split('.')[0];
           return { imp, bound, t: table.resolveImport(rec, imp.kind, imp.level, imp.module, imp.name, bound) };
         });
+      // an import of a module that exists nowhere, under a handler of the failed import, stays as written: Python
+      // runs the handler, at any depth as at module level
+      const handled = ({ imp, t }: (typeof resolved)[number]): boolean => imp.inFunction && imp.guarded && t.kind === 'missing';
+      if (resolved.length && resolved.every(handled)) continue;
       const internal = resolved.some(
-        ({ t }) => t.kind === 'missing' || ((t.kind === 'symbol' || t.kind === 'module') && ctx.inlines(t.mod, rootRec.repoId)),
+        (r) => (r.t.kind === 'missing' && !handled(r)) || ((r.t.kind === 'symbol' || r.t.kind === 'module') && ctx.inlines(r.t.mod, rootRec.repoId)),
       );
       // an import of third-party code stays where it is, as written
       if (!internal) continue;
       const lines: { bound: string; boundKey?: string; to: string; attrs?: { attr: string; to: string }[] }[] = [];
-      for (const { imp, bound, t } of resolved) {
+      for (const r of resolved) {
+        const { imp, bound, t } = r;
+        if (handled(r)) continue;
         if (imp.inFunction && t.kind === 'module' && ctx.inlines(t.mod, rootRec.repoId)) {
           // the module as an object, inside the function: a namespace of the attributes read through the name
           const body = codeOnly(parsed.text.slice(range.end, rec.facts.units[unit].end));
