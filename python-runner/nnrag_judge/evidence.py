@@ -178,7 +178,7 @@ def error_text(exc: BaseException) -> str:
 
 
 def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any], inputs: List[Any], seeds: List[int],
-                  call: Callable[..., Any], torch: Any, budget: List[int]) -> None:
+                  call: Callable[..., Any], torch: Any, budget: List[int], train: bool = True) -> None:
     """One variant of the block, probed as the other side probes it: its state as built, eval outputs per seed, a
     train step's outputs, gradients and state after. One frame per probe, each keyed `label|what`."""
 
@@ -205,6 +205,8 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
             frame(f"eval|{seed}", {"value": d.walk(out)}, d)
         except Exception as exc:  # noqa: BLE001
             frame(f"eval|{seed}", {"error": error_text(exc), "error_type": type(exc).__name__})
+    if not train:
+        return
     d = Digest(torch, budget)
     try:
         model.train()

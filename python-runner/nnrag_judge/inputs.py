@@ -75,6 +75,8 @@ def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[
     for shape in [(2, 3, 32, 32), (2, 16, 16, 16), (2, 8, 16), (2, 16), (2, 3, 64, 64), (2, 32, 16, 16),
                   (2, 64, 8, 8), (2, 3, 16, 16, 16), (2, 16, 32), (2, 3, 224, 224)]:
         cands.append([torch.randn(*shape)])
+    # images as a decoder gives them (transforms that take only uint8)
+    cands.append([torch.randint(0, 256, (2, 3, 32, 32), dtype=torch.uint8)])
     return cands
 
 

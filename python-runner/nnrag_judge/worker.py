@@ -32,6 +32,9 @@ from .protocol import MAX_VALUES, Failure, sender
 CALL: Any = None
 # seconds the probes of one side may take, after the forward tier
 PROBE_BUDGET_S = 6
+# a block whose forward takes longer than this is probed lighter: one seed, a train step for the base set only
+HEAVY_S = 0.5
+LAST_FORWARD_S = [0.0]
 
 
 def find_block(module: Any, name: Optional[str], nn: Any) -> Any:
@@ -212,7 +215,9 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
                 break
             try:
                 seed_all(1, torch)
+                began = time.time()
                 out = call(model, *inputs)
+                LAST_FORWARD_S[0] = time.time() - began
             except MemoryError:
                 raise Failure("memory", "out of memory in forward")
             except Exception as exc:  # noqa: BLE001
@@ -322,8 +327,9 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
             lighter(model)
             return model
 
-        seeds = [1, 2] if i == 0 else [1]
-        probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget)
+        heavy = bool(plan.get("heavy"))
+        seeds = [1, 2] if i == 0 and not heavy else [1]
+        probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0 or not heavy)
         done.append(str(v.get("label")))
     send({"probed": {"variants": done}})
 
@@ -395,7 +401,8 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     send({"reached": "forward"})
     key, args, kwargs = found.attempt
     chosen = variants(cls, args, kwargs, cls) if key != "builder" else [({}, f"built by {original.get('builder', {}).get('name', 'its builder')}()")]
-    plan = {"attempt": key, "input": found.index, "variants": [{"label": label, "overrides": o} for o, label in chosen]}
+    plan = {"attempt": key, "input": found.index, "variants": [{"label": label, "overrides": o} for o, label in chosen],
+            "heavy": LAST_FORWARD_S[0] > HEAVY_S}
     send({"plan": plan})
     probe_plan(send, cls, attempts, factory, plan, torch, nn)
 
