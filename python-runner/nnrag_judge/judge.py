@@ -150,6 +150,9 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
             raise
         if side is not None:
             report["equivalence"] = equivalence_of(side, result, report)
+            unexercised = not_exercised(tree, result.probed)
+            if unexercised is not None:
+                report["equivalence"]["not_exercised"] = unexercised
             if report["equivalence"]["status"] == "equivalent":
                 reach("equivalent")
         elif request.get("no_original"):
@@ -179,3 +182,22 @@ def equivalence_of(side: OriginalSide, result: Any, report: Dict[str, Any]) -> D
     return record
 
 
+
+
+def not_exercised(tree: Any, probed: Optional[Dict[str, Any]]) -> Optional[List[str]]:
+    """The top-level functions and classes (with methods) of the pulled file none of whose code ran while the copy
+    was probed: a change there would go unseen (a coverage line, from the copy's worker: informative only)."""
+    ran = (probed or {}).get("ran")
+    if not isinstance(ran, list):
+        return None
+    lines = {n for n in ran if isinstance(n, int)}
+    out: List[str] = []
+    for node in getattr(tree, "body", []):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        inner = [n.lineno for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+        starts = set(inner) | {d.lineno for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                               for d in n.decorator_list}
+        if inner and not any(line in lines for line in starts | {node.lineno}):
+            out.append(node.name)
+    return out[:50]

@@ -18,9 +18,10 @@ import importlib
 import inspect
 import os
 import re
+import sys
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from .arguments import constructor_candidates, guess_value, jsonable, variants
 from .evidence import probe_variant, seed_all, tensor_evidence
@@ -289,8 +290,20 @@ def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
     return None, errors, forward_error, built
 
 
+def covering(path: str) -> Tuple[Callable[[], None], Set[int]]:
+    """Start recording which code of `path` runs (the first line of each function called); returns the stop."""
+    seen: Set[int] = set()
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename == path:
+            seen.add(frame.f_code.co_firstlineno)
+
+    sys.setprofile(profile)
+    return (lambda: sys.setprofile(None)), seen
+
+
 def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], factory: Any, plan: Dict[str, Any],
-               torch: Any, nn: Any) -> None:
+               torch: Any, nn: Any, coverage: Optional[str] = None) -> None:
     """Probe the block exactly as the plan says (the same code on both sides): the base argument set's inputs, then
     each variant, until the budget. Ends with a `probed` frame naming the variants done."""
     attempt = next((a for a in attempts if a[0] == plan.get("attempt")), None)
@@ -312,6 +325,7 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
     budget = [MAX_VALUES // 2]
     started = time.time()
     done = []
+    stop, seen = covering(coverage) if coverage else (None, set())
     call = module_call(base)
     for i, v in enumerate(plan.get("variants", [])):
         if i and time.time() - started > PROBE_BUDGET_S:
@@ -331,7 +345,9 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
         seeds = [1, 2] if i == 0 and not heavy else [1]
         probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0 or not heavy)
         done.append(str(v.get("label")))
-    send({"probed": {"variants": done}})
+    if stop is not None:
+        stop()
+    send({"probed": {"variants": done, **({"ran": sorted(seen)[:5000]} if coverage else {})}})
 
 
 def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any) -> None:
@@ -365,7 +381,7 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
     send({"forward": {"input_shapes": [shapes(t) for t in found.inputs], "output": structure, "tensors": tensors,
                       "attempt": found.attempt[0], "input": found.index}}, values)
     if plan is not None:
-        probe_plan(send, cls, attempts, factory, plan, torch, nn)
+        probe_plan(send, cls, attempts, factory, plan, torch, nn, coverage=req["file"])
 
 
 def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any) -> None:

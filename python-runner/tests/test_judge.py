@@ -222,3 +222,12 @@ class GraphInputs(unittest.TestCase):
         import torch  # noqa: F401 - scatter_reduce is torch 1.12+
         report = judged(GRAPH, GRAPH, "Pool")
         self.assertEqual(report["tier"], "equivalent", report)
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class Coverage(unittest.TestCase):
+    def test_definitions_the_probes_never_ran_are_named(self) -> None:
+        source = ORIGINAL.replace("def scale(x, factor=2.0):", "def never_called(x):\n    return x * 7\n\n\ndef scale(x, factor=2.0):", 1)
+        report = judged(source, source)
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["equivalence"]["not_exercised"], ["never_called"])

@@ -71,6 +71,8 @@ export interface ValidationReport {
     tolerance?: string;
     /** How the original was imported when not plainly (without its package's __init__). */
     original?: string;
+    /** Top-level definitions of the pulled file none of whose code ran while the copy was probed. */
+    not_exercised?: string[];
   };
   /** On a failure: the highest tier the original class reached with the same arguments and inputs. */
   original_passes?: 'instantiated' | 'forward';
