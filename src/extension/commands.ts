@@ -485,7 +485,7 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
     const written = await vscode.workspace.openTextDocument(dest);
     await written.save();
     await vscode.window.showTextDocument(written);
-    await client.request(WriteManifests, { file: dest.fsPath, report });
+    await client.request(WriteManifests, { file: dest.fsPath, report, text });
     log.info(`[pull] ${report.target} -> ${dest.fsPath}: ${report.status} (tier ${report.tier ?? 'none'})`);
     const requirementsFile = vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt'));
     // messages are not awaited: the command resolves with the report while the message waits for the user
@@ -559,13 +559,15 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
       return undefined;
     }
     const edit = new vscode.WorkspaceEdit();
+    const texts: string[] = [];
     for (const [i, dest] of dests.entries()) {
       const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.file(written[i])));
+      texts.push(text);
       await setFileText(edit, dest, text, (await readIfExists(dest)) !== undefined);
     }
     if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', destDir.fsPath));
     for (const dest of dests) await (await vscode.workspace.openTextDocument(dest)).save();
-    for (const [i, r] of result.reports.entries()) await client.request(WriteManifests, { file: dests[i].fsPath, report: r });
+    for (const [i, r] of result.reports.entries()) await client.request(WriteManifests, { file: dests[i].fsPath, report: r, text: texts[i] });
     await vscode.window.showTextDocument(dests[0]);
     log.info(`[pull] ${targets.length} blocks -> ${destDir.fsPath}: ${result.reports.map((r) => `${r.target} ${r.status}${r.tier ? ` (${r.tier})` : ''}`).join(', ')}`);
     const failed = result.reports.filter((r) => r.status === 'failed');

@@ -192,7 +192,7 @@ export function registerPulledCommands(
     const checked = plan.state === 'conflicts' ? undefined : await validate(doc, plan.next);
     await replaceAll(doc, checked?.text ?? plan.next);
     await vscode.window.showTextDocument(doc);
-    if (plan.base !== undefined) await client.request(WriteManifests, { file: doc.uri.fsPath, base: plan.base });
+    if (plan.base !== undefined) await client.request(WriteManifests, { file: doc.uri.fsPath, base: plan.base, text: doc.getText() });
     provider.refresh();
     if (plan.state === 'conflicts') {
       void vscode.window.showWarningMessage(vscode.l10n.t('{0}: updated with {1} conflicts between your edits and upstream; resolve the markers, then NN-RAG: Validate Pulled Block', name, plan.conflicts));

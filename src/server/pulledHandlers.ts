@@ -32,8 +32,8 @@ export function registerPulledHandlers(connection: Connection, service: () => In
     const plan = await planUpdate({ db, parser, session: service().pullSession(db), scratch: scratch() }, text, manifest?.base_body, path.basename(file), path.dirname(file));
     return { state: plan.state, next: plan.next, upstream: plan.upstream, base: plan.base, conflicts: plan.conflicts };
   });
-  onRequest(connection, WriteManifests, async ({ file, report, base }) => {
-    const text = await fsp.readFile(file, 'utf8');
+  onRequest(connection, WriteManifests, async ({ file, report, base, text: given }) => {
+    const text = given ?? (await fsp.readFile(file, 'utf8'));
     const prov = readProvenance(text);
     if (!prov) throw new NnragError('bad-source', `${path.basename(file)} has no NN-RAG provenance record`);
     await writeManifests(file, prov, report?.requirements, base ?? splitPulled(text).body);

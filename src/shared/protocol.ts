@@ -110,7 +110,8 @@ export const PlanUpdate = method<{ file: string; text: string }, { state: Update
  * Client -> server: after the client wrote a pulled file, record it beside the file (NAME.manifest.json,
  * required_repos.json); `base`: the body later updates merge against (default: the file's body as written).
  */
-export const WriteManifests = method<{ file: string; report?: PullReport; base?: string }, void>('nnrag/writeManifests');
+/** `text`: what the client just wrote to `file` (read from disk when absent; a save may not have reached it yet). */
+export const WriteManifests = method<{ file: string; report?: PullReport; base?: string; text?: string }, void>('nnrag/writeManifests');
 /**
  * Client -> server: validate a pulled file's `text` (the editor's, or what an update gives it) in a scratch copy, in the
  * warm validator (cancellable); `text` comes back with the verdict recorded in its header, for the client to apply.
