@@ -35,6 +35,7 @@ CALL: Any = None
 PROBE_BUDGET_S = 6
 # a block whose forward takes longer than this is probed lighter: one seed, a train step for the base set only
 HEAVY_S = 0.5
+HEAVY_VARIANTS = 3
 LAST_FORWARD_S = [0.0]
 
 
@@ -257,8 +258,8 @@ def make(attempt: Attempt, cls: Any, factory: Any, torch: Any, nn: Any, errors: 
 class Found:
     """The first attempt that built and ran forward."""
 
-    def __init__(self, attempt: Attempt, inputs: List[Any], index: int, out: Any, recorded: Optional[List[Any]]) -> None:
-        self.attempt, self.inputs, self.index, self.out, self.recorded = attempt, inputs, index, out, recorded
+    def __init__(self, attempt: Attempt, inputs: List[Any], index: int, out: Any, model: Any) -> None:
+        self.attempt, self.inputs, self.index, self.out, self.model = attempt, inputs, index, out, model
 
 
 def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
@@ -285,7 +286,7 @@ def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
         prefer = plan.get("input", -1) if plan is not None and attempt in preferred and isinstance(plan.get("input"), int) else -1
         ran, error, out, inputs, index = run_forward(model, cls, torch, nn, extra.get("kwargs", {}), recorded, prefer)
         if ran:
-            return Found(attempt, inputs, index, out, recorded), errors, None, True
+            return Found(attempt, inputs, index, out, model), errors, None, True
         forward_error = forward_error or error
     return None, errors, forward_error, built
 
@@ -303,47 +304,52 @@ def covering(path: str) -> Tuple[Callable[[], None], Set[int]]:
 
 
 def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], factory: Any, plan: Dict[str, Any],
-               torch: Any, nn: Any, coverage: Optional[str] = None) -> None:
+               torch: Any, nn: Any, coverage: Optional[str] = None, found: Optional[Found] = None) -> None:
     """Probe the block exactly as the plan says (the same code on both sides): the base argument set's inputs, then
-    each variant, until the budget. Ends with a `probed` frame naming the variants done."""
+    each variant, until the budget. The block the search built and ran is the base when it is the plan's (on both
+    sides alike). Ends with a `probed` frame naming the variants done."""
     attempt = next((a for a in attempts if a[0] == plan.get("attempt")), None)
     if attempt is None:
         send({"probed": {"error": f"no argument set {plan.get('attempt')!r} here"}})
         return
-    errors: List[str] = []
-    base, recorded, extra = make(attempt, cls, factory, torch, nn, errors)
-    if base is None:
-        send({"probed": {"error": f"the argument set that ran does not build: {errors[-1] if errors else '?'}"}})
-        return
-    lighter(base)
-    candidates = input_list(base, torch, nn, extra.get("kwargs", {}), recorded)
-    index = plan.get("input")
-    if not isinstance(index, int) or not 0 <= index < len(candidates):
-        send({"probed": {"error": "the input that ran is not among this side's inputs"}})
-        return
-    inputs = candidates[index]
+    if found is not None and found.attempt[0] == plan.get("attempt") and found.index == plan.get("input"):
+        base, inputs = found.model, found.inputs
+    else:
+        errors: List[str] = []
+        base, recorded, extra = make(attempt, cls, factory, torch, nn, errors)
+        if base is None:
+            send({"probed": {"error": f"the argument set that ran does not build: {errors[-1] if errors else '?'}"}})
+            return
+        lighter(base)
+        candidates = input_list(base, torch, nn, extra.get("kwargs", {}), recorded)
+        index = plan.get("input")
+        if not isinstance(index, int) or not 0 <= index < len(candidates):
+            send({"probed": {"error": "the input that ran is not among this side's inputs"}})
+            return
+        inputs = candidates[index]
     budget = [MAX_VALUES // 2]
     started = time.time()
     done = []
     stop, seen = covering(coverage) if coverage else (None, set())
     call = module_call(base)
-    for i, v in enumerate(plan.get("variants", [])):
+    heavy = bool(plan.get("heavy"))
+    for i, v in enumerate(plan.get("variants", [])[:HEAVY_VARIANTS if heavy else None]):
         if i and time.time() - started > PROBE_BUDGET_S:
             break
         overrides = v.get("overrides") or {}
 
         def build_variant(overrides: Dict[str, Any] = overrides, first: bool = i == 0) -> Any:
             if first and not overrides:
-                return base  # built as every variant is (seed 0, then lighter), and not run yet
+                return base  # built as every variant is (seed 0, then lighter)
             model, _, _ = make(attempt, cls, factory, torch, nn, [], overrides)
             if model is None:
                 raise RuntimeError("does not build")
             lighter(model)
             return model
 
-        heavy = bool(plan.get("heavy"))
         seeds = [1, 2] if i == 0 and not heavy else [1]
-        probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0 or not heavy)
+        # a train step (gradients, batch statistics, dropout) for the argument set that ran; variants in eval mode
+        probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0)
         done.append(str(v.get("label")))
     if stop is not None:
         stop()
@@ -381,7 +387,7 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
     send({"forward": {"input_shapes": [shapes(t) for t in found.inputs], "output": structure, "tensors": tensors,
                       "attempt": found.attempt[0], "input": found.index}}, values)
     if plan is not None:
-        probe_plan(send, cls, attempts, factory, plan, torch, nn, coverage=req["file"])
+        probe_plan(send, cls, attempts, factory, plan, torch, nn, coverage=req["file"], found=found)
 
 
 def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any) -> None:
@@ -420,7 +426,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     plan = {"attempt": key, "input": found.index, "variants": [{"label": label, "overrides": o} for o, label in chosen],
             "heavy": LAST_FORWARD_S[0] > HEAVY_S}
     send({"plan": plan})
-    probe_plan(send, cls, attempts, factory, plan, torch, nn)
+    probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found)
 
 
 def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
