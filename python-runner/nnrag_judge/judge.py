@@ -16,7 +16,7 @@ from .supervise import Job, empty, fresh_folder, last_line, run_worker, tail_tex
 from .verdict import Frame, verdict
 
 # share of the time limit the original's worker may use; the copy gets what is left
-ORIGINAL_SHARE = 0.45
+ORIGINAL_SHARE = 0.5
 
 
 def progress(tier: str) -> None:
