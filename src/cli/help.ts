@@ -31,7 +31,8 @@ usage:
                      DIR/_nnrag_common.py and imported by each
   nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--repo R] [--limit N] [--start-from N] [--python PY]
               [--jobs N] [--no-pool] [--json]       validation in N warm interpreters (default: one per core)
-  nn-rag validate FILE [--python PY] [--class NAME] [--timeout S] [--memory-mb MB] [--json]
+  nn-rag validate FILE [--db F] [--python PY] [--class NAME] [--timeout S] [--memory-mb MB] [--json]
+                                                    a pulled file is compared with the original its header names
   nn-rag stats [--db F] [--json]
   nn-rag spec TARGET [--db F]                       a neutral JSON specification of a block (no code)
   nn-rag spec --all [--repo R] [--limit N] --out-dir DIR [--db F] [--json]
