@@ -207,6 +207,8 @@ interface BatchItem {
   seconds: number;
   /** The comparison with the original: equivalent, differs, unavailable (or not made). */
   equivalence?: string;
+  /** Why the block was not compared with its original (with `equivalence: unavailable`). */
+  equivalence_reason?: string;
   /** Set when the original passes the tier the copy failed (a fault of the tool). */
   tool_fault?: string;
   /** Lines of the pulled file. */
@@ -304,6 +306,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
           out: r.out,
           seconds: (performance.now() - t0) / 1000,
           equivalence: r.validation?.equivalence?.status,
+          ...(r.validation?.equivalence?.reason ? { equivalence_reason: r.validation.equivalence.reason } : {}),
           lines: r.sizes?.total,
           ...(r.validation && isToolFault(r.validation) ? { tool_fault: `the original reaches ${r.validation.original_passes} with the same arguments` } : {}),
         };
