@@ -201,6 +201,8 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
 
 
 MAX_VARIANTS = 10
+# constructor parameters that count layers, blocks or repeats
+COUNTS = {"depth", "num_layers", "n", "layers", "repeats", "num_blocks", "n_layers", "num_convs", "num_stages"}
 
 
 def jsonable(value: Any) -> Any:
@@ -290,5 +292,8 @@ def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = No
                 out.append(({p.name: other}, f"{p.name}={other!r}"))
         elif isinstance(value, (int, float)) and p.name not in kwargs and value == value and abs(value) < 1e6:
             numeric.append(({p.name: perturbed(value)}, f"{p.name}={perturbed(value)!r}"))
+        elif isinstance(value, int) and not isinstance(value, bool) and p.name in kwargs and 0 < value <= 2 and p.name in COUNTS:
+            # a guessed count of layers or repeats: one more takes the branches a single one skips (`i < n - 1`)
+            numeric.append(({p.name: value + 1}, f"{p.name}={value + 1}"))
     # numbers after the options: a changed default shows in the set that ran already, a perturbed one in its own
     return (out + numeric)[:MAX_VARIANTS]

@@ -348,8 +348,9 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
             return model
 
         seeds = [1, 2] if i == 0 and not heavy else [1]
-        # a train step (gradients, batch statistics, dropout) for the argument set that ran; variants in eval mode
-        probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0)
+        # a train step (gradients, batch statistics, dropout and drop-path branches) for each variant; a heavy
+        # block's for the argument set that ran only
+        probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0 or not heavy)
         done.append(str(v.get("label")))
     if stop is not None:
         stop()
