@@ -67,7 +67,11 @@ def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any
     for _ in range(3):
         try:
             seed_all(0, torch)
-            model = cls(*args, **kwargs)
+            known_memory(torch, True)
+            try:
+                model = cls(*args, **kwargs)
+            finally:
+                known_memory(torch, False)
         except MemoryError:
             raise Failure("memory", f"out of memory while building {cls.__name__}")
         except Exception as exc:  # noqa: BLE001
@@ -101,7 +105,11 @@ def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str]) -
     model really gives it. Returns (block, recorded inputs, name of the containing model)."""
     try:
         seed_all(0, torch)
-        model = factory()
+        known_memory(torch, True)
+        try:
+            model = factory()
+        finally:
+            known_memory(torch, False)
     except MemoryError:
         raise Failure("memory", f"out of memory while building {cls.__name__}")
     except Exception as exc:  # noqa: BLE001
@@ -428,6 +436,21 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
             "heavy": LAST_FORWARD_S[0] > HEAVY_S}
     send({"plan": plan})
     probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found)
+
+
+def known_memory(torch: Any, on: bool) -> None:
+    """While a block is built: uninitialised memory (a parameter made with `torch.empty` and never filled) reads as NaN
+    on both sides rather than as whatever each process's allocator held, where torch can (2.1+: deterministic
+    algorithms, warnings only); otherwise two identical blocks differ. Off again for forward (filling every
+    intermediate tensor doubles its cost)."""
+    deterministic = getattr(getattr(torch, "utils", None), "deterministic", None)
+    if deterministic is None or not hasattr(deterministic, "fill_uninitialized_memory"):
+        return
+    try:
+        torch.use_deterministic_algorithms(on, warn_only=True)
+        deterministic.fill_uninitialized_memory = on
+    except Exception:  # noqa: BLE001 - an older torch: memory stays as it is
+        pass
 
 
 def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:

@@ -231,3 +231,34 @@ class Coverage(unittest.TestCase):
         report = judged(source, source)
         self.assertEqual(report["tier"], "equivalent", report)
         self.assertEqual(report["equivalence"]["not_exercised"], ["never_called"])
+
+
+UNINITIALISED = """
+import torch
+from torch import nn
+
+
+class Lazy(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+        self.table = nn.Parameter(torch.empty(64, dim))  # filled only by a checkpoint
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+
+
+def has_memory_fill() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return hasattr(getattr(torch.utils, "deterministic", None), "fill_uninitialized_memory")
+
+
+@unittest.skipUnless(HAS_TORCH and has_memory_fill(), "needs torch 2.1 or later (uninitialised memory filled)")
+class UninitialisedMemory(unittest.TestCase):
+    def test_a_parameter_made_with_empty_does_not_make_two_identical_blocks_differ(self) -> None:
+        report = judged(UNINITIALISED, UNINITIALISED, "Lazy")
+        self.assertEqual(report["tier"], "equivalent", report)
