@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import math
 import os
 import sys
 import tempfile
@@ -23,6 +24,22 @@ def not_dumpable() -> None:
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what a block leaves behind stays ours to kill
     except (OSError, AttributeError):
         pass
+
+
+def finite(value: Any) -> Any:
+    """A report as strict JSON: a number that is not finite (a largest difference of inf, a NaN read back) becomes
+    its name, since the caller's JSON has no NaN or Infinity and would take the line for noise."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
+
+
+def answer_line(payload: Dict[str, Any]) -> str:
+    return json.dumps(finite(payload), allow_nan=False) + "\n"
 
 
 def parse_original(value: Any) -> Optional[Dict[str, Any]]:
@@ -81,7 +98,7 @@ def main(argv: List[str]) -> int:
         report = judge(os.path.abspath(opts.file), request, Place(work), opts.memory_mb, opts.timeout,
                        original=parse_original(opts.original))
         os.chdir(before)
-    sys.stdout.write(json.dumps(report) + "\n")
+    sys.stdout.write(answer_line(report))
     sys.stdout.flush()
     return 0 if report["ok"] else 1
 
@@ -129,7 +146,7 @@ def serve() -> int:
                            float(req.get("timeout_s", 600)), 0, parse_original(req.get("original")))
             os.chdir(home)
             Place(work, scratch).clear()
-        answer.write(json.dumps({"id": rid, "report": report}) + "\n")
+        answer.write(answer_line({"id": rid, "report": report}))
         answer.flush()
         if report.get("category") == "cancelled" and report.get("message") == "the caller went away":
             return 0

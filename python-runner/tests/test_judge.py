@@ -262,3 +262,27 @@ class UninitialisedMemory(unittest.TestCase):
     def test_a_parameter_made_with_empty_does_not_make_two_identical_blocks_differ(self) -> None:
         report = judged(UNINITIALISED, UNINITIALISED, "Lazy")
         self.assertEqual(report["tier"], "equivalent", report)
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class StrictJson(unittest.TestCase):
+    def test_a_difference_of_inf_is_reported_in_strict_json(self) -> None:
+        copy = ORIGINAL.replace("return x * factor", "return x * factor * float('inf')")
+
+        def refuse(token: str) -> None:
+            raise ValueError(f"not strict JSON: {token}")
+
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "orig", "pk"))
+            open(os.path.join(tmp, "orig", "pk", "__init__.py"), "w").close()
+            with open(os.path.join(tmp, "orig", "pk", "m.py"), "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent(ORIGINAL))
+            path = os.path.join(tmp, "blk.py")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent(copy))
+            original = json.dumps({"module": "pk.m", "class": "Blk", "path": os.path.join(tmp, "orig")})
+            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original],
+                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+        report = json.loads(proc.stdout.strip().splitlines()[-1], parse_constant=refuse)
+        self.assertEqual(report["category"], "differs", report)
+        self.assertEqual(report["equivalence"]["largest_difference"], "inf")
