@@ -104,8 +104,7 @@ class Comparison:
             return
         if not (isinstance(x, dict) and isinstance(y, dict)):
             raise ValueError("a value that is not ours")
-        kind_x = next((k for k in ("$v", "$seq", "$map", "$obj", "$module", "$type", "$t") if k in x), None)
-        kind_y = next((k for k in ("$v", "$seq", "$map", "$obj", "$module", "$type", "$t") if k in y), None)
+        kind_x, kind_y = kind_of(x), kind_of(y)
         if kind_x != kind_y or (kind_x != "$v" and x.get(kind_x) != y.get(kind_y)):
             self.differ(path, f"{describe(y)} in the copy, {describe(x)} in the original")
             return
@@ -130,6 +129,14 @@ class Comparison:
                 return
             for k in items_x:
                 self.walk(f"{path}.{k}" if path else str(k), items_x[k], items_y[k], depth + 1)
+
+
+LEAF_KINDS = ("$v", "$seq", "$map", "$obj", "$module", "$type", "$t")
+
+
+def kind_of(x: Dict[str, Any]) -> Optional[str]:
+    """Which kind of leaf or node of a probe value `x` is (the evidence module's tags)."""
+    return next((k for k in LEAF_KINDS if k in x), None)
 
 
 def describe(x: Any) -> str:

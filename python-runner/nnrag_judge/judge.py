@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 from .equivalence import compare, origin_problem
 from .protocol import Failure
 from .static import imported_top_levels, requirements, undefined_names
-from .supervise import Job, empty, fresh_folder, last_line, run_worker, tail_text
+from .supervise import Job, empty, last_line, project_folder, run_worker, tail_text
 from .verdict import Frame, verdict
 
 # share of the time limit the original's worker may use; the copy gets what is left
@@ -34,14 +34,15 @@ class Place:
         self.work, self.scratch, self.name = work, scratch or [], name
 
     def fresh(self, source: str) -> str:
-        """A fresh project folder holding a copy of `source` (and the helpers beside it), made the current folder;
-        every folder a worker could write emptied first. Returns the copy's path."""
-        copy_path = fresh_folder(self.work, self.scratch, source, self.name)
+        """Every folder a worker could write emptied, then a fresh project folder holding a copy of `source` (and the
+        helpers beside it), made the current folder. Returns the copy's path."""
+        self.clear()
+        copy_path = project_folder(self.work, source, self.name)
         os.chdir(os.path.dirname(copy_path))
         return copy_path
 
     def clear(self) -> None:
-        """Empty the work folder and the scratch folders after a job (nothing of it reaches the next)."""
+        """Empty the work folder and the scratch folders (nothing of one worker or job reaches the next)."""
         for folder in [self.work, *self.scratch]:
             empty(folder)
 

@@ -4,7 +4,6 @@ one file from the command line (tests)."""
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import math
 import os
@@ -13,17 +12,7 @@ import tempfile
 from typing import Any, Dict, List, Optional
 
 from .judge import Place, judge
-
-
-def not_dumpable() -> None:
-    """Make this process untraceable and its /proc entries (fds, memory, environment) unreadable by processes
-    without privileges over it: the workers and what they start cannot reach the judge's verdict pipe."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what a block leaves behind stays ours to kill
-    except (OSError, AttributeError):
-        pass
+from .supervise import not_dumpable
 
 
 def finite(value: Any) -> Any:

@@ -29,8 +29,9 @@ for _name in WORKER_MODULES:
 
 
 def not_dumpable() -> None:
-    """Make this process untraceable and its /proc entries (fds, memory, environment) unreadable by processes
-    without privileges over it: the worker and what it starts cannot reach the judge's verdict pipe."""
+    """Make the judge untraceable and its /proc entries (fds, memory, environment) unreadable by processes without
+    privileges over it: the workers and what they start cannot reach the verdict pipe. A subreaper too, so what a
+    block leaves behind stays the judge's to kill."""
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
@@ -263,12 +264,9 @@ def empty(folder: str) -> None:
             pass
 
 
-def fresh_folder(work: str, scratch: List[str], source: str, name: str) -> str:
-    """Every folder a worker can write emptied (its work folder, and in the sandbox its private /tmp and /dev/shm),
-    then a project folder of an unpredictable name made exclusively in the work folder, holding a copy of the file
-    under test and the helper modules beside it. Returns the copy's path."""
-    for folder in [work, *scratch]:
-        empty(folder)
+def project_folder(work: str, source: str, name: str) -> str:
+    """A project folder of an unpredictable name made exclusively in the work folder, holding a copy of the file under
+    test and the helper modules beside it. Returns the copy's path."""
     os.makedirs(work, exist_ok=True)
     while True:
         project = os.path.join(work, f"{name}-{os.urandom(4).hex()}")

@@ -66,12 +66,7 @@ def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any
     `kwargs`, which then holds the arguments that built it)."""
     for _ in range(3):
         try:
-            seed_all(0, torch)
-            known_memory(torch, True)
-            try:
-                model = cls(*args, **kwargs)
-            finally:
-                known_memory(torch, False)
+            model = constructed(lambda: cls(*args, **kwargs), torch)
         except MemoryError:
             raise Failure("memory", f"out of memory while building {cls.__name__}")
         except Exception as exc:  # noqa: BLE001
@@ -104,12 +99,7 @@ def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str]) -
     contains it: then the block is taken from inside, and one forward pass of the model records the inputs the
     model really gives it. Returns (block, recorded inputs, name of the containing model)."""
     try:
-        seed_all(0, torch)
-        known_memory(torch, True)
-        try:
-            model = factory()
-        finally:
-            known_memory(torch, False)
+        model = constructed(factory, torch)
     except MemoryError:
         raise Failure("memory", f"out of memory while building {cls.__name__}")
     except Exception as exc:  # noqa: BLE001
@@ -278,7 +268,7 @@ def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
     forward_error: Optional[str] = None
     built = False
     preferred = [a for a in attempts if plan is not None and a[0] == plan.get("attempt")]
-    for attempt in preferred + [a for a in attempts if a not in preferred]:
+    for attempt in preferred + [a for a in attempts if all(a is not p for p in preferred)]:
         model, recorded, extra = make(attempt, cls, factory, torch, nn, errors)
         if model is None:
             continue
@@ -291,7 +281,7 @@ def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
                 report["inside"] = extra["inside"]
         announce(report)
         lighter(model)
-        prefer = plan.get("input", -1) if plan is not None and attempt in preferred and isinstance(plan.get("input"), int) else -1
+        prefer = plan.get("input", -1) if plan is not None and preferred and attempt is preferred[0] and isinstance(plan.get("input"), int) else -1
         ran, error, out, inputs, index = run_forward(model, cls, torch, nn, extra.get("kwargs", {}), recorded, prefer)
         if ran:
             return Found(attempt, inputs, index, out, model), errors, None, True
@@ -436,6 +426,16 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
             "heavy": LAST_FORWARD_S[0] > HEAVY_S}
     send({"plan": plan})
     probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found)
+
+
+def constructed(make: Callable[[], Any], torch: Any) -> Any:
+    """What `make` builds, as both sides build it: under seed 0, with uninitialised memory known (known_memory)."""
+    seed_all(0, torch)
+    known_memory(torch, True)
+    try:
+        return make()
+    finally:
+        known_memory(torch, False)
 
 
 def known_memory(torch: Any, on: bool) -> None:

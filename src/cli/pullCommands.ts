@@ -9,7 +9,7 @@ import { findTarget, listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
 import { CancelledError, errorMessage, NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
-import { importRoot, openPullSession, originalOfPulled, pullBlock, requirementsText } from '../core/pull/pull';
+import { explained, importRoot, openPullSession, originalOfPulled, pullBlock, requirementsText } from '../core/pull/pull';
 import { companionsOf, pullTogether } from '../core/pull/shared';
 import type { PullOptions, PullReport } from '../core/pull/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
@@ -449,8 +449,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
     companions: companionsOf(file, text),
     original: original && 'module' in original ? original : undefined,
   });
-  if (original && 'unavailable' in original && report.ok && !report.equivalence) report = { ...report, equivalence: { status: 'unavailable', reason: original.unavailable } };
-  if (edited && report.category === 'differs') report = { ...report, message: `differs from the original (your edits): ${report.message ?? ''}` };
+  report = explained(report, original, edited);
   if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(prov ? { edited } : {}) }, null, 1)}\n`);
   else env.out(`${describeValidation(report)}\n`);
   return report.ok ? EXIT.ok : EXIT.failed;

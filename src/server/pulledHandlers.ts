@@ -6,7 +6,7 @@ import { NnragError } from '../core/base/errors';
 import { bodyHash, readProvenance, splitPulled } from '../core/emit/emit';
 import { manifestPath, writeManifests } from '../core/emit/manifest';
 import type { Manifest } from '../core/emit/manifest';
-import { originalOfPulled } from '../core/pull/pull';
+import { explained, originalOfPulled } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
@@ -64,9 +64,8 @@ export function registerPulledHandlers(connection: Connection, service: () => In
         signal: signalOf(token),
         pool: service().validator(python, runner(), memoryMb, session),
       });
-      if (edited && validation.category === 'differs') validation.message = `differs from the original (your edits): ${validation.message ?? ''}`;
-      if ('unavailable' in original && validation.ok && !validation.equivalence) validation.equivalence = { status: 'unavailable', reason: original.unavailable };
-      return { validation, text: withValidation(text, validation) };
+      const told = explained(validation, original, edited);
+      return { validation: told, text: withValidation(text, told) };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }

@@ -217,6 +217,17 @@ export function originalOf(session: PullSession, ref: ClassRef): OriginalClass |
 }
 
 /**
+ * A validation report as the user reads it: why the block was not compared when its original is unavailable, and
+ * for a file holding the user's edits that differs, that the difference is theirs.
+ */
+export function explained(report: ValidationReport, original: OriginalClass | { unavailable: string } | undefined, edited = false): ValidationReport {
+  let out = report;
+  if (original && 'unavailable' in original && out.ok && !out.equivalence) out = { ...out, equivalence: { status: 'unavailable', reason: original.unavailable } };
+  if (edited && out.category === 'differs') out = { ...out, message: `differs from the original (your edits): ${out.message ?? ''}` };
+  return out;
+}
+
+/**
  * The original of a pulled file, as its header names it: the class in its repository, at the blob it was pulled
  * from (the judge refuses a file that changed since), or why it cannot be compared.
  */
@@ -358,7 +369,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
         v = { ...v, message: `${v.message ?? ''}; the repository's builders ${built.untried.map((b) => `${b}()`).join(', ')} were not tried within ${Math.round(options.builderBudgetMs! / 100) / 10} s (nn-rag pull tries them all)` };
       }
     }
-    if ('unavailable' in original && v.ok && !v.equivalence) v = { ...v, equivalence: { status: 'unavailable', reason: original.unavailable } };
+    v = explained(v, original);
     report.validation = v;
     report.tier = v.tier;
     report.requirements = v.requirements;
