@@ -112,3 +112,49 @@ describe('the index service, in process (what the language server runs)', functi
     }
   });
 });
+
+describe('the index service under a burst of requests (a busy index never breaks)', function () {
+  this.timeout(240_000);
+
+  /** A folder of many small modules, each with a block: enough files that a run has several in flight when a new one cancels it. */
+  async function manyBlocks(n: number): Promise<string> {
+    const root = path.join(await tmpdir('nnrag-svc-burst-'), 'burst');
+    await fsp.mkdir(path.join(root, 'burst'), { recursive: true });
+    await fsp.writeFile(path.join(root, 'burst', '__init__.py'), '');
+    const filler = Array.from({ length: 40 }, (_, i) => `    def helper_${i}(self, x):\n        return x * ${i + 1}\n`).join('\n');
+    await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        fsp.writeFile(path.join(root, 'burst', `m${i}.py`), `import torch\nfrom torch import nn\n\n\nclass Block${i}(nn.Module):\n    def forward(self, x):\n        return x + ${i}\n\n${filler}`),
+      ),
+    );
+    return root;
+  }
+
+  it('full runs requested while one runs (with parse workers) end with the index one run alone gives, and no error', async () => {
+    const folder = await manyBlocks(400);
+    const storage = await tmpdir('nnrag-svc-');
+    const failed: string[] = [];
+    const svc = new IndexService(
+      { ...ASSETS, parseWorker: path.join(ROOT, 'src', 'core', 'analysis', 'worker.ts'), storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: [{ location: folder }] },
+      { log: () => undefined, status: () => undefined, failed: (m) => failed.push(m), changed: () => undefined },
+    );
+    try {
+      const runs: Promise<IndexStatus>[] = [];
+      for (let i = 0; i < 5; i++) {
+        runs.push(svc.reindex());
+        await new Promise((r) => setTimeout(r, 150 + 100 * i));
+      }
+      const outcomes = await Promise.allSettled(runs);
+      assert.deepStrictEqual(outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason)), []);
+      assert.deepStrictEqual(failed, []);
+      const last = (outcomes[4] as PromiseFulfilledResult<IndexStatus>).value;
+      assert.strictEqual(last.state, 'ready');
+      assert.strictEqual(last.blocks, 400, JSON.stringify(last));
+      const { db } = await svc.ready();
+      assert.strictEqual(Number(db.get('SELECT count(*) AS n FROM files')!.n), 401);
+      assert.strictEqual(Number(db.get("SELECT count(*) AS n FROM files WHERE status != 'parsed'")!.n), 0);
+    } finally {
+      await svc.dispose();
+    }
+  });
+});

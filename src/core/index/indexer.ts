@@ -222,7 +222,15 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
       if (next < end) await work(todo[--end], true);
     }
   };
-  await Promise.all([...Array.from({ length: lanes }, fromLarge), ...(hereMax > 0 ? [fromSmall()] : [])]);
+  // every lane ends (at its next file, once the run is cancelled or one fails) before the run does: a file still in
+  // flight must not land after the run, under the next run's feet (which would then add the same file again)
+  const stopOthers = (err: unknown): never => {
+    next = end;
+    throw err;
+  };
+  const ended = await Promise.allSettled([...Array.from({ length: lanes }, fromLarge), ...(hereMax > 0 ? [fromSmall()] : [])].map((lane) => lane.catch(stopOthers)));
+  const failure = ended.find((e): e is PromiseRejectedResult => e.status === 'rejected');
+  if (failure) throw failure.reason;
 
   for (const [p, old] of existing) {
     if (seen.has(p) || (only && !only.has(p))) continue;
