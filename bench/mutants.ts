@@ -4,8 +4,10 @@
  * swapped, a constant, a default, a branch condition, a helper function's constant, a residual sum, an init), and
  * each mutant is judged against its original with the same request as the unchanged file (which must be judged
  * `equivalent` with it first). A mutant that is still `equivalent` survived; one that differs or fails was killed;
- * one that is not valid Python is not counted.
+ * one that is not valid Python is not counted, nor one that changes a parameter default no call can use
+ * (`unreadDefault.py`: never read, or passed by every call in the file), an equivalent mutant by construction.
  */
+import { execFile } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { bodyHash, readProvenance, splitPulled } from '../src/core/emit/emit';
@@ -127,8 +129,27 @@ export interface MutantResult {
   line: number;
   before: string;
   after: string;
-  outcome: 'killed' | 'survived' | 'invalid';
+  /** `equivalent`: the changed line is a default no call uses (why in `how`); not counted either way */
+  outcome: 'killed' | 'survived' | 'invalid' | 'equivalent';
   how: string;
+}
+
+/** Where on line `line` (1-based) two texts first differ (0-based). */
+export function changedColumn(before: string, after: string, line: number): number {
+  const a = before.split('\n')[line - 1] ?? '';
+  const b = after.split('\n')[line - 1] ?? '';
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  return i;
+}
+
+const UNREAD_DEFAULT = path.join(__dirname, 'unreadDefault.py');
+
+/** Why the line of the unchanged file is a parameter default no call can use, or '' (run with the user's Python). */
+export function unreadDefault(python: string, file: string, line: number, column: number, block: string): Promise<string> {
+  return new Promise((resolve) => {
+    execFile(python, ['-I', UNREAD_DEFAULT, file, String(line), String(column), block], { timeout: 30_000 }, (err, stdout) => resolve(err ? '' : stdout.trim()));
+  });
 }
 
 /** Judges one pulled file and its mutants; `undefined` when the unchanged file is not equivalent under the request. */
@@ -151,8 +172,12 @@ export async function judgeMutants(session: PullSession, file: string, python: s
   for (const [n, m] of mutants(text).entries()) {
     const r = await judge(`m${n}`, m.text);
     const invalid = r.category === 'syntax' || r.category === 'unresolved';
-    const outcome = invalid ? 'invalid' : r.tier === 'equivalent' ? 'survived' : 'killed';
-    const how = r.category ? `${r.category}: ${(r.message ?? '').slice(0, 160)}` : `${r.equivalence?.compared_values ?? 0} values compared under ${r.equivalence?.variants?.length ?? 0} argument sets`;
+    const unread = invalid ? '' : await unreadDefault(python, file, m.line, changedColumn(text, m.text, m.line), prov.block);
+    let outcome: MutantResult['outcome'] = invalid ? 'invalid' : r.tier === 'equivalent' ? 'survived' : 'killed';
+    let how = r.category ? `${r.category}: ${(r.message ?? '').slice(0, 160)}` : `${r.equivalence?.compared_values ?? 0} values compared under ${r.equivalence?.variants?.length ?? 0} argument sets`;
+    // a killed mutant the classifier calls equivalent is kept as killed and shown: the judge or the classifier is wrong
+    if (unread && outcome === 'survived') [outcome, how] = ['equivalent', unread];
+    else if (unread && outcome === 'killed') how = `killed although ${unread}: ${how}`;
     out.push({ target: prov.target, kind: m.kind, line: m.line, before: m.before, after: m.after, outcome, how });
   }
   return out;
@@ -160,7 +185,7 @@ export async function judgeMutants(session: PullSession, file: string, python: s
 
 /** Score per kind and in all (killed / counted), and the survivors by name. */
 export function score(results: MutantResult[]): Record<string, unknown> {
-  const counted = results.filter((r) => r.outcome !== 'invalid');
+  const counted = results.filter((r) => r.outcome === 'killed' || r.outcome === 'survived');
   const perKind: Record<string, { killed: number; counted: number }> = {};
   for (const r of counted) {
     const k = (perKind[r.kind] ??= { killed: 0, counted: 0 });
@@ -171,12 +196,15 @@ export function score(results: MutantResult[]): Record<string, unknown> {
   return {
     mutants: results.length,
     counted: counted.length,
-    invalid: results.length - counted.length,
+    invalid: results.filter((r) => r.outcome === 'invalid').length,
+    equivalent: results.filter((r) => r.outcome === 'equivalent').length,
     killed,
     score: counted.length ? Math.round((1000 * killed) / counted.length) / 10 : null,
     per_kind: perKind,
     survivors: counted.filter((r) => r.outcome === 'survived').map((r) => ({ target: r.target, kind: r.kind, line: r.line, before: r.before, after: r.after })),
     // dropout's probability is seen through the train-mode probe; nothing generated here is invisible by design
     invisible_by_design: [],
+    equivalent_mutants: results.filter((r) => r.outcome === 'equivalent').map((r) => ({ target: r.target, kind: r.kind, line: r.line, before: r.before, why: r.how })),
+    killed_though_unread: results.filter((r) => r.outcome === 'killed' && r.how.startsWith('killed although')).map((r) => ({ target: r.target, line: r.line, how: r.how })),
   };
 }
