@@ -3,9 +3,8 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import type { ClassRef } from '../core/store/target';
-import { parseProvenance } from '../core/emit/emit';
-import { manifestPath, writeManifests } from '../core/emit/manifest';
-import type { Manifest } from '../core/emit/manifest';
+import { parseProvenance, readProvenance } from '../core/emit/emit';
+import { readManifest, writeManifests } from '../core/emit/manifest';
 import { NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
 import { openPullSession, originalOf } from '../core/pull/pull';
@@ -154,10 +153,7 @@ async function updateOne(
   const text = await fsp.readFile(file, 'utf8').catch(() => {
     throw new NnragError('not-found', `no such file: ${file}`);
   });
-  const manifest = (await fsp
-    .readFile(manifestPath(file), 'utf8')
-    .then((t) => JSON.parse(t) as Manifest)
-    .catch(() => undefined)) as Manifest | undefined;
+  const manifest = await readManifest(file);
   const plan = await planUpdate({ db, parser, session, scratch }, text, manifest?.base_body, file, path.dirname(file));
   const target = plan.provenance.target;
   if (plan.state === 'up-to-date') return { written: false, failed: false, line: { state: 'up-to-date' }, human: `${file}: up to date with ${target}` };
@@ -165,7 +161,8 @@ async function updateOne(
   if (dryRun) w = { written: false, diff: createTwoFilesPatch(file, file, text, plan.next!, 'yours', 'after update') };
   else {
     await fsp.writeFile(file, plan.next!, 'utf8');
-    if (plan.base !== undefined) await writeManifests(file, plan.provenance, undefined, plan.base);
+    // the manifest says what the header written says (the base kept when the update did not move it)
+    await writeManifests(file, readProvenance(plan.next!) ?? plan.provenance, undefined, plan.base);
     w = { written: true };
   }
   if (plan.state === 'header-refreshed') {

@@ -44,10 +44,16 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
       item.command = { command: 'nnrag.openSource', title: vscode.l10n.t('Open Source'), arguments: [node] };
       return item;
     }
-    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Collapsed);
+    const item = new vscode.TreeItem(node.label, node.count ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.contextValue = node.kind;
     item.description = node.count !== undefined ? String(node.count) : undefined;
     item.iconPath = new vscode.ThemeIcon(node.kind === 'repo' ? 'repo' : 'symbol-folder');
+    if (node.error) {
+      item.contextValue = 'repo.failing';
+      item.description = vscode.l10n.t('cannot index{0}', node.count ? ` · ${vscode.l10n.t('{0} blocks from before', node.count)}` : '');
+      item.tooltip = new vscode.MarkdownString().appendText(node.error);
+      item.iconPath = new vscode.ThemeIcon('error', new vscode.ThemeColor('list.errorForeground'));
+    }
     return item;
   }
 }

@@ -14,6 +14,7 @@ import { fileNameProblem, snakeCase } from '../core/emit/moduleNames';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
 import type { InterpreterService } from './interpreter';
+import { withInterpreter } from './interpreter';
 
 
 /** Why a file name cannot hold a pulled block, or undefined when it can (the rules of core's fileNameProblem). */
@@ -200,7 +201,7 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
   });
 
   reg('nnrag.reindex', async () => {
-    const repositories = setting('repositories');
+    const repositories = withInterpreter(setting('repositories'), interpreter.current().path);
     const status = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: re-indexing {0} repositories', repositories.length), cancellable: true },
       (_progress, token) => client.request(ReindexRepositories, { repositories }, token),
@@ -252,6 +253,15 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
     );
     tree.refresh();
     return status;
+  });
+
+  // the settings file that holds nnrag.repositories in effect, to correct an entry (a failing repository's node)
+  reg('nnrag.openRepositorySettings', async () => {
+    const { key, target } = repositoriesInEffect();
+    const T = vscode.ConfigurationTarget;
+    const command = target === T.Global ? 'workbench.action.openSettingsJson' : target === T.WorkspaceFolder ? 'workbench.action.openFolderSettingsFile' : 'workbench.action.openWorkspaceSettingsFile';
+    await vscode.commands.executeCommand(command);
+    return key;
   });
 
   // a repository node of the tree (or a name): out of the settings where it is defined, and so out of the index
@@ -554,7 +564,8 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
     const names = dests.map((d) => path.basename(d.fsPath)).join(', ');
     const verdicts = result.reports.filter((r) => r.status === 'validated').length;
     const preview = setting('pull.preview', folder.uri);
-    if (preview && !(await acceptOrCancel(vscode.l10n.t('Pull {0} blocks into {1}/: {2} ({3} of {0} validated)', targets.length, sub, names, verdicts)))) {
+    const failures = result.reports.filter((r) => r.status === 'failed').map((r) => `${r.target.split('.').pop()}: ${pullVerdict(r).short}`);
+    if (preview && !(await acceptOrCancel(`${vscode.l10n.t('Pull {0} blocks into {1}/: {2} ({3} of {0} validated)', targets.length, sub, names, verdicts)}${failures.length ? `; ${failures.join('; ')}` : ''}`))) {
       log.info(`[pull] ${targets.join(', ')}: cancelled; nothing written`);
       return undefined;
     }
@@ -629,10 +640,12 @@ export function settlePendingPull(accepted: boolean): boolean {
 }
 
 /**
- * Waits for Accept or Cancel of the pull that `question` describes: its notification, or the Accept / Cancel Pull
- * commands (in the diff editor's title bar). `show` opens what the user judges by, once the commands answer.
+ * Waits for Accept or Cancel of the pull that `question` describes: the Accept / Cancel Pull commands (the diff
+ * editor's title bar, their keybindings) or the Cancel of the notification that asks, which closes once either is
+ * chosen. Closing the diff (`diff`: its right side) cancels: nothing is written unseen. `show` opens what the user
+ * judges by, once the commands answer.
  */
-async function acceptOrCancel(question: string, show?: () => Thenable<unknown>): Promise<boolean> {
+async function acceptOrCancel(question: string, show?: () => Thenable<unknown>, diff?: vscode.Uri): Promise<boolean> {
   settlePendingPull(false);
   const decided = new Promise<boolean>((resolve) => {
     pendingPull = (accepted) => {
@@ -642,21 +655,48 @@ async function acceptOrCancel(question: string, show?: () => Thenable<unknown>):
     };
   });
   await vscode.commands.executeCommand('setContext', 'nnrag.pullPending', true);
-  if (show) await show();
-  const accept = vscode.l10n.t('Accept');
-  const cancel = vscode.l10n.t('Cancel');
-  void vscode.window.showInformationMessage(question, accept, cancel).then((pick) => pick !== undefined && settlePendingPull(pick === accept));
-  return decided;
+  if (!show || !diff) {
+    // nothing to look at (several blocks at once): the notification asks
+    const accept = vscode.l10n.t('Accept');
+    void vscode.window.showInformationMessage(question, accept, vscode.l10n.t('Cancel')).then((pick) => pick !== undefined && settlePendingPull(pick === accept));
+    return decided;
+  }
+  await show();
+  const key = diff.toString();
+  const closed = vscode.window.tabGroups.onDidChangeTabs((e) => {
+    if (e.closed.some((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === key)) settlePendingPull(false);
+  });
+  void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: question, cancellable: true }, (_progress, token) => {
+    token.onCancellationRequested(() => settlePendingPull(false));
+    return decided;
+  });
+  try {
+    return await decided;
+  } finally {
+    closed.dispose();
+  }
+}
+
+/** The verdict a pull diff shows before Accept: the tier, or why it failed (category and message). */
+export function pullVerdict(report: PullReport): { short: string; detail: string } {
+  if (report.status === 'validated') return { short: vscode.l10n.t('validated, tier {0}', report.tier ?? ''), detail: '' };
+  if (report.status !== 'failed') return { short: vscode.l10n.t('not validated'), detail: '' };
+  const message = (report.message ?? '').split('\n')[0].slice(0, 300);
+  return {
+    short: vscode.l10n.t('did not validate: {0}', report.category ?? 'failed'),
+    detail: vscode.l10n.t('It did not validate (reached {0}): {1}: {2}', report.tier ?? 'none', report.category ?? 'failed', message),
+  };
 }
 
 /** Shows the pulled file against the destination (empty for a new file) and waits for Accept or Cancel. */
 async function confirmInDiff(deps: Deps, scratch: vscode.Uri, dest: vscode.Uri, existing: string | undefined, report: PullReport, className: string): Promise<boolean> {
   const left = existing === undefined ? vscode.Uri.from({ scheme: EMPTY_SCHEME, path: dest.path }) : dest;
-  const verdict = report.status === 'validated' ? vscode.l10n.t('validated, tier {0}', report.tier ?? '') : report.status === 'failed' ? vscode.l10n.t('did not validate') : vscode.l10n.t('not validated');
-  const title = existing === undefined ? vscode.l10n.t('Pull {0} into {1} (new file, {2})', className, path.basename(dest.fsPath), verdict) : vscode.l10n.t('Pull {0} into {1} (replaces it, {2})', className, path.basename(dest.fsPath), verdict);
+  const verdict = pullVerdict(report);
+  const title = existing === undefined ? vscode.l10n.t('Pull {0} into {1} (new file, {2})', className, path.basename(dest.fsPath), verdict.short) : vscode.l10n.t('Pull {0} into {1} (replaces it, {2})', className, path.basename(dest.fsPath), verdict.short);
   const st = existing === undefined ? undefined : (await deps.client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
   const warning = existing === undefined ? '' : !st ? ` ${vscode.l10n.t('{0} was not pulled by NN-RAG; Accept replaces it.', path.basename(dest.fsPath))}` : st.edited ? ` ${vscode.l10n.t('It holds your edits; Accept replaces them (Update keeps them).')}` : '';
-  return acceptOrCancel(`${title}.${warning}`, () => vscode.commands.executeCommand('vscode.diff', left, scratch, title, { preview: false }));
+  const how = vscode.l10n.t('Accept or Cancel in the diff\'s title bar.');
+  return acceptOrCancel(`${title}.${verdict.detail ? ` ${verdict.detail}` : ''}${warning} ${how}`, () => vscode.commands.executeCommand('vscode.diff', left, scratch, title, { preview: false }), scratch);
 }
 
 /** The empty left side of a new file's diff. */

@@ -3,14 +3,14 @@ import * as vscode from 'vscode';
 import { affects, setting } from './config';
 import { registerLanguageModelTools } from './lmTools';
 import type { SourceConfig } from '../core/sources/types';
-import { GetGitCredentials, GetIndexStatus, GitCredentialsRejected, IndexStatusChanged, ReadSource, ReindexRepositories } from '../shared/protocol';
+import { GetGitCredentials, GetIndexStatus, GitCredentialsRejected, IndexStatusChanged, ReadSource, ReindexRepositories, RemoveManifests } from '../shared/protocol';
 import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
 import { DependencyTreeProvider } from './dependencyTree';
 import { BlockTreeProvider } from './blockTree';
 import { NnragClient } from './client';
 import { EMPTY_SCHEME, mayRunCode, registerCommands, register, settlePendingPull, weakSandboxAllowed } from './commands';
 import { GitCredentialService } from './credentials';
-import { InterpreterService } from './interpreter';
+import { InterpreterService, withInterpreter } from './interpreter';
 import type { Interpreter } from './interpreter';
 import { PulledBlocksProvider, registerPulledCommands } from './pulled';
 
@@ -44,9 +44,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<NnragA
 async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<NnragApi> {
   const dist = vscode.Uri.joinPath(context.extensionUri, 'dist');
   await vscode.workspace.fs.createDirectory(context.globalStorageUri);
-  // what the index depends on: read at start, and again when the settings change
+  const interpreter = new InterpreterService();
+  await interpreter.init();
+  context.subscriptions.push(interpreter);
+  // what the index depends on: read at start, and again when the settings or the interpreter change
   const indexSettings = (): { repositories: SourceConfig[]; gitFetchIntervalMinutes: number } => ({
-    repositories: setting('repositories'),
+    repositories: withInterpreter(setting('repositories'), interpreter.current().path),
     gitFetchIntervalMinutes: setting('git.fetchIntervalMinutes'),
   });
   const atStart = indexSettings();
@@ -67,10 +70,6 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     client.onRequest(GetGitCredentials, ({ url }) => credentials.credentialsFor(url)),
     client.onNotification(GitCredentialsRejected, ({ url }) => void credentials.rejected(url)),
   );
-  const interpreter = new InterpreterService();
-  await interpreter.init();
-  context.subscriptions.push(interpreter);
-
   const tree = new BlockTreeProvider(client, vscode.Uri.joinPath(context.extensionUri, 'media'));
   const treeView = vscode.window.createTreeView('nnrag.blocks', { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true });
   context.subscriptions.push(treeView);
@@ -82,7 +81,16 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   context.subscriptions.push(vscode.window.createTreeView('nnrag.pulled', { treeDataProvider: pulled }));
   // the view follows the files: pulls, updates, edits saved, files deleted
   const pyWatcher = vscode.workspace.createFileSystemWatcher('**/*.py');
-  context.subscriptions.push(pyWatcher, pyWatcher.onDidCreate(() => pulled.refresh()), pyWatcher.onDidChange(() => pulled.refresh()), pyWatcher.onDidDelete(() => pulled.refresh()));
+  context.subscriptions.push(
+    pyWatcher,
+    pyWatcher.onDidCreate(() => pulled.refresh()),
+    pyWatcher.onDidChange(() => pulled.refresh()),
+    pyWatcher.onDidDelete((uri) => {
+      pulled.refresh();
+      // a pulled file deleted takes its manifest and its entries in required_repos.json with it
+      if (uri.scheme === 'file') client.request(RemoveManifests, { file: uri.fsPath }).catch((err: unknown) => log.warn(`[manifests] ${uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
+    }),
+  );
 
   // sources of git repositories are not checked out: show them read-only through the server
   context.subscriptions.push(
@@ -141,7 +149,8 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
       tree.refresh();
       pulled.refresh();
     }
-    indexItem.detail = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks`;
+    indexItem.detail = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks${s.failing ? ` · ${vscode.l10n.t('{0} cannot be indexed (see the Blocks view)', s.failing)}` : ''}`;
+    if (s.state !== 'indexing' && s.failing) indexItem.severity = vscode.LanguageStatusSeverity.Warning;
     void vscode.commands.executeCommand('setContext', 'nnrag.indexState', s.state);
   };
   context.subscriptions.push(client.onNotification(IndexStatusChanged, showStatus));
@@ -163,6 +172,8 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   };
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => affects(e, 'repositories', 'git.fetchIntervalMinutes') && reindexIfChanged()),
+    // installed-package repositories without their own `python` are those of the selected interpreter
+    interpreter.onDidChange(() => reindexIfChanged()),
   );
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();

@@ -6,11 +6,21 @@
 import { execFile } from 'child_process';
 import { PythonExtension } from '@vscode/python-extension';
 import * as vscode from 'vscode';
+import type { SourceConfig } from '../core/sources/types';
 import { affects, setting, updateSetting } from './config';
 
 export interface Interpreter {
   path: string;
   source: 'python extension' | 'python.defaultInterpreterPath' | 'nnrag.pythonPath' | 'PATH';
+}
+
+/**
+ * The repositories to index, each installed-package entry without its own `python` read from `python`, the
+ * interpreter selected for NN-RAG (Add Repository writes none: the packages are those of the interpreter in use, and
+ * selecting another one indexes that one's).
+ */
+export function withInterpreter(repositories: SourceConfig[], python: string): SourceConfig[] {
+  return repositories.map((r) => (r.kind === 'python-env' && !r.python ? { ...r, python } : r));
 }
 
 export class InterpreterService implements vscode.Disposable {

@@ -192,7 +192,8 @@ export function registerPulledCommands(
     const checked = plan.state === 'conflicts' ? undefined : await validate(doc, plan.next);
     await replaceAll(doc, checked?.text ?? plan.next);
     await vscode.window.showTextDocument(doc);
-    if (plan.base !== undefined) await client.request(WriteManifests, { file: doc.uri.fsPath, base: plan.base, text: doc.getText() });
+    // the manifest and required_repos.json say what the header now says
+    await client.request(WriteManifests, { file: doc.uri.fsPath, base: plan.base, text: doc.getText(), requirements: checked?.validation.requirements });
     provider.refresh();
     if (plan.state === 'conflicts') {
       void vscode.window.showWarningMessage(vscode.l10n.t('{0}: updated with {1} conflicts between your edits and upstream; resolve the markers, then NN-RAG: Validate Pulled Block', name, plan.conflicts));
@@ -205,6 +206,7 @@ export function registerPulledCommands(
     const doc = await documentOf(arg);
     const checked = await validate(doc, doc.getText());
     if (checked && checked.text !== doc.getText()) await replaceAll(doc, checked.text);
+    if (checked) await client.request(WriteManifests, { file: doc.uri.fsPath, text: doc.getText(), requirements: checked.validation.requirements });
     provider.refresh();
     return checked?.validation;
   });

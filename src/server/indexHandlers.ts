@@ -29,7 +29,13 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
   onRequest(connection, GetStats, async () => indexStats((await service().ready()).db));
   onRequest(connection, ListTree, async ({ parent, query }) => {
     const { db } = await service().ready();
-    if (!parent) return blocksPerRepo(db).map((r): TreeNode => ({ kind: 'repo', label: r.repo, repo: r.repo, count: r.blocks }));
+    if (!parent) {
+      // every configured repository has a node: one whose last run failed says why (with what it indexed before, if any)
+      const failing = new Map(service().failing().map((f) => [f.name, f]));
+      const nodes = blocksPerRepo(db).map((r): TreeNode => ({ kind: 'repo', label: r.repo, repo: r.repo, count: r.blocks, error: failing.get(r.repo)?.message }));
+      for (const f of failing.values()) if (!nodes.some((n) => n.repo === f.name)) nodes.push({ kind: 'repo', label: f.name, repo: f.name, error: f.message });
+      return nodes;
+    }
     if (parent.kind === 'repo') {
       const hits = searchBlocks(db, { text: query ?? '', repo: parent.repo, limit: 1000, group: false });
       const byCat = new Map<string, number>();

@@ -4,15 +4,14 @@ import * as path from 'path';
 import type { Connection } from 'vscode-languageserver';
 import { NnragError } from '../core/base/errors';
 import { bodyHash, readProvenance, splitPulled } from '../core/emit/emit';
-import { manifestPath, writeManifests } from '../core/emit/manifest';
-import type { Manifest } from '../core/emit/manifest';
+import { readManifest, removeManifests, writeManifests } from '../core/emit/manifest';
 import { explained, originalOfPulled } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
 import { findTarget } from '../core/store/target';
 import { validateFile } from '../core/validate/runner';
-import { GetPulledStatus, PlanUpdate, ValidatePulled, WriteManifests } from '../shared/protocol';
+import { GetPulledStatus, PlanUpdate, RemoveManifests, ValidatePulled, WriteManifests } from '../shared/protocol';
 import { onRequest, signalOf } from './rpc';
 
 export function registerPulledHandlers(connection: Connection, service: () => IndexService, runner: () => string, scratch: () => string): void {
@@ -25,18 +24,21 @@ export function registerPulledHandlers(connection: Connection, service: () => In
   });
   onRequest(connection, PlanUpdate, async ({ file, text }) => {
     const { db, parser } = await service().ready();
-    const manifest = await fsp
-      .readFile(manifestPath(file), 'utf8')
-      .then((t) => JSON.parse(t) as Manifest)
-      .catch(() => undefined);
+    const manifest = await readManifest(file);
     const plan = await planUpdate({ db, parser, session: service().pullSession(db), scratch: scratch() }, text, manifest?.base_body, path.basename(file), path.dirname(file));
     return { state: plan.state, next: plan.next, upstream: plan.upstream, base: plan.base, conflicts: plan.conflicts };
   });
-  onRequest(connection, WriteManifests, async ({ file, report, base, text: given }) => {
+  onRequest(connection, WriteManifests, async ({ file, report, base, text: given, requirements }) => {
     const text = given ?? (await fsp.readFile(file, 'utf8'));
     const prov = readProvenance(text);
     if (!prov) throw new NnragError('bad-source', `${path.basename(file)} has no NN-RAG provenance record`);
-    await writeManifests(file, prov, report?.requirements, base ?? splitPulled(text).body);
+    await writeManifests(file, prov, requirements ?? report?.requirements, base ?? (report ? splitPulled(text).body : undefined));
+  });
+  onRequest(connection, RemoveManifests, async ({ file }) => {
+    // only beside a file that is gone, and only a manifest of ours
+    if (await fsp.stat(file).then(() => true, () => false)) throw new NnragError('bad-source', `${path.basename(file)} still exists`);
+    if (!(await readManifest(file))) return;
+    await removeManifests(file);
   });
   onRequest(connection, ValidatePulled, async ({ file, text, python, timeoutSeconds, memoryMb, allowWeakSandbox }, token) => {
     const { db } = await service().ready();

@@ -5,7 +5,7 @@
 import type { ClassDetails } from '../core/resolve/describe';
 import type { PullReport } from '../core/pull/pull';
 import type { PulledFileStatus, UpdateState } from '../core/pull/update';
-import type { ValidationReport } from '../core/validate/runner';
+import type { Requirement, ValidationReport } from '../core/validate/runner';
 import type { SearchHit, SearchQuery } from '../core/search/search';
 import type { IndexStatus } from '../core/service/indexService';
 import type { SourceConfig } from '../core/sources/types';
@@ -52,6 +52,8 @@ export interface TreeNode {
   category?: string;
   hit?: SearchHit;
   count?: number;
+  /** A repository whose last index run failed: why (its node offers Retry, Remove and Open Settings). */
+  error?: string;
 }
 
 export interface PullParams {
@@ -107,11 +109,15 @@ export const GetPulledStatus = method<{ files: { uri: string; text: string }[] }
  */
 export const PlanUpdate = method<{ file: string; text: string }, { state: UpdateState; next?: string; upstream: string; base?: string; conflicts: number }>('nnrag/planUpdate');
 /**
- * Client -> server: after the client wrote a pulled file, record it beside the file (NAME.manifest.json,
- * required_repos.json); `base`: the body later updates merge against (default: the file's body as written).
+ * Client -> server: after the client wrote a pulled file (a pull, an update, a validation), record it beside the file
+ * from its header (NAME.manifest.json, required_repos.json). `text`: what the client just wrote (read from disk when
+ * absent; a save may not have reached it yet). `base`: the body later updates merge against (a pull's `report`
+ * without one: the body as written; else the manifest's base is kept). `requirements`: what a validation found (else
+ * the report's, else what the last one found is kept).
  */
-/** `text`: what the client just wrote to `file` (read from disk when absent; a save may not have reached it yet). */
-export const WriteManifests = method<{ file: string; report?: PullReport; base?: string; text?: string }, void>('nnrag/writeManifests');
+export const WriteManifests = method<{ file: string; report?: PullReport; base?: string; text?: string; requirements?: Requirement[] }, void>('nnrag/writeManifests');
+/** Client -> server: a pulled file was deleted: its manifest goes, and it leaves required_repos.json. */
+export const RemoveManifests = method<{ file: string }, void>('nnrag/removeManifests');
 /**
  * Client -> server: validate a pulled file's `text` (the editor's, or what an update gives it) in a scratch copy, in the
  * warm validator (cancellable); `text` comes back with the verdict recorded in its header, for the client to apply.

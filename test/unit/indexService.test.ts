@@ -51,6 +51,12 @@ describe('the index service, in process (what the language server runs)', functi
       assert.ok(statuses.some((s) => s.state === 'indexing'), 'progress is reported');
       assert.strictEqual(failed.length, 1);
       assert.match(failed[0], /cannot index .*missing/);
+      assert.strictEqual(done.failing, 1);
+      assert.deepStrictEqual(svc.failing().map((f) => [f.name, /does not exist|no such|not found|cannot/i.test(f.message)]), [['missing', true]]);
+      // the same failure again is not said again (the tree shows it); it stays listed
+      const twice = await svc.reindex();
+      assert.strictEqual(failed.length, 1, failed.join('\n'));
+      assert.strictEqual(twice.failing, 1);
       assert.ok(changed() >= 1);
 
       assert.strictEqual(svc.configured('tinyblocks')?.location, folder, 'a folder indexes under its name');

@@ -76,7 +76,12 @@ export function manifestPath(file: string): string {
 /** One writer at a time per required_repos.json (batch pulls run concurrently). */
 const locks = new Map<string, Promise<unknown>>();
 
-/** Writes the manifest next to `file` and merges the file's requirements into the folder's required_repos.json. */
+/**
+ * Writes the manifest next to `file` from its header (`prov`, the record) and merges the file's requirements into the
+ * folder's required_repos.json. Called on every pull, update and validation, so neither says something the header
+ * does not. `requirements` undefined (no validation ran): what the previous write found for the file's imports is
+ * kept, not turned into "missing"; `baseBody` undefined: the previous manifest's base is kept.
+ */
 export async function writeManifests(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string, root?: string): Promise<{ manifest: string; requiredRepos: string }> {
   const key = path.dirname(path.resolve(file));
   const previous = locks.get(key) ?? Promise.resolve();
@@ -91,27 +96,20 @@ export async function writeManifests(file: string, prov: Provenance, requirement
 
 async function writeManifestsNow(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string, root?: string): Promise<{ manifest: string; requiredRepos: string }> {
   const manifest = manifestPath(file);
-  await writeText(manifest, `${JSON.stringify(manifestOf(file, prov, baseBody), null, 2)}\n`, root);
+  const base = baseBody ?? (await readManifest(file))?.base_body;
+  await writeText(manifest, `${JSON.stringify(manifestOf(file, prov, base), null, 2)}\n`, root);
 
-  const requiredRepos = path.join(path.dirname(file), 'required_repos.json');
-  let merged: RequiredRepos = { schema: 'nn-rag/required-repos@1', distributions: {}, missing: {} };
-  try {
-    const old = JSON.parse(await fsp.readFile(requiredRepos, 'utf8')) as RequiredRepos;
-    if (old.schema === merged.schema) merged = old;
-  } catch {
-    // none yet, or unreadable: start again
-  }
+  const requiredRepos = requiredReposPath(file);
+  const merged = await readRequiredRepos(requiredRepos);
   const me = path.basename(file);
-  // this file's previous entries go; others' stay
-  for (const [k, d] of Object.entries(merged.distributions)) {
-    d.needed_by = d.needed_by.filter((f) => f !== me);
-    if (!d.needed_by.length) delete merged.distributions[k];
+  // what was found for this file before, by module: kept when no validation ran this time
+  const before = new Map<string, Requirement>();
+  for (const [name, d] of Object.entries(merged.distributions)) {
+    if (!d.needed_by.includes(me)) continue;
+    for (const module of d.modules) before.set(module, { module, distribution: name, version: d.version, location: d.location, installer: d.installer, url: d.url });
   }
-  for (const [k, m] of Object.entries(merged.missing)) {
-    m.needed_by = m.needed_by.filter((f) => f !== me);
-    if (!m.needed_by.length) delete merged.missing[k];
-  }
-  const known = new Map((requirements ?? []).map((r) => [r.module, r]));
+  dropFile(merged, me);
+  const known = requirements ? new Map(requirements.map((r) => [r.module, r])) : before;
   for (const mod of prov.imports) {
     const r = known.get(mod);
     if (r?.distribution && r.version) {
@@ -125,4 +123,63 @@ async function writeManifestsNow(file: string, prov: Provenance, requirements: R
   }
   await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, root);
   return { manifest, requiredRepos };
+}
+
+/**
+ * A pulled file was deleted: its manifest goes, and it leaves required_repos.json (which goes too once no file needs
+ * anything). Files that are not there are fine.
+ */
+export async function removeManifests(file: string): Promise<void> {
+  const key = path.dirname(path.resolve(file));
+  const previous = locks.get(key) ?? Promise.resolve();
+  const mine = previous.catch(() => undefined).then(async () => {
+    await fsp.rm(manifestPath(file), { force: true });
+    const requiredRepos = requiredReposPath(file);
+    const merged = await readRequiredRepos(requiredRepos);
+    dropFile(merged, path.basename(file));
+    if (!Object.keys(merged.distributions).length && !Object.keys(merged.missing).length) await fsp.rm(requiredRepos, { force: true });
+    else await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`);
+  });
+  locks.set(key, mine);
+  try {
+    await mine;
+  } finally {
+    if (locks.get(key) === mine) locks.delete(key);
+  }
+}
+
+export async function readManifest(file: string): Promise<Manifest | undefined> {
+  try {
+    const m = JSON.parse(await fsp.readFile(manifestPath(file), 'utf8')) as Manifest;
+    return m.schema === MANIFEST_SCHEMA ? m : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function requiredReposPath(file: string): string {
+  return path.join(path.dirname(file), 'required_repos.json');
+}
+
+async function readRequiredRepos(file: string): Promise<RequiredRepos> {
+  const empty: RequiredRepos = { schema: 'nn-rag/required-repos@1', distributions: {}, missing: {} };
+  try {
+    const old = JSON.parse(await fsp.readFile(file, 'utf8')) as RequiredRepos;
+    return old.schema === empty.schema ? old : empty;
+  } catch {
+    // none yet, or unreadable: start again
+    return empty;
+  }
+}
+
+/** The file's entries go; others' stay. */
+function dropFile(merged: RequiredRepos, me: string): void {
+  for (const [k, d] of Object.entries(merged.distributions)) {
+    d.needed_by = d.needed_by.filter((f) => f !== me);
+    if (!d.needed_by.length) delete merged.distributions[k];
+  }
+  for (const [k, m] of Object.entries(merged.missing)) {
+    m.needed_by = m.needed_by.filter((f) => f !== me);
+    if (!m.needed_by.length) delete merged.missing[k];
+  }
 }

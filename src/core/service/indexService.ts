@@ -54,6 +54,16 @@ export interface IndexStatus {
   repos: number;
   /** Set while indexing. */
   progress?: { step: number; total: number; repo: string };
+  /** Configured repositories whose last run failed (each with its message in `IndexService.failing`). */
+  failing?: number;
+}
+
+/** A configured repository whose last index run failed, and why. */
+export interface FailingRepository {
+  /** The name it indexes under (what Retry and Remove take). */
+  name: string;
+  location: string;
+  message: string;
 }
 
 export interface ServiceOptions extends WasmPaths {
@@ -101,6 +111,8 @@ export class IndexService {
   private readonly pending = new Map<string, { config: SourceConfig; files: Set<string>; all: boolean }>();
   private debounce: NodeJS.Timeout | undefined;
   private warm: WarmValidator | undefined;
+  /** Configured repositories whose last run failed, by `labelOf`: shown in the tree, said once per new message. */
+  private readonly failures = new Map<string, FailingRepository>();
 
   constructor(
     private readonly options: ServiceOptions,
@@ -147,6 +159,11 @@ export class IndexService {
     return this.options.repositories.find((r) => repositoryNames(r).includes(name));
   }
 
+  /** The configured repositories whose last run failed, in the settings' order. */
+  failing(): FailingRepository[] {
+    return this.options.repositories.flatMap((r) => this.failures.get(labelOf(r)) ?? []);
+  }
+
   /** Stops the index run in progress (what was indexed so far stays). */
   cancel(): void {
     this.indexAbort?.abort();
@@ -190,7 +207,7 @@ export class IndexService {
     this.pullCache = undefined;
     try {
       for (const config of repositories) {
-        this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${config.name ?? config.location}` });
+        this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${labelOf(config)}` });
         try {
           const sources = await openSource(config, {
             cacheDir: options.cacheDir,
@@ -226,13 +243,18 @@ export class IndexService {
             // let requests be answered between repositories
             await new Promise((resolve) => setImmediate(resolve));
           }
+          this.failures.delete(labelOf(config));
         } catch (err) {
           if (err instanceof CancelledError) throw err;
           allOpened = false;
-          events.log('index', `${config.name ?? config.location}: ${errorMessage(err)}`);
-          events.failed(`NN-RAG: cannot index ${config.name ?? config.location}: ${errorMessage(err)}`);
+          const message = errorMessage(err);
+          events.log('index', `${labelOf(config)}: ${message}`);
+          // said once: the tree keeps showing it (with Retry, Remove, Open Settings) until a run succeeds
+          if (this.failures.get(labelOf(config))?.message !== message) events.failed(`NN-RAG: cannot index ${labelOf(config)}: ${message}`);
+          this.failures.set(labelOf(config), { name: repositoryNames(config)[0] ?? labelOf(config), location: config.location, message });
         }
       }
+      if (!live) for (const key of [...this.failures.keys()]) if (!this.options.repositories.some((r) => labelOf(r) === key)) this.failures.delete(key);
       // the workers' memory goes back before the finish (discovery and duplicate groups over the whole index)
       if (!live) await this.parsePool?.close();
       if (allOpened && !live) {
@@ -254,7 +276,7 @@ export class IndexService {
       if (changed && live) this.scheduleFinish(db);
       else if (changed) finishRun(db);
       db.scheduleSave(500, (err) => events.log('index', `save failed: ${errorMessage(err)}`));
-      const s: IndexStatus = { state: 'ready', message: `${live ? 'Updated' : 'Indexed'} in ${((Date.now() - t0) / 1000).toFixed(live ? 3 : 1)} s`, ...indexCounts(db) };
+      const s: IndexStatus = { state: 'ready', message: `${live ? 'Updated' : 'Indexed'} in ${((Date.now() - t0) / 1000).toFixed(live ? 3 : 1)} s`, ...indexCounts(db), failing: this.failing().length };
       if (live) events.log('index', `live update: ${changed} files changed, searchable after ${Date.now() - t0} ms`);
       this.setStatus(s);
       // upstream code may have changed under pulled files
@@ -263,7 +285,7 @@ export class IndexService {
     } catch (err) {
       if (err instanceof CancelledError) {
         if (changed) finishRun(db);
-        const s: IndexStatus = { state: 'ready', message: 'Indexing cancelled', ...indexCounts(db) };
+        const s: IndexStatus = { state: 'ready', message: 'Indexing cancelled', ...indexCounts(db), failing: this.failing().length };
         this.setStatus(s);
         return s;
       }
@@ -415,6 +437,11 @@ export class IndexService {
 }
 
 /** The repositories to index: a disabled one (`enabled: false`) stays in the settings only. */
+/** How a configured repository is named to the user: its `name`, else its location. */
+export function labelOf(config: SourceConfig): string {
+  return config.name ?? config.location;
+}
+
 function enabledOnly(repositories: SourceConfig[]): SourceConfig[] {
   return repositories.filter((r) => r.enabled !== false);
 }

@@ -37,7 +37,7 @@ export async function openSource(config: SourceConfig, options: OpenOptions): Pr
     case 'git':
       return [await openGit(config, options)];
     case 'python-env': {
-      if (!config.python) throw new NnragError('bad-source', `no interpreter given for the installed package '${config.location}'`);
+      if (!config.python) throw new NnragError('bad-source', `no interpreter given for the installed package '${config.location}': set "python" in its entry, or select the interpreter (NN-RAG: Select Python Interpreter)`);
       return openPythonPackages(config.python, config.location.split(',').map((s) => s.trim()).filter(Boolean), {
         include: config.include,
         exclude: config.exclude,

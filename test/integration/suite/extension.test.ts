@@ -259,6 +259,15 @@ describe('trusted workspace', function () {
     const after = readFileSync(dest, 'utf8');
     assert.match(after, /\(changed upstream\)/);
     assert.match(after, /# my own note/);
+    // one truth: the manifest and required_repos.json say what the header now says
+    const record = JSON.parse(/^# nnrag-provenance: (.*)$/m.exec(after)![1]) as { hash: string; validation?: { tier?: string }; definitions: { blob: string }[] };
+    const manifest = JSON.parse(readFileSync(dest.replace(/\.py$/, '.manifest.json'), 'utf8')) as typeof record & { content_hash: string };
+    assert.deepStrictEqual(
+      [manifest.content_hash, manifest.validation?.tier, manifest.definitions.map((d) => d.blob)],
+      [record.hash, record.validation?.tier, record.definitions.map((d) => d.blob)],
+    );
+    const required = JSON.parse(readFileSync(path.join(path.dirname(dest), 'required_repos.json'), 'utf8')) as { distributions: Record<string, { needed_by: string[] }>; missing: Record<string, unknown> };
+    assert.ok(required.distributions.torch?.needed_by.includes('residual_block.py') && !required.missing.torch, JSON.stringify(required));
     assert.strictEqual((await states())['residual_block.py'], 'up-to-date edited validated');
     assert.deepStrictEqual(
       (await lensTitles()).filter((t) => t.includes('NN-RAG')).map((t) => /up to date/.test(t)),
@@ -296,6 +305,11 @@ describe('trusted workspace', function () {
       assert.match(text, /"validation":\{"status":"validated"/);
       assert.match(text, /^class DropPath\(nn\.Module\):/m);
       assert.ok(existsSync(dest.replace(/\.py$/, '.manifest.json')), 'the manifest is written beside it');
+      // deleted: its manifest goes with it
+      await vscode.workspace.fs.delete(vscode.Uri.file(dest));
+      for (const t0 = Date.now(); existsSync(dest.replace(/\.py$/, '.manifest.json')); await sleep(100)) {
+        if (Date.now() - t0 > 20_000) throw new Error('the manifest of a deleted pulled file is still there');
+      }
     } finally {
       await config.update('pull.preview', before, vscode.ConfigurationTarget.Workspace);
     }
@@ -370,6 +384,43 @@ describe('trusted workspace', function () {
     assert.ok(!(config().inspect<{ name?: string }[]>('repositories')?.workspaceValue ?? []).some((r) => r.name === 'extrablocks'));
     await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
     assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 })).some((h) => h.name === 'SquishGate'), false);
+  });
+
+  it('indexes an installed package added without an interpreter with the one selected for NN-RAG (Add Repository -> Installed package)', async () => {
+    const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('nnrag');
+    const before = nnrag.status().repos;
+    // what the quick pick writes: the package names only
+    assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: 'json', kind: 'python-env', name: 'stdjson' }), 'workspace');
+    try {
+      const entry = (config().inspect<{ name?: string; python?: string }[]>('repositories')?.workspaceValue ?? []).find((r) => r.name === 'stdjson');
+      assert.ok(entry && entry.python === undefined, 'the settings keep the entry as written');
+      const s = await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before + 1);
+      assert.strictEqual(s.repos, before + 1);
+      const node = (await nnrag.request(ListTree, {})).find((n) => n.repo === 'stdjson');
+      assert.ok(node, 'the package is in the tree');
+    } finally {
+      assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.removeRepository', 'stdjson'), 'workspace');
+      await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before);
+    }
+  });
+
+  it('shows a repository that cannot be indexed as a node with its error, and removes it from there', async () => {
+    const before = nnrag.status().repos;
+    assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: 'http://127.0.0.1:9/nothing.git', name: 'unreachable' }), 'workspace');
+    try {
+      const s = await nnrag.waitForStatus((st) => st.state === 'ready' && st.failing === 1);
+      assert.strictEqual(s.repos, before, 'the others are still indexed');
+      const node = (await nnrag.request(ListTree, {})).find((n) => n.repo === 'unreachable');
+      assert.ok(node?.error, JSON.stringify(node));
+      assert.match(node.error, /127\.0\.0\.1|ECONNREFUSED|connect/i);
+      // Retry runs it again: still failing, still listed
+      const again = await vscode.commands.executeCommand<{ failing?: number }>('nnrag.reindexRepository', node);
+      assert.strictEqual(again?.failing, 1);
+    } finally {
+      assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.removeRepository', 'unreachable'), 'workspace');
+    }
+    await nnrag.waitForStatus((st) => st.state === 'ready' && !st.failing);
+    assert.ok(!(await nnrag.request(ListTree, {})).some((n) => n.repo === 'unreachable'));
   });
 
   it('validates with the interpreter picked for NN-RAG: the pick wins over inherited defaults and is written where it takes effect', async () => {
