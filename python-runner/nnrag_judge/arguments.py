@@ -200,7 +200,9 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
     return out
 
 
-MAX_VARIANTS = 10
+MAX_VARIANTS = 14
+# the second value a float default of 0 takes
+SMALL_RATE = 0.05
 # constructor parameters that count layers, blocks or repeats
 COUNTS = {"depth", "num_layers", "n", "layers", "repeats", "num_blocks", "n_layers", "num_convs", "num_stages"}
 
@@ -276,13 +278,14 @@ def perturbed(value: Any) -> Any:
 def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = None) -> List[Tuple[Dict[str, Any], str]]:
     """The argument set that ran (no override), then overrides of it: each boolean option flipped, each string option
     set to another value the code of `source` (the original class) compares it with or looks it up by, each numeric
-    default perturbed. Overrides are JSON values, so the other side of a comparison can apply them too."""
+    default perturbed (a float 0 twice: 0.5 and a small rate). Overrides are JSON values, so the other side of a comparison can apply them too."""
     out: List[Tuple[Dict[str, Any], str]] = [({}, "the arguments that ran")]
     params = init_parameters(cls)
     positional = {p.name for p in params[:len(args)]}
     options = [p for p in params if p.name not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     strings = compared_strings(source or cls) if any(isinstance(kwargs.get(p.name, p.default), str) for p in options) else {}
     numeric: List[Tuple[Dict[str, Any], str]] = []
+    small: List[Tuple[Dict[str, Any], str]] = []
     for p in options:
         value = kwargs[p.name] if p.name in kwargs else p.default
         if isinstance(value, bool):
@@ -292,8 +295,12 @@ def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = No
                 out.append(({p.name: other}, f"{p.name}={other!r}"))
         elif isinstance(value, (int, float)) and p.name not in kwargs and value == value and abs(value) < 1e6:
             numeric.append(({p.name: perturbed(value)}, f"{p.name}={perturbed(value)!r}"))
+            if isinstance(value, float) and value == 0.0:
+                # a rate at 0 (dropout, drop path) taken slightly up as well: code often branches on a threshold
+                # (`if rate > 0.1: ... elif rate > 0: ...`), and 0.5 takes only the first branch
+                small.append(({p.name: SMALL_RATE}, f"{p.name}={SMALL_RATE!r}"))
         elif isinstance(value, int) and not isinstance(value, bool) and p.name in kwargs and 0 < value <= 2 and p.name in COUNTS:
             # a guessed count of layers or repeats: one more takes the branches a single one skips (`i < n - 1`)
             numeric.append(({p.name: value + 1}, f"{p.name}={value + 1}"))
     # numbers after the options: a changed default shows in the set that ran already, a perturbed one in its own
-    return (out + numeric)[:MAX_VARIANTS]
+    return (out + numeric + small)[:MAX_VARIANTS]

@@ -112,6 +112,30 @@ class Mutants(unittest.TestCase):
     def test_a_field_of_an_output_object(self) -> None:
         self.assertDiffers("Stats(y.mean(), 3)", "Stats(y.mean(), 4)")
 
+    def test_a_branch_under_a_small_rate(self) -> None:
+        # stochastic depth with a threshold: a rate of 0.5 takes the first branch only; a small rate reaches the second
+        original = """
+import torch
+from torch import nn
+
+
+class Blk(nn.Module):
+    def __init__(self, dim=8, drop_path=0.0):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+        self.rate = drop_path
+
+    def forward(self, x):
+        if self.training and self.rate > 0.1:
+            return x + self.lin(x) * 0.5
+        elif self.training and self.rate > 0.0:
+            return x + self.lin(x)
+        return x + self.lin(x)
+"""
+        self.assertEqual(judged(original, original)["tier"], "equivalent")
+        report = judged(original.replace("            return x + self.lin(x)\n        return", "            return x - self.lin(x)\n        return"), original)
+        self.assertEqual(report.get("category"), "differs", report)
+
     def test_an_init(self) -> None:
         self.assertDiffers("self.lin = nn.Linear(dim, dim)", "self.lin = nn.Linear(dim, dim)\n        nn.init.zeros_(self.lin.bias)")
 
