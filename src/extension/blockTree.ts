@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { NnragClient } from './client';
 import { ListTree } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
-import type { HitValidation } from '../core/search/search';
+import { verdictWords } from '../core/pull/pulledState';
 
 export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
   private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
@@ -38,7 +38,7 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
       const h = node.hit;
       const item = new vscode.TreeItem(h.name, vscode.TreeItemCollapsibleState.None);
       item.contextValue = 'block';
-      item.description = `${h.module}${h.validation ? ` · ${validationLabel(h.validation)}` : ''}`;
+      item.description = `${h.module}${h.validation ? ` · ${verdictWords(h.validation)}` : ''}`;
       item.tooltip = new vscode.MarkdownString(`**${h.name}**${h.signature}\n\n${h.doc ? `${h.doc}\n\n` : ''}\`${h.target}\`\n\n${h.path}:${h.line}`);
       item.iconPath = h.abstract ? new vscode.ThemeIcon('symbol-interface') : vscode.Uri.joinPath(this.media, 'block.svg');
       item.command = { command: 'nnrag.openSource', title: vscode.l10n.t('Open Source'), arguments: [node] };
@@ -56,8 +56,4 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
     }
     return item;
   }
-}
-
-function validationLabel(v: HitValidation): string {
-  return v.status === 'validated' ? '✓ validated' : `✗ ${v.tier ?? 'failed'}`;
 }

@@ -37,6 +37,12 @@ export interface Deps {
 }
 
 /** Every command goes through here: errors are logged with their stack and shown with a Show Log button. */
+/** The last error a command showed the user (for the API the integration tests read). */
+let lastErrorShown: string | undefined;
+export function lastError(): string | undefined {
+  return lastErrorShown;
+}
+
 export function register(context: vscode.ExtensionContext, id: string, log: vscode.LogOutputChannel, fn: (...args: unknown[]) => unknown): void {
   context.subscriptions.push(
     vscode.commands.registerCommand(id, async (...args: unknown[]) => {
@@ -48,6 +54,7 @@ export function register(context: vscode.ExtensionContext, id: string, log: vsco
           return undefined;
         }
         const message = err instanceof Error ? err.message : String(err);
+        lastErrorShown = `NN-RAG: ${message}`;
         log.error(`[command] ${id}: ${err instanceof Error ? (err.stack ?? message) : message}`);
         const show = vscode.l10n.t('Show Log');
         // not awaited: the command ends now, the message stays until the user closes it

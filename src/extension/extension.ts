@@ -8,7 +8,7 @@ import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
 import { DependencyTreeProvider } from './dependencyTree';
 import { BlockTreeProvider } from './blockTree';
 import { NnragClient } from './client';
-import { EMPTY_SCHEME, mayRunCode, registerCommands, register, settlePendingPull, weakSandboxAllowed } from './commands';
+import { EMPTY_SCHEME, lastError, mayRunCode, registerCommands, register, settlePendingPull, weakSandboxAllowed } from './commands';
 import { GitCredentialService } from './credentials';
 import { InterpreterService, withInterpreter } from './interpreter';
 import type { Interpreter } from './interpreter';
@@ -25,6 +25,8 @@ export interface NnragApi {
   request<P, R>(m: Method<P, R>, params: P): Promise<R>;
   /** The interpreter that validates pulled blocks now, and where it comes from. */
   interpreter(): Interpreter;
+  /** The last error message a command showed. */
+  lastError(): string | undefined;
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<NnragApi | undefined> {
@@ -208,6 +210,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
           }),
     request: (m, params) => client.request(m, params),
     interpreter: () => interpreter.current(),
+    lastError,
   };
 }
 

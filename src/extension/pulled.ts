@@ -7,9 +7,10 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { PulledFileStatus } from '../core/pull/update';
 import type { ValidationReport } from '../core/validate/runner';
-import { GetPulledStatus, PlanUpdate, ValidatePulled, WriteManifests } from '../shared/protocol';
+import { GetProvenance, GetPulledStatus, PlanUpdate, ValidatePulled, WriteManifests } from '../shared/protocol';
 import type { NnragClient } from './client';
 import { setting } from './config';
+import { describePulled, tierRank, verdictWords } from '../core/pull/pulledState';
 import type { InterpreterService } from './interpreter';
 
 export type PulledItem = PulledFileStatus & { uri: string };
@@ -26,28 +27,6 @@ function hasHeader(text: string): boolean {
   return false;
 }
 const EXCLUDE = '**/{node_modules,.git,.venv,venv,__pycache__,.tox,site-packages}/**';
-
-/** What a state is called in the view (and in the tests). */
-export function stateLabel(s: PulledFileStatus): string {
-  const parts: string[] = [];
-  if (s.state === 'conflicted') parts.push(vscode.l10n.t('{0} conflicts', s.conflicts));
-  else if (s.state === 'changed') parts.push(vscode.l10n.t('upstream changed'));
-  else if (s.state === 'up-to-date') parts.push(vscode.l10n.t('up to date'));
-  else if (s.state === 'damaged') parts.push(vscode.l10n.t('damaged header'));
-  else parts.push(vscode.l10n.t('not in the index'));
-  if (s.edited && s.state !== 'damaged') parts.push(vscode.l10n.t('edited locally'));
-  const v = s.validation;
-  if (v) parts.push(v.status === 'validated' ? vscode.l10n.t('validated: {0}', v.tier ?? '') : vscode.l10n.t('{0}: {1}', v.status, v.category ?? v.tier ?? ''));
-  return parts.join(' · ');
-}
-
-const ICONS: Record<PulledFileStatus['state'], string> = {
-  'up-to-date': 'pass',
-  changed: 'cloud-download',
-  conflicted: 'git-merge',
-  damaged: 'error',
-  unknown: 'question',
-};
 
 export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem> {
   private readonly changed = new vscode.EventEmitter<void>();
@@ -99,10 +78,12 @@ export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem>
     const uri = vscode.Uri.parse(s.uri);
     const item = new vscode.TreeItem(path.basename(uri.fsPath), vscode.TreeItemCollapsibleState.None);
     item.resourceUri = uri;
-    item.description = stateLabel(s);
-    item.iconPath = new vscode.ThemeIcon(ICONS[s.state]);
+    // the words and icon every place shows for this state
+    const words = describePulled(s);
+    item.description = words.label;
+    item.iconPath = new vscode.ThemeIcon(words.icon);
     const changed = s.changed.map((c) => `- ${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('\n');
-    item.tooltip = new vscode.MarkdownString(`**${s.target}**\n\n${stateLabel(s)}${changed ? `\n\n${vscode.l10n.t('Changed upstream:')}\n${changed}` : ''}${s.reason ? `\n\n${s.reason}` : ''}`);
+    item.tooltip = new vscode.MarkdownString(`**${s.target}**\n\n${words.label}${changed ? `\n\n${vscode.l10n.t('Changed upstream:')}\n${changed}` : ''}${s.reason ? `\n\n${s.reason}` : ''}`);
     item.command = { command: 'vscode.open', title: vscode.l10n.t('Open'), arguments: [uri] };
     item.contextValue = `pulled.${s.state}`;
     return item;
@@ -114,7 +95,9 @@ async function documentOf(arg: unknown): Promise<vscode.TextDocument> {
   const given = (arg as PulledItem | undefined)?.uri ?? arg;
   const uri = typeof given === 'string' ? vscode.Uri.parse(given) : given instanceof vscode.Uri ? given : vscode.window.activeTextEditor?.document.uri;
   if (!uri) throw new Error(vscode.l10n.t('Open a pulled file first'));
-  return vscode.workspace.openTextDocument(uri);
+  const doc = await vscode.workspace.openTextDocument(uri);
+  if (!hasHeader(doc.getText())) throw new Error(vscode.l10n.t('{0} was not pulled by NN-RAG (it has no provenance header): Compare, Update and Validate work on pulled files', path.basename(uri.fsPath)));
+  return doc;
 }
 
 /** Texts shown on the right of a Compare with Upstream (what a pull gives today). */
@@ -132,6 +115,13 @@ export function registerPulledCommands(
     weakSandboxAllowed: () => boolean;
   },
 ): void {
+  // Compare, Update and Validate are offered in the palette for pulled files only
+  const activeIsPulled = (): void => {
+    const doc = vscode.window.activeTextEditor?.document;
+    void vscode.commands.executeCommand('setContext', 'nnrag.activeIsPulled', !!doc && doc.languageId === 'python' && hasHeader(doc.getText()));
+  };
+  activeIsPulled();
+  context.subscriptions.push(vscode.window.onDidChangeActiveTextEditor(activeIsPulled), vscode.workspace.onDidSaveTextDocument(activeIsPulled));
   const upstreamTexts = new Map<string, string>();
   const upstreamChanged = new vscode.EventEmitter<vscode.Uri>();
   context.subscriptions.push(
@@ -173,8 +163,13 @@ export function registerPulledCommands(
     );
     const v = r.validation;
     log.info(`[validate] ${doc.uri.fsPath}: ${v.ok ? 'passed' : 'failed'} (tier ${v.tier ?? 'none'})${v.category ? ` ${v.category}: ${v.message}` : ''}`);
-    if (v.ok) void vscode.window.showInformationMessage(vscode.l10n.t('{0} validated: tier {1}', name, v.tier ?? ''));
-    else void vscode.window.showWarningMessage(vscode.l10n.t('{0} did not validate (tier {1}): {2}: {3}', name, v.tier ?? 'none', v.category ?? '', v.message ?? ''));
+    // a lower tier than the header recorded says why (an update or an edit that is no longer compared, or differs)
+    const before = (await client.request(GetProvenance, { text: doc.getText() }))?.validation;
+    const lower = before && tierRank(v.tier) < tierRank(before.tier) ? ` ${vscode.l10n.t('(was {0}: {1})', verdictWords(before), v.equivalence?.reason ?? v.equivalence?.differences?.[0] ?? v.message ?? v.equivalence?.status ?? '')}` : '';
+    const words = verdictWords({ status: v.ok ? 'validated' : 'failed', tier: v.tier, category: v.category });
+    if (v.ok && !lower) void vscode.window.showInformationMessage(`${name}: ${words}`);
+    else if (v.ok) void vscode.window.showWarningMessage(`${name}: ${words}${lower}`);
+    else void vscode.window.showWarningMessage(`${name}: ${words}: ${v.message ?? ''}${lower}`);
     return r;
   };
 

@@ -4,8 +4,9 @@ import { MarkupKind } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { bodyHash, readProvenance } from '../core/emit/emit';
 import type { Provenance } from '../core/emit/emit';
-import { upstreamStatus } from '../core/emit/upstream';
-import type { UpstreamStatus } from '../core/emit/upstream';
+import { describePulled } from '../core/pull/pulledState';
+import { pulledFileStatus } from '../core/pull/update';
+import type { PulledFileStatus } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
 import { GetProvenance } from '../shared/protocol';
 import { onRequest } from './rpc';
@@ -75,21 +76,20 @@ function classLine(text: string, name: string): number {
 }
 
 /** A CodeLens over the pulled block: up to date with its upstream, or which sources changed since the pull. */
-export function upstreamLens(text: string, prov: Provenance, up: UpstreamStatus, uri: string): CodeLens[] {
+export function upstreamLens(text: string, prov: Provenance, st: PulledFileStatus, uri: string): CodeLens[] {
   const line = classLine(text, prov.block);
   const range = { start: { line, character: 0 }, end: { line, character: 0 } };
   const at = `${prov.repo}${prov.commit ? `@${prov.commit.slice(0, 8)}` : ''}`;
+  // the words every place shows for this state (the Pulled Blocks view too)
+  const words = describePulled(st);
   let title: string;
-  if (up.state === 'up-to-date') title = `NN-RAG: pulled from ${at}, up to date`;
-  else if (up.state === 'unknown') title = `NN-RAG: pulled from ${at} (repository not indexed here)`;
-  else {
-    const moved = up.entries.filter((e) => e.state === 'changed' || e.state === 'missing');
-    const files = [...new Set(moved.map((e) => e.path))];
-    title = `$(warning) NN-RAG: upstream changed since the pull: ${moved.flatMap((e) => e.names).join(', ')} (${files.join(', ')})`;
-  }
+  if (st.state === 'changed') {
+    const files = [...new Set(st.changed.map((e) => e.path))];
+    title = `$(warning) NN-RAG: upstream changed since the pull: ${st.changed.flatMap((e) => e.names).join(', ')} (${files.join(', ')}) · ${words.parts.slice(1).join(' · ')}`;
+  } else title = `${words.icon === 'pass' ? '' : `$(${words.icon}) `}NN-RAG: pulled from ${at} · ${words.label}`;
   const lenses: CodeLens[] = [{ range, command: { title, command: 'nnrag.openSource', arguments: [prov.target] } }];
   // what the user can do about it: see the difference, take it (keeping their edits), both in the editor
-  if (up.state === 'changed') {
+  if (st.state === 'changed') {
     lenses.push({ range, command: { title: 'Compare with upstream', command: 'nnrag.compareUpstream', arguments: [uri] } });
     lenses.push({ range, command: { title: 'Update', command: 'nnrag.updatePulled', arguments: [uri] } });
   }
@@ -108,6 +108,7 @@ export function registerProvenance(connection: Connection, documents: TextDocume
     const prov = doc && readProvenance(doc.getText());
     const s = service();
     if (!doc || !prov || !s || s.status.state === 'starting') return [];
-    return upstreamLens(doc.getText(), prov, upstreamStatus((await s.ready()).db, prov), params.textDocument.uri);
+    const st = pulledFileStatus((await s.ready()).db, doc.getText());
+    return st ? upstreamLens(doc.getText(), prov, st, params.textDocument.uri) : [];
   });
 }

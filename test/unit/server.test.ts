@@ -7,7 +7,7 @@ import type { MessageConnection } from 'vscode-jsonrpc/node';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import type { PullReport } from '../../src/core/pull/pull';
 import type { SearchHit } from '../../src/core/search/search';
-import { GetIndexStatus, GetPulledStatus, IndexStatusChanged, ListTree, PlanUpdate, PullBlock, ReindexRepositories, SearchBlocks, ValidatePulled } from '../../src/shared/protocol';
+import { GetIndexStatus, GetPulledStatus, IndexStatusChanged, ListTree, PlanUpdate, PullBlock, ReindexRepositories, SearchBlocks, ValidatePulled, WriteManifests } from '../../src/shared/protocol';
 import type { IndexStatus, InitOptions, TreeNode } from '../../src/shared/protocol';
 import { git, startGitServer } from './gitServer';
 import { ASSETS, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
@@ -84,7 +84,8 @@ describe('language server over stdio (the real server process)', function () {
     const hits = await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: 'squeeze' });
     assert.strictEqual(hits[0].name, 'SqueezeExcite');
     const repos = await conn.sendRequest<TreeNode[]>(ListTree.method, {});
-    assert.deepStrictEqual(repos.map((r) => r.label), ['tinyblocks']);
+    // every configured repository has a node; the one that cannot be indexed says why
+    assert.deepStrictEqual(repos.map((r) => [r.label, /no such folder/.test(r.error ?? '')]), [['tinyblocks', false], ['missing-folder', true]]);
     const cats = await conn.sendRequest<TreeNode[]>(ListTree.method, { parent: repos[0] });
     assert.ok(cats.some((c) => c.category === 'attention'));
     const blocks = await conn.sendRequest<TreeNode[]>(ListTree.method, { parent: cats.find((c) => c.category === 'attention') });
@@ -139,7 +140,18 @@ describe('language server over stdio (the real server process)', function () {
     const plan = await conn.sendRequest<{ state: string; next?: string; upstream: string }>(PlanUpdate.method, { file: out, text: edited });
     assert.strictEqual(plan.state, 'up-to-date');
     assert.strictEqual(plan.upstream.slice(plan.upstream.indexOf('\nclass ')), text.slice(text.indexOf('\nclass ')));
-    await assert.rejects(conn.sendRequest(PlanUpdate.method, { file: out, text: 'x = 1\n' }), /no NN-RAG provenance record/);
+    // the file of the user's, not a pulled one: each request that takes a pulled file says so in words of its own
+    for (const [method, params] of [
+      [PlanUpdate.method, { file: out, text: 'x = 1\n' }],
+      [ValidatePulled.method, { file: out, text: 'x = 1\n', python: 'python3', timeoutSeconds: 5, memoryMb: 512 }],
+      [WriteManifests.method, { file: out, text: 'x = 1\n' }],
+    ] as const) {
+      await assert.rejects(conn.sendRequest(method, params), (err: Error) => {
+        assert.match(err.message, /no NN-RAG provenance record/, method);
+        assert.doesNotMatch(err.message, /Request .* failed/, method);
+        return true;
+      });
+    }
     if (!existsSync(PYTHON_WITH_TORCH)) return;
     const checked = await conn.sendRequest<{ validation: { ok: boolean; tier: string }; text: string }>(ValidatePulled.method, { file: out, text, python: PYTHON_WITH_TORCH, timeoutSeconds: 120, memoryMb: 4096, allowWeakSandbox: true });
     assert.deepStrictEqual([checked.validation.ok, checked.validation.tier], [true, 'equivalent']);

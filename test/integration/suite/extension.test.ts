@@ -6,7 +6,7 @@
  */
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -448,6 +448,24 @@ describe('trusted workspace', function () {
       const now = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
       delete now['python.defaultInterpreterPath'];
       writeFileSync(settingsFile, JSON.stringify(now, null, 2));
+    }
+  });
+
+  it('says in its own words that a file of the user\'s is not a pulled one, for every command that takes a pulled file', async () => {
+    const mine = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, 'my_own_model.py');
+    writeFileSync(mine, 'import torch\n\n\nclass Mine(torch.nn.Module):\n    pass\n');
+    try {
+      await vscode.window.showTextDocument(vscode.Uri.file(mine));
+      for (const command of ['nnrag.compareUpstream', 'nnrag.updatePulled', 'nnrag.validatePulled']) {
+        assert.strictEqual(await vscode.commands.executeCommand(command, vscode.Uri.file(mine).toString()), undefined, command);
+        const shown = nnrag.lastError() ?? '';
+        assert.match(shown, /my_own_model\.py was not pulled by NN-RAG/, command);
+        assert.doesNotMatch(shown, /Request .* failed/, command);
+      }
+      assert.strictEqual(readFileSync(mine, 'utf8'), 'import torch\n\n\nclass Mine(torch.nn.Module):\n    pass\n', 'the file is untouched');
+    } finally {
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+      rmSync(mine, { force: true });
     }
   });
 

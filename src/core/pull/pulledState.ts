@@ -1,0 +1,65 @@
+/**
+ * The one description of a pulled file's state and of a validation verdict: the CodeLens, the Pulled Blocks view,
+ * the block tree, the hover and the command line all show these words and icons, so a file never reads "up to date"
+ * in one place and "conflicts" in another.
+ */
+import type { PulledFileStatus } from './update';
+
+/** A validation verdict as the header, the index and a report record it. */
+export interface VerdictLike {
+  status: string;
+  tier?: string | null;
+  category?: string | null;
+}
+
+/** "validated: equivalent", "failed: instantiate (reached imported)", "not validated". */
+export function verdictWords(v: VerdictLike | null | undefined): string {
+  if (!v || v.status === 'not-validated' || v.status === 'extracted') return 'not validated';
+  if (v.status === 'validated') return `validated: ${v.tier ?? 'parsed'}`;
+  return `failed: ${v.category ?? 'unknown'}${v.tier ? ` (reached ${v.tier})` : ''}`;
+}
+
+export interface PulledWords {
+  /** Each fact, most important first: the upstream or file state, "edited locally", the verdict. */
+  parts: string[];
+  /** The parts joined, as a view's description. */
+  label: string;
+  /** A codicon name: the state that most needs the user's attention. */
+  icon: string;
+}
+
+const FAILED = new Set(['failed', 'error']);
+
+export function describePulled(s: PulledFileStatus): PulledWords {
+  const parts: string[] = [];
+  if (s.state === 'conflicted') parts.push(`${s.conflicts} conflict${s.conflicts === 1 ? '' : 's'}`);
+  else if (s.state === 'changed') parts.push('upstream changed');
+  else if (s.state === 'up-to-date') parts.push('up to date');
+  else if (s.state === 'damaged') parts.push('damaged header');
+  else parts.push('not in this index');
+  if (s.edited && s.state !== 'damaged') parts.push('edited locally');
+  if (s.state !== 'damaged') parts.push(verdictWords(s.validation));
+  const failed = s.validation !== undefined && FAILED.has(s.validation.status);
+  const icon =
+    s.state === 'conflicted'
+      ? 'git-merge'
+      : s.state === 'damaged'
+        ? 'error'
+        : failed
+          ? 'warning'
+          : s.state === 'changed'
+            ? 'cloud-download'
+            : s.state === 'unknown'
+              ? 'question'
+              : s.edited
+                ? 'edit'
+                : 'pass';
+  return { parts, label: parts.join(' · '), icon };
+}
+
+const TIERS = ['parsed', 'compiled', 'names-closed', 'imported', 'instantiated', 'forward', 'equivalent'];
+
+/** How far a verdict got, for telling a lower tier after an update or edit (-1: none). */
+export function tierRank(tier: string | null | undefined): number {
+  return tier ? TIERS.indexOf(tier) : -1;
+}
