@@ -44,7 +44,8 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
       item.command = { command: 'nnrag.openSource', title: vscode.l10n.t('Open Source'), arguments: [node] };
       return item;
     }
-    const item = new vscode.TreeItem(node.label, node.count ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    // (a repository still indexing may have no blocks yet: it stays expandable; a failing one with none has nothing)
+    const item = new vscode.TreeItem(node.label, node.error && !node.count ? vscode.TreeItemCollapsibleState.None : vscode.TreeItemCollapsibleState.Collapsed);
     item.contextValue = node.kind;
     item.description = node.count !== undefined ? String(node.count) : undefined;
     item.iconPath = new vscode.ThemeIcon(node.kind === 'repo' ? 'repo' : 'symbol-folder');

@@ -15,6 +15,7 @@ import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
 import type { InterpreterService } from './interpreter';
 import { withInterpreter } from './interpreter';
+import { verdictWords } from '../core/pull/pulledState';
 
 
 /** Why a file name cannot hold a pulled block, or undefined when it can (the rules of core's fileNameProblem). */
@@ -66,10 +67,13 @@ export function register(context: vscode.ExtensionContext, id: string, log: vsco
 }
 
 function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
+  // what the block is, before it is chosen: its verdict (if a pull recorded one), license and first docstring line
+  const facts = [h.repo, h.category, h.abstract ? 'abstract' : '', h.validation ? verdictWords(h.validation) : '', h.license ?? vscode.l10n.t('no license found')];
+  const firstLine = h.doc.split('\n').find((l) => l.trim())?.trim() ?? '';
   return {
     label: `$(symbol-class) ${h.name}`,
-    description: `${h.repo} · ${h.category}${h.abstract ? ' · abstract' : ''}${h.copies ? ` · ${vscode.l10n.t('{0} copies in {1} repositories', h.copies.count, h.copies.repos)}` : ''}`,
-    detail: `${h.path}:${h.line}  ${h.name}${h.signature || '()'}`,
+    description: `${facts.filter(Boolean).join(' · ')}${h.copies ? ` · ${vscode.l10n.t('{0} copies in {1} repositories', h.copies.count, h.copies.repos)}` : ''}`,
+    detail: `${firstLine ? `${firstLine.slice(0, 120)} — ` : ''}${h.path}:${h.line}  ${h.name}${h.signature || '()'}`,
     alwaysShow: true,
     hit: h,
   };
@@ -488,12 +492,11 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
     }
 
     // 2. what will be written, against what is there: Accept or Cancel
-    if (preview && !(await confirmInDiff(deps, scratch, dest, existing, report, className))) {
+    const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(scratch));
+    if (preview && !(await confirmInDiff(deps, text, dest, existing, report, className))) {
       log.info(`[pull] ${target}: cancelled in the diff; nothing written`);
       return undefined;
     }
-    const doc = await vscode.workspace.openTextDocument(scratch);
-    const text = doc.getText();
 
     // 3. one edit: undo takes it back whole
     const edit = new vscode.WorkspaceEdit();
@@ -695,9 +698,27 @@ export function pullVerdict(report: PullReport): { short: string; detail: string
   };
 }
 
-/** Shows the pulled file against the destination (empty for a new file) and waits for Accept or Cancel. */
-async function confirmInDiff(deps: Deps, scratch: vscode.Uri, dest: vscode.Uri, existing: string | undefined, report: PullReport, className: string): Promise<boolean> {
+/** The read-only right side of a pull's diff: the text Accept writes, by URI (`PREVIEW_SCHEME`). */
+export const previewTexts = new Map<string, string>();
+export const PREVIEW_SCHEME = 'nnrag-pull-preview';
+
+/**
+ * Shows the pulled text against the destination (empty for a new file) and waits for Accept or Cancel. The right side
+ * is read-only: what is shown is what Accept writes (keys typed into an editable scratch file changed it unseen).
+ */
+async function confirmInDiff(deps: Deps, text: string, dest: vscode.Uri, existing: string | undefined, report: PullReport, className: string): Promise<boolean> {
   const left = existing === undefined ? vscode.Uri.from({ scheme: EMPTY_SCHEME, path: dest.path }) : dest;
+  const right = vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: dest.path, query: String(Date.now()) });
+  previewTexts.set(right.toString(), text);
+  try {
+    return await confirmPreview(deps, left, right, dest, existing, report, className);
+  } finally {
+    await closeTabsOf(right);
+    previewTexts.delete(right.toString());
+  }
+}
+
+async function confirmPreview(deps: Deps, left: vscode.Uri, scratch: vscode.Uri, dest: vscode.Uri, existing: string | undefined, report: PullReport, className: string): Promise<boolean> {
   const verdict = pullVerdict(report);
   const title = existing === undefined ? vscode.l10n.t('Pull {0} into {1} (new file, {2})', className, path.basename(dest.fsPath), verdict.short) : vscode.l10n.t('Pull {0} into {1} (replaces it, {2})', className, path.basename(dest.fsPath), verdict.short);
   const st = existing === undefined ? undefined : (await deps.client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
@@ -718,12 +739,15 @@ async function writeRequirements(report: PullReport, file: vscode.Uri): Promise<
 function showFailure(log: vscode.LogOutputChannel, report: PullReport, requirementsFile: vscode.Uri): void {
   log.warn(`[pull] ${report.target}: ${report.status} at tier ${report.tier ?? 'none'}: ${report.category}: ${report.message}`);
   const show = vscode.l10n.t('Show Log');
-  // a package the interpreter lacks: what to install is one click away
-  const req = report.category === 'missing-package' ? [vscode.l10n.t('Write Requirements')] : [];
+  // a package the interpreter lacks: what to install is one click away; without torch, another interpreter is
+  const noTorch = report.category === 'missing-package' && /'torch'/.test(report.message ?? '');
+  const req = report.category === 'missing-package' && !noTorch ? [vscode.l10n.t('Write Requirements')] : [];
+  const select = noTorch ? [vscode.l10n.t('Select Interpreter')] : [];
   void vscode.window
-    .showWarningMessage(vscode.l10n.t('{0} did not validate (tier {1}): {2}: {3}', report.target, report.tier ?? 'none', report.category ?? '', report.message ?? ''), show, ...req)
+    .showWarningMessage(`${report.target}: ${pullVerdict(report).detail}`, show, ...req, ...select)
     .then(async (pick) => {
       if (pick === show) log.show();
       else if (pick && pick === req[0]) await writeRequirements(report, requirementsFile);
+      else if (pick && pick === select[0]) await vscode.commands.executeCommand('nnrag.selectInterpreter');
     });
 }

@@ -8,9 +8,9 @@ import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
 import { DependencyTreeProvider } from './dependencyTree';
 import { BlockTreeProvider } from './blockTree';
 import { NnragClient } from './client';
-import { EMPTY_SCHEME, lastError, mayRunCode, registerCommands, register, settlePendingPull, weakSandboxAllowed } from './commands';
+import { EMPTY_SCHEME, lastError, mayRunCode, PREVIEW_SCHEME, previewTexts, registerCommands, register, settlePendingPull, weakSandboxAllowed } from './commands';
 import { GitCredentialService } from './credentials';
-import { InterpreterService, withInterpreter } from './interpreter';
+import { describeInterpreter, InterpreterService, versionsLabel, withInterpreter } from './interpreter';
 import type { Interpreter } from './interpreter';
 import { PulledBlocksProvider, registerPulledCommands } from './pulled';
 
@@ -99,8 +99,9 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     vscode.workspace.registerTextDocumentContentProvider('nnrag-source', {
       provideTextDocumentContent: async (uri) => (await client.request(ReadSource, { target: uri.query })).text,
     }),
-    // the left side of a new file's pull diff
+    // the left side of a new file's pull diff, and its right side (read-only: what Accept writes)
     vscode.workspace.registerTextDocumentContentProvider(EMPTY_SCHEME, { provideTextDocumentContent: () => '' }),
+    vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, { provideTextDocumentContent: (uri) => previewTexts.get(uri.toString()) ?? '' }),
   );
 
   // language status items: shown with Python editors only, not in every window
@@ -115,6 +116,13 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     const i = interpreter.current();
     pythonItem.text = `$(symbol-misc) ${i.path}`;
     pythonItem.detail = vscode.l10n.t('validates pulled blocks ({0})', i.source);
+    pythonItem.severity = vscode.LanguageStatusSeverity.Information;
+    void describeInterpreter(i.path).then((v) => {
+      if (interpreter.current().path !== i.path) return;
+      pythonItem.detail = `${versionsLabel(v)} · ${vscode.l10n.t('validates pulled blocks ({0})', i.source)}`;
+      // without torch nothing validates: the item says so, and its command picks another
+      if (!v.torch) pythonItem.severity = vscode.LanguageStatusSeverity.Warning;
+    });
   };
   showPython();
   context.subscriptions.push(interpreter.onDidChange(showPython));

@@ -23,6 +23,43 @@ export function withInterpreter(repositories: SourceConfig[], python: string): S
   return repositories.map((r) => (r.kind === 'python-env' && !r.python ? { ...r, python } : r));
 }
 
+export interface InterpreterVersions {
+  python?: string;
+  /** The installed torch distribution's version; undefined without torch. */
+  torch?: string;
+  /** Why the interpreter could not be asked (not found, not Python). */
+  error?: string;
+}
+
+const asked = new Map<string, Promise<InterpreterVersions>>();
+
+/** The Python and torch versions of an interpreter, read from its metadata (torch is not imported); asked once per path. */
+export function describeInterpreter(python: string): Promise<InterpreterVersions> {
+  let answer = asked.get(python);
+  if (!answer) {
+    answer = new Promise((resolve) => {
+      const code = 'import json, platform\ntry:\n    from importlib.metadata import version\n    t = version("torch")\nexcept Exception:\n    t = None\nprint(json.dumps({"python": platform.python_version(), "torch": t}))';
+      execFile(python, ['-I', '-c', code], { timeout: 15_000 }, (err, stdout) => {
+        if (err) return resolve({ error: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : err.message.split('\n')[0] });
+        try {
+          const v = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { python?: string; torch?: string | null };
+          resolve({ python: v.python, torch: v.torch ?? undefined });
+        } catch {
+          resolve({ error: 'not a Python interpreter' });
+        }
+      });
+    });
+    asked.set(python, answer);
+  }
+  return answer;
+}
+
+/** "Python 3.11.2 · torch 2.14.1", "Python 3.11.2 · no torch", "not found". */
+export function versionsLabel(v: InterpreterVersions): string {
+  if (v.error) return v.error;
+  return `Python ${v.python ?? '?'} · ${v.torch ? `torch ${v.torch}` : 'no torch'}`;
+}
+
 export class InterpreterService implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<Interpreter>();
   readonly onDidChange = this.changed.event;
@@ -85,19 +122,53 @@ export class InterpreterService implements vscode.Disposable {
   async pick(given?: string): Promise<string | undefined> {
     if (given) return updateSetting('pythonPath', given);
     const current = this.current();
-    // the environments the Python extension knows, then the usual ones
+    // the environments the Python extension knows, then the usual ones, each with its Python and torch versions
     const known = (this.api?.environments?.known ?? []).map((e) => e.path);
     const candidates = [current.path, ...known, '/usr/bin/python3', 'python3'].filter((v, i, a) => a.indexOf(v) === i);
-    const choice = await vscode.window.showQuickPick(
-      [...candidates.map((p) => ({ label: p, description: p === current.path ? `in use (${current.source})` : '' })), { label: vscode.l10n.t('Enter a path…'), description: '' }],
-      { title: vscode.l10n.t('Python interpreter for validating blocks') },
-    );
+    const enter = vscode.l10n.t('Enter a path…');
+    const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem>();
+    quickPick.title = vscode.l10n.t('Python interpreter for validating blocks');
+    const described = new Map<string, string>();
+    const render = (): void => {
+      quickPick.items = [
+        ...candidates.map((p) => ({ label: p, description: [described.get(p) ?? '…', p === current.path ? vscode.l10n.t('in use ({0})', current.source) : ''].filter(Boolean).join(' · ') })),
+        { label: enter, description: '' },
+      ];
+    };
+    render();
+    quickPick.busy = true;
+    void Promise.all(
+      candidates.map(async (p) => {
+        described.set(p, versionsLabel(await describeInterpreter(p)));
+        render();
+      }),
+    ).then(() => (quickPick.busy = false));
+    const choice = await new Promise<string | undefined>((resolve) => {
+      quickPick.onDidAccept(() => resolve(quickPick.selectedItems[0]?.label));
+      quickPick.onDidHide(() => resolve(undefined));
+      quickPick.show();
+    });
+    quickPick.dispose();
     if (!choice) return undefined;
-    let value = choice.label;
-    if (choice.label === vscode.l10n.t('Enter a path…')) {
+    let value = choice;
+    if (choice === enter) {
       const typed = await vscode.window.showInputBox({ prompt: vscode.l10n.t('Path to a Python interpreter with torch'), value: current.path });
       if (!typed) return undefined;
       value = typed;
+    }
+    // one without torch (or that does not run) validates nothing: said before it is taken
+    const versions = await describeInterpreter(value);
+    if (!versions.torch) {
+      const use = vscode.l10n.t('Use Anyway');
+      const other = vscode.l10n.t('Choose Another');
+      const pick = await vscode.window.showWarningMessage(
+        versions.error ? vscode.l10n.t('{0} does not run: {1}', value, versions.error) : vscode.l10n.t('{0} has no torch: pulled blocks cannot be validated with it (they fail with "missing package \'torch\'").', value),
+        { modal: true },
+        use,
+        other,
+      );
+      if (pick === other) return this.pick();
+      if (pick !== use) return undefined;
     }
     return updateSetting('pythonPath', value);
   }

@@ -163,6 +163,14 @@ export function registerPulledCommands(
     );
     const v = r.validation;
     log.info(`[validate] ${doc.uri.fsPath}: ${v.ok ? 'passed' : 'failed'} (tier ${v.tier ?? 'none'})${v.category ? ` ${v.category}: ${v.message}` : ''}`);
+    // an interpreter without torch says nothing about the file: its verdict is not recorded over the one it has
+    if (!v.ok && v.category === 'missing-package' && /'torch'/.test(v.message ?? '')) {
+      const select = vscode.l10n.t('Select Interpreter');
+      void vscode.window
+        .showWarningMessage(vscode.l10n.t('{0} was not validated: {1} has no torch. Its recorded verdict is kept.', name, python), select)
+        .then((pick) => pick === select && vscode.commands.executeCommand('nnrag.selectInterpreter'));
+      return undefined;
+    }
     // a lower tier than the header recorded says why (an update or an edit that is no longer compared, or differs)
     const before = (await client.request(GetProvenance, { text: doc.getText() }))?.validation;
     const lower = before && tierRank(v.tier) < tierRank(before.tier) ? ` ${vscode.l10n.t('(was {0}: {1})', verdictWords(before), v.equivalence?.reason ?? v.equivalence?.differences?.[0] ?? v.message ?? v.equivalence?.status ?? '')}` : '';

@@ -140,7 +140,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
     });
 
     await step('07-upstream-codelens', async () => {
-      await page.locator('.contentWidgets .codelens-decoration, .codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks, up to date/ }).first().waitFor({ timeout: T });
+      await page.locator('.contentWidgets .codelens-decoration, .codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks · up to date · validated: equivalent/ }).first().waitFor({ timeout: T });
     });
 
     // upstream changes the docstring of an inlined dependency; the index takes it in
@@ -170,7 +170,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         if (Date.now() - t0 > 2 * T) throw new Error(`${dest} was not updated within 2 minutes`);
         await page.waitForTimeout(500);
       }
-      await page.locator('.codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks, up to date/ }).first().waitFor({ timeout: T });
+      await page.locator('.codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks · up to date/ }).first().waitFor({ timeout: T });
       // validated again before it was applied: the verdict is in the header, and the view shows it
       if (!/"validation":\{"status":"validated","tier":"equivalent"/.test(readFileSync(dest, 'utf8'))) throw new Error('the update was not validated');
       await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /up to date · validated/ }).first().waitFor({ timeout: T });

@@ -24,6 +24,13 @@ describe('nn-rag validate FILE compares with the original', function () {
     assert.strictEqual(JSON.parse(r.out).tier, 'equivalent');
   });
 
+  it('search says what a block is before it is chosen: the verdict a pull recorded, and the license', async () => {
+    const r = await cli('search', 'residual block', '--db', db, '--json');
+    assert.strictEqual(r.code, 0, r.err);
+    const hit = (JSON.parse(r.out) as { name: string; license: string | null; validation: { tier: string } | null }[]).find((h) => h.name === 'ResidualBlock');
+    assert.deepStrictEqual([hit?.license, hit?.validation?.tier], ['MIT', 'equivalent']);
+  });
+
   it('an unedited pulled file is equivalent, as the pull said, with the values compared', async () => {
     const r = await cli('validate', file, '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
     assert.strictEqual(r.code, 0, r.err);

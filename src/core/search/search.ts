@@ -60,6 +60,8 @@ export interface SearchHit {
   doc: string;
   /** What the last pull with validation recorded (status, tier, category), or null. */
   validation: HitValidation | null;
+  /** The repository's license (SPDX id), when known. */
+  license: string | null;
   score: number;
   /** When the block has lexical duplicates: how many copies (itself included) in how many repositories. */
   copies?: { count: number; repos: number };
@@ -173,7 +175,8 @@ function toUint32(blob: SqlValue): Uint32Array {
 }
 
 const SELECT = `SELECT c.id, c.name, c.module, c.line, c.end_line, c.category, c.abstract, c.is_block, c.signature, c.doc,
-  c.validation, c.repo, f.path AS file_path FROM classes c JOIN files f ON f.id = c.file_id`;
+  c.validation, c.repo, f.path AS file_path, (SELECT r.license FROM repos r WHERE r.id = c.repo_id) AS license
+  FROM classes c JOIN files f ON f.id = c.file_id`;
 
 function filters(q: SearchQuery): { sql: string[]; params: SqlValue[] } {
   const sql: string[] = [];
@@ -220,6 +223,7 @@ function hitOf(r: Record<string, SqlValue>, score: number): SearchHit {
     signature: String(r.signature).replace(/\(\s+/g, '(').replace(/\s+\)/g, ')'),
     doc: String(r.doc).slice(0, 300),
     validation: validationOf(r.validation),
+    license: r.license === null || r.license === undefined ? null : String(r.license),
     score: Math.round(score * 1000) / 1000,
   };
 }
