@@ -102,4 +102,16 @@ describe('search: ranking what the query means', () => {
     assert.strictEqual(searchSuggestion(db, 'multihed atention'), 'multihead attention');
     assert.strictEqual(searchSuggestion(db, 'attention'), undefined);
   });
+
+  it('knows the words of blocks added after its last search, and forgets those of blocks removed', async () => {
+    const db = await zoo();
+    assert.strictEqual(searchSuggestion(db, 'squeezz excitation'), undefined, 'no such words yet');
+    const more = await tmpdir();
+    await writeTree(more, { 'extra/__init__.py': '', 'extra/se.py': 'from torch import nn\n\nclass SqueezeExcitation(nn.Module):\n    """Channel gates."""\n' });
+    await indexFolder(db, more);
+    // the vocabulary grows by the new rows only, and says what it was told
+    assert.strictEqual(searchSuggestion(db, 'squeezz excitation'), 'squeeze excitation');
+    db.run('DELETE FROM classes WHERE name = ?', ['SqueezeExcitation']);
+    assert.strictEqual(searchSuggestion(db, 'squeezz excitation'), undefined, 'a removed block takes its words with it');
+  });
 });

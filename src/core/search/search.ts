@@ -72,15 +72,31 @@ const WEIGHTS = [5, 3, 1, 0.6, 1.2, 0.8];
 const K1 = 1.2;
 const B = 0.75;
 
-/** The index's vocabulary, kept per database until its blocks change. */
-const vocabularies = new WeakMap<IndexDb, { key: string; v: Vocabulary }>();
+/** The index's vocabulary, kept per database until its blocks change; `maxId` and `count` of the blocks it read. */
+const vocabularies = new WeakMap<IndexDb, { key: string; v: Vocabulary; maxId: number; count: number }>();
 function vocabulary(db: IndexDb): Vocabulary {
   // every write to the index goes through this connection: its change count says whether the blocks may differ
   const key = String(db.all('SELECT total_changes() AS n')[0]?.n);
   const kept = vocabularies.get(db);
   if (kept?.key === key) return kept.v;
+  const now = db.get('SELECT coalesce(max(id), 0) AS m, count(*) AS n FROM classes WHERE is_block = 1');
+  const maxId = Number(now?.m ?? 0);
+  const count = Number(now?.n ?? 0);
+  if (kept && maxId >= kept.maxId) {
+    // blocks only added since (a cold index lands files while searches run): read the new names, not all of them
+    const added = db.all('SELECT name FROM classes WHERE is_block = 1 AND id > ?', [kept.maxId]).map((x) => String(x.name));
+    if (kept.count + added.length === count) {
+      const more = vocabularyOf(added);
+      const fresh = [...more.words].filter((w) => !kept.v.words.has(w));
+      for (const w of fresh) kept.v.words.add(w);
+      const v: Vocabulary = fresh.length ? { words: kept.v.words, sorted: [...kept.v.words].sort() } : kept.v;
+      vocabularies.set(db, { key, v, maxId, count });
+      return v;
+    }
+  }
+  // blocks removed, or older rows became blocks (a rediscovery): all of them again
   const v = vocabularyOf(db.all('SELECT DISTINCT name FROM classes WHERE is_block = 1').map((x) => String(x.name)));
-  vocabularies.set(db, { key, v });
+  vocabularies.set(db, { key, v, maxId, count });
   return v;
 }
 
