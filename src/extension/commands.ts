@@ -1,4 +1,5 @@
 /** The commands: search, pull into the workspace, open source, re-index, add a repository. */
+import { existsSync } from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { requirementsText } from '../core/validate/requirements';
@@ -167,6 +168,7 @@ function targetOf(arg: unknown): string | undefined {
 
 export function registerCommands(context: vscode.ExtensionContext, deps: Deps): void {
   const { client, tree, interpreter, log } = deps;
+  workspaceMemory = context.workspaceState;
   const reg = (id: string, fn: (...args: unknown[]) => unknown): void => register(context, id, log, fn);
 
   // resolves with the chosen block and what was done with it (the integration tests read it)
@@ -340,6 +342,25 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
     return pullIntoWorkspace(deps, target, typeof fileName === 'string' ? fileName : undefined);
   });
 
+  // a block pulled beside the file being edited (or where the user says), and its import inserted at the cursor
+  reg('nnrag.insertBlockAtCursor', async (arg, fileName) => {
+    const editor = vscode.window.activeTextEditor;
+    const ws = editor && editor.document.uri.scheme === 'file' ? vscode.workspace.getWorkspaceFolder(editor.document.uri) : undefined;
+    if (!editor || !ws || editor.document.languageId !== 'python') throw new Error(vscode.l10n.t('Open a Python file of the workspace first: the block is pulled beside it and imported at the cursor'));
+    const target = targetOf(arg) ?? (await searchQuickPick(client, '', deps.indexChanged))?.target;
+    if (!target) return undefined;
+    const here = path.relative(ws.uri.fsPath, path.dirname(editor.document.uri.fsPath)).split(path.sep).join('/');
+    const at = editor.selection.active;
+    const report = await pullIntoWorkspace(deps, target, typeof fileName === 'string' ? `${here ? `${here}/` : ''}${fileName}` : undefined, { into: { folder: ws, sub: here } });
+    if (!report?.out || !editor.document.uri.fsPath) return report;
+    const statement = importFrom(editor.document.uri.fsPath, report.out, target.split('.').pop() ?? '');
+    // the editor that asked, at the line the cursor was on
+    const doc = await vscode.workspace.openTextDocument(editor.document.uri);
+    const shown = await vscode.window.showTextDocument(doc, editor.viewColumn);
+    await shown.edit((b) => b.insert(new vscode.Position(at.line, 0), `${statement}\n`));
+    return { ...report, inserted: statement };
+  });
+
   // what a pull would bring with the block, as a tree in the Dependencies view (nothing is written or run)
   reg('nnrag.showDependencies', async (arg) => {
     const target = targetOf(arg) ?? (await searchQuickPick(client, '', deps.indexChanged))?.target;
@@ -410,6 +431,32 @@ async function newScratchDir(deps: Deps): Promise<vscode.Uri> {
 }
 
 /** The workspace folder pulls go into, and `nnrag.pullFolder` inside it (never outside). */
+/** The workspace's memory (the folder pulls were last written to), set when the commands are registered. */
+let workspaceMemory: vscode.Memento | undefined;
+const LAST_PULL_FOLDER = 'nnrag.lastPullFolder';
+
+function lastPullFolder(): string | undefined {
+  return workspaceMemory?.get<string>(LAST_PULL_FOLDER);
+}
+
+async function rememberPullFolder(sub: string): Promise<void> {
+  await workspaceMemory?.update(LAST_PULL_FOLDER, sub);
+}
+
+/** `models/conv.py` -> the folder and the file name (`/`-separated, relative to the workspace folder). */
+export function splitDestination(v: string): { dir: string; base: string } {
+  const parts = v.trim().replace(/\\/g, '/').split('/').filter(Boolean);
+  return { dir: parts.slice(0, -1).join('/'), base: parts[parts.length - 1] ?? '' };
+}
+
+/** Why a folder (relative to the workspace folder) cannot hold a pull, if it cannot. */
+export function folderProblem(dir: string): string | undefined {
+  for (const seg of dir ? dir.split('/') : []) {
+    if (seg === '..' || seg === '.' || !/^[\w.-]+$/.test(seg)) return vscode.l10n.t("'{0}' is not a folder inside the workspace", dir);
+  }
+  return undefined;
+}
+
 function pullFolder(): { folder: vscode.WorkspaceFolder; sub: string } {
   const folder = vscode.workspace.workspaceFolders?.[0];
   if (!folder) throw new Error(vscode.l10n.t('Open a folder first: pulled blocks are written into the workspace'));
@@ -424,23 +471,40 @@ function pullFolder(): { folder: vscode.WorkspaceFolder; sub: string } {
  * Accept or Cancel; the accepted text is written as one undoable edit, and nothing at all on Cancel. `confirmed`: the
  * user already agreed to this write (a language-model tool's confirmation), so the diff is not shown.
  */
-export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: string, { confirmed = false } = {}): Promise<PullReport | undefined> {
+export async function pullIntoWorkspace(
+  deps: Deps,
+  target: string,
+  fileName?: string,
+  { confirmed = false, into }: { confirmed?: boolean; into?: { folder: vscode.WorkspaceFolder; sub: string } } = {},
+): Promise<PullReport | undefined> {
   const { client, interpreter, log } = deps;
-  const { folder, sub } = pullFolder();
+  const configured = into ?? pullFolder();
+  const folder = configured.folder;
   const className = target.split('.').pop() ?? 'block';
-  const check = async (v: string): Promise<string | undefined> =>
-    checkFileName(v) ?? ((await interpreter.hasModule(v.slice(0, -3))) ? vscode.l10n.t("'{0}' would shadow an installed module", v.slice(0, -3)) : undefined);
-  const name =
-    fileName ??
-    (await vscode.window.showInputBox({
-      title: vscode.l10n.t('Pull {0}', target),
-      prompt: vscode.l10n.t('File name in {0}/', sub),
-      value: `${snakeCase(className)}.py`,
-      validateInput: check,
-    }));
-  if (!name) return undefined;
-  const refused = await check(name);
+  // the name may carry a folder (`models/conv_block.py`), relative to the workspace folder
+  const check = async (v: string): Promise<string | undefined> => {
+    const { dir, base } = splitDestination(v);
+    return folderProblem(dir) ?? checkFileName(base) ?? ((await interpreter.hasModule(base.slice(0, -3))) ? vscode.l10n.t("'{0}' would shadow an installed module", base.slice(0, -3)) : undefined);
+  };
+  // asked: the folder last chosen in this workspace (or the one given), then the file name
+  const startIn = into?.sub ?? lastPullFolder() ?? configured.sub;
+  const typed =
+    fileName === undefined
+      ? await vscode.window.showInputBox({
+          title: vscode.l10n.t('Pull {0}', target),
+          prompt: vscode.l10n.t('Where to write it, relative to the workspace folder (the folder is remembered for the next pull)'),
+          value: `${startIn ? `${startIn}/` : ''}${snakeCase(className)}.py`,
+          valueSelection: startIn ? [startIn.length + 1, startIn.length + 1 + snakeCase(className).length] : undefined,
+          validateInput: check,
+        })
+      : fileName.includes('/')
+        ? fileName
+        : `${configured.sub ? `${configured.sub}/` : ''}${fileName}`;
+  if (!typed) return undefined;
+  const refused = await check(typed);
   if (refused) throw new Error(refused);
+  const { dir: sub, base: name } = splitDestination(typed);
+  if (fileName === undefined) await rememberPullFolder(sub);
   const dest = vscode.Uri.joinPath(folder.uri, sub, name);
   const preview = !confirmed && setting('pull.preview', folder.uri);
   const existing = await readIfExists(dest);
@@ -506,6 +570,8 @@ export async function pullIntoWorkspace(deps: Deps, target: string, fileName?: s
     await written.save();
     await vscode.window.showTextDocument(written);
     await client.request(WriteManifests, { file: dest.fsPath, report, text });
+    // the report names the file written (not the scratch copy validated)
+    report = { ...report, out: dest.fsPath };
     log.info(`[pull] ${report.target} -> ${dest.fsPath}: ${report.status} (tier ${report.tier ?? 'none'})`);
     const requirementsFile = vscode.Uri.joinPath(folder.uri, sub, name.replace(/\.py$/, '.requirements.txt'));
     // messages are not awaited: the command resolves with the report while the message waits for the user
@@ -612,6 +678,21 @@ async function setFileText(edit: vscode.WorkspaceEdit, dest: vscode.Uri, text: s
 }
 
 /** `from blocks.residual_block import ResidualBlock`: how the workspace's code imports a pulled block. */
+/**
+ * The import of `className` from the pulled file `pulled`, for code in `from`: the module's name in the same folder
+ * (relative, `from .conv_block import X`, when the folder is a package), else the dotted path from `from`'s folder.
+ */
+export function importFrom(from: string, pulled: string, className: string): string {
+  const rel = path.relative(path.dirname(from), pulled).split(path.sep);
+  const module = rel[rel.length - 1].replace(/\.py$/, '');
+  if (rel.length === 1) return `from ${existsSync(path.join(path.dirname(from), '__init__.py')) ? '.' : ''}${module} import ${className}`;
+  if (rel.some((p) => p === '..')) {
+    // above the file's folder: a relative import of the package, written as far as it goes
+    return `from ${'.'.repeat(rel.filter((p) => p === '..').length + 1)}${rel.filter((p) => p !== '..').slice(0, -1).concat(module).join('.')} import ${className}`;
+  }
+  return `from ${[...rel.slice(0, -1), module].join('.')} import ${className}`;
+}
+
 export function importStatement(sub: string, fileName: string, className: string): string {
   const parts = [...sub.split(/[\\/]/).filter(Boolean), fileName.replace(/\.py$/, '')];
   return `from ${parts.join('.')} import ${className}`;

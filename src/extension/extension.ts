@@ -202,6 +202,11 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     weakSandboxAllowed,
   });
   registerLanguageModelTools(context, deps, context.globalStorageUri.fsPath);
+  // the Get Started walkthrough (the interpreter first) opens once, on the first activation after install
+  if (!context.globalState.get<boolean>('nnrag.walkthroughShown')) {
+    await context.globalState.update('nnrag.walkthroughShown', true);
+    void vscode.commands.executeCommand('workbench.action.openWalkthrough', `${context.extension.id}#nnrag.start`, false).then(undefined, (err: unknown) => log.warn(`[activate] walkthrough: ${String(err)}`));
+  }
   log.info('[activate] NN-RAG ready');
   return {
     status: () => current,

@@ -256,6 +256,9 @@ function failureOf(problems: Problem[]): { category: FailureCategory; message: s
   if (native.length) return { category: 'native-extension', message: native.map((p) => p.detail).join('; ') };
   const unparsed = problems.filter((p) => p.kind === 'unparsed');
   if (unparsed.length) return { category: 'unresolved', message: unparsed.map((p) => p.detail).join('; ') };
+  // `import pkg` then `pkg` itself as a value (`pkg.__dict__`, passed along): its code is inlined, no module remains
+  const objects = problems.filter((p) => p.kind === 'module-object');
+  if (objects.length) return { category: 'unresolved', message: objects.map((p) => `${p.detail}: its code is inlined into this file, so no module ${p.name} exists to use (the names it defines are used directly)`).join('; ') };
   return undefined;
 }
 

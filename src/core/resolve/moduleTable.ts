@@ -278,8 +278,9 @@ export class ModuleTable {
     let cur = target;
     let consumed = 0;
     for (const attr of attrs) {
-      // `mod.__dict__`, `mod.__name__`: the module object itself is in use, not a submodule
-      if (cur.kind === 'module' && /^__\w+__$/.test(attr)) break;
+      // `mod.__dict__`, `mod.__name__`: the module object itself is in use, not a submodule; a dunder the module
+      // defines itself (`pkg.__version__`) is a definition like any other
+      if (cur.kind === 'module' && /^__\w+__$/.test(attr) && this.resolveName(cur.mod, attr).kind !== 'symbol') break;
       if (cur.kind === 'module') {
         const t = this.resolveName(cur.mod, attr, seen.size ? new Set(seen) : undefined);
         if (t.kind !== 'unresolved' && t.kind !== 'builtin') {

@@ -469,6 +469,39 @@ describe('trusted workspace', function () {
     }
   });
 
+  it('inserts a block at the cursor: pulled beside the file being edited, its import at the cursor\'s line', async () => {
+    const root = vscode.workspace.workspaceFolders![0].uri.fsPath;
+    mkdirSync(path.join(root, 'models'), { recursive: true });
+    writeFileSync(path.join(root, 'models', '__init__.py'), '');
+    const mine = path.join(root, 'models', 'net.py');
+    writeFileSync(mine, 'import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n');
+    try {
+      const editor = await vscode.window.showTextDocument(vscode.Uri.file(mine));
+      editor.selection = new vscode.Selection(1, 0, 1, 0);
+      const r = await drive(vscode.commands.executeCommand<PullReport & { inserted?: string }>('nnrag.insertBlockAtCursor', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path.py'), ['nnrag.acceptPull']);
+      assert.strictEqual(r?.out, path.join(root, 'models', 'drop_path.py'), JSON.stringify(r));
+      assert.ok(existsSync(path.join(root, 'models', 'drop_path.py')));
+      assert.strictEqual(r?.inserted, 'from .drop_path import DropPath');
+      assert.strictEqual(vscode.window.activeTextEditor?.document.getText().split('\n')[1], 'from .drop_path import DropPath');
+    } finally {
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+      rmSync(path.join(root, 'models'), { recursive: true, force: true });
+    }
+  });
+
+  it('pulls into a folder named with the file, inside the workspace only', async () => {
+    const root = vscode.workspace.workspaceFolders![0].uri.fsPath;
+    try {
+      const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'layers/extra/drop_path_here.py'), ['nnrag.acceptPull']);
+      assert.strictEqual(r?.out, path.join(root, 'layers', 'extra', 'drop_path_here.py'));
+      assert.strictEqual(await vscode.commands.executeCommand('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'layers/../../escape.py'), undefined);
+      assert.ok(!existsSync(path.join(root, '..', 'escape.py')));
+    } finally {
+      rmSync(path.join(root, 'layers'), { recursive: true, force: true });
+    }
+  });
+
   it('refuses file names that escape the folder or shadow a module', async () => {
     const before = vscode.workspace.workspaceFolders![0];
     for (const bad of ['../escape.py', 'torch.py', 'os.py', 'name with space.py']) {

@@ -1,0 +1,41 @@
+/**
+ * The package used as a module object in pulled code: what it defines (`pkg.__version__`, `pkg.utils.helper`) is
+ * inlined and read by name; the module itself used as a value fails with a message that names the construct.
+ */
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { cli, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
+
+describe('the package used as a module object', function () {
+  this.timeout(120_000);
+  let dir: string;
+  let db: string;
+  before(async () => {
+    dir = await tmpdir('nnrag-pkgobj-');
+    db = path.join(dir, 'index.db');
+    await writeTree(path.join(dir, 'src'), {
+      'mypkg/__init__.py': '__version__ = "1.2.0"\nfrom . import utils\n',
+      'mypkg/utils.py': 'def helper(x):\n    return x * 2\n\n\nSCALE = 3\n',
+      'mypkg/blocks.py':
+        'from torch import nn\n\nimport mypkg\nimport mypkg.utils\n\n\nclass UsesPkg(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.version = mypkg.__version__\n\n    def forward(self, x):\n        return mypkg.utils.helper(self.lin(x)) * mypkg.utils.SCALE\n\n\nclass KeepsModule(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.names = sorted(vars(mypkg))\n\n    def forward(self, x):\n        return x\n',
+    });
+    assert.strictEqual((await cli('index', path.join(dir, 'src'), '--db', db)).code, 0);
+  });
+
+  it('a dunder the package defines and attributes of its submodules are inlined and read by name; the block validates', async () => {
+    const out = path.join(dir, 'uses_pkg.py');
+    const r = await cli('pull', 'mypkg.blocks.UsesPkg', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json');
+    assert.strictEqual(JSON.parse(r.out).tier, 'equivalent', r.out);
+    const body = fs.readFileSync(out, 'utf8').split('\n').filter((l) => !l.startsWith('#')).join('\n');
+    assert.match(body, /^__version__ = "1\.2\.0"$/m);
+    assert.doesNotMatch(body, /\bmypkg\b/);
+  });
+
+  it('the module itself as a value fails with a message that names it', async () => {
+    const r = await cli('pull', 'mypkg.blocks.KeepsModule', '--db', db, '--out', path.join(dir, 'keeps.py'), '--no-validate', '--json');
+    const report = JSON.parse(r.out);
+    assert.strictEqual(report.category, 'unresolved', r.out);
+    assert.match(report.message, /uses the module mypkg as an object: its code is inlined into this file, so no module mypkg exists/);
+  });
+});
