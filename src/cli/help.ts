@@ -30,7 +30,11 @@ usage:
                      each block into DIR/<its name in snake case>.py; what several of them need is written once into
                      DIR/_nnrag_common.py and imported by each
   nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--repo R] [--limit N] [--start-from N] [--python PY]
-              [--jobs N] [--no-pool] [--json]       validation in N warm interpreters (default: one per core)
+              [--jobs N] [--no-pool] [--shard K/N | --shard auto [--shard-count N]] [--json]
+                                                    validation in N warm interpreters (default: one per core);
+                                                    --shard: this machine's part (stable by target), its own
+                                                    report.shard-K-of-N.json, the index only read; auto reads
+                                                    SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX
   nn-rag validate FILE [--db F] [--python PY] [--class NAME] [--timeout S] [--memory-mb MB] [--json]
                                                     a pulled file is compared with the original its header names
   nn-rag stats [--db F] [--json]
@@ -49,6 +53,9 @@ usage:
   nn-rag context QUERY [--db F] [--limit N]         the best N blocks (default 3) for a prompt, as JSON
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
                                                     the batch extraction report as tables, or a page
+  nn-rag report --merge REPORTS... --out FILE [--db F] [--json]
+                                                    the shards' reports as one; with --db, their verdicts recorded
+                                                    in the index (exit 1 when a shard is missing)
 
 SOURCE is a local folder (its basename names the repository) or an http(s) git URL.
 TARGET is module.path.ClassName, or repo:module.path.ClassName where two repositories share module paths.

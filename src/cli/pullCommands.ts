@@ -14,7 +14,7 @@ import { companionsOf, pullTogether } from '../core/pull/shared';
 import type { PullOptions, PullReport } from '../core/pull/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
 import { ValidatorPool } from '../core/validate/validatorPool';
-import { isToolFault, TIERS, tierAtLeast, validateFile } from '../core/validate/runner';
+import { isToolFault, validateFile } from '../core/validate/runner';
 import type { OriginalClass, ValidationReport } from '../core/validate/runner';
 import { indexCounts } from '../core/store/stats';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
@@ -23,8 +23,11 @@ import { flag, intOpt, opt, pythonOf } from './env';
 import { dbPath, EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
 import type { ParsedArgs } from './env';
-import { linesOf } from '../core/emit/why';
-import type { FileSizes, LineFigures } from '../core/emit/why';
+import type { FileSizes } from '../core/emit/why';
+import { summarise } from '../core/pull/batch';
+import type { BatchItem, BatchSummary } from '../core/pull/batch';
+import { inShard, parseShard, shardReportName } from '../core/pull/shard';
+import { validationRecord } from '../core/pull/pull';
 
 const PULL_OPTIONS = {
   out: { value: true },
@@ -48,6 +51,8 @@ const PULL_OPTIONS = {
   'full-docstrings': {},
   pep723: {},
   'dry-run': {},
+  shard: { value: true },
+  'shard-count': { value: true },
 };
 
 
@@ -197,23 +202,6 @@ export async function showDepsCommand(args: ParsedArgs, env: CliEnv): Promise<nu
   }
 }
 
-interface BatchItem {
-  target: string;
-  status: PullReport['status'] | 'error';
-  tier: string | null;
-  category?: string;
-  message?: string;
-  out?: string | null;
-  seconds: number;
-  /** The comparison with the original: equivalent, differs, unavailable (or not made). */
-  equivalence?: string;
-  /** Why the block was not compared with its original (with `equivalence: unavailable`). */
-  equivalence_reason?: string;
-  /** Set when the original passes the tier the copy failed (a fault of the tool). */
-  tool_fault?: string;
-  /** Lines of the pulled file. */
-  lines?: number;
-}
 
 async function batchTargets(args: ReturnType<typeof parse>, db: Awaited<ReturnType<typeof openDb>>): Promise<string[]> {
   const from = opt(args, 'from');
@@ -270,10 +258,14 @@ async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv):
 async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
   const outDir = path.resolve(opt(args, 'out-dir') ?? 'nnrag-pulled');
   const validate = !flag(args, 'no-validate');
-  const db = await openDb(args, env, true, true);
+  // a shard (`--shard K/N`, `--shard auto` on a cluster) reads the index and saves nothing to it: shards run at
+  // once on many machines; `nn-rag report --merge` records every shard's verdicts in the index afterwards
+  const shardSpec = opt(args, 'shard');
+  const shard = shardSpec ? parseShard(shardSpec, env.env, opt(args, 'shard-count') === undefined ? undefined : intOpt(args, 'shard-count', 1)) : undefined;
+  const db = await openDb(args, env, true, !shard);
   const started = performance.now();
   try {
-    const all = await batchTargets(args, db);
+    const all = (await batchTargets(args, db)).filter((t) => !shard || inShard(t, shard));
     const startFrom = intOpt(args, 'start-from', 0);
     const limit = intOpt(args, 'limit', all.length);
     const targets = all.slice(startFrom, startFrom + limit);
@@ -308,6 +300,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
           equivalence: r.validation?.equivalence?.status,
           ...(r.validation?.equivalence?.reason ? { equivalence_reason: r.validation.equivalence.reason } : {}),
           lines: r.sizes?.total,
+          ...(shard ? { record: validationRecord(r) } : {}),
           ...(r.validation && isToolFault(r.validation) ? { tool_fault: `the original reaches ${r.validation.original_passes} with the same arguments` } : {}),
         };
       } catch (err) {
@@ -333,76 +326,19 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     }
     if (fatal) throw fatal;
     const finished = items.filter((x): x is BatchItem => x !== undefined);
-    await db.save();
+    if (!shard) await db.save();
     const summary = summarise(finished, targets.length, (performance.now() - started) / 1000, validate, pool ? jobs : 1);
-    await writeText(path.join(outDir, 'report.json'), JSON.stringify({ summary, items: finished }, null, 1), outDir);
+    const reportFile = path.join(outDir, shardReportName(shard));
+    await writeText(reportFile, JSON.stringify({ summary, ...(shard ? { shard: { index: shard.index + 1, count: shard.count } } : {}), items: finished }, null, 1), outDir);
     if (flag(args, 'json')) {
-      env.out(`${JSON.stringify({ ...summary, report: path.join(outDir, 'report.json') })}\n`);
+      env.out(`${JSON.stringify({ ...summary, report: reportFile })}\n`);
     } else {
-      env.out(describeSummary(summary, path.join(outDir, 'report.json')));
+      env.out(describeSummary(summary, reportFile));
     }
     return summary.failed === 0 ? EXIT.ok : EXIT.failed;
   } finally {
     db.close();
   }
-}
-
-export interface BatchSummary {
-  targeted: number;
-  attempted: number;
-  extracted: number;
-  validated: number;
-  failed: number;
-  pass_rate: number;
-  tiers: Record<string, number>;
-  categories: Record<string, number>;
-  seconds: number;
-  seconds_per_block: number;
-  /** Warm validators working at once (1: a fresh interpreter per block, one at a time). */
-  validators: number;
-  /** Blocks compared with their original (it imported, built and ran): equivalent, and differing. */
-  compared: number;
-  equivalent: number;
-  differs: number;
-  /** Of the blocks compared with their original, the share whose copy is equivalent (percent). */
-  fidelity: number | null;
-  /** Blocks whose original passes a tier that the copy fails. */
-  tool_faults: number;
-  /** Lines of the pulled files. */
-  lines: LineFigures | null;
-}
-
-function summarise(items: BatchItem[], targeted: number, seconds: number, validate: boolean, validators: number): BatchSummary {
-  const tiers: Record<string, number> = {};
-  for (const t of TIERS) tiers[t] = items.filter((i) => i.tier && tierAtLeast(i.tier as (typeof TIERS)[number], t)).length;
-  const categories: Record<string, number> = {};
-  for (const i of items) if (i.status !== 'validated' && i.category) categories[i.category] = (categories[i.category] ?? 0) + 1;
-  const validated = items.filter((i) => i.status === 'validated').length;
-  const failed = items.filter((i) => i.status === 'failed' || i.status === 'error').length;
-  return {
-    targeted,
-    attempted: items.length,
-    extracted: items.filter((i) => i.status !== 'error').length,
-    validated,
-    failed,
-    pass_rate: items.length ? Math.round((10000 * (validate ? validated : items.filter((i) => i.status === 'extracted').length)) / items.length) / 100 : 0,
-    tiers,
-    categories,
-    seconds: Math.round(seconds * 100) / 100,
-    seconds_per_block: items.length ? Math.round((seconds / items.length) * 1000) / 1000 : 0,
-    validators,
-    ...fidelityOf(items),
-    lines: linesOf(items),
-  };
-}
-
-
-function fidelityOf(items: BatchItem[]): Pick<BatchSummary, 'compared' | 'equivalent' | 'differs' | 'fidelity' | 'tool_faults'> {
-  const equivalent = items.filter((i) => i.equivalence === 'equivalent').length;
-  const differs = items.filter((i) => i.equivalence === 'differs').length;
-  const compared = equivalent + differs;
-  const tool_faults = items.filter((i) => i.tool_fault).length;
-  return { compared, equivalent, differs, fidelity: compared ? Math.round((10000 * equivalent) / compared) / 100 : null, tool_faults };
 }
 
 function describeSummary(s: BatchSummary, reportFile: string): string {

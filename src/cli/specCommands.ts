@@ -14,7 +14,8 @@ import { TIERS } from '../core/validate/runner';
 import { flag, intOpt, opt } from './env';
 import { EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
-import type { BatchSummary } from './pullCommands';
+import { mergeBatches, recordVerdicts } from '../core/pull/batch';
+import type { BatchReport, BatchSummary } from '../core/pull/batch';
 import { reportHtml } from './reportHtml';
 
 export async function specCommand(argv: string[], env: CliEnv): Promise<number> {
@@ -76,7 +77,8 @@ export interface ExtractionReport {
 }
 
 export async function reportCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { from: { value: true }, html: { value: true } });
+  const args = parse(argv, { from: { value: true }, html: { value: true }, merge: {}, out: { value: true } });
+  if (flag(args, 'merge')) return mergeCommand(args, env);
   const from = opt(args, 'from') ?? args.positionals[0];
   if (!from) throw new NnragError('usage', 'report needs the report.json of a batch pull: nn-rag report --from OUT/report.json [--db F] [--html FILE]');
   let batch: { summary: BatchSummary };
@@ -116,6 +118,48 @@ export async function reportCommand(argv: string[], env: CliEnv): Promise<number
   if (flag(args, 'json')) env.out(`${JSON.stringify(report, null, 1)}\n`);
   else env.out(reportText(report, html));
   return EXIT.ok;
+}
+
+/**
+ * `report --merge REPORTS... --out FILE [--db DB]`: the shards' reports as one (`report.json` as one machine's
+ * `pull --all` writes it), and with `--db`, every shard's verdict recorded in the index, so search's
+ * `--validation` filters see the merged catalog.
+ */
+async function mergeCommand(args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
+  const files = args.positionals;
+  const out = opt(args, 'out');
+  if (!files.length || !out) throw new NnragError('usage', 'report --merge needs the shard reports and --out FILE: nn-rag report --merge OUT/report.shard-*.json --out merged.json [--db F]');
+  const reports: BatchReport[] = [];
+  for (const f of files) {
+    try {
+      const r = JSON.parse(await fsp.readFile(f, 'utf8')) as BatchReport;
+      if (!r.summary || !Array.isArray(r.items)) throw new Error('no batch summary and items in it');
+      reports.push(r);
+    } catch (err) {
+      throw new NnragError('bad-source', `cannot read the batch report ${f}: ${errorMessage(err)}`);
+    }
+  }
+  const merged = mergeBatches(reports);
+  let recorded: ReturnType<typeof recordVerdicts> | undefined;
+  if (opt(args, 'db')) {
+    const db = await openDb(args, env, true, true);
+    try {
+      recorded = recordVerdicts(db, merged.items);
+      await db.save();
+    } finally {
+      db.close();
+    }
+  }
+  await fsp.writeFile(out, JSON.stringify({ summary: merged.summary, shards: merged.shards, items: merged.items }, null, 1), 'utf8');
+  const s = merged.summary;
+  if (flag(args, 'json')) env.out(`${JSON.stringify({ ...s, shards: merged.shards, recorded: recorded?.recorded ?? null, not_in_index: recorded?.notInIndex ?? [], report: path.resolve(out) })}\n`);
+  else {
+    env.out(`merged ${files.length} reports: ${s.attempted} blocks, validated ${s.validated} (${s.pass_rate}%), equivalent ${s.equivalent} of ${s.compared} compared; ${s.seconds_per_block} s per block\n`);
+    if (merged.shards.missing.length) env.out(`shards missing: ${merged.shards.missing.join(', ')} of ${merged.shards.count}\n`);
+    if (recorded) env.out(`recorded ${recorded.recorded} verdicts in the index${recorded.notInIndex.length ? `; ${recorded.notInIndex.length} targets are not in it` : ''}\n`);
+    env.out(`report: ${path.resolve(out)}\n`);
+  }
+  return merged.shards.missing.length ? EXIT.failed : EXIT.ok;
 }
 
 function reportText(r: ExtractionReport, html: string | undefined): string {

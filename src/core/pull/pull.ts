@@ -507,22 +507,22 @@ function round(ms: number): number {
 }
 
 function recordValidation(db: IndexDb, classId: number, report: PullReport): void {
-  setValidation(
-    db,
-    classId,
-    // what the validator observed, for specs: how it was built and the tensors it took and gave
-    JSON.stringify({
-      status: report.status,
-      tier: report.tier,
-      category: report.category ?? null,
-      at: new Date().toISOString(),
-      args: report.validation?.args ?? null,
-      kwargs: report.validation?.kwargs ?? null,
-      input_shapes: report.validation?.input_shapes ?? null,
-      output_shapes: report.validation?.output_shapes ?? null,
-      builder: report.validation?.builder ?? null,
-    }),
-  );
+  setValidation(db, classId, validationRecord(report));
+}
+
+/** The verdict as the index records it: what the validator observed, for specs (how it was built, the tensors). */
+export function validationRecord(report: PullReport): string {
+  return JSON.stringify({
+    status: report.status,
+    tier: report.tier,
+    category: report.category ?? null,
+    at: new Date().toISOString(),
+    args: report.validation?.args ?? null,
+    kwargs: report.validation?.kwargs ?? null,
+    input_shapes: report.validation?.input_shapes ?? null,
+    output_shapes: report.validation?.output_shapes ?? null,
+    builder: report.validation?.builder ?? null,
+  });
 }
 
 export { requirementsText } from '../validate/requirements';
