@@ -70,6 +70,14 @@ export function ensureSandbox() {
   if (run('bwrap', ['--version'], { check: false, capture: true }).code !== 0) log('setup', 'bubblewrap is not installed: validation will run in a weaker sandbox (apt-get install bubblewrap)');
 }
 
+/** Debian's Slurm and MUNGE, for the one-node cluster the Slurm test starts (it says why it is skipped without them). */
+export function ensureSlurm() {
+  const have = () => ['/usr/sbin/slurmctld', '/usr/sbin/slurmd', '/usr/sbin/munged', '/usr/bin/sbatch'].every((f) => existsSync(f));
+  if (process.platform !== 'linux' || have()) return;
+  aptInstall(['slurm-wlm', 'munge'], 'a one-node Slurm cluster for the shard test');
+  if (!have()) log('setup', 'Slurm is not installed (apt-get install slurm-wlm munge needs root): the Slurm test is skipped');
+}
+
 /** Layer check (ESLint), type check and bundles. */
 export function build({ typecheck = true, tests = false, bench = false } = {}) {
   run(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), 'src'], { cwd: ROOT });

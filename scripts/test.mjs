@@ -3,7 +3,7 @@
 // The last line is "tests: N passed, N failed".
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { build, ensureNodeModules, ensureSandbox, ensureTorch, log, ROOT, run } from './setup.mjs';
+import { ROOT, build, ensureNodeModules, ensureSandbox, ensureSlurm, ensureTorch, log, run } from './setup.mjs';
 import { integration } from './testIntegration.mjs';
 
 const results = [];
@@ -53,6 +53,7 @@ try {
   ensureNodeModules();
   const torchPython = ensureTorch();
   ensureSandbox();
+  ensureSlurm();
   build();
   mocha();
   // the python-runner must work without torch (the python3 first on PATH here has none) and with it
