@@ -93,8 +93,10 @@ export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem>
 /** The document of a command's argument: a view item, a URI (string or Uri) or, without one, the active editor's. */
 async function documentOf(arg: unknown): Promise<vscode.TextDocument> {
   const given = (arg as PulledItem | undefined)?.uri ?? arg;
-  const uri = typeof given === 'string' ? vscode.Uri.parse(given) : given instanceof vscode.Uri ? given : vscode.window.activeTextEditor?.document.uri;
+  let uri = typeof given === 'string' ? vscode.Uri.parse(given) : given instanceof vscode.Uri ? given : vscode.window.activeTextEditor?.document.uri;
   if (!uri) throw new Error(vscode.l10n.t('Open a pulled file first'));
+  // a side of Compare with Upstream (its title bar's Update): the pulled file it shows
+  if (uri.scheme === UPSTREAM_SCHEME) uri = vscode.Uri.file(uri.path);
   const doc = await vscode.workspace.openTextDocument(uri);
   if (!hasHeader(doc.getText())) throw new Error(vscode.l10n.t('{0} was not pulled by NN-RAG (it has no provenance header): Compare, Update and Validate work on pulled files', path.basename(uri.fsPath)));
   return doc;
@@ -129,7 +131,9 @@ export function registerPulledCommands(
     vscode.workspace.registerTextDocumentContentProvider(UPSTREAM_SCHEME, { onDidChange: upstreamChanged.event, provideTextDocumentContent: (uri) => upstreamTexts.get(uri.toString()) ?? '' }),
   );
 
-  // the diff of a pulled file against what the block's pull gives today; resolves with the upstream text
+  // what upstream changed since the pull: the file as pulled against what a pull gives today (the user's own edits
+  // are not in either side, so they do not show as if Update removed them); Update is in the diff's title bar.
+  // Without the pulled body (no manifest), the file as it is against upstream. Resolves with the upstream text.
   reg('nnrag.compareUpstream', async (arg) => {
     const doc = await documentOf(arg);
     const plan = await client.request(PlanUpdate, { file: doc.uri.fsPath, text: doc.getText() });
@@ -137,7 +141,14 @@ export function registerPulledCommands(
     upstreamTexts.set(right.toString(), plan.upstream);
     upstreamChanged.fire(right);
     const name = path.basename(doc.uri.fsPath);
-    await vscode.commands.executeCommand('vscode.diff', doc.uri, right, vscode.l10n.t('Compare with upstream: {0} ↔ what a pull gives now', name), { preview: true });
+    let left = doc.uri;
+    if (plan.pulled !== undefined) {
+      left = vscode.Uri.from({ scheme: UPSTREAM_SCHEME, path: doc.uri.path, query: 'pulled' });
+      upstreamTexts.set(left.toString(), plan.pulled);
+      upstreamChanged.fire(left);
+    }
+    const title = plan.pulled !== undefined ? vscode.l10n.t('Compare with upstream: {0}, as pulled ↔ what a pull gives now', name) : vscode.l10n.t('Compare with upstream: {0} ↔ what a pull gives now', name);
+    await vscode.commands.executeCommand('vscode.diff', left, right, title, { preview: true });
     return plan.upstream;
   });
 

@@ -107,7 +107,11 @@ export const GetPulledStatus = method<{ files: { uri: string; text: string }[] }
  * Client -> server: what an update gives a pulled file (`file` names it, for the manifest that keeps the body as
  * pulled; `text` is its content in the editor). Writes nothing: the client applies `next` as one edit.
  */
-export const PlanUpdate = method<{ file: string; text: string }, { state: UpdateState; next?: string; upstream: string; base?: string; conflicts: number }>('nnrag/planUpdate');
+export const PlanUpdate = method<
+  { file: string; text: string },
+  /** `pulled`: the file as it was pulled (upstream's header over the body kept in the manifest), when the manifest has it */
+  { state: UpdateState; next?: string; upstream: string; base?: string; conflicts: number; pulled?: string }
+>('nnrag/planUpdate');
 /**
  * Client -> server: after the client wrote a pulled file (a pull, an update, a validation), record it beside the file
  * from its header (NAME.manifest.json, required_repos.json). `text`: what the client just wrote (read from disk when

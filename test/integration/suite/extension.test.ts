@@ -249,8 +249,13 @@ describe('trusted workspace', function () {
     const upstream = await vscode.commands.executeCommand<string>('nnrag.compareUpstream', doc.uri.toString());
     assert.match(upstream ?? '', /\(changed upstream\)/);
     assert.doesNotMatch(upstream ?? '', /my own note/);
-    const diffTab = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.toString() === doc.uri.toString());
+    // three-way: the file as pulled against upstream; the user's own note is on neither side
+    const diffTab = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.path === doc.uri.path);
     assert.ok(diffTab, 'Compare opened a diff editor');
+    const asPulled = await vscode.workspace.openTextDocument((diffTab.input as vscode.TabInputTextDiff).original);
+    assert.notStrictEqual(asPulled.uri.toString(), doc.uri.toString(), 'the left side is the file as pulled, not as edited');
+    assert.doesNotMatch(asPulled.getText(), /my own note|\(changed upstream\)/);
+    assert.match(asPulled.getText(), /class ResidualBlock\(/);
     // Update: both changes kept, one edit, validated again
     const updated = await drive(vscode.commands.executeCommand<{ state: string; validation?: { ok: boolean; tier: string } }>('nnrag.updatePulled', doc.uri.toString()), []);
     assert.strictEqual(updated?.state, 'merged');
