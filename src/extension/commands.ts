@@ -38,13 +38,13 @@ export interface Deps {
   indexChanged: vscode.Event<IndexStatus>;
 }
 
-/** Every command goes through here: errors are logged with their stack and shown with a Show Log button. */
 /** The last error a command showed the user (for the API the integration tests read). */
 let lastErrorShown: string | undefined;
 export function lastError(): string | undefined {
   return lastErrorShown;
 }
 
+/** Every command goes through here: errors are logged with their stack and shown with a Show Log button. */
 export function register(context: vscode.ExtensionContext, id: string, log: vscode.LogOutputChannel, fn: (...args: unknown[]) => unknown): void {
   context.subscriptions.push(
     vscode.commands.registerCommand(id, async (...args: unknown[]) => {
@@ -352,7 +352,7 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
     const here = path.relative(ws.uri.fsPath, path.dirname(editor.document.uri.fsPath)).split(path.sep).join('/');
     const at = editor.selection.active;
     const report = await pullIntoWorkspace(deps, target, typeof fileName === 'string' ? `${here ? `${here}/` : ''}${fileName}` : undefined, { into: { folder: ws, sub: here } });
-    if (!report?.out || !editor.document.uri.fsPath) return report;
+    if (!report?.out) return report;
     const statement = importFrom(editor.document.uri.fsPath, report.out, target.split('.').pop() ?? '');
     // the editor that asked, at the line the cursor was on
     const doc = await vscode.workspace.openTextDocument(editor.document.uri);
@@ -430,7 +430,6 @@ async function newScratchDir(deps: Deps): Promise<vscode.Uri> {
   return dir;
 }
 
-/** The workspace folder pulls go into, and `nnrag.pullFolder` inside it (never outside). */
 /** The workspace's memory (the folder pulls were last written to), set when the commands are registered. */
 let workspaceMemory: vscode.Memento | undefined;
 const LAST_PULL_FOLDER = 'nnrag.lastPullFolder';
@@ -457,6 +456,7 @@ export function folderProblem(dir: string): string | undefined {
   return undefined;
 }
 
+/** The workspace folder pulls go into, and `nnrag.pullFolder` inside it (never outside). */
 function pullFolder(): { folder: vscode.WorkspaceFolder; sub: string } {
   const folder = vscode.workspace.workspaceFolders?.[0];
   if (!folder) throw new Error(vscode.l10n.t('Open a folder first: pulled blocks are written into the workspace'));
