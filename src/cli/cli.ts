@@ -8,6 +8,7 @@ import { contextCommand, mcpCommand } from './mcpCommands';
 import { pullCommand, validateCommand } from './pullCommands';
 import { searchCommand, showCommand } from './searchCommands';
 import { reportCommand, specCommand } from './specCommands';
+import { exportCommand, importCommand } from './shareCommands';
 import { statusCommand, updateCommand } from './updateCommands';
 import { VERSION } from '../shared/version';
 
@@ -64,6 +65,10 @@ export async function runCli(argv: string[], rawEnv: CliEnv): Promise<number> {
         return await mcpCommand(rest, env);
       case 'context':
         return await contextCommand(rest, env);
+      case 'export':
+        return await exportCommand(rest, env);
+      case 'import':
+        return await importCommand(rest, env);
       default:
         throw new NnragError('usage', `unknown command '${command}'${didYouMean(command, COMMANDS, 'nn-rag ')}; run 'nn-rag --help'`);
     }

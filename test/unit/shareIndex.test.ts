@@ -1,0 +1,91 @@
+/**
+ * One index for the team: export writes the index, its units cache and a manifest into one archive; import checks
+ * all of it before it replaces anything, so a tampered, foreign, stale or hostile archive is refused and the index in
+ * use stays as it was.
+ */
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as tar from 'tar';
+import { cli, ROOT, tmpdir } from './helpers';
+
+describe('export and import of an index', function () {
+  this.timeout(180_000);
+  let dir: string;
+  let db: string;
+  let archive: string;
+  const search = async (file: string): Promise<string[]> => (JSON.parse((await cli('search', 'residual', '--db', file, '--json')).out) as { target: string }[]).map((h) => h.target);
+
+  before(async () => {
+    dir = await tmpdir('nnrag-share-');
+    db = path.join(dir, 'team.db');
+    assert.strictEqual((await cli('index', path.join(ROOT, 'examples', 'tinyblocks'), '--db', db)).code, 0);
+    // a pull fills the units cache beside the database
+    assert.strictEqual((await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', path.join(dir, 'rb.py'), '--no-validate')).code, 0);
+    archive = path.join(dir, 'team.nnrag.tgz');
+    const r = await cli('export', '--db', db, '--to', archive, '--json');
+    assert.strictEqual(r.code, 0, r.err);
+    const m = JSON.parse(r.out) as { repositories: { name: string }[]; blocks: number; sha256: Record<string, string> };
+    assert.deepStrictEqual([m.repositories.map((x) => x.name), m.blocks], [['tinyblocks'], 7]);
+    assert.ok(Object.keys(m.sha256).some((k) => k.startsWith('index.db.units/')), 'the units cache travels with the index');
+  });
+
+  it('an imported index answers the same searches and pulls as the one exported', async () => {
+    const mine = path.join(dir, 'mine', 'models.db');
+    const r = await cli('import', archive, '--db', mine);
+    assert.strictEqual(r.code, 0, r.err);
+    assert.deepStrictEqual(await search(mine), await search(db));
+    const pulled = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', mine, '--out', path.join(dir, 'rb2.py'), '--no-validate');
+    assert.strictEqual(pulled.code, 0, pulled.err);
+    const body = (f: string): string => fs.readFileSync(f, 'utf8').split('\n').filter((l) => !l.startsWith('#')).join('\n');
+    assert.strictEqual(body(path.join(dir, 'rb2.py')), body(path.join(dir, 'rb.py')));
+    // an existing index is replaced only when asked
+    const again = await cli('import', archive, '--db', mine);
+    assert.strictEqual(again.code, 2);
+    assert.match(again.err, /exists: import replaces it .* only with --force/);
+  });
+
+  /** The archive unpacked, changed by `change`, packed again. */
+  async function altered(name: string, change: (stage: string) => void): Promise<string> {
+    const stage = await tmpdir('nnrag-share-alter-');
+    await tar.extract({ file: archive, cwd: stage });
+    change(stage);
+    const out = path.join(dir, name);
+    await tar.create({ gzip: true, file: out, cwd: stage }, fs.readdirSync(stage));
+    return out;
+  }
+
+  it('refuses a tampered, stale, foreign or hostile archive and leaves the index in use as it was', async () => {
+    const mine = path.join(dir, 'kept', 'models.db');
+    assert.strictEqual((await cli('import', archive, '--db', mine)).code, 0);
+    const before = fs.readFileSync(mine);
+    const tampered = await altered('tampered.tgz', (s) => {
+      const f = path.join(s, 'index.db');
+      const bytes = fs.readFileSync(f);
+      bytes[bytes.length - 100] ^= 0xff;
+      fs.writeFileSync(f, bytes);
+    });
+    const stale = await altered('stale.tgz', (s) => {
+      const m = JSON.parse(fs.readFileSync(path.join(s, 'nnrag-index.json'), 'utf8')) as { parser_version: string };
+      m.parser_version = '1';
+      fs.writeFileSync(path.join(s, 'nnrag-index.json'), JSON.stringify(m));
+    });
+    const hostile = await altered('hostile.tgz', (s) => fs.symlinkSync('/etc/passwd', path.join(s, 'index.db.units', 'link')));
+    const notTar = path.join(dir, 'junk.tgz');
+    fs.writeFileSync(notTar, 'not an archive');
+    for (const [bad, why] of [
+      [tampered, /index\.db does not have the sha256 its manifest records/],
+      [stale, /another version of NN-RAG's parser \(1; this one is \d+\)/],
+      [hostile, /entries an index archive does not/],
+      [notTar, /cannot be read as a gzipped tar archive/],
+    ] as const) {
+      const r = await cli('import', bad, '--db', mine, '--force');
+      assert.strictEqual(r.code, 3, `${bad}: ${r.out}${r.err}`);
+      assert.match(r.err, why);
+      assert.match(r.err, /the index in use is unchanged/);
+      assert.ok(fs.readFileSync(mine).equals(before), `${bad} changed the index`);
+    }
+    assert.ok(!fs.readdirSync(path.dirname(mine)).some((f) => f.startsWith('.nnrag-import-')), 'nothing is left behind');
+    assert.deepStrictEqual(await search(mine), await search(db));
+  });
+});
