@@ -8,8 +8,9 @@ usage:
                          [--priority P] [--python-env PY --packages a,b] [--cache DIR]
                          [--dup-lexical J] [--dup-structural J] [--inline | --no-inline] [--max-file-kb KB] [--json]
                          --inline / --no-inline: pulls from other repositories always inline / import this one
-  nn-rag search QUERY [--db F] [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
+  nn-rag search QUERY [--db F]... [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--validation validated|failed|none] [--all-copies] [--json]
+                                                    several --db: searched together, merged by score
   nn-rag show TARGET [--db F] [--json]
   nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--full-docstrings]
                           [--limit N] [--json]

@@ -1,7 +1,7 @@
 /** `nn-rag search` and `nn-rag show`: finding blocks and what one needs. */
 import { NnragError } from '../core/base/errors';
 import { describeClass } from '../core/resolve/describe';
-import { searchBlocks, searchSuggestion } from '../core/search/search';
+import { searchBlocks, searchMany, searchSuggestion } from '../core/search/search';
 import type { BlockKind } from '../core/search/search';
 import { findTarget } from '../core/store/target';
 import { EXIT, flag, intOpt, openDb, opt, parse } from './env';
@@ -9,20 +9,30 @@ import type { CliEnv } from './env';
 import { showDepsCommand } from './pullCommands';
 
 export async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { repo: { value: true }, category: { value: true }, kind: { value: true }, limit: { value: true }, validation: { value: true }, 'all-copies': {} });
+  const args = parse(argv, { db: { value: true, multiple: true }, repo: { value: true }, category: { value: true }, kind: { value: true }, limit: { value: true }, validation: { value: true }, 'all-copies': {} });
   const kind = opt(args, 'kind') ?? 'block';
   if (!['block', 'abstract', 'class'].includes(kind)) throw new NnragError('usage', `--kind is block, abstract or class, not '${kind}'`);
+  const query = {
+    text: args.positionals.join(' '),
+    repo: opt(args, 'repo'),
+    category: opt(args, 'category'),
+    kind: kind as BlockKind,
+    validation: opt(args, 'validation'),
+    limit: intOpt(args, 'limit', 20),
+    group: !flag(args, 'all-copies'),
+  };
+  // several --db: one search over all of them, merged by score, each hit naming its index
+  const files = args.options.get('db') ?? [];
+  const others: { label: string; db: Awaited<ReturnType<typeof openDb>> }[] = [];
+  try {
+    for (const f of files.slice(1)) others.push({ label: f, db: await openDb({ ...args, options: new Map([...args.options, ['db', [f]]]) }, env) });
+  } catch (err) {
+    for (const o of others) o.db.close();
+    throw err;
+  }
   const db = await openDb(args, env);
   try {
-    const hits = searchBlocks(db, {
-      text: args.positionals.join(' '),
-      repo: opt(args, 'repo'),
-      category: opt(args, 'category'),
-      kind: kind as BlockKind,
-      validation: opt(args, 'validation'),
-      limit: intOpt(args, 'limit', 20),
-      group: !flag(args, 'all-copies'),
-    });
+    const hits = others.length ? searchMany([{ label: files[0], db }, ...others], query) : searchBlocks(db, query);
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify(hits, null, 1)}\n`);
     } else if (hits.length === 0) {
@@ -31,11 +41,12 @@ export async function searchCommand(argv: string[], env: CliEnv): Promise<number
     } else {
       for (const h of hits) {
         const copies = h.copies ? `  (${h.name}: ${h.copies.count} copies in ${h.copies.repos} repositories)` : '';
-        env.out(`${h.target}  [${h.category}${h.abstract ? ', abstract' : ''}]  ${h.path}:${h.line}${copies}\n    ${h.name}${h.signature || '()'}\n`);
+        env.out(`${h.target}  [${h.category}${h.abstract ? ', abstract' : ''}]  ${h.path}:${h.line}${copies}${h.index ? `  (${h.index})` : ''}\n    ${h.name}${h.signature || '()'}\n`);
       }
     }
   } finally {
     db.close();
+    for (const o of others) o.db.close();
   }
   return EXIT.ok;
 }

@@ -45,6 +45,23 @@ describe('export and import of an index', function () {
     assert.match(again.err, /exists: import replaces it .* only with --force/);
   });
 
+  it('searches several indexes at once, merged by score, each hit naming its index', async () => {
+    const other = path.join(dir, 'other.db');
+    const src = await tmpdir('nnrag-share-other-');
+    fs.mkdirSync(path.join(src, 'otherlib'));
+    fs.writeFileSync(path.join(src, 'otherlib', '__init__.py'), '');
+    fs.writeFileSync(path.join(src, 'otherlib', 'res.py'), 'from torch import nn\n\n\nclass ResidualStack(nn.Module):\n    """A residual stack."""\n\n    def forward(self, x):\n        return x\n');
+    assert.strictEqual((await cli('index', src, '--db', other)).code, 0);
+    const r = await cli('search', 'residual', '--db', db, '--db', other, '--json');
+    assert.strictEqual(r.code, 0, r.err);
+    const hits = JSON.parse(r.out) as { target: string; index: string; score: number }[];
+    assert.deepStrictEqual([...new Set(hits.map((h) => h.index))].sort(), [db, other].sort());
+    assert.ok(hits.some((h) => h.target.endsWith('ResidualStack') && h.index === other));
+    assert.deepStrictEqual(hits.map((h) => h.score), [...hits.map((h) => h.score)].sort((a, b) => b - a), 'merged by score');
+    // one index alone is searched as before
+    assert.ok((JSON.parse((await cli('search', 'residual', '--db', db, '--json')).out) as { index?: string }[]).every((h) => h.index === undefined));
+  });
+
   /** The archive unpacked, changed by `change`, packed again. */
   async function altered(name: string, change: (stage: string) => void): Promise<string> {
     const stage = await tmpdir('nnrag-share-alter-');

@@ -65,6 +65,8 @@ export interface SearchHit {
   score: number;
   /** When the block has lexical duplicates: how many copies (itself included) in how many repositories. */
   copies?: { count: number; repos: number };
+  /** Set when several indexes were searched together: the one that holds the block. */
+  index?: string;
 }
 
 /** Column weights for name, words, doc, signature, path, repo. */
@@ -359,4 +361,24 @@ function collapseGroups<T extends { r: Record<string, SqlValue> }>(sorted: T[]):
     seen.add(g);
     return true;
   });
+}
+
+/**
+ * One search over several indexes (a team's, a group's, one's own): each answers the query, and their answers are
+ * merged by score, each hit naming its index. Scores are BM25 within each index, so a block ranks as it would in its
+ * own; the same target in two indexes is listed once, from the first index given.
+ */
+export function searchMany(indexes: { label: string; db: IndexDb }[], q: SearchQuery): SearchHit[] {
+  const limit = Math.max(1, Math.min(q.limit ?? 20, 1000));
+  const seen = new Set<string>();
+  const all = indexes.flatMap(({ label, db }, i) => searchBlocks(db, { ...q, limit, offset: 0 }).map((h) => ({ ...h, index: label, order: i })));
+  all.sort((a, b) => b.score - a.score || a.order - b.order);
+  const out: SearchHit[] = [];
+  for (const { order: _order, ...h } of all) {
+    if (seen.has(h.target)) continue;
+    seen.add(h.target);
+    out.push(h);
+    if (out.length >= limit) break;
+  }
+  return out;
 }
