@@ -11,7 +11,7 @@
  * and with one interpreter per block (about twenty minutes).
  * With --index-only, only the floors and the cold index (about a minute): prints their figures and stores nothing.
  * Usage: tsx scripts/bench.ts [--corpus DIR...] [--out FILE] [--no-validate] [--no-synthetic] [--scale N] [--rounds N] [--pool-speedup]
- *        [--small-files N]
+ *        [--small-files N] [--shards N [--shard-blocks B]]
  *        tsx scripts/bench.ts --index-only [--corpus DIR...] [--rounds N]
  *        tsx scripts/bench.ts --synthetic-child CORPUS_DIR N   (the child: prints one JSON line)
  */
@@ -705,6 +705,42 @@ async function main(): Promise<void> {
       pool_speedup: r2(single.wall_s / pooled.wall_s),
     };
   }
+  // shards (--shards N, default 4; 0 for none, with --shard-blocks B, 40): the same B torchvision blocks validated by
+  // one `pull --all` and by N shards run one after the other, then merged: what splitting costs (each shard opens the
+  // index and starts its validators) and what the merge takes
+  let shardFigures: Record<string, number> = {};
+  const shardCount = argv.includes('--shards') ? Number(argv[argv.indexOf('--shards') + 1]) : 0;
+  if (shardCount > 0 && tvCorpus && hasTorch()) {
+    const cli = path.join(ROOT, 'dist', 'cli.js');
+    const shardDb = path.join(work, 'shards.db');
+    execFileSync(process.execPath, [cli, 'index', tvCorpus, '--db', shardDb], { stdio: 'ignore' });
+    const count = argv.includes('--shard-blocks') ? Number(argv[argv.indexOf('--shard-blocks') + 1]) : 40;
+    const all = JSON.parse(execFileSync(process.execPath, [cli, 'search', '', '--db', shardDb, '--limit', '1000', '--all-copies', '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 })) as { target: string }[];
+    const list = path.join(work, 'shard-targets.json');
+    await fsp.writeFile(list, JSON.stringify(all.map((h) => h.target).sort().slice(0, count)));
+    const run = (label: string, extra: string[]): number => {
+      const t0 = performance.now();
+      const r = spawnSync(process.execPath, [cli, 'pull', '--all', '--from', list, '--db', shardDb, '--out-dir', path.join(work, label), '--python', PYTHON, '--json', ...extra], { encoding: 'utf8', maxBuffer: 1 << 26 });
+      if (r.status !== 0 && r.status !== 1) throw new Error(`pull --all ${extra.join(' ')} failed (exit ${r.status}): ${r.stderr.slice(-500)}`);
+      return (performance.now() - t0) / 1000;
+    };
+    const one = run('one', []);
+    let shards = 0;
+    for (let k = 1; k <= shardCount; k++) shards += run('shards', ['--shard', `${k}/${shardCount}`]);
+    const reports = Array.from({ length: shardCount }, (_, k) => path.join(work, 'shards', `report.shard-${k + 1}-of-${shardCount}.json`));
+    const t0 = performance.now();
+    execFileSync(process.execPath, [cli, 'report', '--merge', ...reports, '--out', path.join(work, 'merged.json'), '--db', shardDb], { stdio: 'ignore' });
+    const merge = (performance.now() - t0) / 1000;
+    shardFigures = {
+      shard_blocks: count,
+      shards: shardCount,
+      shard_one_run_s: r2(one),
+      shard_runs_total_s: r2(shards),
+      // what N shards cost beyond one run, per shard (opening the index, starting validators)
+      shard_overhead_per_shard_s: r2((shards - one) / shardCount),
+      shard_merge_s: r2(merge),
+    };
+  }
   await fsp.rm(work, { recursive: true, force: true });
 
   const result = {
@@ -745,6 +781,7 @@ async function main(): Promise<void> {
     ...synthetic,
     ...smallFiles,
     ...poolSpeedup,
+    ...shardFigures,
     node: process.version,
     cpus: os.cpus().length,
   };
