@@ -17,6 +17,7 @@ import type { NnragClient } from './client';
 import type { InterpreterService } from './interpreter';
 import { withInterpreter } from './interpreter';
 import { verdictWords } from '../core/pull/pulledState';
+import { validationProblems } from './problems';
 
 
 /** Why a file name cannot hold a pulled block, or undefined when it can (the rules of core's fileNameProblem). */
@@ -570,6 +571,8 @@ export async function pullIntoWorkspace(
     await written.save();
     await vscode.window.showTextDocument(written);
     await client.request(WriteManifests, { file: dest.fsPath, report, text });
+    // a failed validation is in the Problems panel, at the line it is about; a pass clears it
+    if (report.status !== 'extracted') validationProblems().set(dest, text, { ok: report.status === 'validated', tier: report.tier, category: report.category, message: report.message }, className);
     // the report names the file written (not the scratch copy validated)
     report = { ...report, out: dest.fsPath };
     log.info(`[pull] ${report.target} -> ${dest.fsPath}: ${report.status} (tier ${report.tier ?? 'none'})`);

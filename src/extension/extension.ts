@@ -13,6 +13,7 @@ import { GitCredentialService } from './credentials';
 import { describeInterpreter, InterpreterService, versionsLabel, withInterpreter } from './interpreter';
 import type { Interpreter } from './interpreter';
 import { PulledBlocksProvider, registerPulledCommands } from './pulled';
+import { validationProblems } from './problems';
 
 /**
  * What `activate` returns: the index state and typed requests to the server. Used by the integration tests and by
@@ -80,6 +81,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   context.subscriptions.push(dependencyView);
 
   const pulled = new PulledBlocksProvider(client);
+  context.subscriptions.push(validationProblems());
   context.subscriptions.push(vscode.window.createTreeView('nnrag.pulled', { treeDataProvider: pulled }));
   // the view follows the files: pulls, updates, edits saved, files deleted
   const pyWatcher = vscode.workspace.createFileSystemWatcher('**/*.py');
@@ -89,6 +91,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     pyWatcher.onDidChange(() => pulled.refresh()),
     pyWatcher.onDidDelete((uri) => {
       pulled.refresh();
+      validationProblems().clear(uri);
       // a pulled file deleted takes its manifest and its entries in required_repos.json with it
       if (uri.scheme === 'file') client.request(RemoveManifests, { file: uri.fsPath }).catch((err: unknown) => log.warn(`[manifests] ${uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
     }),

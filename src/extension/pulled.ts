@@ -11,6 +11,7 @@ import { GetProvenance, GetPulledStatus, PlanUpdate, ValidatePulled, WriteManife
 import type { NnragClient } from './client';
 import { setting } from './config';
 import { describePulled, tierRank, verdictWords } from '../core/pull/pulledState';
+import { validationProblems } from './problems';
 import type { InterpreterService } from './interpreter';
 
 export type PulledItem = PulledFileStatus & { uri: string };
@@ -174,6 +175,7 @@ export function registerPulledCommands(
     );
     const v = r.validation;
     log.info(`[validate] ${doc.uri.fsPath}: ${v.ok ? 'passed' : 'failed'} (tier ${v.tier ?? 'none'})${v.category ? ` ${v.category}: ${v.message}` : ''}`);
+    if (!(v.category === 'missing-package' && /'torch'/.test(v.message ?? ''))) validationProblems().set(doc.uri, r.text, v, v.class ?? undefined);
     // an interpreter without torch says nothing about the file: its verdict is not recorded over the one it has
     if (!v.ok && v.category === 'missing-package' && /'torch'/.test(v.message ?? '')) {
       const select = vscode.l10n.t('Select Interpreter');

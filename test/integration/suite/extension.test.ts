@@ -507,6 +507,35 @@ describe('trusted workspace', function () {
     }
   });
 
+  it('puts a failed validation in the Problems panel, and takes it out when the file validates again', async () => {
+    const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_problem.py'), ['nnrag.acceptPull']);
+    const file = vscode.Uri.file(r!.out!);
+    try {
+      const doc = await vscode.workspace.openTextDocument(file);
+      const forward = doc.getText().split('\n').findIndex((l) => /^\s+def forward\(self, x\):/.test(l));
+      assert.ok(forward > 0);
+      const edit = new vscode.WorkspaceEdit();
+      edit.insert(file, new vscode.Position(forward + 1, 0), '        raise RuntimeError("broken on purpose")\n');
+      assert.ok(await vscode.workspace.applyEdit(edit));
+      await doc.save();
+      const failed = await drive(vscode.commands.executeCommand<{ ok: boolean }>('nnrag.validatePulled', file.toString()), []);
+      assert.strictEqual(failed?.ok, false);
+      const problems = vscode.languages.getDiagnostics(file).filter((d) => d.source === 'NN-RAG');
+      assert.strictEqual(problems.length, 1, JSON.stringify(problems));
+      assert.match(problems[0].message, /did not validate .*broken on purpose/);
+      // fixed: validated again, the problem goes
+      const undo = new vscode.WorkspaceEdit();
+      undo.delete(file, new vscode.Range(forward + 1, 0, forward + 2, 0));
+      assert.ok(await vscode.workspace.applyEdit(undo));
+      await doc.save();
+      const passed = await drive(vscode.commands.executeCommand<{ ok: boolean }>('nnrag.validatePulled', file.toString()), []);
+      assert.strictEqual(passed?.ok, true);
+      assert.deepStrictEqual(vscode.languages.getDiagnostics(file).filter((d) => d.source === 'NN-RAG'), []);
+    } finally {
+      await vscode.workspace.fs.delete(file);
+    }
+  });
+
   it('refuses file names that escape the folder or shadow a module', async () => {
     const before = vscode.workspace.workspaceFolders![0];
     for (const bad of ['../escape.py', 'torch.py', 'os.py', 'name with space.py']) {
