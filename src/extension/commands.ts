@@ -2,7 +2,7 @@
 import { existsSync } from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { requirementsText } from '../core/validate/requirements';
+import { mergeRequirements, requirementsText } from '../core/validate/requirements';
 import { scopeInEffect, setting } from './config';
 import type { DependencyTreeProvider } from './dependencyTree';
 import type { PullReport } from '../core/pull/pull';
@@ -815,10 +815,41 @@ async function confirmPreview(deps: Deps, left: vscode.Uri, scratch: vscode.Uri,
 export const EMPTY_SCHEME = 'nnrag-empty';
 
 /** Writes the pulled file's requirements (PEP 440 specifiers that pip installs) and opens them. */
-async function writeRequirements(report: PullReport, file: vscode.Uri): Promise<void> {
-  await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(requirementsText(report.requirements, report.imports)));
-  await vscode.window.showTextDocument(file);
+/**
+ * Writes the pulled file's requirements (PEP 440 specifiers that pip installs): merged into the project's
+ * `requirements.txt` (a distribution it names keeps your line), or into a file beside the block, as the user chose
+ * the first time in this workspace. Opens what it wrote.
+ */
+async function writeRequirements(report: PullReport, perBlock: vscode.Uri): Promise<void> {
+  const project = vscode.workspace.getWorkspaceFolder(perBlock)?.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+  const PROJECT = 'project';
+  let where = workspaceMemory?.get<string>(REQUIREMENTS_CHOICE);
+  if (!where && project) {
+    const pick = await vscode.window.showQuickPick(
+      [
+        { label: vscode.l10n.t("Add to the project's requirements.txt"), value: PROJECT, description: vscode.l10n.t('distributions already there keep your line') },
+        { label: vscode.l10n.t('A requirements file beside each block'), value: 'beside', description: path.basename(perBlock.fsPath) },
+      ],
+      { title: vscode.l10n.t('Where do pulled blocks write their requirements? (asked once in this workspace)') },
+    );
+    if (!pick) return;
+    where = pick.value;
+    await workspaceMemory?.update(REQUIREMENTS_CHOICE, where);
+  }
+  const adding = requirementsText(report.requirements, report.imports);
+  if (where === PROJECT && project) {
+    const file = vscode.Uri.joinPath(project, 'requirements.txt');
+    const existing = (await readIfExists(file)) ?? '';
+    const { text, added } = mergeRequirements(existing, adding);
+    if (added.length) await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(text));
+    await vscode.window.showTextDocument(file);
+    void vscode.window.showInformationMessage(added.length ? vscode.l10n.t('requirements.txt: added {0}', added.join(', ')) : vscode.l10n.t('requirements.txt already names everything {0} needs', path.basename(perBlock.fsPath)));
+    return;
+  }
+  await vscode.workspace.fs.writeFile(perBlock, new TextEncoder().encode(adding));
+  await vscode.window.showTextDocument(perBlock);
 }
+const REQUIREMENTS_CHOICE = 'nnrag.requirementsChoice';
 
 function showFailure(log: vscode.LogOutputChannel, report: PullReport, requirementsFile: vscode.Uri): void {
   log.warn(`[pull] ${report.target}: ${report.status} at tier ${report.tier ?? 'none'}: ${report.category}: ${report.message}`);

@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 import { satisfies, validRange } from '@renovatebot/pep440';
-import { inlineMetadata, requirementSpecifier, requirementsText } from '../../src/core/validate/requirements';
+import { inlineMetadata, mergeRequirements, requirementSpecifier, requirementsText } from '../../src/core/validate/requirements';
 
 describe('requirements a pulled file can be installed with (PEP 440)', () => {
   it("writes a local-label version (Debian's torch 1.13.0a0+gitunknown) as a specifier the public releases satisfy", () => {
@@ -35,5 +35,21 @@ describe('requirements a pulled file can be installed with (PEP 440)', () => {
       ['torch', 'yaml', 'einops'],
     );
     assert.strictEqual(block, ['# /// script', '# dependencies = [', '#   "PyYAML~=6.0",', '#   "torch~=1.13.0a0",', '#   # not installed in the validating interpreter: einops', '# ]', '# ///'].join('\n'));
+  });
+});
+
+describe('requirements merged into the project\'s file', () => {
+  it('keeps the user\'s line for a distribution the file names, appends the others once, and modules without one as a comment', () => {
+    const existing = '# my project\nTorch==2.1.0\nnumpy>=1.24 ; python_version > "3.8"\n';
+    const adding = 'einops>=0.7\nnumpy>=1.26\nmystery  # not installed in the validating interpreter\ntorch>=1.13\n';
+    const once = mergeRequirements(existing, adding);
+    assert.deepStrictEqual(once.added, ['einops>=0.7', '# mystery  # not installed in the validating interpreter']);
+    assert.ok(once.text.startsWith(existing), 'what was there stays as written');
+    // again: nothing more
+    const twice = mergeRequirements(once.text, adding);
+    assert.deepStrictEqual([twice.added, twice.text], [[], once.text]);
+    // into an empty file, and one without a final newline
+    assert.strictEqual(mergeRequirements('', 'torch>=1.13\n').text, 'torch>=1.13\n');
+    assert.strictEqual(mergeRequirements('numpy', 'torch>=1.13\n').text, 'numpy\ntorch>=1.13\n');
   });
 });

@@ -47,3 +47,41 @@ export function inlineMetadata(reqs: Requirement[] | undefined, modules: string[
     '# ///',
   ].join('\n');
 }
+
+/** PEP 503's normal form of a distribution name (`Foo_Bar.baz` -> `foo-bar-baz`). */
+function normalName(name: string): string {
+  return name.toLowerCase().replace(/[-_.]+/g, '-');
+}
+
+/** The distribution a requirements line names, if it names one (`torch>=2.1 ; python_version>"3.8"` -> `torch`). */
+function lineName(line: string): string | undefined {
+  const t = line.trim();
+  if (!t || t.startsWith('#') || t.startsWith('-')) return undefined;
+  const m = /^([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(t);
+  return m ? normalName(m[1]) : undefined;
+}
+
+/**
+ * `adding` (what `requirementsText` gives for a block) merged into a project's requirements file: a distribution the
+ * file already names keeps the user's line (their pin wins), the others are appended; a module the interpreter did not
+ * have is appended as a comment once. Returns the new text and the lines added.
+ */
+export function mergeRequirements(existing: string, adding: string): { text: string; added: string[] } {
+  const have = new Set(existing.split('\n').map(lineName).filter((n): n is string => !!n));
+  const lines = new Set(existing.split('\n').map((l) => l.trim()));
+  const added: string[] = [];
+  for (const raw of adding.split('\n')) {
+    const line = raw.trim();
+    if (!line) continue;
+    const name = lineName(line);
+    if (name && have.has(name)) continue;
+    // a module no distribution was found for: kept as a comment the user sees
+    const entry = name && line.includes('# not installed') ? `# ${line}` : line;
+    if (lines.has(entry)) continue;
+    added.push(entry);
+    lines.add(entry);
+    if (name && !entry.startsWith('#')) have.add(name);
+  }
+  const base = existing.length && !existing.endsWith('\n') ? `${existing}\n` : existing;
+  return { text: added.length ? `${base}${added.join('\n')}\n` : existing, added };
+}
