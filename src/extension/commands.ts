@@ -696,6 +696,13 @@ export function importFrom(from: string, pulled: string, className: string): str
   return `from ${[...rel.slice(0, -1), module].join('.')} import ${className}`;
 }
 
+/** The import of a pulled file's block from code at the workspace folder's top (its path as a dotted module). */
+export function importFromWorkspace(file: vscode.Uri, className: string): string {
+  const ws = vscode.workspace.getWorkspaceFolder(file);
+  const rel = ws ? path.relative(ws.uri.fsPath, file.fsPath) : path.basename(file.fsPath);
+  return `from ${rel.replace(/\.py$/, '').split(path.sep).join('.')} import ${className}`;
+}
+
 export function importStatement(sub: string, fileName: string, className: string): string {
   const parts = [...sub.split(/[\\/]/).filter(Boolean), fileName.replace(/\.py$/, '')];
   return `from ${parts.join('.')} import ${className}`;
@@ -820,7 +827,7 @@ export const EMPTY_SCHEME = 'nnrag-empty';
  * `requirements.txt` (a distribution it names keeps your line), or into a file beside the block, as the user chose
  * the first time in this workspace. Opens what it wrote.
  */
-async function writeRequirements(report: PullReport, perBlock: vscode.Uri): Promise<void> {
+export async function writeRequirements(report: Pick<PullReport, 'requirements' | 'imports'>, perBlock: vscode.Uri): Promise<void> {
   const project = vscode.workspace.getWorkspaceFolder(perBlock)?.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
   const PROJECT = 'project';
   let where = workspaceMemory?.get<string>(REQUIREMENTS_CHOICE);

@@ -6,12 +6,13 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { PulledFileStatus } from '../core/pull/update';
-import type { ValidationReport } from '../core/validate/runner';
+import type { Requirement, ValidationReport } from '../core/validate/runner';
 import { GetProvenance, GetPulledStatus, PlanUpdate, ValidatePulled, WriteManifests } from '../shared/protocol';
 import type { NnragClient } from './client';
 import { setting } from './config';
 import { describePulled, tierRank, verdictWords } from '../core/pull/pulledState';
 import { validationProblems } from './problems';
+import { importFromWorkspace, writeRequirements } from './commands';
 import type { InterpreterService } from './interpreter';
 
 export type PulledItem = PulledFileStatus & { uri: string };
@@ -228,6 +229,35 @@ export function registerPulledCommands(
   });
 
   // refreshes the view; resolves with the states it shows
+  // what the success message of a pull offered, on any pulled file later: its import, its requirements
+  reg('nnrag.copyImport', async (arg) => {
+    const doc = await documentOf(arg);
+    const prov = await client.request(GetProvenance, { text: doc.getText() });
+    if (!prov) throw new Error(vscode.l10n.t('{0} has no NN-RAG provenance record', path.basename(doc.uri.fsPath)));
+    const statement = importFromWorkspace(doc.uri, prov.block);
+    await vscode.env.clipboard.writeText(statement);
+    void vscode.window.showInformationMessage(vscode.l10n.t('Copied: {0}', statement));
+    return statement;
+  });
+  reg('nnrag.writeRequirements', async (arg) => {
+    const doc = await documentOf(arg);
+    const prov = await client.request(GetProvenance, { text: doc.getText() });
+    if (!prov) throw new Error(vscode.l10n.t('{0} has no NN-RAG provenance record', path.basename(doc.uri.fsPath)));
+    // the versions the last validation found, from required_repos.json beside the file
+    const requirements: Requirement[] = [];
+    try {
+      const beside = vscode.Uri.joinPath(doc.uri, '..', 'required_repos.json');
+      const req = JSON.parse(new TextDecoder().decode(await vscode.workspace.fs.readFile(beside))) as { distributions?: Record<string, { version: string | null; modules: string[]; needed_by: string[] }> };
+      const me = path.basename(doc.uri.fsPath);
+      for (const [distribution, d] of Object.entries(req.distributions ?? {})) {
+        if (d.needed_by.includes(me)) for (const module of d.modules) requirements.push({ module, distribution, version: d.version });
+      }
+    } catch {
+      // none recorded: the modules are listed as not found
+    }
+    await writeRequirements({ requirements, imports: prov.imports }, vscode.Uri.file(doc.uri.fsPath.replace(/\.py$/, '.requirements.txt')));
+  });
+
   reg('nnrag.refreshPulled', async () => {
     provider.refresh();
     return provider.list();

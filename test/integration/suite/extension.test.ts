@@ -531,6 +531,9 @@ describe('trusted workspace', function () {
       const passed = await drive(vscode.commands.executeCommand<{ ok: boolean }>('nnrag.validatePulled', file.toString()), []);
       assert.strictEqual(passed?.ok, true);
       assert.deepStrictEqual(vscode.languages.getDiagnostics(file).filter((d) => d.source === 'NN-RAG'), []);
+      // what the pull's success message offered is there later too
+      assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.copyImport', file.toString()), 'from blocks.drop_path_problem import DropPath');
+      assert.strictEqual(await vscode.env.clipboard.readText(), 'from blocks.drop_path_problem import DropPath');
     } finally {
       await vscode.workspace.fs.delete(file);
     }
