@@ -54,6 +54,8 @@ export interface FolderOptions {
   kind?: RepoInfo['kind'];
   license?: string;
   commit?: string;
+  /** Where a checkout came from (its origin remote). */
+  url?: string;
 }
 
 export async function openFolder(config: SourceConfig, options: FolderOptions = {}): Promise<OpenedSource> {
@@ -79,6 +81,7 @@ export async function openFolder(config: SourceConfig, options: FolderOptions = 
     modulePrefix,
     license,
     commit: options.commit,
+    ...(options.url ? { url: options.url } : {}),
   };
 
   // Synchronous calls: one stat costs microseconds, against a thread-pool round trip for each awaited one (a warm start

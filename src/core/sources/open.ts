@@ -1,8 +1,11 @@
 /** Turns source arguments and settings into opened sources, with clear errors for bad input. */
+import * as fs from 'fs';
 import { promises as fsp } from 'fs';
+import * as path from 'path';
+import git from 'isomorphic-git';
 import { NnragError } from '../base/errors';
 import { openFolder } from './folder';
-import { checkGitUrl, looksLikeUrl, openGit } from './git';
+import { checkGitUrl, looksLikeUrl, openGit, redactUrls } from './git';
 import type { GitAuth } from './git';
 import { openPythonPackages } from './pythonEnv';
 import type { OpenedSource, SourceConfig } from './types';
@@ -48,6 +51,24 @@ export async function openSource(config: SourceConfig, options: OpenOptions): Pr
       });
     }
     default:
-      return [await openFolder(config)];
+      return [await openFolder(config, await checkoutOf(config.location))];
+  }
+}
+
+/**
+ * A folder that is a git checkout (`.git` in it) says which commit it is at and where it came from, for provenance:
+ * HEAD's commit and the `origin` remote's URL (credentials and query left out). A folder inside another checkout is
+ * not that checkout's (its root is elsewhere); anything unreadable gives nothing.
+ */
+export async function checkoutOf(folder: string): Promise<{ commit?: string; url?: string }> {
+  const dir = path.resolve(folder);
+  if (!(await fsp.stat(path.join(dir, '.git')).then((s) => s.isDirectory(), () => false))) return {};
+  try {
+    const commit = await git.resolveRef({ fs, dir, ref: 'HEAD' });
+    const origin = (await git.getConfig({ fs, dir, path: 'remote.origin.url' })) as unknown;
+    const url = typeof origin === 'string' && /^https?:\/\//.test(origin) ? redactUrls(origin) : undefined;
+    return { commit, ...(url ? { url } : {}) };
+  } catch {
+    return {};
   }
 }
