@@ -207,16 +207,39 @@ export function registerPulledCommands(
       return { state: plan.state };
     }
     const checked = plan.state === 'conflicts' ? undefined : await validate(doc, plan.next);
+    const yours = doc.getText();
     await replaceAll(doc, checked?.text ?? plan.next);
     await vscode.window.showTextDocument(doc);
+    // conflicts: VS Code's merge editor over the file (with its markers), the pulled base, your text and upstream's
+    if (plan.state === 'conflicts' && plan.pulled !== undefined) await openMergeEditor(doc.uri, plan.pulled, yours, plan.upstream);
     // the manifest and required_repos.json say what the header now says
     await client.request(WriteManifests, { file: doc.uri.fsPath, base: plan.base, text: doc.getText(), requirements: checked?.validation.requirements });
     provider.refresh();
     if (plan.state === 'conflicts') {
-      void vscode.window.showWarningMessage(vscode.l10n.t('{0}: updated with {1} conflicts between your edits and upstream; resolve the markers, then NN-RAG: Validate Pulled Block', name, plan.conflicts));
+      void vscode.window.showWarningMessage(vscode.l10n.t('{0}: updated with {1} conflicts between your edits and upstream; resolve them (the merge editor is open), then NN-RAG: Validate Pulled Block', name, plan.conflicts));
     }
     return { state: plan.state, conflicts: plan.conflicts, validation: checked?.validation };
   });
+
+  /** The merge editor (the command VS Code's git extension opens it with); the markers stay when it is not there. */
+  const openMergeEditor = async (file: vscode.Uri, base: string, yours: string, upstream: string): Promise<void> => {
+    const side = (query: string, text: string): vscode.Uri => {
+      const uri = vscode.Uri.from({ scheme: UPSTREAM_SCHEME, path: file.path, query });
+      upstreamTexts.set(uri.toString(), text);
+      upstreamChanged.fire(uri);
+      return uri;
+    };
+    try {
+      await vscode.commands.executeCommand('_open.mergeEditor', {
+        base: side('merge-base', base),
+        input1: { uri: side('merge-yours', yours), title: vscode.l10n.t('Yours') },
+        input2: { uri: side('merge-upstream', upstream), title: vscode.l10n.t('Upstream') },
+        output: file,
+      });
+    } catch (err) {
+      log.info(`[update] no merge editor here (${err instanceof Error ? err.message : String(err)}); the conflict markers are in the file`);
+    }
+  };
 
   // validates the pulled file as the editor holds it and records the verdict in its header (one edit)
   reg('nnrag.validatePulled', async (arg) => {

@@ -539,6 +539,35 @@ describe('trusted workspace', function () {
     }
   });
 
+  it('opens VS Code\'s merge editor when an update conflicts with the user\'s edit', async () => {
+    const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.se.SqueezeExcite', 'se_conflict.py'), ['nnrag.acceptPull']);
+    const file = vscode.Uri.file(r!.out!);
+    const se = path.join(fixture(), 'tinyblocks', 'layers', 'se.py');
+    const original = readFileSync(se, 'utf8');
+    const line = '        s = x.mean((2, 3), keepdim=True)';
+    try {
+      const doc = await vscode.workspace.openTextDocument(file);
+      const i = doc.getText().split('\n').indexOf(line);
+      assert.ok(i > 0);
+      const edit = new vscode.WorkspaceEdit();
+      edit.replace(file, new vscode.Range(i, 0, i, line.length), '        s = x.mean((2, 3), keepdim=True)  # mine');
+      assert.ok(await vscode.workspace.applyEdit(edit));
+      await doc.save();
+      writeFileSync(se, original.replace(line, '        s = x.amax((2, 3), keepdim=True)'));
+      await vscode.commands.executeCommand('nnrag.reindex');
+      const updated = await drive(vscode.commands.executeCommand<{ state: string; conflicts: number }>('nnrag.updatePulled', file.toString()), []);
+      assert.strictEqual(updated?.state, 'conflicts', JSON.stringify(updated));
+      const merge = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextMerge && t.input.result.toString() === file.toString());
+      assert.ok(merge, `tabs: ${vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label).join(', ')}`);
+      assert.match(readFileSync(file.fsPath, 'utf8'), /^<<<<<<< /m);
+    } finally {
+      writeFileSync(se, original);
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      await vscode.workspace.fs.delete(file);
+      await vscode.commands.executeCommand('nnrag.reindex');
+    }
+  });
+
   it('refuses file names that escape the folder or shadow a module', async () => {
     const before = vscode.workspace.workspaceFolders![0];
     for (const bad of ['../escape.py', 'torch.py', 'os.py', 'name with space.py']) {
