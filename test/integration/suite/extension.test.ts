@@ -557,7 +557,11 @@ describe('trusted workspace', function () {
       await vscode.commands.executeCommand('nnrag.reindex');
       const updated = await drive(vscode.commands.executeCommand<{ state: string; conflicts: number }>('nnrag.updatePulled', file.toString()), []);
       assert.strictEqual(updated?.state, 'conflicts', JSON.stringify(updated));
-      const merge = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextMerge && t.input.result.toString() === file.toString());
+      // (a merge editor's tab input has base, input1, input2 and result; the 1.90 types do not name its class)
+      const merge = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => {
+        const input = t.input as { result?: vscode.Uri; input1?: vscode.Uri } | undefined;
+        return input?.input1 !== undefined && input.result?.toString() === file.toString();
+      });
       assert.ok(merge, `tabs: ${vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label).join(', ')}`);
       assert.match(readFileSync(file.fsPath, 'utf8'), /^<<<<<<< /m);
     } finally {
