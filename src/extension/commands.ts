@@ -244,11 +244,16 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
       if (picked?.[0]) entry = { location: picked[0].fsPath, kind: 'folder' };
     } else if (kind.source === 'git') {
       const url = await vscode.window.showInputBox({
-        prompt: vscode.l10n.t('http(s) URL of a git repository'),
+        prompt: vscode.l10n.t('http(s) URL of a git repository, or a file:// URL of a local checkout'),
         placeHolder: 'https://github.com/owner/repo.git',
-        validateInput: (v) => (/^https?:\/\/[^\s@]+$/.test(v.trim()) ? undefined : vscode.l10n.t('An http:// or https:// URL, without credentials')),
+        validateInput: (v) =>
+          /^(https?:\/\/[^\s@]+|file:\/\/\S+)$/.test(v.trim())
+            ? undefined
+            : /^(ssh:\/\/|[\w.-]+@[\w.-]+:)/.test(v.trim())
+              ? vscode.l10n.t('ssh URLs cannot be fetched here: give the https URL, or clone it and add the folder')
+              : vscode.l10n.t('An http:// or https:// URL without credentials, or a file:// URL'),
       });
-      if (url) entry = { location: url.trim(), kind: 'git' };
+      if (url) entry = /^file:\/\//.test(url.trim()) ? { location: url.trim(), kind: 'folder' } : { location: url.trim(), kind: 'git' };
     } else {
       const pkgs = await vscode.window.showInputBox({ prompt: vscode.l10n.t('Installed packages, comma-separated'), value: 'torchvision' });
       if (pkgs) entry = { location: pkgs.trim(), kind: 'python-env' };

@@ -1,7 +1,11 @@
-/** A git checkout added as a folder is recognised as one: its pulled files name the commit and where it came from. */
+/**
+ * A git checkout added as a folder (or by a file:// URL) is recognised as one: its pulled files name the commit and
+ * where it came from. ssh URLs and bare repositories are refused with what to give instead.
+ */
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
+import { pathToFileURL } from 'url';
 import { git } from './gitServer';
 import { cli, tmpdir, writeTree } from './helpers';
 
@@ -25,6 +29,21 @@ describe('a git checkout indexed as a folder', function () {
     assert.ok(text.includes(head), 'the commit is named');
     assert.doesNotMatch(text, /secret|someone|token=abc/);
     assert.match(text, /example\.org\/lab\/gated\.git/);
+    // the same checkout named by a file:// URL
+    const db3 = path.join(dir, 'byurl.db');
+    const byUrl = await cli('index', pathToFileURL(repo).href, '--db', db3);
+    assert.strictEqual(byUrl.code, 0, byUrl.err);
+    assert.strictEqual((await cli('pull', 'gated.blocks.Gate', '--db', db3, '--out', path.join(dir, 'gate3.py'), '--no-validate')).code, 0);
+    assert.ok(fs.readFileSync(path.join(dir, 'gate3.py'), 'utf8').includes(head));
+    // ssh and bare repositories: refused, saying what to give instead
+    const ssh = await cli('index', 'git@example.org:lab/gated.git', '--db', path.join(dir, 'x.db'));
+    assert.notStrictEqual(ssh.code, 0);
+    assert.match(ssh.err, /ssh URL, which NN-RAG cannot fetch .*https URL, or clone it and add the folder/);
+    const bare = path.join(dir, 'bare.git');
+    git(dir, 'clone', '-q', '--bare', repo, bare);
+    const bareRun = await cli('index', pathToFileURL(bare).href, '--db', path.join(dir, 'y.db'));
+    assert.notStrictEqual(bareRun.code, 0);
+    assert.match(bareRun.err, /is a bare repository .*clone it/);
     // a folder that is not a checkout says so, as before
     const plain = path.join(dir, 'plain');
     await writeTree(plain, { 'plainpkg/__init__.py': '', 'plainpkg/b.py': 'from torch import nn\n\n\nclass P(nn.Module):\n    pass\n' });

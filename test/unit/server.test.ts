@@ -192,6 +192,39 @@ describe('language server over stdio (the real server process)', function () {
     assert.strictEqual((await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: 'squeeze' }))[0]?.name, 'SqueezeExcite', 'what was indexed stays searchable');
   });
 
+  it('keeps the index whole under bursts of re-index, remove and enable requests (the busy index of issue 35)', async function () {
+    this.timeout(300_000);
+    await whenReady();
+    const big = await tmpdir('nnrag-burst-');
+    for (let i = 0; i < 600; i++) {
+      await fsp.mkdir(path.join(big, `pkg${i % 20}`), { recursive: true });
+      await fsp.writeFile(path.join(big, `pkg${i % 20}`, `m${i}.py`), `from torch import nn\n\nclass Burst${i}(nn.Module):\n    def forward(self, x):\n        return x * ${i}\n`);
+    }
+    const tiny = { location: path.join(ROOT, 'examples', 'tinyblocks') };
+    const both = [tiny, { location: big, name: 'burst' }];
+    const bursts: { label: string; requests: { repositories: unknown[] }[]; blocks: number }[] = [
+      // add a repository and re-index it four times, 400 ms apart, while the first run is under way
+      { label: 'add, then re-index', requests: [{ repositories: both }, { repositories: both }, { repositories: both }, { repositories: both }, { repositories: both }], blocks: 7 + 600 },
+      // remove it, enable it again, remove it, enable it again
+      { label: 'remove and enable', requests: [{ repositories: [tiny] }, { repositories: both }, { repositories: [tiny] }, { repositories: both }], blocks: 7 + 600 },
+      { label: 'remove', requests: [{ repositories: both }, { repositories: [tiny] }], blocks: 7 },
+    ];
+    for (const burst of bursts) {
+      shown.length = 0;
+      const runs: Promise<unknown>[] = [];
+      for (const r of burst.requests) {
+        runs.push(conn.sendRequest(ReindexRepositories.method, r).catch((err: Error) => err.message));
+        await new Promise((res) => setTimeout(res, 400));
+      }
+      await Promise.all(runs);
+      const s = await whenReady();
+      assert.strictEqual(s.blocks, burst.blocks, `${burst.label}: ${JSON.stringify(s)}`);
+      assert.deepStrictEqual(shown.filter((m) => /cannot index|UNIQUE/.test(m)), [], burst.label);
+      const hits = await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: 'Burst599', limit: 3 });
+      assert.strictEqual(hits.some((h) => h.name === 'Burst599'), burst.blocks > 7, burst.label);
+    }
+  });
+
   it('watches local folders: a new, changed or deleted file is searchable without a re-index', async () => {
     await whenReady();
     const live = await tmpdir('nnrag-live-');

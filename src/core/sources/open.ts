@@ -2,6 +2,7 @@
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
+import { fileURLToPath } from 'url';
 import git from 'isomorphic-git';
 import { NnragError } from '../base/errors';
 import { openFolder } from './folder';
@@ -21,7 +22,9 @@ export interface OpenOptions {
 /** What a bare argument names: an http(s) URL is a git source, anything else must be a folder. */
 export async function sourceFromArgument(arg: string, extra: Partial<SourceConfig> = {}): Promise<SourceConfig> {
   if (arg.startsWith('-')) throw new NnragError('usage', `'${arg}' looks like an option, not a source; put sources after 'index'`);
-  if (looksLikeUrl(arg)) {
+  const local = localOrRefused(arg);
+  if (local) arg = local;
+  else if (looksLikeUrl(arg)) {
     return { ...extra, location: checkGitUrl(arg), kind: 'git' };
   }
   try {
@@ -34,7 +37,30 @@ export async function sourceFromArgument(arg: string, extra: Partial<SourceConfi
   return { ...extra, location: arg, kind: 'folder' };
 }
 
+/**
+ * A `file://` URL names a local checkout: its folder (indexed as one, with its commit); an ssh URL (`git@host:repo`,
+ * `ssh://`) is refused with what to use instead (the git client here speaks http only).
+ */
+export function localOrRefused(location: string): string | undefined {
+  if (/^ssh:\/\//i.test(location) || /^[\w.-]+@[\w.-]+:/.test(location)) {
+    throw new NnragError('bad-url', `'${redactUrls(location)}' is an ssh URL, which NN-RAG cannot fetch (its git client speaks http): give the https URL, or clone it and add the folder`);
+  }
+  if (!/^file:\/\//i.test(location)) return undefined;
+  let dir: string;
+  try {
+    dir = fileURLToPath(location);
+  } catch {
+    throw new NnragError('bad-url', `'${location}' is not a file URL NN-RAG can read`);
+  }
+  if (fs.existsSync(path.join(dir, 'HEAD')) && fs.existsSync(path.join(dir, 'objects')) && !fs.existsSync(path.join(dir, '.git'))) {
+    throw new NnragError('bad-source', `${dir} is a bare repository (no files checked out): clone it (git clone ${dir}) and add the folder`);
+  }
+  return dir;
+}
+
 export async function openSource(config: SourceConfig, options: OpenOptions): Promise<OpenedSource[]> {
+  const local = localOrRefused(config.location);
+  if (local) config = { ...config, location: local, kind: 'folder' };
   const kind = config.kind ?? (looksLikeUrl(config.location) ? 'git' : 'folder');
   switch (kind) {
     case 'git':
