@@ -2,8 +2,9 @@
  * An end-to-end walk of the UI in code-server with headless Chromium, as a user would do it with mouse and keyboard:
  * open the NN-RAG view and its block tree, search from the command palette, pull a block through its diff editor
  * (Accept), wait for validation, hover the pulled class, then change the upstream code: the Pulled Blocks view and
- * the CodeLens say so, Compare shows the difference and Update takes it. Saves a screenshot per step under
- * test-results/ and fails a step when an element it expects is missing.
+ * the CodeLens say so, Compare shows the difference and Update takes it; then insert a block at the cursor, see a
+ * failed pull's verdict before Accept, and a repository that cannot be indexed in the tree. Saves a screenshot per
+ * step under test-results/ and fails a step when an element it expects is missing.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
 import * as path from 'path';
@@ -174,6 +175,68 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       // validated again before it was applied: the verdict is in the header, and the view shows it
       if (!/"validation":\{"status":"validated","tier":"equivalent"/.test(readFileSync(dest, 'utf8'))) throw new Error('the update was not validated');
       await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /up to date · validated/ }).first().waitFor({ timeout: T });
+    });
+
+    /** Enter on a file-name box until the pull's diff shows (the name's check answers asynchronously). */
+    const enterUntilDiff = async (): Promise<void> => {
+      const t0 = Date.now();
+      for (;;) {
+        await page.keyboard.press('Enter');
+        try {
+          await page.locator('.monaco-diff-editor').first().waitFor({ state: 'visible', timeout: 3000 });
+          return;
+        } catch (err) {
+          if (Date.now() - t0 > 3 * T) throw err;
+        }
+      }
+    };
+
+    await step('11-insert-at-cursor', async () => {
+      await page.keyboard.press('Escape');
+      mkdirSync(path.join(ws.folder, 'models'), { recursive: true });
+      writeFileSync(path.join(ws.folder, 'models', '__init__.py'), '');
+      writeFileSync(path.join(ws.folder, 'models', 'net.py'), 'import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n');
+      await page.keyboard.press('Control+P');
+      await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
+      await page.keyboard.type('models/net.py', { delay: 10 });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'net.py' }).first().waitFor({ timeout: T });
+      await page.keyboard.press('Enter');
+      await page.locator('.tabs-container .tab').filter({ hasText: /^net\.py/ }).first().waitFor({ timeout: T });
+      await palette(page, 'NN-RAG: Insert Block at Cursor');
+      await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
+      await page.keyboard.type('squeeze excite', { delay: 20 });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'SqueezeExcite' }).first().waitFor({ timeout: T });
+      await page.keyboard.press('Enter');
+      await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
+      await enterUntilDiff();
+      await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().click({ timeout: T });
+      await page.locator('.view-lines .view-line').filter({ hasText: /from\s\.squeeze_excite\simport\sSqueezeExcite/ }).first().waitFor({ timeout: 2 * T });
+    });
+
+    await step('12-failed-pull-before-accept', async () => {
+      // a block of the repository that cannot be built without a checkpoint: the diff says so before Accept
+      writeFileSync(
+        path.join(ws.fixture, 'tinyblocks', 'pretrained.py'),
+        'from torch import nn\n\n\nclass PretrainedHead(nn.Module):\n    """A head that needs its checkpoint."""\n\n    def __init__(self, dim=8):\n        super().__init__()\n        raise RuntimeError("download the checkpoint first")\n',
+      );
+      await palette(page, 'NN-RAG: Pull Block into Workspace');
+      await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
+      await page.keyboard.type('PretrainedHead', { delay: 20 });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'PretrainedHead' }).first().waitFor({ timeout: T });
+      await page.keyboard.press('Enter');
+      await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
+      await enterUntilDiff();
+      await page.locator('.tabs-container .tab').filter({ hasText: /did not validate: instantiate/ }).first().waitFor({ timeout: 3 * T });
+      await page.locator('.notifications-toasts, .notification-toast-container').filter({ hasText: /download the checkpoint first/ }).first().waitFor({ timeout: T });
+    });
+
+    await step('13-failing-repository-node', async () => {
+      await page.locator('.editor-actions .action-label[aria-label^="Cancel Pull"]').first().click({ timeout: T });
+      const settingsFile = path.join(ws.folder, '.vscode', 'settings.json');
+      const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as { 'nnrag.repositories': unknown[] };
+      settings['nnrag.repositories'] = [...settings['nnrag.repositories'], { location: 'http://127.0.0.1:9/lab/unreachable.git', name: 'unreachable' }];
+      writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
+      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'unreachable' }).filter({ hasText: 'cannot index' }).first().waitFor({ timeout: 2 * T });
     });
   } finally {
     await browser.close().catch(() => undefined);

@@ -512,7 +512,7 @@ describe('trusted workspace', function () {
     const file = vscode.Uri.file(r!.out!);
     try {
       const doc = await vscode.workspace.openTextDocument(file);
-      const forward = doc.getText().split('\n').findIndex((l) => /^\s+def forward\(self, x\):/.test(l));
+      const forward = doc.getText().split('\n').findIndex((l) => /^\s+def forward\(self, x\b/.test(l));
       assert.ok(forward > 0);
       const edit = new vscode.WorkspaceEdit();
       edit.insert(file, new vscode.Position(forward + 1, 0), '        raise RuntimeError("broken on purpose")\n');
