@@ -227,10 +227,13 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
       await enterUntilDiff();
       await page.locator('.tabs-container .tab').filter({ hasText: /did not validate: instantiate/ }).first().waitFor({ timeout: 3 * T });
-      await page.locator('.notifications-toasts, .notification-toast-container').filter({ hasText: /download the checkpoint first/ }).first().waitFor({ timeout: T });
+      // the notification that asks says the message (a progress notification: read in the notification center)
+      await palette(page, 'Notifications: Show Notifications');
+      await page.locator('.notifications-center .notification-list-item').filter({ hasText: /download the checkpoint first/ }).first().waitFor({ timeout: T });
     });
 
     await step('13-failing-repository-node', async () => {
+      await page.keyboard.press('Escape');
       await page.locator('.editor-actions .action-label[aria-label^="Cancel Pull"]').first().click({ timeout: T });
       const settingsFile = path.join(ws.folder, '.vscode', 'settings.json');
       const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as { 'nnrag.repositories': unknown[] };
