@@ -12,7 +12,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import type { NnragApi } from '../../../src/extension/extension';
 import type { PullReport } from '../../../src/core/pull/pull';
-import { ListTree, SearchBlocks } from '../../../src/shared/protocol';
+import { ListTree, ReindexRepositories, SearchBlocks } from '../../../src/shared/protocol';
 
 const EXTENSION_ID = 'nn-rag.nn-rag';
 const fixture = (): string => {
@@ -389,6 +389,20 @@ describe('trusted workspace', function () {
     assert.ok(!(config().inspect<{ name?: string }[]>('repositories')?.workspaceValue ?? []).some((r) => r.name === 'extrablocks'));
     await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
     assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 })).some((h) => h.name === 'SquishGate'), false);
+  });
+
+  it('keeps the index whole when re-index requests arrive while one runs (a busy index)', async () => {
+    const before = await nnrag.waitForStatus((s) => s.state === 'ready');
+    const repositories = vscode.workspace.getConfiguration('nnrag').get<unknown[]>('repositories') ?? [];
+    const runs: Promise<unknown>[] = [];
+    for (let i = 0; i < 5; i++) {
+      runs.push(nnrag.request(ReindexRepositories, { repositories: repositories as never }).then(undefined, (err: Error) => err.message));
+      await sleep(400);
+    }
+    await Promise.all(runs);
+    const after = await nnrag.waitForStatus((s) => s.state === 'ready');
+    assert.deepStrictEqual([after.blocks, after.files, after.repos], [before.blocks, before.files, before.repos]);
+    assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'squeeze excitation', limit: 3 }))[0]?.name, 'SqueezeExcite');
   });
 
   it('indexes an installed package added without an interpreter with the one selected for NN-RAG (Add Repository -> Installed package)', async () => {
