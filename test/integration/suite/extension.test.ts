@@ -245,6 +245,9 @@ describe('trusted workspace', function () {
     assert.ok(await vscode.workspace.applyEdit(edit));
     await doc.save();
     assert.strictEqual((await states())['residual_block.py'], 'changed edited validated');
+    // the CodeLens says what the view says: upstream changed, and the user's edit
+    const edited = (await lensTitles()).find((t) => t.includes('NN-RAG')) ?? '';
+    assert.match(edited, /upstream changed since the pull: .* · edited locally · validated: equivalent/);
     // Compare: a diff editor of the file against what the pull gives today
     const upstream = await vscode.commands.executeCommand<string>('nnrag.compareUpstream', doc.uri.toString());
     assert.match(upstream ?? '', /\(changed upstream\)/);
@@ -303,6 +306,15 @@ describe('trusted workspace', function () {
         return report;
       };
       assert.strictEqual(await settle(false), undefined);
+      // closing the diff cancels too: nothing is written, and no pull is left waiting for a later Accept
+      const closing = vscode.commands.executeCommand<PullReport | undefined>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_diff.py');
+      for (const t0 = Date.now(); !diffShown(); await sleep(200)) {
+        if (Date.now() - t0 > 150_000) throw new Error('the diff did not show');
+      }
+      const tab = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && path.basename(t.input.modified.fsPath) === 'drop_path_diff.py');
+      await vscode.window.tabGroups.close(tab!);
+      assert.strictEqual(await closing, undefined);
+      assert.strictEqual(await vscode.commands.executeCommand<boolean>('nnrag.acceptPull'), false, 'no pull waits');
       assert.ok(!existsSync(dest), 'nothing written on Cancel');
       const report = await settle(true);
       assert.strictEqual(report?.status, 'validated', JSON.stringify(report));
