@@ -22,16 +22,20 @@ def covers(node: ast.AST, line: int, column: int) -> bool:
     return start <= (line, column) < end
 
 
+def defaults_of(fn: ast.AST) -> List[Tuple[ast.arg, ast.expr]]:
+    """Each parameter of a function that has a default, with its default."""
+    a = fn.args  # type: ignore[attr-defined]
+    positional = a.posonlyargs + a.args
+    pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    return pairs + [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+
+
 def owner_of(tree: ast.Module, line: int, column: int) -> Optional[Tuple[ast.FunctionDef, Optional[ast.ClassDef], ast.arg]]:
     """The function whose signature holds (line, column) in a parameter's default, its class, and the parameter."""
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        a = node.args
-        positional = a.posonlyargs + a.args
-        pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
-        pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-        for param, default in pairs:
+        for param, default in defaults_of(node):
             if covers(default, line, column):
                 cls = next((c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and node in c.body), None)
                 return node, cls, param
@@ -92,11 +96,7 @@ def aliases(tree: ast.Module, name: str) -> Tuple[List[str], bool]:
     defaults: List[ast.AST] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = node.args
-            positional = a.posonlyargs + a.args
-            pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
-            pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-            for param, default in pairs:
+            for param, default in defaults_of(node):
                 if isinstance(default, ast.Name) and default.id == name:
                     out.append(param.arg)
                     defaults.append(default)

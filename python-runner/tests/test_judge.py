@@ -8,6 +8,7 @@ import sys
 import tempfile
 import textwrap
 import unittest
+from typing import Callable, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "..", "judge.py")
@@ -51,8 +52,10 @@ class Blk(nn.Module):
 """
 
 
-def judged(copy_source: str, original_source: str = ORIGINAL, class_name: str = "Blk") -> dict:
-    """Validate `copy_source` against `original_source` installed as pk.m in a folder of its own."""
+def judged(copy_source: str, original_source: str = ORIGINAL, class_name: str = "Blk",
+           parse_constant: Optional[Callable[[str], object]] = None) -> dict:
+    """Validate `copy_source` against `original_source` installed as pk.m in a folder of its own; the report's last
+    line read as JSON (`parse_constant`: what NaN and Infinity tokens become, as in `json.loads`)."""
     with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(os.path.join(tmp, "orig", "pk"))
         open(os.path.join(tmp, "orig", "pk", "__init__.py"), "w").close()
@@ -66,7 +69,7 @@ def judged(copy_source: str, original_source: str = ORIGINAL, class_name: str = 
                                "file": os.path.join(tmp, "orig", "pk", "m.py")})
         proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", class_name, "--original", original],
                               capture_output=True, text=True, timeout=300, cwd=tmp)
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        return json.loads(proc.stdout.strip().splitlines()[-1], parse_constant=parse_constant)
 
 
 @unittest.skipUnless(HAS_TORCH, "needs torch")
@@ -296,17 +299,6 @@ class StrictJson(unittest.TestCase):
         def refuse(token: str) -> None:
             raise ValueError(f"not strict JSON: {token}")
 
-        with tempfile.TemporaryDirectory() as tmp:
-            os.makedirs(os.path.join(tmp, "orig", "pk"))
-            open(os.path.join(tmp, "orig", "pk", "__init__.py"), "w").close()
-            with open(os.path.join(tmp, "orig", "pk", "m.py"), "w", encoding="utf-8") as fh:
-                fh.write(textwrap.dedent(ORIGINAL))
-            path = os.path.join(tmp, "blk.py")
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(textwrap.dedent(copy))
-            original = json.dumps({"module": "pk.m", "class": "Blk", "path": os.path.join(tmp, "orig")})
-            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original],
-                                  capture_output=True, text=True, timeout=300, cwd=tmp)
-        report = json.loads(proc.stdout.strip().splitlines()[-1], parse_constant=refuse)
+        report = judged(copy, parse_constant=refuse)
         self.assertEqual(report["category"], "differs", report)
         self.assertEqual(report["equivalence"]["largest_difference"], "inf")

@@ -15,7 +15,7 @@ import { fileNameProblem, snakeCase } from '../core/emit/moduleNames';
 import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
 import type { InterpreterService } from './interpreter';
-import { withInterpreter } from './interpreter';
+import { lacksTorch, withInterpreter } from './interpreter';
 import { verdictWords } from '../core/pull/pulledState';
 import { validationProblems } from './problems';
 
@@ -705,7 +705,8 @@ export function importFrom(from: string, pulled: string, className: string): str
 export function importFromWorkspace(file: vscode.Uri, className: string): string {
   const ws = vscode.workspace.getWorkspaceFolder(file);
   const rel = ws ? path.relative(ws.uri.fsPath, file.fsPath) : path.basename(file.fsPath);
-  return `from ${rel.replace(/\.py$/, '').split(path.sep).join('.')} import ${className}`;
+  const dir = path.dirname(rel);
+  return importStatement(dir === '.' ? '' : dir, path.basename(rel), className);
 }
 
 export function importStatement(sub: string, fileName: string, className: string): string {
@@ -867,7 +868,7 @@ function showFailure(log: vscode.LogOutputChannel, report: PullReport, requireme
   log.warn(`[pull] ${report.target}: ${report.status} at tier ${report.tier ?? 'none'}: ${report.category}: ${report.message}`);
   const show = vscode.l10n.t('Show Log');
   // a package the interpreter lacks: what to install is one click away; without torch, another interpreter is
-  const noTorch = report.category === 'missing-package' && /'torch'/.test(report.message ?? '');
+  const noTorch = lacksTorch(report);
   const req = report.category === 'missing-package' && !noTorch ? [vscode.l10n.t('Write Requirements')] : [];
   const select = noTorch ? [vscode.l10n.t('Select Interpreter')] : [];
   void vscode.window

@@ -54,6 +54,11 @@ export function describeInterpreter(python: string): Promise<InterpreterVersions
   return answer;
 }
 
+/** Whether a failed validation says only that the interpreter has no torch (nothing about the file). */
+export function lacksTorch(v: { category?: string | null; message?: string | null }): boolean {
+  return v.category === 'missing-package' && /'torch'/.test(v.message ?? '');
+}
+
 /** "Python 3.11.2 · torch 2.14.1", "Python 3.11.2 · no torch", "not found". */
 export function versionsLabel(v: InterpreterVersions): string {
   if (v.error) return v.error;

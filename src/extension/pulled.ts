@@ -14,6 +14,9 @@ import { describePulled, tierRank, verdictWords } from '../core/pull/pulledState
 import { validationProblems } from './problems';
 import { importFromWorkspace, writeRequirements } from './commands';
 import type { InterpreterService } from './interpreter';
+import { lacksTorch } from './interpreter';
+import type { Provenance } from '../core/emit/emit';
+import type { RequiredRepos } from '../core/emit/manifest';
 
 export type PulledItem = PulledFileStatus & { uri: string };
 
@@ -176,15 +179,15 @@ export function registerPulledCommands(
     );
     const v = r.validation;
     log.info(`[validate] ${doc.uri.fsPath}: ${v.ok ? 'passed' : 'failed'} (tier ${v.tier ?? 'none'})${v.category ? ` ${v.category}: ${v.message}` : ''}`);
-    if (!(v.category === 'missing-package' && /'torch'/.test(v.message ?? ''))) validationProblems().set(doc.uri, r.text, v, v.class ?? undefined);
     // an interpreter without torch says nothing about the file: its verdict is not recorded over the one it has
-    if (!v.ok && v.category === 'missing-package' && /'torch'/.test(v.message ?? '')) {
+    if (lacksTorch(v)) {
       const select = vscode.l10n.t('Select Interpreter');
       void vscode.window
         .showWarningMessage(vscode.l10n.t('{0} was not validated: {1} has no torch. Its recorded verdict is kept.', name, python), select)
         .then((pick) => pick === select && vscode.commands.executeCommand('nnrag.selectInterpreter'));
       return undefined;
     }
+    validationProblems().set(doc.uri, r.text, v, v.class ?? undefined);
     // a lower tier than the header recorded says why (an update or an edit that is no longer compared, or differs)
     const before = (await client.request(GetProvenance, { text: doc.getText() }))?.validation;
     const lower = before && tierRank(v.tier) < tierRank(before.tier) ? ` ${vscode.l10n.t('(was {0}: {1})', verdictWords(before), v.equivalence?.reason ?? v.equivalence?.differences?.[0] ?? v.message ?? v.equivalence?.status ?? '')}` : '';
@@ -253,24 +256,27 @@ export function registerPulledCommands(
 
   // refreshes the view; resolves with the states it shows
   // what the success message of a pull offered, on any pulled file later: its import, its requirements
-  reg('nnrag.copyImport', async (arg) => {
+  /** The pulled file of a command's argument and its provenance record (a damaged one is refused by name). */
+  const pulledOf = async (arg: unknown): Promise<{ doc: vscode.TextDocument; prov: Provenance }> => {
     const doc = await documentOf(arg);
     const prov = await client.request(GetProvenance, { text: doc.getText() });
     if (!prov) throw new Error(vscode.l10n.t('{0} has no NN-RAG provenance record', path.basename(doc.uri.fsPath)));
+    return { doc, prov };
+  };
+  reg('nnrag.copyImport', async (arg) => {
+    const { doc, prov } = await pulledOf(arg);
     const statement = importFromWorkspace(doc.uri, prov.block);
     await vscode.env.clipboard.writeText(statement);
     void vscode.window.showInformationMessage(vscode.l10n.t('Copied: {0}', statement));
     return statement;
   });
   reg('nnrag.writeRequirements', async (arg) => {
-    const doc = await documentOf(arg);
-    const prov = await client.request(GetProvenance, { text: doc.getText() });
-    if (!prov) throw new Error(vscode.l10n.t('{0} has no NN-RAG provenance record', path.basename(doc.uri.fsPath)));
+    const { doc, prov } = await pulledOf(arg);
     // the versions the last validation found, from required_repos.json beside the file
     const requirements: Requirement[] = [];
     try {
       const beside = vscode.Uri.joinPath(doc.uri, '..', 'required_repos.json');
-      const req = JSON.parse(new TextDecoder().decode(await vscode.workspace.fs.readFile(beside))) as { distributions?: Record<string, { version: string | null; modules: string[]; needed_by: string[] }> };
+      const req = JSON.parse(new TextDecoder().decode(await vscode.workspace.fs.readFile(beside))) as Partial<RequiredRepos>;
       const me = path.basename(doc.uri.fsPath);
       for (const [distribution, d] of Object.entries(req.distributions ?? {})) {
         if (d.needed_by.includes(me)) for (const module of d.modules) requirements.push({ module, distribution, version: d.version });

@@ -191,6 +191,17 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       }
     };
 
+    /** A palette command that searches for a block: the block chosen, its file name accepted, up to its diff. */
+    const pullFromSearch = async (command: string, query: string, row: string): Promise<void> => {
+      await palette(page, command);
+      await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
+      await page.keyboard.type(query, { delay: 20 });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: row }).first().waitFor({ timeout: T });
+      await page.keyboard.press('Enter');
+      await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
+      await enterUntilDiff();
+    };
+
     await step('11-insert-at-cursor', async () => {
       await page.keyboard.press('Escape');
       mkdirSync(path.join(ws.folder, 'models'), { recursive: true });
@@ -202,13 +213,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'net.py' }).first().waitFor({ timeout: T });
       await page.keyboard.press('Enter');
       await page.locator('.tabs-container .tab').filter({ hasText: /^net\.py/ }).first().waitFor({ timeout: T });
-      await palette(page, 'NN-RAG: Insert Block at Cursor');
-      await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
-      await page.keyboard.type('squeeze excite', { delay: 20 });
-      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'SqueezeExcite' }).first().waitFor({ timeout: T });
-      await page.keyboard.press('Enter');
-      await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
-      await enterUntilDiff();
+      await pullFromSearch('NN-RAG: Insert Block at Cursor', 'squeeze excite', 'SqueezeExcite');
       await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().click({ timeout: T });
       await page.locator('.view-lines .view-line').filter({ hasText: /from\s\.squeeze_excite\simport\sSqueezeExcite/ }).first().waitFor({ timeout: 2 * T });
     });
@@ -219,13 +224,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         path.join(ws.fixture, 'tinyblocks', 'pretrained.py'),
         'from torch import nn\n\n\nclass PretrainedHead(nn.Module):\n    """A head that needs its checkpoint."""\n\n    def __init__(self, dim=8):\n        super().__init__()\n        raise RuntimeError("download the checkpoint first")\n',
       );
-      await palette(page, 'NN-RAG: Pull Block into Workspace');
-      await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
-      await page.keyboard.type('PretrainedHead', { delay: 20 });
-      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'PretrainedHead' }).first().waitFor({ timeout: T });
-      await page.keyboard.press('Enter');
-      await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
-      await enterUntilDiff();
+      await pullFromSearch('NN-RAG: Pull Block into Workspace', 'PretrainedHead', 'PretrainedHead');
       await page.locator('.tabs-container .tab').filter({ hasText: /did not validate: instantiate/ }).first().waitFor({ timeout: 3 * T });
       // the notification that asks says the message (a progress notification: read in the notification center)
       await palette(page, 'Notifications: Show Notifications');

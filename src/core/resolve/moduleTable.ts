@@ -278,11 +278,11 @@ export class ModuleTable {
     let cur = target;
     let consumed = 0;
     for (const attr of attrs) {
-      // `mod.__dict__`, `mod.__name__`: the module object itself is in use, not a submodule; a dunder the module
-      // defines itself (`pkg.__version__`) is a definition like any other
-      if (cur.kind === 'module' && /^__\w+__$/.test(attr) && this.resolveName(cur.mod, attr).kind !== 'symbol') break;
       if (cur.kind === 'module') {
         const t = this.resolveName(cur.mod, attr, seen.size ? new Set(seen) : undefined);
+        // `mod.__dict__`, `mod.__name__`: the module object itself is in use, not a submodule; a dunder the module
+        // defines itself (`pkg.__version__`) is a definition like any other
+        if (/^__\w+__$/.test(attr) && t.kind !== 'symbol') break;
         if (t.kind !== 'unresolved' && t.kind !== 'builtin') {
           cur = t;
         } else {
