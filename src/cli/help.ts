@@ -54,10 +54,14 @@ usage:
   nn-rag context QUERY [--db F] [--limit N]         the best N blocks (default 3) for a prompt, as JSON
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
                                                     the batch extraction report as tables, or a page
-  nn-rag export --db F --to ARCHIVE [--json]        the index, its units cache and a manifest (repositories, commits,
-                                                    parser version, sha256 of each file) as one .tgz for the team
-  nn-rag import ARCHIVE --db F [--force] [--json]   the archive's index in place of F, once every file is checked;
-                                                    a tampered, foreign or stale archive is refused, F unchanged
+  nn-rag export --db F --to ARCHIVE [--json]        the index, its units cache, the indexed files' sources and a
+                                                    manifest (repositories, commits, parser version, sha256 of each
+                                                    file) as one .tgz for the team: it pulls on any machine
+  nn-rag import ARCHIVE|URL --db F [--force] [--json]
+                                                    the archive's index in place of F, once every file is checked;
+                                                    a tampered, foreign or stale archive is refused, F unchanged;
+                                                    from an http(s) URL, run again to update (ETag: downloaded again
+                                                    only when it changed)
   nn-rag report --merge REPORTS... --out FILE [--db F] [--json]
                                                     the shards' reports as one; with --db, their verdicts recorded
                                                     in the index (exit 1 when a shard is missing)

@@ -1,7 +1,10 @@
 /** `nn-rag export` and `nn-rag import`: one index for the team, as one archive. */
+import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { NnragError } from '../core/base/errors';
+import { redactUrls } from '../core/sources/git';
 import { exportIndex, importIndex } from '../core/store/shareIndex';
+import { refreshShared, sharedFrom } from '../core/store/sharedIndex';
 import type { ArchiveManifest } from '../core/store/shareIndex';
 import { dbPath, EXIT, flag, opt, parse } from './env';
 import type { CliEnv } from './env';
@@ -24,8 +27,21 @@ export async function importCommand(argv: string[], env: CliEnv): Promise<number
   const args = parse(argv, { force: {} });
   const archive = args.positionals[0];
   if (!archive) throw new NnragError('usage', 'import needs the archive: nn-rag import models.nnrag.tgz --db models.db [--force]');
+  if (/^https?:\/\//i.test(archive)) return importUrl(archive, args, env);
   const m = await importIndex(path.resolve(archive), dbPath(args), { force: flag(args, 'force'), sqlWasm: env.assets.sqlWasm });
   if (flag(args, 'json')) env.out(`${JSON.stringify({ db: dbPath(args), ...m })}\n`);
   else env.out(`imported ${describe(m)} into ${dbPath(args)}\n`);
+  return EXIT.ok;
+}
+
+/** `import URL`: the published index, downloaded again only when the server says it changed (ETag). */
+async function importUrl(url: string, args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
+  const db = dbPath(args);
+  if (!flag(args, 'force') && !(await sharedFrom(db, url)) && (await fsp.stat(db).then(() => true, () => false))) {
+    throw new NnragError('usage', `${db} exists and was not imported from ${redactUrls(url)}: import replaces it with the archive's index only with --force`);
+  }
+  const r = await refreshShared(url, db, { sqlWasm: env.assets.sqlWasm });
+  if (flag(args, 'json')) env.out(`${JSON.stringify({ db, url: redactUrls(url), ...r })}\n`);
+  else env.out(r.state === 'unchanged' ? `${db} is up to date with ${redactUrls(url)}\n` : `imported ${r.repositories.join(', ') || 'no repositories'} from ${redactUrls(url)} into ${db}\n`);
   return EXIT.ok;
 }

@@ -49,6 +49,13 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
     item.contextValue = node.kind;
     item.description = node.count !== undefined ? String(node.count) : undefined;
     item.iconPath = new vscode.ThemeIcon(node.kind === 'repo' ? 'repo' : 'symbol-folder');
+    if (node.shared) {
+      // the team's index: read-only here (no Re-index or Remove)
+      item.contextValue = 'shared';
+      item.description = vscode.l10n.t('{0} · shared', String(node.count ?? 0));
+      item.tooltip = vscode.l10n.t('From the shared index (nnrag.sharedIndex): read-only, kept up to date when NN-RAG starts');
+      item.iconPath = new vscode.ThemeIcon('cloud');
+    }
     if (node.error) {
       item.contextValue = 'repo.failing';
       item.description = vscode.l10n.t('cannot index{0}', node.count ? ` · ${vscode.l10n.t('{0} blocks from before', node.count)}` : '');

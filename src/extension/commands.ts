@@ -9,7 +9,7 @@ import type { PullReport } from '../core/pull/pull';
 import type { SearchHit } from '../core/search/search';
 import { repositoryNames } from '../core/sources/names';
 import type { SourceConfig } from '../core/sources/types';
-import { EDITOR_BUILDER_BUDGET_S, ExplainDependencies, GetPulledStatus, GetSandbox, PullBlock, PullTogether, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch, WriteManifests } from '../shared/protocol';
+import { EDITOR_BUILDER_BUDGET_S, ExplainDependencies, GetPulledStatus, GetSandbox, PullBlock, PullTogether, ReadSource, ReindexRepositories, SearchBlocks, SuggestSearch, UseSharedIndex, WriteManifests } from '../shared/protocol';
 import type { IndexStatus, TreeNode } from '../shared/protocol';
 import { fileNameProblem, snakeCase } from '../core/emit/moduleNames';
 import type { BlockTreeProvider } from './blockTree';
@@ -216,9 +216,23 @@ export function registerCommands(context: vscode.ExtensionContext, deps: Deps): 
 
   reg('nnrag.reindex', async () => {
     const repositories = withInterpreter(setting('repositories'), interpreter.current().path);
+    const shared = setting('sharedIndex') || undefined;
     const status = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: re-indexing {0} repositories', repositories.length), cancellable: true },
-      (_progress, token) => client.request(ReindexRepositories, { repositories }, token),
+      async (_progress, token) => {
+        // the shared index first: downloaded again only when it changed
+        if (shared) await client.request(UseSharedIndex, { location: shared }, token);
+        return client.request(ReindexRepositories, { repositories }, token);
+      },
+    );
+    tree.refresh();
+    return status;
+  });
+  reg('nnrag.refreshSharedIndex', async () => {
+    const shared = setting('sharedIndex');
+    if (!shared) return undefined;
+    const status = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: refreshing the shared index') }, () =>
+      client.request(UseSharedIndex, { location: shared }),
     );
     tree.refresh();
     return status;

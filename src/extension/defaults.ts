@@ -8,6 +8,7 @@ export const DEFAULTS = {
   'validation.timeoutSeconds': 120,
   'validation.memoryMb': 4096,
   maxFileKb: 2048,
+  sharedIndex: '',
   'git.fetchIntervalMinutes': 60,
   'pull.preview': true,
   'pull.wholeClasses': false,

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import { affects, setting } from './config';
 import { registerLanguageModelTools } from './lmTools';
 import type { SourceConfig } from '../core/sources/types';
-import { GetGitCredentials, GetIndexStatus, GitCredentialsRejected, IndexStatusChanged, ReadSource, ReindexRepositories, RemoveManifests } from '../shared/protocol';
+import { GetGitCredentials, GetIndexStatus, GitCredentialsRejected, IndexStatusChanged, ReadSource, ReindexRepositories, RemoveManifests, UseSharedIndex } from '../shared/protocol';
 import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
 import { DependencyTreeProvider } from './dependencyTree';
 import { BlockTreeProvider } from './blockTree';
@@ -66,6 +66,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     cacheDir: vscode.Uri.joinPath(context.globalStorageUri, 'cache').fsPath,
     ...atStart,
     maxFileKb: setting('maxFileKb'),
+    sharedIndex: setting('sharedIndex') || undefined,
   };
   const client = await NnragClient.start(context, log, init);
   const credentials = new GitCredentialService(context.secrets, log);
@@ -185,6 +186,15 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   };
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => affects(e, 'repositories', 'git.fetchIntervalMinutes') && reindexIfChanged()),
+    // another shared index (or none): fetched, and the index made again from it
+    vscode.workspace.onDidChangeConfiguration(
+      (e) =>
+        affects(e, 'sharedIndex') &&
+        client.request(UseSharedIndex, { location: setting('sharedIndex') || undefined }).then(
+          () => tree.refresh(),
+          (err: unknown) => log.error(`[index] shared index: ${err instanceof Error ? err.message : String(err)}`),
+        ),
+    ),
     // installed-package repositories without their own `python` are those of the selected interpreter
     interpreter.onDidChange(() => reindexIfChanged()),
   );

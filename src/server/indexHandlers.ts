@@ -1,9 +1,10 @@
 /** The index's requests: its status, re-indexing, search, statistics and the tree of blocks. */
 import type { Connection } from 'vscode-languageserver';
 import type { IndexService } from '../core/service/indexService';
+import { sharedRepositories } from '../core/store/sharedIndex';
 import { searchBlocks, searchSuggestion } from '../core/search/search';
 import { blocksPerRepo, indexStats } from '../core/store/stats';
-import { GetIndexStatus, GetStats, ListTree, ReindexRepositories, SearchBlocks, SuggestSearch } from '../shared/protocol';
+import { GetIndexStatus, GetStats, ListTree, ReindexRepositories, SearchBlocks, SuggestSearch, UseSharedIndex } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
 import { onRequest } from './rpc';
 
@@ -24,6 +25,7 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
       sub.dispose();
     }
   });
+  onRequest(connection, UseSharedIndex, ({ location }) => service().useShared(location));
   onRequest(connection, SearchBlocks, async (q) => searchBlocks((await service().ready()).db, q));
   onRequest(connection, SuggestSearch, async ({ text }) => ({ meant: searchSuggestion((await service().ready()).db, text) }));
   onRequest(connection, GetStats, async () => indexStats((await service().ready()).db));
@@ -32,7 +34,9 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
     if (!parent) {
       // every configured repository has a node: one whose last run failed says why (with what it indexed before, if any)
       const failing = new Map(service().failing().map((f) => [f.name, f]));
-      const nodes = blocksPerRepo(db).map((r): TreeNode => ({ kind: 'repo', label: r.repo, repo: r.repo, count: r.blocks, error: failing.get(r.repo)?.message }));
+      const shared = sharedRepositories(db);
+      const configured = (name: string): boolean => service().configured(name) !== undefined;
+      const nodes = blocksPerRepo(db).map((r): TreeNode => ({ kind: 'repo', label: r.repo, repo: r.repo, count: r.blocks, error: failing.get(r.repo)?.message, ...(shared.has(r.repo) && !configured(r.repo) ? { shared: true } : {}) }));
       for (const f of failing.values()) if (!nodes.some((n) => n.repo === f.name)) nodes.push({ kind: 'repo', label: f.name, repo: f.name, error: f.message });
       return nodes;
     }

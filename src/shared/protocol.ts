@@ -41,6 +41,8 @@ export interface InitOptions {
   maxFileKb: number;
   /** Fetch git repositories for new commits this often (minutes); 0 or absent: only at start and on demand. */
   gitFetchIntervalMinutes?: number;
+  /** A team's published index (an `nn-rag export` archive: a path or an http(s) URL) the window starts from. */
+  sharedIndex?: string;
 }
 
 export type { IndexState, IndexStatus } from '../core/service/indexService';
@@ -52,6 +54,8 @@ export interface TreeNode {
   category?: string;
   hit?: SearchHit;
   count?: number;
+  /** A repository of the shared index (`nnrag.sharedIndex`): read-only here, not re-indexed or removed. */
+  shared?: boolean;
   /** A repository whose last index run failed: why (its node offers Retry, Remove and Open Settings). */
   error?: string;
 }
@@ -86,6 +90,8 @@ export const GetIndexStatus = method<void, IndexStatus>('nnrag/getIndexStatus');
 /** Server -> client: the index state changed (progress while indexing, counts when done). */
 export const IndexStatusChanged = method<IndexStatus, void>('nnrag/indexStatusChanged');
 /** Client -> server: index the configured repositories again (on demand or after a settings change); `only`: that one. */
+/** Use the shared index at `location` (none: stop using one); fetched again only when it changed (ETag). */
+export const UseSharedIndex = method<{ location?: string }, IndexStatus>('nnrag/useSharedIndex');
 export const ReindexRepositories = method<{ repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number; only?: string }, IndexStatus>('nnrag/reindexRepositories');
 /** Client -> server: search blocks for the QuickPick and the tree. */
 export const SearchBlocks = method<SearchQuery, SearchHit[]>('nnrag/searchBlocks');

@@ -6,7 +6,7 @@ import { searchBlocks } from '../../src/core/search/search';
 import { IndexService } from '../../src/core/service/indexService';
 import type { IndexStatus } from '../../src/core/service/indexService';
 import { findTarget } from '../../src/core/store/target';
-import { ASSETS, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
+import { ASSETS, cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 
 /** The language server's index service, in this process, with its events recorded. */
 async function service(folder: string): Promise<{ svc: IndexService; statuses: IndexStatus[]; failed: string[]; changed: () => number }> {
@@ -159,6 +159,65 @@ describe('the index service under a burst of requests (a busy index never breaks
       const { db } = await svc.ready();
       assert.strictEqual(Number(db.get('SELECT count(*) AS n FROM files')!.n), 401);
       assert.strictEqual(Number(db.get("SELECT count(*) AS n FROM files WHERE status != 'parsed'")!.n), 0);
+    } finally {
+      await svc.dispose();
+    }
+  });
+});
+
+describe('a shared index under the index service', function () {
+  this.timeout(60_000);
+
+  it('starts from a shared index (read-only) with the configured repositories on top, follows a new archive, refuses a tampered one', async () => {
+    // the team's library, indexed and exported elsewhere, then gone from this machine
+    const team = path.join(await tmpdir('nnrag-svc-team-'), 'teamlib');
+    await fsp.mkdir(team, { recursive: true });
+    await fsp.writeFile(path.join(team, '__init__.py'), '');
+    const layer = (name: string): string => `\n\nclass ${name}(nn.Module):\n    """A team layer."""\n\n    def __init__(self, c: int = 4):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x):\n        return self.proj(x)\n`;
+    await fsp.writeFile(path.join(team, 'layers.py'), `from torch import nn${layer('TeamMixer')}`);
+    const teamDb = path.join(path.dirname(team), 'team.db');
+    const archive = path.join(path.dirname(team), 'team.nnrag.tgz');
+    const publish = async (): Promise<void> => {
+      assert.strictEqual((await cli('index', team, '--db', teamDb)).code, 0);
+      const r = await cli('export', '--db', teamDb, '--to', archive);
+      assert.strictEqual(r.code, 0, r.err);
+    };
+    await publish();
+    await fsp.rename(team, `${team}.gone`);
+    const folder = await tinyblocksCopy();
+    const storage = await tmpdir('nnrag-svc-');
+    const failed: string[] = [];
+    const svc = new IndexService(
+      { ...ASSETS, storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: [{ location: folder }], sharedIndex: archive },
+      { log: () => undefined, status: () => undefined, failed: (m) => failed.push(m), changed: () => undefined },
+    );
+    const names = async (): Promise<string[]> => searchBlocks((await svc.ready()).db, { text: '', limit: 1000 }).map((h) => h.name).sort();
+    try {
+      const first = await svc.reindex();
+      assert.strictEqual(first.repos, 2, JSON.stringify(first));
+      assert.ok((await names()).includes('TeamMixer') && (await names()).includes('ResidualBlock'));
+      // a block of the shared index pulls from the sources the archive carries
+      const { db, parser } = await svc.ready();
+      const report = await pullBlock(svc.pullSession(db), findTarget(db, 'teamlib.layers.TeamMixer'), { parser, validate: false, manifest: false });
+      assert.strictEqual(report.status, 'extracted', JSON.stringify(report));
+      // a new archive is published (one more layer): the index is made again from it, the user's repository on top
+      await fsp.rename(`${team}.gone`, team);
+      await fsp.appendFile(path.join(team, 'layers.py'), layer('TeamGate'));
+      await publish();
+      const second = await svc.useShared(archive);
+      assert.strictEqual(second.repos, 2, JSON.stringify(second));
+      assert.ok((await names()).includes('TeamGate') && (await names()).includes('ResidualBlock'));
+      // a tampered archive: said, and the copy in use kept
+      const bytes = await fsp.readFile(archive);
+      bytes[Math.floor(bytes.length / 2)] ^= 0xff;
+      await fsp.writeFile(archive, bytes);
+      await svc.useShared(archive);
+      assert.match(failed.join('\n'), /not a usable NN-RAG index/);
+      assert.ok((await names()).includes('TeamGate'));
+      // the shared index is no longer used: its repositories leave, the user's stay
+      const none = await svc.useShared(undefined);
+      assert.strictEqual(none.repos, 1);
+      assert.ok(!(await names()).includes('TeamGate') && (await names()).includes('ResidualBlock'));
     } finally {
       await svc.dispose();
     }

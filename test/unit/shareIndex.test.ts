@@ -4,7 +4,10 @@
  * use stays as it was.
  */
 import * as assert from 'assert';
+import { createHash } from 'crypto';
 import * as fs from 'fs';
+import * as http from 'http';
+import type { AddressInfo } from 'net';
 import * as path from 'path';
 import * as tar from 'tar';
 import { cli, ROOT, tmpdir } from './helpers';
@@ -14,12 +17,16 @@ describe('export and import of an index', function () {
   let dir: string;
   let db: string;
   let archive: string;
+  let src: string;
   const search = async (file: string): Promise<string[]> => (JSON.parse((await cli('search', 'residual', '--db', file, '--json')).out) as { target: string }[]).map((h) => h.target);
 
   before(async () => {
     dir = await tmpdir('nnrag-share-');
     db = path.join(dir, 'team.db');
-    assert.strictEqual((await cli('index', path.join(ROOT, 'examples', 'tinyblocks'), '--db', db)).code, 0);
+    // a copy of the example: the tests take it away to be a machine that has none of the index's repositories
+    src = path.join(dir, 'src', 'tinyblocks');
+    fs.cpSync(path.join(ROOT, 'examples', 'tinyblocks'), src, { recursive: true });
+    assert.strictEqual((await cli('index', src, '--db', db)).code, 0);
     // a pull fills the units cache beside the database
     assert.strictEqual((await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', path.join(dir, 'rb.py'), '--no-validate')).code, 0);
     archive = path.join(dir, 'team.nnrag.tgz');
@@ -28,6 +35,77 @@ describe('export and import of an index', function () {
     const m = JSON.parse(r.out) as { repositories: { name: string }[]; blocks: number; sha256: Record<string, string> };
     assert.deepStrictEqual([m.repositories.map((x) => x.name), m.blocks], [['tinyblocks'], 7]);
     assert.ok(Object.keys(m.sha256).some((k) => k.startsWith('index.db.units/')), 'the units cache travels with the index');
+    assert.ok(Object.keys(m.sha256).some((k) => k.startsWith('index.db.sources/')), 'the indexed sources travel with the index');
+  });
+
+  it('an imported index pulls on a machine that has none of its repositories', async () => {
+    const away = `${src}.away`;
+    fs.renameSync(src, away);
+    try {
+      const mine = path.join(dir, 'elsewhere', 'models.db');
+      assert.strictEqual((await cli('import', archive, '--db', mine)).code, 0);
+      const out = path.join(dir, 'elsewhere', 'rb.py');
+      const pulled = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', mine, '--out', out, '--no-validate');
+      assert.strictEqual(pulled.code, 0, pulled.err);
+      const body = (f: string): string => fs.readFileSync(f, 'utf8').split('\n').filter((l) => !l.startsWith('#')).join('\n');
+      assert.strictEqual(body(out), body(path.join(dir, 'rb.py')));
+      // and the same index, exported again from there, still carries every source
+      const again = await cli('export', '--db', mine, '--to', path.join(dir, 'again.tgz'), '--json');
+      assert.strictEqual(again.code, 0, again.err);
+      assert.deepStrictEqual((JSON.parse(again.out) as { sources: { missing: string[] } }).sources.missing, []);
+    } finally {
+      fs.renameSync(away, src);
+    }
+  });
+
+  it('imports from an http URL, downloading again only when the archive changed (ETag), and keeps the last good copy', async () => {
+    let served = fs.readFileSync(archive);
+    const sent: number[] = [];
+    const server = http.createServer((req, res) => {
+      const etag = `"${createHash('sha256').update(served).digest('hex').slice(0, 16)}"`;
+      if (req.headers['if-none-match'] === etag) {
+        sent.push(304);
+        res.writeHead(304, { ETag: etag }).end();
+        return;
+      }
+      sent.push(200);
+      res.writeHead(200, { ETag: etag, 'Content-Type': 'application/gzip' }).end(served);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/team.nnrag.tgz`;
+    try {
+      const mine = path.join(dir, 'url', 'models.db');
+      const first = await cli('import', url, '--db', mine);
+      assert.strictEqual(first.code, 0, first.err);
+      assert.match(first.out, /imported tinyblocks from http:\/\/127\.0\.0\.1/);
+      const again = await cli('import', url, '--db', mine);
+      assert.strictEqual(again.code, 0, again.err);
+      assert.match(again.out, /is up to date/);
+      assert.deepStrictEqual(sent, [200, 304], 'an unchanged index is not downloaded again');
+      const before = fs.readFileSync(mine);
+      // the published archive is tampered with: refused, the copy in use kept
+      const bytes = Buffer.from(served);
+      bytes[Math.floor(bytes.length / 2)] ^= 0xff;
+      served = bytes;
+      const bad = await cli('import', url, '--db', mine);
+      assert.strictEqual(bad.code, 3, bad.out + bad.err);
+      assert.match(bad.err, /not a usable NN-RAG index: .*the index in use is unchanged/);
+      assert.ok(fs.readFileSync(mine).equals(before));
+      assert.deepStrictEqual(await search(mine), await search(db));
+      // a server that fails says so
+      served = Buffer.alloc(0);
+      server.removeAllListeners('request');
+      server.on('request', (_req, res) => res.writeHead(404).end());
+      const gone = await cli('import', url, '--db', mine);
+      assert.strictEqual(gone.code, 3);
+      assert.match(gone.err, /cannot fetch the shared index .*HTTP 404/);
+      // an index that did not come from this URL is not replaced without --force
+      const other = await cli('import', `${url}?other`, '--db', db);
+      assert.strictEqual(other.code, 2);
+      assert.match(other.err, /was not imported from .* only with --force/);
+    } finally {
+      server.close();
+    }
   });
 
   it('an imported index answers the same searches and pulls as the one exported', async () => {

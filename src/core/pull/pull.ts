@@ -29,7 +29,7 @@ import { inlineMetadata } from '../validate/requirements';
 import { computeClosure } from '../resolve/closure';
 import type { ClosureResult, Problem } from '../resolve/closure';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
-import { loadRepoRows, readIndexedFile } from '../store/sourceText';
+import { loadRepoRows, readIndexedFile, sourcesDirOf } from '../store/sourceText';
 import type { RepoRow } from '../store/sourceText';
 import { importableModules, stdlibModules } from '../validate/sandbox';
 import { writeSafely, writeText } from '../emit/writeSafe';
@@ -135,7 +135,7 @@ async function parseRecord(session: PullSession, parser: PythonParser, rec: Modu
   if (cached) return cached;
   const repo = session.repos.get(rec.repoId)!;
   const file = session.files.get(rec.fileId)!;
-  const bytes = await readIndexedFile(repo, file.path, file.hash);
+  const bytes = await readIndexedFile(repo, file.path, file.hash, sourcesDirOf(session.db));
   // what the index's parse kept of this very content (its blob id) saves parsing it again
   const units = unitsDirOf(session.db);
   const kept = units && loadUnits(units.dir, file.hash, rec.facts.units.length);
@@ -210,6 +210,7 @@ export function originalOf(session: PullSession, ref: ClassRef): OriginalClass |
   if (repo.kind === 'python-env') return { module: ref.module, class: ref.name, path: null };
   const folder = importRoot(repo);
   if (!folder) return { unavailable: `a ${repo.kind} source has no checkout to import the original from` };
+  if (!fs.existsSync(repo.root || repo.location)) return { unavailable: `its repository's folder ${repo.root || repo.location} is not on this machine (an index imported from elsewhere)` };
   // the judge checks that the class it imports comes from this file, unchanged since it was indexed
   const file = session.files.get(ref.fileId);
   const source = file ? path.join(repo.root || repo.location, file.path) : undefined;

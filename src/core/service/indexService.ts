@@ -16,11 +16,14 @@ import { PythonParser } from '../parse/parser';
 import { importRoot, openPullSession } from '../pull/pull';
 import type { PullSession } from '../pull/pull';
 import { loadModuleTable } from '../resolve/loadTable';
+import { redactUrls } from '../sources/git';
 import type { GitAuth } from '../sources/git';
 import { repositoryNames } from '../sources/names';
 import { openSource } from '../sources/open';
 import type { SourceConfig } from '../sources/types';
 import { IndexDb } from '../store/database';
+import { forgetShared, layeredOn, layerShared, refreshShared, sharedRepositories } from '../store/sharedIndex';
+import type { SharedRefresh } from '../store/sharedIndex';
 import { indexCounts } from '../store/stats';
 import type { ValidatorPoolLike } from '../validate/runner';
 import { ValidatorPool } from '../validate/validatorPool';
@@ -78,6 +81,8 @@ export interface ServiceOptions extends WasmPaths {
   maxFileKb: number;
   /** Fetch git repositories for new commits this often (minutes); 0 or absent: only at start and on demand. */
   gitFetchIntervalMinutes?: number;
+  /** A team's published index (`nn-rag export` archive: a path or an http(s) URL) to start from. */
+  sharedIndex?: string;
 }
 
 export interface ServiceEvents {
@@ -137,6 +142,7 @@ export class IndexService {
       const parser = await PythonParser.create(options);
       this.parsePool = lazyPool(options.parseWorker, options, parser);
       const file = path.join(options.storageDir, 'index.db');
+      if (options.sharedIndex) await this.startFromShared(options.sharedIndex, file);
       const opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, write: 'or-read' });
       // another window's server writes this index: this one reads it and keeps its changes in memory only
       if (opened.readOnlyBecause) this.events.log('index', `${opened.readOnlyBecause}: this window reads the index and saves nothing`);
@@ -146,6 +152,57 @@ export class IndexService {
     })();
     this.opening.catch(() => (this.opening = undefined));
     return this.opening;
+  }
+
+  /**
+   * Brings the shared index's copy up to date (downloaded only when it changed) and, when it changed, makes the
+   * window's index start from it; the user's repositories are indexed on top by the next run. A shared index that
+   * cannot be fetched or is refused is said once; the copy fetched before stays in use. Before the index opens.
+   */
+  private async startFromShared(location: string, file: string): Promise<void> {
+    const refreshed = await this.refreshShared(location);
+    if (refreshed && (await layerShared(this.sharedCopy(), file, refreshed, this.options.sqlWasm))) {
+      this.events.log('index', 'the index starts from the shared index; your repositories are indexed on top');
+    }
+  }
+
+  private sharedCopy(): string {
+    return path.join(this.options.storageDir, 'shared', 'index.db');
+  }
+
+  private async refreshShared(location: string): Promise<SharedRefresh | undefined> {
+    try {
+      const r = await refreshShared(location, this.sharedCopy(), { sqlWasm: this.options.sqlWasm });
+      this.events.log('index', `shared index ${redactUrls(location)}: ${r.state} (${r.repositories.join(', ')})`);
+      return r;
+    } catch (err) {
+      this.events.log('index', `shared index: ${errorMessage(err)}`);
+      this.events.failed(`NN-RAG: ${errorMessage(err)}`);
+      return undefined;
+    }
+  }
+
+  /**
+   * Uses the shared index at `location` (none: stops using one): fetched again when it changed (ETag), and when the
+   * archive in use changed, the index is made again from it with the user's repositories indexed on top.
+   */
+  async useShared(location: string | undefined): Promise<IndexStatus> {
+    const before = this.options.sharedIndex;
+    this.options.sharedIndex = location || undefined;
+    // no shared index any more: the next run drops its repositories
+    if (!this.options.sharedIndex) return before ? this.reindex() : this.current;
+    const refreshed = await this.refreshShared(this.options.sharedIndex);
+    const { db } = await this.ready();
+    if (!refreshed || layeredOn(db) === refreshed.sha256) return before === this.options.sharedIndex ? this.current : this.reindex();
+    // the index is made again from the new archive: no run in progress, the old database saved and closed
+    this.indexAbort?.abort();
+    await this.indexing?.catch(() => undefined);
+    await db.save().catch((err: unknown) => this.events.log('index', `save failed: ${errorMessage(err)}`));
+    db.close();
+    this.db = undefined;
+    this.opening = undefined;
+    this.pullCache = undefined;
+    return this.reindex();
   }
 
   /** New settings for the next full run. */
@@ -258,7 +315,9 @@ export class IndexService {
       // the workers' memory goes back before the finish (discovery and duplicate groups over the whole index)
       if (!live) await this.parsePool?.close();
       if (allOpened && !live) {
-        const removed = removeRepositoriesExcept(db, seen);
+        // the shared index's repositories are not the settings' to drop (while one is used)
+        const removed = removeRepositoriesExcept(db, new Set([...seen, ...(options.sharedIndex ? sharedRepositories(db) : [])]));
+        if (!options.sharedIndex) forgetShared(db);
         if (removed.length) events.log('index', `removed ${removed.join(', ')} (no longer in nnrag.repositories)`);
         changed += removed.length;
       }

@@ -29,7 +29,7 @@ export function loadSqlJs(wasmPath?: string): Promise<SqlJsStatic> {
 }
 
 /** The database is locked by another writer (`write: 'try'`). */
-class LockedError extends NnragError {
+export class LockedError extends NnragError {
   constructor(message: string) {
     super('bad-db', message);
   }

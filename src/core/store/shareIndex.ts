@@ -1,6 +1,7 @@
 /**
- * One index for the team: `nn-rag export` writes the database, its units cache and a manifest (repositories,
- * commits, parser version, sha256 of every file) into one gzipped tar archive; `nn-rag import` checks an archive
+ * One index for the team: `nn-rag export` writes the database, its units cache, the bytes of every indexed file (so
+ * that the index pulls on a machine that has none of its repositories) and a manifest (repositories, commits, parser
+ * version, sha256 of every file) into one gzipped tar archive; `nn-rag import` checks an archive
  * before anything is replaced (format, parser version, every file's hash, that the database is one of ours) and
  * then swaps it in, so a tampered or stale archive is refused and the index in use stays as it was.
  */
@@ -13,11 +14,13 @@ import { NnragError } from '../base/errors';
 import { PARSER_VERSION } from '../parse/facts';
 import { redactUrls } from '../sources/git';
 import { IndexDb } from './database';
+import { loadRepoRows, readIndexedFile, sourcePathIn, sourcesDirOf } from './sourceText';
 
 export const ARCHIVE_FORMAT = 'nn-rag/index-archive@1';
 const MANIFEST = 'nnrag-index.json';
 const DB_NAME = 'index.db';
 const UNITS = 'index.db.units';
+const SOURCES = 'index.db.sources';
 
 export interface ArchiveManifest {
   format: typeof ARCHIVE_FORMAT;
@@ -26,6 +29,8 @@ export interface ArchiveManifest {
   repositories: { name: string; kind: string; location: string; commit: string | null; license: string | null; indexed_at: string | null }[];
   files: number;
   blocks: number;
+  /** Indexed files whose bytes travel in the archive (a pull needs them), and those that could not be read. */
+  sources?: { kept: number; missing: string[] };
   /** sha256 of each file of the archive but this manifest, by its path in the archive. */
   sha256: Record<string, string>;
 }
@@ -76,11 +81,13 @@ export async function exportIndex(dbFile: string, to: string, sqlWasm?: string):
       await fsp.mkdir(path.dirname(path.join(stage, UNITS, f)), { recursive: true });
       await fsp.copyFile(path.join(`${dbFile}.units`, f), path.join(stage, UNITS, f));
     }
+    const sources = await stageSources(db, path.join(stage, SOURCES));
     db.close();
-    const names = [DB_NAME, ...units.map((f) => `${UNITS}/${f}`)];
+    const kept = await listFiles(path.join(stage, SOURCES));
+    const names = [DB_NAME, ...units.map((f) => `${UNITS}/${f}`), ...kept.map((f) => `${SOURCES}/${f}`)];
     const sha256: Record<string, string> = {};
     for (const n of names) sha256[n] = await sha256Of(path.join(stage, n));
-    const manifest: ArchiveManifest = { format: ARCHIVE_FORMAT, parser_version: parser, exported_at: new Date().toISOString(), repositories, files, blocks, sha256 };
+    const manifest: ArchiveManifest = { format: ARCHIVE_FORMAT, parser_version: parser, exported_at: new Date().toISOString(), repositories, files, blocks, sources, sha256 };
     await fsp.writeFile(path.join(stage, MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
     const tmp = `${to}.${process.pid}.tmp`;
     await tar.create({ gzip: true, file: tmp, cwd: stage, portable: true, noMtime: true }, [MANIFEST, ...names]);
@@ -92,12 +99,35 @@ export async function exportIndex(dbFile: string, to: string, sqlWasm?: string):
   }
 }
 
+/** Copies the bytes of every indexed file into `dir` by blob id; names those that cannot be read (changed, gone). */
+async function stageSources(db: IndexDb, dir: string): Promise<{ kept: number; missing: string[] }> {
+  const repos = loadRepoRows(db);
+  const own = sourcesDirOf(db);
+  const missing: string[] = [];
+  let kept = 0;
+  for (const r of db.all('SELECT repo_id, path, hash FROM files ORDER BY repo_id, path')) {
+    const repo = repos.get(Number(r.repo_id));
+    const hash = String(r.hash);
+    const to = sourcePathIn(dir, hash);
+    if (!repo || (await fsp.stat(to).then(() => true, () => false))) continue;
+    try {
+      const bytes = await readIndexedFile(repo, String(r.path), hash, own);
+      await fsp.mkdir(path.dirname(to), { recursive: true });
+      await fsp.writeFile(to, bytes);
+      kept++;
+    } catch {
+      missing.push(`${repo.name}/${String(r.path)}`);
+    }
+  }
+  return { kept, missing };
+}
+
 /** Why an archive cannot be used, or its manifest: everything is read and checked in a folder of its own. */
 async function checkedArchive(archive: string, stage: string, sqlWasm?: string): Promise<ArchiveManifest> {
   const refuse = (why: string): never => {
     throw new NnragError('bad-source', `${archive} is not a usable NN-RAG index: ${why}; the index in use is unchanged`);
   };
-  const allowed = (p: string): boolean => p === MANIFEST || p === DB_NAME || (p.startsWith(`${UNITS}/`) && !p.split('/').includes('..'));
+  const allowed = (p: string): boolean => p === MANIFEST || p === DB_NAME || ((p.startsWith(`${UNITS}/`) || p.startsWith(`${SOURCES}/`)) && !p.split('/').includes('..'));
   const odd: string[] = [];
   try {
     await tar.extract({
@@ -107,7 +137,7 @@ async function checkedArchive(archive: string, stage: string, sqlWasm?: string):
       // files and folders of the archive's own layout only: no links, devices, absolute or climbing paths
       filter: (p, entry) => {
         const type = (entry as { type?: string }).type;
-        const ok = (type === 'File' || type === 'Directory') && (type === 'Directory' ? p.replace(/\/$/, '') === UNITS || allowed(p.replace(/\/$/, '')) : allowed(p));
+        const ok = (type === 'File' || type === 'Directory') && (type === 'Directory' ? [UNITS, SOURCES].includes(p.replace(/\/$/, '')) || allowed(p.replace(/\/$/, '')) : allowed(p));
         if (!ok) odd.push(p);
         return ok;
       },
@@ -126,7 +156,7 @@ async function checkedArchive(archive: string, stage: string, sqlWasm?: string):
   if (manifest.parser_version !== PARSER_VERSION) {
     refuse(`it was made by another version of NN-RAG's parser (${manifest.parser_version}; this one is ${PARSER_VERSION}): export it again with this version`);
   }
-  const present = [DB_NAME, ...(await listFiles(path.join(stage, UNITS))).map((f) => `${UNITS}/${f}`)];
+  const present = [DB_NAME, ...(await listFiles(path.join(stage, UNITS))).map((f) => `${UNITS}/${f}`), ...(await listFiles(path.join(stage, SOURCES))).map((f) => `${SOURCES}/${f}`)];
   const listed = Object.keys(manifest.sha256 ?? {}).sort();
   if (JSON.stringify(present.sort()) !== JSON.stringify(listed)) refuse('its files are not those its manifest lists');
   for (const n of listed) {
@@ -160,13 +190,15 @@ export async function importIndex(archive: string, dbFile: string, { force = fal
       const { db } = await IndexDb.open(dbFile, { sqlWasm, write: 'try' });
       db.close();
     }
-    const oldUnits = `${dbFile}.units.${process.pid}.old`;
-    await fsp.rename(`${dbFile}.units`, oldUnits).catch(() => undefined);
+    const old = [`${dbFile}.units.${process.pid}.old`, `${dbFile}.sources.${process.pid}.old`];
+    await fsp.rename(`${dbFile}.units`, old[0]).catch(() => undefined);
+    await fsp.rename(`${dbFile}.sources`, old[1]).catch(() => undefined);
     await fsp.rename(path.join(stage, UNITS), `${dbFile}.units`).catch(async () => fsp.mkdir(`${dbFile}.units`, { recursive: true }));
+    await fsp.rename(path.join(stage, SOURCES), `${dbFile}.sources`).catch(() => undefined);
     await fsp.rename(path.join(stage, DB_NAME), dbFile);
     // the save stamp of the old file no longer describes the new one
     await fsp.rm(`${dbFile}.saved`, { force: true });
-    await fsp.rm(oldUnits, { recursive: true, force: true });
+    for (const o of old) await fsp.rm(o, { recursive: true, force: true });
     return manifest;
   } finally {
     await fsp.rm(stage, { recursive: true, force: true });

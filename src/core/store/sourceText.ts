@@ -39,9 +39,28 @@ export function loadRepoRows(db: IndexDb): Map<number, RepoRow> {
   return out;
 }
 
-/** The file's bytes, checked against the hash the index recorded. */
-export async function readIndexedFile(repo: RepoRow, relPath: string, hash: string): Promise<Uint8Array> {
-  let bytes: Uint8Array;
+/**
+ * Where an imported index keeps the bytes of the files it indexed (`<db>.sources/<blob id>`), so that a shared index
+ * pulls on a machine that has none of its repositories; absent for an index built here.
+ */
+export function sourcesDirOf(db: IndexDb): string | undefined {
+  return db.file ? `${db.file}.sources` : undefined;
+}
+
+export function sourcePathIn(dir: string, hash: string): string {
+  return path.join(dir, hash.slice(0, 2), hash);
+}
+
+/**
+ * The file's bytes, checked against the hash the index recorded: from the index's own store of sources when it has
+ * them (content-addressed: the same bytes wherever they were read), else from where the index found the file.
+ */
+export async function readIndexedFile(repo: RepoRow, relPath: string, hash: string, sources?: string): Promise<Uint8Array> {
+  let bytes: Uint8Array | undefined;
+  if (sources) {
+    bytes = await fsp.readFile(sourcePathIn(sources, hash)).catch(() => undefined);
+    if (bytes && blobId(bytes) === hash) return bytes;
+  }
   if (repo.kind === 'git') {
     bytes = await readGitBlob(repo.root, hash);
   } else {
@@ -62,6 +81,6 @@ export async function readClassFile(db: IndexDb, ref: ClassRef): Promise<{ text:
   const repo = loadRepoRows(db).get(ref.repoId)!;
   const blob = String(db.get('SELECT hash FROM files WHERE id = ?', [ref.fileId])!.hash);
   // only the decoded text is wanted: no parse
-  const decoded = decodePython(await readIndexedFile(repo, ref.path, blob));
+  const decoded = decodePython(await readIndexedFile(repo, ref.path, blob, sourcesDirOf(db)));
   return { text: decoded.ok ? decoded.text : '', blob };
 }

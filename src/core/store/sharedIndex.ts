@@ -1,0 +1,176 @@
+/**
+ * A team's published index (`nnrag.sharedIndex`, `nn-rag import URL`): an archive made by `nn-rag export`, at a path
+ * or an http(s) URL. `refreshShared` keeps a checked copy beside the database, downloading again only when the server
+ * says it changed (ETag / If-None-Match) or the file's hash changed; an archive that is refused leaves the last good
+ * copy in use. `layerShared` makes the index a window works in: the shared copy's repositories (read-only: never
+ * re-indexed or dropped by the settings) with the user's own indexed on top.
+ */
+import { createHash } from 'crypto';
+import { createReadStream, createWriteStream, promises as fsp } from 'fs';
+import * as path from 'path';
+import { Readable } from 'stream';
+import { pipeline } from 'stream/promises';
+import { NnragError } from '../base/errors';
+import { redactUrls } from '../sources/git';
+import { IndexDb, LockedError } from './database';
+import { importIndex } from './shareIndex';
+import type { ArchiveManifest } from './shareIndex';
+
+/** What was fetched last, beside the shared copy (`<db>.shared.json`). */
+interface SharedState {
+  location: string;
+  etag?: string;
+  sha256: string;
+  fetched_at: string;
+  repositories: string[];
+}
+
+export interface SharedRefresh {
+  /** `downloaded`: a new archive was checked and is now in use; `unchanged`: the copy in use is current. */
+  state: 'downloaded' | 'unchanged';
+  sha256: string;
+  repositories: string[];
+}
+
+const stateFile = (dbFile: string): string => `${dbFile}.shared.json`;
+/** The meta key of a working index: the shared archive it was layered on, and that archive's repositories. */
+const LAYERED = 'shared_archive';
+
+async function sha256Of(file: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of createReadStream(file)) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+async function readState(dbFile: string): Promise<SharedState | undefined> {
+  try {
+    return JSON.parse(await fsp.readFile(stateFile(dbFile), 'utf8')) as SharedState;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the index at `dbFile` is the copy of the shared index at `location` (so that refreshing it replaces it). */
+export async function sharedFrom(dbFile: string, location: string): Promise<boolean> {
+  return (await readState(dbFile))?.location === redactUrls(location);
+}
+
+const isUrl = (location: string): boolean => /^https?:\/\//i.test(location);
+
+/**
+ * Brings the shared copy at `dbFile` up to date with the archive at `location`. Throws (a clear message, the copy in
+ * use unchanged) when the archive cannot be fetched or is refused.
+ */
+export async function refreshShared(location: string, dbFile: string, { sqlWasm, signal }: { sqlWasm?: string; signal?: AbortSignal } = {}): Promise<SharedRefresh> {
+  const shown = redactUrls(location);
+  const before = await readState(dbFile);
+  const have = before?.location === shown && (await fsp.stat(dbFile).then(() => true, () => false)) ? before : undefined;
+  await fsp.mkdir(path.dirname(path.resolve(dbFile)), { recursive: true });
+  let archive = location;
+  let etag: string | undefined;
+  let download: string | undefined;
+  if (isUrl(location)) {
+    let res: Response;
+    try {
+      res = await fetch(location, { headers: have?.etag ? { 'If-None-Match': have.etag } : {}, signal, redirect: 'follow' });
+    } catch (err) {
+      throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${err instanceof Error ? (err.cause as Error | undefined)?.message ?? err.message : String(err)}${have ? '; the copy fetched before stays in use' : ''}`);
+    }
+    if (res.status === 304 && have) return { state: 'unchanged', sha256: have.sha256, repositories: have.repositories };
+    if (!res.ok || !res.body) throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: HTTP ${res.status} ${res.statusText}${have ? '; the copy fetched before stays in use' : ''}`);
+    etag = res.headers.get('etag') ?? undefined;
+    download = `${dbFile}.download.${process.pid}.tmp`;
+    await pipeline(Readable.fromWeb(res.body as import('stream/web').ReadableStream), createWriteStream(download));
+    archive = download;
+  } else if (!(await fsp.stat(location).then((s) => s.isFile(), () => false))) {
+    throw new NnragError('bad-source', `the shared index ${location} is not a file${have ? '; the copy fetched before stays in use' : ''}`);
+  }
+  try {
+    const sha256 = await sha256Of(archive);
+    if (have && have.sha256 === sha256) {
+      // the server sent the same archive again (or the file did not change): nothing to replace
+      if (etag && etag !== have.etag) await writeState(dbFile, { ...have, etag });
+      return { state: 'unchanged', sha256, repositories: have.repositories };
+    }
+    const manifest: ArchiveManifest = await importIndex(archive, dbFile, { force: true, sqlWasm });
+    const repositories = manifest.repositories.map((r) => r.name);
+    await writeState(dbFile, { location: shown, etag, sha256, fetched_at: new Date().toISOString(), repositories });
+    return { state: 'downloaded', sha256, repositories };
+  } finally {
+    if (download) await fsp.rm(download, { force: true });
+  }
+}
+
+async function writeState(dbFile: string, state: SharedState): Promise<void> {
+  const tmp = `${stateFile(dbFile)}.${process.pid}.tmp`;
+  await fsp.writeFile(tmp, `${JSON.stringify(state, null, 1)}\n`);
+  await fsp.rename(tmp, stateFile(dbFile));
+}
+
+function layered(db: IndexDb): { sha256?: string; repositories?: string[] } {
+  try {
+    return JSON.parse(db.getMeta(LAYERED) ?? '{}') as { sha256?: string; repositories?: string[] };
+  } catch {
+    return {};
+  }
+}
+
+/** The repositories a working index holds from its shared archive (read-only there), none when it has none. */
+export function sharedRepositories(db: IndexDb): Set<string> {
+  return new Set(layered(db).repositories ?? []);
+}
+
+/** The working index no longer uses a shared archive (its repositories were dropped). */
+export function forgetShared(db: IndexDb): void {
+  const was = layered(db);
+  if (was.sha256 || was.repositories?.length) db.setMeta(LAYERED, '{}');
+}
+
+/** The sha256 of the shared archive a working index was made from, if any. */
+export function layeredOn(db: IndexDb): string | undefined {
+  return layered(db).sha256;
+}
+
+async function copyTree(from: string, to: string): Promise<void> {
+  await fsp.cp(from, to, { recursive: true, force: true }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+}
+
+/**
+ * Makes `workFile` start from the shared copy `sharedFile` when it was not layered on this archive yet (the user's own
+ * repositories are then indexed on top by the next run); does nothing when it already is, or when another process
+ * writes it (that one layers it). Call before opening it.
+ */
+export async function layerShared(sharedFile: string, workFile: string, refresh: SharedRefresh, sqlWasm?: string): Promise<boolean> {
+  let work: IndexDb;
+  try {
+    work = (await IndexDb.open(workFile, { sqlWasm, write: 'try' })).db;
+  } catch (err) {
+    if (err instanceof LockedError) return false;
+    throw err;
+  }
+  try {
+    if (layeredOn(work) === refresh.sha256) return false;
+    // the units cache is keyed by content: the shared one joins the window's; the sources are the archive's
+    await copyTree(`${sharedFile}.units`, `${workFile}.units`);
+    await fsp.rm(`${workFile}.sources`, { recursive: true, force: true });
+    await copyTree(`${sharedFile}.sources`, `${workFile}.sources`);
+    // a private copy (no lock) stamped with the archive it comes from, then put in place under the window's lock
+    const tmp = `${workFile}.${process.pid}.layer.tmp`;
+    await fsp.copyFile(sharedFile, tmp);
+    const { db } = await IndexDb.open(tmp, { sqlWasm });
+    try {
+      db.setMeta(LAYERED, JSON.stringify({ sha256: refresh.sha256, repositories: refresh.repositories }));
+      await db.save();
+    } finally {
+      db.close();
+    }
+    await fsp.rename(tmp, workFile);
+    await fsp.rm(`${tmp}.saved`, { force: true });
+    await fsp.rm(`${workFile}.saved`, { force: true });
+    return true;
+  } finally {
+    work.close();
+  }
+}
