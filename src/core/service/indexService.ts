@@ -59,6 +59,16 @@ export interface IndexStatus {
   progress?: { step: number; total: number; repo: string };
   /** Configured repositories whose last run failed (each with its message in `IndexService.failing`). */
   failing?: number;
+  /** The shared index in use (`sharedIndex`): its last refresh, and why it was refused when it was. */
+  shared?: SharedStatus;
+}
+
+export interface SharedStatus {
+  /** Where it comes from (credentials removed). */
+  location: string;
+  state: 'downloaded' | 'unchanged' | 'refused';
+  repositories: string[];
+  message?: string;
 }
 
 /** A configured repository whose last index run failed, and why. */
@@ -118,6 +128,8 @@ export class IndexService {
   private warm: WarmValidator | undefined;
   /** Configured repositories whose last run failed, by `labelOf`: shown in the tree, said once per new message. */
   private readonly failures = new Map<string, FailingRepository>();
+  private sharedStatus: SharedStatus | undefined;
+  private justRefreshed: SharedRefresh | undefined;
 
   constructor(
     private readonly options: ServiceOptions,
@@ -131,8 +143,8 @@ export class IndexService {
   }
 
   private setStatus(s: IndexStatus): void {
-    this.current = s;
-    this.events.status(s);
+    this.current = { ...s, shared: this.options.sharedIndex ? this.sharedStatus : undefined };
+    this.events.status(this.current);
   }
 
   /** The database and parser, opened once: callers that arrive while they open wait for the same promise. */
@@ -160,7 +172,9 @@ export class IndexService {
    * cannot be fetched or is refused is said once; the copy fetched before stays in use. Before the index opens.
    */
   private async startFromShared(location: string, file: string): Promise<void> {
-    const refreshed = await this.refreshShared(location);
+    // (just fetched by useShared: not asked for again)
+    const refreshed = this.justRefreshed ?? (await this.refreshShared(location));
+    this.justRefreshed = undefined;
     if (refreshed && (await layerShared(this.sharedCopy(), file, refreshed, this.options.sqlWasm))) {
       this.events.log('index', 'the index starts from the shared index; your repositories are indexed on top');
     }
@@ -174,10 +188,13 @@ export class IndexService {
     try {
       const r = await refreshShared(location, this.sharedCopy(), { sqlWasm: this.options.sqlWasm });
       this.events.log('index', `shared index ${redactUrls(location)}: ${r.state} (${r.repositories.join(', ')})`);
+      this.sharedStatus = { location: redactUrls(location), state: r.state, repositories: r.repositories };
       return r;
     } catch (err) {
-      this.events.log('index', `shared index: ${errorMessage(err)}`);
-      this.events.failed(`NN-RAG: ${errorMessage(err)}`);
+      const message = errorMessage(err);
+      this.events.log('index', `shared index: ${message}`);
+      this.events.failed(`NN-RAG: ${message}`);
+      this.sharedStatus = { location: redactUrls(location), state: 'refused', repositories: this.sharedStatus?.repositories ?? [], message };
       return undefined;
     }
   }
@@ -193,7 +210,11 @@ export class IndexService {
     if (!this.options.sharedIndex) return before ? this.reindex() : this.current;
     const refreshed = await this.refreshShared(this.options.sharedIndex);
     const { db } = await this.ready();
-    if (!refreshed || layeredOn(db) === refreshed.sha256) return before === this.options.sharedIndex ? this.current : this.reindex();
+    if (!refreshed || layeredOn(db) === refreshed.sha256) {
+      if (before !== this.options.sharedIndex) return this.reindex();
+      this.setStatus(this.current);
+      return this.current;
+    }
     // the index is made again from the new archive: no run in progress, the old database saved and closed
     this.indexAbort?.abort();
     await this.indexing?.catch(() => undefined);
@@ -202,6 +223,7 @@ export class IndexService {
     this.db = undefined;
     this.opening = undefined;
     this.pullCache = undefined;
+    this.justRefreshed = refreshed;
     return this.reindex();
   }
 

@@ -6,7 +6,10 @@
  */
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
+import { createHash } from 'crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'fs';
+import * as http from 'http';
+import type { AddressInfo } from 'net';
 import { tmpdir } from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -452,6 +455,67 @@ describe('trusted workspace', function () {
     }
     await nnrag.waitForStatus((st) => st.state === 'ready' && !st.failing);
     assert.ok(!(await nnrag.request(ListTree, {})).some((n) => n.repo === 'unreachable'));
+  });
+
+  it('starts from a shared index served over http (searches and pulls from it), downloads it again only when it changed, refuses a tampered one and keeps the last', async () => {
+    // the team's index, made and exported with the extension's own command line, its library then gone
+    const work = mkdtempSync(path.join(tmpdir(), 'nnrag-it-shared-'));
+    const team = path.join(work, 'teamlib');
+    mkdirSync(team);
+    writeFileSync(path.join(team, '__init__.py'), '');
+    writeFileSync(path.join(team, 'mixers.py'), 'import torch\nfrom torch import nn\n\n\nclass TeamMixer(nn.Module):\n    """Mixes channels with one linear layer (the team\'s)."""\n\n    def __init__(self, c: int = 8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x + self.proj(x)\n');
+    const cliJs = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
+    const run = (...args: string[]): string => execFileSync(process.execPath, [cliJs, ...args], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, encoding: 'utf8' });
+    run('index', team, '--db', path.join(work, 'team.db'));
+    run('export', '--db', path.join(work, 'team.db'), '--to', path.join(work, 'team.tgz'));
+    rmSync(team, { recursive: true });
+    let served = readFileSync(path.join(work, 'team.tgz'));
+    const sent: number[] = [];
+    const server = http.createServer((req, res) => {
+      const etag = `"${createHash('sha256').update(served).digest('hex').slice(0, 20)}"`;
+      sent.push(req.headers['if-none-match'] === etag ? 304 : 200);
+      if (sent[sent.length - 1] === 304) res.writeHead(304, { ETag: etag }).end();
+      else res.writeHead(200, { ETag: etag }).end(served);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/team.tgz`;
+    const before = (await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos > 0)).repos;
+    const config = vscode.workspace.getConfiguration('nnrag');
+    try {
+      await config.update('sharedIndex', url, vscode.ConfigurationTarget.Workspace);
+      const s = await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before + 1);
+      assert.deepStrictEqual([s.shared?.state, s.shared?.repositories], ['downloaded', ['teamlib']], `before ${before}: ${JSON.stringify(s)}`);
+      const node = (await nnrag.request(ListTree, {})).find((n) => n.repo === 'teamlib');
+      assert.ok(node?.shared, `the team's repository is shown as shared: ${JSON.stringify(node)}`);
+      const hits = await nnrag.request(SearchBlocks, { text: 'mixes channels', limit: 5 });
+      assert.strictEqual(hits[0]?.target, 'teamlib:teamlib.mixers.TeamMixer', JSON.stringify(hits.map((h) => h.target)));
+      // the workspace's own repository is indexed on top
+      assert.ok((await nnrag.request(SearchBlocks, { text: 'residual', limit: 5 })).some((h) => h.repo === 'tinyblocks'));
+      const pulled = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'teamlib:teamlib.mixers.TeamMixer', 'team_mixer.py'), ['nnrag.acceptPull']);
+      assert.ok(pulled?.out && readFileSync(pulled.out, 'utf8').includes('class TeamMixer(nn.Module)'), JSON.stringify(pulled));
+      assert.strictEqual(pulled.status, 'validated', `${pulled.category}: ${pulled.message}`);
+      // Refresh Shared Index: the server says it has not changed, nothing is downloaded again
+      const unchanged = await vscode.commands.executeCommand<{ shared?: { state: string } }>('nnrag.refreshSharedIndex');
+      assert.strictEqual(unchanged?.shared?.state, 'unchanged');
+      assert.deepStrictEqual(sent.filter((c) => c === 200).length, 1, `responses: ${sent.join(', ')}`);
+      assert.ok(sent.includes(304));
+      // a tampered archive is published: refused with a clear message, the last good copy still answers
+      const bytes = Buffer.from(served);
+      bytes[Math.floor(bytes.length / 2)] ^= 0xff;
+      served = bytes;
+      const refused = await vscode.commands.executeCommand<{ shared?: { state: string; message?: string } }>('nnrag.refreshSharedIndex');
+      assert.strictEqual(refused?.shared?.state, 'refused');
+      assert.match(refused.shared.message ?? '', /not a usable NN-RAG index.*unchanged/);
+      assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'mixes channels', limit: 5 }))[0]?.target, 'teamlib:teamlib.mixers.TeamMixer');
+    } finally {
+      server.close();
+      await config.update('sharedIndex', undefined, vscode.ConfigurationTarget.Workspace);
+      rmSync(pulledPath('team_mixer.py'), { force: true });
+      rmSync(work, { recursive: true, force: true });
+    }
+    // no shared index any more: its repositories leave the index
+    await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before);
+    assert.ok(!(await nnrag.request(ListTree, {})).some((n) => n.repo === 'teamlib'));
   });
 
   it('validates with the interpreter picked for NN-RAG: the pick wins over inherited defaults and is written where it takes effect', async () => {
