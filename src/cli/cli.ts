@@ -3,7 +3,7 @@ import { NnragError } from '../core/base/errors';
 import { CLEAR_LINE, EXIT, reportError, terminalSafe } from './env';
 import type { CliEnv } from './env';
 import { COMMANDS, commandHelp, didYouMean, HELP } from './help';
-import { indexCommand, statsCommand } from './indexCommands';
+import { indexCommand, mergeCommand, statsCommand } from './indexCommands';
 import { contextCommand, mcpCommand } from './mcpCommands';
 import { pullCommand, validateCommand } from './pullCommands';
 import { searchCommand, showCommand } from './searchCommands';
@@ -43,6 +43,8 @@ export async function runCli(argv: string[], rawEnv: CliEnv): Promise<number> {
         return EXIT.ok;
       case 'index':
         return await indexCommand(rest, env);
+      case 'merge':
+        return await mergeCommand(rest, env);
       case 'search':
         return await searchCommand(rest, env);
       case 'show':

@@ -7,7 +7,11 @@ usage:
   nn-rag index SOURCE... [--db F] [--name N] [--ref R] [--include G]... [--exclude G]... [--symbols G]...
                          [--priority P] [--python-env PY --packages a,b] [--cache DIR]
                          [--dup-lexical J] [--dup-structural J] [--inline | --no-inline] [--max-file-kb KB] [--json]
+                         [--shard K/N | --shard auto [--shard-count N]]
                          --inline / --no-inline: pulls from other repositories always inline / import this one
+                         --shard: this machine's part of the SOURCEs (stable by name); then nn-rag merge
+  nn-rag merge SHARD_DB... --db F [--json]          the shards' indexes as one (blocks and duplicate groups found
+                                                    again over all of it, the units caches joined)
   nn-rag search QUERY [--db F]... [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--validation validated|failed|none] [--all-copies] [--json]
                                                     several --db: searched together, merged by score
@@ -97,7 +101,7 @@ export function commandHelp(command: string): string | undefined {
   return `usage:\n${out.join('\n')}\n\n${exit}`;
 }
 
-export const COMMANDS = ['index', 'search', 'show', 'stats', 'pull', 'validate', 'spec', 'report', 'status', 'update', 'mcp', 'context', 'export', 'import', 'help'];
+export const COMMANDS = ['index', 'search', 'show', 'stats', 'pull', 'validate', 'spec', 'report', 'status', 'update', 'mcp', 'context', 'export', 'import', 'merge', 'help'];
 
 /** "; did you mean X?" for a mistyped name close to one of `known`, else nothing. */
 export function didYouMean(typed: string, known: string[], prefix = ''): string {

@@ -5,6 +5,9 @@ import { lazyPool } from '../core/analysis/parsePool';
 import { finishRun, indexSource } from '../core/index/indexer';
 import type { IndexRunStats } from '../core/index/indexer';
 import { PythonParser } from '../core/parse/parser';
+import { inShard, parseShard } from '../core/pull/shard';
+import { mergeIndexes } from '../core/store/mergeIndex';
+import { repositoryNames } from '../core/sources/names';
 import { openSource, sourceFromArgument } from '../core/sources/open';
 import type { SourceConfig } from '../core/sources/types';
 import { blockCount, indexStats } from '../core/store/stats';
@@ -28,6 +31,8 @@ export async function indexCommand(argv: string[], env: CliEnv): Promise<number>
     'max-file-kb': { value: true },
     'dup-lexical': { value: true },
     'dup-structural': { value: true },
+    shard: { value: true },
+    'shard-count': { value: true },
   });
   if (flag(args, 'help')) {
     env.out(HELP);
@@ -53,6 +58,10 @@ export async function indexCommand(argv: string[], env: CliEnv): Promise<number>
     configs.push({ ...extra, kind: 'python-env', location: packages, python: pyEnv });
   }
   if (configs.length === 0) throw new NnragError('usage', 'index needs at least one SOURCE (a folder or an http(s) git URL)');
+  // a shard indexes its part of the sources (stable by each source's name or location); `nn-rag merge` joins them
+  const shardSpec = opt(args, 'shard');
+  const shard = shardSpec ? parseShard(shardSpec, env.env, opt(args, 'shard-count') === undefined ? undefined : intOpt(args, 'shard-count', 1)) : undefined;
+  if (shard) configs.splice(0, configs.length, ...configs.filter((c) => inShard(repositoryNames(c)[0] ?? c.location, shard)));
 
   const parser = await PythonParser.create(env.assets);
   const pool = lazyPool(env.assets.parseWorker, env.assets, parser);
@@ -92,7 +101,9 @@ export async function indexCommand(argv: string[], env: CliEnv): Promise<number>
     const blocks = changed || regroup ? finishRun(db, dedup).blocks : blockCount(db);
     await db.save();
     if (env.tty) env.err('\r\x1b[K');
-    if (runs.length && !flag(args, 'json')) {
+    if (flag(args, 'json')) {
+      if (runs.length || shard) env.out(`${JSON.stringify({ runs, blocks, seconds: (performance.now() - t0) / 1000, db: dbPath(args), ...(shard ? { shard: { index: shard.index + 1, count: shard.count } } : {}) })}\n`);
+    } else if (runs.length) {
       for (const r of runs) {
         env.out(
           `[index] ${r.repo}: ${r.files} files, ${r.computed} new or changed, ${r.kept} unchanged, ${r.deleted} removed, ` +
@@ -100,8 +111,8 @@ export async function indexCommand(argv: string[], env: CliEnv): Promise<number>
         );
       }
       env.out(`[index] ${blocks} blocks in ${dbPath(args)}\n`);
-    } else if (runs.length) {
-      env.out(`${JSON.stringify({ runs, blocks, seconds: (performance.now() - t0) / 1000, db: dbPath(args) })}\n`);
+    } else if (shard) {
+      env.out(`[index] shard ${shard.index + 1}/${shard.count} holds none of these sources: an empty index in ${dbPath(args)}\n`);
     }
     db.close();
   }
@@ -125,5 +136,16 @@ export async function statsCommand(argv: string[], env: CliEnv): Promise<number>
   } finally {
     db.close();
   }
+  return EXIT.ok;
+}
+
+/** `nn-rag merge SHARD_DBS... --db OUT`: the indexes `index --shard` made, as one. */
+export async function mergeCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, {});
+  const t0 = performance.now();
+  const r = await mergeIndexes(args.positionals, dbPath(args), env.assets.sqlWasm);
+  const seconds = (performance.now() - t0) / 1000;
+  if (flag(args, 'json')) env.out(`${JSON.stringify({ ...r, seconds, db: dbPath(args) })}\n`);
+  else env.out(`[merge] ${r.shards.length} indexes, ${r.repositories} repositories, ${r.files} files, ${r.blocks} blocks in ${dbPath(args)} (${seconds.toFixed(1)} s)\n`);
   return EXIT.ok;
 }
