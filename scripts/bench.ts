@@ -724,6 +724,17 @@ async function main(): Promise<void> {
       if (r.status !== 0 && r.status !== 1) throw new Error(`pull --all ${extra.join(' ')} failed (exit ${r.status}): ${r.stderr.slice(-500)}`);
       return (performance.now() - t0) / 1000;
     };
+    // the index split the same way: every corpus in one run, then N index shards and their merge
+    const timed = (args: string[]): number => {
+      const t0 = performance.now();
+      execFileSync(process.execPath, [cli, ...args], { stdio: 'ignore' });
+      return (performance.now() - t0) / 1000;
+    };
+    const indexOne = timed(['index', ...present, '--db', path.join(work, 'index-one.db')]);
+    let indexShards = 0;
+    const shardDbs = Array.from({ length: shardCount }, (_, k) => path.join(work, `index-shard-${k + 1}.db`));
+    shardDbs.forEach((db, k) => (indexShards += timed(['index', ...present, '--db', db, '--shard', `${k + 1}/${shardCount}`])));
+    const indexMerge = timed(['merge', ...shardDbs, '--db', path.join(work, 'index-merged.db')]);
     const one = run('one', []);
     let shards = 0;
     for (let k = 1; k <= shardCount; k++) shards += run('shards', ['--shard', `${k}/${shardCount}`]);
@@ -739,6 +750,10 @@ async function main(): Promise<void> {
       // what N shards cost beyond one run, per shard (opening the index, starting validators)
       shard_overhead_per_shard_s: r2((shards - one) / shardCount),
       shard_merge_s: r2(merge),
+      index_corpora: present.length,
+      index_one_run_s: r2(indexOne),
+      index_shards_total_s: r2(indexShards),
+      index_merge_s: r2(indexMerge),
     };
   }
   await fsp.rm(work, { recursive: true, force: true });
