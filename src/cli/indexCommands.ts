@@ -6,7 +6,7 @@ import { finishRun, indexSource } from '../core/index/indexer';
 import type { IndexRunStats } from '../core/index/indexer';
 import { PythonParser } from '../core/parse/parser';
 import { inShard, parseShard } from '../core/pull/shard';
-import { mergeIndexes } from '../core/store/mergeIndex';
+import { mergeIndexes } from '../core/index/mergeIndex';
 import { repositoryNames } from '../core/sources/names';
 import { openSource, sourceFromArgument } from '../core/sources/open';
 import type { SourceConfig } from '../core/sources/types';

@@ -6,9 +6,9 @@
  */
 import { promises as fsp } from 'fs';
 import { NnragError } from '../base/errors';
-import { finishRun } from '../index/indexer';
+import { finishRun } from './indexer';
 import { PARSER_VERSION } from '../parse/facts';
-import { IndexDb } from './database';
+import { IndexDb } from '../store/database';
 
 /** Columns recomputed over the merged index, not copied. */
 const RECOMPUTED = new Set(['id', 'dup_exact', 'dup_lex', 'dup_struct']);
