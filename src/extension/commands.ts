@@ -2,7 +2,7 @@
 import { existsSync } from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import { mergeRequirements, requirementsText } from '../core/validate/requirements';
+import { mergePyproject, mergeRequirements, requirementsText } from '../core/validate/requirements';
 import { scopeInEffect, setting } from './config';
 import type { DependencyTreeProvider } from './dependencyTree';
 import type { PullReport } from '../core/pull/pull';
@@ -841,20 +841,21 @@ async function confirmPreview(deps: Deps, left: vscode.Uri, scratch: vscode.Uri,
 /** The empty left side of a new file's diff. */
 export const EMPTY_SCHEME = 'nnrag-empty';
 
-/** Writes the pulled file's requirements (PEP 440 specifiers that pip installs) and opens them. */
 /**
  * Writes the pulled file's requirements (PEP 440 specifiers that pip installs): merged into the project's
- * `requirements.txt` (a distribution it names keeps your line), or into a file beside the block, as the user chose
- * the first time in this workspace. Opens what it wrote.
+ * `requirements.txt` or `pyproject.toml` (a distribution it names keeps your entry), or into a file beside the block,
+ * as the user chose the first time in this workspace. Opens what it wrote.
  */
 export async function writeRequirements(report: Pick<PullReport, 'requirements' | 'imports'>, perBlock: vscode.Uri): Promise<void> {
   const project = vscode.workspace.getWorkspaceFolder(perBlock)?.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
-  const PROJECT = 'project';
+  const pyproject = project && vscode.Uri.joinPath(project, 'pyproject.toml');
   let where = workspaceMemory?.get<string>(REQUIREMENTS_CHOICE);
   if (!where && project) {
+    const hasPyproject = pyproject !== undefined && (await readIfExists(pyproject)) !== undefined;
     const pick = await vscode.window.showQuickPick(
       [
-        { label: vscode.l10n.t("Add to the project's requirements.txt"), value: PROJECT, description: vscode.l10n.t('distributions already there keep your line') },
+        ...(hasPyproject ? [{ label: vscode.l10n.t("Add to the project's pyproject.toml"), value: 'pyproject', description: vscode.l10n.t('[project] dependencies; entries already there are kept') }] : []),
+        { label: vscode.l10n.t("Add to the project's requirements.txt"), value: 'project', description: vscode.l10n.t('distributions already there keep your line') },
         { label: vscode.l10n.t('A requirements file beside each block'), value: 'beside', description: path.basename(perBlock.fsPath) },
       ],
       { title: vscode.l10n.t('Where do pulled blocks write their requirements? (asked once in this workspace)') },
@@ -864,14 +865,22 @@ export async function writeRequirements(report: Pick<PullReport, 'requirements' 
     await workspaceMemory?.update(REQUIREMENTS_CHOICE, where);
   }
   const adding = requirementsText(report.requirements, report.imports);
-  if (where === PROJECT && project) {
-    const file = vscode.Uri.joinPath(project, 'requirements.txt');
-    const existing = (await readIfExists(file)) ?? '';
-    const { text, added } = mergeRequirements(existing, adding);
-    if (added.length) await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(text));
+  const into = async (file: vscode.Uri, merged: { text: string; added: string[] }, existing: string | undefined): Promise<void> => {
+    if (merged.added.length && merged.text !== existing) await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(merged.text));
     await vscode.window.showTextDocument(file);
-    void vscode.window.showInformationMessage(added.length ? vscode.l10n.t('requirements.txt: added {0}', added.join(', ')) : vscode.l10n.t('requirements.txt already names everything {0} needs', path.basename(perBlock.fsPath)));
-    return;
+    const name = path.basename(file.fsPath);
+    void vscode.window.showInformationMessage(merged.added.length ? vscode.l10n.t('{0}: added {1}', name, merged.added.join(', ')) : vscode.l10n.t('{0} already names everything {1} needs', name, path.basename(perBlock.fsPath)));
+  };
+  if (where === 'pyproject' && pyproject) {
+    const existing = await readIfExists(pyproject);
+    const merged = existing === undefined ? { problem: vscode.l10n.t('the project has no pyproject.toml') } : mergePyproject(existing, adding);
+    if (!('problem' in merged)) return into(pyproject, merged, existing);
+    // nothing is lost: the block's own requirements file, and why the project's was not changed
+    void vscode.window.showWarningMessage(vscode.l10n.t('{0}; the requirements are in {1} instead', merged.problem, path.basename(perBlock.fsPath)));
+  } else if (where === 'project' && project) {
+    const file = vscode.Uri.joinPath(project, 'requirements.txt');
+    const existing = await readIfExists(file);
+    return into(file, mergeRequirements(existing ?? '', adding), existing);
   }
   await vscode.workspace.fs.writeFile(perBlock, new TextEncoder().encode(adding));
   await vscode.window.showTextDocument(perBlock);

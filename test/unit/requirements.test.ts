@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 import { satisfies, validRange } from '@renovatebot/pep440';
-import { inlineMetadata, mergeRequirements, requirementSpecifier, requirementsText } from '../../src/core/validate/requirements';
+import { inlineMetadata, mergePyproject, mergeRequirements, requirementSpecifier, requirementsText } from '../../src/core/validate/requirements';
 
 describe('requirements a pulled file can be installed with (PEP 440)', () => {
   it("writes a local-label version (Debian's torch 1.13.0a0+gitunknown) as a specifier the public releases satisfy", () => {
@@ -51,5 +51,28 @@ describe('requirements merged into the project\'s file', () => {
     // into an empty file, and one without a final newline
     assert.strictEqual(mergeRequirements('', 'torch>=1.13\n').text, 'torch>=1.13\n');
     assert.strictEqual(mergeRequirements('numpy', 'torch>=1.13\n').text, 'numpy\ntorch>=1.13\n');
+  });
+
+  it("adds to pyproject.toml's [project] dependencies, leaving the rest of the file as the user wrote it", () => {
+    const adding = 'einops>=0.7\nnumpy>=1.26\nmystery  # not installed in the validating interpreter\n';
+    const multi = '[build-system]\nrequires = ["setuptools"]\n\n[project]\nname = "mine"  # the name\ndependencies = [\n  "numpy>=1.24",  # pinned for CUDA\n  "torch==2.1.0"\n]\n\n[tool.ruff]\nline-length = 120\n';
+    const r = mergePyproject(multi, adding);
+    assert.ok('text' in r, JSON.stringify(r));
+    assert.deepStrictEqual(r.added, ['einops>=0.7', '# mystery  # not installed in the validating interpreter']);
+    assert.strictEqual(r.text, '[build-system]\nrequires = ["setuptools"]\n\n[project]\nname = "mine"  # the name\ndependencies = [\n  "numpy>=1.24",  # pinned for CUDA\n  "torch==2.1.0",\n  "einops>=0.7",\n  # mystery  # not installed in the validating interpreter\n]\n\n[tool.ruff]\nline-length = 120\n');
+    // again: nothing more
+    const again = mergePyproject(r.text, adding);
+    assert.deepStrictEqual(again, { text: r.text, added: [] });
+    // one line, and no dependencies key yet
+    const one = mergePyproject('[project]\nname = "x"\ndependencies = ["numpy"]\n', 'torch>=1.13\n');
+    assert.deepStrictEqual(one, { text: '[project]\nname = "x"\ndependencies = ["numpy", "torch>=1.13"]\n', added: ['torch>=1.13'] });
+    const none = mergePyproject('[project]\nname = "x"\n\n[tool.x]\na = 1\n', 'torch>=1.13\n');
+    assert.deepStrictEqual(none, { text: '[project]\ndependencies = [\n    "torch>=1.13",\n]\nname = "x"\n\n[tool.x]\na = 1\n', added: ['torch>=1.13'] });
+    // a brace inside a string does not end the array
+    const tricky = mergePyproject('[project]\ndependencies = [\n    "mmcv[full]>=2",\n]\n', 'torch>=1.13\n');
+    assert.ok('text' in tricky && tricky.text === '[project]\ndependencies = [\n    "mmcv[full]>=2",\n    "torch>=1.13",\n]\n', JSON.stringify(tricky));
+    // what NN-RAG does not edit, it says
+    assert.match((mergePyproject('[tool.poetry]\nname = "x"\n', 'torch\n') as { problem: string }).problem, /no \[project\] table/);
+    assert.match((mergePyproject('[project\n', 'torch\n') as { problem: string }).problem, /not valid TOML/);
   });
 });

@@ -597,6 +597,29 @@ describe('trusted workspace', function () {
     }
   });
 
+  it("adds a pulled block's requirements to the project's pyproject.toml, once, keeping what the user wrote", async () => {
+    const root = vscode.workspace.workspaceFolders![0].uri.fsPath;
+    const pyproject = path.join(root, 'pyproject.toml');
+    const mine = '[project]\nname = "my-models"\ndependencies = [\n    "numpy>=1.24",  # mine\n]\n\n[tool.ruff]\nline-length = 100\n';
+    writeFileSync(pyproject, mine);
+    try {
+      const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_req.py'), ['nnrag.acceptPull']);
+      assert.ok(r?.out, JSON.stringify(r));
+      // asked once where requirements go: the first choice offered is the project's pyproject.toml
+      await drive(vscode.commands.executeCommand('nnrag.writeRequirements', r.out), [ACCEPT]);
+      const after = readFileSync(pyproject, 'utf8');
+      assert.ok(after.startsWith('[project]\nname = "my-models"\ndependencies = [\n    "numpy>=1.24",  # mine\n    "torch'), after);
+      assert.ok(after.endsWith(']\n\n[tool.ruff]\nline-length = 100\n'), after);
+      // again: not asked, nothing added twice
+      await drive(vscode.commands.executeCommand('nnrag.writeRequirements', r.out), []);
+      assert.strictEqual(readFileSync(pyproject, 'utf8'), after);
+    } finally {
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      rmSync(pyproject, { force: true });
+      rmSync(pulledPath('drop_path_req.py'), { force: true });
+    }
+  });
+
   it('puts a failed validation in the Problems panel, and takes it out when the file validates again', async () => {
     const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_problem.py'), ['nnrag.acceptPull']);
     const file = vscode.Uri.file(r!.out!);
