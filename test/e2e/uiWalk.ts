@@ -3,7 +3,8 @@
  * open the NN-RAG view and its block tree, search from the command palette, pull a block through its diff editor
  * (Accept), wait for validation, hover the pulled class, then change the upstream code: the Pulled Blocks view and
  * the CodeLens say so, Compare shows the difference and Update takes it; then insert a block at the cursor, see a
- * failed pull's verdict before Accept, and a repository that cannot be indexed in the tree. Saves a screenshot per
+ * failed pull's verdict before Accept, a repository that cannot be indexed in the tree, and an update whose change
+ * meets the user's own in VS Code's merge editor. The first-run walkthrough is seen as it opens. Saves a screenshot per
  * step under test-results/ and fails a step when an element it expects is missing.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
@@ -60,6 +61,11 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
     await step('01-workbench', async () => {
       await page.goto(cs.url(ws.folder, ROOT), { waitUntil: 'domcontentloaded', timeout: T });
       await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: T });
+    });
+
+    await step('01b-first-run-walkthrough', async () => {
+      // the Get Started walkthrough opens by itself on the first activation, the interpreter first
+      await page.locator('.gettingStartedContainer').filter({ hasText: 'Get started with NN-RAG' }).filter({ hasText: 'Choose the interpreter that validates' }).first().waitFor({ state: 'visible', timeout: 2 * T });
     });
 
     await step('02-block-tree', async () => {
@@ -239,6 +245,20 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       settings['nnrag.repositories'] = [...settings['nnrag.repositories'], { location: 'http://127.0.0.1:9/lab/unreachable.git', name: 'unreachable' }];
       writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
       await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'unreachable' }).filter({ hasText: 'cannot index' }).first().waitFor({ timeout: 2 * T });
+    });
+
+    await step('14-merge-editor', async () => {
+      // your edit and upstream's on the same line: Update opens VS Code's merge editor
+      writeFileSync(dest, readFileSync(dest, 'utf8').replace('then a normalization layer (changed upstream)', 'then a normalization layer (my edit)'));
+      writeFileSync(conv, readFileSync(conv, 'utf8').replace('then a normalization layer (changed upstream)', 'then a normalization layer (changed upstream again)'));
+      await palette(page, 'NN-RAG: Re-index');
+      // the file, from the Pulled Blocks view
+      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /upstream changed/ }).first().click({ timeout: 2 * T });
+      await page.locator('.tabs-container .tab.active').filter({ hasText: /^residual_block\.py/ }).first().waitFor({ timeout: T });
+      await page.locator('.codelens-decoration').filter({ hasText: /upstream changed since the pull/ }).first().waitFor({ timeout: 2 * T });
+      await page.locator('.codelens-decoration a').filter({ hasText: /^Update$/ }).first().click({ timeout: T });
+      await page.locator('.merge-editor').first().waitFor({ state: 'visible', timeout: 2 * T });
+      await page.locator('.merge-editor .view-line').filter({ hasText: /changed\supstream\sagain/ }).first().waitFor({ timeout: T });
     });
   } finally {
     await browser.close().catch(() => undefined);
