@@ -4,7 +4,8 @@
  * (Accept), wait for validation, hover the pulled class, then change the upstream code: the Pulled Blocks view and
  * the CodeLens say so, Compare shows the difference and Update takes it; then insert a block at the cursor, see a
  * failed pull's verdict before Accept, a repository that cannot be indexed in the tree, and an update whose change
- * meets the user's own in VS Code's merge editor. The first-run walkthrough is seen as it opens. Saves a screenshot per
+ * meets the user's own in VS Code's merge editor; the interpreter picker shows each interpreter's Python and torch, and
+ * one without torch is warned about before it is taken. The first-run walkthrough is seen as it opens. Saves a screenshot per
  * step under test-results/ and fails a step when an element it expects is missing.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
@@ -259,6 +260,25 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.codelens-decoration a').filter({ hasText: /^Update$/ }).first().click({ timeout: T });
       await page.locator('.merge-editor').first().waitFor({ state: 'visible', timeout: 2 * T });
       await page.locator('.merge-editor .view-line').filter({ hasText: /changed\supstream\sagain/ }).first().waitFor({ timeout: T });
+    });
+
+    await step('15-interpreter-picker', async () => {
+      await page.keyboard.press('Escape');
+      // each interpreter with its Python and torch versions
+      await palette(page, 'NN-RAG: Select Python Interpreter');
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: python }).filter({ hasText: /Python 3\.\d+.* · torch \d/ }).first().waitFor({ timeout: T });
+    });
+
+    await step('16-interpreter-without-torch', async () => {
+      // an interpreter that runs but has no torch (Python without its site-packages): said before it is taken
+      const bare = path.join(ws.root, 'bare-python');
+      writeFileSync(bare, `#!/bin/sh\nexec ${python} -S "$@"\n`, { mode: 0o755 });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Enter a path' }).first().click({ timeout: T });
+      // the path box (the picker closed, its prompt shown), filled at once
+      await page.locator('.quick-input-widget').filter({ hasText: 'Path to a Python interpreter with torch' }).first().waitFor({ state: 'visible', timeout: T });
+      await page.locator('.quick-input-widget input').first().fill(bare);
+      await page.keyboard.press('Enter');
+      await page.locator('.monaco-dialog-box').filter({ hasText: /has no torch: pulled blocks cannot be validated with it/ }).first().waitFor({ timeout: T });
     });
   } finally {
     await browser.close().catch(() => undefined);

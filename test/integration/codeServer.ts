@@ -15,6 +15,7 @@ export interface Locator {
   first(): Locator;
   nth(i: number): Locator;
   click(o?: { button?: 'right' | 'left'; timeout?: number }): Promise<void>;
+  fill(value: string, o?: { timeout?: number }): Promise<void>;
   hover(o?: { timeout?: number }): Promise<void>;
   waitFor(o?: { state?: 'visible' | 'attached' | 'hidden'; timeout?: number }): Promise<void>;
   innerText(o?: { timeout?: number }): Promise<string>;
