@@ -800,13 +800,10 @@ async function acceptOrCancel(question: string, show?: () => Thenable<unknown>, 
 
 /** The verdict a pull diff shows before Accept: the tier, or why it failed (category and message). */
 export function pullVerdict(report: PullReport): { short: string; detail: string } {
-  if (report.status === 'validated') return { short: vscode.l10n.t('validated, tier {0}', report.tier ?? ''), detail: '' };
-  if (report.status !== 'failed') return { short: vscode.l10n.t('not validated'), detail: '' };
-  const message = (report.message ?? '').split('\n')[0].slice(0, 300);
-  return {
-    short: vscode.l10n.t('did not validate: {0}', report.category ?? 'failed'),
-    detail: vscode.l10n.t('It did not validate (reached {0}): {1}: {2}', report.tier ?? 'none', report.category ?? 'failed', message),
-  };
+  // the words every other place shows for a verdict (CodeLens, views, tree, search)
+  const short = verdictWords({ status: report.status === 'validated' || report.status === 'failed' ? report.status : 'not-validated', tier: report.tier, category: report.category });
+  if (report.status !== 'failed') return { short, detail: '' };
+  return { short, detail: `${short}: ${(report.message ?? '').split('\n')[0].slice(0, 300)}` };
 }
 
 /** The read-only right side of a pull's diff: the text Accept writes, by URI (`PREVIEW_SCHEME`). */

@@ -3,6 +3,7 @@
  * message names (`line 24`) or else at the block's class, saying the category and the message; a pass clears it.
  */
 import * as vscode from 'vscode';
+import { verdictWords } from '../core/pull/pulledState';
 
 export interface Verdict {
   ok: boolean;
@@ -32,7 +33,7 @@ export class ValidationProblems implements vscode.Disposable {
     const width = text.split('\n')[line]?.length ?? 0;
     const d = new vscode.Diagnostic(
       new vscode.Range(line, 0, line, width),
-      `NN-RAG: did not validate (reached ${v.tier ?? 'none'}): ${v.category ?? 'failed'}: ${(v.message ?? '').split('\n')[0]}`,
+      `NN-RAG: ${verdictWords({ status: 'failed', tier: v.tier, category: v.category })}: ${(v.message ?? '').split('\n')[0]}`,
       v.category === 'differs' ? vscode.DiagnosticSeverity.Warning : vscode.DiagnosticSeverity.Error,
     );
     d.source = 'NN-RAG';

@@ -635,7 +635,7 @@ describe('trusted workspace', function () {
       assert.strictEqual(failed?.ok, false);
       const problems = vscode.languages.getDiagnostics(file).filter((d) => d.source === 'NN-RAG');
       assert.strictEqual(problems.length, 1, JSON.stringify(problems));
-      assert.match(problems[0].message, /did not validate .*broken on purpose/);
+      assert.match(problems[0].message, /NN-RAG: failed: .*broken on purpose/);
       // fixed: validated again, the problem goes
       const undo = new vscode.WorkspaceEdit();
       undo.delete(file, new vscode.Range(forward + 1, 0, forward + 2, 0));
