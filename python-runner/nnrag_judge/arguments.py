@@ -275,10 +275,28 @@ def perturbed(value: Any) -> Any:
     return value * 1.5 if value else 0.5
 
 
+# names of an optional number that switches a part on when given (`drop_prob=None`, `init_values=None`)
+RATE_WORDS = ("drop", "prob", "rate", "init_value", "layer_scale", "ls_init", "eps", "momentum", "scale")
+
+
+def number_for_none(param: inspect.Parameter) -> Optional[float]:
+    """A number to give an option whose default is None, when its annotation says it takes a number or its name says
+    it is a rate or a scale: the part that the default leaves out then runs (a drop path, a layer scale)."""
+    ann = param.annotation
+    text = ann if isinstance(ann, str) else getattr(ann, "__name__", None) or str(ann)
+    takes_float = "float" in text
+    takes_int = not takes_float and "int" in text and "Tensor" not in text
+    if takes_int:
+        return None
+    if takes_float or any(w in param.name.lower() for w in RATE_WORDS):
+        return 0.5
+    return None
+
+
 def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = None) -> List[Tuple[Dict[str, Any], str]]:
     """The argument set that ran (no override), then overrides of it: each boolean option flipped, each string option
     set to another value the code of `source` (the original class) compares it with or looks it up by, each numeric
-    default perturbed (a float 0 twice: 0.5 and a small rate). Overrides are JSON values, so the other side of a comparison can apply them too."""
+    default perturbed (a float 0 twice: 0.5 and a small rate), and an optional rate or scale left at None given 0.5. Overrides are JSON values, so the other side of a comparison can apply them too."""
     out: List[Tuple[Dict[str, Any], str]] = [({}, "the arguments that ran")]
     params = init_parameters(cls)
     positional = {p.name for p in params[:len(args)]}
@@ -299,6 +317,9 @@ def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = No
                 # a rate at 0 (dropout, drop path) taken slightly up as well: code often branches on a threshold
                 # (`if rate > 0.1: ... elif rate > 0: ...`), and 0.5 takes only the first branch
                 small.append(({p.name: SMALL_RATE}, f"{p.name}={SMALL_RATE!r}"))
+        elif value is None and p.name not in kwargs and number_for_none(p) is not None:
+            # an optional rate or scale left out by default: given, the part it switches on runs too
+            numeric.append(({p.name: number_for_none(p)}, f"{p.name}={number_for_none(p)!r}"))
         elif isinstance(value, int) and not isinstance(value, bool) and p.name in kwargs and 0 < value <= 2 and p.name in COUNTS:
             # a guessed count of layers or repeats: one more takes the branches a single one skips (`i < n - 1`)
             numeric.append(({p.name: value + 1}, f"{p.name}={value + 1}"))

@@ -139,6 +139,33 @@ class Blk(nn.Module):
         report = judged(original.replace("            return x + self.lin(x)\n        return", "            return x - self.lin(x)\n        return"), original)
         self.assertEqual(report.get("category"), "differs", report)
 
+    def test_a_part_an_optional_rate_switches_on(self) -> None:
+        # a drop path whose rate defaults to None: only a rate given reaches the branch the mutant changed
+        original = """
+import torch
+from torch import nn
+
+
+def drop_path(x, drop_prob: float = 0.0, training: bool = False):
+    if drop_prob == 0.0 or not training:
+        return x
+    keep = 1 - drop_prob
+    mask = x.new_empty((x.shape[0],) + (1,) * (x.ndim - 1)).bernoulli_(keep)
+    return x * mask / keep
+
+
+class DropPath(nn.Module):
+    def __init__(self, drop_prob=None):
+        super().__init__()
+        self.drop_prob = drop_prob
+
+    def forward(self, x):
+        return drop_path(x, self.drop_prob or 0.0, self.training)
+"""
+        self.assertEqual(judged(original, original, class_name="DropPath")["tier"], "equivalent")
+        report = judged(original.replace("if drop_prob == 0.0 or", "if drop_prob == 0.5 or"), original, class_name="DropPath")
+        self.assertEqual(report.get("category"), "differs", report)
+
     def test_an_init(self) -> None:
         self.assertDiffers("self.lin = nn.Linear(dim, dim)", "self.lin = nn.Linear(dim, dim)\n        nn.init.zeros_(self.lin.bias)")
 

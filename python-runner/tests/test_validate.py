@@ -257,6 +257,18 @@ class TiersWithTorch(unittest.TestCase):
         # norm is compared with nothing: no value to try; act's other value is the one the defaults already skip to
         self.assertEqual(labels, ["the arguments that ran", "mode='mean'", "act='relu'", "bias=False", "dim=5"])
 
+    def test_an_optional_rate_or_scale_is_given_a_number(self) -> None:
+        from typing import Optional
+
+        class Blk:
+            def __init__(self, dim=4, drop_prob=None, init_values: Optional[float] = None,
+                         out_features: Optional[int] = None, norm_layer=None, act=None):
+                pass
+
+        labels = [label for _, label in arguments.variants(Blk, [], {})]
+        # a count or a layer left out by default has no number that surely builds: not tried
+        self.assertEqual(labels, ["the arguments that ran", "dim=5", "drop_prob=0.5", "init_values=0.5"])
+
     def test_a_copy_that_differs_in_a_branch_the_defaults_skip_fails(self) -> None:
         report = self.compared(self.ORIGINAL % "y + 1")
         self.assertFalse(report["ok"], report)
