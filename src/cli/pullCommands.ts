@@ -28,6 +28,7 @@ import { summarise } from '../core/pull/batch';
 import type { BatchItem, BatchSummary } from '../core/pull/batch';
 import { inShard, parseShard, shardReportName } from '../core/pull/shard';
 import { validationRecord } from '../core/pull/pull';
+import { DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S } from '../core/validate/limits';
 
 const PULL_OPTIONS = {
   out: { value: true },
@@ -63,8 +64,8 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
     python: pythonOf(args, env),
     runner: env.assets.runner,
     validate,
-    timeoutMs: intOpt(args, 'timeout', 120) * 1000,
-    memoryMb: intOpt(args, 'memory-mb', 4096),
+    timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
+    memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
     signal: env.signal,
     force: flag(args, 'force'),
     inline: flag(args, 'inline') ? 'all' : flag(args, 'no-inline') ? 'none' : 'auto',
@@ -94,7 +95,7 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
   const out = opt(args, 'out');
   if (!out) throw new NnragError('usage', 'pull needs --out FILE');
   const validate = !flag(args, 'no-validate');
-  if (validate && !flag(args, 'dry-run')) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
+  if (validate && !flag(args, 'dry-run')) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
   const db = await openDb(args, env, true, true);
   try {
     const ref = findTarget(db, args.positionals[0]);
@@ -228,7 +229,7 @@ async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv):
   const outDir = path.resolve(opt(args, 'out-dir') ?? '.');
   const validate = !flag(args, 'no-validate');
   if (flag(args, 'dry-run')) throw new NnragError('usage', '--dry-run takes one TARGET and --out FILE');
-  if (validate) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
+  if (validate) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
   const db = await openDb(args, env, true, true);
   try {
     const refs = args.positionals.map((t) => findTarget(db, t));
@@ -274,10 +275,10 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     // validation runs in a pool of warm interpreters (one per core unless --jobs says otherwise), the pulls that
     // feed it run that many at a time; --no-pool starts a fresh interpreter for every block
     const jobs = Math.max(1, intOpt(args, 'jobs', validate ? os.cpus().length : 1));
-    if (validate) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
+    if (validate) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
     // the folders the originals are imported from, for the equivalence check, are shown to every sandbox
     const roots = [...new Set([...session.repos.values()].flatMap((r) => importRoot(r) ?? []))];
-    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(pythonOf(args, env), env.assets.runner, jobs, intOpt(args, 'memory-mb', 4096), roots) : undefined;
+    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(pythonOf(args, env), env.assets.runner, jobs, intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB), roots) : undefined;
     const items: BatchItem[] = new Array(targets.length);
     let next = 0;
     let done = 0;
@@ -364,7 +365,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
   } catch {
     throw new NnragError('not-found', `no such file: ${file}`);
   }
-  await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
+  await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
   // a pulled file is compared with the original its header names (at the blob it was pulled from)
   const prov = readProvenance(text);
   const edited = prov !== undefined && bodyHash(text) !== prov.hash;
@@ -379,8 +380,8 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
     python: pythonOf(args, env),
     runner: env.assets.runner,
     className: opt(args, 'class') ?? prov?.block,
-    timeoutMs: intOpt(args, 'timeout', 120) * 1000,
-    memoryMb: intOpt(args, 'memory-mb', 4096),
+    timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
+    memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
     signal: env.signal,
     companions: companionsOf(file, text),
     original: original && 'module' in original ? original : undefined,

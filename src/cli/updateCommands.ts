@@ -19,6 +19,7 @@ import { loadModuleTable } from '../core/resolve/loadTable';
 import { EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
 import { warnBeforeValidating } from './pullCommands';
+import { DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S } from '../core/validate/limits';
 
 /** The `.py` files under `roots` (files and folders; links, hidden folders and caches are skipped). */
 async function pythonFilesUnder(roots: string[]): Promise<string[]> {
@@ -87,7 +88,7 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
     if (args.positionals.includes(f) || provenance || damaged) files.push(path.resolve(f));
   }
   if (!files.length) throw new NnragError('not-found', `no pulled files in ${args.positionals.join(', ')}`);
-  if (!flag(args, 'dry-run') && !flag(args, 'no-validate')) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', 4096));
+  if (!flag(args, 'dry-run') && !flag(args, 'no-validate')) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
   const db = await openDb(args, env);
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-update-'));
   let failed = false;
@@ -118,8 +119,8 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
           className: outcome.ref?.name,
           python: pythonOf(args, env),
           runner: env.assets.runner,
-          timeoutMs: intOpt(args, 'timeout', 120) * 1000,
-          memoryMb: intOpt(args, 'memory-mb', 4096),
+          timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
+          memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
           signal: env.signal,
         });
       }

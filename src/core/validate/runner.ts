@@ -5,6 +5,7 @@
  */
 import { NnragError } from '../base/errors';
 import { Judge, describeSandbox } from './sandbox';
+import { DEFAULT_MEMORY_MB } from './limits';
 
 /** Tiers in order; python-runner/nnrag_judge/protocol.py has the same list (TIERS, a test checks). */
 export const TIERS = ['parsed', 'compiled', 'names-closed', 'imported', 'instantiated', 'forward', 'equivalent'] as const;
@@ -154,7 +155,7 @@ export async function checkSandbox(options: Pick<ValidateOptions, 'allowWeakSand
 export async function validateFile(file: string, options: ValidateOptions): Promise<ValidationReport> {
   await checkSandbox(options);
   if (options.pool) return options.pool.validate(file, options);
-  const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? 4096, options.original?.path ? [options.original.path] : []);
+  const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, options.original?.path ? [options.original.path] : []);
   try {
     return await judge.validate(file, options);
   } finally {

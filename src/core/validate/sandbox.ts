@@ -24,6 +24,7 @@ import { createInterface } from 'readline';
 import { CancelledError, NnragError } from '../base/errors';
 import type { ValidateOptions, ValidationReport } from './runner';
 import { seccompProgram } from './seccomp';
+import { DEFAULT_MEMORY_MB } from './limits';
 
 /** The descriptor bubblewrap reads the seccomp filter from. */
 const SECCOMP_FD = 3;
@@ -127,7 +128,7 @@ export function sandboxKind(): Promise<SandboxKind> {
 let cgroups: boolean | undefined;
 
 /** What validation on this machine is protected by, for reports, the CLI and the extension's question. */
-export async function describeSandbox(memoryMb = 4096): Promise<SandboxDescription> {
+export async function describeSandbox(memoryMb = DEFAULT_MEMORY_MB): Promise<SandboxDescription> {
   const kind = await sandboxKind();
   if (cgroups === undefined) {
     const group = Cgroup.create(memoryMb);
@@ -345,7 +346,7 @@ export class Judge {
 
   /** Starts a judge; resolves once it has imported what it warms (torch) and can take jobs. `roots`: repository
    * folders the sandbox shows read-only, for originals to be imported from. */
-  static async start(python: string, runner: string, memoryMb = 4096, roots: string[] = []): Promise<Judge> {
+  static async start(python: string, runner: string, memoryMb = DEFAULT_MEMORY_MB, roots: string[] = []): Promise<Judge> {
     const judge = new Judge(python, runner, roots);
     await judge.launch(memoryMb);
     return judge;
@@ -469,7 +470,7 @@ export class Judge {
       candidates: options.candidates ?? [],
       native: options.native ?? [],
       builder: options.builder,
-      memory_mb: options.memoryMb ?? 4096,
+      memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
       timeout_s: timeoutMs / 1000,
       original: options.original,
     };
@@ -487,7 +488,7 @@ export class Judge {
         const memory = this.cgroup?.hitLimit();
         const tier = lastTier() as ValidationReport['tier'];
         this.kill();
-        if (memory) return { ok: false, tier, category: 'memory', message: `the sandbox hit its memory limit (${options.memoryMb ?? 4096} MB)`, seconds, sandbox: this.sandbox.label };
+        if (memory) return { ok: false, tier, category: 'memory', message: `the sandbox hit its memory limit (${options.memoryMb ?? DEFAULT_MEMORY_MB} MB)`, seconds, sandbox: this.sandbox.label };
         if (got === undefined && Date.now() - started >= timeoutMs + GRACE_MS - 100) {
           return { ok: false, tier, category: 'timeout', message: `no result within ${timeoutMs / 1000} s (last tier reached: ${tier ?? 'none'})`, seconds, sandbox: this.sandbox.label };
         }

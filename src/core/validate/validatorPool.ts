@@ -7,6 +7,7 @@ import * as os from 'os';
 import { CancelledError, NnragError } from '../base/errors';
 import type { ValidateOptions, ValidationReport, ValidatorPoolLike } from './runner';
 import { Judge } from './sandbox';
+import { DEFAULT_MEMORY_MB } from './limits';
 
 interface Job {
   file: string;
@@ -25,7 +26,7 @@ export class ValidatorPool implements ValidatorPoolLike {
     private readonly python: string,
     private readonly runner: string,
     readonly size: number = Math.max(1, os.cpus().length),
-    private readonly memoryMb = 4096,
+    private readonly memoryMb = DEFAULT_MEMORY_MB,
     /** Repository folders originals are imported from (shown read-only in every sandbox). */
     private readonly roots: string[] = [],
   ) {}
