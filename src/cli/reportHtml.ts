@@ -1,5 +1,5 @@
 /** The batch extraction report as one self-contained page (no scripts, no external resources) with SVG charts. */
-import type { ExtractionReport } from './specCommands';
+import type { ExtractionReport } from '../core/pull/batch';
 
 const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 /** A count read from a report file: a finite number, else 0 (a report.json may come from anywhere). */

@@ -5,7 +5,6 @@ import { findTarget, listBlockTargets } from '../core/store/target';
 import { joinInside, writeText } from '../core/emit/writeSafe';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { indexStats } from '../core/store/stats';
-import type { IndexStats } from '../core/store/stats';
 import { PythonParser } from '../core/parse/parser';
 import { openPullSession } from '../core/pull/pull';
 import { loadModuleTable } from '../core/resolve/loadTable';
@@ -15,7 +14,7 @@ import { flag, intOpt, opt } from './env';
 import { EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
 import { mergeBatches, recordVerdicts } from '../core/pull/batch';
-import type { BatchReport, BatchSummary } from '../core/pull/batch';
+import type { BatchReport, BatchSummary, ExtractionReport } from '../core/pull/batch';
 import { reportHtml } from './reportHtml';
 
 export async function specCommand(argv: string[], env: CliEnv): Promise<number> {
@@ -58,22 +57,6 @@ export async function specCommand(argv: string[], env: CliEnv): Promise<number> 
   } finally {
     db.close();
   }
-}
-
-/** The batch extraction report, as the paper's tables: what `report --json` prints and the page shows. */
-export interface ExtractionReport {
-  schema: 'nn-rag/report@1';
-  source: string;
-  targeted: number;
-  extracted: number;
-  validated: number;
-  pass_rate: number;
-  /** Blocks that reached each tier (or beyond). */
-  tiers: Record<string, number>;
-  failure_categories: Record<string, number>;
-  seconds_per_block: number;
-  uniqueness: IndexStats['uniqueness'] | null;
-  paper: { pass_rate: number; seconds_per_block: number };
 }
 
 export async function reportCommand(argv: string[], env: CliEnv): Promise<number> {

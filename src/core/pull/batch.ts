@@ -4,6 +4,7 @@
  */
 import { linesOf } from '../emit/why';
 import type { LineFigures } from '../emit/why';
+import type { IndexStats } from '../store/stats';
 import type { IndexDb } from '../store/database';
 import { setValidation } from '../store/files';
 import { findTarget } from '../store/target';
@@ -135,4 +136,20 @@ export function recordVerdicts(db: IndexDb, items: BatchItem[]): { recorded: num
     }
   });
   return { recorded, notInIndex };
+}
+
+/** The batch extraction report, as the paper's tables: what `report --json` prints and the page shows. */
+export interface ExtractionReport {
+  schema: 'nn-rag/report@1';
+  source: string;
+  targeted: number;
+  extracted: number;
+  validated: number;
+  pass_rate: number;
+  /** Blocks that reached each tier (or beyond). */
+  tiers: Record<string, number>;
+  failure_categories: Record<string, number>;
+  seconds_per_block: number;
+  uniqueness: IndexStats['uniqueness'] | null;
+  paper: { pass_rate: number; seconds_per_block: number };
 }

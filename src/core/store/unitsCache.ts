@@ -12,11 +12,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import * as path from 'path';
 import { threadId } from 'worker_threads';
 import { PARSER_VERSION } from '../parse/facts';
-import type { ParsedModule } from '../parse/types';
 import type { IndexDb } from './database';
 import { decodeUnits, encodeUnits, UNITS_FORMAT } from './unitsCodec';
+import type { UnitDetail } from './unitsCodec';
 
-export type UnitDetail = Pick<ParsedModule, 'refs' | 'bindSites' | 'strings' | 'importRanges' | 'bodies'>;
+export type { UnitDetail } from './unitsCodec';
 
 function fileOf(dir: string, hash: string): string {
   return path.join(dir, hash.slice(0, 2), `${hash}.bin`);

@@ -11,8 +11,10 @@
  * count and its methods); then the import ranges. Offsets within
  * a unit are written as differences from the one before (zigzag, since an order in the source is not promised).
  */
-import type { BindSite, ClassBody, Ref, StringRef } from '../parse/types';
-import type { UnitDetail } from './unitsCache';
+import type { BindSite, ClassBody, ParsedModule, Ref, StringRef } from '../parse/types';
+
+/** What the units cache keeps of a parsed module beyond its facts (by blob id). */
+export type UnitDetail = Pick<ParsedModule, 'refs' | 'bindSites' | 'strings' | 'importRanges' | 'bodies'>;
 
 const MAGIC = [0x4e, 0x4e, 0x55, 0x32]; // NNU2
 

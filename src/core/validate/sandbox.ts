@@ -22,7 +22,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { createInterface } from 'readline';
 import { CancelledError, NnragError } from '../base/errors';
-import type { ValidateOptions, ValidationReport } from './runner';
+import type { ValidateOptions, ValidationReport } from './report';
 import { seccompProgram } from './seccomp';
 import { DEFAULT_MEMORY_MB } from './limits';
 

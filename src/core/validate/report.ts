@@ -1,0 +1,124 @@
+/** What a validation says and what it is asked (the types the judge's protocol maps to), apart from running it. */
+
+/** Tiers in order; python-runner/nnrag_judge/protocol.py has the same list (TIERS, a test checks). */
+export const TIERS = ['parsed', 'compiled', 'names-closed', 'imported', 'instantiated', 'forward', 'equivalent'] as const;
+export type Tier = (typeof TIERS)[number];
+/** Failure categories of a report; python-runner/nnrag_judge/protocol.py has the same list (REPORT_CATEGORIES, a test checks). */
+export const FAILURE_CATEGORIES = [
+  'syntax',
+  'unresolved',
+  'native-extension',
+  'missing-package',
+  'import-error',
+  'instantiate',
+  'forward',
+  'timeout',
+  'memory',
+  'interpreter',
+  /** the block wrote to the validator's own channel */
+  'tampered',
+  /** the block printed more than the output cap */
+  'output',
+  /** the copy's parameters or outputs differ from the original's on an argument set tried */
+  'differs',
+] as const;
+export type FailureCategory = (typeof FAILURE_CATEGORIES)[number];
+
+export interface Requirement {
+  module: string;
+  distribution: string | null;
+  version: string | null;
+  /** Where the interpreter has it installed (site-packages folder). */
+  location?: string | null;
+  /** Who installed it (`pip`, `conda`...; null for system packages such as Debian's). */
+  installer?: string | null;
+  /** PEP 610 direct URL (a VCS or local install), when recorded. */
+  url?: string | null;
+}
+
+export interface ValidationReport {
+  ok: boolean;
+  tier: Tier | null;
+  category?: FailureCategory;
+  message?: string;
+  class?: string;
+  args?: unknown[];
+  kwargs?: Record<string, unknown>;
+  input_shapes?: unknown[];
+  output_shapes?: unknown;
+  requirements?: Requirement[];
+  /** Set when the block was built by a builder function of its repository. */
+  builder?: string;
+  /** The model the builder made, when the block was taken from inside it. */
+  inside?: string;
+  /** The comparison with the original class: equivalent on the argument sets named, differs, or why not done. */
+  equivalence?: {
+    status: 'equivalent' | 'differs' | 'unavailable';
+    variants?: string[];
+    differences?: string[];
+    reason?: string;
+    /** Values compared (outputs, parameters, buffers, gradients), and the probes of the original's plan. */
+    compared_values?: number;
+    probes?: number;
+    largest_difference?: number;
+    /** How values were compared ("bit-identical"). */
+    tolerance?: string;
+    /** How the original was imported when not plainly (without its package's __init__). */
+    original?: string;
+    /** Top-level definitions of the pulled file none of whose code ran while the copy was probed. */
+    not_exercised?: string[];
+  };
+  /** On a failure: the highest tier the original class reached with the same arguments and inputs. */
+  original_passes?: 'instantiated' | 'forward';
+  /** Whether every output value the judge received was finite. */
+  output_finite?: boolean;
+  /** How many output values the judge checked itself. */
+  checked_values?: number;
+  /** The last lines the block printed, on some failures. */
+  output?: string;
+  seconds: number;
+  /** Which sandbox held the block. */
+  sandbox?: string;
+  /** Set when that sandbox is weaker than bubblewrap's: what it does not protect. */
+  weakSandbox?: string;
+}
+
+export interface ValidateOptions {
+  python: string;
+  runner: string;
+  timeoutMs?: number;
+  memoryMb?: number;
+  className?: string;
+  /** Constructor arguments to try first (how the repository itself builds the block). */
+  candidates?: { args: unknown[]; kwargs: Record<string, unknown> }[];
+  /** Modules known to be compiled extensions, for the failure category. */
+  native?: string[];
+  /** A function of the file that builds the block without arguments (the repository's own builder). */
+  builder?: string;
+  signal?: AbortSignal;
+  /** Validate in a warm interpreter of this pool instead of a fresh process. */
+  pool?: ValidatorPoolLike;
+  /** false: refuse (an error, nothing run) when only a weaker sandbox than bubblewrap's is available. */
+  allowWeakSandbox?: boolean;
+  /** The class the file was pulled from, to build beside the copy and compare (`path`: a folder for sys.path). */
+  original?: OriginalClass;
+  /** Files the file imports from beside it (a module of shared helpers), copied next to it for the run. */
+  companions?: string[];
+}
+
+export interface OriginalClass {
+  module: string;
+  class: string;
+  path: string | null;
+  /** The indexed source file of the class and its blob id: the judge refuses an original imported from elsewhere or
+   * changed since. */
+  file?: string;
+  blob?: string;
+  /** For a block built by a builder function: that function in the original repository. */
+  builder?: { module: string; name: string };
+}
+
+/** What validateFile needs of a pool (the pool lives in pool.ts). */
+export interface ValidatorPoolLike {
+  validate(file: string, options: ValidateOptions): Promise<ValidationReport>;
+}
