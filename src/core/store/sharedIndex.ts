@@ -80,7 +80,12 @@ export async function refreshShared(location: string, dbFile: string, { sqlWasm,
     if (!res.ok || !res.body) throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: HTTP ${res.status} ${res.statusText}${have ? '; the copy fetched before stays in use' : ''}`);
     etag = res.headers.get('etag') ?? undefined;
     download = `${dbFile}.download.${process.pid}.tmp`;
-    await pipeline(Readable.fromWeb(res.body as import('stream/web').ReadableStream), createWriteStream(download));
+    try {
+      await pipeline(Readable.fromWeb(res.body as import('stream/web').ReadableStream), createWriteStream(download));
+    } catch (err) {
+      await fsp.rm(download, { force: true });
+      throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: the download broke off (${err instanceof Error ? err.message : String(err)})${have ? '; the copy fetched before stays in use' : ''}`);
+    }
     archive = download;
   } else if (!(await fsp.stat(location).then((s) => s.isFile(), () => false))) {
     throw new NnragError('bad-source', `the shared index ${location} is not a file${have ? '; the copy fetched before stays in use' : ''}`);
