@@ -138,9 +138,20 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.keyboard.press('Enter');
       const line = page.locator('.view-lines .view-line').filter({ hasText: /^class\sResidualBlock\(/ }).first();
       await line.waitFor({ timeout: T });
-      await line.locator('span span').filter({ hasText: /^ResidualBlock$/ }).first().hover({ timeout: T });
       const hover = page.locator('.monaco-hover').filter({ hasText: 'pulled by NN-RAG' }).first();
-      await hover.waitFor({ state: 'visible', timeout: T });
+      // a hover shows once the pointer rests on the name; a pointer that arrived while the editor still scrolled is
+      // moved off and back, as a user would
+      for (let attempt = 1; ; attempt++) {
+        await line.locator('span span').filter({ hasText: /^ResidualBlock$/ }).first().hover({ timeout: T });
+        try {
+          await hover.waitFor({ state: 'visible', timeout: 20_000 });
+          break;
+        } catch (err) {
+          if (attempt === 3) throw err;
+          await line.locator('span span').filter({ hasText: /^class$/ }).first().hover({ timeout: T });
+          await page.waitForTimeout(1000);
+        }
+      }
       const text = await hover.innerText();
       for (const want of ['tinyblocks/blocks.py', 'license: MIT', 'validation: validated', 'content hash']) {
         if (!text.includes(want)) throw new Error(`the hover lacks '${want}': ${text}`);
