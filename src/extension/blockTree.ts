@@ -53,7 +53,7 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
       // the team's index: read-only here (no Re-index or Remove)
       item.contextValue = 'shared';
       item.description = vscode.l10n.t('{0} · shared', String(node.count ?? 0));
-      item.tooltip = vscode.l10n.t('From the shared index (nnrag.sharedIndex): read-only, kept up to date when NN-RAG starts');
+      item.tooltip = vscode.l10n.t('From the shared index (nnrag.sharedIndex): read-only, fetched again at start, on Re-index and on Refresh Shared Index');
       item.iconPath = new vscode.ThemeIcon('cloud');
     }
     if (node.error) {
