@@ -306,6 +306,7 @@ def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = No
     small: List[Tuple[Dict[str, Any], str]] = []
     for p in options:
         value = kwargs[p.name] if p.name in kwargs else p.default
+        given = number_for_none(p) if value is None and p.name not in kwargs else None
         if isinstance(value, bool):
             out.append(({p.name: not value}, f"{p.name}={not value}"))
         elif isinstance(value, str):
@@ -317,9 +318,9 @@ def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = No
                 # a rate at 0 (dropout, drop path) taken slightly up as well: code often branches on a threshold
                 # (`if rate > 0.1: ... elif rate > 0: ...`), and 0.5 takes only the first branch
                 small.append(({p.name: SMALL_RATE}, f"{p.name}={SMALL_RATE!r}"))
-        elif value is None and p.name not in kwargs and number_for_none(p) is not None:
+        elif given is not None:
             # an optional rate or scale left out by default: given, the part it switches on runs too
-            numeric.append(({p.name: number_for_none(p)}, f"{p.name}={number_for_none(p)!r}"))
+            numeric.append(({p.name: given}, f"{p.name}={given!r}"))
         elif isinstance(value, int) and not isinstance(value, bool) and p.name in kwargs and 0 < value <= 2 and p.name in COUNTS:
             # a guessed count of layers or repeats: one more takes the branches a single one skips (`i < n - 1`)
             numeric.append(({p.name: value + 1}, f"{p.name}={value + 1}"))

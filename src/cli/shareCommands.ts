@@ -4,7 +4,7 @@ import * as path from 'path';
 import { NnragError } from '../core/base/errors';
 import { redactUrls } from '../core/sources/git';
 import { exportIndex, importIndex } from '../core/store/shareIndex';
-import { refreshShared, sharedFrom } from '../core/store/sharedIndex';
+import { isHttpUrl, refreshShared, sharedFrom } from '../core/store/sharedIndex';
 import type { ArchiveManifest } from '../core/store/shareIndex';
 import { dbPath, EXIT, flag, opt, parse } from './env';
 import type { CliEnv } from './env';
@@ -27,7 +27,7 @@ export async function importCommand(argv: string[], env: CliEnv): Promise<number
   const args = parse(argv, { force: {} });
   const archive = args.positionals[0];
   if (!archive) throw new NnragError('usage', 'import needs the archive: nn-rag import models.nnrag.tgz --db models.db [--force]');
-  if (/^https?:\/\//i.test(archive)) return importUrl(archive, args, env);
+  if (isHttpUrl(archive)) return importUrl(archive, args, env);
   const m = await importIndex(path.resolve(archive), dbPath(args), { force: flag(args, 'force'), sqlWasm: env.assets.sqlWasm });
   if (flag(args, 'json')) env.out(`${JSON.stringify({ db: dbPath(args), ...m })}\n`);
   else env.out(`imported ${describe(m)} into ${dbPath(args)}\n`);

@@ -118,6 +118,8 @@ export interface PullSession {
   builders: Map<number, BuilderIndex>;
   /** A definition's text (by its hash) with its docstrings cut: the same helpers come back in pull after pull. */
   shortened: Map<string, string>;
+  /** The index's own store of sources (an imported index), when it has one: looked for once per session. */
+  sources?: string;
 }
 
 export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
@@ -127,7 +129,9 @@ export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
     files.set(f.id, { path: f.path, hash: f.hash });
     if (f.skipped) skipped.set(`${f.repoId}:${f.module}`, f.skipped);
   }
-  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map() };
+  const store = sourcesDirOf(db);
+  const sources = store && fs.existsSync(store) ? store : undefined;
+  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map(), sources };
 }
 
 async function parseRecord(session: PullSession, parser: PythonParser, rec: ModuleRecord): Promise<ParsedModule> {
@@ -135,7 +139,7 @@ async function parseRecord(session: PullSession, parser: PythonParser, rec: Modu
   if (cached) return cached;
   const repo = session.repos.get(rec.repoId)!;
   const file = session.files.get(rec.fileId)!;
-  const bytes = await readIndexedFile(repo, file.path, file.hash, sourcesDirOf(session.db));
+  const bytes = await readIndexedFile(repo, file.path, file.hash, session.sources);
   // what the index's parse kept of this very content (its blob id) saves parsing it again
   const units = unitsDirOf(session.db);
   const kept = units && loadUnits(units.dir, file.hash, rec.facts.units.length);

@@ -173,7 +173,7 @@ export class IndexService {
    */
   private async startFromShared(location: string, file: string): Promise<void> {
     // (just fetched by useShared: not asked for again)
-    const refreshed = this.justRefreshed ?? (await this.refreshShared(location));
+    const refreshed = this.justRefreshed ?? (await this.fetchShared(location));
     this.justRefreshed = undefined;
     if (refreshed && (await layerShared(this.sharedCopy(), file, refreshed, this.options.sqlWasm))) {
       this.events.log('index', 'the index starts from the shared index; your repositories are indexed on top');
@@ -184,7 +184,7 @@ export class IndexService {
     return path.join(this.options.storageDir, 'shared', 'index.db');
   }
 
-  private async refreshShared(location: string): Promise<SharedRefresh | undefined> {
+  private async fetchShared(location: string): Promise<SharedRefresh | undefined> {
     try {
       const r = await refreshShared(location, this.sharedCopy(), { sqlWasm: this.options.sqlWasm });
       this.events.log('index', `shared index ${redactUrls(location)}: ${r.state} (${r.repositories.join(', ')})`);
@@ -208,7 +208,7 @@ export class IndexService {
     this.options.sharedIndex = location || undefined;
     // no shared index any more: the next run drops its repositories
     if (!this.options.sharedIndex) return before ? this.reindex() : this.current;
-    const refreshed = await this.refreshShared(this.options.sharedIndex);
+    const refreshed = await this.fetchShared(this.options.sharedIndex);
     const { db } = await this.ready();
     if (!refreshed || layeredOn(db) === refreshed.sha256) {
       if (before !== this.options.sharedIndex) return this.reindex();

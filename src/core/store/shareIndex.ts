@@ -5,12 +5,12 @@
  * before anything is replaced (format, parser version, every file's hash, that the database is one of ours) and
  * then swaps it in, so a tampered or stale archive is refused and the index in use stays as it was.
  */
-import { createHash } from 'crypto';
-import { createReadStream, promises as fsp } from 'fs';
+import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as tar from 'tar';
 import { NnragError } from '../base/errors';
+import { fileSha256 } from '../base/hash';
 import { PARSER_VERSION } from '../parse/facts';
 import { redactUrls } from '../sources/git';
 import { IndexDb } from './database';
@@ -33,12 +33,6 @@ export interface ArchiveManifest {
   sources?: { kept: number; missing: string[] };
   /** sha256 of each file of the archive but this manifest, by its path in the archive. */
   sha256: Record<string, string>;
-}
-
-async function sha256Of(file: string): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(file)) h.update(chunk as Buffer);
-  return h.digest('hex');
 }
 
 async function listFiles(root: string, rel = ''): Promise<string[]> {
@@ -86,7 +80,7 @@ export async function exportIndex(dbFile: string, to: string, sqlWasm?: string):
     const kept = await listFiles(path.join(stage, SOURCES));
     const names = [DB_NAME, ...units.map((f) => `${UNITS}/${f}`), ...kept.map((f) => `${SOURCES}/${f}`)];
     const sha256: Record<string, string> = {};
-    for (const n of names) sha256[n] = await sha256Of(path.join(stage, n));
+    for (const n of names) sha256[n] = await fileSha256(path.join(stage, n));
     const manifest: ArchiveManifest = { format: ARCHIVE_FORMAT, parser_version: parser, exported_at: new Date().toISOString(), repositories, files, blocks, sources, sha256 };
     await fsp.writeFile(path.join(stage, MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
     const tmp = `${to}.${process.pid}.tmp`;
@@ -160,7 +154,7 @@ async function checkedArchive(archive: string, stage: string, sqlWasm?: string):
   const listed = Object.keys(manifest.sha256 ?? {}).sort();
   if (JSON.stringify(present.sort()) !== JSON.stringify(listed)) refuse('its files are not those its manifest lists');
   for (const n of listed) {
-    if ((await sha256Of(path.join(stage, n))) !== manifest.sha256[n]) refuse(`${n} does not have the sha256 its manifest records (changed after export)`);
+    if ((await fileSha256(path.join(stage, n))) !== manifest.sha256[n]) refuse(`${n} does not have the sha256 its manifest records (changed after export)`);
   }
   // the database is one of ours and opens
   try {

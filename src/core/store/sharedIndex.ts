@@ -5,12 +5,12 @@
  * copy in use. `layerShared` makes the index a window works in: the shared copy's repositories (read-only: never
  * re-indexed or dropped by the settings) with the user's own indexed on top.
  */
-import { createHash } from 'crypto';
-import { createReadStream, createWriteStream, promises as fsp } from 'fs';
+import { createWriteStream, promises as fsp } from 'fs';
 import * as path from 'path';
 import { Readable } from 'stream';
 import { pipeline } from 'stream/promises';
 import { NnragError } from '../base/errors';
+import { fileSha256 } from '../base/hash';
 import { redactUrls } from '../sources/git';
 import { IndexDb, LockedError } from './database';
 import { importIndex } from './shareIndex';
@@ -36,12 +36,6 @@ const stateFile = (dbFile: string): string => `${dbFile}.shared.json`;
 /** The meta key of a working index: the shared archive it was layered on, and that archive's repositories. */
 const LAYERED = 'shared_archive';
 
-async function sha256Of(file: string): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(file)) h.update(chunk as Buffer);
-  return h.digest('hex');
-}
-
 async function readState(dbFile: string): Promise<SharedState | undefined> {
   try {
     return JSON.parse(await fsp.readFile(stateFile(dbFile), 'utf8')) as SharedState;
@@ -55,7 +49,8 @@ export async function sharedFrom(dbFile: string, location: string): Promise<bool
   return (await readState(dbFile))?.location === redactUrls(location);
 }
 
-const isUrl = (location: string): boolean => /^https?:\/\//i.test(location);
+/** Whether a shared index's location is an http(s) URL (else a path). */
+export const isHttpUrl = (location: string): boolean => /^https?:\/\//i.test(location);
 
 /**
  * Brings the shared copy at `dbFile` up to date with the archive at `location`. Throws (a clear message, the copy in
@@ -69,7 +64,7 @@ export async function refreshShared(location: string, dbFile: string, { sqlWasm,
   let archive = location;
   let etag: string | undefined;
   let download: string | undefined;
-  if (isUrl(location)) {
+  if (isHttpUrl(location)) {
     let res: Response;
     try {
       res = await fetch(location, { headers: have?.etag ? { 'If-None-Match': have.etag } : {}, signal, redirect: 'follow' });
@@ -91,7 +86,7 @@ export async function refreshShared(location: string, dbFile: string, { sqlWasm,
     throw new NnragError('bad-source', `the shared index ${location} is not a file${have ? '; the copy fetched before stays in use' : ''}`);
   }
   try {
-    const sha256 = await sha256Of(archive);
+    const sha256 = await fileSha256(archive);
     if (have && have.sha256 === sha256) {
       // the server sent the same archive again (or the file did not change): nothing to replace
       if (etag && etag !== have.etag) await writeState(dbFile, { ...have, etag });
