@@ -78,6 +78,15 @@ export function ensureSlurm() {
   if (!have()) log('setup', 'Slurm is not installed (apt-get install slurm-wlm munge needs root): the Slurm test is skipped');
 }
 
+/** What `--build-native` compiles with for Debian's torch: g++, ninja, Python's and torch's headers (libtorch-dev,
+ * pybind11-dev); its test says why it is skipped without them. */
+export function ensureNativeBuild() {
+  const have = () => ['/usr/bin/g++', '/usr/bin/ninja', '/usr/include/torch/extension.h', '/usr/include/pybind11/pybind11.h'].every((f) => existsSync(f));
+  if (process.platform !== 'linux' || have()) return;
+  aptInstall(['g++', 'ninja-build', 'python3-dev', 'libtorch-dev', 'pybind11-dev'], 'a C++ toolchain for the --build-native test');
+  if (!have()) log('setup', 'g++, ninja or the torch headers are missing (apt-get install g++ ninja-build python3-dev libtorch-dev pybind11-dev needs root): the --build-native test is skipped');
+}
+
 /** Layer check (ESLint), type check and bundles. */
 export function build({ typecheck = true, tests = false, bench = false } = {}) {
   run(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), 'src'], { cwd: ROOT });

@@ -3,7 +3,7 @@
 // The last line is "tests: N passed, N failed".
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, build, ensureNodeModules, ensureSandbox, ensureSlurm, ensureTorch, log, run } from './setup.mjs';
+import { ROOT, build, ensureNativeBuild, ensureNodeModules, ensureSandbox, ensureSlurm, ensureTorch, log, run } from './setup.mjs';
 import { integration } from './testIntegration.mjs';
 
 const results = [];
@@ -54,6 +54,7 @@ try {
   const torchPython = ensureTorch();
   ensureSandbox();
   ensureSlurm();
+  ensureNativeBuild();
   build();
   mocha();
   // the python-runner must work without torch (the python3 first on PATH here has none) and with it

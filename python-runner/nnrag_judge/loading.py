@@ -108,6 +108,20 @@ def import_file(path: str, native: List[str]) -> Any:
     return module
 
 
+def load_natives(natives: List[Dict[str, str]], folder: str) -> None:
+    """The compiled operators built for the pulled file (--build-native), loaded from its `_nnrag_native` folder and
+    registered as the modules the original imports (`pkg._C`): the original's package has no built copy of its own."""
+    for n in natives:
+        path = os.path.join(folder, "_nnrag_native", n["file"])
+        spec = importlib.util.spec_from_file_location(n["name"], path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"the compiled operator {n['module']} cannot be loaded from {path}")
+        loaded = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loaded)
+        sys.modules[n["name"]] = loaded
+        sys.modules[n["module"]] = loaded
+
+
 def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
     """The original's module, from the folder it was indexed from (first on the path), and how it was imported. When
     the package's `__init__` fails (an optional dependency, a lazy loader), the module is imported again with its

@@ -63,6 +63,11 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
            "native": [str(n) for n in req.get("native", []) if isinstance(n, str)], "builder": req.get("builder")}
     if isinstance(req.get("no_original"), str):
         out["no_original"] = req["no_original"]
+    natives = req.get("natives")
+    if isinstance(natives, list):
+        out["natives"] = [{"module": n["module"], "name": n["name"], "file": n["file"]} for n in natives
+                          if isinstance(n, dict) and all(isinstance(n.get(k), str) for k in ("module", "name", "file"))
+                          and "/" not in n["file"] and n["file"].endswith(".so")]
     return out
 
 
@@ -94,7 +99,7 @@ def main(argv: List[str]) -> int:
 
 def serve() -> int:
     """--serve: imports torch once (a trusted import, before any block's code); then, for each request on stdin
-    ({"id", "file", "class", "candidates", "native", "builder", "memory_mb", "timeout_s", "original", "work",
+    ({"id", "file", "class", "candidates", "native", "natives", "builder", "memory_mb", "timeout_s", "original", "work",
     "scratch"}), validates in workers forked from this warm process, each in a fresh project folder under `work`
     (emptied, with every folder of `scratch`, before each worker), and answers {"id", "report"}. A line on stdin while
     a job runs cancels it; the end of stdin ends everything."""

@@ -264,6 +264,9 @@ def empty(folder: str) -> None:
             pass
 
 
+NATIVE_FOLDER = "_nnrag_native"
+
+
 def project_folder(work: str, source: str, name: str) -> str:
     """A project folder of an unpredictable name made exclusively in the work folder, holding a copy of the file under
     test and the helper modules beside it. Returns the copy's path."""
@@ -279,6 +282,13 @@ def project_folder(work: str, source: str, name: str) -> str:
     for entry in os.listdir(here):
         if entry.endswith(".py") and os.path.isfile(os.path.join(here, entry)) and not os.path.islink(os.path.join(here, entry)):
             shutil.copyfile(os.path.join(here, entry), os.path.join(project, entry))
+    # compiled operators built for the file (--build-native), in the folder its loader reads
+    natives = os.path.join(here, NATIVE_FOLDER)
+    if os.path.isdir(natives) and not os.path.islink(natives):
+        os.mkdir(os.path.join(project, NATIVE_FOLDER), 0o700)
+        for entry in os.listdir(natives):
+            if entry.endswith(".so") and os.path.isfile(os.path.join(natives, entry)) and not os.path.islink(os.path.join(natives, entry)):
+                shutil.copyfile(os.path.join(natives, entry), os.path.join(project, NATIVE_FOLDER, entry))
     return os.path.join(project, os.path.basename(source))
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from .arguments import constructor_candidates, guess_value, jsonable, variants
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import containers, filled, input_candidates, lighter, shapes, shrunk, spatial_sides, LARGE_SIDE
-from .loading import block_network, import_file, import_original, limit_files, limit_memory, set_target, where
+from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import MAX_VALUES, Failure, sender
 
 # torch's own Module.__call__, taken before the block's code ran
@@ -394,6 +394,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     plan (the argument set and input that ran, the variants to probe) and probe it."""
     original = req["original"]
     try:
+        load_natives(req.get("natives", []), os.path.dirname(str(req["file"])))
         module, how = import_original(original)
         cls = getattr(module, str(original["class"]))
     except BaseException as exc:  # noqa: BLE001 - a reason, not a verdict

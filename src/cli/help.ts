@@ -22,11 +22,14 @@ usage:
                      definitions pulled in (default 10) the chain of references that needs each
   nn-rag pull TARGET [--db F] --out FILE [--force] [--dry-run] [--python PY] [--no-validate] [--timeout S] [--json]
                      [--memory-mb MB] [--inline | --no-inline] [--whole-classes] [--full-docstrings] [--requirements]
-                     [--pep723]
+                     [--pep723] [--build-native [--cache DIR]]
                      --dry-run prints what the pull would write as a unified diff and writes nothing
                      --whole-classes copies every class the block needs whole (else they keep the methods reached)
                      --full-docstrings keeps the whole docstrings of what is pulled in (else their first paragraph)
                      --pep723 writes the file's dependencies into its header as PEP 723 inline metadata (uv run FILE)
+                     --build-native builds a compiled operator of the repository the block needs from its C++
+                     sources (CPU; g++, ninja and the interpreter's torch headers), in the sandbox, cached under
+                     --cache/native; it is written into _nnrag_native/ beside the file
                      --force replaces a file that was not pulled, or was edited since (see update)
                      code of other indexed repositories is inlined when --python cannot import them,
                      else imported (a block of an installed package imports the rest of that package);

@@ -19,7 +19,7 @@ import type { OriginalClass, ValidationReport } from '../core/validate/runner';
 import { indexCounts } from '../core/store/stats';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
 import { joinInside, writeText } from '../core/emit/writeSafe';
-import { flag, intOpt, opt, pythonOf } from './env';
+import { cacheDir, flag, intOpt, opt, pythonOf } from './env';
 import { dbPath, EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
 import type { ParsedArgs } from './env';
@@ -51,6 +51,8 @@ const PULL_OPTIONS = {
   'whole-classes': {},
   'full-docstrings': {},
   pep723: {},
+  'build-native': {},
+  cache: { value: true },
   'dry-run': {},
   shard: { value: true },
   'shard-count': { value: true },
@@ -72,6 +74,7 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
     wholeClasses: flag(args, 'whole-classes'),
     fullDocstrings: flag(args, 'full-docstrings'),
     inlineMetadata: flag(args, 'pep723'),
+    buildNative: flag(args, 'build-native') ? { cacheDir: path.join(cacheDir(args, env), 'native') } : undefined,
   };
 }
 
@@ -163,6 +166,7 @@ function describeReport(r: PullReport): string {
   const lines = [`${r.status}: ${r.target}`];
   if (r.out) lines.push(`  wrote ${r.out} (${r.definitions} definition${r.definitions === 1 ? "" : "s"}; imports ${r.imports.join(', ') || 'nothing third-party'})`);
   if (r.manifest) lines.push(`  provenance manifest ${r.manifest}; distributions needed in ${r.requiredRepos}`);
+  for (const n of r.natives ?? []) lines.push(`  compiled operator ${n.module} ${n.cached ? 'taken from the cache' : `built in ${n.seconds.toFixed(1)} s`} from ${n.sources.join(', ')} -> _nnrag_native/${n.file}`);
   if (r.tier) lines.push(`  tier reached: ${r.tier}`);
   if (r.validation?.kwargs || r.validation?.args) {
     lines.push(`  built with args ${JSON.stringify(r.validation.args ?? [])} kwargs ${JSON.stringify(r.validation.kwargs ?? {})}`);

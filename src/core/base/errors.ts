@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'interpreter'
   /** only a weaker sandbox than asked for is available */
   | 'sandbox'
+  /** a repository's compiled operator did not build (--build-native) */
+  | 'native-build'
   | 'internal';
 
 export class NnragError extends Error {

@@ -228,12 +228,35 @@ function importLine(e: ExternalImport, as: string): string {
   return as === e.module ? `import ${e.module}` : `import ${e.module} as ${as}`;
 }
 
+/** How a pulled file loads a compiled operator built by `--build-native` (from NATIVE_FOLDER beside it). */
+const NATIVE_LOADER = `def _nnrag_native(module, name, file):
+    """The compiled operator 'module' of the repository, built from its C++ sources by nn-rag pull --build-native
+    and kept in the _nnrag_native folder beside this file."""
+    import importlib.util
+    import os
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_nnrag_native", file)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None or not os.path.exists(path):
+        raise ImportError(f"{module} is a compiled operator: build it with nn-rag pull --build-native (no {path})")
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    sys.modules[name] = loaded
+    return loaded`;
+
 function importBlock(externals: ExternalImport[], names: Map<string, string>, future: boolean, stdlib?: ReadonlySet<string>): { text: string; thirdParty: string[] } {
   const plain = new Set<string>();
   const froms = new Map<string, Set<string>>();
+  const natives: string[] = [];
   for (const e of externals) {
     const as = names.get(e.key) ?? e.bound;
-    if (e.name !== undefined) {
+    if (e.native) {
+      const load = `_nnrag_native(${JSON.stringify(e.module)}, ${JSON.stringify(e.native.name)}, ${JSON.stringify(e.native.file)})`;
+      natives.push(`${as} = ${load}${e.name !== undefined ? `.${e.name}` : ''}`);
+    } else if (e.name !== undefined) {
       const set = froms.get(e.module) ?? new Set<string>();
       set.add(e.name === as ? e.name : `${e.name} as ${as}`);
       froms.set(e.module, set);
@@ -259,7 +282,8 @@ function importBlock(externals: ExternalImport[], names: Map<string, string>, fu
     const block = lines.filter((l) => l.group === g).map((l) => l.text);
     if (block.length) groups.push(block.join('\n'));
   }
-  const thirdParty = [...new Set(externals.map((e) => e.module.split('.')[0]).filter((m) => !isStdlib(m, stdlib)))].sort();
+  if (natives.length) groups.push(`\n${NATIVE_LOADER}\n\n\n${[...new Set(natives)].sort().join('\n')}`);
+  const thirdParty = [...new Set(externals.filter((e) => !e.native).map((e) => e.module.split('.')[0]).filter((m) => !isStdlib(m, stdlib)))].sort();
   return { text: groups.join('\n\n'), thirdParty };
 }
 

@@ -76,7 +76,7 @@ export async function folderInside(root: string, dir: string): Promise<void> {
  * Writes `content` to `file` by a new temporary file renamed over it, so a link at `file` is replaced, never followed;
  * the folders from `root` (default: the file's own folder) down to the file are checked by `folderInside`.
  */
-export async function writeText(file: string, content: string, root?: string): Promise<void> {
+export async function writeText(file: string, content: string | Uint8Array, root?: string): Promise<void> {
   await folderInside(root ?? path.dirname(file), path.dirname(file));
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2, 8)}.tmp`);
   try {

@@ -27,13 +27,15 @@ import { BuilderIndex } from '../resolve/builders';
 import { shortenDocstrings } from '../emit/docstrings';
 import { inlineMetadata } from '../validate/requirements';
 import { computeClosure } from '../resolve/closure';
-import type { ClosureResult, Problem } from '../resolve/closure';
+import type { ClosureContext, ClosureResult, Problem } from '../resolve/closure';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
 import { loadRepoRows, readIndexedFile, sourcesDirOf } from '../store/sourceText';
 import type { RepoRow } from '../store/sourceText';
 import { importableModules, stdlibModules } from '../validate/sandbox';
 import { writeSafely, writeText } from '../emit/writeSafe';
 import { isValidated, validateFile } from '../validate/runner';
+import type { NativeBuild } from '../validate/native';
+import { buildNatives, nativeNote, nativeSourcesOf, placeNatives } from './natives';
 import type { FailureCategory, OriginalClass, Requirement, Tier, ValidationReport, ValidatorPoolLike } from '../validate/runner';
 
 export type PullStatus = 'validated' | 'extracted' | 'failed';
@@ -61,6 +63,8 @@ export interface PullReport {
   manifest?: string;
   /** The folder's `required_repos.json`. */
   requiredRepos?: string;
+  /** Compiled operators built for the file and placed beside it (`--build-native`). */
+  natives?: { module: string; file: string; sources: string[]; cached: boolean; seconds: number }[];
   timings: { resolve_ms: number; emit_ms: number; validate_ms: number };
 }
 
@@ -105,6 +109,8 @@ export interface PullOptions {
   inlineMetadata?: boolean;
   /** Definitions a module of shared helpers beside the file provides (shared.ts): imported from `file`, not written. */
   shared?: { module: string; ids: ReadonlySet<string>; file: string };
+  /** Build the repository's compiled operators the block needs from their C++ sources (cached under `cacheDir`). */
+  buildNative?: { cacheDir: string };
 }
 
 /** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
@@ -278,6 +284,8 @@ export interface Emission {
   inlinedRepos: string[];
   closureCtx: Parameters<typeof computeClosure>[0];
   emitCtx: Parameters<typeof emitFile>[1];
+  /** Compiled operators built for the file (`--build-native`). */
+  natives: NativeBuild[];
   timings: { t0: number; t1: number; t2: number };
 }
 
@@ -299,6 +307,7 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
     inlines: (r: ModuleRecord, rootRepo: number) => (r.repoId === rootRepo && (!installed || r.fileId === rec.fileId)) || inlined.has(r.repoId),
     skippedReason: (module: string, repoId: number) => session.skipped.get(`${repoId}:${module}`),
     wholeClasses: options.wholeClasses,
+    natives: undefined as ClosureContext['natives'],
   };
   const emitCtx = {
     parsed: (r: ModuleRecord) => session.parsed.get(r.fileId)!,
@@ -311,19 +320,34 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
     stdlib: options.python ? await stdlibModules(options.python) : undefined,
     shorten: options.fullDocstrings ? undefined : (text: string) => shortened(session, text, options.parser),
   };
-  const closure = await computeClosure(closureCtx, rec, fact.unit);
+  let closure = await computeClosure(closureCtx, rec, fact.unit);
+  let natives: NativeBuild[] = [];
+  if (options.buildNative && closure.problems.some((p) => p.kind === 'native-extension')) {
+    const made = await buildNatives(session, ref.repoId, closure.problems, { ...options, cacheDir: options.buildNative.cacheDir });
+    natives = made.builds;
+    if (natives.length) {
+      closureCtx.natives = new Map(natives.map((b) => [b.module, { file: b.fileName, name: b.buildName }]));
+      closure = await computeClosure(closureCtx, rec, fact.unit);
+    }
+    for (const p of closure.problems) if (p.kind === 'native-extension' && made.failed.has(p.name)) p.detail = made.failed.get(p.name)!;
+  } else if (!options.buildNative) {
+    for (const p of closure.problems.filter((q) => q.kind === 'native-extension')) {
+      if (await nativeSourcesOf(session, ref.repoId, p.name)) p.detail += ' (nn-rag pull --build-native builds it from the C++ sources of the repository)';
+    }
+  }
   const t1 = performance.now();
   const inlinedRepos = inlinedNames(session, closure, ref.repoId);
   const notes = inlinedRepos.length
     ? [`also inlined: code of ${inlinedRepos.join(', ')} (${options.inline === 'all' ? 'as asked' : `indexed, and not importable by ${options.python ?? 'the interpreter'}`})`]
     : [];
+  notes.push(...natives.map(nativeNote));
   const emitted = emitFile(closure, { ...emitCtx, notes, provided: options.shared }, target);
   const t2 = performance.now();
-  return { target, rec, unit: fact.unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, timings: { t0, t1, t2 } };
+  return { target, rec, unit: fact.unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, natives, timings: { t0, t1, t2 } };
 }
 
 export async function pullBlock(session: PullSession, ref: ClassRef, options: PullOptions): Promise<PullReport> {
-  const { target, rec, unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, timings } = await emitBlock(session, ref, options);
+  const { target, rec, unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, natives, timings } = await emitBlock(session, ref, options);
   const { t0, t1, t2 } = timings;
   const report: PullReport = {
     status: 'extracted',
@@ -341,6 +365,10 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   };
   if (options.out) {
     await writeSafely(path.resolve(options.out), emitted.code, options.force, options.root);
+    if (natives.length) {
+      await placeNatives(natives, path.resolve(options.out), options.root);
+      report.natives = natives.map((b) => ({ module: b.module, file: b.fileName, sources: b.sources, cached: b.cached, seconds: b.seconds }));
+    }
   }
   /** The file's text, when its header changes after the write above (the verdict, the inline metadata). */
   let final: string | undefined;
@@ -364,6 +392,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       pool: options.pool,
       allowWeakSandbox: options.allowWeakSandbox,
       companions: emitted.provenance.shared && options.shared ? [options.shared.file] : undefined,
+      natives: natives.map((b) => ({ module: b.module, name: b.buildName, file: b.file, fileName: b.fileName })),
     });
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it

@@ -41,6 +41,9 @@ export interface ExternalImport {
   plainDotted: boolean;
   /** The name the original code binds it to. */
   bound: string;
+  /** A compiled module built from the repository's sources (`--build-native`): loaded from this file beside the
+   * pulled one under this module name, not imported. */
+  native?: { file: string; name: string };
 }
 
 export interface SymbolBinding {
@@ -85,6 +88,8 @@ export interface ClosureContext {
   skippedReason(module: string, repoId: number): string | undefined;
   /** Copies every class the file needs whole (else a class other than the block keeps the methods reached). */
   wholeClasses?: boolean;
+  /** Compiled modules built for this pull (`--build-native`), by module: the file and name to load them by. */
+  natives?: ReadonlyMap<string, { file: string; name: string }>;
 }
 
 /**
@@ -223,6 +228,16 @@ export function unitKey(rec: ModuleRecord, unit: number): string {
 
 export function symbolKey(rec: ModuleRecord, name: string): string {
   return `${rec.fileId}:${name}`;
+}
+
+/** The built compiled module `qualname` is (or is a name of: `pkg._C.op`), if one was built. */
+function nativeOf(natives: ClosureContext['natives'], qualname: string): { module: string; name?: string; native: { file: string; name: string } } | undefined {
+  if (!natives) return undefined;
+  for (const [module, native] of natives) {
+    if (qualname === module) return { module, native };
+    if (qualname.startsWith(`${module}.`) && !qualname.slice(module.length + 1).includes('.')) return { module, name: qualname.slice(module.length + 1), native };
+  }
+  return undefined;
 }
 
 function externalKey(e: Omit<ExternalImport, 'key'>): string {
@@ -422,6 +437,8 @@ async function closeOnce(
         builtinsUsed.add(t.name);
         return undefined;
       case 'missing': {
+        const built = nativeOf(ctx.natives, t.qualname);
+        if (built) return external({ module: built.module, name: built.name, plainDotted: false, bound, native: built.native });
         const reason = ctx.skippedReason(t.qualname, rootRec.repoId);
         problem(
           reason

@@ -104,6 +104,20 @@ export interface ValidateOptions {
   original?: OriginalClass;
   /** Files the file imports from beside it (a module of shared helpers), copied next to it for the run. */
   companions?: string[];
+  /** Compiled operators built for the file (`--build-native`): copied into its `_nnrag_native` folder for the run,
+   * and loaded for the original as the module it imports. Undefined: those the file's own loader calls name, from
+   * the `_nnrag_native` folder beside it. */
+  natives?: NativeFile[];
+}
+
+/** A compiled operator a pulled file loads: the module the code imports, the name it is loaded under, the file. */
+export interface NativeFile {
+  module: string;
+  name: string;
+  /** The shared object on this machine. */
+  file: string;
+  /** Its name in the `_nnrag_native` folder. */
+  fileName: string;
 }
 
 export interface OriginalClass {

@@ -22,7 +22,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { createInterface } from 'readline';
 import { CancelledError, NnragError } from '../base/errors';
-import type { ValidateOptions, ValidationReport } from './report';
+import type { NativeFile, ValidateOptions, ValidationReport } from './report';
 import { seccompProgram } from './seccomp';
 import { DEFAULT_MEMORY_MB } from './limits';
 
@@ -145,6 +145,76 @@ export async function describeSandbox(memoryMb = DEFAULT_MEMORY_MB): Promise<San
   const filter = seccompProgram() ? 'seccomp; ' : '';
   const label = weaker ? `weaker sandbox: ${weaker}` : `bubblewrap (user, PID, network and mount namespaces; ${filter}memory by ${memory})`;
   return { kind, weaker, memory, label };
+}
+
+const TORCH_VERSION = 'import hashlib, importlib.util, json, os\nspec = importlib.util.find_spec("torch")\nloc = list(spec.submodule_search_locations or []) if spec else []\nfile = os.path.join(loc[0], "version.py") if loc else ""\nprint(json.dumps(hashlib.sha256(open(file, "rb").read()).hexdigest() if file and os.path.exists(file) else ""))';
+
+/** What identifies the interpreter's torch for a cache key (its version.py, read without importing torch). */
+export async function torchVersionKey(python: string): Promise<string> {
+  return askPython<string>(python, TORCH_VERSION).catch(() => '');
+}
+
+/**
+ * Runs one trusted script of the runner (`script`) with the interpreter in the same sandbox as the judge: `inHost`
+ * read-only and `workHost` writable, seen inside at the paths `args` is given; no network; killed after `timeoutMs`.
+ * Used to build a repository's compiled operator, whose sources and build tools are not to be trusted with more.
+ */
+export async function runInSandbox(
+  python: string,
+  script: string,
+  options: { inHost: string; workHost: string; args: (inDir: string, workDir: string) => string[]; timeoutMs: number; signal?: AbortSignal; memoryMb?: number },
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const info = await interpreterInfo(python);
+  const sandbox = await describeSandbox(options.memoryMb);
+  const inside = sandbox.kind === 'bubblewrap';
+  const mounts: Mounts = {
+    runnerHost: path.dirname(path.resolve(script)),
+    runnerDir: inside ? '/opt/python-tools' : path.dirname(path.resolve(script)),
+    inHost: options.inHost,
+    inDir: inside ? '/srv/src' : options.inHost,
+    workHost: options.workHost,
+    workDir: inside ? '/home/user' : options.workHost,
+  };
+  const pyArgs = [info.executable, '-I', '-B', path.join(mounts.runnerDir, path.basename(script)), ...options.args(mounts.inDir, mounts.workDir)];
+  let argv: string[];
+  if (inside) argv = ['bwrap', ...bubblewrapArgs(info, mounts, []), ...pyArgs];
+  else if (sandbox.kind === 'unshare') argv = ['unshare', '-rn', '--pid', '--fork', '--kill-child', ...pyArgs];
+  else argv = pyArgs;
+  const cgroup = Cgroup.create(options.memoryMb ?? DEFAULT_MEMORY_MB);
+  if (cgroup) argv = ['/bin/sh', '-c', 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"', 'sh', ...cgroup.procs, '--', ...argv];
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: mounts.workDir, LANG: 'C.UTF-8', TMPDIR: mounts.workDir, MAX_JOBS: String(Math.max(1, os.cpus().length)) };
+  const program = inside ? seccompProgram() : undefined;
+  const child = spawn(argv[0], argv.slice(1), { cwd: options.workHost, env, stdio: ['ignore', 'pipe', 'pipe', ...(program ? ['pipe' as const] : [])] });
+  if (program) {
+    const fd = child.stdio[SECCOMP_FD] as import('stream').Writable;
+    fd.on('error', () => undefined);
+    fd.end(program);
+  }
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout = (stdout + d.toString('utf8')).slice(-20_000)));
+  child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-20_000)));
+  const stop = (): void => {
+    child.kill('SIGKILL');
+    cgroup?.killAll();
+  };
+  const timer = setTimeout(stop, options.timeoutMs);
+  options.signal?.addEventListener('abort', stop, { once: true });
+  try {
+    const code = await new Promise<number>((resolve) => {
+      child.on('error', (err) => {
+        stderr += `cannot start the sandbox: ${err.message}`;
+        resolve(127);
+      });
+      child.on('close', (c) => resolve(c ?? 137));
+    });
+    if (options.signal?.aborted) throw new CancelledError('cancelled');
+    return { code, stdout, stderr };
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', stop);
+    cgroup?.release();
+  }
 }
 
 /** Read-only system folders, symlinks kept as symlinks (merged /usr). */
@@ -459,6 +529,9 @@ export class Judge {
     await fsp.mkdir(inFolder);
     await fsp.copyFile(file, path.join(inFolder, name));
     for (const c of options.companions ?? []) await fsp.copyFile(c, path.join(inFolder, safeName(path.basename(c))));
+    const natives = options.natives ?? (await nativesBeside(file));
+    if (natives.length) await fsp.mkdir(path.join(inFolder, '_nnrag_native'));
+    for (const n of natives) await fsp.copyFile(n.file, path.join(inFolder, '_nnrag_native', n.fileName));
     const lastTier = (): string | null => [...this.stderr.matchAll(/nnrag-tier: ([\w-]+)/g)].pop()?.[1] ?? null;
     this.stderr = '';
     const request = {
@@ -473,6 +546,7 @@ export class Judge {
       memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
       timeout_s: timeoutMs / 1000,
       original: options.original,
+      natives: natives.map((n) => ({ module: n.module, name: n.name, file: n.fileName })),
     };
     const onAbort = (): void => {
       this.child.stdin!.write('cancel\n');
@@ -529,6 +603,18 @@ export class Judge {
     this.cgroup?.release();
     if (this.root) await fsp.rm(this.root, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+/** The compiled operators a pulled file's loader calls name (`_nnrag_native("pkg._C", "name", "file.so")`) that are in
+ * the `_nnrag_native` folder beside it. */
+async function nativesBeside(file: string): Promise<NativeFile[]> {
+  const text = await fsp.readFile(file, 'utf8').catch(() => '');
+  const out: NativeFile[] = [];
+  for (const m of text.matchAll(/_nnrag_native\("([\w.]+)", "(\w+)", "([\w.-]+\.so)"\)/g)) {
+    const on = path.join(path.dirname(file), '_nnrag_native', m[3]);
+    if (fs.existsSync(on) && !out.some((n) => n.fileName === m[3])) out.push({ module: m[1], name: m[2], file: on, fileName: m[3] });
+  }
+  return out;
 }
 
 /** A file name the sandbox can take whatever the pulled file was called (no separators or control characters). */

@@ -1,0 +1,85 @@
+/**
+ * A pull's compiled operators (`--build-native`): the modules the closure found with no Python source, looked up in
+ * the indexed repositories' C++ sources, built (or taken from the cache) and copied beside the pulled file.
+ */
+import * as path from 'path';
+import { promises as fsp } from 'fs';
+import { errorMessage } from '../base/errors';
+import type { Problem } from '../resolve/closure';
+import type { RepoRow } from '../store/sourceText';
+import { buildNative, findNativeSources, NATIVE_FOLDER } from '../validate/native';
+import type { NativeBuild, NativeSources } from '../validate/native';
+import { writeText } from '../emit/writeSafe';
+
+export interface NativeOutcome {
+  builds: NativeBuild[];
+  /** Why a module was not built, by the name the closure needs. */
+  failed: Map<string, string>;
+}
+
+const found = new WeakMap<object, Map<string, Promise<NativeSources | undefined>>>();
+
+/** The sources of compiled module `qualname` in the repositories (the block's own first), cached per session. */
+export function nativeSourcesOf(session: { repos: Map<number, RepoRow> }, rootRepo: number, qualname: string): Promise<NativeSources | undefined> {
+  let known = found.get(session);
+  if (!known) found.set(session, (known = new Map()));
+  let hit = known.get(qualname);
+  if (!hit) {
+    hit = (async () => {
+      const repos = [...session.repos.values()].sort((a, b) => Number(b.id === rootRepo) - Number(a.id === rootRepo));
+      for (const repo of repos) {
+        const spec = await findNativeSources(repo, qualname).catch(() => undefined);
+        if (spec) return spec;
+      }
+      return undefined;
+    })();
+    known.set(qualname, hit);
+  }
+  return hit;
+}
+
+/** Builds every compiled module the closure's `native-extension` problems name. */
+export async function buildNatives(
+  session: { repos: Map<number, RepoRow> },
+  rootRepo: number,
+  problems: Problem[],
+  options: { python?: string; runner?: string; cacheDir: string; signal?: AbortSignal },
+): Promise<NativeOutcome> {
+  const builds = new Map<string, NativeBuild>();
+  const failed = new Map<string, string>();
+  for (const p of problems.filter((q) => q.kind === 'native-extension')) {
+    const spec = await nativeSourcesOf(session, rootRepo, p.name);
+    if (!spec) {
+      failed.set(p.name, `${p.detail}, and no C++ sources that build it were found in the indexed repositories (--build-native)`);
+      continue;
+    }
+    if (builds.has(spec.module)) continue;
+    if (!options.python || !options.runner) {
+      failed.set(p.name, `${p.detail}: building it needs an interpreter with torch (--python)`);
+      continue;
+    }
+    try {
+      builds.set(spec.module, await buildNative(spec, { python: options.python, runner: options.runner, cacheDir: options.cacheDir, signal: options.signal }));
+    } catch (err) {
+      failed.set(p.name, errorMessage(err));
+    }
+  }
+  return { builds: [...builds.values()], failed };
+}
+
+/** Copies the built operators into NATIVE_FOLDER beside `out` (never outside `root`); returns their paths. */
+export async function placeNatives(builds: NativeBuild[], out: string, root: string | undefined): Promise<string[]> {
+  const placed: string[] = [];
+  for (const b of builds) {
+    const file = path.join(path.dirname(out), NATIVE_FOLDER, b.fileName);
+    await writeText(file, await fsp.readFile(b.file), root ?? path.dirname(out));
+    placed.push(file);
+  }
+  return placed;
+}
+
+/** The header's line for a built operator: what it is, what it was built from, how to build it again. */
+export function nativeNote(b: NativeBuild): string {
+  const cuda = b.cudaLeftOut.length ? `; CUDA sources left out: ${b.cudaLeftOut.join(', ')}` : '';
+  return `needs the compiled operator ${b.module}, built for the CPU from ${b.sources.join(', ')} (${NATIVE_FOLDER}/${b.fileName} beside this file; nn-rag pull --build-native builds it again)${cuda}`;
+}
