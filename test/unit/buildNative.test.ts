@@ -8,7 +8,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { cli, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
-import { findNativeSources } from '../../src/core/validate/native';
+import { findNativeSources } from '../../src/core/pull/nativeSources';
 import type { RepoRow } from '../../src/core/store/sourceText';
 
 const HEADERS = ['/usr/bin/g++', '/usr/bin/ninja', '/usr/include/torch/extension.h'];

@@ -7,7 +7,8 @@ import { promises as fsp } from 'fs';
 import { errorMessage } from '../base/errors';
 import type { Problem } from '../resolve/closure';
 import type { RepoRow } from '../store/sourceText';
-import { buildNative, findNativeSources, NATIVE_FOLDER } from '../validate/native';
+import { buildNative, NATIVE_FOLDER } from '../validate/native';
+import { findNativeSources } from './nativeSources';
 import type { NativeBuild, NativeSources } from '../validate/native';
 import { writeText } from '../emit/writeSafe';
 

@@ -2,29 +2,17 @@
  * `--build-native`: a block that needs a repository's own compiled operator (a C++ extension built with
  * `torch.utils.cpp_extension`) gets it built from the indexed repository's CPU sources, inside the sandbox, with the
  * user's interpreter (its torch headers, g++ and ninja), and cached by the sources' content and the interpreter.
- *
- * Which sources: the `setup.py` extension that names the module (its literal source list), else the C++ file that
- * binds a Python module (`PYBIND11_MODULE(TORCH_EXTENSION_NAME | name, m)`) with the C++ files beside and below it.
- * CUDA sources (`.cu`, `cuda/` folders, `*_cuda.cpp`) are left out: an operator with no CPU implementation fails to
- * load and says so.
+ * Which sources: pull/nativeSources.ts.
  */
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import * as git from 'isomorphic-git';
 import { createHash } from 'crypto';
 import { NnragError } from '../base/errors';
-import type { RepoRow } from '../store/sourceText';
 import { interpreterInfo, runInSandbox, torchVersionKey } from './sandbox';
 
 /** The folder under the pulled file that holds its built operators. */
 export const NATIVE_FOLDER = '_nnrag_native';
-
-const CPP = /\.(?:cpp|cc|cxx)$/;
-const HEADER = /\.(?:h|hpp|hh|hxx|inl|cuh)$/;
-const CUDA = /(?:\.cu$|(?:^|\/)cuda\/|_cuda\.(?:cpp|cc|cxx)$|_gpu\.(?:cpp|cc|cxx)$)/;
-const SKIP_DIRS = new Set(['.git', 'node_modules', 'build', 'dist', '__pycache__', '.eggs', 'third_party', 'docs']);
-const MAX_FILE = 4 << 20;
 
 /** What building a compiled module takes, found in its repository. */
 export interface NativeSources {
@@ -55,106 +43,6 @@ export interface NativeBuild {
   sources: string[];
   cudaLeftOut: string[];
   foundIn: string;
-}
-
-/** The repository's files under `under` whose names `want` accepts (never beyond a size cap). */
-async function repoFiles(repo: RepoRow, want: (rel: string) => boolean): Promise<Map<string, () => Promise<Uint8Array>>> {
-  const out = new Map<string, () => Promise<Uint8Array>>();
-  if (repo.kind === 'git' && repo.commit) {
-    const gitdir = repo.root;
-    for (const rel of await git.listFiles({ fs, gitdir, ref: repo.commit })) {
-      if (!want(rel) || rel.split('/').some((p) => SKIP_DIRS.has(p))) continue;
-      out.set(rel, async () => (await git.readBlob({ fs, gitdir, oid: repo.commit!, filepath: rel })).blob);
-    }
-    return out;
-  }
-  const root = repo.kind === 'folder' ? repo.location : null;
-  if (!root || !fs.existsSync(root)) return out;
-  const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
-    if (depth > 10) return;
-    for (const e of await fsp.readdir(dir, { withFileTypes: true }).catch(() => [])) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory() && !SKIP_DIRS.has(e.name) && !e.name.startsWith('.')) await walk(path.join(dir, e.name), r, depth + 1);
-      else if (e.isFile() && want(r)) {
-        const full = path.join(dir, e.name);
-        out.set(r, async () => {
-          if ((await fsp.stat(full)).size > MAX_FILE) throw new NnragError('usage', `${r} is too large to build from`);
-          return fsp.readFile(full);
-        });
-      }
-    }
-  };
-  await walk(root, '', 0);
-  return out;
-}
-
-/** The text of a balanced call starting at `open` (the index of its '('). */
-function callText(text: string, open: number): string {
-  let depth = 0;
-  for (let i = open; i < text.length && i < open + 20_000; i++) {
-    if (text[i] === '(') depth++;
-    else if (text[i] === ')' && --depth === 0) return text.slice(open, i + 1);
-  }
-  return text.slice(open, open + 20_000);
-}
-
-/**
- * The sources of the compiled module `qualname` needs (the module itself or a name inside it), found in `repo`;
- * undefined when the repository has none.
- */
-export async function findNativeSources(repo: RepoRow, qualname: string): Promise<NativeSources | undefined> {
-  const all = await repoFiles(repo, (rel) => CPP.test(rel) || HEADER.test(rel) || /\.cu$/.test(rel) || /(?:^|\/)setup\.py$/.test(rel));
-  const text = async (rel: string): Promise<string> => Buffer.from(await all.get(rel)!()).toString('utf8');
-  const parts = qualname.split('.');
-  // shortest first, below the top package (which has Python source): `pkg._C.op` is the name op of module pkg._C
-  const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('.')).slice(parts.length > 1 ? 1 : 0);
-  // the extensions setup.py declares, with their sources written out: the surest answer
-  const declared: { names: string[]; sources: string[]; setup: string }[] = [];
-  for (const setup of [...all.keys()].filter((r) => r.endsWith('setup.py'))) {
-    const src = await text(setup);
-    const base = path.posix.dirname(setup) === '.' ? '' : `${path.posix.dirname(setup)}/`;
-    for (const m of src.matchAll(/(?:CppExtension|CUDAExtension|Extension)\s*\(\s*(?:name\s*=\s*)?['"]([\w.]+)['"]/g)) {
-      const call = callText(src, src.indexOf('(', m.index));
-      const listed = [...call.matchAll(/['"]([^'"\n]+\.(?:cpp|cc|cxx|cu))['"]/g)].map((x) => path.posix.normalize(`${base}${x[1]}`));
-      declared.push({ names: [m[1], m[1].split('.').pop()!], sources: listed, setup });
-    }
-  }
-  for (const module of prefixes) {
-    const d = declared.find((e) => e.names[0] === module) ?? declared.find((e) => !e.names[0].includes('.') && e.names[0] === module.split('.').pop());
-    if (d && d.sources.length && d.sources.every((l) => all.has(l))) return staged(module, repo.name, 'TORCH_EXTENSION_NAME', d.sources, all, d.setup);
-  }
-  // else a C++ file that binds the module, with the C++ files beside and below it (none setup.py gives another module)
-  const claimed = new Set(declared.flatMap((d) => d.sources));
-  const binders: { rel: string; name: string }[] = [];
-  for (const rel of [...all.keys()].filter((r) => CPP.test(r) && !claimed.has(r))) {
-    const bind = /PYBIND11_MODULE\s*\(\s*(\w+)\s*,/.exec(await text(rel));
-    if (bind) binders.push({ rel, name: bind[1] });
-  }
-  for (const module of prefixes) {
-    const last = module.split('.').pop()!;
-    // a literal module name is certain; TORCH_EXTENSION_NAME only where the file's path names the module, or where
-    // it is the repository's only binding and the name looks like a compiled module's (`_C`, `_ext`)
-    const generic = binders.filter((b) => b.name === 'TORCH_EXTENSION_NAME');
-    const hit =
-      binders.find((b) => b.name === last) ??
-      generic.find((b) => b.rel.split('/').some((seg) => seg.replace(/\.\w+$/, '').replace(/^_+/, '') === last.replace(/^_+/, ''))) ??
-      (generic.length === 1 && last.startsWith('_') ? generic[0] : undefined);
-    if (!hit) continue;
-    const dir = path.posix.dirname(hit.rel);
-    const near = [...all.keys()].filter((r) => (CPP.test(r) || /\.cu$/.test(r)) && !claimed.has(r) && (dir === '.' || r.startsWith(`${dir}/`)));
-    return staged(module, repo.name, hit.name, near, all, hit.rel);
-  }
-  return undefined;
-}
-
-async function staged(module: string, repo: string, bindName: string, sources: string[], all: Map<string, () => Promise<Uint8Array>>, foundIn: string): Promise<NativeSources> {
-  const cpu = sources.filter((s) => !CUDA.test(s)).sort();
-  const cuda = sources.filter((s) => CUDA.test(s)).sort();
-  // the sources' folders and every header in the repository (includes are relative to either)
-  const files = new Map<string, Uint8Array>();
-  for (const rel of [...cpu, ...[...all.keys()].filter((r) => HEADER.test(r))]) files.set(rel, await all.get(rel)!());
-  const buildName = bindName === 'TORCH_EXTENSION_NAME' ? `nnrag_${module.replace(/\W/g, '_')}` : bindName;
-  return { module, repo, buildName, sources: cpu, cudaLeftOut: cuda, files, foundIn };
 }
 
 /** The cache key of a build: what is compiled, by which interpreter and torch. */
