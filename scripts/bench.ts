@@ -12,6 +12,7 @@
  * With --index-only, only the floors and the cold index (about a minute): prints their figures and stores nothing.
  * Usage: tsx scripts/bench.ts [--corpus DIR...] [--out FILE] [--no-validate] [--no-synthetic] [--scale N] [--rounds N] [--pool-speedup]
  *        [--small-files N] [--shards N [--shard-blocks B]]
+ *        tsx scripts/bench.ts --native [--python P]   (pull --build-native: the build, and the cached second pull)
  *        tsx scripts/bench.ts --index-only [--corpus DIR...] [--rounds N]
  *        tsx scripts/bench.ts --synthetic-child CORPUS_DIR N   (the child: prints one JSON line)
  */
@@ -41,6 +42,7 @@ import { EDITOR_BUILDER_BUDGET_S } from '../src/shared/protocol';
 import { importRoot } from '../src/core/pull/pull';
 import { judgeMutants, score } from '../bench/mutants';
 import { mergeRecords } from '../bench/records';
+import { NATIVE_REPO } from '../test/unit/nativeFixture';
 import type { BenchRecord } from '../bench/records';
 import type { MutantResult } from '../bench/mutants';
 
@@ -282,6 +284,44 @@ function hasTorch(): boolean {
 }
 
 /**
+ * --native: `pull --build-native` on the test's repository with its own C++ operator: the pull that builds it (an
+ * empty cache), and the same pull again (the cached build), each with validation; `--python P` builds with P's torch.
+ */
+async function nativeBench(argv: string[]): Promise<void> {
+  const python = argv.includes('--python') ? argv[argv.indexOf('--python') + 1] : PYTHON;
+  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-native-'));
+  const cli = path.join(ROOT, 'dist', 'cli.js');
+  try {
+    for (const [rel, text] of Object.entries(NATIVE_REPO)) {
+      await fsp.mkdir(path.dirname(path.join(work, 'repo', rel)), { recursive: true });
+      await fsp.writeFile(path.join(work, 'repo', rel), text);
+    }
+    const db = path.join(work, 'index.db');
+    execFileSync(process.execPath, [cli, 'index', path.join(work, 'repo'), '--db', db], { stdio: 'ignore' });
+    const pull = (name: string): { seconds: number; report: { tier: string | null; natives?: { seconds: number; cached: boolean }[] } } => {
+      const t0 = performance.now();
+      const r = spawnSync(process.execPath, [cli, 'pull', 'opspkg.layers.ScaledResidual', '--db', db, '--out', path.join(work, 'out', `${name}.py`), '--python', python, '--build-native', '--cache', path.join(work, 'cache'), '--json'], { encoding: 'utf8' });
+      return { seconds: (performance.now() - t0) / 1000, report: JSON.parse(r.stdout) };
+    };
+    const cold = pull('cold');
+    const warm = pull('cached');
+    console.log(JSON.stringify({
+      native: {
+        python,
+        cold_pull_s: r2(cold.seconds),
+        build_s: r2(cold.report.natives?.[0]?.seconds ?? NaN),
+        cold_tier: cold.report.tier,
+        cached_pull_s: r2(warm.seconds),
+        cached: warm.report.natives?.[0]?.cached ?? false,
+        cached_tier: warm.report.tier,
+      },
+    }));
+  } finally {
+    await fsp.rm(work, { recursive: true, force: true });
+  }
+}
+
+/**
  * --mutants: the mutation bench over a batch pull. `--mutants-from DIR --db DB` takes a finished `pull --all` (its
  * report.json); without them, Debian's torchvision is indexed and pulled with validation here. `--python P` judges
  * with P; `--mutant-blocks N` (40) limits the blocks mutated, taken in target order from those judged equivalent.
@@ -347,6 +387,10 @@ async function main(): Promise<void> {
   }
   if (argv.includes('--mutants')) {
     await mutationBench(argv);
+    return;
+  }
+  if (argv.includes('--native')) {
+    await nativeBench(argv);
     return;
   }
   const scale = argv.includes('--scale') ? Number(argv[argv.indexOf('--scale') + 1]) : 10;

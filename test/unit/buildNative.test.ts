@@ -9,52 +9,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { cli, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
 import { findNativeSources } from '../../src/core/pull/nativeSources';
+import { NATIVE_REPO } from './nativeFixture';
 import type { RepoRow } from '../../src/core/store/sourceText';
 
 const HEADERS = ['/usr/bin/g++', '/usr/bin/ninja', '/usr/include/torch/extension.h'];
-
-const REPO: Record<string, string> = {
-  'setup.py': `from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
-
-setup(
-    name="opspkg",
-    ext_modules=[
-        CppExtension("opspkg._C", ["opspkg/csrc/ops.cpp", "opspkg/csrc/scale.cpp"]),
-        CUDAExtension("opspkg._G", ["opspkg/csrc/cuda/gate.cu"]),
-    ],
-    cmdclass={"build_ext": BuildExtension},
-)
-`,
-  'opspkg/__init__.py': '',
-  'opspkg/csrc/scale.h': '#pragma once\n#include <torch/extension.h>\ntorch::Tensor scaled_add(const torch::Tensor& x, const torch::Tensor& y, double alpha);\n',
-  'opspkg/csrc/scale.cpp': '#include "scale.h"\ntorch::Tensor scaled_add(const torch::Tensor& x, const torch::Tensor& y, double alpha) { return x + alpha * y; }\n',
-  'opspkg/csrc/ops.cpp': '#include "scale.h"\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scaled_add", &scaled_add, "x + alpha * y"); }\n',
-  'opspkg/csrc/cuda/gate.cu': '// a CUDA kernel only\n',
-  'opspkg/layers.py': `from torch import nn
-
-from . import _C
-
-
-class ScaledResidual(nn.Module):
-    def __init__(self, dim=8, alpha=0.5):
-        super().__init__()
-        self.proj = nn.Linear(dim, dim)
-        self.alpha = alpha
-
-    def forward(self, x):
-        return _C.scaled_add(x, self.proj(x), self.alpha)
-`,
-  'opspkg/gates.py': `from torch import nn
-
-from ._G import gate
-
-
-class Gated(nn.Module):
-    def forward(self, x):
-        return gate(x)
-`,
-};
 
 describe('pull --build-native', function () {
   this.timeout(900_000);
@@ -71,7 +29,7 @@ describe('pull --build-native', function () {
     dir = await tmpdir('nnrag-native-');
     db = path.join(dir, 'index.db');
     cache = path.join(dir, 'cache');
-    await writeTree(path.join(dir, 'repo'), REPO);
+    await writeTree(path.join(dir, 'repo'), NATIVE_REPO);
     assert.strictEqual((await cli('index', path.join(dir, 'repo'), '--db', db)).code, 0);
   });
 
