@@ -23,7 +23,8 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { findTarget, listBlockTargets } from '../src/core/store/target';
 import { IndexDb } from '../src/core/store/database';
-import { finishRun, indexSource, Rediscovery } from '../src/core/index/indexer';
+import { finishRun, indexSource } from '../src/core/index/indexer';
+import { indexSources } from '../src/core/index/indexSources';
 import { PythonParser } from '../src/core/parse/parser';
 import { lazyPool } from '../src/core/analysis/parsePool';
 import { warmUpParser } from '../src/core/analysis/warmUp';
@@ -147,12 +148,11 @@ async function coldIndex(
       if (firstResultMs !== undefined) return;
       if (searchBlocks(db, { text: firstQuery, limit: 1 }).length) firstResultMs = performance.now() - coldStart;
     }, 20);
-    const rediscover = new Rediscovery();
-    for (let i = 0; i < roots.length; i++) {
-      await indexSource(db, await openFolder({ location: roots[i], name: names[i] }), { ...indexOptions, rediscover });
-    }
+    // the indexing loop of `nn-rag index` and the server, with the server's rediscovery while files land
+    const folders = roots.map((location, i) => ({ location, name: names[i], kind: 'folder' as const }));
+    await indexSources(db, folders, { open: { cacheDir: os.tmpdir() }, index: () => indexOptions, rediscover: true });
     clearInterval(polling);
-    // as `nn-rag index` and the server do: the parse workers end before the finish
+    // the parse workers end before the finish, as they do there
     await release();
     finishRun(db);
     firstResultMs ??= performance.now() - coldStart;

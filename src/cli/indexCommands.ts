@@ -2,13 +2,14 @@
 import { performance } from 'perf_hooks';
 import { NnragError } from '../core/base/errors';
 import { lazyPool } from '../core/analysis/parsePool';
-import { finishRun, indexSource } from '../core/index/indexer';
+import { finishRun } from '../core/index/indexer';
+import { indexSources } from '../core/index/indexSources';
 import type { IndexRunStats } from '../core/index/indexer';
 import { PythonParser } from '../core/parse/parser';
 import { inShard, parseShard } from '../core/pull/shard';
 import { mergeIndexes } from '../core/index/mergeIndex';
 import { repositoryNames } from '../core/sources/names';
-import { openSource, sourceFromArgument } from '../core/sources/open';
+import { sourceFromArgument } from '../core/sources/open';
 import type { SourceConfig } from '../core/sources/types';
 import { blockCount, indexStats } from '../core/store/stats';
 import { HELP } from './help';
@@ -70,21 +71,19 @@ export async function indexCommand(argv: string[], env: CliEnv): Promise<number>
   const runs: IndexRunStats[] = [];
   const t0 = performance.now();
   try {
-    for (const config of configs) {
-      const sources = await openSource(config, { cacheDir: cacheDir(args, env), signal: env.signal, onMessage: (m) => draw(`[git] ${m}`) });
-      for (const source of sources) {
-        const run = await indexSource(db, source, {
-          parser,
-          parse: pool.parse,
-          concurrency: pool.inFlight,
-          hereMaxBytes: pool.hereMaxBytes,
-          signal: env.signal,
-          maxFileBytes: intOpt(args, 'max-file-kb', 2048) * 1024,
-          onProgress: (p) => draw(`[index] ${p.step}/${p.total} ${p.message}`),
-        });
-        runs.push(run);
-      }
-    }
+    await indexSources(db, configs, {
+      open: { cacheDir: cacheDir(args, env), signal: env.signal, onMessage: (m) => draw(`[git] ${m}`) },
+      index: () => ({
+        parser,
+        parse: pool.parse,
+        concurrency: pool.inFlight,
+        hereMaxBytes: pool.hereMaxBytes,
+        signal: env.signal,
+        maxFileBytes: intOpt(args, 'max-file-kb', 2048) * 1024,
+        onProgress: (p) => draw(`[index] ${p.step}/${p.total} ${p.message}`),
+      }),
+      onRun: (run) => void runs.push(run),
+    });
   } finally {
     await pool.close();
     // whatever finished is kept: every file's facts were written as it completed

@@ -10,7 +10,8 @@ import * as path from 'path';
 import { lazyPool } from '../analysis/parsePool';
 import { warmUpParser } from '../analysis/warmUp';
 import { CancelledError, errorMessage } from '../base/errors';
-import { finishRun, indexSource, Rediscovery, removeRepositoriesExcept } from '../index/indexer';
+import { finishRun, removeRepositoriesExcept } from '../index/indexer';
+import { indexSources } from '../index/indexSources';
 import type { WasmPaths } from '../parse/parser';
 import { PythonParser } from '../parse/parser';
 import { importRoot, openPullSession } from '../pull/pull';
@@ -19,7 +20,6 @@ import { loadModuleTable } from '../resolve/loadTable';
 import { redactUrls } from '../sources/git';
 import type { GitAuth } from '../sources/git';
 import { repositoryNames } from '../sources/names';
-import { openSource } from '../sources/open';
 import type { SourceConfig } from '../sources/types';
 import { IndexDb } from '../store/database';
 import { forgetShared, layeredOn, layerShared, refreshShared, sharedRepositories } from '../store/sharedIndex';
@@ -275,64 +275,50 @@ export class IndexService {
     events.log('index', `indexing ${repositories.length} repositories`);
     const { db, parser } = await this.ready();
     let changed = 0;
-    // repositories that left the settings are dropped, unless a configured one could not be opened this time
-    const seen = new Set<string>();
-    const folders = new Map<string, SourceConfig>();
-    const gits: SourceConfig[] = [];
-    let allOpened = true;
     // a live update has no rediscovery of its own: its blocks are found when edits pause (scheduleFinish)
-    const rediscover = live ? undefined : new Rediscovery();
     this.runsInProgress++;
     this.pullCache = undefined;
     try {
-      for (const config of repositories) {
-        this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${labelOf(config)}` });
-        try {
-          const sources = await openSource(config, {
-            cacheDir: options.cacheDir,
-            signal,
-            onMessage: (m) => events.log('git', m),
-            onAuth: events.auth,
-            onAuthFailure: events.authFailed,
-          });
-          for (const source of sources) {
-            seen.add(source.info.name);
-            if (source.info.kind === 'folder') folders.set(source.info.root, config);
-            if (source.info.kind === 'git') gits.push(config);
-            const r = await indexSource(db, source, {
-              parser,
-              // a live update parses its few files here; a full run starts workers
-              parse: live ? undefined : this.parsePool?.parse,
-              concurrency: live ? 1 : (this.parsePool?.inFlight ?? 1),
-              hereMaxBytes: this.parsePool?.hereMaxBytes,
-              signal,
-              // a live update of a folder looks at the files the watcher saw change, not the whole folder
-              only: only?.get(source.info.root),
-              maxFileBytes: options.maxFileKb * 1024,
-              rediscover,
-              onProgress: (pr) => {
-                if (pr.step % 25 === 0 || pr.step === pr.total) {
-                  this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${source.info.name}`, progress: { step: pr.step, total: pr.total, repo: source.info.name } });
-                }
-              },
-            });
-            changed += r.changed;
-            events.log('index', `${r.repo}: ${r.files} files, ${r.computed} changed, ${r.deleted} removed, ${r.seconds.toFixed(2)} s`);
-            if (r.failed.count) events.log('index', `${r.repo}: ${r.failed.count} files could not be read or parsed, e.g. ${r.failed.first.map((f) => `${f.path}: ${f.detail}`).join('; ')}`);
-            // let requests be answered between repositories
-            await new Promise((resolve) => setImmediate(resolve));
-          }
-          this.failures.delete(labelOf(config));
-        } catch (err) {
-          if (err instanceof CancelledError) throw err;
-          allOpened = false;
+      const loop = await indexSources(db, repositories, {
+        open: { cacheDir: options.cacheDir, signal, onMessage: (m) => events.log('git', m), onAuth: events.auth, onAuthFailure: events.authFailed },
+        rediscover: !live,
+        onConfig: (config) => this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${labelOf(config)}` }),
+        index: (source) => ({
+          parser,
+          // a live update parses its few files here; a full run starts workers
+          parse: live ? undefined : this.parsePool?.parse,
+          concurrency: live ? 1 : (this.parsePool?.inFlight ?? 1),
+          hereMaxBytes: this.parsePool?.hereMaxBytes,
+          signal,
+          // a live update of a folder looks at the files the watcher saw change, not the whole folder
+          only: only?.get(source.info.root),
+          maxFileBytes: options.maxFileKb * 1024,
+          onProgress: (pr) => {
+            if (pr.step % 25 === 0 || pr.step === pr.total) {
+              this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${source.info.name}`, progress: { step: pr.step, total: pr.total, repo: source.info.name } });
+            }
+          },
+        }),
+        onRun: async (r) => {
+          changed += r.changed;
+          events.log('index', `${r.repo}: ${r.files} files, ${r.computed} changed, ${r.deleted} removed, ${r.seconds.toFixed(2)} s`);
+          if (r.failed.count) events.log('index', `${r.repo}: ${r.failed.count} files could not be read or parsed, e.g. ${r.failed.first.map((f) => `${f.path}: ${f.detail}`).join('; ')}`);
+          // let requests be answered between repositories
+          await new Promise((resolve) => setImmediate(resolve));
+        },
+        onConfigDone: (config) => this.failures.delete(labelOf(config)),
+        onFailure: (config, err) => {
           const message = errorMessage(err);
           events.log('index', `${labelOf(config)}: ${message}`);
           // said once: the tree keeps showing it (with Retry, Remove, Open Settings) until a run succeeds
           if (this.failures.get(labelOf(config))?.message !== message) events.failed(`NN-RAG: cannot index ${labelOf(config)}: ${message}`);
           this.failures.set(labelOf(config), { name: repositoryNames(config)[0] ?? labelOf(config), location: config.location, message });
-        }
-      }
+        },
+      });
+      // repositories that left the settings are dropped, unless a configured one could not be opened this time
+      const { seen, allOpened } = loop;
+      const folders = new Map<string, SourceConfig>(loop.opened.filter((o) => o.source.info.kind === 'folder').map((o) => [o.source.info.root, o.config]));
+      const gits = loop.opened.filter((o) => o.source.info.kind === 'git').map((o) => o.config);
       if (!live) for (const key of [...this.failures.keys()]) if (!this.options.repositories.some((r) => labelOf(r) === key)) this.failures.delete(key);
       // the workers' memory goes back before the finish (discovery and duplicate groups over the whole index)
       if (!live) await this.parsePool?.close();
