@@ -20,10 +20,17 @@ export const CORE_LAYERS = [
   'emit', // one file from a closure, manifests, merges
   'pull', // a pull: closure, emission, validation
   'specification', // neutral specifications of blocks
+  'workspace', // the use-case API over an open index that the fronts call
   'service', // the index as a long-lived service (the language server's)
 ];
 
 const FRONTS = ['extension', 'server', 'cli'];
+/** A front pulls and indexes through the core API (core/workspace, the one indexing loop), never the pieces below. */
+const CORE_API = [
+  { group: ['../core/pull/pull'], importNames: ['openPullSession'], message: 'fronts reach pull sessions through core/workspace (Workspace)' },
+  { group: ['../core/resolve/loadTable'], message: 'fronts reach the module table through core/workspace (Workspace)' },
+  { group: ['../core/index/indexer'], importNames: ['indexSource'], message: 'one indexing loop: core/index/indexSources' },
+];
 const EDITOR = ['vscode', 'vscode-languageclient', 'vscode-languageclient/*', 'vscode-languageserver', 'vscode-languageserver/*'];
 
 /** `no-restricted-imports` options for a file of core folder `layer`. */
@@ -65,14 +72,14 @@ export default [
   },
   {
     files: ['src/server/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['vscode', 'vscode-languageclient', 'vscode-languageclient/*'], message: 'the server runs outside the editor' }, { group: ['../extension/*', '../cli/*'] }] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['vscode', 'vscode-languageclient', 'vscode-languageclient/*'], message: 'the server runs outside the editor' }, { group: ['../extension/*', '../cli/*'] }, ...CORE_API] }] },
   },
   {
     files: ['src/cli/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: EDITOR, message: 'the command line runs without an editor' }, { group: ['../extension/*', '../server/*'] }] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: EDITOR, message: 'the command line runs without an editor' }, { group: ['../extension/*', '../server/*'] }, ...CORE_API] }] },
   },
   {
     files: ['src/extension/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['vscode-languageserver', 'vscode-languageserver/*'], message: 'the extension talks to the server over the protocol' }, { group: ['../server/*', '../cli/*'] }] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['vscode-languageserver', 'vscode-languageserver/*'], message: 'the extension talks to the server over the protocol' }, { group: ['../server/*', '../cli/*'] }, ...CORE_API] }] },
   },
 ];

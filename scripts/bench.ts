@@ -33,16 +33,15 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { merge3 } from '../src/core/emit/merge';
 import type { FloorInput } from '../bench/floorWorker';
 import { linesOf } from '../src/core/emit/why';
-import { openPullSession, pullBlock } from '../src/core/pull/pull';
-import { loadModuleTable } from '../src/core/resolve/loadTable';
+import { pullBlock } from '../src/core/pull/pull';
 import { searchBlocks } from '../src/core/search/search';
 import { openFolder } from '../src/core/sources/folder';
 import { ValidatorPool } from '../src/core/validate/validatorPool';
 import { IndexService } from '../src/core/service/indexService';
 import { EDITOR_BUILDER_BUDGET_S } from '../src/shared/protocol';
-import { importRoot } from '../src/core/pull/pull';
 import { judgeMutants, score } from '../bench/mutants';
 import { mergeRecords } from '../bench/records';
+import { Workspace } from '../src/core/workspace/workspace';
 import { NATIVE_REPO } from '../test/unit/nativeFixture';
 import type { BenchRecord } from '../bench/records';
 import type { MutantResult } from '../bench/mutants';
@@ -343,9 +342,9 @@ async function mutationBench(argv: string[]): Promise<void> {
   const report = JSON.parse(await fsp.readFile(path.join(from, 'report.json'), 'utf8')) as { items: { target: string; tier: string | null; out: string }[] };
   const chosen = report.items.filter((i) => i.tier === 'equivalent').sort((a, b) => a.target.localeCompare(b.target)).slice(0, limit);
   const { db } = await IndexDb.open(dbFile, { sqlWasm: ASSETS.sqlWasm });
-  const session = openPullSession(db, loadModuleTable(db));
-  const roots = [...new Set([...session.repos.values()].flatMap((r) => importRoot(r) ?? []))];
-  const pool = new ValidatorPool(python, RUNNER, Math.max(1, os.cpus().length), 4096, roots);
+  const ws = Workspace.over(db, ASSETS);
+  const session = ws.session();
+  const pool = ws.validatorPool(python, RUNNER, Math.max(1, os.cpus().length));
   const results: MutantResult[] = [];
   let judged = 0;
   const t0 = performance.now();
@@ -580,8 +579,7 @@ async function main(): Promise<void> {
   // pull: every block of the index, in memory, no validation, through one module table and session (as the server
   // keeps them while the index does not change); what loading them costs the first pull is reported on its own
   const tableT0 = performance.now();
-  const table = loadModuleTable(live);
-  const session = openPullSession(live, table);
+  const session = Workspace.over(live, ASSETS).session();
   const pullSessionMs = performance.now() - tableT0;
   const targets = listBlockTargets(live);
   const pullMs: number[] = [];

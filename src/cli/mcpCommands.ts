@@ -14,9 +14,8 @@ import { z } from 'zod';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { fileNameProblem } from '../core/emit/moduleNames';
 import { PythonParser } from '../core/parse/parser';
-import { openPullSession, pullBlock, requirementsText } from '../core/pull/pull';
+import { pullBlock, requirementsText } from '../core/pull/pull';
 import type { PullSession } from '../core/pull/pull';
-import { loadModuleTable } from '../core/resolve/loadTable';
 import { searchBlocks } from '../core/search/search';
 import type { SearchHit } from '../core/search/search';
 import { blockSpec } from '../core/specification/specification';
@@ -27,6 +26,7 @@ import { findTarget } from '../core/store/target';
 import { VERSION } from '../shared/version';
 import { dbPath, EXIT, flag, openDb, opt, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
+import { Workspace } from '../core/workspace/workspace';
 
 /** A search hit as an assistant reads it: what to pull, what it takes, what it is, whether it ran, where it is from. */
 function hitSummary(h: SearchHit): Record<string, unknown> {
@@ -76,9 +76,9 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
     }
   });
   const db: IndexDb = await openDb(args, env, true, 'or-read');
-  const parser = await PythonParser.create(env.assets);
-  let session: PullSession | undefined;
-  const pulls = (): PullSession => (session ??= openPullSession(db, loadModuleTable(db)));
+  const ws = Workspace.over(db, env.assets);
+  const parser = await ws.parser();
+  const pulls = (): PullSession => ws.session();
 
   const server = new McpServer({ name: 'nn-rag', version: VERSION }, { capabilities: { logging: {} } });
 
@@ -283,9 +283,9 @@ export async function contextCommand(argv: string[], env: CliEnv): Promise<numbe
   if (!args.positionals.length) throw new NnragError('usage', 'context needs a QUERY');
   const db = await openDb(args, env);
   try {
-    const parser = await PythonParser.create(env.assets);
+    const ws = Workspace.over(db, env.assets);
     const limit = Math.min(5, Math.max(1, Number(opt(args, 'limit') ?? 3) || 3));
-    env.out(`${JSON.stringify(await contextPack(db, parser, openPullSession(db, loadModuleTable(db)), args.positionals.join(' '), limit), null, 1)}\n`);
+    env.out(`${JSON.stringify(await contextPack(db, await ws.parser(), ws.session(), args.positionals.join(' '), limit), null, 1)}\n`);
   } finally {
     db.close();
   }

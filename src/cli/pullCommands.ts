@@ -9,11 +9,9 @@ import { findTarget, listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
 import { CancelledError, errorMessage, NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
-import { explained, importRoot, openPullSession, originalOfPulled, pullBlock, requirementsText } from '../core/pull/pull';
+import { explained, pullBlock, requirementsText } from '../core/pull/pull';
 import { companionsOf, pullTogether } from '../core/pull/shared';
 import type { PullOptions, PullReport } from '../core/pull/pull';
-import { loadModuleTable } from '../core/resolve/loadTable';
-import { ValidatorPool } from '../core/validate/validatorPool';
 import { isToolFault, validateFile } from '../core/validate/runner';
 import type { OriginalClass, ValidationReport } from '../core/validate/runner';
 import { indexCounts } from '../core/store/stats';
@@ -22,6 +20,7 @@ import { joinInside, writeText } from '../core/emit/writeSafe';
 import { cacheDir, flag, intOpt, opt, pythonOf } from './env';
 import { dbPath, EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
+import { Workspace } from '../core/workspace/workspace';
 import type { ParsedArgs } from './env';
 import type { FileSizes } from '../core/emit/why';
 import { summarise } from '../core/pull/batch';
@@ -102,8 +101,9 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
   const db = await openDb(args, env, true, true);
   try {
     const ref = findTarget(db, args.positionals[0]);
-    const parser = await PythonParser.create(env.assets);
-    const session = openPullSession(db, loadModuleTable(db));
+    const ws = Workspace.over(db, env.assets);
+    const parser = await ws.parser();
+    const session = ws.session();
     if (flag(args, 'dry-run')) {
       // what the file would become, as a unified diff against what is there now; nothing is written or run
       const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-dry-'));
@@ -187,8 +187,9 @@ export async function showDepsCommand(args: ParsedArgs, env: CliEnv): Promise<nu
   const db = await openDb(args, env);
   try {
     const ref = findTarget(db, args.positionals[0]);
-    const parser = await PythonParser.create(env.assets);
-    const session = openPullSession(db, loadModuleTable(db));
+    const ws = Workspace.over(db, env.assets);
+    const parser = await ws.parser();
+    const session = ws.session();
     const report = await pullBlock(session, ref, { ...pullOptions(args, env, parser, false), out: undefined, manifest: false, largest: intOpt(args, 'limit', 10) });
     const sizes = report.sizes!;
     if (flag(args, 'json')) {
@@ -237,8 +238,9 @@ async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv):
   const db = await openDb(args, env, true, true);
   try {
     const refs = args.positionals.map((t) => findTarget(db, t));
-    const parser = await PythonParser.create(env.assets);
-    const session = openPullSession(db, loadModuleTable(db));
+    const ws = Workspace.over(db, env.assets);
+    const parser = await ws.parser();
+    const session = ws.session();
     const options = pullOptions(args, env, parser, validate);
     const { reports, shared: sharedLine } = await pullTogether(session, refs, outDir, options, {
       force: flag(args, 'force'),
@@ -274,15 +276,15 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     const startFrom = intOpt(args, 'start-from', 0);
     const limit = intOpt(args, 'limit', all.length);
     const targets = all.slice(startFrom, startFrom + limit);
-    const parser = await PythonParser.create(env.assets);
-    const session = openPullSession(db, loadModuleTable(db));
+    const ws = Workspace.over(db, env.assets);
+    const parser = await ws.parser();
+    const session = ws.session();
     // validation runs in a pool of warm interpreters (one per core unless --jobs says otherwise), the pulls that
     // feed it run that many at a time; --no-pool starts a fresh interpreter for every block
     const jobs = Math.max(1, intOpt(args, 'jobs', validate ? os.cpus().length : 1));
     if (validate) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
-    // the folders the originals are imported from, for the equivalence check, are shown to every sandbox
-    const roots = [...new Set([...session.repos.values()].flatMap((r) => importRoot(r) ?? []))];
-    const pool = validate && !flag(args, 'no-pool') ? new ValidatorPool(pythonOf(args, env), env.assets.runner, jobs, intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB), roots) : undefined;
+    // (the folders the originals are imported from, for the equivalence check, are shown to every sandbox)
+    const pool = validate && !flag(args, 'no-pool') ? ws.validatorPool(pythonOf(args, env), env.assets.runner, jobs, intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB)) : undefined;
     const items: BatchItem[] = new Array(targets.length);
     let next = 0;
     let done = 0;
@@ -376,7 +378,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
   let original: OriginalClass | { unavailable: string } | undefined;
   if (prov) {
     const db = await openDb(args, env, false, false).catch(() => undefined);
-    if (db && indexCounts(db).repos > 0) original = originalOfPulled(openPullSession(db, loadModuleTable(db)), prov);
+    if (db && indexCounts(db).repos > 0) original = Workspace.over(db, env.assets).originalOfPulled(prov);
     else original = { unavailable: `no index at ${dbPath(args)} names its original (--db)` };
     db?.close();
   }

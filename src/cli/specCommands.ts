@@ -5,14 +5,12 @@ import { findTarget, listBlockTargets } from '../core/store/target';
 import { joinInside, writeText } from '../core/emit/writeSafe';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { indexStats } from '../core/store/stats';
-import { PythonParser } from '../core/parse/parser';
-import { openPullSession } from '../core/pull/pull';
-import { loadModuleTable } from '../core/resolve/loadTable';
 import { blockSpec } from '../core/specification/specification';
 import { TIERS } from '../core/validate/runner';
 import { flag, intOpt, opt } from './env';
 import { EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
+import { Workspace } from '../core/workspace/workspace';
 import { mergeBatches, recordVerdicts } from '../core/pull/batch';
 import type { BatchReport, BatchSummary, ExtractionReport } from '../core/pull/batch';
 import { reportHtml } from './reportHtml';
@@ -24,8 +22,9 @@ export async function specCommand(argv: string[], env: CliEnv): Promise<number> 
   if (all && !opt(args, 'out-dir')) throw new NnragError('usage', 'spec --all needs --out-dir DIR');
   const db = await openDb(args, env);
   try {
-    const parser = await PythonParser.create(env.assets);
-    const session = openPullSession(db, loadModuleTable(db));
+    const ws = Workspace.over(db, env.assets);
+    const parser = await ws.parser();
+    const session = ws.session();
     if (!all) {
       const spec = await blockSpec(db, findTarget(db, args.positionals[0]), parser, session);
       env.out(`${JSON.stringify(spec, null, flag(args, 'json') ? 1 : 2)}\n`);

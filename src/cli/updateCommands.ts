@@ -7,7 +7,7 @@ import { parseProvenance, readProvenance } from '../core/emit/emit';
 import { readManifest, writeManifests } from '../core/emit/manifest';
 import { NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
-import { openPullSession, originalOf } from '../core/pull/pull';
+import { originalOf } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus } from '../core/pull/update';
 import type { PulledFileStatus } from '../core/pull/update';
@@ -15,9 +15,9 @@ import type { PullSession } from '../core/pull/pull';
 import type { IndexDb } from '../core/store/database';
 import { validateFile } from '../core/validate/runner';
 import { createTwoFilesPatch } from 'diff';
-import { loadModuleTable } from '../core/resolve/loadTable';
 import { EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
+import { Workspace } from '../core/workspace/workspace';
 import { warnBeforeValidating } from './pullCommands';
 import { DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S } from '../core/validate/limits';
 
@@ -93,8 +93,9 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-update-'));
   let failed = false;
   try {
-    const parser = await PythonParser.create(env.assets);
-    const session = openPullSession(db, loadModuleTable(db));
+    const ws = Workspace.over(db, env.assets);
+    const parser = await ws.parser();
+    const session = ws.session();
     for (const file of files) {
       let outcome: UpdateOutcome;
       try {

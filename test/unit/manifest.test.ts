@@ -129,5 +129,14 @@ describe('package.json against the code', () => {
     // facts.ts imports fingerprint.ts, so fingerprint.ts importing facts.ts closes a cycle.
     assert.ok((await crossing('src/core/parse/fingerprint.ts', "import { extractFacts } from './facts';\nexport const x = extractFacts;\n")).includes('import/no-cycle'));
     assert.deepStrictEqual(await crossing('src/core/index/probe.ts', "import { NnragError } from '../base/errors';\nexport const x = NnragError;\n"), []);
+    // a front pulls and indexes through the core API, never the pieces below it
+    for (const [file, text] of [
+      ['src/cli/probe.ts', "import { openPullSession } from '../core/pull/pull';\nexport const x = openPullSession;\n"],
+      ['src/server/probe.ts', "import { loadModuleTable } from '../core/resolve/loadTable';\nexport const x = loadModuleTable;\n"],
+      ['src/cli/probe.ts', "import { indexSource } from '../core/index/indexer';\nexport const x = indexSource;\n"],
+    ]) {
+      assert.ok((await crossing(file, text)).includes('no-restricted-imports'), text);
+    }
+    assert.deepStrictEqual(await crossing('src/cli/probe.ts', "import { Workspace } from '../core/workspace/workspace';\nexport const x = Workspace;\n"), []);
   });
 });
