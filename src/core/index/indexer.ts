@@ -16,7 +16,7 @@ import { PARSER_VERSION } from '../parse/facts';
 import type { ImportFact } from '../parse/types';
 import { searchWords } from '../search/words';
 import { isImportable, modulePathOf } from '../sources/modulePath';
-import type { OpenedSource, SourceFile } from '../sources/types';
+import type { OpenedSource, SkippedEntry, SourceFile } from '../sources/types';
 import type { IndexDb } from '../store/database';
 import { pruneUnits, unitsDirOf } from '../store/unitsCache';
 
@@ -107,15 +107,29 @@ export function indexSource(db: IndexDb, source: OpenedSource, options: IndexOpt
   return db.batch(() => indexWithin(db, source, options));
 }
 
-async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
-  const t0 = performance.now();
-  const { info } = source;
-  const repoId = upsertRepo(db, source);
-  const reparseAll = db.getMeta('parser_version') !== PARSER_VERSION;
+/** Records the files the source skipped (with why) that the index does not hold as skipped already; returns how many. */
+function recordSkipped(
+  db: IndexDb,
+  repoId: number,
+  skipped: SkippedEntry[],
+  existing: Map<string, ExistingFile>,
+  seen: Set<string>,
+  moduleOf: (path: string) => { module: string; isPackage: boolean },
+): number {
+  let written = 0;
+  for (const s of skipped) {
+    seen.add(s.path);
+    const old = existing.get(s.path);
+    if (old && old.reason === s.reason && old.detail === s.detail) continue;
+    const { module, isPackage } = moduleOf(s.path);
+    writeFile(db, repoId, old?.id, { path: s.path, module, isPackage, size: 0, mtime: null, hash: '', status: 'skipped', reason: s.reason, detail: s.detail });
+    written++;
+  }
+  return written;
+}
 
-  const only = options.only && source.listPaths ? new Set(options.only) : undefined;
-  const { files, skipped } = only ? await source.listPaths!([...only]) : await source.list(options.signal);
-
+/** The repository's files the index holds, by path. */
+function existingFiles(db: IndexDb, repoId: number): Map<string, ExistingFile> {
   const existing = new Map<string, ExistingFile>();
   for (const r of db.all('SELECT id, path, size, mtime, hash, reason, detail FROM files WHERE repo_id = ?', [repoId])) {
     existing.set(String(r.path), {
@@ -127,20 +141,26 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
       detail: r.detail === null ? null : String(r.detail),
     });
   }
+  return existing;
+}
+
+async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
+  const t0 = performance.now();
+  const { info } = source;
+  const repoId = upsertRepo(db, source);
+  const reparseAll = db.getMeta('parser_version') !== PARSER_VERSION;
+
+  const only = options.only && source.listPaths ? new Set(options.only) : undefined;
+  const { files, skipped } = only ? await source.listPaths!([...only]) : await source.list(options.signal);
+
+  const existing = existingFiles(db, repoId);
   // a `src/` layout without `src/__init__.py`: modules are named from inside `src`
   const paths = only ? [...existing.keys(), ...files.map((f) => f.path)] : files.map((f) => f.path);
   const srcLayout = !info.modulePrefix && paths.some((p) => p.startsWith('src/')) && !paths.includes('src/__init__.py');
   const seen = new Set<string>();
   const stats: IndexRunStats = { repo: info.name, files: files.length, parsed: 0, skipped: 0, computed: 0, kept: 0, deleted: 0, changed: 0, seconds: 0, parseSeconds: 0, commit: info.commit, failed: { count: 0, first: [] } };
 
-  for (const s of skipped) {
-    seen.add(s.path);
-    const old = existing.get(s.path);
-    if (old && old.reason === s.reason && old.detail === s.detail) continue;
-    const { module, isPackage } = modulePathOf(s.path, info.modulePrefix, srcLayout);
-    writeFile(db, repoId, old?.id, { path: s.path, module, isPackage, size: 0, mtime: null, hash: '', status: 'skipped', reason: s.reason, detail: s.detail });
-    stats.changed++;
-  }
+  stats.changed += recordSkipped(db, repoId, skipped, existing, seen, (p) => modulePathOf(p, info.modulePrefix, srcLayout));
 
   // plan: what is unchanged is kept without reading it; the rest is read, hashed and (if new) parsed
   const todo: SourceFile[] = [];

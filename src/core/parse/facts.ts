@@ -662,23 +662,9 @@ class Extractor {
       case 'identifier':
         this.ref(node, scope, timing);
         return;
-      case 'attribute': {
-        // collect a dotted chain rooted at a bare name
-        const attrs: string[] = [];
-        const ends: number[] = [];
-        let cur: Node = node;
-        while (cur.type === 'attribute') {
-          const attr = cur.childForFieldName('attribute');
-          attrs.unshift(attr?.text ?? '');
-          ends.unshift(cur.endIndex);
-          const obj = cur.childForFieldName('object');
-          if (!obj) return;
-          cur = obj;
-        }
-        if (cur.type === 'identifier') this.ref(cur, scope, timing, attrs, ends);
-        else this.visit(cur, scope, timing);
+      case 'attribute':
+        this.visitAttribute(node, scope, timing);
         return;
-      }
       case 'keyword_argument':
         this.visitAll([node.childForFieldName('value')], scope, timing);
         return;
@@ -702,15 +688,9 @@ class Extractor {
       case 'function_definition':
         this.visitFunction(node, scope, timing);
         return;
-      case 'class_definition': {
-        const superclasses = node.childForFieldName('superclasses');
-        if (superclasses) this.visit(superclasses, scope, timing);
-        const cls = new Scope('class', scope);
-        const body = node.childForFieldName('body');
-        this.collectScope(body, cls);
-        if (body) this.visitAll(body.namedChildren, cls, timing);
+      case 'class_definition':
+        this.visitClass(node, scope, timing);
         return;
-      }
       case 'lambda': {
         const params = node.childForFieldName('parameters');
         const fn = new Scope('function', scope);
@@ -782,6 +762,33 @@ class Extractor {
       default:
         this.visitAll(node.namedChildren, scope, timing);
     }
+  }
+
+  /** A dotted chain rooted at a bare name (`a.b.c`) is one reference with its attributes; else its object is visited. */
+  private visitAttribute(node: Node, scope: Scope, timing: Timing): void {
+    const attrs: string[] = [];
+    const ends: number[] = [];
+    let cur: Node = node;
+    while (cur.type === 'attribute') {
+      const attr = cur.childForFieldName('attribute');
+      attrs.unshift(attr?.text ?? '');
+      ends.unshift(cur.endIndex);
+      const obj = cur.childForFieldName('object');
+      if (!obj) return;
+      cur = obj;
+    }
+    if (cur.type === 'identifier') this.ref(cur, scope, timing, attrs, ends);
+    else this.visit(cur, scope, timing);
+  }
+
+  /** A nested class: its bases in the enclosing scope, its body in a class scope of its own. */
+  private visitClass(node: Node, scope: Scope, timing: Timing): void {
+    const superclasses = node.childForFieldName('superclasses');
+    if (superclasses) this.visit(superclasses, scope, timing);
+    const cls = new Scope('class', scope);
+    const body = node.childForFieldName('body');
+    this.collectScope(body, cls);
+    if (body) this.visitAll(body.namedChildren, cls, timing);
   }
 
   /** Records `Block(64, k=3)`-style calls: literal arguments tell the validator how the repository builds a block. */

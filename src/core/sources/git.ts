@@ -167,6 +167,21 @@ export interface GitCredentials {
 
 const CURRENT_REF = 'refs/nnrag/current';
 
+/** isomorphic-git's credential callbacks for `url`: ask the front (a cancel when it has nothing), tell it of a refusal. */
+function authCallbacks(url: string, options: GitOptions): { onAuth?: () => Promise<GitCredentials | { cancel: true }>; onAuthFailure?: () => { cancel: true } } {
+  const ask = options.onAuth;
+  const failed = options.onAuthFailure;
+  return {
+    onAuth: ask ? async () => (await ask(url)) ?? { cancel: true } : undefined,
+    onAuthFailure: failed
+      ? () => {
+          failed(url);
+          return { cancel: true };
+        }
+      : undefined,
+  };
+}
+
 export async function openGit(config: SourceConfig, options: GitOptions): Promise<OpenedSource & { updated: boolean; previous?: string }> {
   const url = checkGitUrl(config.location);
   const name = validateName(config.name ?? defaultGitName(url));
@@ -178,15 +193,7 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
     ? (p: { phase: string; loaded: number; total?: number }) =>
         options.onMessage!(`${p.phase} ${p.loaded}${p.total ? `/${p.total}` : ''}`)
     : undefined;
-  const ask = options.onAuth;
-  const onAuth = ask ? async () => (await ask(url)) ?? { cancel: true } : undefined;
-  const failed = options.onAuthFailure;
-  const onAuthFailure = failed
-    ? () => {
-        failed(url);
-        return { cancel: true };
-      }
-    : undefined;
+  const { onAuth, onAuthFailure } = authCallbacks(url, options);
 
   let previous: string | undefined;
   try {
