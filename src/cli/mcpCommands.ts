@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { fileNameProblem } from '../core/emit/moduleNames';
 import { PythonParser } from '../core/parse/parser';
-import { pullBlock, requirementsText } from '../core/pull/pull';
+import { requirementsText } from '../core/pull/pull';
 import type { PullSession } from '../core/pull/pull';
 import { searchBlocks } from '../core/search/search';
 import type { SearchHit } from '../core/search/search';
@@ -99,6 +99,8 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
     return out;
   };
 
+  const context: McpContext = { server, db, ws, parser, pulls, roots, python, allowValidate, runner: env.assets.runner };
+
   server.registerTool(
     'search_blocks',
     {
@@ -136,6 +138,63 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
     },
   );
 
+  registerPullTool(context);
+
+  server.registerTool(
+    'list_repositories',
+    { title: 'List indexed repositories', description: 'The repositories in the index: name, kind, location, commit, license, files and blocks.', inputSchema: {} },
+    async () => json(indexStats(db).repos.map((r) => ({ name: r.name, kind: r.kind, location: r.location, commit: r.commit, license: r.license, files: r.files, blocks: r.blocks }))),
+  );
+
+  server.registerTool(
+    'index_status',
+    { title: 'Index status', description: 'How many files, blocks and repositories the index holds, and where it is.', inputSchema: {} },
+    async () => json({ ...indexCounts(db), database: dbPath(args), validation: allowValidate ? `allowed, with ${python}` : 'off (start with --allow-validate)' }),
+  );
+
+  server.registerTool(
+    'get_context',
+    {
+      title: 'Context for a prompt',
+      description:
+        'A compact, model-ready pack for the best few blocks for a query: for each, its signature, summary, constructor and forward parameters, validation, and the provenance line to cite. Pull one with pull_block, or read its closed source at nnrag://block/{target}.',
+      inputSchema: { query: z.string().min(1).describe('What the code being written needs'), limit: z.number().int().min(1).max(5).optional().describe('How many blocks (default 3)') },
+    },
+    async ({ query, limit }) => json(await contextPack(db, parser, pulls(), query, limit ?? 3)),
+  );
+
+  registerResources(context);
+
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = () => resolve();
+    process.stdin.on('end', () => resolve());
+    env.signal?.addEventListener('abort', () => resolve());
+  });
+  await server.connect(transport);
+  env.err(`nn-rag mcp: serving ${dbPath(args)} over stdio${allowValidate ? `, validation with ${python}` : ''}\n`);
+  await closed;
+  await server.close().catch(() => undefined);
+  db.close();
+  return EXIT.ok;
+}
+
+/** What the MCP server's tools and resources share. */
+interface McpContext {
+  server: McpServer;
+  db: IndexDb;
+  ws: Workspace;
+  parser: PythonParser;
+  pulls: () => PullSession;
+  /** The roots writes may go under. */
+  roots: () => Promise<string[]>;
+  python: string;
+  allowValidate: boolean;
+  runner: string;
+}
+
+/** pull_block: a pull under one of the roots, never replacing a file a person must decide about. */
+function registerPullTool({ server, db, ws, roots, python, allowValidate, runner }: McpContext): void {
   server.registerTool(
     'pull_block',
     {
@@ -169,14 +228,13 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       try {
         const ref = findTarget(db, target);
         await say(0, `pulling ${ref.name}`);
-        const report = await pullBlock(pulls(), ref, {
-          parser,
+        const report = await ws.pull(ref, {
           out: file,
           root,
           force: false,
           validate: wantValidate,
           python,
-          runner: env.assets.runner,
+          runner,
           signal: extra.signal,
         });
         await say(2, `${report.status}${report.tier ? ` (${report.tier})` : ''}`);
@@ -197,30 +255,10 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       }
     },
   );
+}
 
-  server.registerTool(
-    'list_repositories',
-    { title: 'List indexed repositories', description: 'The repositories in the index: name, kind, location, commit, license, files and blocks.', inputSchema: {} },
-    async () => json(indexStats(db).repos.map((r) => ({ name: r.name, kind: r.kind, location: r.location, commit: r.commit, license: r.license, files: r.files, blocks: r.blocks }))),
-  );
-
-  server.registerTool(
-    'index_status',
-    { title: 'Index status', description: 'How many files, blocks and repositories the index holds, and where it is.', inputSchema: {} },
-    async () => json({ ...indexCounts(db), database: dbPath(args), validation: allowValidate ? `allowed, with ${python}` : 'off (start with --allow-validate)' }),
-  );
-
-  server.registerTool(
-    'get_context',
-    {
-      title: 'Context for a prompt',
-      description:
-        'A compact, model-ready pack for the best few blocks for a query: for each, its signature, summary, constructor and forward parameters, validation, and the provenance line to cite. Pull one with pull_block, or read its closed source at nnrag://block/{target}.',
-      inputSchema: { query: z.string().min(1).describe('What the code being written needs'), limit: z.number().int().min(1).max(5).optional().describe('How many blocks (default 3)') },
-    },
-    async ({ query, limit }) => json(await contextPack(db, parser, pulls(), query, limit ?? 3)),
-  );
-
+/** The block's closed source and its specification, as resources. */
+function registerResources({ server, db, parser, pulls, ws }: McpContext): void {
   server.registerResource(
     'block-source',
     new ResourceTemplate('nnrag://block/{target}', { list: undefined }),
@@ -229,7 +267,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-mcp-'));
       try {
         const out = path.join(scratch, 'block.py');
-        await pullBlock(pulls(), findTarget(db, decodeURIComponent(String(target))), { parser, out, validate: false, manifest: false });
+        await ws.pull(decodeURIComponent(String(target)), { out, validate: false, manifest: false });
         return { contents: [{ uri: uri.href, mimeType: 'text/x-python', text: await fsp.readFile(out, 'utf8') }] };
       } finally {
         await fsp.rm(scratch, { recursive: true, force: true });
@@ -245,19 +283,6 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(await blockSpec(db, findTarget(db, decodeURIComponent(String(target))), parser, pulls()), null, 1) }],
     }),
   );
-
-  const transport = new StdioServerTransport();
-  const closed = new Promise<void>((resolve) => {
-    transport.onclose = () => resolve();
-    process.stdin.on('end', () => resolve());
-    env.signal?.addEventListener('abort', () => resolve());
-  });
-  await server.connect(transport);
-  env.err(`nn-rag mcp: serving ${dbPath(args)} over stdio${allowValidate ? `, validation with ${python}` : ''}\n`);
-  await closed;
-  await server.close().catch(() => undefined);
-  db.close();
-  return EXIT.ok;
 }
 
 /** The best `limit` blocks for `query`, each with what a model needs to use and cite it. */
