@@ -8,7 +8,9 @@ import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
 import { DependencyTreeProvider } from './dependencyTree';
 import { BlockTreeProvider } from './blockTree';
 import { NnragClient } from './client';
-import { EMPTY_SCHEME, lastError, mayRunCode, PREVIEW_SCHEME, previewTexts, registerCommands, register, settlePendingPull, weakSandboxAllowed } from './commands';
+import { registerCommands } from './commands';
+import { register, Session } from './ctx';
+import { EMPTY_SCHEME, mayRunCode, PREVIEW_SCHEME, previewTexts } from './pullIntoWorkspace';
 import { GitCredentialService } from './credentials';
 import { describeInterpreter, InterpreterService, versionsLabel, withInterpreter } from './interpreter';
 import type { Interpreter } from './interpreter';
@@ -42,6 +44,106 @@ export async function activate(context: vscode.ExtensionContext): Promise<NnragA
     void vscode.window.showErrorMessage(vscode.l10n.t('NN-RAG could not start: {0}', message), show).then((p) => p === show && log.show());
     return undefined;
   }
+}
+
+/** The Pulled Blocks view follows the workspace's Python files; pulled sources and previews are shown read-only. */
+function watchFiles(context: vscode.ExtensionContext, client: NnragClient, pulled: PulledBlocksProvider, log: vscode.LogOutputChannel): void {
+  // the view follows the files: pulls, updates, edits saved, files deleted
+  const pyWatcher = vscode.workspace.createFileSystemWatcher('**/*.py');
+  context.subscriptions.push(
+    pyWatcher,
+    pyWatcher.onDidCreate(() => pulled.refresh()),
+    pyWatcher.onDidChange(() => pulled.refresh()),
+    pyWatcher.onDidDelete((uri) => {
+      pulled.refresh();
+      validationProblems().clear(uri);
+      // a pulled file deleted takes its manifest and its entries in required_repos.json with it
+      if (uri.scheme === 'file') client.request(RemoveManifests, { file: uri.fsPath }).catch((err: unknown) => log.warn(`[manifests] ${uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
+    }),
+  );
+
+  // sources of git repositories are not checked out: show them read-only through the server
+  context.subscriptions.push(
+    vscode.workspace.registerTextDocumentContentProvider('nnrag-source', {
+      provideTextDocumentContent: async (uri) => (await client.request(ReadSource, { target: uri.query })).text,
+    }),
+    // the left side of a new file's pull diff, and its right side (read-only: what Accept writes)
+    vscode.workspace.registerTextDocumentContentProvider(EMPTY_SCHEME, { provideTextDocumentContent: () => '' }),
+    vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, { provideTextDocumentContent: (uri) => previewTexts.get(uri.toString()) ?? '' }),
+  );
+}
+
+/**
+ * The language status items (shown with Python editors): the index's state, with a window progress while it indexes,
+ * and the interpreter that validates. `show` takes each status the server sends; `current` is the last one.
+ */
+function languageStatus(
+  context: vscode.ExtensionContext,
+  interpreter: InterpreterService,
+  tree: BlockTreeProvider,
+  pulled: PulledBlocksProvider,
+): { show: (s: IndexStatus) => void; changed: vscode.EventEmitter<IndexStatus>; current: () => IndexStatus } {
+  let current: IndexStatus = { state: 'starting', message: '', files: 0, blocks: 0, repos: 0 };
+  // language status items: shown with Python editors only, not in every window
+  const indexItem = vscode.languages.createLanguageStatusItem('nnrag.index', { language: 'python' });
+  indexItem.name = vscode.l10n.t('NN-RAG index');
+  indexItem.command = { command: 'nnrag.searchBlocks', title: vscode.l10n.t('Search Blocks') };
+  const pythonItem = vscode.languages.createLanguageStatusItem('nnrag.python', { language: 'python' });
+  pythonItem.name = vscode.l10n.t('NN-RAG interpreter');
+  pythonItem.command = { command: 'nnrag.selectInterpreter', title: vscode.l10n.t('Select') };
+  context.subscriptions.push(indexItem, pythonItem);
+  const showPython = (): void => {
+    const i = interpreter.current();
+    pythonItem.text = `$(symbol-misc) ${i.path}`;
+    pythonItem.detail = vscode.l10n.t('validates pulled blocks ({0})', i.source);
+    pythonItem.severity = vscode.LanguageStatusSeverity.Information;
+    void describeInterpreter(i.path).then((v) => {
+      if (interpreter.current().path !== i.path) return;
+      pythonItem.detail = `${versionsLabel(v)} · ${vscode.l10n.t('validates pulled blocks ({0})', i.source)}`;
+      // without torch nothing validates: the item says so, and its command picks another
+      if (!v.torch) pythonItem.severity = vscode.LanguageStatusSeverity.Warning;
+    });
+  };
+  showPython();
+  context.subscriptions.push(interpreter.onDidChange(showPython));
+
+  let finishProgress: (() => void) | undefined;
+  let reportProgress: ((message: string) => void) | undefined;
+  const statusChanged = new vscode.EventEmitter<IndexStatus>();
+  context.subscriptions.push(statusChanged);
+  const showStatus = (s: IndexStatus): void => {
+    current = s;
+    statusChanged.fire(s);
+    if (s.state === 'indexing') {
+      indexItem.text = `NN-RAG ${s.progress ? `${s.progress.step}/${s.progress.total}` : ''}`;
+      indexItem.busy = true;
+      if (!finishProgress) {
+        void vscode.window.withProgress(
+          { location: vscode.ProgressLocation.Window, title: vscode.l10n.t('NN-RAG indexing') },
+          (progress) =>
+            new Promise<void>((resolve) => {
+              finishProgress = resolve;
+              reportProgress = (message) => progress.report({ message });
+            }),
+        );
+      }
+      reportProgress?.(s.progress ? `${s.progress.repo} ${s.progress.step}/${s.progress.total}` : s.message);
+    } else {
+      indexItem.text = s.state === 'error' ? '$(error) NN-RAG' : `$(symbol-class) ${s.blocks} blocks`;
+      indexItem.busy = false;
+      indexItem.severity = s.state === 'error' ? vscode.LanguageStatusSeverity.Error : vscode.LanguageStatusSeverity.Information;
+      finishProgress?.();
+      finishProgress = undefined;
+      reportProgress = undefined;
+      tree.refresh();
+      pulled.refresh();
+    }
+    const shared = s.shared ? ` · ${s.shared.state === 'refused' ? vscode.l10n.t('shared index refused (the last good copy is in use): {0}', s.shared.message ?? '') : vscode.l10n.t('shared index: {0} repositories', s.shared.repositories.length)}` : '';
+    indexItem.detail = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks${s.failing ? ` · ${vscode.l10n.t('{0} cannot be indexed (see the Blocks view)', s.failing)}` : ''}${shared}`;
+    if (s.state !== 'indexing' && s.failing) indexItem.severity = vscode.LanguageStatusSeverity.Warning;
+    void vscode.commands.executeCommand('setContext', 'nnrag.indexState', s.state);
+  };
+  return { show: showStatus, changed: statusChanged, current: () => current };
 }
 
 async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<NnragApi> {
@@ -84,90 +186,11 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   const pulled = new PulledBlocksProvider(client);
   context.subscriptions.push(validationProblems());
   context.subscriptions.push(vscode.window.createTreeView('nnrag.pulled', { treeDataProvider: pulled }));
-  // the view follows the files: pulls, updates, edits saved, files deleted
-  const pyWatcher = vscode.workspace.createFileSystemWatcher('**/*.py');
-  context.subscriptions.push(
-    pyWatcher,
-    pyWatcher.onDidCreate(() => pulled.refresh()),
-    pyWatcher.onDidChange(() => pulled.refresh()),
-    pyWatcher.onDidDelete((uri) => {
-      pulled.refresh();
-      validationProblems().clear(uri);
-      // a pulled file deleted takes its manifest and its entries in required_repos.json with it
-      if (uri.scheme === 'file') client.request(RemoveManifests, { file: uri.fsPath }).catch((err: unknown) => log.warn(`[manifests] ${uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
-    }),
-  );
+  watchFiles(context, client, pulled, log);
 
-  // sources of git repositories are not checked out: show them read-only through the server
-  context.subscriptions.push(
-    vscode.workspace.registerTextDocumentContentProvider('nnrag-source', {
-      provideTextDocumentContent: async (uri) => (await client.request(ReadSource, { target: uri.query })).text,
-    }),
-    // the left side of a new file's pull diff, and its right side (read-only: what Accept writes)
-    vscode.workspace.registerTextDocumentContentProvider(EMPTY_SCHEME, { provideTextDocumentContent: () => '' }),
-    vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, { provideTextDocumentContent: (uri) => previewTexts.get(uri.toString()) ?? '' }),
-  );
-
-  // language status items: shown with Python editors only, not in every window
-  const indexItem = vscode.languages.createLanguageStatusItem('nnrag.index', { language: 'python' });
-  indexItem.name = vscode.l10n.t('NN-RAG index');
-  indexItem.command = { command: 'nnrag.searchBlocks', title: vscode.l10n.t('Search Blocks') };
-  const pythonItem = vscode.languages.createLanguageStatusItem('nnrag.python', { language: 'python' });
-  pythonItem.name = vscode.l10n.t('NN-RAG interpreter');
-  pythonItem.command = { command: 'nnrag.selectInterpreter', title: vscode.l10n.t('Select') };
-  context.subscriptions.push(indexItem, pythonItem);
-  const showPython = (): void => {
-    const i = interpreter.current();
-    pythonItem.text = `$(symbol-misc) ${i.path}`;
-    pythonItem.detail = vscode.l10n.t('validates pulled blocks ({0})', i.source);
-    pythonItem.severity = vscode.LanguageStatusSeverity.Information;
-    void describeInterpreter(i.path).then((v) => {
-      if (interpreter.current().path !== i.path) return;
-      pythonItem.detail = `${versionsLabel(v)} · ${vscode.l10n.t('validates pulled blocks ({0})', i.source)}`;
-      // without torch nothing validates: the item says so, and its command picks another
-      if (!v.torch) pythonItem.severity = vscode.LanguageStatusSeverity.Warning;
-    });
-  };
-  showPython();
-  context.subscriptions.push(interpreter.onDidChange(showPython));
-
-  let finishProgress: (() => void) | undefined;
-  let reportProgress: ((message: string) => void) | undefined;
-  let current: IndexStatus = { state: 'starting', message: '', files: 0, blocks: 0, repos: 0 };
-  const statusChanged = new vscode.EventEmitter<IndexStatus>();
-  context.subscriptions.push(statusChanged);
-  const showStatus = (s: IndexStatus): void => {
-    current = s;
-    statusChanged.fire(s);
-    if (s.state === 'indexing') {
-      indexItem.text = `NN-RAG ${s.progress ? `${s.progress.step}/${s.progress.total}` : ''}`;
-      indexItem.busy = true;
-      if (!finishProgress) {
-        void vscode.window.withProgress(
-          { location: vscode.ProgressLocation.Window, title: vscode.l10n.t('NN-RAG indexing') },
-          (progress) =>
-            new Promise<void>((resolve) => {
-              finishProgress = resolve;
-              reportProgress = (message) => progress.report({ message });
-            }),
-        );
-      }
-      reportProgress?.(s.progress ? `${s.progress.repo} ${s.progress.step}/${s.progress.total}` : s.message);
-    } else {
-      indexItem.text = s.state === 'error' ? '$(error) NN-RAG' : `$(symbol-class) ${s.blocks} blocks`;
-      indexItem.busy = false;
-      indexItem.severity = s.state === 'error' ? vscode.LanguageStatusSeverity.Error : vscode.LanguageStatusSeverity.Information;
-      finishProgress?.();
-      finishProgress = undefined;
-      reportProgress = undefined;
-      tree.refresh();
-      pulled.refresh();
-    }
-    const shared = s.shared ? ` · ${s.shared.state === 'refused' ? vscode.l10n.t('shared index refused (the last good copy is in use): {0}', s.shared.message ?? '') : vscode.l10n.t('shared index: {0} repositories', s.shared.repositories.length)}` : '';
-    indexItem.detail = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks${s.failing ? ` · ${vscode.l10n.t('{0} cannot be indexed (see the Blocks view)', s.failing)}` : ''}${shared}`;
-    if (s.state !== 'indexing' && s.failing) indexItem.severity = vscode.LanguageStatusSeverity.Warning;
-    void vscode.commands.executeCommand('setContext', 'nnrag.indexState', s.state);
-  };
+  const status = languageStatus(context, interpreter, tree, pulled);
+  const showStatus = status.show;
+  const statusChanged = status.changed;
   context.subscriptions.push(client.onNotification(IndexStatusChanged, showStatus));
   showStatus(await client.request(GetIndexStatus, undefined));
 
@@ -201,19 +224,20 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   );
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();
-  const deps = { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView, indexChanged: statusChanged.event };
+  const session = new Session(context.workspaceState);
+  const deps = { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView, indexChanged: statusChanged.event, session };
   registerCommands(context, deps);
-  const reg = (id: string, fn: (...args: unknown[]) => unknown): void => register(context, id, log, fn);
+  const reg = (id: string, fn: (...args: unknown[]) => unknown): void => register(context, id, log, session, fn);
   // the pull waiting in its diff editor: Accept writes it, Cancel writes nothing (true when one was waiting)
-  reg('nnrag.acceptPull', () => settlePendingPull(true));
-  reg('nnrag.cancelPull', () => settlePendingPull(false));
+  reg('nnrag.acceptPull', () => session.settlePendingPull(true));
+  reg('nnrag.cancelPull', () => session.settlePendingPull(false));
   registerPulledCommands(context, reg, {
     client,
     interpreter,
     provider: pulled,
     log,
-    mayRunCode: (what, memoryMb) => mayRunCode(client, what, memoryMb, log),
-    weakSandboxAllowed,
+    mayRunCode: (what, memoryMb) => mayRunCode(deps, what, memoryMb),
+    session,
   });
   registerLanguageModelTools(context, deps, context.globalStorageUri.fsPath);
   // the Get Started walkthrough (the interpreter first) opens once, on the first activation after install
@@ -223,10 +247,10 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   }
   log.info('[activate] NN-RAG ready');
   return {
-    status: () => current,
+    status: () => status.current(),
     waitForStatus: (predicate) =>
-      predicate(current)
-        ? Promise.resolve(current)
+      predicate(status.current())
+        ? Promise.resolve(status.current())
         : new Promise((resolve) => {
             const sub = statusChanged.event((s) => {
               if (predicate(s)) {
@@ -237,7 +261,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
           }),
     request: (m, params) => client.request(m, params),
     interpreter: () => interpreter.current(),
-    lastError,
+    lastError: () => session.lastErrorShown,
   };
 }
 

@@ -7,8 +7,9 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { GetBlockDetails, SearchBlocks } from '../shared/protocol';
-import type { Deps } from './commands';
-import { checkFileName, pullIntoWorkspace } from './commands';
+import type { Deps } from './ctx';
+import { checkFileName } from './ctx';
+import { pullIntoWorkspace } from './pullIntoWorkspace';
 import { snakeCase } from '../core/emit/moduleNames';
 import { setting } from './config';
 

@@ -12,7 +12,8 @@ import type { NnragClient } from './client';
 import { setting } from './config';
 import { describePulled, tierRank, verdictWords } from '../core/pull/pulledState';
 import { validationProblems } from './problems';
-import { importFromWorkspace, writeRequirements } from './commands';
+import { importFromWorkspace, writeRequirements } from './pullIntoWorkspace';
+import type { Session } from './ctx';
 import type { InterpreterService } from './interpreter';
 import { lacksTorch } from './interpreter';
 import type { Provenance } from '../core/emit/emit';
@@ -110,18 +111,63 @@ async function documentOf(arg: unknown): Promise<vscode.TextDocument> {
 /** Texts shown on the right of a Compare with Upstream (what a pull gives today). */
 export const UPSTREAM_SCHEME = 'nnrag-upstream';
 
+/** What the pulled-block commands work with. */
+interface PulledDeps {
+  client: NnragClient;
+  interpreter: InterpreterService;
+  provider: PulledBlocksProvider;
+  log: vscode.LogOutputChannel;
+  mayRunCode: (what: string, memoryMb: number) => Promise<boolean>;
+  session: Session;
+}
+
+/** Replaces the document's whole text with `text` (one undoable edit) and saves it. */
+async function replaceAll(doc: vscode.TextDocument, text: string): Promise<void> {
+  const edit = new vscode.WorkspaceEdit();
+  edit.replace(doc.uri, new vscode.Range(0, 0, doc.lineCount, 0), text);
+  if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', path.basename(doc.uri.fsPath)));
+  await doc.save();
+}
+
+/** Validates `text` as the document's next content (where code may run); the text with the verdict in its header. */
+async function validateAsNext({ client, interpreter, log, mayRunCode, session }: PulledDeps, doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> {
+  const name = path.basename(doc.uri.fsPath);
+  const folder = vscode.workspace.getWorkspaceFolder(doc.uri)?.uri;
+  const memoryMb = setting('validation.memoryMb', folder);
+  if (!(await mayRunCode(name, memoryMb))) return undefined;
+  const python = interpreter.current().path;
+  const r = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', name, python), cancellable: true },
+    (_p, token) =>
+      client.request(ValidatePulled, { file: doc.uri.fsPath, text, python, timeoutSeconds: setting('validation.timeoutSeconds', folder), memoryMb, allowWeakSandbox: session.weakSandboxAccepted }, token),
+  );
+  const v = r.validation;
+  log.info(`[validate] ${doc.uri.fsPath}: ${v.ok ? 'passed' : 'failed'} (tier ${v.tier ?? 'none'})${v.category ? ` ${v.category}: ${v.message}` : ''}`);
+  // an interpreter without torch says nothing about the file: its verdict is not recorded over the one it has
+  if (lacksTorch(v)) {
+    const select = vscode.l10n.t('Select Interpreter');
+    void vscode.window
+      .showWarningMessage(vscode.l10n.t('{0} was not validated: {1} has no torch. Its recorded verdict is kept.', name, python), select)
+      .then((pick) => pick === select && vscode.commands.executeCommand('nnrag.selectInterpreter'));
+    return undefined;
+  }
+  validationProblems().set(doc.uri, r.text, v, v.class ?? undefined);
+  // a lower tier than the header recorded says why (an update or an edit that is no longer compared, or differs)
+  const before = (await client.request(GetProvenance, { text: doc.getText() }))?.validation;
+  const lower = before && tierRank(v.tier) < tierRank(before.tier) ? ` ${vscode.l10n.t('(was {0}: {1})', verdictWords(before), v.equivalence?.reason ?? v.equivalence?.differences?.[0] ?? v.message ?? v.equivalence?.status ?? '')}` : '';
+  const words = verdictWords({ status: v.ok ? 'validated' : 'failed', tier: v.tier, category: v.category });
+  if (v.ok && !lower) void vscode.window.showInformationMessage(`${name}: ${words}`);
+  else if (v.ok) void vscode.window.showWarningMessage(`${name}: ${words}${lower}`);
+  else void vscode.window.showWarningMessage(`${name}: ${words}: ${v.message ?? ''}${lower}`);
+  return r;
+}
+
 export function registerPulledCommands(
   context: vscode.ExtensionContext,
   reg: (id: string, fn: (...args: unknown[]) => unknown) => void,
-  { client, interpreter, provider, log, mayRunCode, weakSandboxAllowed }: {
-    client: NnragClient;
-    interpreter: InterpreterService;
-    provider: PulledBlocksProvider;
-    log: vscode.LogOutputChannel;
-    mayRunCode: (what: string, memoryMb: number) => Promise<boolean>;
-    weakSandboxAllowed: () => boolean;
-  },
+  pd: PulledDeps,
 ): void {
+  const { client, provider, log } = pd;
   // Compare, Update and Validate are offered in the palette for pulled files only
   const activeIsPulled = (): void => {
     const doc = vscode.window.activeTextEditor?.document;
@@ -157,46 +203,7 @@ export function registerPulledCommands(
     return plan.upstream;
   });
 
-  /** Replaces the document's whole text with `text` (one undoable edit) and saves it. */
-  const replaceAll = async (doc: vscode.TextDocument, text: string): Promise<void> => {
-    const edit = new vscode.WorkspaceEdit();
-    edit.replace(doc.uri, new vscode.Range(0, 0, doc.lineCount, 0), text);
-    if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', path.basename(doc.uri.fsPath)));
-    await doc.save();
-  };
-
-  /** Validates `text` as the document's next content (where code may run); the text with the verdict in its header. */
-  const validate = async (doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> => {
-    const name = path.basename(doc.uri.fsPath);
-    const folder = vscode.workspace.getWorkspaceFolder(doc.uri)?.uri;
-    const memoryMb = setting('validation.memoryMb', folder);
-    if (!(await mayRunCode(name, memoryMb))) return undefined;
-    const python = interpreter.current().path;
-    const r = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', name, python), cancellable: true },
-      (_p, token) =>
-        client.request(ValidatePulled, { file: doc.uri.fsPath, text, python, timeoutSeconds: setting('validation.timeoutSeconds', folder), memoryMb, allowWeakSandbox: weakSandboxAllowed() }, token),
-    );
-    const v = r.validation;
-    log.info(`[validate] ${doc.uri.fsPath}: ${v.ok ? 'passed' : 'failed'} (tier ${v.tier ?? 'none'})${v.category ? ` ${v.category}: ${v.message}` : ''}`);
-    // an interpreter without torch says nothing about the file: its verdict is not recorded over the one it has
-    if (lacksTorch(v)) {
-      const select = vscode.l10n.t('Select Interpreter');
-      void vscode.window
-        .showWarningMessage(vscode.l10n.t('{0} was not validated: {1} has no torch. Its recorded verdict is kept.', name, python), select)
-        .then((pick) => pick === select && vscode.commands.executeCommand('nnrag.selectInterpreter'));
-      return undefined;
-    }
-    validationProblems().set(doc.uri, r.text, v, v.class ?? undefined);
-    // a lower tier than the header recorded says why (an update or an edit that is no longer compared, or differs)
-    const before = (await client.request(GetProvenance, { text: doc.getText() }))?.validation;
-    const lower = before && tierRank(v.tier) < tierRank(before.tier) ? ` ${vscode.l10n.t('(was {0}: {1})', verdictWords(before), v.equivalence?.reason ?? v.equivalence?.differences?.[0] ?? v.message ?? v.equivalence?.status ?? '')}` : '';
-    const words = verdictWords({ status: v.ok ? 'validated' : 'failed', tier: v.tier, category: v.category });
-    if (v.ok && !lower) void vscode.window.showInformationMessage(`${name}: ${words}`);
-    else if (v.ok) void vscode.window.showWarningMessage(`${name}: ${words}${lower}`);
-    else void vscode.window.showWarningMessage(`${name}: ${words}: ${v.message ?? ''}${lower}`);
-    return r;
-  };
+  const validate = (doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> => validateAsNext(pd, doc, text);
 
   // pulls the block again and keeps the user's edits (three-way merge), validates the result, and applies it as one
   // undoable edit with the verdict in its header; conflicts are written with markers and not run
@@ -284,7 +291,7 @@ export function registerPulledCommands(
     } catch {
       // none recorded: the modules are listed as not found
     }
-    await writeRequirements({ requirements, imports: prov.imports }, vscode.Uri.file(doc.uri.fsPath.replace(/\.py$/, '.requirements.txt')));
+    await writeRequirements(pd.session, { requirements, imports: prov.imports }, vscode.Uri.file(doc.uri.fsPath.replace(/\.py$/, '.requirements.txt')));
   });
 
   reg('nnrag.refreshPulled', async () => {

@@ -1,0 +1,165 @@
+/** Repositories: index again (all, one, the shared index), add, remove, disable and enable, the interpreter, the log. */
+import * as vscode from 'vscode';
+import { repositoryNames } from '../core/sources/names';
+import type { SourceConfig } from '../core/sources/types';
+import { ReindexRepositories, UseSharedIndex } from '../shared/protocol';
+import { scopeInEffect, setting } from './config';
+import { repoNameOf } from './ctx';
+import type { Deps, Reg } from './ctx';
+import { withInterpreter } from './interpreter';
+
+export function registerRepositoryCommands(reg: Reg, deps: Deps): void {
+  const { client, tree, interpreter, log } = deps;
+  reg('nnrag.reindex', async () => {
+    const repositories = withInterpreter(setting('repositories'), interpreter.current().path);
+    const shared = setting('sharedIndex') || undefined;
+    const status = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: re-indexing {0} repositories', repositories.length), cancellable: true },
+      async (_progress, token) => {
+        // the shared index first: downloaded again only when it changed
+        if (shared) await client.request(UseSharedIndex, { location: shared }, token);
+        return client.request(ReindexRepositories, { repositories }, token);
+      },
+    );
+    tree.refresh();
+    return status;
+  });
+  reg('nnrag.refreshSharedIndex', async () => {
+    const shared = setting('sharedIndex');
+    if (!shared) return undefined;
+    const status = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: refreshing the shared index') }, () =>
+      client.request(UseSharedIndex, { location: shared }),
+    );
+    tree.refresh();
+    return status;
+  });
+
+  reg('nnrag.showLog', () => log.show());
+  // a path given (a test, another extension) is taken as the pick; resolves with the settings scope written
+  reg('nnrag.selectInterpreter', (given) => interpreter.pick(typeof given === 'string' ? given : undefined));
+
+  // an entry as the argument (a SourceConfig) skips the prompts
+  reg('nnrag.addRepository', async (given) => {
+    if (given && typeof given === 'object' && typeof (given as SourceConfig).location === 'string') return addRepository(given as SourceConfig);
+    const entry = await promptForRepository();
+    if (!entry) return;
+    return addRepository(entry);
+  });
+
+  // a repository node of the tree (or a name): indexed again alone (changed files only), the others left as they are
+  reg('nnrag.reindexRepository', async (arg) => {
+    const name = repoNameOf(arg);
+    if (!name) return undefined;
+    const status = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: re-indexing {0}', name), cancellable: true },
+      (_progress, token) => client.request(ReindexRepositories, { only: name }, token),
+    );
+    tree.refresh();
+    return status;
+  });
+
+  // the settings file that holds nnrag.repositories in effect, to correct an entry (a failing repository's node)
+  reg('nnrag.openRepositorySettings', async () => {
+    const { key, target } = repositoriesInEffect();
+    const T = vscode.ConfigurationTarget;
+    const command = target === T.Global ? 'workbench.action.openSettingsJson' : target === T.WorkspaceFolder ? 'workbench.action.openFolderSettingsFile' : 'workbench.action.openWorkspaceSettingsFile';
+    await vscode.commands.executeCommand(command);
+    return key;
+  });
+
+  // a repository node of the tree (or a name): out of the settings where it is defined, and so out of the index
+  reg('nnrag.removeRepository', async (arg) => {
+    const name = repoNameOf(arg);
+    if (!name) return undefined;
+    const { key, list, target } = repositoriesInEffect();
+    const kept = list.filter((r) => !repositoryNames(r).includes(name));
+    if (kept.length === list.length) {
+      void vscode.window.showWarningMessage(vscode.l10n.t('{0} is not in nnrag.repositories ({1}): it comes from another settings scope or is being removed already', name, key));
+      return undefined;
+    }
+    await vscode.workspace.getConfiguration('nnrag').update('repositories', kept, target);
+    void vscode.window.showInformationMessage(vscode.l10n.t('Removed {0} from nnrag.repositories in the {1} settings', name, key));
+    return key;
+  });
+
+  // kept in the settings with `enabled: false`: not indexed (its blocks leave the index) until enabled again
+  reg('nnrag.disableRepository', async (arg) => {
+    const name = repoNameOf(arg);
+    if (!name) return undefined;
+    const { key, list, target } = repositoriesInEffect();
+    if (!list.some((r) => repositoryNames(r).includes(name))) {
+      void vscode.window.showWarningMessage(vscode.l10n.t('{0} is not in nnrag.repositories ({1}): it comes from another settings scope', name, key));
+      return undefined;
+    }
+    await vscode.workspace.getConfiguration('nnrag').update('repositories', list.map((r) => (repositoryNames(r).includes(name) ? { ...r, enabled: false } : r)), target);
+    void vscode.window.showInformationMessage(vscode.l10n.t('Disabled {0} in nnrag.repositories ({1} settings): NN-RAG: Enable Repository indexes it again', name, key));
+    return key;
+  });
+
+  // a disabled repository (picked from a list when none is given) is indexed again
+  reg('nnrag.enableRepository', async (arg) => {
+    const { key, list, target } = repositoriesInEffect();
+    const disabled = list.filter((r) => r.enabled === false);
+    let name = typeof arg === 'string' ? arg : undefined;
+    if (!name) {
+      if (!disabled.length) {
+        void vscode.window.showInformationMessage(vscode.l10n.t('No repository is disabled in nnrag.repositories ({0} settings)', key));
+        return undefined;
+      }
+      name = (await vscode.window.showQuickPick(disabled.map((r) => ({ label: repositoryNames(r)[0], description: r.location })), { title: vscode.l10n.t('NN-RAG: Enable Repository') }))?.label;
+    }
+    if (!name) return undefined;
+    const enable = (r: SourceConfig): SourceConfig => {
+      const { enabled: _off, ...rest } = r;
+      return rest;
+    };
+    if (!disabled.some((r) => repositoryNames(r).includes(name))) return undefined;
+    await vscode.workspace.getConfiguration('nnrag').update('repositories', list.map((r) => (repositoryNames(r).includes(name) ? enable(r) : r)), target);
+    return key;
+  });
+}
+
+/** `nnrag.repositories` where it takes effect (scopeInEffect): additions and removals go there. */
+function repositoriesInEffect(): { key: string; list: SourceConfig[]; target: vscode.ConfigurationTarget } {
+  const { key, value, target } = scopeInEffect('repositories');
+  return { key, list: value ?? [], target };
+}
+
+async function addRepository(entry: SourceConfig): Promise<string> {
+  const { key, list, target } = repositoriesInEffect();
+  await vscode.workspace.getConfiguration('nnrag').update('repositories', [...list, entry], target);
+  void vscode.window.showInformationMessage(vscode.l10n.t('Added {0} to nnrag.repositories in the {1} settings', entry.name ?? entry.location, key));
+  return key;
+}
+
+/** Asks what to index: a git URL, a local folder or installed packages. */
+async function promptForRepository(): Promise<SourceConfig | undefined> {
+  const kinds = [
+    { label: vscode.l10n.t('Git URL'), source: 'git' as const },
+    { label: vscode.l10n.t('Local folder'), source: 'folder' as const },
+    { label: vscode.l10n.t('Installed package'), source: 'python-env' as const },
+  ];
+  const kind = await vscode.window.showQuickPick(kinds, { title: vscode.l10n.t('Add a repository to index') });
+  if (!kind) return undefined;
+  let entry: SourceConfig | undefined;
+  if (kind.source === 'folder') {
+    const picked = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, openLabel: vscode.l10n.t('Index this folder') });
+    if (picked?.[0]) entry = { location: picked[0].fsPath, kind: 'folder' };
+  } else if (kind.source === 'git') {
+    const url = await vscode.window.showInputBox({
+      prompt: vscode.l10n.t('http(s) URL of a git repository, or a file:// URL of a local checkout'),
+      placeHolder: 'https://github.com/owner/repo.git',
+      validateInput: (v) =>
+        /^(https?:\/\/[^\s@]+|file:\/\/\S+)$/.test(v.trim())
+          ? undefined
+          : /^(ssh:\/\/|[\w.-]+@[\w.-]+:)/.test(v.trim())
+            ? vscode.l10n.t('ssh URLs cannot be fetched here: give the https URL, or clone it and add the folder')
+            : vscode.l10n.t('An http:// or https:// URL without credentials, or a file:// URL'),
+    });
+    if (url) entry = /^file:\/\//.test(url.trim()) ? { location: url.trim(), kind: 'folder' } : { location: url.trim(), kind: 'git' };
+  } else {
+    const pkgs = await vscode.window.showInputBox({ prompt: vscode.l10n.t('Installed packages, comma-separated'), value: 'torchvision' });
+    if (pkgs) entry = { location: pkgs.trim(), kind: 'python-env' };
+  }
+  return entry;
+}

@@ -1,0 +1,160 @@
+/** Search: the QuickPick over the index, and what to do with a block found (pull, open its source, its dependencies). */
+import * as vscode from 'vscode';
+import type { SearchHit } from '../core/search/search';
+import { ExplainDependencies, ReadSource, SearchBlocks, SuggestSearch } from '../shared/protocol';
+import type { IndexStatus } from '../shared/protocol';
+import type { NnragClient } from './client';
+import { verdictWords } from '../core/pull/pulledState';
+import { targetOf } from './ctx';
+import type { Deps, Reg } from './ctx';
+
+function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
+  // what the block is, before it is chosen: its verdict (if a pull recorded one), license and first docstring line
+  const facts = [h.repo, h.category, h.abstract ? 'abstract' : '', h.validation ? verdictWords(h.validation) : '', h.license ?? vscode.l10n.t('no license found')];
+  const firstLine = h.doc.split('\n').find((l) => l.trim())?.trim() ?? '';
+  return {
+    label: `$(symbol-class) ${h.name}`,
+    description: `${facts.filter(Boolean).join(' · ')}${h.copies ? ` · ${vscode.l10n.t('{0} copies in {1} repositories', h.copies.count, h.copies.repos)}` : ''}`,
+    detail: `${firstLine ? `${firstLine.slice(0, 120)} — ` : ''}${h.path}:${h.line}  ${h.name}${h.signature || '()'}`,
+    alwaysShow: true,
+    hit: h,
+  };
+}
+
+/** The search QuickPick, backed by the server; resolves with the chosen block. */
+export function searchQuickPick(client: NnragClient, initial = '', indexChanged?: vscode.Event<IndexStatus>): Promise<SearchHit | undefined> {
+  return new Promise((resolve) => {
+    type Item = vscode.QuickPickItem & { hit?: SearchHit; meant?: string };
+    const qp = vscode.window.createQuickPick<Item>();
+    qp.title = vscode.l10n.t('NN-RAG: Search Blocks');
+    qp.placeholder = vscode.l10n.t('Name, words, docstring or signature (e.g. residual block, attention, ConvBN)');
+    qp.matchOnDescription = false;
+    qp.matchOnDetail = false;
+    qp.value = initial;
+    let seq = 0;
+    let timer: NodeJS.Timeout | undefined;
+    // Enter pressed while the server answers: the first result of that answer is taken
+    let acceptPending = false;
+    const done = (hit: SearchHit): void => {
+      resolve(hit);
+      qp.hide();
+    };
+    const update = (text: string): void => {
+      const mine = ++seq;
+      qp.busy = true;
+      client.request(SearchBlocks, { text, limit: 50 }).then(
+        async (hits) => {
+          if (mine !== seq) return;
+          if (hits.length === 0 && text.trim()) {
+            const meant = await client.request(SuggestSearch, { text }).catch(() => ({ meant: undefined }));
+            if (mine !== seq) return;
+            qp.items = [
+              meant.meant
+                ? { label: `$(lightbulb) ${vscode.l10n.t('Did you mean "{0}"?', meant.meant)}`, detail: vscode.l10n.t('No block matches "{0}". Press Enter to search for "{1}".', text, meant.meant), alwaysShow: true, meant: meant.meant }
+                : { label: `$(info) ${vscode.l10n.t('No block matches "{0}"', text)}`, detail: vscode.l10n.t('Try other words, an abbreviation (attn, bn, FPN) or part of a class name; NN-RAG: Add Repository indexes more code.'), alwaysShow: true },
+            ];
+          } else {
+            qp.items = hits.map(hitItem);
+          }
+          qp.busy = false;
+          if (acceptPending && hits[0]) done(hits[0]);
+          acceptPending = false;
+        },
+        () => {
+          if (mine === seq) qp.busy = false;
+        },
+      );
+    };
+    qp.onDidChangeValue((v) => {
+      if (timer) clearTimeout(timer);
+      // nothing stale: the results of the text before are gone as soon as the text changes
+      qp.items = [];
+      qp.busy = true;
+      acceptPending = false;
+      timer = setTimeout(() => update(v), 60);
+    });
+    qp.onDidAccept(() => {
+      const item = qp.selectedItems[0] ?? qp.activeItems[0];
+      if (item?.meant) {
+        qp.value = item.meant;
+        if (timer) clearTimeout(timer);
+        update(item.meant);
+        return;
+      }
+      if (qp.busy || !item) {
+        acceptPending = qp.busy;
+        return;
+      }
+      if (item.hit) done(item.hit);
+    });
+    // the index grows while the picker is open (the first index after start): the same text is asked again
+    const sub = indexChanged?.((st) => {
+      if (st.state === 'ready') update(qp.value);
+    });
+    qp.onDidHide(() => {
+      sub?.dispose();
+      resolve(undefined);
+      qp.dispose();
+    });
+    update(initial);
+    qp.show();
+  });
+}
+
+export function registerSearchCommands(reg: Reg, deps: Deps): void {
+  const { client, tree, interpreter } = deps;
+  // resolves with the chosen block and what was done with it (the integration tests read it)
+  reg('nnrag.searchBlocks', async (initial) => {
+    const hit = await searchQuickPick(client, typeof initial === 'string' ? initial : tree.activeQuery, deps.indexChanged);
+    if (!hit) return undefined;
+    const pull = vscode.l10n.t('Pull into Workspace');
+    const open = vscode.l10n.t('Open Source');
+    const deps_ = vscode.l10n.t('Show Dependencies');
+    const filter = vscode.l10n.t('Show in Tree');
+    const choice = await vscode.window.showQuickPick([pull, open, deps_, filter], { title: hit.target });
+    let result: unknown;
+    if (choice === pull) result = await vscode.commands.executeCommand('nnrag.pullBlock', hit.target);
+    else if (choice === open) await vscode.commands.executeCommand('nnrag.openSource', hit.target);
+    else if (choice === deps_) await vscode.commands.executeCommand('nnrag.showDependencies', hit.target);
+    else if (choice === filter) {
+      tree.setQuery(hit.name);
+      deps.treeView.description = vscode.l10n.t('search: {0}', hit.name);
+    }
+    return { target: hit.target, action: choice, result };
+  });
+
+  reg('nnrag.clearSearch', () => {
+    tree.setQuery('');
+    deps.treeView.description = undefined;
+  });
+
+  reg('nnrag.copyTarget', async (arg) => {
+    const target = targetOf(arg);
+    if (target) await vscode.env.clipboard.writeText(target);
+  });
+
+  reg('nnrag.openSource', async (arg) => {
+    const target = targetOf(arg);
+    if (!target) return;
+    const src = await client.request(ReadSource, { target });
+    const uri = vscode.Uri.from({ scheme: 'nnrag-source', path: `/${src.repo}/${src.path}`, query: target });
+    const doc = await vscode.workspace.openTextDocument(uri);
+    const editor = await vscode.window.showTextDocument(await vscode.languages.setTextDocumentLanguage(doc, 'python'));
+    const pos = new vscode.Position(Math.max(0, src.line - 1), 0);
+    editor.selection = new vscode.Selection(pos, pos);
+    editor.revealRange(new vscode.Range(pos, pos), vscode.TextEditorRevealType.AtTop);
+  });
+
+  // what a pull would bring with the block, as a tree in the Dependencies view (nothing is written or run)
+  reg('nnrag.showDependencies', async (arg) => {
+    const target = targetOf(arg) ?? (await searchQuickPick(client, '', deps.indexChanged))?.target;
+    if (!target) return undefined;
+    const explained = await vscode.window.withProgress({ location: { viewId: 'nnrag.dependencies' } }, () =>
+      client.request(ExplainDependencies, { target, python: interpreter.current().path }),
+    );
+    const root = deps.dependencies.show(explained.target, explained.sizes, explained.graph);
+    deps.dependencyView.description = explained.target.replace(/^[^:]*:/, '');
+    if (root) await deps.dependencyView.reveal(root, { focus: true, expand: true });
+    return explained;
+  });
+}
