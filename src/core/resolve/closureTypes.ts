@@ -1,0 +1,101 @@
+/** What a dependency closure is made of (closure.ts computes it, emit.ts writes it), and the keys of its parts. */
+import type { DirectedGraph } from 'graphology';
+import type { Member, ParsedModule } from '../parse/types';
+import type { ModuleRecord, ModuleTable } from './moduleTable';
+
+export interface UnitNode {
+  key: string;
+  rec: ModuleRecord;
+  unit: number;
+  edits: Edit[];
+  /** A stand-in written instead of the unit (compact.ts), with the symbols its names stand for. */
+  replacement?: { source: string; refs: Record<string, string> };
+  /** Discovery order, for a stable and readable output. */
+  order: number;
+  /** Methods of a class this file needs for other members only, that nothing in the file reaches: left out. */
+  dropped?: Member[];
+}
+
+/** A text edit inside a unit: the span is replaced by the final name of `to`, or by `text`. */
+export interface Edit {
+  start: number;
+  end: number;
+  to?: string;
+  text?: string;
+  /**
+   * For replaced import statements: one assignment per bound name (`boundKey`: a module-level binding). A module
+   * imported inside a function and used as an object (`import pkg.auto as auto; auto.X`) is bound to a namespace
+   * of the attributes the function reads (`attrs`, each with what it resolves to), and `to` is empty.
+   */
+  imports?: { bound: string; boundKey?: string; to: string; attrs?: { attr: string; to: string }[] }[];
+}
+
+export interface ExternalImport {
+  key: string;
+  module: string;
+  name?: string;
+  plainDotted: boolean;
+  /** The name the original code binds it to. */
+  bound: string;
+  /** A compiled module built from the repository's sources (`--build-native`): loaded from this file beside the
+   * pulled one under this module name, not imported. */
+  native?: { file: string; name: string };
+}
+
+export interface SymbolBinding {
+  key: string;
+  rec: ModuleRecord;
+  name: string;
+  unitKey: string;
+}
+
+export type ProblemKind = 'native-extension' | 'unresolved' | 'unparsed' | 'module-object';
+
+export interface Problem {
+  kind: ProblemKind;
+  name: string;
+  detail: string;
+}
+
+/** An edge `a -> b`: unit a needs unit b; `def` when a needs it at import time (b must come first). */
+export interface NeedEdge {
+  def: boolean;
+}
+
+export interface ClosureResult {
+  root: UnitNode;
+  units: Map<string, UnitNode>;
+  /** The dependency graph between units (node keys are unit keys); cycles are allowed. */
+  graph: DirectedGraph<UnitNode, NeedEdge>;
+  symbols: Map<string, SymbolBinding>;
+  externals: Map<string, ExternalImport>;
+  /** Builtins the emitted code reads: no definition may take these names. */
+  builtinsUsed: Set<string>;
+  problems: Problem[];
+}
+
+export interface ClosureContext {
+  table: ModuleTable;
+  /** Parsed source of a module (the text and the positions the index does not keep). */
+  parse(rec: ModuleRecord): Promise<ParsedModule>;
+  /** Whether code of `rec` is inlined into a file pulled from `rootRepo` (else it stays an import). */
+  inlines(rec: ModuleRecord, rootRepo: number): boolean;
+  /** Why an internal module has no facts (a skipped file), if it exists in the index at all. */
+  skippedReason(module: string, repoId: number): string | undefined;
+  /** Copies every class the file needs whole (else a class other than the block keeps the methods reached). */
+  wholeClasses?: boolean;
+  /** Compiled modules built for this pull (`--build-native`), by module: the file and name to load them by. */
+  natives?: ReadonlyMap<string, { file: string; name: string }>;
+}
+
+export function unitKey(rec: ModuleRecord, unit: number): string {
+  return `${rec.fileId}:${unit}`;
+}
+
+export function symbolKey(rec: ModuleRecord, name: string): string {
+  return `${rec.fileId}:${name}`;
+}
+
+export function externalKey(e: Omit<ExternalImport, 'key'>): string {
+  return `${e.module}|${e.name ?? ''}|${e.plainDotted ? 1 : 0}|${e.bound}`;
+}

@@ -1,0 +1,320 @@
+/**
+ * One pass of the dependency closure: from the block's unit, every unit it needs is visited once (a queue), each
+ * reference placed where it resolves (a unit of the file, an import, a builtin, or a problem), registrations and
+ * method deferral kept apart (closureRegistrations.ts, closureReach.ts). closure.ts runs passes until the type-only
+ * stand-ins (closureStandIns.ts) learn nothing new.
+ */
+import { DirectedGraph } from 'graphology';
+import type { Member, ParsedModule, Ref, Timing } from '../parse/types';
+import { compactStandIn } from './compact';
+import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
+import type { ClosureContext, ClosureResult, ExternalImport, NeedEdge, Problem, SymbolBinding, UnitNode } from './closureTypes';
+import { externalKey, symbolKey, unitKey } from './closureTypes';
+import { codeOnly, droppable, MethodDeferral, outsideOf, reachedIn, reachesOf, refsWithin } from './closureReach';
+import { registrationSpan, registryIndex } from './closureRegistrations';
+import type { Registration } from './closureRegistrations';
+import { typeOnlyStandIn, useAt } from './closureStandIns';
+import type { TypeOnly, Use } from './closureStandIns';
+
+/** The built compiled module `qualname` is (or is a name of: `pkg._C.op`), if one was built. */
+function nativeOf(natives: ClosureContext['natives'], qualname: string): { module: string; name?: string; native: { file: string; name: string } } | undefined {
+  if (!natives) return undefined;
+  for (const [module, native] of natives) {
+    if (qualname === module) return { module, native };
+    if (qualname.startsWith(`${module}.`) && !qualname.slice(module.length + 1).includes('.')) return { module, name: qualname.slice(module.length + 1), native };
+  }
+  return undefined;
+}
+
+export class ClosureWalk {
+  readonly units = new Map<string, UnitNode>();
+  readonly graph = new DirectedGraph<UnitNode, NeedEdge>();
+  /** Per unit needed: how it is used (see useAt). */
+  readonly uses = new Map<string, Set<Use>>();
+  readonly symbols = new Map<string, SymbolBinding>();
+  readonly externals = new Map<string, ExternalImport>();
+  readonly builtinsUsed = new Set<string>();
+  readonly problems: Problem[] = [];
+  private readonly problemKeys = new Set<string>();
+  private registries: Map<string, { rec: ModuleRecord; name: string }> | undefined;
+  /** Units needed and not visited yet. */
+  readonly queue: UnitNode[] = [];
+  /** Registration decorators whose registry nothing else in the file has needed so far. */
+  registrations: Registration[] = [];
+  /** Modules whose module-level registration calls were taken in (their registry is needed). */
+  readonly scanned = new Set<number>();
+  readonly table: ModuleTable;
+  readonly root: UnitNode;
+  /** The units copied whole: the block and the extra roots. */
+  readonly wholeUnits: Set<string>;
+  private readonly deferral: MethodDeferral;
+
+  constructor(
+    readonly ctx: ClosureContext,
+    readonly rootRec: ModuleRecord,
+    readonly rootUnit: number,
+    extraRoots: { rec: ModuleRecord; unit: number }[],
+    readonly typeOnly: TypeOnly,
+  ) {
+    this.table = ctx.table;
+    this.deferral = new MethodDeferral(ctx.table, this.units, (rec, repo) => ctx.inlines(rec, repo), rootRec.repoId, (node, parsed, where, inside, member) => this.takeIn(node, parsed, where, inside, undefined, member));
+    this.root = this.need(rootRec, rootUnit);
+    for (const extra of extraRoots) this.need(extra.rec, extra.unit);
+    this.wholeUnits = new Set([this.root.key, ...extraRoots.map((e) => unitKey(e.rec, e.unit))]);
+  }
+
+  /** What the walk found. */
+  result(): ClosureResult {
+    const { root, units, graph, symbols, externals, builtinsUsed, problems } = this;
+    return { root, units, graph, symbols, externals, builtinsUsed, problems };
+  }
+
+  /** Records that `from` needs `to`; a definition-time need wins over a call-time one. */
+  depend(from: UnitNode, to: UnitNode, timing: Timing, use: Use = 'other'): void {
+    const seen = this.uses.get(to.key) ?? new Set<Use>();
+    seen.add(use);
+    this.uses.set(to.key, seen);
+    if (from.key === to.key) return;
+    const def = timing === 'def';
+    if (this.graph.hasEdge(from.key, to.key)) {
+      if (def) this.graph.setEdgeAttribute(from.key, to.key, 'def', true);
+    } else {
+      this.graph.addEdge(from.key, to.key, { def });
+    }
+  }
+
+  /** Records a problem once (by kind and name). */
+  problem(p: Problem): void {
+    const k = `${p.kind}:${p.name}`;
+    if (!this.problemKeys.has(k)) {
+      this.problemKeys.add(k);
+      this.problems.push(p);
+    }
+  }
+
+  /** The node of a unit the file needs, queued for a visit the first time. */
+  need(rec: ModuleRecord, unit: number): UnitNode {
+    const key = unitKey(rec, unit);
+    let node = this.units.get(key);
+    if (!node) {
+      node = { key, rec, unit, edits: [], order: this.units.size };
+      this.units.set(key, node);
+      this.graph.addNode(key, node);
+      this.queue.push(node);
+      for (const b of rec.facts.units[unit].binds) {
+        this.symbols.set(symbolKey(rec, b), { key: symbolKey(rec, b), rec, name: b, unitKey: key });
+      }
+      // a binding under try/if may not happen: the earlier unconditional binding of the name is its fallback
+      if (rec.facts.units[unit].guard) {
+        for (const b of rec.facts.units[unit].binds) {
+          for (let i = unit - 1; i >= 0; i--) {
+            const earlier = rec.facts.units[i];
+            if (earlier.kind === 'main' || earlier.kind === 'import' || !earlier.binds.includes(b)) continue;
+            this.depend(node, this.need(rec, i), 'def');
+            if (!earlier.guard) break;
+          }
+        }
+      }
+    }
+    return node;
+  }
+
+  /** An import the file keeps, once per module, name and binding; its key. */
+  external(e: Omit<ExternalImport, 'key'>): string {
+    const key = externalKey(e);
+    if (!this.externals.has(key)) this.externals.set(key, { ...e, key });
+    return key;
+  }
+
+  /** Where a resolved target goes in the output: a symbol key, an external key, or nothing. */
+  place(from: UnitNode, t: Target, bound: string, timing: Timing, where: string, use: () => Use = () => 'other'): string | undefined {
+    switch (t.kind) {
+      case 'symbol': {
+        if (!this.ctx.inlines(t.mod, this.rootRec.repoId)) {
+          return this.external({ module: t.mod.module, name: t.name, plainDotted: false, bound });
+        }
+        const target = this.need(t.mod, t.unit);
+        const kind = t.mod.facts.units[t.unit].kind;
+        this.depend(from, target, timing, kind === 'class' || kind === 'assign' ? use() : 'other');
+        return symbolKey(t.mod, t.name);
+      }
+      case 'external':
+        return this.external({ module: t.module, name: t.name, plainDotted: !!t.plainDotted, bound });
+      case 'module':
+        if (!this.ctx.inlines(t.mod, this.rootRec.repoId)) return this.external({ module: t.mod.module, plainDotted: false, bound });
+        this.problem({ kind: 'module-object', name: t.mod.module, detail: `${where} uses the module ${t.mod.module} as an object` });
+        return undefined;
+      case 'builtin':
+        this.builtinsUsed.add(t.name);
+        return undefined;
+      case 'missing': {
+        const built = nativeOf(this.ctx.natives, t.qualname);
+        if (built) return this.external({ module: built.module, name: built.name, plainDotted: false, bound, native: built.native });
+        const reason = this.ctx.skippedReason(t.qualname, this.rootRec.repoId);
+        this.problem(
+          reason
+            ? { kind: 'unparsed', name: t.qualname, detail: `${where} needs ${t.qualname}, which could not be indexed (${reason})` }
+            : {
+                kind: 'native-extension',
+                name: t.qualname,
+                detail: `${where} needs the compiled module ${t.qualname}, which has no Python source in ${t.repo}`,
+              },
+        );
+        return undefined;
+      }
+      default:
+        this.problem({ kind: 'unresolved', name: t.name, detail: `${where}: name '${t.name}' is not defined` });
+        return undefined;
+    }
+  }
+
+  placeRef(node: UnitNode, ref: Ref, where: string, text?: string): void {
+    let t = this.table.resolveName(node.rec, ref.name);
+    // a definition that reads its own name while it is made reads the binding before it (`class Output(Output):`)
+    if (ref.timing === 'def' && t.kind === 'symbol' && t.mod === node.rec && t.unit === node.unit) t = this.table.resolveNameBefore(node.rec, ref.name, node.unit);
+    let end = ref.end;
+    if (t.kind === 'module' && ref.attrs.length && this.ctx.inlines(t.mod, this.rootRec.repoId)) {
+      // `a.init_weights`, `pkg.sub.f`: the module attribute becomes a plain name in the output
+      const r = this.table.resolveAttrs(t, ref.attrs);
+      if (r.consumed > 0) {
+        t = r.target;
+        end = ref.attrEnds[r.consumed - 1];
+      }
+    }
+    // a name inside a value only tested against is only tested against; else what the code around it says (asked
+    // only of the classes and values that could become stand-ins)
+    // (the annotations of the block's own constructor say what a user builds it with: `cnf: FusedMBConvConfig` is kept)
+    const use = (): Use => {
+      if (end !== ref.end || !text) return 'other';
+      if (this.typeOnly.aliases.has(node.key)) return 'isinstance';
+      const u = useAt(text, ref.start, ref.end);
+      if (u !== 'annotation' || node.rec !== this.rootRec || node.unit !== this.rootUnit) return u;
+      const def = [...text.slice(Math.max(0, ref.start - 2000), ref.start).matchAll(/\bdef\s+(\w+)\s*\(/g)].pop();
+      return def?.[1] === '__init__' ? 'other' : u;
+    };
+    const to = this.place(node, t, ref.name, ref.timing, where, use);
+    if (to) node.edits.push({ start: ref.start, end, to });
+  }
+
+  /** Takes in what the part of a unit that `inside` accepts needs: its references, string registries, inner imports. */
+  takeIn(node: UnitNode, parsed: ParsedModule, where: string, inside: (at: number) => boolean, registration?: Registration, range?: Member): void {
+    const { rec, unit } = node;
+    for (const ref of range ? refsWithin(parsed, unit, range) : parsed.refs[unit]) {
+      if (!inside(ref.start)) continue;
+      if (registration && ref.start >= registration.start && ref.end <= registration.end) registration.refs.push(ref);
+      else this.placeRef(node, ref, where, parsed.text);
+    }
+
+    // string registries: dict(type="MLPHead") names a registered class
+    const strings = parsed.strings[unit].filter((s) => inside(s.at));
+    if (strings.length) {
+      this.registries ??= registryIndex(this.table, this.rootRec.repoId);
+      for (const s of strings) {
+        const hit = this.registries.get(s.value);
+        if (!hit) continue;
+        const bindUnit = this.table.bindingUnit(hit.rec, hit.name);
+        if (bindUnit === undefined) continue;
+        const target = this.need(hit.rec, bindUnit);
+        this.depend(node, target, s.timing);
+      }
+    }
+
+    // import statements inside the unit (in a function body or a try/if block) that reach repository code
+    if (rec.facts.units[unit].kind === 'import') return;
+    for (const range of parsed.importRanges) {
+      if (range.unit !== unit || !inside(range.start)) continue;
+      const resolved = range.imports
+        .map((i) => rec.facts.imports[i])
+        // a star import binds what its module exports: those names resolve through it where they are read
+        .filter((imp) => !imp.typeChecking && imp.kind !== 'star')
+        .map((imp) => {
+          const bound = imp.bound ?? imp.module.split('.')[0];
+          return { imp, bound, t: this.table.resolveImport(rec, imp.kind, imp.level, imp.module, imp.name, bound) };
+        });
+      // an import of a module that exists nowhere, under a handler of the failed import, stays as written: Python
+      // runs the handler, at any depth as at module level
+      const handled = ({ imp, t }: (typeof resolved)[number]): boolean => imp.inFunction && imp.guarded && t.kind === 'missing';
+      if (resolved.length && resolved.every(handled)) continue;
+      const internal = resolved.some(
+        (r) => (r.t.kind === 'missing' && !handled(r)) || ((r.t.kind === 'symbol' || r.t.kind === 'module') && this.ctx.inlines(r.t.mod, this.rootRec.repoId)),
+      );
+      // an import of third-party code stays where it is, as written
+      if (!internal) continue;
+      const lines: { bound: string; boundKey?: string; to: string; attrs?: { attr: string; to: string }[] }[] = [];
+      for (const r of resolved) {
+        const { imp, bound, t } = r;
+        if (handled(r)) continue;
+        if (imp.inFunction && t.kind === 'module' && this.ctx.inlines(t.mod, this.rootRec.repoId)) {
+          // the module as an object, inside the function: a namespace of the attributes read through the name
+          const body = codeOnly(parsed.text.slice(range.end, rec.facts.units[unit].end));
+          const attrs: { attr: string; to: string }[] = [];
+          for (const m of body.matchAll(new RegExp(`(?<![\\w.])${bound}\\s*\\.\\s*([A-Za-z_]\\w*)`, 'g'))) {
+            if (attrs.some((a) => a.attr === m[1])) continue;
+            const r = this.table.resolveAttrs(t, [m[1]]);
+            const to = r.consumed ? this.place(node, r.target, m[1], 'call', where) : undefined;
+            if (to) attrs.push({ attr: m[1], to });
+            else this.problem({ kind: 'unresolved', name: `${t.mod.module}.${m[1]}`, detail: `${where}: ${t.mod.module} has no '${m[1]}'` });
+          }
+          lines.push({ bound, to: '', attrs });
+          continue;
+        }
+        const to = this.place(node, t, bound, imp.inFunction ? 'call' : 'def', where);
+        if (to) lines.push({ bound, boundKey: imp.inFunction ? undefined : symbolKey(rec, bound), to });
+      }
+      node.edits.push({ start: range.start, end: range.end, imports: lines });
+    }
+  }
+
+  /** Takes in what one unit needs: its references, the registered classes its strings name, its inner imports. */
+  async visit(node: UnitNode): Promise<void> {
+    const { rec, unit } = node;
+    const parsed = await this.ctx.parse(rec);
+    const u = rec.facts.units[unit];
+    const where = `${rec.module}${u.name ? `.${u.name}` : ''} (line ${u.startLine})`;
+    const own = rec.repoId === this.rootRec.repoId || this.ctx.inlines(rec, this.rootRec.repoId);
+
+    if (this.typeOnly.stubbed.has(node.key) && u.binds.length === 1) {
+      const name = u.binds[0];
+      node.replacement = { source: typeOnlyStandIn(rec, u.kind, name), refs: { [name]: symbolKey(rec, name) } };
+      return;
+    }
+    // a framework's registry machinery: a minimal stand-in, and nothing the original needed
+    const standIn = own ? compactStandIn(rec, unit) : undefined;
+    if (standIn) {
+      const refs: Record<string, string> = u.name ? { [u.name]: symbolKey(rec, u.name) } : {};
+      const needs = [...standIn.needs.map((name) => ({ name, timing: 'call' as const })), ...(standIn.needsAtDefinition ?? []).map((name) => ({ name, timing: 'def' as const }))];
+      for (const { name, timing } of needs) {
+        // a name the original imports inside a method (mmengine's Registry and its build_from_cfg)
+        let t = this.table.resolveName(rec, name);
+        const inner = rec.facts.imports.find((i) => i.inFunction && i.kind === 'from' && (i.bound ?? i.name) === name);
+        if (t.kind === 'unresolved' && inner) t = this.table.resolveImport(rec, inner.kind, inner.level, inner.module, inner.name, name);
+        const to = this.place(node, t, name, timing, where);
+        if (to) refs[name] = to;
+      }
+      node.replacement = { source: standIn.source, refs };
+      return;
+    }
+    // registering the class is a side effect: its registry is needed only if the file builds from it
+    const span = own ? registrationSpan(rec, unit, parsed.text) : undefined;
+    const registration: Registration | undefined = span && { ...span, node, refs: [], where, text: parsed.text.slice(span.start, span.end).trim() };
+
+    // a class the block needs, not the block: the methods nothing in the file reaches wait for their name
+    const body = parsed.bodies[unit];
+    const fact = body && u.kind === 'class' ? rec.facts.classes.find((c) => c.unit === unit && c.name === u.name) : undefined;
+    const trim = own && !this.ctx.wholeClasses && !this.wholeUnits.has(node.key) && !!fact && this.deferral.plainClass(rec, fact);
+    // (a method on a line of its own: a one-line class keeps them all)
+    const ownLine = (m: Member): boolean => /^[ \t]*$/.test(parsed.text.slice(parsed.text.lastIndexOf('\n', m.start - 1) + 1, m.start));
+    const deferred = trim ? body!.methods.filter((m) => droppable(m.name) && !this.deferral.isReached(m.name, node) && ownLine(m)) : [];
+    const outside = outsideOf(deferred);
+    this.takeIn(node, parsed, where, outside, registration);
+    if (registration) this.registrations.push(registration);
+
+    // what the kept code reaches members by (a class's own statements: its bare names too, `forward = _impl`)
+    const family = u.kind === 'class' ? node.key : undefined;
+    const outsideMethods = outsideOf(body?.methods ?? []);
+    const classLevel = (at: number): boolean => u.kind === 'class' && outsideMethods(at);
+    reachesOf(reachedIn(parsed, unit, u.start, u.end), this.deferral.toReach, family, outside, classLevel);
+    if (deferred.length) this.deferral.wait(node, deferred, parsed, where);
+    this.deferral.reachAll();
+  }
+}
