@@ -10,7 +10,7 @@
 import { execFile } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { bodyHash, readProvenance, splitPulled } from '../src/core/emit/emit';
+import { bodyHash, readProvenance, splitPulled } from '../src/core/emit/pulledFile';
 import type { PullSession } from '../src/core/pull/pull';
 import { originalOfPulled } from '../src/core/pull/pull';
 import { validateFile } from '../src/core/validate/runner';

@@ -4,7 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { createTwoFilesPatch } from 'diff';
-import { bodyHash, readProvenance } from '../core/emit/emit';
+import { bodyHash, readProvenance } from '../core/emit/pulledFile';
 import { findTarget, listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
 import { CancelledError, errorMessage, NnragError } from '../core/base/errors';

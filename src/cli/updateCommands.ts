@@ -3,7 +3,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import type { ClassRef } from '../core/store/target';
-import { parseProvenance, readProvenance } from '../core/emit/emit';
+import { parseProvenance, readProvenance } from '../core/emit/pulledFile';
 import { readManifest, writeManifests } from '../core/emit/manifest';
 import { NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';

@@ -16,7 +16,7 @@ import { importFromWorkspace, writeRequirements } from './pullIntoWorkspace';
 import type { Session } from './ctx';
 import type { InterpreterService } from './interpreter';
 import { lacksTorch } from './interpreter';
-import type { Provenance } from '../core/emit/emit';
+import type { Provenance } from '../core/emit/pulledFile';
 import type { RequiredRepos } from '../core/emit/manifest';
 
 export type PulledItem = PulledFileStatus & { uri: string };

@@ -2,8 +2,8 @@
 import type { CodeLens, Connection, Hover, TextDocuments } from 'vscode-languageserver';
 import { MarkupKind } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
-import { bodyHash, readProvenance } from '../core/emit/emit';
-import type { Provenance } from '../core/emit/emit';
+import { bodyHash, readProvenance } from '../core/emit/pulledFile';
+import type { Provenance } from '../core/emit/pulledFile';
 import { describePulled } from '../core/pull/pulledState';
 import { pulledFileStatus } from '../core/pull/update';
 import type { PulledFileStatus } from '../core/pull/update';

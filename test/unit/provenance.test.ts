@@ -3,7 +3,7 @@ import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { findTarget } from '../../src/core/store/target';
-import { bodyHash, readProvenance } from '../../src/core/emit/emit';
+import { bodyHash, readProvenance } from '../../src/core/emit/pulledFile';
 import type { Manifest, RequiredRepos } from '../../src/core/emit/manifest';
 import { openPullSession, pullBlock } from '../../src/core/pull/pull';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';

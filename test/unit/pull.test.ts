@@ -3,7 +3,7 @@ import { execFileSync } from 'child_process';
 import { existsSync, promises as fsp } from 'fs';
 import * as path from 'path';
 import { findTarget } from '../../src/core/store/target';
-import { bodyHash, readProvenance } from '../../src/core/emit/emit';
+import { bodyHash, readProvenance } from '../../src/core/emit/pulledFile';
 import { IndexDb } from '../../src/core/store/database';
 import { unitsDirOf } from '../../src/core/store/unitsCache';
 import { loadUnits, saveUnits } from '../../src/core/store/unitsCache';

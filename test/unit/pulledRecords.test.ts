@@ -7,7 +7,7 @@ import { existsSync, promises as fsp } from 'fs';
 import * as path from 'path';
 import { manifestPath, readManifest, removeManifests, writeManifests } from '../../src/core/emit/manifest';
 import type { RequiredRepos } from '../../src/core/emit/manifest';
-import type { Provenance } from '../../src/core/emit/emit';
+import type { Provenance } from '../../src/core/emit/pulledFile';
 import { tmpdir } from './helpers';
 
 function prov(hash: string, blob: string, imports: string[], tier = 'equivalent'): Provenance {

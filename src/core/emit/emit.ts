@@ -1,14 +1,18 @@
 /**
  * One dependency-closed file: provenance header, grouped imports, definitions in a valid order,
- * colliding names renamed consistently, nothing the block does not use.
+ * colliding names renamed consistently, nothing the block does not use. The order and the names are order.ts's;
+ * the file's format (header, provenance record, body hash) is pulledFile.ts's.
  */
 import { createHash } from 'crypto';
-import { NnragError } from '../base/errors';
 import type { ParsedModule } from '../parse/types';
 import type { ClosureResult, ExternalImport, UnitNode } from '../resolve/closure';
 import { symbolKey } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { isStdlib } from './stdlib';
+import { assignNames, orderUnits } from './order';
+import { PROVENANCE_PREFIX, sourceLines, withoutMarkers } from './pulledFile';
+import type { Provenance, ProvenanceEntry } from './pulledFile';
+
 
 export interface SourceInfo {
   repo: string;
@@ -18,53 +22,6 @@ export interface SourceInfo {
   license: string | null;
   path: string;
   blob: string;
-}
-
-export interface ProvenanceEntry {
-  names: string[];
-  module: string;
-  repo: string;
-  path: string;
-  lines: [number, number];
-  /** The git blob id of the whole source file (`git hash-object`). */
-  blob: string;
-  /** Software Heritage id of that file: `swh:1:cnt:<blob>`. Absent in files pulled before it was recorded. */
-  swhid?: string;
-  url?: string | null;
-  commit?: string | null;
-  /** SPDX id from the repository's LICENSE file or package metadata. */
-  license?: string | null;
-}
-
-export interface Provenance {
-  version: 1;
-  target: string;
-  block: string;
-  repo: string;
-  url: string | null;
-  commit: string | null;
-  license: string | null;
-  /** sha256 of everything below the header. */
-  hash: string;
-  pulledAt: string;
-  definitions: ProvenanceEntry[];
-  /** Third-party top-level modules the file imports. */
-  imports: string[];
-  /** Renamed names: original `module.name` -> name in this file. */
-  renamed: Record<string, string>;
-  /** Definitions this file imports from a module of helpers shared with blocks pulled beside it (see shared.ts). */
-  shared?: { module: string; ids: string[]; names: string[] };
-  /** Filled in after validation. */
-  validation?: {
-    status: string;
-    tier: string | null;
-    category?: string;
-    args?: unknown[];
-    kwargs?: Record<string, unknown>;
-    input_shapes?: unknown[];
-    output_shapes?: unknown;
-    builder?: string;
-  };
 }
 
 export interface EmitResult {
@@ -105,122 +62,6 @@ export interface EmitContext {
   provided?: { module: string; ids: ReadonlySet<string> };
 }
 
-const PROVENANCE_PREFIX = '# nnrag-provenance: ';
-
-/** Iterative depth-first post-order from each start; a node is marked when entered, so cycles end there. */
-function postOrder(starts: UnitNode[], depsOf: (n: UnitNode) => UnitNode[], visited: Set<string>, out: UnitNode[]): void {
-  for (const start of starts) {
-    if (visited.has(start.key)) continue;
-    visited.add(start.key);
-    const stack = [{ node: start, deps: depsOf(start), i: 0 }];
-    while (stack.length) {
-      const top = stack[stack.length - 1];
-      if (top.i < top.deps.length) {
-        const d = top.deps[top.i++];
-        if (!visited.has(d.key)) {
-          visited.add(d.key);
-          stack.push({ node: d, deps: depsOf(d), i: 0 });
-        }
-      } else {
-        out.push(top.node);
-        stack.pop();
-      }
-    }
-  }
-}
-
-/** Dependencies first (def-time ones strictly), the block last; source order where nothing constrains. */
-export function orderUnits(closure: ClosureResult): UnitNode[] {
-  const byOrder = (keys: Iterable<string>): UnitNode[] =>
-    [...keys].map((k) => closure.units.get(k)!).sort((a, b) => a.order - b.order);
-  // 1. a readable order: depth-first over every dependency, from the block (then from what only an extra
-  //    root such as a validation builder reaches)
-  const readable: UnitNode[] = [];
-  const { graph } = closure;
-  postOrder([closure.root, ...byOrder(closure.units.keys())], (n) => byOrder(graph.outNeighbors(n.key)), new Set(), readable);
-  // 2. a valid order: before each unit, everything it needs at definition time, and what the functions and classes
-  //    it uses then need when they run (`ACT = get_activation("gelu")` runs get_activation, which reads ACT2FN)
-  const out: UnitNode[] = [];
-  const runs = (n: UnitNode): boolean => {
-    const kind = n.rec.facts.units[n.unit].kind;
-    return kind === 'function' || kind === 'class';
-  };
-  const runNeeds = new Map<string, string[]>();
-  const whenRun = (start: UnitNode): string[] => {
-    const known = runNeeds.get(start.key);
-    if (known) return known;
-    const seen = new Set<string>([start.key]);
-    const stack = [start.key];
-    while (stack.length) {
-      for (const next of graph.outNeighbors(stack.pop()!)) {
-        if (seen.has(next)) continue;
-        seen.add(next);
-        if (runs(closure.units.get(next)!)) stack.push(next);
-      }
-    }
-    seen.delete(start.key);
-    const list = [...seen];
-    runNeeds.set(start.key, list);
-    return list;
-  };
-  const defNeeds = (n: UnitNode): UnitNode[] => {
-    const keys = new Set<string>();
-    for (const e of graph.filterOutEdges(n.key, (_edge, attr) => attr.def)) {
-      const t = graph.target(e);
-      keys.add(t);
-      const target = closure.units.get(t)!;
-      // a function used at definition time runs then (a decorator, a call in a class body or an assignment); a class
-      // runs when a statement makes one, not when another class derives from it
-      const kind = target.rec.facts.units[target.unit].kind;
-      if (kind === 'function' || (kind === 'class' && !runs(n))) for (const k of whenRun(target)) if (k !== n.key) keys.add(k);
-    }
-    return byOrder(keys);
-  };
-  postOrder(readable, defNeeds, new Set(), out);
-  return out;
-}
-
-function suffixOf(rec: ModuleRecord): string {
-  const last = rec.module.split('.').pop() ?? 'mod';
-  return last.replace(/^_+/, '') || 'mod';
-}
-
-/** Final names for every definition and import: the block keeps its name; collisions get a module suffix. */
-function assignNames(closure: ClosureResult, order: UnitNode[]): Map<string, string> {
-  const names = new Map<string, string>();
-  const taken = new Map<string, string>();
-  const reserved = closure.builtinsUsed;
-  const take = (key: string, desired: string, suffix: string): void => {
-    if (names.has(key)) return;
-    const free = (name: string): boolean => (!taken.has(name) || taken.get(name) === key) && !reserved.has(name);
-    let name = desired;
-    for (let n = 1; !free(name); n++) name = n === 1 ? `${desired}_${suffix}` : `${desired}_${suffix}${n}`;
-    names.set(key, name);
-    taken.set(name, key);
-  };
-  const root = closure.root;
-  for (const b of root.rec.facts.units[root.unit].binds) {
-    names.set(symbolKey(root.rec, b), b);
-    taken.set(b, symbolKey(root.rec, b));
-  }
-  // `import torch` and `import torch.fx` both bind `torch` to the same module: one name, no rename
-  const valueOf = (e: ExternalImport): string =>
-    e.name !== undefined ? `${e.module}.${e.name}` : e.plainDotted ? e.module.split('.')[0] : e.module;
-  const byValue = new Map<string, string>();
-  for (const e of [...closure.externals.values()].sort((a, b) => a.key.localeCompare(b.key))) {
-    const shared = byValue.get(`${valueOf(e)}|${e.bound}`);
-    if (shared) {
-      names.set(e.key, names.get(shared)!);
-      continue;
-    }
-    take(e.key, e.bound, e.module.split('.')[0]);
-    byValue.set(`${valueOf(e)}|${e.bound}`, e.key);
-  }
-  for (const node of order) {
-    for (const b of node.rec.facts.units[node.unit].binds) take(symbolKey(node.rec, b), b, suffixOf(node.rec));
-  }
-  return names;
-}
 
 function importLine(e: ExternalImport, as: string): string {
   if (e.name !== undefined) return `from ${e.module} import ${e.name}${as !== e.name ? ` as ${as}` : ''}`;
@@ -388,44 +229,6 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
   return pieces.reverse().join('');
 }
 
-/** The header's account of where the definitions come from: one line per source file, wrapped at 118 columns. */
-function sourceLines(definitions: ProvenanceEntry[]): string[] {
-  const files = new Map<string, ProvenanceEntry[]>();
-  for (const d of definitions) {
-    const key = `${d.repo} ${d.path} ${d.blob}`;
-    files.set(key, [...(files.get(key) ?? []), d]);
-  }
-  const out: string[] = [];
-  for (const list of files.values()) {
-    const { repo, path: file, blob } = list[0];
-    const span = (d: ProvenanceEntry): string => (d.lines[0] === d.lines[1] ? `${d.lines[0]}` : `${d.lines[0]}-${d.lines[1]}`);
-    const named = list.filter((d) => d.names.length).map((d) => `${d.names.join(', ')} ${span(d)}`);
-    const statements = list.filter((d) => !d.names.length);
-    if (statements.length) {
-      // consecutive lines as one range (`11 statements (11-21)`)
-      const ranges: [number, number][] = [];
-      for (const d of [...statements].sort((a, b) => a.lines[0] - b.lines[0])) {
-        const last = ranges[ranges.length - 1];
-        if (last && d.lines[0] <= last[1] + 1) last[1] = Math.max(last[1], d.lines[1]);
-        else ranges.push([d.lines[0], d.lines[1]]);
-      }
-      const text = ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(', ');
-      named.push(`${statements.length === 1 ? 'a statement' : `${statements.length} statements`} (${text})`);
-    }
-    let line = `#   ${repo} ${file} (${blob.slice(0, 12)}):`;
-    for (const [i, item] of named.entries()) {
-      const piece = ` ${item}${i < named.length - 1 ? ';' : ''}`;
-      if (line.length + piece.length > 118 && !line.endsWith(':')) {
-        out.push(line);
-        line = '#     ';
-      }
-      line += piece;
-    }
-    out.push(line);
-  }
-  return out;
-}
-
 export function emitFile(closure: ClosureResult, ctx: EmitContext, target: string): EmitResult {
   const order = orderUnits(closure);
   const names = assignNames(closure, order);
@@ -555,104 +358,3 @@ function sharedImport(module: string, names: string[]): string {
   return `try:\n    from .${module} import ${items}\nexcept ImportError:\n    from ${module} import ${items}`;
 }
 
-/** Reads the provenance record back from a pulled file's text, if it has one that is whole. */
-export function readProvenance(text: string): Provenance | undefined {
-  return parseProvenance(text).provenance;
-}
-
-/**
- * The provenance record of a pulled file: `provenance` when it is whole, `damaged` (why) when a record is there but
- * cannot be trusted (not JSON, or fields of the wrong kind: edited or cut by hand), neither when there is none.
- */
-export function parseProvenance(text: string): { provenance?: Provenance; damaged?: string } {
-  // in the header: the comment lines the file starts with (one per source file, so a large pull's runs long)
-  let line: string | undefined;
-  for (let at = 0; at < text.length; ) {
-    const end = text.indexOf('\n', at);
-    const l = text.slice(at, end < 0 ? text.length : end);
-    if (l.startsWith(PROVENANCE_PREFIX)) {
-      line = l;
-      break;
-    }
-    if (!l.startsWith('#') || end < 0) break;
-    at = end + 1;
-  }
-  if (!line) return {};
-  let record: unknown;
-  try {
-    record = JSON.parse(line.slice(PROVENANCE_PREFIX.length));
-  } catch {
-    return { damaged: 'the provenance record is not valid JSON' };
-  }
-  const damaged = provenanceProblem(record);
-  return damaged ? { damaged } : { provenance: record as Provenance };
-}
-
-const isText = (v: unknown): v is string => typeof v === 'string';
-const isTextOrNull = (v: unknown): boolean => v === null || v === undefined || typeof v === 'string';
-
-/** What is wrong with a provenance record read from a file (undefined when nothing). */
-function provenanceProblem(r: unknown): string | undefined {
-  if (!r || typeof r !== 'object' || Array.isArray(r)) return 'the provenance record is not an object';
-  const p = r as Record<string, unknown>;
-  if (p.version !== 1) return `unknown provenance version ${JSON.stringify(p.version)}`;
-  for (const key of ['target', 'block', 'repo', 'pulledAt'] as const) if (!isText(p[key]) || !p[key]) return `the provenance record has no ${key}`;
-  if (!isText(p.hash) || !/^sha256:[0-9a-f]{64}$/.test(p.hash)) return 'the provenance record has no content hash';
-  for (const key of ['url', 'commit', 'license'] as const) if (!isTextOrNull(p[key])) return `the provenance record's ${key} is not text`;
-  if (!Array.isArray(p.definitions) || p.definitions.length === 0) return 'the provenance record lists no definitions';
-  for (const d of p.definitions as unknown[]) {
-    const e = d as Record<string, unknown> | null;
-    if (!e || typeof e !== 'object') return 'a provenance definition is not an object';
-    if (!Array.isArray(e.names) || !e.names.every(isText)) return 'a provenance definition has no names';
-    if (!isText(e.repo) || !isText(e.path) || !isText(e.module)) return 'a provenance definition has no repository, path or module';
-    if (!isText(e.blob) || !/^[0-9a-f]{40}$/.test(e.blob)) return 'a provenance definition has no git blob id';
-    if (!Array.isArray(e.lines) || e.lines.length !== 2 || !e.lines.every((n) => Number.isInteger(n))) return 'a provenance definition has no lines';
-  }
-  if (!Array.isArray(p.imports) || !p.imports.every(isText)) return 'the provenance record has no imports list';
-  if (!p.renamed || typeof p.renamed !== 'object' || Array.isArray(p.renamed) || !Object.values(p.renamed).every(isText)) return 'the provenance record has no renames';
-  return undefined;
-}
-
-/** The file's text with its provenance record replaced (the body, and so its hash, stay as they are). */
-export function replaceProvenance(text: string, prov: Provenance): string {
-  const start = text.indexOf(PROVENANCE_PREFIX);
-  if (start < 0) return text;
-  const end = text.indexOf('\n', start);
-  return `${text.slice(0, start)}${PROVENANCE_PREFIX}${JSON.stringify(prov)}${text.slice(end)}`;
-}
-
-/** The lines tools read as the start or end of a PEP 723 block (`# /// script`, `# ///`), at column 0. */
-const MARKER = /^# \/\/\/(?: [A-Za-z0-9-]+)?$/gm;
-
-/**
- * Indexed code with tool-read markers indented by one space (`#  /// script`): a repository cannot put a PEP 723
- * block (dependencies for `uv run`) into a pulled file; only the header the tool writes holds one.
- */
-export function withoutMarkers(text: string): string {
-  return text.replace(MARKER, (m) => `#  ${m.slice(2)}`);
-}
-
-/** The file's text with `block` (PEP 723 inline metadata) in its header after the coding line, replacing one there.
- * Refuses a text that would hold a second block. */
-export function withInlineMetadata(text: string, block: string): string {
-  const { header, body } = splitPulled(text);
-  const lines = header.split('\n');
-  const start = lines.indexOf('# /// script');
-  if (start >= 0) lines.splice(start, lines.indexOf('# ///', start) - start + 1);
-  lines.splice(1, 0, ...block.split('\n'));
-  const out = `${lines.join('\n')}${body}`;
-  const opened = out.match(/^# \/\/\/ [A-Za-z0-9-]+$/gm) ?? [];
-  if (opened.length !== 1) throw new NnragError('internal', `the pulled file would hold ${opened.length} inline metadata blocks; none written`);
-  return out;
-}
-
-/** A pulled file's header (through the blank line after the provenance record) and body. */
-export function splitPulled(text: string): { header: string; body: string } {
-  const idx = text.indexOf('\n', text.indexOf(PROVENANCE_PREFIX));
-  return { header: text.slice(0, idx + 2), body: text.slice(idx + 2) };
-}
-
-/** sha256 of a pulled file's body, to tell whether the user edited it since the pull. */
-export function bodyHash(text: string): string {
-  return `sha256:${createHash('sha256').update(splitPulled(text).body).digest('hex')}`;
-}

@@ -8,7 +8,7 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Requirement } from '../validate/runner';
-import type { Provenance } from './emit';
+import type { Provenance } from './pulledFile';
 import { writeText } from './writeSafe';
 
 export const MANIFEST_SCHEMA = 'nn-rag/manifest@1';

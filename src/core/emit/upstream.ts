@@ -4,7 +4,7 @@
  */
 import type { IndexDb } from '../store/database';
 import { indexedFile } from '../store/files';
-import type { Provenance } from './emit';
+import type { Provenance } from './pulledFile';
 
 export type UpstreamState = 'same' | 'changed' | 'missing' | 'unindexed';
 

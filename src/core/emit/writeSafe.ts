@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { NnragError } from '../base/errors';
-import { bodyHash, readProvenance } from './emit';
+import { bodyHash, readProvenance } from './pulledFile';
 
 /** One path segment from a name that indexed code chose: no separators, control characters, `.`/`..` or leading dash. */
 export function safeSegment(name: string): string {

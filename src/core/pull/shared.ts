@@ -6,7 +6,7 @@
 import { createHash } from 'crypto';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { readProvenance } from '../emit/emit';
+import { readProvenance } from '../emit/pulledFile';
 import { STDLIB } from '../emit/stdlib';
 import { PROTECTED_PACKAGES, snakeCase } from '../emit/moduleNames';
 import { NnragError } from '../base/errors';

@@ -6,9 +6,9 @@
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { NnragError } from '../base/errors';
-import { bodyHash, parseProvenance, readProvenance, replaceProvenance, splitPulled } from '../emit/emit';
+import { bodyHash, parseProvenance, readProvenance, replaceProvenance, splitPulled } from '../emit/pulledFile';
 import type { ValidationReport } from '../validate/runner';
-import type { Provenance } from '../emit/emit';
+import type { Provenance } from '../emit/pulledFile';
 import { merge3 } from '../emit/merge';
 import { upstreamStatus } from '../emit/upstream';
 import type { PythonParser } from '../parse/parser';

@@ -13,7 +13,7 @@ import type { ClassRef } from '../store/target';
 import { loadModuleTable } from '../resolve/loadTable';
 import { importRoot, openPullSession, originalOf, originalOfPulled, pullBlock } from '../pull/pull';
 import type { PullOptions, PullReport, PullSession } from '../pull/pull';
-import type { Provenance } from '../emit/emit';
+import type { Provenance } from '../emit/pulledFile';
 import type { OriginalClass } from '../validate/report';
 import { ValidatorPool } from '../validate/validatorPool';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
