@@ -180,31 +180,29 @@ export async function pullIntoWorkspace(
     const wholeClasses = setting('pull.wholeClasses', folder.uri);
     const fullDocstrings = setting('pull.fullDocstrings', folder.uri);
     const inlineMetadata = setting('pull.inlineMetadata', folder.uri);
-    let report = await client.request(PullBlock, { target, out: scratch.fsPath, validate: false, timeoutSeconds: 0, memoryMb: 0, wholeClasses, fullDocstrings, inlineMetadata });
-    if (report.status !== 'failed' && (await mayRunCode(deps, vscode.l10n.t('Pulled {0}', className), memoryMb))) {
-      const python = interpreter.current().path;
-      report = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', className, python), cancellable: true },
-        (_progress, token) =>
-          client.request(
-            PullBlock,
-            {
-              target,
-              out: scratch.fsPath,
-              python,
-              validate: true,
-              timeoutSeconds: setting('validation.timeoutSeconds', folder.uri),
-              memoryMb,
-              allowWeakSandbox: deps.session.weakSandboxAccepted,
-              wholeClasses,
-              fullDocstrings,
-              inlineMetadata,
-              builderBudgetSeconds: EDITOR_BUILDER_BUDGET_S,
-            },
-            token,
-          ),
-      );
-    }
+    // one pull, validated where code may run (a trusted workspace, a sandbox the user accepts)
+    const python = (await mayRunCode(deps, vscode.l10n.t('Pulled {0}', className), memoryMb)) ? interpreter.current().path : undefined;
+    let report = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: python ? vscode.l10n.t('Validating {0} with {1}', className, python) : vscode.l10n.t('Pulling {0}', className), cancellable: true },
+      (_progress, token) =>
+        client.request(
+          PullBlock,
+          {
+            target,
+            out: scratch.fsPath,
+            python,
+            validate: python !== undefined,
+            timeoutSeconds: setting('validation.timeoutSeconds', folder.uri),
+            memoryMb,
+            allowWeakSandbox: deps.session.weakSandboxAccepted,
+            wholeClasses,
+            fullDocstrings,
+            inlineMetadata,
+            builderBudgetSeconds: EDITOR_BUILDER_BUDGET_S,
+          },
+          token,
+        ),
+    );
 
     // 2. what will be written, against what is there: Accept or Cancel
     const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(scratch));
