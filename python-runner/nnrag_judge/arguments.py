@@ -293,11 +293,35 @@ def number_for_none(param: inspect.Parameter) -> Optional[float]:
     return None
 
 
+# an override that is not an argument: the method of the built block to call before it is probed
+AFTER_BUILD = "__nnrag_then__"
+INIT_METHODS = ("init_weights", "reset_parameters", "_reset_parameters")
+
+
+def after_build_methods(cls: Any) -> List[str]:
+    """The initialisation methods the block's own code defines (not torch's) that take no required argument: a
+    framework calls them after building, and a changed constant in them changes the weights."""
+    out = []
+    for name in INIT_METHODS:
+        owner = next((k for k in getattr(cls, "__mro__", ()) if name in vars(k)), None)
+        if owner is None or str(getattr(owner, "__module__", "")).startswith("torch."):
+            continue
+        try:
+            params = list(inspect.signature(getattr(cls, name)).parameters.values())[1:]
+        except (TypeError, ValueError):
+            continue
+        if all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            out.append(name)
+    return out[:1]
+
+
 def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = None) -> List[Tuple[Dict[str, Any], str]]:
     """The argument set that ran (no override), then overrides of it: each boolean option flipped, each string option
     set to another value the code of `source` (the original class) compares it with or looks it up by, each numeric
     default perturbed (a float 0 twice: 0.5 and a small rate), and an optional rate or scale left at None given 0.5. Overrides are JSON values, so the other side of a comparison can apply them too."""
     out: List[Tuple[Dict[str, Any], str]] = [({}, "the arguments that ran")]
+    # what a framework does after building (mmengine's `model.init_weights()`): the block's own initialisation
+    out += [({AFTER_BUILD: name}, f"then {name}()") for name in after_build_methods(cls)]
     params = init_parameters(cls)
     positional = {p.name for p in params[:len(args)]}
     options = [p for p in params if p.name not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]

@@ -23,7 +23,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from .arguments import constructor_candidates, guess_value, jsonable, variants
+from .arguments import AFTER_BUILD, INIT_METHODS, constructor_candidates, guess_value, jsonable, variants
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import containers, filled, input_candidates, lighter, shapes, shrunk, spatial_sides, LARGE_SIDE
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
@@ -339,10 +339,14 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
         def build_variant(overrides: Dict[str, Any] = overrides, first: bool = i == 0) -> Any:
             if first and not overrides:
                 return base  # built as every variant is (seed 0, then lighter)
-            model, _, _ = make(attempt, cls, factory, torch, nn, [], overrides)
+            then = overrides.get(AFTER_BUILD)
+            model, _, _ = make(attempt, cls, factory, torch, nn, [], {k: v for k, v in overrides.items() if k != AFTER_BUILD})
             if model is None:
                 raise RuntimeError("does not build")
             lighter(model)
+            if isinstance(then, str) and then in INIT_METHODS:
+                seed_all(0, torch)
+                getattr(model, then)()
             return model
 
         seeds = [1, 2] if i == 0 and not heavy else [1]

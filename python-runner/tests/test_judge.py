@@ -169,6 +169,31 @@ class DropPath(nn.Module):
     def test_an_init(self) -> None:
         self.assertDiffers("self.lin = nn.Linear(dim, dim)", "self.lin = nn.Linear(dim, dim)\n        nn.init.zeros_(self.lin.bias)")
 
+    def test_a_constant_of_an_init_method_the_constructor_does_not_call(self) -> None:
+        # mmengine-style: the framework calls init_weights() after building; the block's constructor does not
+        original = """
+import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def init_weights(self):
+        nn.init.trunc_normal_(self.lin.weight, std=0.02)
+        nn.init.zeros_(self.lin.bias)
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+        same = judged(original, original, class_name="Head")
+        self.assertEqual(same["tier"], "equivalent", same)
+        self.assertIn("then init_weights()", same["equivalence"]["variants"])
+        report = judged(original.replace("std=0.02", "std=0.03"), original, class_name="Head")
+        self.assertEqual(report.get("category"), "differs", report)
+
 
 @unittest.skipUnless(HAS_TORCH, "needs torch")
 class Forgery(unittest.TestCase):
