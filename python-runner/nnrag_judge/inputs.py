@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Dict, List, Optional
+import re
+from typing import Any, Dict, List, Optional, Tuple
 
 
 SEQ_NAMES = ("tokens", "num_tokens", "seq_len", "max_len", "num_patches", "max_seq_len", "seq_length", "n_tokens",
@@ -78,6 +79,40 @@ def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[
     # images as a decoder gives them (transforms that take only uint8)
     cands.append([torch.randint(0, 256, (2, 3, 32, 32), dtype=torch.uint8)])
     return cands
+
+
+# `x = torch.randn(2, 3, 8, 8)` in a docstring example (`>>> ` lines or code blocks), and a call on such names
+EXAMPLE_TENSOR = re.compile(r"(\w+)\s*=\s*torch\.(randn|rand|zeros|ones)\(\s*\(?\s*(\d+(?:\s*,\s*\d+)*)\s*,?\s*\)?\s*\)")
+EXAMPLE_CALL = re.compile(r"[\w)]\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*\)")
+EXAMPLE_MAX_VALUES = 1 << 21
+
+
+def docstring_inputs(model: Any, torch: Any) -> List[List[Any]]:
+    """Inputs the block's own docstring shows (`>>> x = torch.randn(1, 3, 224, 224)`, `>>> out = m(x)`): the tensors
+    a call in the example passes, in its order, else the first tensor alone. Small ones only; made under the caller's
+    seed, so both sides make the same."""
+    text = "\n".join(t for t in (getattr(type(model), "__doc__", None), getattr(type(model).forward, "__doc__", None)) if isinstance(t, str))
+    if "torch." not in text:
+        return []
+    shapes_by_name: Dict[str, Tuple[str, List[int]]] = {}
+    for m in EXAMPLE_TENSOR.finditer(text):
+        dims = [int(d) for d in re.split(r"\s*,\s*", m.group(3))]
+        total = 1
+        for d in dims:
+            total *= d
+        if 0 < total <= EXAMPLE_MAX_VALUES:
+            shapes_by_name[m.group(1)] = (m.group(2), dims)
+    if not shapes_by_name:
+        return []
+    order: List[str] = []
+    for call in EXAMPLE_CALL.finditer(text):
+        names = [n.strip() for n in call.group(1).split(",")]
+        if names and all(n in shapes_by_name for n in names):
+            order = names
+            break
+    order = order or [next(iter(shapes_by_name))]
+    made = {"randn": torch.randn, "rand": torch.rand, "zeros": torch.zeros, "ones": torch.ones}
+    return [[made[shapes_by_name[n][0]](*shapes_by_name[n][1]) for n in order]]
 
 
 def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:

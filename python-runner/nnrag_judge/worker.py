@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from .arguments import AFTER_BUILD, INIT_METHODS, constructor_candidates, guess_value, jsonable, variants
 from .evidence import probe_variant, seed_all, tensor_evidence
-from .inputs import containers, filled, input_candidates, lighter, shapes, shrunk, spatial_sides, LARGE_SIDE
+from .inputs import containers, docstring_inputs, filled, input_candidates, lighter, shapes, shrunk, spatial_sides, LARGE_SIDE
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import MAX_VALUES, Failure, sender
 
@@ -181,13 +181,14 @@ def inner_of(model: Any, cls: Any) -> Any:
 
 def input_list(model: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: Optional[List[Any]]) -> List[List[Any]]:
     """Every input to try, in order, the same on both sides: those recorded inside a real model (a cut of large ones
-    first), then those inferred from the block's layers (generated under seed 0), each completed to forward's
-    parameters."""
+    first), then those the block's docstring example shows, then those inferred from the block's layers (generated
+    under seed 0), each completed to forward's parameters."""
     recorded = [first] if first else []
     if first and max(spatial_sides(first), default=0) > LARGE_SIDE:
         recorded.insert(0, shrunk(first))
     seed_all(0, torch)
-    candidates = recorded + containers(model, input_candidates(model, torch, nn, kwargs))
+    # then what the block's docstring example feeds it, then what its layers suggest
+    candidates = recorded + docstring_inputs(model, torch) + containers(model, input_candidates(model, torch, nn, kwargs))
     return [filled(model, c, torch) for c in candidates]
 
 

@@ -303,6 +303,35 @@ class GraphInputs(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent", report)
 
 
+DOCUMENTED = '''
+import torch
+from torch import nn
+
+
+class Fold(nn.Module):
+    """Sums a sequence of pairs of channels.
+
+    Example:
+        >>> pairs = torch.randn(2, 6, 5)
+        >>> weights = torch.ones(5)
+        >>> out = Fold()(pairs, weights)
+    """
+
+    def forward(self, x, w):
+        return (x.view(x.shape[0], 3, 2, x.shape[-1]) * w).sum(2)
+'''
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class DocstringInputs(unittest.TestCase):
+    """A block whose layers say nothing of its input is fed what its docstring example feeds it."""
+
+    def test_the_example_tensors_in_the_order_of_the_example_call(self) -> None:
+        report = judged(DOCUMENTED, DOCUMENTED, "Fold")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["input_shapes"], [[2, 6, 5], [5]])
+
+
 @unittest.skipUnless(HAS_TORCH, "needs torch")
 class Coverage(unittest.TestCase):
     def test_definitions_the_probes_never_ran_are_named(self) -> None:
