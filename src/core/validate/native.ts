@@ -78,6 +78,8 @@ export async function buildNative(spec: NativeSources, options: { python: string
   try {
     const src = path.join(stage, 'src');
     for (const [rel, bytes] of spec.files) {
+      // repository-relative paths only: nothing is written outside the staging folder
+      if (path.isAbsolute(rel) || rel.split(/[\\/]/).includes('..')) throw new NnragError('native-build', `${spec.repo} names a source outside itself: ${rel}`);
       await fsp.mkdir(path.join(src, path.dirname(rel)), { recursive: true });
       await fsp.writeFile(path.join(src, rel), bytes);
     }

@@ -176,12 +176,8 @@ export async function runInSandbox(
     workDir: inside ? '/home/user' : options.workHost,
   };
   const pyArgs = [info.executable, '-I', '-B', path.join(mounts.runnerDir, path.basename(script)), ...options.args(mounts.inDir, mounts.workDir)];
-  let argv: string[];
-  if (inside) argv = ['bwrap', ...bubblewrapArgs(info, mounts, []), ...pyArgs];
-  else if (sandbox.kind === 'unshare') argv = ['unshare', '-rn', '--pid', '--fork', '--kill-child', ...pyArgs];
-  else argv = pyArgs;
   const cgroup = Cgroup.create(options.memoryMb ?? DEFAULT_MEMORY_MB);
-  if (cgroup) argv = ['/bin/sh', '-c', 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"', 'sh', ...cgroup.procs, '--', ...argv];
+  const argv = sandboxArgv(sandbox.kind, info, mounts, [], pyArgs, cgroup);
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: mounts.workDir, LANG: 'C.UTF-8', TMPDIR: mounts.workDir, MAX_JOBS: String(Math.max(1, os.cpus().length)) };
   const program = inside ? seccompProgram() : undefined;
   const child = spawn(argv[0], argv.slice(1), { cwd: options.workHost, env, stdio: ['ignore', 'pipe', 'pipe', ...(program ? ['pipe' as const] : [])] });
@@ -215,6 +211,16 @@ export async function runInSandbox(
     options.signal?.removeEventListener('abort', stop);
     cgroup?.release();
   }
+}
+
+/** The command that runs `pyArgs` in a sandbox of `kind` (inside `cgroup`, when there is one). */
+function sandboxArgv(kind: SandboxKind, info: InterpreterInfo, mounts: Mounts, roots: string[], pyArgs: string[], cgroup: Cgroup | undefined): string[] {
+  let argv: string[];
+  if (kind === 'bubblewrap') argv = ['bwrap', ...bubblewrapArgs(info, mounts, roots), ...pyArgs];
+  else if (kind === 'unshare') argv = ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'unshare', '-rn', '--pid', '--fork', '--kill-child', '--mount-proc', ...pyArgs];
+  else argv = pyArgs;
+  // the shell joins the group, then becomes the sandbox: nothing runs outside the group for a moment
+  return cgroup ? ['/bin/sh', '-c', 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"', 'sh', ...cgroup.procs, '--', ...argv] : argv;
 }
 
 /** Read-only system folders, symlinks kept as symlinks (merged /usr). */
@@ -445,15 +451,8 @@ export class Judge {
       workDir: inside ? '/home/user' : host.workHost,
     };
     const pyArgs = [info.executable, '-I', '-B', path.join(this.mounts.runnerDir, path.basename(this.runner)), '--serve'];
-    let argv: string[];
-    if (this.sandbox.kind === 'bubblewrap') argv = ['bwrap', ...bubblewrapArgs(info, this.mounts, this.roots), ...pyArgs];
-    else if (this.sandbox.kind === 'unshare') argv = ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'unshare', '-rn', '--pid', '--fork', '--kill-child', '--mount-proc', ...pyArgs];
-    else argv = pyArgs;
     this.cgroup = Cgroup.create(memoryMb);
-    if (this.cgroup) {
-      // the shell joins the group, then becomes the sandbox: nothing runs outside the group for a moment
-      argv = ['/bin/sh', '-c', 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"', 'sh', ...this.cgroup.procs, '--', ...argv];
-    }
+    const argv = sandboxArgv(this.sandbox.kind, info, this.mounts, this.roots, pyArgs, this.cgroup);
     // in bubblewrap, /tmp is the sandbox's own (emptied before each worker); elsewhere temporary files go to the work
     // folder, which is emptied the same way
     const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: this.mounts.workDir, LANG: 'C.UTF-8', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
