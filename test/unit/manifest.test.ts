@@ -139,4 +139,70 @@ describe('package.json against the code', () => {
     }
     assert.deepStrictEqual(await crossing('src/cli/probe.ts', "import { Workspace } from '../core/workspace/workspace';\nexport const x = Workspace;\n"), []);
   });
+
+  it('has no import circle in src, type-only imports counted', () => {
+    const graph = importGraph(path.join(ROOT, 'src'));
+    assert.deepStrictEqual(circles(graph).map((c) => c.map((f) => path.relative(ROOT, f))), []);
+    // the check sees one: a circle made of type imports alone
+    graph.set('/a.ts', ['/b.ts']);
+    graph.set('/b.ts', ['/a.ts']);
+    assert.deepStrictEqual(circles(graph), [['/b.ts', '/a.ts']]);
+  });
 });
+
+/** Every relative import and re-export of the TypeScript files under `root` (`import type` too), by file. */
+function importGraph(root: string): Map<string, string[]> {
+  const files: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(path.join(dir, e.name));
+      else if (e.name.endsWith('.ts')) files.push(path.join(dir, e.name));
+    }
+  };
+  walk(root);
+  const graph = new Map<string, string[]>();
+  for (const f of files) {
+    const deps: string[] = [];
+    for (const m of readFileSync(f, 'utf8').matchAll(/^(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/gm)) {
+      const target = path.join(path.dirname(f), m[1]);
+      const found = [`${target}.ts`, path.join(target, 'index.ts')].find((c) => existsSync(c));
+      if (found) deps.push(found);
+    }
+    graph.set(f, deps);
+  }
+  return graph;
+}
+
+/** The strongly connected components of more than one file (Tarjan's algorithm). */
+function circles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const on = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    on.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        on.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) out.push(component);
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
