@@ -299,12 +299,12 @@ INIT_METHODS = ("init_weights", "reset_parameters", "_reset_parameters")
 
 
 def after_build_methods(cls: Any) -> List[str]:
-    """The initialisation methods the block's own code defines (not torch's) that take no required argument: a
-    framework calls them after building, and a changed constant in them changes the weights."""
+    """The initialisation methods the block's class itself defines that take no required argument: a framework calls
+    them after building, and a changed constant in them changes the weights. (One it inherits is not called: a pulled
+    file keeps only the methods of other classes that something in it reaches, so the copy may not have it.)"""
     out = []
     for name in INIT_METHODS:
-        owner = next((k for k in getattr(cls, "__mro__", ()) if name in vars(k)), None)
-        if owner is None or str(getattr(owner, "__module__", "")).startswith("torch."):
+        if name not in vars(cls):
             continue
         try:
             params = list(inspect.signature(getattr(cls, name)).parameters.values())[1:]

@@ -194,6 +194,31 @@ class Head(nn.Module):
         report = judged(original.replace("std=0.02", "std=0.03"), original, class_name="Head")
         self.assertEqual(report.get("category"), "differs", report)
 
+    def test_an_init_method_the_block_only_inherits_is_not_called(self) -> None:
+        # the pulled file keeps the methods of a base class that something reaches: init_weights may not be there
+        original = """
+import torch
+from torch import nn
+
+
+class Base(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def init_weights(self):
+        nn.init.zeros_(self.lin.weight)
+
+
+class Sub(Base):
+    def forward(self, x):
+        return self.lin(x)
+"""
+        copy = original.replace("    def init_weights(self):\n        nn.init.zeros_(self.lin.weight)\n", "")
+        self.assertNotIn("init_weights", copy)
+        report = judged(copy, original, class_name="Sub")
+        self.assertEqual(report["tier"], "equivalent", report)
+
 
 @unittest.skipUnless(HAS_TORCH, "needs torch")
 class Forgery(unittest.TestCase):
