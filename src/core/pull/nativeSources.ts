@@ -64,14 +64,21 @@ function callText(text: string, open: number): string {
  * The sources of the compiled module `qualname` needs (the module itself or a name inside it), found in `repo`;
  * undefined when the repository has none.
  */
-export async function findNativeSources(repo: RepoRow, qualname: string): Promise<NativeSources | undefined> {
+/** What a repository holds for building compiled modules: its C++ files (read on demand), the extensions its
+ * setup.py files declare, and the C++ files that bind a Python module. Scanned once per repository and pull session. */
+export interface RepoScan {
+  repo: RepoRow;
+  all: Map<string, () => Promise<Uint8Array>>;
+  declared: { names: string[]; sources: string[]; setup: string }[];
+  binders: { rel: string; name: string }[];
+  claimed: Set<string>;
+}
+
+export async function scanRepository(repo: RepoRow): Promise<RepoScan> {
   const all = await repoFiles(repo, (rel) => CPP.test(rel) || HEADER.test(rel) || /\.cu$/.test(rel) || /(?:^|\/)setup\.py$/.test(rel));
   const text = async (rel: string): Promise<string> => Buffer.from(await all.get(rel)!()).toString('utf8');
-  const parts = qualname.split('.');
-  // shortest first, below the top package (which has Python source): `pkg._C.op` is the name op of module pkg._C
-  const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('.')).slice(parts.length > 1 ? 1 : 0);
   // the extensions setup.py declares, with their sources written out: the surest answer
-  const declared: { names: string[]; sources: string[]; setup: string }[] = [];
+  const declared: RepoScan['declared'] = [];
   for (const setup of [...all.keys()].filter((r) => r.endsWith('setup.py'))) {
     const src = await text(setup);
     const base = path.posix.dirname(setup) === '.' ? '' : `${path.posix.dirname(setup)}/`;
@@ -81,17 +88,27 @@ export async function findNativeSources(repo: RepoRow, qualname: string): Promis
       declared.push({ names: [m[1], m[1].split('.').pop()!], sources: listed, setup });
     }
   }
-  for (const module of prefixes) {
-    const d = declared.find((e) => e.names[0] === module) ?? declared.find((e) => !e.names[0].includes('.') && e.names[0] === module.split('.').pop());
-    if (d && d.sources.length && d.sources.every((l) => all.has(l))) return staged(module, repo.name, 'TORCH_EXTENSION_NAME', d.sources, all, d.setup);
-  }
-  // else a C++ file that binds the module, with the C++ files beside and below it (none setup.py gives another module)
+  // the C++ files that bind a module (none setup.py gives another module)
   const claimed = new Set(declared.flatMap((d) => d.sources));
-  const binders: { rel: string; name: string }[] = [];
+  const binders: RepoScan['binders'] = [];
   for (const rel of [...all.keys()].filter((r) => CPP.test(r) && !claimed.has(r))) {
     const bind = /PYBIND11_MODULE\s*\(\s*(\w+)\s*,/.exec(await text(rel));
     if (bind) binders.push({ rel, name: bind[1] });
   }
+  return { repo, all, declared, binders, claimed };
+}
+
+export async function findNativeSources(repo: RepoRow | RepoScan, qualname: string): Promise<NativeSources | undefined> {
+  const { all, declared, binders, claimed } = 'all' in repo ? repo : await scanRepository(repo);
+  const name = 'all' in repo ? repo.repo.name : repo.name;
+  const parts = qualname.split('.');
+  // shortest first, below the top package (which has Python source): `pkg._C.op` is the name op of module pkg._C
+  const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('.')).slice(parts.length > 1 ? 1 : 0);
+  for (const module of prefixes) {
+    const d = declared.find((e) => e.names[0] === module) ?? declared.find((e) => !e.names[0].includes('.') && e.names[0] === module.split('.').pop());
+    if (d && d.sources.length && d.sources.every((l) => all.has(l))) return staged(module, name, 'TORCH_EXTENSION_NAME', d.sources, all, d.setup);
+  }
+  // else a C++ file that binds the module, with the C++ files beside and below it
   for (const module of prefixes) {
     const last = module.split('.').pop()!;
     // a literal module name is certain; TORCH_EXTENSION_NAME only where the file's path names the module, or where
@@ -104,7 +121,7 @@ export async function findNativeSources(repo: RepoRow, qualname: string): Promis
     if (!hit) continue;
     const dir = path.posix.dirname(hit.rel);
     const near = [...all.keys()].filter((r) => (CPP.test(r) || /\.cu$/.test(r)) && !claimed.has(r) && (dir === '.' || r.startsWith(`${dir}/`)));
-    return staged(module, repo.name, hit.name, near, all, hit.rel);
+    return staged(module, name, hit.name, near, all, hit.rel);
   }
   return undefined;
 }

@@ -8,7 +8,8 @@ import { errorMessage } from '../base/errors';
 import type { Problem } from '../resolve/closure';
 import type { RepoRow } from '../store/sourceText';
 import { buildNative, NATIVE_FOLDER } from '../validate/native';
-import { findNativeSources } from './nativeSources';
+import { findNativeSources, scanRepository } from './nativeSources';
+import type { RepoScan } from './nativeSources';
 import type { NativeBuild, NativeSources } from '../validate/native';
 import { writeText } from '../emit/writeSafe';
 
@@ -18,23 +19,28 @@ export interface NativeOutcome {
   failed: Map<string, string>;
 }
 
-const found = new WeakMap<object, Map<string, Promise<NativeSources | undefined>>>();
+/** Per pull session: each repository scanned once, and each module's answer. */
+const found = new WeakMap<object, { scans: Map<number, Promise<RepoScan | undefined>>; answers: Map<string, Promise<NativeSources | undefined>> }>();
 
 /** The sources of compiled module `qualname` in the repositories (the block's own first), cached per session. */
 export function nativeSourcesOf(session: { repos: Map<number, RepoRow> }, rootRepo: number, qualname: string): Promise<NativeSources | undefined> {
   let known = found.get(session);
-  if (!known) found.set(session, (known = new Map()));
-  let hit = known.get(qualname);
+  if (!known) found.set(session, (known = { scans: new Map(), answers: new Map() }));
+  const memo = known;
+  let hit = memo.answers.get(qualname);
   if (!hit) {
     hit = (async () => {
       const repos = [...session.repos.values()].sort((a, b) => Number(b.id === rootRepo) - Number(a.id === rootRepo));
       for (const repo of repos) {
-        const spec = await findNativeSources(repo, qualname).catch(() => undefined);
+        let scan = memo.scans.get(repo.id);
+        if (!scan) memo.scans.set(repo.id, (scan = scanRepository(repo).catch(() => undefined)));
+        const scanned = await scan;
+        const spec = scanned && (await findNativeSources(scanned, qualname).catch(() => undefined));
         if (spec) return spec;
       }
       return undefined;
     })();
-    known.set(qualname, hit);
+    memo.answers.set(qualname, hit);
   }
   return hit;
 }
