@@ -99,6 +99,16 @@ describe('finding a compiled module\'s sources without setup.py', () => {
     assert.ok(found.files.has('pkg/csrc/roi.h'), 'headers are staged');
   });
 
+  it('takes no file through a link (a C++ source linked to a file outside the repository is not read)', async () => {
+    const dir = await tmpdir('nnrag-native-link-');
+    await writeTree(dir, { 'pkg/__init__.py': '', 'pkg/csrc/bind.cpp': 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n' });
+    fs.symlinkSync('/etc/hostname', path.join(dir, 'pkg/csrc/leak.cpp'));
+    fs.symlinkSync('/etc', path.join(dir, 'pkg/csrc/etc'));
+    const found = await findNativeSources(row(dir), 'pkg._C');
+    assert.deepStrictEqual(found?.sources, ['pkg/csrc/bind.cpp']);
+    assert.deepStrictEqual([...found!.files.keys()], ['pkg/csrc/bind.cpp']);
+  });
+
   it('finds nothing where no C++ file binds a module', async () => {
     const dir = await tmpdir('nnrag-native-none-');
     await writeTree(dir, { 'pkg/__init__.py': '', 'pkg/csrc/kernel.cpp': 'int f() { return 1; }\n' });

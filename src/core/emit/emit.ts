@@ -9,6 +9,7 @@ import type { ClosureResult, ExternalImport, UnitNode } from '../resolve/closure
 import { symbolKey } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { isStdlib } from './stdlib';
+import { NATIVE_FOLDER } from '../validate/report';
 import { assignNames, orderUnits } from './order';
 import { PROVENANCE_PREFIX, sourceLines, withoutMarkers } from './pulledFile';
 import type { Provenance, ProvenanceEntry } from './pulledFile';
@@ -72,14 +73,14 @@ function importLine(e: ExternalImport, as: string): string {
 /** How a pulled file loads a compiled operator built by `--build-native` (from NATIVE_FOLDER beside it). */
 const NATIVE_LOADER = `def _nnrag_native(module, name, file):
     """The compiled operator 'module' of the repository, built from its C++ sources by nn-rag pull --build-native
-    and kept in the _nnrag_native folder beside this file."""
+    and kept in the ${NATIVE_FOLDER} folder beside this file."""
     import importlib.util
     import os
     import sys
 
     if name in sys.modules:
         return sys.modules[name]
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_nnrag_native", file)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "${NATIVE_FOLDER}", file)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None or not os.path.exists(path):
         raise ImportError(f"{module} is a compiled operator: build it with nn-rag pull --build-native (no {path})")

@@ -11,12 +11,14 @@ import * as path from 'path';
 import * as git from 'isomorphic-git';
 import { NnragError } from '../base/errors';
 import type { RepoRow } from '../store/sourceText';
+import { SKIP_DIRS as SOURCE_SKIP_DIRS } from '../sources/folder';
 import type { NativeSources } from '../validate/native';
 
 const CPP = /\.(?:cpp|cc|cxx)$/;
 const HEADER = /\.(?:h|hpp|hh|hxx|inl|cuh)$/;
 const CUDA = /(?:\.cu$|(?:^|\/)cuda\/|_cuda\.(?:cpp|cc|cxx)$|_gpu\.(?:cpp|cc|cxx)$)/;
-const SKIP_DIRS = new Set(['.git', 'node_modules', 'build', 'dist', '__pycache__', '.eggs', 'third_party', 'docs']);
+/** What a source never lists, and build outputs and vendored code (another project's C++). */
+const SKIP_DIRS = new Set([...SOURCE_SKIP_DIRS, 'build', 'dist', 'third_party', 'docs']);
 const MAX_FILE = 4 << 20;
 
 /** The repository's files whose names `want` accepts (read on demand, never beyond a size cap). */
@@ -106,7 +108,7 @@ export async function findNativeSources(repo: RepoRow | RepoScan, qualname: stri
   const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('.')).slice(parts.length > 1 ? 1 : 0);
   for (const module of prefixes) {
     const d = declared.find((e) => e.names[0] === module) ?? declared.find((e) => !e.names[0].includes('.') && e.names[0] === module.split('.').pop());
-    if (d && d.sources.length && d.sources.every((l) => all.has(l))) return staged(module, name, 'TORCH_EXTENSION_NAME', d.sources, all, d.setup);
+    if (d && d.sources.length && d.sources.every((l) => all.has(l))) return staged(module, name, 'TORCH_EXTENSION_NAME', d.sources, all);
   }
   // else a C++ file that binds the module, with the C++ files beside and below it
   for (const module of prefixes) {
@@ -121,18 +123,18 @@ export async function findNativeSources(repo: RepoRow | RepoScan, qualname: stri
     if (!hit) continue;
     const dir = path.posix.dirname(hit.rel);
     const near = [...all.keys()].filter((r) => (CPP.test(r) || /\.cu$/.test(r)) && !claimed.has(r) && (dir === '.' || r.startsWith(`${dir}/`)));
-    return staged(module, name, hit.name, near, all, hit.rel);
+    return staged(module, name, hit.name, near, all);
   }
   return undefined;
 }
 
-async function staged(module: string, repo: string, bindName: string, sources: string[], all: Map<string, () => Promise<Uint8Array>>, foundIn: string): Promise<NativeSources> {
+async function staged(module: string, repo: string, bindName: string, sources: string[], all: Map<string, () => Promise<Uint8Array>>): Promise<NativeSources> {
   const cpu = sources.filter((s) => !CUDA.test(s)).sort();
   const cuda = sources.filter((s) => CUDA.test(s)).sort();
   // the sources' folders and every header in the repository (includes are relative to either)
   const files = new Map<string, Uint8Array>();
   for (const rel of [...cpu, ...[...all.keys()].filter((r) => HEADER.test(r))]) files.set(rel, await all.get(rel)!());
   const buildName = bindName === 'TORCH_EXTENSION_NAME' ? `nnrag_${module.replace(/\W/g, '_')}` : bindName;
-  return { module, repo, buildName, sources: cpu, cudaLeftOut: cuda, files, foundIn };
+  return { module, repo, buildName, sources: cpu, cudaLeftOut: cuda, files };
 }
 

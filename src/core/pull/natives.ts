@@ -74,15 +74,9 @@ export async function buildNatives(
   return { builds: [...builds.values()], failed };
 }
 
-/** Copies the built operators into NATIVE_FOLDER beside `out` (never outside `root`); returns their paths. */
-export async function placeNatives(builds: NativeBuild[], out: string, root: string | undefined): Promise<string[]> {
-  const placed: string[] = [];
-  for (const b of builds) {
-    const file = path.join(path.dirname(out), NATIVE_FOLDER, b.fileName);
-    await writeText(file, await fsp.readFile(b.file), root ?? path.dirname(out));
-    placed.push(file);
-  }
-  return placed;
+/** Copies the built operators into NATIVE_FOLDER beside `out` (never outside `root`). */
+export async function placeNatives(builds: NativeBuild[], out: string, root: string | undefined): Promise<void> {
+  for (const b of builds) await writeText(path.join(path.dirname(out), NATIVE_FOLDER, b.fileName), await fsp.readFile(b.file), root ?? path.dirname(out));
 }
 
 /** The header's line for a built operator: what it is, what it was built from, how to build it again. */

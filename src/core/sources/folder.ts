@@ -8,7 +8,8 @@ import { detectLicense, LICENSE_FILES } from './license';
 import type { OpenedSource, RepoInfo, SkippedEntry, SourceConfig, SourceFile } from './types';
 
 const YIELD_EVERY = 2000;
-const SKIP_DIRS = new Set(['.git', '.hg', '.svn', '__pycache__', 'node_modules', '.tox', '.venv', '.mypy_cache', '.eggs']);
+/** Folders a source never lists (version control, caches, environments). */
+export const SKIP_DIRS = new Set(['.git', '.hg', '.svn', '__pycache__', 'node_modules', '.tox', '.venv', '.mypy_cache', '.eggs']);
 
 export function validateName(name: string): string {
   if (!/^[A-Za-z0-9_.-]+$/.test(name) || name.startsWith('-')) {

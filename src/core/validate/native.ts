@@ -10,9 +10,7 @@ import * as path from 'path';
 import { createHash } from 'crypto';
 import { NnragError } from '../base/errors';
 import { interpreterInfo, runInSandbox, torchVersionKey } from './sandbox';
-
-/** The folder under the pulled file that holds its built operators. */
-export const NATIVE_FOLDER = '_nnrag_native';
+export { NATIVE_FOLDER } from './report';
 
 /** What building a compiled module takes, found in its repository. */
 export interface NativeSources {
@@ -26,8 +24,6 @@ export interface NativeSources {
   cudaLeftOut: string[];
   /** Every file staged for the build (sources and headers), repository-relative, with its bytes. */
   files: Map<string, Uint8Array>;
-  /** Where it was found: `setup.py` or the binding file. */
-  foundIn: string;
 }
 
 export interface NativeBuild {
@@ -42,7 +38,6 @@ export interface NativeBuild {
   seconds: number;
   sources: string[];
   cudaLeftOut: string[];
-  foundIn: string;
 }
 
 /** The cache key of a build: what is compiled, by which interpreter and torch. */
@@ -67,7 +62,7 @@ export async function buildNative(spec: NativeSources, options: { python: string
   const fileName = `${spec.buildName}-${key.slice(0, 12)}.so`;
   const result = (cached: boolean): NativeBuild => ({
     module: spec.module, buildName: spec.buildName, file: so, fileName, key, cached, seconds: (Date.now() - started) / 1000,
-    sources: spec.sources, cudaLeftOut: spec.cudaLeftOut, foundIn: spec.foundIn,
+    sources: spec.sources, cudaLeftOut: spec.cudaLeftOut,
   });
   if (fs.existsSync(path.join(folder, 'built.json')) && fs.existsSync(so)) return result(true);
   if (!spec.sources.length) {
@@ -95,7 +90,10 @@ export async function buildNative(spec: NativeSources, options: { python: string
     });
     const built = path.join(out, `${spec.buildName}.so`);
     if (run.code !== 0 || !fs.existsSync(built)) {
-      const said = run.stderr.split('\n').filter((l) => /error|Error|undefined/.test(l)).slice(-4).join('\n') || run.stderr.trim().split('\n').slice(-4).join('\n');
+      // the compiler's and the loader's own lines (`op.cpp:1:10: fatal error: ...`), not the command that ran it
+      const lines = run.stderr.split('\n').filter((l) => l.trim());
+      const cause = lines.filter((l) => /:\d+:\d+: (?:fatal )?error:|undefined (?:reference|symbol)|ImportError/.test(l));
+      const said = (cause.length ? cause.slice(0, 4) : lines.slice(-4)).join('\n');
       const cuda = spec.cudaLeftOut.length ? ` (CUDA sources left out: ${spec.cudaLeftOut.join(', ')}; the operator may have no CPU implementation)` : '';
       throw new NnragError('native-build', `building ${spec.module} from ${spec.sources.join(', ')} of ${spec.repo} failed${cuda}: ${said.slice(0, 800)}`);
     }

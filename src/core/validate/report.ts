@@ -110,6 +110,9 @@ export interface ValidateOptions {
   natives?: NativeFile[];
 }
 
+/** The folder beside a pulled file that holds the compiled operators it loads (`--build-native`). */
+export const NATIVE_FOLDER = '_nnrag_native';
+
 /** A compiled operator a pulled file loads: the module the code imports, the name it is loaded under, the file. */
 export interface NativeFile {
   module: string;

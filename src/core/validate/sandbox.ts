@@ -22,6 +22,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { createInterface } from 'readline';
 import { CancelledError, NnragError } from '../base/errors';
+import { NATIVE_FOLDER } from './report';
 import type { NativeFile, ValidateOptions, ValidationReport } from './report';
 import { seccompProgram } from './seccomp';
 import { DEFAULT_MEMORY_MB } from './limits';
@@ -529,8 +530,8 @@ export class Judge {
     await fsp.copyFile(file, path.join(inFolder, name));
     for (const c of options.companions ?? []) await fsp.copyFile(c, path.join(inFolder, safeName(path.basename(c))));
     const natives = options.natives ?? (await nativesBeside(file));
-    if (natives.length) await fsp.mkdir(path.join(inFolder, '_nnrag_native'));
-    for (const n of natives) await fsp.copyFile(n.file, path.join(inFolder, '_nnrag_native', n.fileName));
+    if (natives.length) await fsp.mkdir(path.join(inFolder, NATIVE_FOLDER));
+    for (const n of natives) await fsp.copyFile(n.file, path.join(inFolder, NATIVE_FOLDER, n.fileName));
     const lastTier = (): string | null => [...this.stderr.matchAll(/nnrag-tier: ([\w-]+)/g)].pop()?.[1] ?? null;
     this.stderr = '';
     const request = {
@@ -610,7 +611,7 @@ async function nativesBeside(file: string): Promise<NativeFile[]> {
   const text = await fsp.readFile(file, 'utf8').catch(() => '');
   const out: NativeFile[] = [];
   for (const m of text.matchAll(/_nnrag_native\("([\w.]+)", "(\w+)", "([\w.-]+\.so)"\)/g)) {
-    const on = path.join(path.dirname(file), '_nnrag_native', m[3]);
+    const on = path.join(path.dirname(file), NATIVE_FOLDER, m[3]);
     if (fs.existsSync(on) && !out.some((n) => n.fileName === m[3])) out.push({ module: m[1], name: m[2], file: on, fileName: m[3] });
   }
   return out;
