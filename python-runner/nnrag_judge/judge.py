@@ -130,6 +130,8 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
         return max(1.0, deadline - time.monotonic())
 
     side: Optional[OriginalSide] = None
+    if original and request.get("original_only"):
+        return original_alone(path, request, place, memory_mb, timeout_s, control, original, report, started)
     try:
         tree = static_tiers(path, reach)
         report["requirements"] = requirements(imported_top_levels(tree))
@@ -140,6 +142,7 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
             if job.problem is not None and job.problem[0] == "cancelled":
                 raise Failure("cancelled", job.problem[1])
             side = read_original(job, original)
+            report["original_reached"] = side.reached
         copy_path = place.fresh(path)
         plan = side.plan if side is not None and side.reason is None else None
         job = run_worker("copy", dict(request, file=copy_path, plan=plan), memory_mb, left(), control)
@@ -164,6 +167,22 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
         report.update(failure.extra)
     else:
         report["ok"] = True
+    report["seconds"] = round(time.time() - started, 3)
+    return report
+
+
+def original_alone(path: str, request: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float,
+                   control: Optional[int], original: Dict[str, Any], report: Dict[str, Any], started: float) -> Dict[str, Any]:
+    """Only how far the original gets with the tool's arguments (for a copy that cannot be run: the figures of a
+    batch count the blocks whose original reaches forward); nothing of the copy runs."""
+    job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb, timeout_s, control)
+    if job.problem is not None and job.problem[0] == "cancelled":
+        report.update(category="cancelled", message=job.problem[1])
+        return report
+    side = read_original(job, original)
+    report.update(original_reached=side.reached, category="not-run", message="only the original was run")
+    if side.reached is None:
+        report["original_reason"] = side.reason
     report["seconds"] = round(time.time() - started, 3)
     return report
 

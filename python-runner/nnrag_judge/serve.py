@@ -63,6 +63,8 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
            "native": [str(n) for n in req.get("native", []) if isinstance(n, str)], "builder": req.get("builder")}
     if isinstance(req.get("no_original"), str):
         out["no_original"] = req["no_original"]
+    if req.get("original_only") is True:
+        out["original_only"] = True
     natives = req.get("natives")
     if isinstance(natives, list):
         out["natives"] = [{"module": n["module"], "name": n["name"], "file": n["file"]} for n in natives
@@ -73,7 +75,7 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
 
 def main(argv: List[str]) -> int:
     """Command line: FILE [--class NAME] [--candidates JSON] [--native a,b] [--memory-mb N] [--timeout S]
-    [--builder NAME] [--original JSON]."""
+    [--builder NAME] [--original JSON] [--original-only]."""
     parser = argparse.ArgumentParser(description="Validate one pulled block file and print its report as JSON.")
     parser.add_argument("file")
     parser.add_argument("--class", dest="class_name")
@@ -83,10 +85,11 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--builder", help="a function of the file that builds the block without arguments")
     parser.add_argument("--original", help='JSON {"module", "class", "path"}: the class the file was pulled from, to compare')
+    parser.add_argument("--original-only", action="store_true", help="run only the original: how far it gets")
     opts = parser.parse_args(argv)
     not_dumpable()
     request = request_of({"class": opts.class_name, "candidates": opts.candidates, "builder": opts.builder,
-                          "native": [n for n in opts.native.split(",") if n]})
+                          "native": [n for n in opts.native.split(",") if n], "original_only": opts.original_only})
     before = os.getcwd()
     with tempfile.TemporaryDirectory() as work:
         report = judge(os.path.abspath(opts.file), request, Place(work), opts.memory_mb, opts.timeout,

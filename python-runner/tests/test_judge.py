@@ -53,7 +53,7 @@ class Blk(nn.Module):
 
 
 def judged(copy_source: str, original_source: str = ORIGINAL, class_name: str = "Blk",
-           parse_constant: Optional[Callable[[str], object]] = None) -> dict:
+           parse_constant: Optional[Callable[[str], object]] = None, *extra: str) -> dict:
     """Validate `copy_source` against `original_source` installed as pk.m in a folder of its own; the report's last
     line read as JSON (`parse_constant`: what NaN and Infinity tokens become, as in `json.loads`)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -67,7 +67,7 @@ def judged(copy_source: str, original_source: str = ORIGINAL, class_name: str = 
             fh.write(textwrap.dedent(copy_source))
         original = json.dumps({"module": "pk.m", "class": class_name, "path": os.path.join(tmp, "orig"),
                                "file": os.path.join(tmp, "orig", "pk", "m.py")})
-        proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", class_name, "--original", original],
+        proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", class_name, "--original", original, *extra],
                               capture_output=True, text=True, timeout=300, cwd=tmp)
         return json.loads(proc.stdout.strip().splitlines()[-1], parse_constant=parse_constant)
 
@@ -266,6 +266,20 @@ class Forgery(unittest.TestCase):
             report = json.loads(proc.stdout.strip().splitlines()[-1])
         self.assertEqual(report["equivalence"]["status"], "unavailable")
         self.assertIn("changed since it was indexed", report["equivalence"]["reason"])
+
+    def test_how_far_the_original_gets_is_reported(self) -> None:
+        # a copy that runs: the report says the original reached forward too
+        self.assertEqual(judged(ORIGINAL)["original_reached"], "forward")
+        # a copy that cannot even compile: run alone, the original still says how far it gets, and nothing of the
+        # copy is run
+        alone = judged("this is not python (", ORIGINAL, "Blk", None, "--original-only")
+        self.assertEqual(alone["original_reached"], "forward", alone)
+        self.assertFalse(alone["ok"])
+        self.assertIsNone(alone["tier"])
+        broken = judged("x = 1", ORIGINAL.replace("class Blk", "raise RuntimeError('no import')\nclass Blk"), "Blk",
+                        None, "--original-only")
+        self.assertIsNone(broken["original_reached"])
+        self.assertIn("no import", broken["original_reason"])
 
     def test_an_original_whose_package_init_fails_is_imported_without_it(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:

@@ -295,7 +295,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
       try {
         const ref = findTarget(db, target);
         const out = joinInside(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
-        const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out, root: outDir, pool });
+        const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out, root: outDir, pool, probeOriginal: true });
         items[i] = {
           target,
           status: r.status,
@@ -307,6 +307,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
           equivalence: r.validation?.equivalence?.status,
           ...(r.validation?.equivalence?.reason ? { equivalence_reason: r.validation.equivalence.reason } : {}),
           lines: r.sizes?.total,
+          ...(r.originalReached !== undefined ? { original_reached: r.originalReached } : {}),
           ...(shard ? { record: validationRecord(r) } : {}),
           ...(r.validation && isToolFault(r.validation) ? { tool_fault: `the original reaches ${r.validation.original_passes} with the same arguments` } : {}),
         };
@@ -354,6 +355,9 @@ function describeSummary(s: BatchSummary, reportFile: string): string {
     `validated ${s.validated} (${s.pass_rate}%), failed ${s.failed}`,
     `tiers reached: ${Object.entries(s.tiers).map(([k, v]) => `${k} ${v}`).join(', ')}`,
     `compared with the original: ${s.compared} (equivalent ${s.equivalent}, differs ${s.differs}${s.fidelity === null ? '' : `; fidelity ${s.fidelity}%`}); tool faults ${s.tool_faults}`,
+    ...(s.originals.run
+      ? [`originals: ${s.originals.imported} of ${s.originals.run} import (${s.originals.compared_share ?? '-'}% of those compared), ${s.originals.forward} reach forward (the copy too: ${s.originals.forward_share ?? '-'}%)`]
+      : []),
     `failures: ${Object.entries(s.categories).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
     ...(s.lines ? [`lines of the pulled files: median ${s.lines.median}, p90 ${s.lines.p90}, largest ${s.lines.max}`] : []),
     `report: ${reportFile}`,

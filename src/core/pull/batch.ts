@@ -25,6 +25,8 @@ export interface BatchItem {
   equivalence_reason?: string;
   /** Set when the original passes the tier the copy failed (a fault of the tool). */
   tool_fault?: string;
+  /** How far the original got with the tool's arguments (null: not imported; absent: not run). */
+  original_reached?: 'imported' | 'instantiated' | 'forward' | null;
   /** Lines of the pulled file. */
   lines?: number;
   /** The verdict as the index records it (a shard's, for `report --merge` to record in the index). */
@@ -52,6 +54,12 @@ export interface BatchSummary {
   fidelity: number | null;
   /** Blocks whose original passes a tier that the copy fails. */
   tool_faults: number;
+  /**
+   * The blocks whose original was run (alone when the copy could not run), how many of them imported and reached
+   * forward with the tool's arguments; of those, the share compared with the original and the share whose copy
+   * reaches forward too (percent).
+   */
+  originals: { run: number; imported: number; forward: number; compared_share: number | null; forward_share: number | null };
   /** Lines of the pulled files. */
   lines: LineFigures | null;
 }
@@ -76,6 +84,7 @@ export function summarise(items: BatchItem[], targeted: number, seconds: number,
     seconds_per_block: items.length ? Math.round((seconds / items.length) * 1000) / 1000 : 0,
     validators,
     ...fidelityOf(items),
+    originals: originalsOf(items),
     lines: linesOf(items),
   };
 }
@@ -89,6 +98,15 @@ function fidelityOf(items: BatchItem[]): Pick<BatchSummary, 'compared' | 'equiva
   return { compared, equivalent, differs, fidelity: compared ? Math.round((10000 * equivalent) / compared) / 100 : null, tool_faults };
 }
 
+function originalsOf(items: BatchItem[]): BatchSummary['originals'] {
+  const run = items.filter((i) => i.original_reached !== undefined);
+  const imported = run.filter((i) => i.original_reached);
+  const forward = run.filter((i) => i.original_reached === 'forward');
+  const compared = imported.filter((i) => i.equivalence === 'equivalent' || i.equivalence === 'differs').length;
+  const copyForward = forward.filter((i) => i.tier && tierAtLeast(i.tier as (typeof TIERS)[number], 'forward')).length;
+  const share = (n: number, of: number): number | null => (of ? Math.round((10000 * n) / of) / 100 : null);
+  return { run: run.length, imported: imported.length, forward: forward.length, compared_share: share(compared, imported.length), forward_share: share(copyForward, forward.length) };
+}
 
 /** A batch report as `pull --all` writes it (a shard's says which). */
 export interface BatchReport {

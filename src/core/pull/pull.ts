@@ -50,6 +50,8 @@ export interface PullReport {
   message?: string;
   tier: Tier | null;
   validation?: ValidationReport;
+  /** How far the original got with the tool's arguments (null: not imported; absent: not run). */
+  originalReached?: ValidationReport['original_reached'];
   problems: Problem[];
   definitions: number;
   imports: string[];
@@ -105,6 +107,12 @@ export interface PullOptions {
    * a block that guessed arguments cannot build then fails in seconds, saying which builders were not tried.
    */
   builderBudgetMs?: number;
+  /**
+   * For a block whose file cannot run (a compiled module missing, a name unresolved): run its original alone, to
+   * know how far it gets with the tool's arguments (`originalReached`). A batch sets it: its figures count the
+   * blocks whose original reaches forward, the ones the tool failed before running included.
+   */
+  probeOriginal?: boolean;
   /** Keep the whole docstrings of the definitions pulled in (by default they keep their first paragraph). */
   fullDocstrings?: boolean;
   /** Write PEP 723 inline script metadata (the file's dependencies) into the header. */
@@ -378,6 +386,9 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   if (blocked) {
     // the file is written for the user to read, but it cannot run: never validate or report success
     Object.assign(report, { status: 'failed', ...blocked });
+    if (options.probeOriginal && options.validate && options.out && options.python && options.runner) {
+      report.originalReached = await originalAlone(session, ref, options);
+    }
   } else if (options.validate) {
     if (!options.out || !options.python || !options.runner) throw new NnragError('usage', 'validation needs an output file, an interpreter and the runner');
     const original = originalOf(session, ref);
@@ -410,6 +421,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     }
     v = explained(v, original);
     report.validation = v;
+    if (v.original_reached !== undefined) report.originalReached = v.original_reached;
     report.tier = v.tier;
     report.requirements = v.requirements;
     report.timings.validate_ms = round(v.seconds * 1000);
@@ -454,6 +466,27 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     report.message = [report.message, ...closure.problems.map((p) => p.detail)].filter(Boolean).join('; ');
   }
   return report;
+}
+
+/** How far `ref`'s original gets with the tool's arguments when run alone (null: it is not imported). */
+async function originalAlone(session: PullSession, ref: ClassRef, options: PullOptions): Promise<ValidationReport['original_reached']> {
+  const original = originalOf(session, ref);
+  if (!('module' in original)) return null;
+  const rec = session.table.lookupIn(ref.module, ref.repoId);
+  const v = await validateFile(options.out!, {
+    original,
+    originalOnly: true,
+    python: options.python!,
+    runner: options.runner!,
+    className: ref.name,
+    candidates: rec ? callSites(session, rec, ref.name) : [],
+    timeoutMs: options.timeoutMs,
+    memoryMb: options.memoryMb,
+    signal: options.signal,
+    pool: options.pool,
+    allowWeakSandbox: options.allowWeakSandbox,
+  });
+  return v.original_reached ?? null;
 }
 
 /**

@@ -70,6 +70,10 @@ export interface ValidationReport {
   };
   /** On a failure: the highest tier the original class reached with the same arguments and inputs. */
   original_passes?: 'instantiated' | 'forward';
+  /** How far the original got with the tool's arguments (null: it was not imported), when it was run. */
+  original_reached?: 'imported' | 'instantiated' | 'forward' | null;
+  /** Why the original was not imported (with `original_reached: null`, from a run of the original alone). */
+  original_reason?: string;
   /** Whether every output value the judge received was finite. */
   output_finite?: boolean;
   /** How many output values the judge checked itself. */
@@ -108,6 +112,9 @@ export interface ValidateOptions {
    * and loaded for the original as the module it imports. Undefined: those the file's own loader calls name, from
    * the `_nnrag_native` folder beside it. */
   natives?: NativeFile[];
+  /** Run only the original (how far it gets with the tool's arguments), nothing of the file: for a copy that cannot
+   * run, so that a batch counts the blocks whose original reaches forward. */
+  originalOnly?: boolean;
 }
 
 /** The folder beside a pulled file that holds the compiled operators it loads (`--build-native`). */

@@ -546,6 +546,7 @@ export class Judge {
       memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
       timeout_s: timeoutMs / 1000,
       original: options.original,
+      ...(options.originalOnly ? { original_only: true } : {}),
       natives: natives.map((n) => ({ module: n.module, name: n.name, file: n.fileName })),
     };
     const onAbort = (): void => {
