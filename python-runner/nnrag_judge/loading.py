@@ -8,7 +8,7 @@ import os
 import sys
 import traceback
 import types
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .protocol import Failure
 
@@ -68,6 +68,24 @@ def limit_files() -> None:
         pass
 
 
+def requested_module(exc: BaseException) -> Optional[str]:
+    """The module a run-time import asked for (`importlib.import_module("pkg." + name)`), read from the call's frame
+    in the traceback: the error itself names only the first part that failed (`pkg`)."""
+    tb = exc.__traceback__
+    asked = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "import_module" and os.path.basename(os.path.dirname(code.co_filename)) == "importlib":
+            name, package = tb.tb_frame.f_locals.get("name"), tb.tb_frame.f_locals.get("package")
+            if isinstance(name, str):
+                try:
+                    asked = importlib.util.resolve_name(name, package) if name.startswith(".") else name
+                except (ImportError, ValueError):
+                    asked = name
+        tb = tb.tb_next
+    return asked
+
+
 def classify_import_error(exc: BaseException, native: List[str]) -> Failure:
     """Turn an exception raised while importing the file into a category and a message naming the cause."""
     if isinstance(exc, MemoryError):
@@ -75,12 +93,17 @@ def classify_import_error(exc: BaseException, native: List[str]) -> Failure:
     if isinstance(exc, ModuleNotFoundError):
         name = exc.name or str(exc)
         top = name.split(".")[0]
+        asked = requested_module(exc)
+        # what the code asked for at run time, when more than what failed (pkg._ext, of which pkg failed)
+        extra = {"requested_module": asked} if asked and asked != name and asked.startswith(name + ".") else {}
         if any(name == n or name.startswith(n + ".") or n.endswith("." + name) for n in native):
-            return Failure("native-extension", f"needs the compiled module '{name}', which has no Python source")
+            return Failure("native-extension", f"needs the compiled module '{name}', which has no Python source", **extra)
         found = importlib.util.find_spec(top) is not None if top else False
+        where_asked = f" (the code imports '{asked}' at run time)" if extra else ""
         if not found:
-            return Failure("missing-package", f"missing package '{top}': No module named '{name}' in this interpreter", package=top)
-        return Failure("import-error", f"No module named '{name}' (package '{top}' is installed but lacks it)")
+            return Failure("missing-package", f"missing package '{top}': No module named '{name}' in this interpreter{where_asked}",
+                           package=top, **extra)
+        return Failure("import-error", f"No module named '{name}' (package '{top}' is installed but lacks it){where_asked}", **extra)
     if isinstance(exc, ImportError) and (".so" in str(exc) or "undefined symbol" in str(exc) or "DLL" in str(exc)):
         return Failure("native-extension", f"a compiled extension failed to load: {exc}")
     return Failure("import-error", f"{type(exc).__name__}: {exc}{where(exc)}")

@@ -136,7 +136,7 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> C
             category = {"names-closed": "import-error", "imported": "instantiate"}.get(report["tier"], "forward")
         if category not in CATEGORIES:
             raise Failure("tampered", "the block wrote to the validator's channel (an unknown category)")
-        extra = {k: v for k, v in failure.items() if k in ("names", "package")}
+        extra = {k: v for k, v in failure.items() if k in ("names", "package", "requested_module")}
         raise Failure(category, str(failure.get("message", ""))[:4000], **extra)
     status = job.status if job.status is not None else -1
     if forward is not None and not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0) and (result.probes or result.probed):

@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { cli, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
 import { findNativeSources } from '../../src/core/pull/nativeSources';
-import { NATIVE_REPO } from './nativeFixture';
+import { LOADER_REPO, NATIVE_REPO } from './nativeFixture';
 import type { RepoRow } from '../../src/core/store/sourceText';
 
 const HEADERS = ['/usr/bin/g++', '/usr/bin/ninja', '/usr/include/torch/extension.h'];
@@ -75,6 +75,24 @@ describe('pull --build-native', function () {
     const report = JSON.parse(r.out);
     assert.strictEqual(report.category, 'native-extension', r.out);
     assert.match(report.message, /only CUDA sources \(opspkg\/csrc\/cuda\/gate\.cu\)/);
+  });
+  it('an operator the code loads by name at run time (mmcv\'s load_ext) is named, then built and registered under that name', async () => {
+    const work = await tmpdir('nnrag-native-loader-');
+    const ldb = path.join(work, 'index.db');
+    await writeTree(path.join(work, 'repo'), LOADER_REPO);
+    assert.strictEqual((await cli('index', path.join(work, 'repo'), '--db', ldb)).code, 0);
+    const plain = JSON.parse((await cli('pull', 'ldpkg.ops.shift.ShiftAdd', '--db', ldb, '--out', path.join(work, 'plain.py'), '--python', PYTHON_WITH_TORCH, '--json')).out);
+    assert.strictEqual(plain.category, 'native-extension', JSON.stringify(plain));
+    assert.match(plain.message, /loads the compiled module ldpkg\._ext by name at run time \(importlib\.import_module\).*--build-native builds it/);
+    const out = path.join(work, 'out', 'shift_add.py');
+    const r = await cli('pull', 'ldpkg.ops.shift.ShiftAdd', '--db', ldb, '--out', out, '--python', PYTHON_WITH_TORCH, '--build-native', '--cache', cache, '--json');
+    const built = JSON.parse(r.out);
+    assert.strictEqual(built.tier, 'equivalent', r.out + r.err);
+    // the binding file and the CPU code; the accelerator's source and CUDA's left out; the shared header found
+    assert.deepStrictEqual(built.natives[0].sources, ['ldpkg/ops/csrc/pytorch/cpu/shift_cpu.cpp', 'ldpkg/ops/csrc/pytorch/pybind.cpp', 'ldpkg/ops/csrc/pytorch/shift.cpp']);
+    assert.match(fs.readFileSync(out, 'utf8'), /^_nnrag_native\("ldpkg\._ext", "nnrag_ldpkg__ext", "[\w.-]+\.so", True\)$/m);
+    const again = JSON.parse((await cli('validate', out, '--db', ldb, '--python', PYTHON_WITH_TORCH, '--json')).out);
+    assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));
   });
 });
 

@@ -44,3 +44,59 @@ class Gated(nn.Module):
         return gate(x)
 `,
 };
+
+/**
+ * A library that loads its compiled operators by name at run time, as OpenMMLab's mmcv does
+ * (`ext_module = load_ext('_ext', [...])`, `importlib.import_module('ldpkg.' + name)`): setup.py lists the sources
+ * with globs, the binding file and the operator's CPU code are under `csrc/pytorch/`, the shared header under
+ * `csrc/common/`, and an accelerator's source that cannot build here beside them.
+ */
+export const LOADER_REPO: Record<string, string> = {
+  'setup.py': `from glob import glob
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+sources = glob("ldpkg/ops/csrc/pytorch/*.cpp") + glob("ldpkg/ops/csrc/pytorch/cpu/*.cpp")
+setup(name="ldpkg", ext_modules=[CppExtension("ldpkg._ext", sources, include_dirs=["ldpkg/ops/csrc/common"])],
+      cmdclass={"build_ext": BuildExtension})
+`,
+  'ldpkg/__init__.py': '',
+  'ldpkg/utils/__init__.py': '',
+  'ldpkg/utils/ext_loader.py': `import importlib
+
+
+def load_ext(name, funcs):
+    ext = importlib.import_module("ldpkg." + name)
+    for fun in funcs:
+        assert hasattr(ext, fun), f"{fun} miss in module {name}"
+    return ext
+`,
+  'ldpkg/ops/__init__.py': '',
+  'ldpkg/ops/shift.py': `from torch import nn
+
+from ..utils.ext_loader import load_ext
+
+ext_module = load_ext("_ext", ["shift_add"])
+
+
+class ShiftAdd(nn.Module):
+    def __init__(self, dim=8, shift=0.25):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.shift = shift
+
+    def forward(self, x):
+        return ext_module.shift_add(self.proj(x), x, self.shift)
+`,
+  'ldpkg/ops/csrc/common/ops_helper.hpp':
+    '#pragma once\n#include <torch/extension.h>\ntorch::Tensor shift_add_cpu(const torch::Tensor& a, const torch::Tensor& b, double s);\n',
+  'ldpkg/ops/csrc/pytorch/pybind.cpp':
+    '#include "ops_helper.hpp"\ntorch::Tensor shift_add(const torch::Tensor& a, const torch::Tensor& b, double s);\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("shift_add", &shift_add, "a + b + s"); }\n',
+  'ldpkg/ops/csrc/pytorch/shift.cpp':
+    '#include "ops_helper.hpp"\ntorch::Tensor shift_add(const torch::Tensor& a, const torch::Tensor& b, double s) { return shift_add_cpu(a, b, s); }\n',
+  'ldpkg/ops/csrc/pytorch/cpu/shift_cpu.cpp':
+    '#include "ops_helper.hpp"\ntorch::Tensor shift_add_cpu(const torch::Tensor& a, const torch::Tensor& b, double s) { return a + b + s; }\n',
+  'ldpkg/ops/csrc/pytorch/npu/shift_npu.cpp': '#include "acl/acl.h"\n// an accelerator SDK that is not here\n',
+  'ldpkg/ops/csrc/pytorch/cuda/shift_cuda.cu': '// a CUDA kernel\n',
+};

@@ -44,10 +44,11 @@ describe('the package used as a module object', function () {
     const r = await cli('pull', '--all', '--db', db, '--out-dir', out, '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
     assert.strictEqual(r.code, 1, r.err);
     const report = JSON.parse(fs.readFileSync(path.join(out, 'report.json'), 'utf8'));
-    const byName = new Map(report.items.map((i: { target: string }) => [i.target.split('.').pop(), i]));
+    type Item = { target: string; status: string; tier: string | null; original_reached?: string | null };
+    const byName = new Map((report.items as Item[]).map((i) => [i.target.split('.').pop(), i] as const));
     // the copy of KeepsModule never ran (its file cannot work), yet its original reaches forward
-    assert.deepStrictEqual([byName.get('KeepsModule').status, byName.get('KeepsModule').tier, byName.get('KeepsModule').original_reached], ['failed', null, 'forward']);
-    assert.deepStrictEqual([byName.get('UsesPkg').tier, byName.get('UsesPkg').original_reached], ['equivalent', 'forward']);
+    assert.deepStrictEqual([byName.get('KeepsModule')?.status, byName.get('KeepsModule')?.tier, byName.get('KeepsModule')?.original_reached], ['failed', null, 'forward']);
+    assert.deepStrictEqual([byName.get('UsesPkg')?.tier, byName.get('UsesPkg')?.original_reached], ['equivalent', 'forward']);
     assert.deepStrictEqual(report.summary.originals, { run: 2, imported: 2, forward: 2, compared_share: 50, forward_share: 50 });
   });
 });

@@ -71,22 +71,25 @@ function importLine(e: ExternalImport, as: string): string {
 }
 
 /** How a pulled file loads a compiled operator built by `--build-native` (from NATIVE_FOLDER beside it). */
-const NATIVE_LOADER = `def _nnrag_native(module, name, file):
+const NATIVE_LOADER = `def _nnrag_native(module, name, file, register=False):
     """The compiled operator 'module' of the repository, built from its C++ sources by nn-rag pull --build-native
-    and kept in the ${NATIVE_FOLDER} folder beside this file."""
+    and kept in the ${NATIVE_FOLDER} folder beside this file (register: importable as 'module' too, for code that
+    loads it by that name at run time)."""
     import importlib.util
     import os
     import sys
 
-    if name in sys.modules:
-        return sys.modules[name]
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "${NATIVE_FOLDER}", file)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None or not os.path.exists(path):
-        raise ImportError(f"{module} is a compiled operator: build it with nn-rag pull --build-native (no {path})")
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    sys.modules[name] = loaded
+    loaded = sys.modules.get(name)
+    if loaded is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "${NATIVE_FOLDER}", file)
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None or not os.path.exists(path):
+            raise ImportError(f"{module} is a compiled operator: build it with nn-rag pull --build-native (no {path})")
+        loaded = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loaded)
+        sys.modules[name] = loaded
+    if register:
+        sys.modules.setdefault(module, loaded)
     return loaded`;
 
 function importBlock(externals: ExternalImport[], names: Map<string, string>, future: boolean, stdlib?: ReadonlySet<string>): { text: string; thirdParty: string[] } {
@@ -96,8 +99,9 @@ function importBlock(externals: ExternalImport[], names: Map<string, string>, fu
   for (const e of externals) {
     const as = names.get(e.key) ?? e.bound;
     if (e.native) {
-      const load = `_nnrag_native(${JSON.stringify(e.module)}, ${JSON.stringify(e.native.name)}, ${JSON.stringify(e.native.file)})`;
-      natives.push(`${as} = ${load}${e.name !== undefined ? `.${e.name}` : ''}`);
+      const args = [e.module, e.native.name, e.native.file].map((a) => JSON.stringify(a)).join(', ');
+      if (e.native.register) natives.push(`_nnrag_native(${args}, True)`);
+      else natives.push(`${as} = _nnrag_native(${args})${e.name !== undefined ? `.${e.name}` : ''}`);
     } else if (e.name !== undefined) {
       const set = froms.get(e.module) ?? new Set<string>();
       set.add(e.name === as ? e.name : `${e.name} as ${as}`);
@@ -292,7 +296,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     const left = body.join('\n');
     const words = new Set(left.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
     const used = providedNames.filter((n) => words.has(n));
-    const externalsLeft = externals.filter((e) => words.has((names.get(e.key) ?? e.bound).split('.')[0]));
+    const externalsLeft = externals.filter((e) => e.native?.register || words.has((names.get(e.key) ?? e.bound).split('.')[0]));
     imports = [importBlock(externalsLeft, names, future, ctx.stdlib).text, sharedImport(ctx.provided.module, used.length ? used : providedNames)].filter(Boolean).join('\n\n');
   }
   // the body in pieces, hashed one by one: a piece keeps the one-byte encoding of its source file, where the joined

@@ -17,6 +17,8 @@ import type { NativeSources } from '../validate/native';
 const CPP = /\.(?:cpp|cc|cxx)$/;
 const HEADER = /\.(?:h|hpp|hh|hxx|inl|cuh)$/;
 const CUDA = /(?:\.cu$|(?:^|\/)cuda\/|_cuda\.(?:cpp|cc|cxx)$|_gpu\.(?:cpp|cc|cxx)$)/;
+/** Other accelerators' sources (their SDKs' headers are not here): left out like CUDA's. */
+const DEVICE = /(?:^|\/)(?:npu|mlu|mps|musa|hip|rocm|xpu|dipu|diopi|ascend|parrots)\//;
 /** What a source never lists, and build outputs and vendored code (another project's C++). */
 const SKIP_DIRS = new Set([...SOURCE_SKIP_DIRS, 'build', 'dist', 'third_party', 'docs']);
 const MAX_FILE = 4 << 20;
@@ -129,12 +131,22 @@ export async function findNativeSources(repo: RepoRow | RepoScan, qualname: stri
 }
 
 async function staged(module: string, repo: string, bindName: string, sources: string[], all: Map<string, () => Promise<Uint8Array>>): Promise<NativeSources> {
-  const cpu = sources.filter((s) => !CUDA.test(s)).sort();
+  const cpu = sources.filter((s) => !CUDA.test(s) && !DEVICE.test(s)).sort();
   const cuda = sources.filter((s) => CUDA.test(s)).sort();
-  // the sources' folders and every header in the repository (includes are relative to either)
+  // the sources and every header in the repository (an include is relative to its file, a source's folder, or a
+  // folder of headers: one where a header that some staged file includes by a relative name is found)
   const files = new Map<string, Uint8Array>();
-  for (const rel of [...cpu, ...[...all.keys()].filter((r) => HEADER.test(r))]) files.set(rel, await all.get(rel)!());
+  const headers = [...all.keys()].filter((r) => HEADER.test(r) && !DEVICE.test(r));
+  for (const rel of [...cpu, ...headers]) files.set(rel, await all.get(rel)!());
+  const include = new Set<string>();
+  for (const bytes of files.values()) {
+    for (const m of Buffer.from(bytes).toString('utf8').matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) {
+      const wanted = path.posix.normalize(m[1]);
+      if (wanted.startsWith('..')) continue;
+      for (const h of headers) if (h.endsWith(`/${wanted}`)) include.add(h.slice(0, -wanted.length - 1));
+    }
+  }
   const buildName = bindName === 'TORCH_EXTENSION_NAME' ? `nnrag_${module.replace(/\W/g, '_')}` : bindName;
-  return { module, repo, buildName, sources: cpu, cudaLeftOut: cuda, files };
+  return { module, repo, buildName, sources: cpu, cudaLeftOut: cuda, files, include: [...include].sort() };
 }
 

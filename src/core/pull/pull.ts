@@ -121,6 +121,9 @@ export interface PullOptions {
   shared?: { module: string; ids: ReadonlySet<string>; file: string };
   /** Build the repository's compiled operators the block needs from their C++ sources (cached under `cacheDir`). */
   buildNative?: { cacheDir: string };
+  /** Compiled modules the block's code loads by name at run time (`importlib.import_module("pkg._ext")`), found by a
+   * first validation: built with `buildNative` and registered under those names by the pulled file. */
+  runtimeNatives?: string[];
 }
 
 /** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
@@ -345,6 +348,7 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
       if (await nativeSourcesOf(session, ref.repoId, p.name)) p.detail += ' (nn-rag pull --build-native builds it from the C++ sources of the repository)';
     }
   }
+  if (options.buildNative && options.runtimeNatives?.length) natives.push(...(await runtimeNativesOf(session, ref.repoId, closure, options)));
   const t1 = performance.now();
   const inlinedRepos = inlinedNames(session, closure, ref.repoId);
   const notes = inlinedRepos.length
@@ -354,6 +358,39 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
   const emitted = emitFile(closure, { ...emitCtx, notes, provided: options.shared }, target);
   const t2 = performance.now();
   return { target, rec, unit: fact.unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, natives, timings: { t0, t1, t2 } };
+}
+
+/**
+ * Builds the compiled modules the code loads by name at run time (`options.runtimeNatives`) and makes the file
+ * register them under those names; one that cannot be built becomes the file's problem, with the reason.
+ */
+async function runtimeNativesOf(session: PullSession, rootRepo: number, closure: ClosureResult, options: PullOptions): Promise<NativeBuild[]> {
+  const problems: Problem[] = options.runtimeNatives!.map((m) => ({ kind: 'native-extension', name: m, detail: runtimeNativeDetail(m) }));
+  const made = await buildNatives(session, rootRepo, problems, { ...options, cacheDir: options.buildNative!.cacheDir });
+  for (const b of made.builds) {
+    const e = { module: b.module, plainDotted: false, bound: '', native: { file: b.fileName, name: b.buildName, register: true } };
+    closure.externals.set(`native:${b.module}`, { ...e, key: `native:${b.module}` });
+  }
+  for (const p of problems) if (made.failed.has(p.name)) closure.problems.push({ ...p, detail: made.failed.get(p.name)! });
+  return made.builds;
+}
+
+function runtimeNativeDetail(module: string): string {
+  return `the code loads the compiled module ${module} by name at run time (importlib.import_module), and it has no Python source`;
+}
+
+/**
+ * A compiled module the code loads by name at run time, learnt from a failed validation: the import asked for
+ * `pkg._ext` and failed on `pkg`, a package of an indexed repository whose code the file inlines, which has no
+ * Python module of that name. Undefined for any other failure.
+ */
+function runtimeNativeOf(session: PullSession, v: ValidationReport, rootRepo: number, inlined: Set<number>): string | undefined {
+  const asked = v.requested_module;
+  if (v.ok || !asked || !/^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$/.test(asked) || (v.category !== 'missing-package' && v.category !== 'import-error')) return undefined;
+  const top = asked.split('.')[0];
+  const repos = [rootRepo, ...inlined].filter((id) => session.table.topLevelNames(id).includes(top));
+  if (!repos.length || repos.some((id) => session.table.lookupIn(asked, id))) return undefined;
+  return asked;
 }
 
 export async function pullBlock(session: PullSession, ref: ClassRef, options: PullOptions): Promise<PullReport> {
@@ -418,6 +455,15 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       else if (built.untried.length) {
         v = { ...v, message: `${v.message ?? ''}; the repository's builders ${built.untried.map((b) => `${b}()`).join(', ')} were not tried within ${Math.round(options.builderBudgetMs! / 100) / 10} s (nn-rag pull tries them all)` };
       }
+    }
+    const runtime = runtimeNativeOf(session, v, ref.repoId, inlined);
+    if (runtime && options.buildNative && !options.runtimeNatives?.includes(runtime)) {
+      // the operator it loads by name, built and registered: the block pulled and judged again with it
+      return pullBlock(session, ref, { ...options, runtimeNatives: [...(options.runtimeNatives ?? []), runtime] });
+    }
+    if (runtime) {
+      const buildable = !options.buildNative && (await nativeSourcesOf(session, ref.repoId, runtime));
+      v = { ...v, category: 'native-extension', message: `${runtimeNativeDetail(runtime)} in the indexed package ${runtime.split('.')[0]}${buildable ? ' (nn-rag pull --build-native builds it from the C++ sources of the repository)' : ''}; ${v.message ?? ''}` };
     }
     v = explained(v, original);
     report.validation = v;

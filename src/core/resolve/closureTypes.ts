@@ -38,8 +38,9 @@ export interface ExternalImport {
   /** The name the original code binds it to. */
   bound: string;
   /** A compiled module built from the repository's sources (`--build-native`): loaded from this file beside the
-   * pulled one under this module name, not imported. */
-  native?: { file: string; name: string };
+   * pulled one under this module name, not imported; `register`: also made importable by its own name (`module`),
+   * for code that loads it at run time (`importlib.import_module`). */
+  native?: { file: string; name: string; register?: boolean };
 }
 
 export interface SymbolBinding {

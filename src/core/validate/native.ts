@@ -24,6 +24,8 @@ export interface NativeSources {
   cudaLeftOut: string[];
   /** Every file staged for the build (sources and headers), repository-relative, with its bytes. */
   files: Map<string, Uint8Array>;
+  /** Folders searched for included headers besides the sources' own (repository-relative). */
+  include?: string[];
 }
 
 export interface NativeBuild {
@@ -45,6 +47,7 @@ async function buildKey(spec: NativeSources, python: string): Promise<string> {
   const h = createHash('sha256').update('nnrag-native-1\0').update(spec.buildName).update('\0');
   for (const [rel, bytes] of [...spec.files].sort(([a], [b]) => a.localeCompare(b))) h.update(rel).update('\0').update(bytes).update('\0');
   for (const s of spec.sources) h.update(`src:${s}\0`);
+  for (const d of spec.include ?? []) h.update(`inc:${d}\0`);
   const info = await interpreterInfo(python);
   h.update(info.executable).update('\0').update(await torchVersionKey(python));
   return h.digest('hex').slice(0, 24);
@@ -80,7 +83,7 @@ export async function buildNative(spec: NativeSources, options: { python: string
     }
     const out = path.join(stage, 'out');
     await fsp.mkdir(out);
-    const includes = [...new Set(spec.sources.map((s) => path.posix.dirname(s)))];
+    const includes = [...new Set([...spec.sources.map((s) => path.posix.dirname(s)), ...(spec.include ?? [])])];
     const run = await runInSandbox(options.python, path.join(path.dirname(path.resolve(options.runner)), 'build_native.py'), {
       inHost: src,
       workHost: out,

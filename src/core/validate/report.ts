@@ -74,6 +74,9 @@ export interface ValidationReport {
   original_reached?: 'imported' | 'instantiated' | 'forward' | null;
   /** Why the original was not imported (with `original_reached: null`, from a run of the original alone). */
   original_reason?: string;
+  /** The module the code asked for at run time (`importlib.import_module("pkg." + name)`) when an import failed
+   * on a part of it (`pkg`): a compiled module loaded by name, when `pkg` is inlined. */
+  requested_module?: string;
   /** Whether every output value the judge received was finite. */
   output_finite?: boolean;
   /** How many output values the judge checked itself. */

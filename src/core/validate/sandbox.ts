@@ -611,7 +611,7 @@ export class Judge {
 async function nativesBeside(file: string): Promise<NativeFile[]> {
   const text = await fsp.readFile(file, 'utf8').catch(() => '');
   const out: NativeFile[] = [];
-  for (const m of text.matchAll(/_nnrag_native\("([\w.]+)", "(\w+)", "([\w.-]+\.so)"\)/g)) {
+  for (const m of text.matchAll(/_nnrag_native\("([\w.]+)", "(\w+)", "([\w.-]+\.so)"(?:, True)?\)/g)) {
     const on = path.join(path.dirname(file), NATIVE_FOLDER, m[3]);
     if (fs.existsSync(on) && !out.some((n) => n.fileName === m[3])) out.push({ module: m[1], name: m[2], file: on, fileName: m[3] });
   }
