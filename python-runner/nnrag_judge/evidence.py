@@ -177,10 +177,59 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
+MAX_MODULES = 2000
+CONFIG_TEXT = 1000
+
+
+def config_value(value: Any, torch: Any, names: Dict[str, str], depth: int = 0) -> Any:
+    """A module attribute as configuration (numbers, strings, flags, dtypes, and which function or class it holds),
+    or None where it is state or an object of its own (compared through the outputs)."""
+    if value is None or isinstance(value, (bool, int)):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        # a path or an address differs between the copy and its original by where they are, not by what they do
+        return None if len(value) > 200 or "/" in value or "\\" in value or "0x" in value else repr(value)
+    if isinstance(value, (torch.dtype, torch.device)):
+        return str(value)
+    if isinstance(value, (list, tuple)) and depth < 2 and len(value) <= 16:
+        items = [config_value(v, torch, names, depth + 1) for v in value]
+        return None if any(i is None for i in items) else f"({', '.join(items)})"
+    if callable(value) and not isinstance(value, torch.nn.Module):
+        func = getattr(value, "func", None)  # functools.partial
+        target = func if callable(func) else value
+        name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+        if isinstance(name, str):
+            return f"{'partial ' if target is not value else ''}{names.get(name, name)}"
+    return None
+
+
+def structure(model: Any, torch: Any, names: Dict[str, str]) -> Dict[str, Any]:
+    """The block's module tree as built: each submodule's class and configuration (`eps`, `momentum`, `inplace`, an
+    activation function held as an attribute, a scale). A changed default, constant or activation that the outputs
+    do not show for the inputs tried still shows here. `names`: the copy's renamed classes and functions, by the
+    original's names."""
+    items: Dict[str, Any] = {}
+    for path, m in list(model.named_modules())[:MAX_MODULES]:
+        kind = type(m).__name__
+        parts = []
+        for k, v in sorted(vars(m).items()):
+            if k.startswith("_") or k == "training":
+                continue
+            c = config_value(v, torch, names)
+            if c is not None:
+                parts.append(f"{k}={c}")
+        items[path or "."] = {"$v": f"{names.get(kind, kind)}({', '.join(parts)})"[:CONFIG_TEXT]}
+    return {"$map": "modules", "items": items}
+
+
 def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any], inputs: List[Any], seeds: List[int],
-                  call: Callable[..., Any], torch: Any, budget: List[int], train: bool = True) -> None:
-    """One variant of the block, probed as the other side probes it: its state as built, eval outputs per seed, a
-    train step's outputs, gradients and state after. One frame per probe, each keyed `label|what`."""
+                  call: Callable[..., Any], torch: Any, budget: List[int], train: bool = True,
+                  names: Optional[Dict[str, str]] = None) -> None:
+    """One variant of the block, probed as the other side probes it: its module tree and configuration and its state
+    as built, eval outputs per seed, a train step's outputs, gradients and state after. One frame per probe, each
+    keyed `label|what`."""
 
     def frame(key: str, body: Dict[str, Any], digest: Optional[Digest] = None) -> None:
         head = {"probe": dict(body, key=f"{label}|{key}")}
@@ -194,6 +243,10 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
     except Exception as exc:  # noqa: BLE001 - a variant that does not build is compared as such
         frame("init", {"error": error_text(exc), "error_type": type(exc).__name__})
         return
+    try:
+        frame("structure", {"value": structure(model, torch, names or {})})
+    except Exception as exc:  # noqa: BLE001 - a module whose attributes cannot be read is compared as such
+        frame("structure", {"error": error_text(exc), "error_type": type(exc).__name__})
     d = Digest(torch, budget)
     frame("init", {"value": d.walk(dict(model.state_dict()))}, d)
     for seed in seeds:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import os
 import re
 import sys
@@ -302,6 +303,22 @@ def covering(path: str) -> Tuple[Callable[[], None], Set[int]]:
     return (lambda: sys.setprofile(None)), seen
 
 
+def renames_of(path: str) -> Dict[str, str]:
+    """The names the pulled file gave definitions whose names collided (its provenance record's `renamed`), mapped
+    to the original names: the copy's module tree is compared by the original's class names."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("# nnrag-provenance: "):
+                    renamed = json.loads(line[len("# nnrag-provenance: "):]).get("renamed") or {}
+                    return {str(v): str(k).rsplit(".", 1)[-1] for k, v in renamed.items() if isinstance(v, str)}
+                if not line.startswith("#"):
+                    break
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {}
+
+
 def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], factory: Any, plan: Dict[str, Any],
                torch: Any, nn: Any, coverage: Optional[str] = None, found: Optional[Found] = None) -> None:
     """Probe the block exactly as the plan says (the same code on both sides): the base argument set's inputs, then
@@ -332,6 +349,7 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
     stop, seen = covering(coverage) if coverage else (None, set())
     call = module_call(base)
     heavy = bool(plan.get("heavy"))
+    names = renames_of(coverage) if coverage else {}
     for i, v in enumerate(plan.get("variants", [])[:HEAVY_VARIANTS if heavy else None]):
         if i and time.time() - started > PROBE_BUDGET_S:
             break
@@ -353,7 +371,8 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
         seeds = [1, 2] if i == 0 and not heavy else [1]
         # a train step (gradients, batch statistics, dropout and drop-path branches) for each variant; a heavy
         # block's for the argument set that ran only
-        probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0 or not heavy)
+        probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0 or not heavy,
+                      names=names)
         done.append(str(v.get("label")))
     if stop is not None:
         stop()

@@ -115,6 +115,30 @@ class Mutants(unittest.TestCase):
     def test_a_field_of_an_output_object(self) -> None:
         self.assertDiffers("Stats(y.mean(), 3)", "Stats(y.mean(), 4)")
 
+    def test_configuration_the_outputs_do_not_show(self) -> None:
+        # a head whose depth range is read only when decoding, and an activation built for an optional branch the
+        # forward tried does not take: the module tree as built shows both
+        original = """
+import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, dim=8, min_depth=1e-3, act_layer=nn.ReLU):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+        self.min_depth = min_depth
+        self.spare = act_layer()
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+        self.assertEqual(judged(original, original, "Head")["tier"], "equivalent")
+        for old, new in (("min_depth=1e-3", "min_depth=1.5e-3"), ("act_layer=nn.ReLU", "act_layer=nn.SiLU")):
+            report = judged(original.replace(old, new, 1), original, "Head")
+            self.assertEqual(report["equivalence"]["status"], "differs", report)
+            self.assertTrue(any("structure" in d for d in report["equivalence"]["differences"]), report)
+
     def test_a_branch_under_a_small_rate(self) -> None:
         # stochastic depth with a threshold: a rate of 0.5 takes the first branch only; a small rate reaches the second
         original = """
