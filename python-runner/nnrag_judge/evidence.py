@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 SAMPLE = 4096  # values sent of a large tensor (all of one up to WHOLE)
 WHOLE = 1 << 16
 MAX_ITEMS = 64
+MAX_STATE = 1024  # entries of a state dict or of the gradients compared (within a frame's header limit)
 
 
 def tensor_evidence(out: Any, torch: Any, limit: int) -> Tuple[Any, List[Dict[str, Any]], bytes]:
@@ -100,8 +101,9 @@ class Digest:
                              "sha": digest, "count": count, "numel": n})
         return {"$t": len(self.entries) - 1}
 
-    def walk(self, value: Any, depth: int = 0) -> Any:
-        """Any output, leaf by leaf: tensors, numbers, strings, sequences, mappings, objects by their attributes."""
+    def walk(self, value: Any, depth: int = 0, items: int = MAX_ITEMS) -> Any:
+        """Any output, leaf by leaf: tensors, numbers, strings, sequences, mappings, objects by their attributes
+        (`items`: how many entries of a mapping at this level; a state dict's are all the block's tensors)."""
         torch = self.torch
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
@@ -115,7 +117,7 @@ class Digest:
             return {"$seq": type(value).__name__, "items": [self.walk(v, depth + 1) for v in list(value)[:MAX_ITEMS]]}
         if isinstance(value, dict):
             return {"$map": type(value).__name__,
-                    "items": {str(k): self.walk(v, depth + 1) for k, v in list(value.items())[:MAX_ITEMS]}}
+                    "items": {str(k): self.walk(v, depth + 1) for k, v in list(value.items())[:items]}}
         if isinstance(value, torch.nn.Module):
             return {"$module": type(value).__name__}
         fields = getattr(value, "__dict__", None)
@@ -179,6 +181,7 @@ def error_text(exc: BaseException) -> str:
 
 MAX_MODULES = 2000
 CONFIG_TEXT = 1000
+STRUCTURE_TEXT = 300_000  # characters of the module tree sent (a frame's header stays under MAX_HEADER)
 
 
 def config_value(value: Any, torch: Any, names: Dict[str, str], depth: int = 0) -> Any:
@@ -211,6 +214,7 @@ def structure(model: Any, torch: Any, names: Dict[str, str]) -> Dict[str, Any]:
     do not show for the inputs tried still shows here. `names`: the copy's renamed classes and functions, by the
     original's names."""
     items: Dict[str, Any] = {}
+    left = STRUCTURE_TEXT
     for path, m in list(model.named_modules())[:MAX_MODULES]:
         kind = type(m).__name__
         parts = []
@@ -220,7 +224,11 @@ def structure(model: Any, torch: Any, names: Dict[str, str]) -> Dict[str, Any]:
             c = config_value(v, torch, names)
             if c is not None:
                 parts.append(f"{k}={c}")
-        items[path or "."] = {"$v": f"{names.get(kind, kind)}({', '.join(parts)})"[:CONFIG_TEXT]}
+        text = f"{names.get(kind, kind)}({', '.join(parts)})"[:CONFIG_TEXT]
+        left -= len(text) + len(path) + 16
+        if left < 0:
+            break
+        items[path or "."] = {"$v": text}
     return {"$map": "modules", "items": items}
 
 
@@ -248,7 +256,7 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
     except Exception as exc:  # noqa: BLE001 - a module whose attributes cannot be read is compared as such
         frame("structure", {"error": error_text(exc), "error_type": type(exc).__name__})
     d = Digest(torch, budget)
-    frame("init", {"value": d.walk(dict(model.state_dict()))}, d)
+    frame("init", {"value": d.walk(dict(model.state_dict()), items=MAX_STATE)}, d)
     for seed in seeds:
         d = Digest(torch, budget)
         try:
@@ -279,7 +287,8 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
             total.backward()
         grads_in = [v.grad if isinstance(v, torch.Tensor) else None for v in x]
         grads = {n: p.grad for n, p in model.named_parameters()}
-        frame("train", {"value": d.walk({"output": out, "input_grads": grads_in, "grads": grads,
-                                         "state": dict(model.state_dict())})}, d)
+        frame("train", {"value": {"$map": "dict", "items": {
+            "output": d.walk(out, 1), "input_grads": d.walk(grads_in, 1), "grads": d.walk(grads, 1, items=MAX_STATE),
+            "state": d.walk(dict(model.state_dict()), 1, items=MAX_STATE)}}}, d)
     except Exception as exc:  # noqa: BLE001
         frame("train", {"error": error_text(exc), "error_type": type(exc).__name__})

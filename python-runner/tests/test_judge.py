@@ -139,6 +139,26 @@ class Head(nn.Module):
             self.assertEqual(report["equivalence"]["status"], "differs", report)
             self.assertTrue(any("structure" in d for d in report["equivalence"]["differences"]), report)
 
+    def test_a_tensor_past_the_first_64_of_the_state(self) -> None:
+        # a deep stack: the state as built is compared whole, not its first entries only
+        original = """
+import torch
+from torch import nn
+
+
+class Deep(nn.Module):
+    def __init__(self, dim=4, depth=40):
+        super().__init__()
+        self.layers = nn.Sequential(*[nn.Linear(dim, dim) for _ in range(depth)])
+        self.tail = nn.Linear(3, 3)
+        nn.init.constant_(self.tail.bias, 0.5)
+
+    def forward(self, x):
+        return self.layers(x)
+"""
+        report = judged(original.replace("bias, 0.5)", "bias, 0.6)", 1), original, "Deep")
+        self.assertEqual(report["equivalence"]["status"], "differs", report)
+
     def test_a_branch_under_a_small_rate(self) -> None:
         # stochastic depth with a threshold: a rate of 0.5 takes the first branch only; a small rate reaches the second
         original = """
