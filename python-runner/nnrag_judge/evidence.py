@@ -101,9 +101,9 @@ class Digest:
                              "sha": digest, "count": count, "numel": n})
         return {"$t": len(self.entries) - 1}
 
-    def walk(self, value: Any, depth: int = 0, items: int = MAX_ITEMS) -> Any:
+    def walk(self, value: Any, depth: int = 0, limit: int = MAX_ITEMS) -> Any:
         """Any output, leaf by leaf: tensors, numbers, strings, sequences, mappings, objects by their attributes
-        (`items`: how many entries of a mapping at this level; a state dict's are all the block's tensors)."""
+        (`limit`: how many entries of a mapping at this level; a state dict's are all the block's tensors)."""
         torch = self.torch
         if isinstance(value, torch.Tensor):
             return self.tensor(value)
@@ -117,7 +117,7 @@ class Digest:
             return {"$seq": type(value).__name__, "items": [self.walk(v, depth + 1) for v in list(value)[:MAX_ITEMS]]}
         if isinstance(value, dict):
             return {"$map": type(value).__name__,
-                    "items": {str(k): self.walk(v, depth + 1) for k, v in list(value.items())[:items]}}
+                    "items": {str(k): self.walk(v, depth + 1) for k, v in list(value.items())[:limit]}}
         if isinstance(value, torch.nn.Module):
             return {"$module": type(value).__name__}
         fields = getattr(value, "__dict__", None)
@@ -256,7 +256,7 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
     except Exception as exc:  # noqa: BLE001 - a module whose attributes cannot be read is compared as such
         frame("structure", {"error": error_text(exc), "error_type": type(exc).__name__})
     d = Digest(torch, budget)
-    frame("init", {"value": d.walk(dict(model.state_dict()), items=MAX_STATE)}, d)
+    frame("init", {"value": d.walk(dict(model.state_dict()), limit=MAX_STATE)}, d)
     for seed in seeds:
         d = Digest(torch, budget)
         try:
@@ -288,7 +288,7 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
         grads_in = [v.grad if isinstance(v, torch.Tensor) else None for v in x]
         grads = {n: p.grad for n, p in model.named_parameters()}
         frame("train", {"value": {"$map": "dict", "items": {
-            "output": d.walk(out, 1), "input_grads": d.walk(grads_in, 1), "grads": d.walk(grads, 1, items=MAX_STATE),
-            "state": d.walk(dict(model.state_dict()), 1, items=MAX_STATE)}}}, d)
+            "output": d.walk(out, 1), "input_grads": d.walk(grads_in, 1), "grads": d.walk(grads, 1, limit=MAX_STATE),
+            "state": d.walk(dict(model.state_dict()), 1, limit=MAX_STATE)}}}, d)
     except Exception as exc:  # noqa: BLE001
         frame("train", {"error": error_text(exc), "error_type": type(exc).__name__})
