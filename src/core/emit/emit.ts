@@ -235,7 +235,10 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
 }
 
 export function emitFile(closure: ClosureResult, ctx: EmitContext, target: string): EmitResult {
-  const order = orderUnits(closure);
+  const order = orderUnits(closure, (n) => {
+    const u = n.rec.facts.units[n.unit];
+    return ctx.parsed(n.rec).text.slice(u.start, u.end);
+  });
   const names = assignNames(closure, order);
   const future = order.some((n) => n.rec.facts.futureAnnotations);
   const externals = [...closure.externals.values()];

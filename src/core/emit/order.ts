@@ -25,15 +25,41 @@ function postOrder(starts: UnitNode[], depsOf: (n: UnitNode) => UnitNode[], visi
   }
 }
 
-/** Dependencies first (def-time ones strictly), the block last; source order where nothing constrains. */
-export function orderUnits(closure: ClosureResult): UnitNode[] {
+const REGISTERS = /\.register_module\s*\(/;
+const FORCED = /\.register_module\s*\([^)]*\bforce\s*=\s*True/;
+
+/**
+ * A registry's entries as the original's imports left them: a registration with `force=True` replaces the entry
+ * another module's plain registration made earlier (mmcv's `@MODELS.register_module('Conv3d', force=True)` class
+ * after conv.py's `MODELS.register_module('Conv3d', module=nn.Conv3d)`). Where the file holds a forced one, its
+ * plain registration statements go first (each right after what it needs, never after a forced one: the key they
+ * register is not a use of the class registered under it), so the forced one replaces them instead of being refused.
+ */
+function registrations(units: UnitNode[], text: ((n: UnitNode) => string) | undefined): { plain: Set<string>; forced: Set<string> } {
+  const plain = new Set<string>();
+  const forced = new Set<string>();
+  if (!text) return { plain, forced };
+  for (const n of units) {
+    const t = text(n);
+    if (FORCED.test(t)) forced.add(n.key);
+    else if (REGISTERS.test(t) && !['class', 'function'].includes(n.rec.facts.units[n.unit].kind)) plain.add(n.key);
+  }
+  if (!forced.size) plain.clear();
+  return { plain, forced };
+}
+
+/** Dependencies first (def-time ones strictly), the block last; source order where nothing constrains. `text`: a
+ * unit's source (registrations keep the original's order by it). */
+export function orderUnits(closure: ClosureResult, text?: (n: UnitNode) => string): UnitNode[] {
   const byOrder = (keys: Iterable<string>): UnitNode[] =>
     [...keys].map((k) => closure.units.get(k)!).sort((a, b) => a.order - b.order);
   // 1. a readable order: depth-first over every dependency, from the block (then from what only an extra
   //    root such as a validation builder reaches)
-  const readable: UnitNode[] = [];
+  let readable: UnitNode[] = [];
   const { graph } = closure;
   postOrder([closure.root, ...byOrder(closure.units.keys())], (n) => byOrder(graph.outNeighbors(n.key)), new Set(), readable);
+  const { plain, forced } = registrations(readable, text);
+  if (plain.size) readable = [...readable.filter((n) => plain.has(n.key)), ...readable.filter((n) => !plain.has(n.key))];
   // 2. a valid order: before each unit, everything it needs at definition time, and what the functions and classes
   //    it uses then need when they run (`ACT = get_activation("gelu")` runs get_activation, which reads ACT2FN)
   const out: UnitNode[] = [];
@@ -63,6 +89,7 @@ export function orderUnits(closure: ClosureResult): UnitNode[] {
     const keys = new Set<string>();
     for (const e of graph.filterOutEdges(n.key, (_edge, attr) => attr.def)) {
       const t = graph.target(e);
+      if (plain.has(n.key) && forced.has(t)) continue;
       keys.add(t);
       const target = closure.units.get(t)!;
       // a function used at definition time runs then (a decorator, a call in a class body or an assignment); a class
