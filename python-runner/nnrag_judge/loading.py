@@ -150,6 +150,11 @@ def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
     the package's `__init__` fails (an optional dependency, a lazy loader), the module is imported again with its
     parent packages as bare namespaces. Raises ImportError naming the module and both causes."""
     folder, module = original.get("path"), str(original["module"])
+    # the folders of the other repositories the copy inlines, then the block's own first: the original uses the
+    # same code as the copy, not another version installed in site-packages
+    for other in reversed([a for a in original.get("also") or [] if isinstance(a, str)]):
+        if other not in sys.path:
+            sys.path.insert(0, other)
     if folder and folder not in sys.path:
         sys.path.insert(0, folder)
     try:

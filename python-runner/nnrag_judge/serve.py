@@ -45,8 +45,9 @@ def parse_original(value: Any) -> Optional[Dict[str, Any]]:
     if isinstance(builder, dict) and isinstance(builder.get("module"), str) and isinstance(builder.get("name"), str):
         made = {"module": builder["module"], "name": builder["name"]}
     text = lambda k: got.get(k) if isinstance(got.get(k), str) else None  # noqa: E731
+    also = [a for a in got.get("also") or [] if isinstance(a, str)] if isinstance(got.get("also"), list) else []
     return {"module": got["module"], "class": got["class"], "path": text("path"), "file": text("file"), "blob": text("blob"),
-            "builder": made}
+            "builder": made, "also": also}
 
 
 def parse_candidates(text: Any) -> List[Dict[str, Any]]:

@@ -127,6 +127,21 @@ describe('pull: resolution and emission', () => {
     assert.match(await fsp.readFile(out, 'utf8'), /^from helperlib\.ops import double$/m);
   });
 
+  it('compares a block that inlines another indexed repository with its original, which imports that repository from its folder', async () => {
+    const dir = await tmpdir();
+    await writeTree(path.join(dir, 'baselib'), { 'baselib/__init__.py': '', 'baselib/layers.py': 'from torch import nn\n\n\nclass Scale(nn.Module):\n    def __init__(self, k=3.0):\n        super().__init__()\n        self.k = k\n\n    def forward(self, x):\n        return x * self.k\n' });
+    await writeTree(path.join(dir, 'model'), { 'model/__init__.py': '', 'model/block.py': 'from torch import nn\n\nfrom baselib.layers import Scale\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.scale = Scale()\n\n    def forward(self, x):\n        return self.scale(self.lin(x))\n' });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', path.join(dir, 'baselib'), path.join(dir, 'model'), '--db', db)).code, 0);
+    const r = await cli('pull', 'model.block.Block', '--db', db, '--out', path.join(dir, 'out', 'block.py'), '--python', PYTHON_WITH_TORCH, '--json');
+    const report = JSON.parse(r.out);
+    assert.deepStrictEqual(report.inlinedRepos, ['baselib']);
+    assert.strictEqual(report.tier, 'equivalent', r.out);
+    // and validate FILE finds the same folders from the file's provenance
+    const again = JSON.parse((await cli('validate', path.join(dir, 'out', 'block.py'), '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out);
+    assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));
+  });
+
   it('orders a statement that runs at import after what the functions it calls read (Hugging Face activations)', async () => {
     const { report, dir } = await pull(
       {

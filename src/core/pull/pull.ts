@@ -226,8 +226,9 @@ async function reposToInline(session: PullSession, rootRepo: number, options: Pu
   return out;
 }
 
-/** Where the original class can be imported from for the equivalence check, or why it cannot. */
-export function originalOf(session: PullSession, ref: ClassRef): OriginalClass | { unavailable: string } {
+/** Where the original class can be imported from for the equivalence check, or why it cannot. `inlined`: the
+ * other repositories whose code the copy inlines (their folders go on the original's path too). */
+export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterable<number> = []): OriginalClass | { unavailable: string } {
   const repo = session.repos.get(ref.repoId);
   if (!repo) return { unavailable: 'its repository is not in the index' };
   if (repo.kind === 'python-env') return { module: ref.module, class: ref.name, path: null };
@@ -237,7 +238,14 @@ export function originalOf(session: PullSession, ref: ClassRef): OriginalClass |
   // the judge checks that the class it imports comes from this file, unchanged since it was indexed
   const file = session.files.get(ref.fileId);
   const source = file ? path.join(repo.root || repo.location, file.path) : undefined;
-  return { module: ref.module, class: ref.name, path: folder, ...(source && fs.existsSync(source) ? { file: source, blob: file!.hash } : {}) };
+  const also = [...new Set([...inlined].map((id) => session.repos.get(id)).map((r) => (r ? importRoot(r) : null)))].filter((f): f is string => !!f && f !== folder && fs.existsSync(f));
+  return {
+    module: ref.module,
+    class: ref.name,
+    path: folder,
+    ...(also.length ? { also } : {}),
+    ...(source && fs.existsSync(source) ? { file: source, blob: file!.hash } : {}),
+  };
 }
 
 /**
@@ -262,7 +270,9 @@ export function originalOfPulled(session: PullSession, prov: Provenance): Origin
   } catch (err) {
     return { unavailable: `its original ${prov.target} is not in the index: ${errorMessage(err)}` };
   }
-  const found = originalOf(session, ref);
+  const named = new Set(prov.definitions.map((d) => d.repo));
+  const inlined = [...session.repos.values()].filter((r) => r.id !== ref.repoId && named.has(r.name)).map((r) => r.id);
+  const found = originalOf(session, ref, inlined);
   if (!('module' in found)) return found;
   const own = prov.definitions.find((d) => d.module === ref.module && d.names.includes(ref.name));
   return own && found.file ? { ...found, blob: own.blob } : found;
@@ -424,11 +434,11 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     // the file is written for the user to read, but it cannot run: never validate or report success
     Object.assign(report, { status: 'failed', ...blocked });
     if (options.probeOriginal && options.validate && options.out && options.python && options.runner) {
-      report.originalReached = await originalAlone(session, ref, options);
+      report.originalReached = await originalAlone(session, ref, options, inlined);
     }
   } else if (options.validate) {
     if (!options.out || !options.python || !options.runner) throw new NnragError('usage', 'validation needs an output file, an interpreter and the runner');
-    const original = originalOf(session, ref);
+    const original = originalOf(session, ref, inlined);
     let v = await validateFile(options.out, {
       original: 'module' in original ? original : undefined,
       python: options.python,
@@ -515,8 +525,8 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
 }
 
 /** How far `ref`'s original gets with the tool's arguments when run alone (null: it is not imported). */
-async function originalAlone(session: PullSession, ref: ClassRef, options: PullOptions): Promise<ValidationReport['original_reached']> {
-  const original = originalOf(session, ref);
+async function originalAlone(session: PullSession, ref: ClassRef, options: PullOptions, inlined: Set<number>): Promise<ValidationReport['original_reached']> {
+  const original = originalOf(session, ref, inlined);
   if (!('module' in original)) return null;
   const rec = session.table.lookupIn(ref.module, ref.repoId);
   const v = await validateFile(options.out!, {

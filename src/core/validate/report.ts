@@ -137,6 +137,9 @@ export interface OriginalClass {
   module: string;
   class: string;
   path: string | null;
+  /** The folders of other indexed repositories whose code the copy inlines (mmcv beside mmpretrain): on the
+   * original's path after `path`, ahead of site-packages, so that the original uses the same code. */
+  also?: string[];
   /** The indexed source file of the class and its blob id: the judge refuses an original imported from elsewhere or
    * changed since. */
   file?: string;
