@@ -91,8 +91,9 @@ def read_original(job: Job, original: Dict[str, Any]) -> OriginalSide:
     return side
 
 
-def static_tiers(path: str, reach: Any) -> Any:
-    """Parse, compile and check names; returns (code tree, source)."""
+def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, report: Optional[Dict[str, Any]] = None) -> Any:
+    """Parse, compile and check names; returns the code tree. `upstream`: names the original's own module reads and
+    never defines (its bug, not the copy's): left undefined as there, and said in `report`."""
     raw = open(path, "rb").read()
     try:
         tree = ast.parse(raw, path)
@@ -108,6 +109,10 @@ def static_tiers(path: str, reach: Any) -> Any:
         raise Failure("syntax", f"does not compile: {exc}")
     reach("compiled")
     undefined = undefined_names(source, path)
+    theirs = sorted({n for n, _ in undefined if n in set(upstream or [])})
+    if theirs and report is not None:
+        report["upstream_undefined"] = theirs
+    undefined = [(n, line) for n, line in undefined if n not in theirs]
     if undefined:
         listed = ", ".join(f"'{n}' (line {line})" for n, line in undefined[:8])
         raise Failure("unresolved", f"undefined names: {listed}", names=[n for n, _ in undefined])
@@ -133,7 +138,7 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
     if original and request.get("original_only"):
         return original_alone(path, request, place, memory_mb, timeout_s, control, original, report, started)
     try:
-        tree = static_tiers(path, reach)
+        tree = static_tiers(path, reach, request.get("upstream_undefined"), report)
         report["requirements"] = requirements(imported_top_levels(tree))
         if original:
             copy_path = place.fresh(path)

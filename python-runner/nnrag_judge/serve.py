@@ -66,6 +66,8 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
         out["no_original"] = req["no_original"]
     if req.get("original_only") is True:
         out["original_only"] = True
+    if isinstance(req.get("upstream_undefined"), list):
+        out["upstream_undefined"] = [str(n) for n in req["upstream_undefined"] if isinstance(n, str) and n.isidentifier()][:200]
     natives = req.get("natives")
     if isinstance(natives, list):
         out["natives"] = [{"module": n["module"], "name": n["name"], "file": n["file"]} for n in natives

@@ -142,6 +142,21 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));
   });
 
+  it('a name the original module reads and never defines (its own bug) is left as it is, and the block is still judged', async () => {
+    const dir = await tmpdir();
+    await writeTree(path.join(dir, 'buggy'), {
+      'buggy/__init__.py': '',
+      'buggy/layers.py': 'from torch import nn\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n\n    def forward(self, x, sparse=False):\n        if sparse:\n            return x[:n_i]\n        return self.lin(x)\n',
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', path.join(dir, 'buggy'), '--db', db)).code, 0);
+    const r = await cli('pull', 'buggy.layers.Block', '--db', db, '--out', path.join(dir, 'out', 'block.py'), '--python', PYTHON_WITH_TORCH, '--json');
+    const report = JSON.parse(r.out);
+    assert.strictEqual(report.tier, 'equivalent', r.out);
+    assert.deepStrictEqual(report.validation.upstream_undefined, ['n_i']);
+    assert.match(report.message, /name 'n_i' is not defined/);
+  });
+
   it('orders a statement that runs at import after what the functions it calls read (Hugging Face activations)', async () => {
     const { report, dir } = await pull(
       {

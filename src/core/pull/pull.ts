@@ -448,6 +448,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       timeoutMs: options.timeoutMs,
       memoryMb: options.memoryMb,
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
+      upstreamUndefined: [...new Set(closure.problems.filter((p) => p.kind === 'unresolved' && /^\w+$/.test(p.name)).map((p) => p.name))],
       signal: options.signal,
       pool: options.pool,
       allowWeakSandbox: options.allowWeakSandbox,

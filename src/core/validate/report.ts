@@ -77,6 +77,8 @@ export interface ValidationReport {
   /** The module the code asked for at run time (`importlib.import_module("pkg." + name)`) when an import failed
    * on a part of it (`pkg`): a compiled module loaded by name, when `pkg` is inlined. */
   requested_module?: string;
+  /** Names the file reads and never defines because the original's module does not either (its bug, not the copy's). */
+  upstream_undefined?: string[];
   /** Whether every output value the judge received was finite. */
   output_finite?: boolean;
   /** How many output values the judge checked itself. */
@@ -115,6 +117,8 @@ export interface ValidateOptions {
    * and loaded for the original as the module it imports. Undefined: those the file's own loader calls name, from
    * the `_nnrag_native` folder beside it. */
   natives?: NativeFile[];
+  /** Names the original's own modules read and never define (an upstream bug): the file may read them too. */
+  upstreamUndefined?: string[];
   /** Run only the original (how far it gets with the tool's arguments), nothing of the file: for a copy that cannot
    * run, so that a batch counts the blocks whose original reaches forward. */
   originalOnly?: boolean;

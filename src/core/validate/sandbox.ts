@@ -547,6 +547,7 @@ export class Judge {
       timeout_s: timeoutMs / 1000,
       original: options.original,
       ...(options.originalOnly ? { original_only: true } : {}),
+      ...(options.upstreamUndefined?.length ? { upstream_undefined: options.upstreamUndefined } : {}),
       natives: natives.map((n) => ({ module: n.module, name: n.name, file: n.fileName })),
     };
     const onAbort = (): void => {
