@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import math
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 
 SEQ_NAMES = ("tokens", "num_tokens", "seq_len", "max_len", "num_patches", "max_seq_len", "seq_length", "n_tokens",
@@ -82,37 +83,72 @@ def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[
 
 
 # `x = torch.randn(2, 3, 8, 8)` in a docstring example (`>>> ` lines or code blocks), and a call on such names
-EXAMPLE_TENSOR = re.compile(r"(\w+)\s*=\s*torch\.(randn|rand|zeros|ones)\(\s*\(?\s*(\d+(?:\s*,\s*\d+)*)\s*,?\s*\)?\s*\)")
-EXAMPLE_CALL = re.compile(r"[\w)]\(\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*\)")
+EXAMPLE_TENSOR = re.compile(r"(\w+)\s*=\s*torch\.(randn|rand|zeros|ones)\(\s*\(?\s*(\d+(?:\s*,\s*\d+)*)\s*,?\s*\)?\s*\)"
+                            r"(?:\.(bool|long|int|float|double)\(\))?")
+EXAMPLE_INDEX = re.compile(r"(\w+)\s*=\s*torch\.randint\(\s*(\d+)\s*,\s*(\d+)\s*,\s*\(\s*(\d+(?:\s*,\s*\d+)*)\s*,?\s*\)\s*\)")
+EXAMPLE_CALL = re.compile(r"[\w)]\(\s*((?:[A-Za-z_]\w*\s*=\s*)?[A-Za-z_]\w*(?:\s*,\s*(?:[A-Za-z_]\w*\s*=\s*)?[A-Za-z_]\w*)*)\s*\)")
 EXAMPLE_MAX_VALUES = 1 << 21
 
 
-def docstring_inputs(model: Any, torch: Any) -> List[List[Any]]:
-    """Inputs the block's own docstring shows (`>>> x = torch.randn(1, 3, 224, 224)`, `>>> out = m(x)`): the tensors
-    a call in the example passes, in its order, else the first tensor alone. Small ones only; made under the caller's
-    seed, so both sides make the same."""
-    text = "\n".join(t for t in (getattr(type(model), "__doc__", None), getattr(type(model).forward, "__doc__", None)) if isinstance(t, str))
+def example_inputs(model: Any, torch: Any, text: str) -> List[List[Any]]:
+    """Inputs one example shows (a docstring's `>>> x = torch.randn(1, 3, 224, 224)`, `>>> out = m(x)`; a test's
+    `mask = torch.ones(1, 16).bool()`, `layer(feats, coors, mask=mask)`): the tensors of a call that passes only
+    names the example made, in forward's order (a keyword by its parameter's place), else the first tensor alone."""
     if "torch." not in text:
         return []
-    shapes_by_name: Dict[str, Tuple[str, List[int]]] = {}
+    made: Dict[str, Callable[[], Any]] = {}
+    makers = {"randn": torch.randn, "rand": torch.rand, "zeros": torch.zeros, "ones": torch.ones}
     for m in EXAMPLE_TENSOR.finditer(text):
         dims = [int(d) for d in re.split(r"\s*,\s*", m.group(3))]
-        total = 1
-        for d in dims:
-            total *= d
-        if 0 < total <= EXAMPLE_MAX_VALUES:
-            shapes_by_name[m.group(1)] = (m.group(2), dims)
-    if not shapes_by_name:
+        if 0 < math.prod(dims) <= EXAMPLE_MAX_VALUES:
+            kind, cast = m.group(2), m.group(4)
+            made[m.group(1)] = (lambda k=kind, d=dims, c=cast: getattr(makers[k](*d), c)() if c else makers[k](*d))
+    for m in EXAMPLE_INDEX.finditer(text):
+        dims = [int(d) for d in re.split(r"\s*,\s*", m.group(4))]
+        low, high = int(m.group(2)), int(m.group(3))
+        if 0 < math.prod(dims) <= EXAMPLE_MAX_VALUES and low < high:
+            made[m.group(1)] = (lambda lo=low, hi=high, d=dims: torch.randint(lo, hi, tuple(d)))
+    if not made:
         return []
-    order: List[str] = []
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    order = [p.name for p in params]
     for call in EXAMPLE_CALL.finditer(text):
-        names = [n.strip() for n in call.group(1).split(",")]
-        if names and all(n in shapes_by_name for n in names):
-            order = names
-            break
-    order = order or [next(iter(shapes_by_name))]
-    made = {"randn": torch.randn, "rand": torch.rand, "zeros": torch.zeros, "ones": torch.ones}
-    return [[made[shapes_by_name[n][0]](*shapes_by_name[n][1]) for n in order]]
+        positional: List[str] = []
+        keywords: Dict[str, str] = {}
+        for part in (p.strip() for p in call.group(1).split(",")):
+            key, _, value = part.partition("=")
+            if value:
+                keywords[key.strip()] = value.strip()
+            else:
+                positional.append(key)
+        if not positional or not all(n in made for n in positional + list(keywords.values())):
+            continue
+        if any(k not in order or order.index(k) < len(positional) for k in keywords):
+            continue
+        # a keyword at its parameter's place; the parameters between keep their defaults
+        width = max([len(positional)] + [order.index(k) + 1 for k in keywords])
+        names = [positional[i] if i < len(positional) else keywords.get(order[i]) for i in range(width)]
+        if any(n is None and params[i].default is params[i].empty for i, n in enumerate(names)):
+            continue
+        return [[made[n]() if n is not None else params[i].default for i, n in enumerate(names)]]
+    return [[next(iter(made.values()))()]]
+
+
+def docstring_inputs(model: Any, torch: Any, examples: Optional[List[str]] = None) -> List[List[Any]]:
+    """Inputs the block's own docstring shows, then those each of the repository's `examples` (its tests) shows. Small
+    ones only; made under the caller's seed, so both sides make the same."""
+    text = "\n".join(t for t in (getattr(type(model), "__doc__", None), getattr(type(model).forward, "__doc__", None)) if isinstance(t, str))
+    out: List[List[Any]] = []
+    for source in [text, *(examples or [])]:
+        got = example_inputs(model, torch, source)
+        shape = [tuple(getattr(t, "shape", ())) for t in got[0]] if got else []
+        if got and got[0] and not any([tuple(getattr(t, "shape", ())) for t in o] == shape for o in out):
+            out += got
+    return out
 
 
 def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:

@@ -64,6 +64,8 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
            "native": [str(n) for n in req.get("native", []) if isinstance(n, str)], "builder": req.get("builder")}
     if isinstance(req.get("no_original"), str):
         out["no_original"] = req["no_original"]
+    if isinstance(req.get("examples"), list):
+        out["examples"] = [str(e)[:8000] for e in req["examples"] if isinstance(e, str)][:4]
     if req.get("original_only") is True:
         out["original_only"] = True
     if isinstance(req.get("upstream_undefined"), list):

@@ -38,6 +38,7 @@ PROBE_BUDGET_S = 6
 HEAVY_S = 0.5
 HEAVY_VARIANTS = 3
 LAST_FORWARD_S = [0.0]
+EXAMPLES: List[str] = []  # the repository's own code that builds and calls the block (tests), from the request
 
 
 def find_block(module: Any, name: Optional[str], nn: Any) -> Any:
@@ -182,14 +183,14 @@ def inner_of(model: Any, cls: Any) -> Any:
 
 def input_list(model: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: Optional[List[Any]]) -> List[List[Any]]:
     """Every input to try, in order, the same on both sides: those recorded inside a real model (a cut of large ones
-    first), then those the block's docstring example shows, then those inferred from the block's layers (generated
+    first), then those the block's docstring example and the repository's tests show, then those inferred from the block's layers (generated
     under seed 0), each completed to forward's parameters."""
     recorded = [first] if first else []
     if first and max(spatial_sides(first), default=0) > LARGE_SIDE:
         recorded.insert(0, shrunk(first))
     seed_all(0, torch)
     # then what the block's docstring example feeds it, then what its layers suggest
-    candidates = recorded + docstring_inputs(model, torch) + containers(model, input_candidates(model, torch, nn, kwargs))
+    candidates = recorded + docstring_inputs(model, torch, EXAMPLES) + containers(model, input_candidates(model, torch, nn, kwargs))
     return [filled(model, c, torch) for c in candidates]
 
 
@@ -489,6 +490,7 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
         block_network()
         global CALL
         set_target(str(req.get("file", "")))
+        EXAMPLES[:] = [e for e in req.get("examples") or [] if isinstance(e, str)]
         try:
             import torch
             from torch import nn

@@ -157,6 +157,23 @@ describe('pull: resolution and emission', () => {
     assert.match(report.message, /name 'n_i' is not defined/);
   });
 
+  it('feeds a block the inputs the repository\'s own test builds and calls it with (a mask as booleans, by keyword)', async () => {
+    const dir = await tmpdir();
+    await writeTree(path.join(dir, 'geo'), {
+      'geo/__init__.py': '',
+      'geo/layers.py':
+        'import torch\nfrom torch import nn\n\n\nclass PointBlock(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n        self.lin = nn.Linear(dim + 3, dim)\n\n    def forward(self, feats, coors, edges=None, mask=None):\n        assert coors.shape[-1] == 3 and mask.dtype == torch.bool\n        out = self.lin(torch.cat([feats, coors], dim=-1))\n        return out.masked_fill(~mask[..., None], 0.0)\n',
+      'tests/test_layers.py':
+        'import torch\n\nfrom geo.layers import PointBlock\n\n\ndef test_point_block():\n    layer = PointBlock(dim=16)\n    feats = torch.randn(1, 7, 16)\n    coors = torch.randn(1, 7, 3)\n    mask = torch.ones(1, 7).bool()\n    out = layer(feats, coors, mask=mask)\n    assert out.shape == (1, 7, 16)\n',
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', path.join(dir, 'geo'), '--db', db)).code, 0);
+    const r = await cli('pull', 'geo.layers.PointBlock', '--db', db, '--out', path.join(dir, 'out', 'point.py'), '--python', PYTHON_WITH_TORCH, '--json');
+    const report = JSON.parse(r.out);
+    assert.strictEqual(report.tier, 'equivalent', r.out);
+    assert.deepStrictEqual(report.validation.input_shapes.slice(0, 2), [[1, 7, 16], [1, 7, 3]]);
+  });
+
   it('orders a statement that runs at import after what the functions it calls read (Hugging Face activations)', async () => {
     const { report, dir } = await pull(
       {

@@ -445,6 +445,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       runner: options.runner,
       className: ref.name,
       candidates: callSites(session, rec, ref.name),
+      examples: await exampleTexts(session, rec, ref.name),
       timeoutMs: options.timeoutMs,
       memoryMb: options.memoryMb,
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
@@ -537,6 +538,7 @@ async function originalAlone(session: PullSession, ref: ClassRef, options: PullO
     runner: options.runner!,
     className: ref.name,
     candidates: rec ? callSites(session, rec, ref.name) : [],
+    examples: rec ? await exampleTexts(session, rec, ref.name) : [],
     timeoutMs: options.timeoutMs,
     memoryMb: options.memoryMb,
     signal: options.signal,
@@ -627,6 +629,32 @@ export function callSites(session: PullSession, rec: ModuleRecord, name: string)
     .slice(0, 6)
     .map(({ args, kwargs }) => ({ args, kwargs }));
 }
+
+/**
+ * The repository's own code that builds and calls the block (a test, an example): the functions holding a call site
+ * of it, tests first, for the judge to read inputs from (`x = torch.randn(1, 16, 512)`, `layer(x, coors, mask=mask)`).
+ */
+export async function exampleTexts(session: PullSession, rec: ModuleRecord, name: string): Promise<string[]> {
+  const found: { text: string; test: boolean }[] = [];
+  for (const list of session.table.modules()) {
+    for (const m of list) {
+      if (m.repoId !== rec.repoId || !m.facts.calls) continue;
+      const units = [...new Set(m.facts.calls.filter((c) => c.callee.split('.').pop() === name).map((c) => c.unit))].filter((u) => m.facts.units[u]?.kind === 'function');
+      if (!units.length) continue;
+      const t = session.table.resolveDotted(m, name);
+      if (t.kind !== 'symbol' || t.mod.fileId !== rec.fileId) continue;
+      const file = session.files.get(m.fileId);
+      const repo = session.repos.get(m.repoId);
+      if (!file || !repo) continue;
+      const decoded = decodePython(await readIndexedFile(repo, file.path, file.hash, session.sources).catch(() => new Uint8Array()));
+      if (!decoded.ok) continue;
+      for (const u of units) found.push({ text: decoded.text.slice(m.facts.units[u].start, m.facts.units[u].end).slice(0, EXAMPLE_CHARS), test: /(?:^|\/)tests?(?:\/|_)|_test\.py$/.test(file.path) });
+    }
+  }
+  return found.sort((a, b) => Number(b.test) - Number(a.test)).slice(0, 3).map((f) => f.text);
+}
+
+const EXAMPLE_CHARS = 4000;
 
 function round(ms: number): number {
   return Math.round(ms * 100) / 100;

@@ -100,6 +100,8 @@ export interface ValidateOptions {
   className?: string;
   /** Constructor arguments to try first (how the repository itself builds the block). */
   candidates?: { args: unknown[]; kwargs: Record<string, unknown> }[];
+  /** The repository's own code that builds and calls the block (tests, examples): the judge reads inputs from it. */
+  examples?: string[];
   /** Modules known to be compiled extensions, for the failure category. */
   native?: string[];
   /** A function of the file that builds the block without arguments (the repository's own builder). */

@@ -541,6 +541,7 @@ export class Judge {
       scratch: this.sandbox.kind === 'bubblewrap' ? ['/tmp', '/dev/shm'] : [],
       class: options.className,
       candidates: options.candidates ?? [],
+      examples: options.examples ?? [],
       native: options.native ?? [],
       builder: options.builder,
       memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
