@@ -10,6 +10,7 @@ import copy
 import hashlib
 import math
 import random
+import re
 from array import array
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -181,6 +182,8 @@ def error_text(exc: BaseException) -> str:
 
 MAX_MODULES = 2000
 CONFIG_TEXT = 1000
+REPR_TEXT = 100_000
+ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 STRUCTURE_TEXT = 300_000  # characters of the module tree sent (a frame's header stays under MAX_HEADER)
 
 
@@ -229,6 +232,14 @@ def structure(model: Any, torch: Any, names: Dict[str, str]) -> Dict[str, Any]:
         if left < 0:
             break
         items[path or "."] = {"$v": text}
+    # how the block prints itself (its own __repr__ or extra_repr included), addresses left out
+    try:
+        shown = ADDRESS.sub("0x?", repr(model))
+        for new, old in names.items():
+            shown = re.sub(rf"\b{re.escape(new)}\b", old, shown)
+        items["(repr)"] = {"$v": shown[:REPR_TEXT]}
+    except Exception as exc:  # noqa: BLE001 - a repr that fails is compared as such
+        items["(repr)"] = {"$v": f"repr fails: {type(exc).__name__}"}
     return {"$map": "modules", "items": items}
 
 

@@ -139,6 +139,30 @@ class Head(nn.Module):
             self.assertEqual(report["equivalence"]["status"], "differs", report)
             self.assertTrue(any("structure" in d for d in report["equivalence"]["differences"]), report)
 
+    def test_how_the_block_prints_itself(self) -> None:
+        original = """
+import torch
+from torch import nn
+
+
+class Norm(nn.Module):
+    def __init__(self, mean=(0.5,), std=(0.25,)):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.image_mean, self.image_std = list(mean), list(std)
+
+    def forward(self, x):
+        return self.lin(x)
+
+    def __repr__(self):
+        text = self.__class__.__name__ + "("
+        text += f"Normalize(mean={self.image_mean}, std={self.image_std}))"
+        return text
+"""
+        self.assertEqual(judged(original, original, "Norm")["tier"], "equivalent")
+        report = judged(original.replace('text += f"Normalize', 'text += f"Normalise', 1), original, "Norm")
+        self.assertEqual(report["equivalence"]["status"], "differs", report)
+
     def test_a_tensor_past_the_first_64_of_the_state(self) -> None:
         # a deep stack: the state as built is compared whole, not its first entries only
         original = """
