@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 SAMPLE = 4096  # values sent of a large tensor (all of one up to WHOLE)
 WHOLE = 1 << 16
 MAX_ITEMS = 64
-MAX_STATE = 1024  # entries of a state dict or of the gradients compared (within a frame's header limit)
+MAX_STATE = 1024  # entries of the state as built compared (within a frame's header limit)
 
 
 def tensor_evidence(out: Any, torch: Any, limit: int) -> Tuple[Any, List[Dict[str, Any]], bytes]:
@@ -299,7 +299,7 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
         grads_in = [v.grad if isinstance(v, torch.Tensor) else None for v in x]
         grads = {n: p.grad for n, p in model.named_parameters()}
         frame("train", {"value": {"$map": "dict", "items": {
-            "output": d.walk(out, 1), "input_grads": d.walk(grads_in, 1), "grads": d.walk(grads, 1, limit=MAX_STATE),
-            "state": d.walk(dict(model.state_dict()), 1, limit=MAX_STATE)}}}, d)
+            "output": d.walk(out, 1), "input_grads": d.walk(grads_in, 1), "grads": d.walk(grads, 1),
+            "state": d.walk(dict(model.state_dict()), 1)}}}, d)
     except Exception as exc:  # noqa: BLE001
         frame("train", {"error": error_text(exc), "error_type": type(exc).__name__})
