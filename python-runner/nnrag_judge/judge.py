@@ -149,7 +149,7 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
             side = read_original(job, original)
             report["original_reached"] = side.reached
         copy_path = place.fresh(path)
-        plan = side.plan if side is not None and side.reason is None else None
+        plan = copy_plan(side)
         job = run_worker("copy", dict(request, file=copy_path, plan=plan), memory_mb, left(), control)
         try:
             result = verdict(job, report, reach)
@@ -190,6 +190,18 @@ def original_alone(path: str, request: Dict[str, Any], place: Place, memory_mb: 
         report["original_reason"] = side.reason
     report["seconds"] = round(time.time() - started, 3)
     return report
+
+
+def copy_plan(side: Optional[OriginalSide]) -> Optional[Dict[str, Any]]:
+    """The plan the copy follows: exactly the variants the original probed within its time (the copy, run on a busy
+    machine, must not stop earlier and leave probes unmatched)."""
+    if side is None or side.reason is not None or side.plan is None:
+        return None
+    done = (side.probed or {}).get("variants")
+    if not isinstance(done, list):
+        return side.plan
+    variants = [v for v in side.plan.get("variants", []) if isinstance(v, dict) and v.get("label") in done]
+    return dict(side.plan, variants=variants, exact=True)
 
 
 def equivalence_of(side: OriginalSide, result: Any, report: Dict[str, Any]) -> Dict[str, Any]:

@@ -352,7 +352,7 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
     heavy = bool(plan.get("heavy"))
     names = renames_of(coverage) if coverage else {}
     for i, v in enumerate(plan.get("variants", [])[:HEAVY_VARIANTS if heavy else None]):
-        if i and time.time() - started > PROBE_BUDGET_S:
+        if i and not plan.get("exact") and time.time() - started > PROBE_BUDGET_S:
             break
         overrides = v.get("overrides") or {}
 

@@ -15,7 +15,7 @@ RUNNER = os.path.join(HERE, "..", "judge.py")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 sys.path.insert(0, os.path.join(HERE, ".."))
-from nnrag_judge import arguments, static, worker  # noqa: E402
+from nnrag_judge import arguments, judge, static, worker  # noqa: E402
 
 
 def run_file(source: str, *args: str) -> dict:
@@ -81,6 +81,21 @@ class TiersWithoutTorch(unittest.TestCase):
     def test_prints_of_the_block_do_not_corrupt_the_report(self) -> None:
         report = run_file("print('{not json')\nimport surely_not_installed_pkg\n")
         self.assertEqual(report["category"], "missing-package")
+
+
+class CopyPlan(unittest.TestCase):
+    """The copy probes exactly the variants its original probed within the time, never fewer on a busy machine."""
+
+    def test_the_variants_the_original_did(self) -> None:
+        side = judge.OriginalSide()
+        side.plan = {"attempt": "a", "input": 0, "variants": [{"label": "base"}, {"label": "x=True"}, {"label": "y=2"}]}
+        side.probed = {"variants": ["base", "x=True"]}
+        plan = judge.copy_plan(side)
+        assert plan is not None
+        self.assertEqual([v["label"] for v in plan["variants"]], ["base", "x=True"])
+        self.assertTrue(plan["exact"])
+        side.reason = "the original fails"
+        self.assertIsNone(judge.copy_plan(side))
 
 
 class UndefinedNames(unittest.TestCase):
