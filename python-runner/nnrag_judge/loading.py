@@ -2,6 +2,7 @@
 importing the pulled file and the original class the way a normal run would. Runs only in a worker."""
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import os
@@ -145,6 +146,24 @@ def load_natives(natives: List[Dict[str, str]], folder: str) -> None:
         sys.modules[n["module"]] = loaded
 
 
+def literal_names(init: str) -> Dict[str, Any]:
+    """What a package's `__init__.py` assigns from literals at its top level (`__version__ = "0.36.0"`), read without
+    running it: a bare namespace standing in for a package whose `__init__` fails still has them for its modules."""
+    try:
+        with open(init, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), init)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return {}
+    out: Dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                continue
+    return out
+
+
 def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
     """The original's module, from the folder it was indexed from (first on the path), and how it was imported. When
     the package's `__init__` fails (an optional dependency, a lazy loader), the module is imported again with its
@@ -173,6 +192,7 @@ def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
         package = types.ModuleType(name)
         package.__path__ = [where_]
         package.__package__ = name
+        package.__dict__.update(literal_names(os.path.join(where_, "__init__.py")))
         sys.modules[name] = package
         if i > 1:
             setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1], package)

@@ -353,9 +353,10 @@ class Forgery(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             os.makedirs(os.path.join(tmp, "orig", "pk"))
             with open(os.path.join(tmp, "orig", "pk", "__init__.py"), "w") as fh:
-                fh.write("import surely_not_installed_optional_dependency\n")
+                fh.write('__version__ = "1.2.0"\nimport surely_not_installed_optional_dependency\n')
             with open(os.path.join(tmp, "orig", "pk", "m.py"), "w", encoding="utf-8") as fh:
-                fh.write(textwrap.dedent(ORIGINAL))
+                # the module reads what the package's __init__ assigns from a literal (diffusers' __version__)
+                fh.write(textwrap.dedent(ORIGINAL).replace("EPS = 1e-6", "from pk import __version__\nEPS = 1e-6"))
             path = os.path.join(tmp, "blk.py")
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(textwrap.dedent(ORIGINAL))
