@@ -143,11 +143,13 @@ def docstring_inputs(model: Any, torch: Any, examples: Optional[List[str]] = Non
     ones only; made under the caller's seed, so both sides make the same."""
     text = "\n".join(t for t in (getattr(type(model), "__doc__", None), getattr(type(model).forward, "__doc__", None)) if isinstance(t, str))
     out: List[List[Any]] = []
+    seen = set()  # the shapes of the inputs taken: an example that feeds the same ones adds nothing
     for source in [text, *(examples or [])]:
-        got = example_inputs(model, torch, source)
-        shape = [tuple(getattr(t, "shape", ())) for t in got[0]] if got else []
-        if got and got[0] and not any([tuple(getattr(t, "shape", ())) for t in o] == shape for o in out):
-            out += got
+        for got in example_inputs(model, torch, source):
+            shapes = tuple(tuple(getattr(t, "shape", ())) for t in got)
+            if got and shapes not in seen:
+                seen.add(shapes)
+                out.append(got)
     return out
 
 

@@ -109,7 +109,8 @@ def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, re
         raise Failure("syntax", f"does not compile: {exc}")
     reach("compiled")
     undefined = undefined_names(source, path)
-    theirs = sorted({n for n, _ in undefined if n in set(upstream or [])})
+    allowed = set(upstream or [])
+    theirs = sorted({n for n, _ in undefined if n in allowed})
     if theirs and report is not None:
         report["upstream_undefined"] = theirs
     undefined = [(n, line) for n, line in undefined if n not in theirs]

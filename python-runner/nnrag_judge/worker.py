@@ -183,8 +183,8 @@ def inner_of(model: Any, cls: Any) -> Any:
 
 def input_list(model: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: Optional[List[Any]]) -> List[List[Any]]:
     """Every input to try, in order, the same on both sides: those recorded inside a real model (a cut of large ones
-    first), then those the block's docstring example and the repository's tests show, then those inferred from the block's layers (generated
-    under seed 0), each completed to forward's parameters."""
+    first), then those the block's docstring example and the repository's tests show, then those inferred from the
+    block's layers (generated under seed 0), each completed to forward's parameters."""
     recorded = [first] if first else []
     if first and max(spatial_sides(first), default=0) > LARGE_SIDE:
         recorded.insert(0, shrunk(first))

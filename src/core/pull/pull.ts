@@ -24,7 +24,7 @@ import { unitsDirOf } from '../store/unitsCache';
 import { loadUnits, saveUnits } from '../store/unitsCache';
 import { decodePython } from '../parse/decode';
 import type { PythonParser } from '../parse/parser';
-import type { ParsedModule } from '../parse/types';
+import type { CallSite, ParsedModule } from '../parse/types';
 import { BuilderIndex } from '../resolve/builders';
 import { shortenDocstrings } from '../emit/docstrings';
 import { inlineMetadata } from '../validate/requirements';
@@ -39,6 +39,7 @@ import { isValidated, validateFile } from '../validate/runner';
 import type { NativeBuild } from '../validate/native';
 import { buildNatives, nativeNote, nativeSourcesOf, placeNatives } from './natives';
 import type { FailureCategory, OriginalClass, Requirement, Tier, ValidationReport, ValidatorPoolLike } from '../validate/runner';
+import type { ValidateOptions } from '../validate/report';
 
 export type PullStatus = 'validated' | 'extracted' | 'failed';
 
@@ -440,19 +441,10 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     if (!options.out || !options.python || !options.runner) throw new NnragError('usage', 'validation needs an output file, an interpreter and the runner');
     const original = originalOf(session, ref, inlined);
     let v = await validateFile(options.out, {
+      ...(await judging(session, rec, ref.name, options)),
       original: 'module' in original ? original : undefined,
-      python: options.python,
-      runner: options.runner,
-      className: ref.name,
-      candidates: callSites(session, rec, ref.name),
-      examples: await exampleTexts(session, rec, ref.name),
-      timeoutMs: options.timeoutMs,
-      memoryMb: options.memoryMb,
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
       upstreamUndefined: [...new Set(closure.problems.filter((p) => p.kind === 'unresolved' && /^\w+$/.test(p.name)).map((p) => p.name))],
-      signal: options.signal,
-      pool: options.pool,
-      allowWeakSandbox: options.allowWeakSandbox,
       companions: emitted.provenance.shared && options.shared ? [options.shared.file] : undefined,
       natives: natives.map((b) => ({ module: b.module, name: b.buildName, file: b.file, fileName: b.fileName })),
     });
@@ -529,23 +521,27 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
 /** How far `ref`'s original gets with the tool's arguments when run alone (null: it is not imported). */
 async function originalAlone(session: PullSession, ref: ClassRef, options: PullOptions, inlined: Set<number>): Promise<ValidationReport['original_reached']> {
   const original = originalOf(session, ref, inlined);
-  if (!('module' in original)) return null;
   const rec = session.table.lookupIn(ref.module, ref.repoId);
-  const v = await validateFile(options.out!, {
-    original,
-    originalOnly: true,
+  if (!('module' in original) || !rec) return null;
+  const v = await validateFile(options.out!, { ...(await judging(session, rec, ref.name, options)), original, originalOnly: true });
+  return v.original_reached ?? null;
+}
+
+/** What the judge is told of block `name` of `rec` whichever side it runs: the interpreter and limits, and how the
+ * repository builds and calls it (its call sites' arguments, its tests). */
+async function judging(session: PullSession, rec: ModuleRecord, name: string, options: PullOptions): Promise<ValidateOptions> {
+  return {
     python: options.python!,
     runner: options.runner!,
-    className: ref.name,
-    candidates: rec ? callSites(session, rec, ref.name) : [],
-    examples: rec ? await exampleTexts(session, rec, ref.name) : [],
+    className: name,
+    candidates: callSites(session, rec, name),
+    examples: await exampleTexts(session, rec, name),
     timeoutMs: options.timeoutMs,
     memoryMb: options.memoryMb,
     signal: options.signal,
     pool: options.pool,
     allowWeakSandbox: options.allowWeakSandbox,
-  });
-  return v.original_reached ?? null;
+  };
 }
 
 /**
@@ -605,24 +601,32 @@ async function validateWithBuilder(
   return { untried: [] };
 }
 
-/** How the repository itself builds the block: literal arguments of its call sites, most informative first. */
-export function callSites(session: PullSession, rec: ModuleRecord, name: string): { args: unknown[]; kwargs: Record<string, unknown> }[] {
-  const out: { args: unknown[]; kwargs: Record<string, unknown>; score: number }[] = [];
-  const seen = new Set<string>();
+/** The repository's calls of class `name` of `rec` (resolved to that very class), with the module holding each. */
+function callsOf(session: PullSession, rec: ModuleRecord, name: string): { m: ModuleRecord; c: CallSite }[] {
+  const out: { m: ModuleRecord; c: CallSite }[] = [];
   for (const list of session.table.modules()) {
     for (const m of list) {
       if (m.repoId !== rec.repoId || !m.facts.calls) continue;
       for (const c of m.facts.calls) {
         if (c.callee.split('.').pop() !== name) continue;
         const t = session.table.resolveDotted(m, c.callee);
-        if (t.kind !== 'symbol' || t.mod.fileId !== rec.fileId || t.name !== name) continue;
-        const key = JSON.stringify([c.args, c.kwargs]);
-        if (seen.has(key)) continue;
-        seen.add(key);
-        const score = [...c.args, ...Object.values(c.kwargs)].filter((v) => !(v && typeof v === 'object' && '$unknown' in v)).length;
-        out.push({ args: c.args, kwargs: c.kwargs, score });
+        if (t.kind === 'symbol' && t.mod.fileId === rec.fileId && t.name === name) out.push({ m, c });
       }
     }
+  }
+  return out;
+}
+
+/** How the repository itself builds the block: literal arguments of its call sites, most informative first. */
+export function callSites(session: PullSession, rec: ModuleRecord, name: string): { args: unknown[]; kwargs: Record<string, unknown> }[] {
+  const out: { args: unknown[]; kwargs: Record<string, unknown>; score: number }[] = [];
+  const seen = new Set<string>();
+  for (const { c } of callsOf(session, rec, name)) {
+    const key = JSON.stringify([c.args, c.kwargs]);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const score = [...c.args, ...Object.values(c.kwargs)].filter((v) => !(v && typeof v === 'object' && '$unknown' in v)).length;
+    out.push({ args: c.args, kwargs: c.kwargs, score });
   }
   return out
     .sort((a, b) => b.score - a.score)
@@ -635,21 +639,19 @@ export function callSites(session: PullSession, rec: ModuleRecord, name: string)
  * of it, tests first, for the judge to read inputs from (`x = torch.randn(1, 16, 512)`, `layer(x, coors, mask=mask)`).
  */
 export async function exampleTexts(session: PullSession, rec: ModuleRecord, name: string): Promise<string[]> {
+  const units = new Map<ModuleRecord, Set<number>>();
+  for (const { m, c } of callsOf(session, rec, name)) {
+    if (m.facts.units[c.unit]?.kind === 'function') units.set(m, (units.get(m) ?? new Set()).add(c.unit));
+  }
   const found: { text: string; test: boolean }[] = [];
-  for (const list of session.table.modules()) {
-    for (const m of list) {
-      if (m.repoId !== rec.repoId || !m.facts.calls) continue;
-      const units = [...new Set(m.facts.calls.filter((c) => c.callee.split('.').pop() === name).map((c) => c.unit))].filter((u) => m.facts.units[u]?.kind === 'function');
-      if (!units.length) continue;
-      const t = session.table.resolveDotted(m, name);
-      if (t.kind !== 'symbol' || t.mod.fileId !== rec.fileId) continue;
-      const file = session.files.get(m.fileId);
-      const repo = session.repos.get(m.repoId);
-      if (!file || !repo) continue;
-      const decoded = decodePython(await readIndexedFile(repo, file.path, file.hash, session.sources).catch(() => new Uint8Array()));
-      if (!decoded.ok) continue;
-      for (const u of units) found.push({ text: decoded.text.slice(m.facts.units[u].start, m.facts.units[u].end).slice(0, EXAMPLE_CHARS), test: /(?:^|\/)tests?(?:\/|_)|_test\.py$/.test(file.path) });
-    }
+  for (const [m, us] of units) {
+    const file = session.files.get(m.fileId);
+    const repo = session.repos.get(m.repoId);
+    if (!file || !repo) continue;
+    const decoded = decodePython(await readIndexedFile(repo, file.path, file.hash, session.sources).catch(() => new Uint8Array()));
+    if (!decoded.ok) continue;
+    const test = /(?:^|\/)tests?(?:\/|_)|_test\.py$/.test(file.path);
+    for (const u of us) found.push({ text: decoded.text.slice(m.facts.units[u].start, m.facts.units[u].end).slice(0, EXAMPLE_CHARS), test });
   }
   return found.sort((a, b) => Number(b.test) - Number(a.test)).slice(0, 3).map((f) => f.text);
 }
