@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import math
 import random
 import re
@@ -80,9 +81,10 @@ class Digest:
     """Collects the tensors of one probe: a structure with {"$t": i} leaves, and per tensor its dtype, shape,
     sha256 and a sample of its values (within the worker's value budget)."""
 
-    def __init__(self, torch: Any, budget: List[int]) -> None:
+    def __init__(self, torch: Any, budget: List[int], names: Optional[Dict[str, str]] = None) -> None:
         self.torch = torch
         self.budget = budget
+        self.names = names or {}  # the copy's renamed classes and functions, by the original's names
         self.entries: List[Dict[str, Any]] = []
         self.chunks: List[bytes] = []
 
@@ -120,13 +122,19 @@ class Digest:
             return {"$map": type(value).__name__,
                     "items": {str(k): self.walk(v, depth + 1) for k, v in list(value.items())[:limit]}}
         if isinstance(value, torch.nn.Module):
-            return {"$module": type(value).__name__}
+            return {"$module": self.named(type(value))}
+        if isinstance(value, type) or inspect.isfunction(value):  # a block class or a function given as an argument
+            return {"$v": f"{'class' if isinstance(value, type) else 'function'} {self.named(value)}"}
         fields = getattr(value, "__dict__", None)
         if isinstance(fields, dict):
             items = {k: v for k, v in fields.items() if not k.startswith("_")}
-            return {"$obj": type(value).__name__,
+            return {"$obj": self.named(type(value)),
                     "items": {k: self.walk(items[k], depth + 1) for k in sorted(items)[:MAX_ITEMS]}}
         return {"$type": type(value).__name__}
+
+    def named(self, thing: Any) -> str:
+        name = str(getattr(thing, "__qualname__", None) or getattr(thing, "__name__", "?"))
+        return self.names.get(name, name)
 
     def blob(self) -> bytes:
         return b"".join(self.chunks)
@@ -245,10 +253,11 @@ def structure(model: Any, torch: Any, names: Dict[str, str]) -> Dict[str, Any]:
 
 def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any], inputs: List[Any], seeds: List[int],
                   call: Callable[..., Any], torch: Any, budget: List[int], train: bool = True,
-                  names: Optional[Dict[str, str]] = None) -> None:
+                  names: Optional[Dict[str, str]] = None, arguments: Optional[Callable[[], Any]] = None) -> None:
     """One variant of the block, probed as the other side probes it: its module tree and configuration and its state
-    as built, eval outputs per seed, a train step's outputs, gradients and state after. One frame per probe, each
-    keyed `label|what`."""
+    as built, the objects it was built from (`arguments`, read after it was built: a configuration object of the
+    file's own classes, as the block left it), eval outputs per seed, a train step's outputs, gradients and state
+    after. One frame per probe, each keyed `label|what`."""
 
     def frame(key: str, body: Dict[str, Any], digest: Optional[Digest] = None) -> None:
         head = {"probe": dict(body, key=f"{label}|{key}")}
@@ -266,10 +275,16 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
         frame("structure", {"value": structure(model, torch, names or {})})
     except Exception as exc:  # noqa: BLE001 - a module whose attributes cannot be read is compared as such
         frame("structure", {"error": error_text(exc), "error_type": type(exc).__name__})
-    d = Digest(torch, budget)
+    if arguments is not None:
+        d = Digest(torch, budget, names)
+        try:
+            frame("arguments", {"value": d.walk(arguments())}, d)
+        except Exception as exc:  # noqa: BLE001 - arguments whose attributes cannot be read are compared as such
+            frame("arguments", {"error": error_text(exc), "error_type": type(exc).__name__})
+    d = Digest(torch, budget, names)
     frame("init", {"value": d.walk(dict(model.state_dict()), limit=MAX_STATE)}, d)
     for seed in seeds:
-        d = Digest(torch, budget)
+        d = Digest(torch, budget, names)
         try:
             seed_all(seed, torch)
             with torch.no_grad():
@@ -279,7 +294,7 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
             frame(f"eval|{seed}", {"error": error_text(exc), "error_type": type(exc).__name__})
     if not train:
         return
-    d = Digest(torch, budget)
+    d = Digest(torch, budget, names)
     try:
         model.train()
         for grad_inputs in (True, False):

@@ -372,8 +372,11 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
         seeds = [1, 2] if i == 0 and not heavy else [1]
         # a train step (gradients, batch statistics, dropout and drop-path branches) for each variant; a heavy
         # block's for the argument set that ran only
+        # what the block was built from (a configuration object of the file's classes, a class given as an argument):
+        # compared once, as the base argument set left it
+        given = (lambda: {"args": list(attempt[1]), "kwargs": dict(attempt[2])}) if i == 0 and attempt[0] != "builder" else None
         probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0 or not heavy,
-                      names=names)
+                      names=names, arguments=given)
         done.append(str(v.get("label")))
     if stop is not None:
         stop()

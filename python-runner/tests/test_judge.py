@@ -139,6 +139,35 @@ class Head(nn.Module):
             self.assertEqual(report["equivalence"]["status"], "differs", report)
             self.assertTrue(any("structure" in d for d in report["equivalence"]["differences"]), report)
 
+    def test_a_field_of_the_configuration_object_the_block_is_built_from(self) -> None:
+        # a configuration class of the file sets a field the block never reads (another model reads it): the
+        # object the block was built from, as the block left it, shows it
+        original = """
+import torch
+from torch import nn
+
+
+class BlockConfig:
+    def __init__(self, dim: int = 8, block=None):
+        self.dim = dim
+        if block is None:
+            block = "plain"
+        self.block = block
+
+
+class Blk(nn.Module):
+    def __init__(self, cnf: BlockConfig):
+        super().__init__()
+        self.lin = nn.Linear(cnf.dim, cnf.dim)
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+        self.assertEqual(judged(original, original)["tier"], "equivalent")
+        report = judged(original.replace('block = "plain"', 'block = "fused"'), original)
+        self.assertEqual(report["equivalence"]["status"], "differs", report)
+        self.assertTrue(any("arguments" in d and "fused" in d for d in report["equivalence"]["differences"]), report)
+
     def test_how_the_block_prints_itself(self) -> None:
         original = """
 import torch
