@@ -4,6 +4,7 @@ flipped, each numeric default perturbed). Runs only in a worker."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import sys
@@ -139,6 +140,30 @@ def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
     if isinstance(value, list):
         items = [resolve_given(v, namespace) for v in value]
         return (all(ok for ok, _ in items), [v for _, v in items])
+    if isinstance(value, dict) and ("$call" in value or "$partial" in value):
+        # how a builder built it (recipe.py): an object of a class the file names, or a partial of a callable
+        ok, fn = resolve_given({"$name": value["$call"]} if "$call" in value else value["$partial"], namespace)
+        args = resolve_given(value.get("args") if isinstance(value.get("args"), list) else [], namespace)
+        raw = value.get("kwargs") if isinstance(value.get("kwargs"), dict) else {}
+        kwargs = {str(k): resolve_given(v, namespace) for k, v in raw.items()}
+        if not ok or not callable(fn) or not args[0] or not all(k_ok for k_ok, _ in kwargs.values()):
+            return False, None
+        named = {k: v for k, (_, v) in kwargs.items()}
+        if "$partial" in value:
+            return True, functools.partial(fn, *args[1], **named)
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.manual_seed(0)  # a module built here gets the same weights on both sides
+        try:
+            return True, fn(*args[1], **named)
+        except Exception:  # noqa: BLE001 - an object that does not build here: the argument is guessed instead
+            return False, None
+    if isinstance(value, dict) and "$tuple" in value and isinstance(value["$tuple"], list):
+        ok, items = resolve_given(value["$tuple"], namespace)
+        return ok, tuple(items) if ok else None
+    if isinstance(value, dict) and "$dict" in value and isinstance(value["$dict"], dict):
+        entries = {str(k): resolve_given(v, namespace) for k, v in value["$dict"].items()}
+        return all(ok for ok, _ in entries.values()), {k: v for k, (_, v) in entries.items()}
     return True, value
 
 

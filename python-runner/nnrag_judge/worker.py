@@ -29,6 +29,7 @@ from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import containers, docstring_inputs, filled, input_candidates, lighter, shapes, shrunk, spatial_sides, LARGE_SIDE
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import MAX_VALUES, Failure, sender
+from .recipe import recipe_of, recording
 
 # torch's own Module.__call__, taken before the block's code ran
 CALL: Any = None
@@ -96,12 +97,23 @@ class InputsRecorded(Exception):
     """Raised by the hook that records a block's inputs inside a model, to stop the model's forward there."""
 
 
-def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str]) -> Tuple[Any, Optional[List[Any]], Optional[str]]:
+def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str],
+               recipe: Optional[List[Any]] = None) -> Tuple[Any, Optional[List[Any]], Optional[str]]:
     """Build through a builder function of the repository. It may return the block itself, or a model that
     contains it: then the block is taken from inside, and one forward pass of the model records the inputs the
-    model really gives it. Returns (block, recorded inputs, name of the containing model)."""
+    model really gives it. Returns (block, recorded inputs, name of the containing model); `recipe` gets the
+    block's own constructor call as an argument set the file can replay without the builder, when it can be
+    written (recipe.py)."""
+    namespace = getattr(factory, "__globals__", None)
     try:
-        model = constructed(factory, torch)
+        if isinstance(namespace, dict) and recipe is not None:
+            with recording(namespace, str(getattr(factory, "__module__", ""))) as calls:
+                model = constructed(factory, torch)
+            inner = model if isinstance(model, cls) else inner_of(model, cls) if isinstance(model, nn.Module) else None
+            if inner is not None:
+                recipe.append(recipe_of(inner, calls, namespace))
+        else:
+            model = constructed(factory, torch)
     except MemoryError:
         raise Failure("memory", f"out of memory while building {cls.__name__}")
     except Exception as exc:  # noqa: BLE001
@@ -249,8 +261,9 @@ def make(attempt: Attempt, cls: Any, factory: Any, torch: Any, nn: Any, errors: 
     builder's model, what to report of how it was built)."""
     key, args, kwargs = attempt
     if key == "builder":
-        model, recorded, container = build_with(factory, cls, torch, nn, errors)
-        return model, recorded, {"inside": container} if container else {}
+        recipe: List[Any] = []
+        model, recorded, container = build_with(factory, cls, torch, nn, errors, recipe)
+        return model, recorded, dict({"inside": container} if container else {}, **({"recipe": recipe[0]} if recipe and recipe[0] else {}))
     kwargs = dict(kwargs, **(overrides or {}))
     model = build(cls, list(args), kwargs, torch, nn, errors)
     return model, None, {"kwargs": kwargs}
@@ -282,6 +295,8 @@ def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
             report["builder"] = True
             if extra.get("inside"):
                 report["inside"] = extra["inside"]
+            if extra.get("recipe"):
+                report["recipe"] = extra["recipe"]
         announce(report)
         lighter(model)
         prefer = plan.get("input", -1) if plan is not None and preferred and attempt is preferred[0] and isinstance(plan.get("input"), int) else -1

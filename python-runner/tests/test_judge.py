@@ -502,6 +502,68 @@ def has_memory_fill() -> bool:
     return hasattr(getattr(torch.utils, "deterministic", None), "fill_uninitialized_memory")
 
 
+BUILT = """
+import functools
+import torch
+from torch import nn
+
+
+class StageConfig:
+    def __init__(self, width, depth):
+        self.width = width
+        self.depth = depth
+
+
+class Unit(nn.Module):
+    def __init__(self, width, norm_layer):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.norm = norm_layer(width)
+
+    def forward(self, x):
+        return self.norm(self.lin(x)).relu()
+
+
+class Net(nn.Module):
+    def __init__(self, unit, stages, norm_layer, sizes=(8, 8)):
+        super().__init__()
+        if not all(isinstance(s, StageConfig) for s in stages):
+            raise TypeError("stages must be StageConfig")
+        self.body = nn.Sequential(*[unit(s.width, norm_layer) for s in stages for _ in range(s.depth)])
+        self.sizes = tuple(sizes)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def net_small():
+    stages = [StageConfig(8, 1), StageConfig(8, 2)]
+    return Net(Unit, stages, functools.partial(nn.BatchNorm1d, eps=1e-3), sizes=(8, 8))
+"""
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class BuilderRecipe(unittest.TestCase):
+    def test_what_the_builder_built_is_replayed_without_it(self) -> None:
+        # no guessed argument set builds the block; its builder does, and says how, in the argument language of
+        # call sites: the class given, the configuration objects built, the partial
+        self.assertEqual(judged(BUILT, BUILT, "Net")["category"], "instantiate")
+        built = judged(BUILT, BUILT, "Net", None, "--builder", "net_small")
+        self.assertTrue(built["ok"], built)
+        recipe = built["recipe"]
+        self.assertEqual(recipe["args"][0], {"$name": "Unit"})
+        self.assertEqual(recipe["args"][1][0], {"$call": "StageConfig", "args": [8, 1], "kwargs": {}})
+        self.assertEqual(recipe["args"][2]["$partial"], {"$name": "nn.BatchNorm1d"})
+        self.assertEqual(recipe["kwargs"], {"sizes": {"$tuple": [8, 8]}})
+        replayed = judged(BUILT, BUILT, "Net", None, "--candidates", json.dumps([recipe]))
+        self.assertEqual(replayed["tier"], "equivalent", replayed)
+        self.assertEqual(replayed["kwargs"].get("sizes"), [8, 8], replayed)
+        # replayed on a copy whose configuration class was edited, the edit shows
+        edited = judged(BUILT.replace("self.depth = depth", "self.depth = depth + 1"), BUILT, "Net", None,
+                        "--candidates", json.dumps([recipe]))
+        self.assertEqual(edited["category"], "differs", edited)
+
+
 @unittest.skipUnless(HAS_TORCH and has_memory_fill(), "needs torch 2.1 or later (uninitialised memory filled)")
 class UninitialisedMemory(unittest.TestCase):
     def test_a_parameter_made_with_empty_does_not_make_two_identical_blocks_differ(self) -> None:

@@ -4,7 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { createTwoFilesPatch } from 'diff';
-import { bodyHash, readProvenance } from '../core/emit/pulledFile';
+import { bodyHash, readProvenance, recordedArguments } from '../core/emit/pulledFile';
 import { findTarget, listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
 import { CancelledError, errorMessage, NnragError } from '../core/base/errors';
@@ -395,6 +395,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
     signal: env.signal,
     companions: companionsOf(file, text),
     original: original && 'module' in original ? original : undefined,
+    candidates: recordedArguments(prov),
   });
   report = explained(report, original, edited);
   if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(prov ? { edited } : {}) }, null, 1)}\n`);

@@ -3,7 +3,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import type { ClassRef } from '../core/store/target';
-import { parseProvenance, readProvenance } from '../core/emit/pulledFile';
+import { parseProvenance, readProvenance, recordedArguments } from '../core/emit/pulledFile';
 import { readManifest, writeManifests } from '../core/emit/manifest';
 import { NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
@@ -114,8 +114,10 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
       if (outcome.diff !== undefined) env.out(outcome.diff);
       let validation: Awaited<ReturnType<typeof validateFile>> | undefined;
       if (outcome.written && !flag(args, 'no-validate')) {
+        const text = await fsp.readFile(file, 'utf8');
         validation = await validateFile(file, {
-          companions: companionsOf(file, await fsp.readFile(file, 'utf8')),
+          companions: companionsOf(file, text),
+          candidates: recordedArguments(readProvenance(text)),
           original: original && 'module' in original ? original : undefined,
           className: outcome.ref?.name,
           python: pythonOf(args, env),

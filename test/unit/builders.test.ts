@@ -1,4 +1,5 @@
 import * as assert from 'assert';
+import * as fs from 'fs';
 import { execFileSync } from 'child_process';
 import * as path from 'path';
 import { findTarget } from '../../src/core/store/target';
@@ -6,7 +7,8 @@ import { openPullSession, pullBlock } from '../../src/core/pull/pull';
 import type { PullOptions, PullReport } from '../../src/core/pull/pull';
 import { BuilderIndex, callableWithoutArguments } from '../../src/core/resolve/builders';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
-import { ASSETS, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
+import { ASSETS, cli, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
+import { readProvenance } from '../../src/core/emit/pulledFile';
 
 function hasTorch(): boolean {
   try {
@@ -118,6 +120,30 @@ describe('builders: how the repository itself builds a block', () => {
     assert.strictEqual(report.validation?.builder, 'zoo.net.net_small');
     assert.deepStrictEqual(report.validation?.input_shapes, [[2, 3, 16, 16]]);
     assert.match(report.message ?? '', /builder zoo\.net\.net_small\(\)/);
+  });
+
+  it('records the arguments the builder gave the block: the file written is judged, and validate FILE builds it again', async function () {
+    if (!hasTorch()) this.skip();
+    this.timeout(240_000);
+    const dir = await tmpdir();
+    await writeTree(dir, REPO);
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', dir, '--db', db)).code, 0);
+    const out = path.join(dir, 'out', 'net.py');
+    const r = await cli('pull', 'zoo.net.Net', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json');
+    const report = JSON.parse(r.out);
+    assert.strictEqual(report.tier, 'equivalent', r.out + r.err);
+    assert.match(report.message, /the arguments the repository's builder zoo\.net\.net_small\(\) gives it/);
+    const text = fs.readFileSync(out, 'utf8');
+    assert.doesNotMatch(text, /def net_small/, 'the builder is not written into the file');
+    assert.deepStrictEqual(readProvenance(text)?.builtWith, { builder: 'zoo.net.net_small', args: [[8, 16], [1]], kwargs: {} });
+    const same = JSON.parse((await cli('validate', out, '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out);
+    assert.strictEqual(same.tier, 'equivalent', JSON.stringify(same));
+    const edited = path.join(dir, 'out', 'edited.py');
+    fs.writeFileSync(edited, text.replace('return self.body(x)', 'return self.body(x) * 2'));
+    const differs = JSON.parse((await cli('validate', edited, '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out);
+    assert.strictEqual(differs.equivalence?.status, 'differs', JSON.stringify(differs));
+    assert.strictEqual(differs.edited, true);
   });
 
   it('in the editor, stops trying builders at its budget and says which were not tried', async function () {

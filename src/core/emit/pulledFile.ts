@@ -50,9 +50,23 @@ export interface Provenance {
     output_shapes?: unknown;
     builder?: string;
   };
+  /**
+   * The arguments the repository's builder (`builder`, module-qualified) gave the block when no guessed argument set
+   * builds it alone: `nn-rag validate`, Update and the editor build the file's block with them again.
+   */
+  builtWith?: { builder: string; args: unknown[]; kwargs: Record<string, unknown> };
 }
 
 export const PROVENANCE_PREFIX = '# nnrag-provenance: ';
+
+/**
+ * The argument sets a pulled file is judged with again (`nn-rag validate`, Update, the editor): those its header
+ * records the repository's builder gave the block, when no guessed set builds it alone.
+ */
+export function recordedArguments(prov: Provenance | undefined): { args: unknown[]; kwargs: Record<string, unknown> }[] | undefined {
+  const b = prov?.builtWith;
+  return b && Array.isArray(b.args) && b.kwargs && typeof b.kwargs === 'object' ? [{ args: b.args, kwargs: b.kwargs }] : undefined;
+}
 
 /** The header's account of where the definitions come from: one line per source file, wrapped at 118 columns. */
 export function sourceLines(definitions: ProvenanceEntry[]): string[] {

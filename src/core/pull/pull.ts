@@ -127,6 +127,9 @@ export interface PullOptions {
   runtimeNatives?: string[];
 }
 
+/** The largest recipe (in JSON characters) a pulled file's header keeps. */
+const MAX_RECIPE_CHARS = 20_000;
+
 /** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
 export interface PullSession {
   db: IndexDb;
@@ -440,14 +443,15 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   } else if (options.validate) {
     if (!options.out || !options.python || !options.runner) throw new NnragError('usage', 'validation needs an output file, an interpreter and the runner');
     const original = originalOf(session, ref, inlined);
-    let v = await validateFile(options.out, {
+    const request: ValidateOptions = {
       ...(await judging(session, rec, ref.name, options)),
       original: 'module' in original ? original : undefined,
       native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
       upstreamUndefined: [...new Set(closure.problems.filter((p) => p.kind === 'unresolved' && /^\w+$/.test(p.name)).map((p) => p.name))],
       companions: emitted.provenance.shared && options.shared ? [options.shared.file] : undefined,
       natives: natives.map((b) => ({ module: b.module, name: b.buildName, file: b.file, fileName: b.fileName })),
-    });
+    };
+    let v = await validateFile(options.out, request);
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it
     if (!v.ok && (v.category === 'instantiate' || v.category === 'forward')) {
@@ -455,7 +459,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       // installed package's builders would build, and register, the installed classes)
       const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
       const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, unit, ref.name, target, options, 'module' in original ? original : undefined);
-      if (built.report) v = built.report;
+      if (built.report) v = await replayed(built.report, options.out, request);
       else if (built.untried.length) {
         v = { ...v, message: `${v.message ?? ''}; the repository's builders ${built.untried.map((b) => `${b}()`).join(', ')} were not tried within ${Math.round(options.builderBudgetMs! / 100) / 10} s (nn-rag pull tries them all)` };
       }
@@ -477,7 +481,9 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     report.timings.validate_ms = round(v.seconds * 1000);
     if (isValidated(v)) {
       report.status = 'validated';
-      if (v.builder) {
+      if (v.recipe) {
+        report.message = `built with the arguments the repository's builder ${v.builder}() gives it (in the file's header, for nn-rag validate): no guessed argument set builds it alone`;
+      } else if (v.builder) {
         report.message = v.inside
           ? `built inside the ${v.inside} that the repository's ${v.builder}() makes, and run on the inputs that model gives it: no guessed argument set builds it alone`
           : `built through the repository's own builder ${v.builder}(): no guessed argument set builds it alone`;
@@ -499,6 +505,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       output_shapes: v.output_shapes,
       builder: v.builder,
     };
+    if (v.recipe && v.builder) emitted.provenance.builtWith = { builder: v.builder, ...v.recipe };
     final = replaceProvenance(emitted.code, emitted.provenance);
   }
   if (options.out && options.inlineMetadata) {
@@ -516,6 +523,19 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     report.message = [report.message, ...closure.problems.map((p) => p.detail)].filter(Boolean).join('; ');
   }
   return report;
+}
+
+/**
+ * The builder's verdict judged again on the file written: built from the arguments the builder gave the block (its
+ * recipe) where they can be written, so that the verdict is about the file itself and `nn-rag validate` can repeat
+ * it. The builder's verdict stays where the file alone does not get as far.
+ */
+async function replayed(byBuilder: ValidationReport, file: string, request: ValidateOptions): Promise<ValidationReport> {
+  const recipe = byBuilder.recipe;
+  if (!recipe || JSON.stringify(recipe).length > MAX_RECIPE_CHARS) return { ...byBuilder, recipe: undefined };
+  const again = await validateFile(file, { ...request, candidates: [recipe, ...(request.candidates ?? [])] });
+  const asFar = again.ok && (again.tier === 'equivalent' || byBuilder.tier !== 'equivalent');
+  return asFar ? { ...again, builder: byBuilder.builder, recipe } : { ...byBuilder, recipe: undefined };
 }
 
 /** How far `ref`'s original gets with the tool's arguments when run alone (null: it is not imported). */

@@ -108,7 +108,12 @@ export async function planUpdate(
   } finally {
     await fsp.rm(fresh, { recursive: true, force: true });
   }
-  const freshProv = readProvenance(freshText)!;
+  let freshProv = readProvenance(freshText)!;
+  if (prov.builtWith && !freshProv.builtWith) {
+    // how the repository's builder builds the block (learnt at the pull, which validated): kept, to validate with
+    freshProv = { ...freshProv, builtWith: prov.builtWith };
+    freshText = replaceProvenance(freshText, freshProv);
+  }
   const upstream = splitPulled(freshText);
   const mine = splitPulled(text);
   const edited = bodyHash(text) !== prov.hash;

@@ -51,6 +51,11 @@ export interface ValidationReport {
   builder?: string;
   /** The model the builder made, when the block was taken from inside it. */
   inside?: string;
+  /**
+   * How the builder built the block, as an argument set the pulled file replays without it (`{"$name": "BasicBlock"}`,
+   * `{"$call": "StageConfig", args, kwargs}`, `{"$partial": ...}`, `{"$tuple": [...]}`): set when it can be so written.
+   */
+  recipe?: { args: unknown[]; kwargs: Record<string, unknown> };
   /** The comparison with the original class: equivalent on the argument sets named, differs, or why not done. */
   equivalence?: {
     status: 'equivalent' | 'differs' | 'unavailable';
