@@ -158,6 +158,8 @@ def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
             return True, fn(*args[1], **named)
         except Exception:  # noqa: BLE001 - an object that does not build here: the argument is guessed instead
             return False, None
+    if isinstance(value, dict) and "$float" in value and isinstance(value["$float"], (int, float)):
+        return True, float(value["$float"])
     if isinstance(value, dict) and "$tuple" in value and isinstance(value["$tuple"], list):
         ok, items = resolve_given(value["$tuple"], namespace)
         return ok, tuple(items) if ok else None

@@ -2,8 +2,8 @@
 file can replay without the builder (`ResNet(BasicBlock, [2, 2, 2, 2])`): the constructor calls made while the
 builder ran are recorded, and the block's own call is written in the argument language of call sites (literals,
 `{"$name": ...}` for a class or function the file can name, `{"$call": ...}` for an object of a class it can name,
-built from its recorded arguments, `{"$partial": ...}`). A value that cannot be so written leaves no recipe (the
-verdict then stays the builder's). Runs only in a worker."""
+built from its recorded arguments, `{"$partial": ...}`, `{"$tuple": [...]}`, `{"$float": 1.0}`). A value that cannot
+be so written leaves no recipe (the verdict then stays the builder's). Runs only in a worker."""
 from __future__ import annotations
 
 import functools
@@ -86,7 +86,8 @@ def written(value: Any, rec: Recorder, namespace: Dict[str, Any], depth: int = 0
     if isinstance(value, float):
         if not math.isfinite(value):
             raise Unwritable("a float that is not finite")
-        return value
+        # JSON in JavaScript writes 1.0 as 1, an int: a whole float says it is one
+        return {"$float": value} if value.is_integer() else value
     if isinstance(value, (list, tuple)):
         if len(value) > MAX_ITEMS:
             raise Unwritable("a long sequence")
