@@ -10,7 +10,7 @@
 import { execFile } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { bodyHash, readProvenance, splitPulled } from '../src/core/emit/pulledFile';
+import { bodyHash, readProvenance, recordedArguments, splitPulled } from '../src/core/emit/pulledFile';
 import type { PullSession } from '../src/core/pull/pull';
 import { originalOfPulled } from '../src/core/pull/pull';
 import { validateFile } from '../src/core/validate/runner';
@@ -132,6 +132,20 @@ export interface MutantResult {
   /** `equivalent`: the changed line is a default no call uses (why in `how`); not counted either way */
   outcome: 'killed' | 'survived' | 'invalid' | 'equivalent';
   how: string;
+  /** The top-level definition holding the changed line, and whether the probes of the unchanged file ran any of it. */
+  definition?: string;
+  reached?: boolean;
+}
+
+/** The top-level function or class holding line `line` (1-based) of `text`, by name. */
+function definitionAt(text: string, line: number): string | undefined {
+  const lines = text.split('\n');
+  for (let i = Math.min(line, lines.length) - 1; i >= 0; i--) {
+    const m = /^(?:async\s+)?(?:def|class)\s+(\w+)/.exec(lines[i]);
+    if (m) return m[1];
+    if (/^\S/.test(lines[i]) && !lines[i].startsWith('@') && !lines[i].startsWith('#') && i < line - 1) return undefined;
+  }
+  return undefined;
 }
 
 /** Where on line `line` (1-based) two texts first differ (0-based). */
@@ -164,7 +178,8 @@ export async function judgeMutants(session: PullSession, file: string, python: s
     await fsp.mkdir(where, { recursive: true });
     const copy = path.join(where, path.basename(file));
     await fsp.writeFile(copy, source, 'utf8');
-    return validateFile(copy, { python, runner, className: prov.block, original, pool, timeoutMs: 120_000, memoryMb: 4096 });
+    // the arguments the repository's builder gave the block, as a pull records them: the file alone is judged
+    return validateFile(copy, { python, runner, className: prov.block, original, pool, timeoutMs: 120_000, memoryMb: 4096, candidates: recordedArguments(prov) });
   };
   const base = await judge('base', text);
   if (base.tier !== 'equivalent') return undefined;
@@ -178,7 +193,9 @@ export async function judgeMutants(session: PullSession, file: string, python: s
     // a killed mutant the classifier calls equivalent is kept as killed and shown: the judge or the classifier is wrong
     if (unread && outcome === 'survived') [outcome, how] = ['equivalent', unread];
     else if (unread && outcome === 'killed') how = `killed although ${unread}: ${how}`;
-    out.push({ target: prov.target, kind: m.kind, line: m.line, before: m.before, after: m.after, outcome, how });
+    const definition = definitionAt(text, m.line);
+    const unrun = base.equivalence?.not_exercised;
+    out.push({ target: prov.target, kind: m.kind, line: m.line, before: m.before, after: m.after, outcome, how, definition, ...(definition && unrun ? { reached: !unrun.includes(definition) } : {}) });
   }
   return out;
 }
@@ -201,7 +218,9 @@ export function score(results: MutantResult[]): Record<string, unknown> {
     killed,
     score: counted.length ? Math.round((1000 * killed) / counted.length) / 10 : null,
     per_kind: perKind,
-    survivors: counted.filter((r) => r.outcome === 'survived').map((r) => ({ target: r.target, kind: r.kind, line: r.line, before: r.before, after: r.after })),
+    survivors: counted.filter((r) => r.outcome === 'survived').map((r) => ({ target: r.target, kind: r.kind, line: r.line, before: r.before, after: r.after, definition: r.definition, reached: r.reached })),
+    // survivors in a definition none of whose code the probes of the unchanged file ran (the coverage line)
+    survivors_never_run: counted.filter((r) => r.outcome === 'survived' && r.reached === false).length,
     // dropout's probability is seen through the train-mode probe; nothing generated here is invisible by design
     invisible_by_design: [],
     equivalent_mutants: results.filter((r) => r.outcome === 'equivalent').map((r) => ({ target: r.target, kind: r.kind, line: r.line, before: r.before, why: r.how })),

@@ -322,6 +322,27 @@ def number_for_none(param: inspect.Parameter) -> Optional[float]:
 
 # an override that is not an argument: the method of the built block to call before it is probed
 AFTER_BUILD = "__nnrag_then__"
+# an override that is not an argument: the inputs given in another form ("listed": the first as a list of two)
+INPUT_FORM = "__nnrag_inputs__"
+NOT_ARGUMENTS = (AFTER_BUILD, INPUT_FORM)
+
+
+def takes_a_list(model: Any, inputs: List[Any]) -> bool:
+    """Whether forward's first parameter also takes a list of what it was given (`x_or_x_list`, `List[Tensor]`,
+    `Union[Tensor, List[Tensor]]`): the list path is then probed too."""
+    try:
+        first = next(iter(inspect.signature(model.forward).parameters.values()))
+    except (StopIteration, TypeError, ValueError):
+        return False
+    if not inputs or isinstance(inputs[0], (list, tuple)) or first.kind not in (first.POSITIONAL_ONLY, first.POSITIONAL_OR_KEYWORD):
+        return False
+    ann = first.annotation if isinstance(first.annotation, str) else repr(first.annotation)
+    return "list" in first.name.lower() or bool(re.search(r"\b(?:List|Sequence|list)\[", ann))
+
+
+def in_form(inputs: List[Any], form: Any) -> List[Any]:
+    """The inputs of a variant: as they ran, or in the form its override names."""
+    return [[inputs[0], inputs[0]]] + list(inputs[1:]) if form == "listed" and inputs else inputs
 INIT_METHODS = ("init_weights", "reset_parameters", "_reset_parameters")
 
 
@@ -342,6 +363,32 @@ def after_build_methods(cls: Any) -> List[str]:
     return out[:1]
 
 
+# methods never called to probe a block: they write, fetch, show or run for long (both sides alike, but to no use)
+UNCALLED = re.compile(r"^(?:to_|cuda|cpu|half|float|double|bfloat16|train|eval|apply)|(?:^|_)(?:export|save|load|download|fetch|"
+                      r"upload|bench|benchmark|profile|plot|show|visuali[sz]e|print|summary|compile|fit|serve|demo|test|"
+                      r"register|hook|state_dict|parameters|modules|zero_grad|requires_grad|share_memory)(?:_|$)", re.I)
+MAX_METHODS = 3
+
+
+def called_methods(cls: Any) -> List[str]:
+    """The other public methods the block's class itself defines that take no required argument (`flops()`,
+    `switch_to_deploy()`, `fuse()`): each is called on a block just built, and what it returns and the block after it
+    are compared. Only the class's own: a pulled file keeps only the methods of other classes something reaches."""
+    out = []
+    for name, value in vars(cls).items():
+        if name.startswith("_") or name in INIT_METHODS or name in ("forward", "extra_repr") or UNCALLED.search(name):
+            continue
+        if not inspect.isfunction(value):
+            continue
+        try:
+            params = list(inspect.signature(value).parameters.values())[1:]
+        except (TypeError, ValueError):
+            continue
+        if all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            out.append(name)
+    return sorted(out)[:MAX_METHODS]
+
+
 def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = None) -> List[Tuple[Dict[str, Any], str]]:
     """The argument set that ran (no override), then overrides of it: each boolean option flipped, each string option
     set to another value the code of `source` (the original class) compares it with or looks it up by, each numeric
@@ -349,6 +396,8 @@ def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = No
     out: List[Tuple[Dict[str, Any], str]] = [({}, "the arguments that ran")]
     # what a framework does after building (mmengine's `model.init_weights()`): the block's own initialisation
     out += [({AFTER_BUILD: name}, f"then {name}()") for name in after_build_methods(cls)]
+    # what a user calls on it besides forward (a count of operations, a re-parameterisation for deployment)
+    out += [({AFTER_BUILD: name}, f"then {name}()") for name in called_methods(cls)]
     params = init_parameters(cls)
     positional = {p.name for p in params[:len(args)]}
     options = [p for p in params if p.name not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]

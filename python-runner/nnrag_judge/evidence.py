@@ -253,10 +253,10 @@ def structure(model: Any, torch: Any, names: Dict[str, str]) -> Dict[str, Any]:
 
 def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any], inputs: List[Any], seeds: List[int],
                   call: Callable[..., Any], torch: Any, budget: List[int], train: bool = True,
-                  names: Optional[Dict[str, str]] = None, arguments: Optional[Callable[[], Any]] = None) -> None:
+                  names: Optional[Dict[str, str]] = None, extra: Optional[Tuple[str, Callable[[], Any]]] = None) -> None:
     """One variant of the block, probed as the other side probes it: its module tree and configuration and its state
-    as built, the objects it was built from (`arguments`, read after it was built: a configuration object of the
-    file's own classes, as the block left it), eval outputs per seed, a train step's outputs, gradients and state
+    as built, one more value (`extra`, read after it was built: the objects it was built from, as the block left them,
+    or what a method called after building returned), eval outputs per seed, a train step's outputs, gradients and state
     after. One frame per probe, each keyed `label|what`."""
 
     def frame(key: str, body: Dict[str, Any], digest: Optional[Digest] = None) -> None:
@@ -275,12 +275,12 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
         frame("structure", {"value": structure(model, torch, names or {})})
     except Exception as exc:  # noqa: BLE001 - a module whose attributes cannot be read is compared as such
         frame("structure", {"error": error_text(exc), "error_type": type(exc).__name__})
-    if arguments is not None:
+    if extra is not None:
         d = Digest(torch, budget, names)
         try:
-            frame("arguments", {"value": d.walk(arguments())}, d)
-        except Exception as exc:  # noqa: BLE001 - arguments whose attributes cannot be read are compared as such
-            frame("arguments", {"error": error_text(exc), "error_type": type(exc).__name__})
+            frame(extra[0], {"value": d.walk(extra[1]())}, d)
+        except Exception as exc:  # noqa: BLE001 - a value whose attributes cannot be read is compared as such
+            frame(extra[0], {"error": error_text(exc), "error_type": type(exc).__name__})
     d = Digest(torch, budget, names)
     frame("init", {"value": d.walk(dict(model.state_dict()), limit=MAX_STATE)}, d)
     for seed in seeds:

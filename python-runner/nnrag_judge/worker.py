@@ -24,7 +24,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from .arguments import AFTER_BUILD, INIT_METHODS, constructor_candidates, guess_value, jsonable, variants
+from .arguments import AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, in_form, takes_a_list, constructor_candidates, guess_value, jsonable, variants
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import containers, docstring_inputs, filled, input_candidates, lighter, shapes, shrunk, spatial_sides, LARGE_SIDE
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
@@ -348,12 +348,12 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
         base, inputs = found.model, found.inputs
     else:
         errors: List[str] = []
-        base, recorded, extra = make(attempt, cls, factory, torch, nn, errors)
+        base, recorded, how = make(attempt, cls, factory, torch, nn, errors)
         if base is None:
             send({"probed": {"error": f"the argument set that ran does not build: {errors[-1] if errors else '?'}"}})
             return
         lighter(base)
-        candidates = input_list(base, torch, nn, extra.get("kwargs", {}), recorded)
+        candidates = input_list(base, torch, nn, how.get("kwargs", {}), recorded)
         index = plan.get("input")
         if not isinstance(index, int) or not 0 <= index < len(candidates):
             send({"probed": {"error": "the input that ran is not among this side's inputs"}})
@@ -371,27 +371,33 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
             break
         overrides = v.get("overrides") or {}
 
-        def build_variant(overrides: Dict[str, Any] = overrides, first: bool = i == 0) -> Any:
+        returned: List[Any] = []
+
+        def build_variant(overrides: Dict[str, Any] = overrides, first: bool = i == 0, returned: List[Any] = returned) -> Any:
             if first and not overrides:
                 return base  # built as every variant is (seed 0, then lighter)
             then = overrides.get(AFTER_BUILD)
-            model, _, _ = make(attempt, cls, factory, torch, nn, [], {k: v for k, v in overrides.items() if k != AFTER_BUILD})
+            model, _, _ = make(attempt, cls, factory, torch, nn, [], {k: v for k, v in overrides.items() if k not in NOT_ARGUMENTS})
             if model is None:
                 raise RuntimeError("does not build")
             lighter(model)
-            if isinstance(then, str) and then in INIT_METHODS:
+            if isinstance(then, str) and (then in INIT_METHODS or then in called_methods(cls)):
                 seed_all(0, torch)
-                getattr(model, then)()
+                returned.append(getattr(model, then)())
             return model
 
+        # what the block was built from (a configuration object of the file's classes, a class given as an argument),
+        # compared once, as the base argument set left it; and what a method called after building returned
+        extra: Optional[Tuple[str, Callable[[], Any]]] = None
+        if i == 0 and attempt[0] != "builder":
+            extra = ("arguments", lambda: {"args": list(attempt[1]), "kwargs": dict(attempt[2])})
+        elif AFTER_BUILD in overrides:
+            extra = ("returned", lambda returned=returned: returned[0] if returned else None)
         seeds = [1, 2] if i == 0 and not heavy else [1]
         # a train step (gradients, batch statistics, dropout and drop-path branches) for each variant; a heavy
         # block's for the argument set that ran only
-        # what the block was built from (a configuration object of the file's classes, a class given as an argument):
-        # compared once, as the base argument set left it
-        given = (lambda: {"args": list(attempt[1]), "kwargs": dict(attempt[2])}) if i == 0 and attempt[0] != "builder" else None
-        probe_variant(send, str(v.get("label")), build_variant, inputs, seeds, call, torch, budget, train=i == 0 or not heavy,
-                      names=names, arguments=given)
+        probe_variant(send, str(v.get("label")), build_variant, in_form(inputs, overrides.get(INPUT_FORM)), seeds, call, torch, budget, train=i == 0 or not heavy,
+                      names=names, extra=extra)
         done.append(str(v.get("label")))
     if stop is not None:
         stop()
@@ -466,6 +472,8 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     send({"reached": "forward"})
     key, args, kwargs = found.attempt
     chosen = variants(cls, args, kwargs, cls) if key != "builder" else [({}, f"built by {original.get('builder', {}).get('name', 'its builder')}()")]
+    if takes_a_list(found.model, found.inputs):
+        chosen.insert(1, ({INPUT_FORM: "listed"}, "inputs as a list"))
     plan = {"attempt": key, "input": found.index, "variants": [{"label": label, "overrides": o} for o, label in chosen],
             "heavy": LAST_FORWARD_S[0] > HEAVY_S}
     send({"plan": plan})

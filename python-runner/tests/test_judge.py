@@ -168,6 +168,65 @@ class Blk(nn.Module):
         self.assertEqual(report["equivalence"]["status"], "differs", report)
         self.assertTrue(any("arguments" in d and "fused" in d for d in report["equivalence"]["differences"]), report)
 
+    def test_a_method_the_user_calls_besides_forward(self) -> None:
+        # a count of operations that forward never calls, and a re-parameterisation for deployment after which
+        # forward takes another path: each is called on a block just built, and compared
+        original = """
+import torch
+from torch import nn
+
+
+class Patch(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+        self.extra = nn.Linear(dim, dim)
+        self.deployed = False
+
+    def flops(self):
+        return self.lin.in_features * self.lin.out_features * 2
+
+    def switch_to_deploy(self):
+        with torch.no_grad():
+            self.lin.weight += self.extra.weight
+        self.deployed = True
+
+    def save_weights(self, path="w.pt"):
+        raise RuntimeError("never called")
+
+    def forward(self, x):
+        return self.lin(x) if self.deployed else self.lin(x) + self.extra(x) - self.extra.bias
+"""
+        report = judged(original, original, "Patch")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertIn("then flops()", report["equivalence"]["variants"])
+        self.assertNotIn("then save_weights()", report["equivalence"]["variants"])
+        for old, new in (("out_features * 2", "out_features * 3"), ("self.lin.weight += self.extra.weight", "self.lin.weight -= self.extra.weight")):
+            report = judged(original.replace(old, new, 1), original, "Patch")
+            self.assertEqual(report["equivalence"]["status"], "differs", (old, report))
+
+    def test_the_list_path_of_a_forward_that_takes_a_tensor_or_a_list(self) -> None:
+        original = """
+import torch
+from torch import nn
+
+
+class Nested(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x_or_x_list):
+        if isinstance(x_or_x_list, torch.Tensor):
+            return self.lin(x_or_x_list)
+        return [self.lin(x) + 1 for x in x_or_x_list]
+"""
+        report = judged(original, original, "Nested")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertIn("inputs as a list", report["equivalence"]["variants"])
+        report = judged(original.replace("self.lin(x) + 1", "self.lin(x) + 2", 1), original, "Nested")
+        self.assertEqual(report["equivalence"]["status"], "differs", report)
+
     def test_how_the_block_prints_itself(self) -> None:
         original = """
 import torch
