@@ -24,7 +24,8 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from .arguments import AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, in_form, takes_a_list, constructor_candidates, guess_value, jsonable, variants
+from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, constructor_candidates, guess_value,
+                        in_form, jsonable, takes_a_list, variants)
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import containers, docstring_inputs, filled, input_candidates, lighter, shapes, shrunk, spatial_sides, LARGE_SIDE
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
@@ -396,8 +397,8 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
         seeds = [1, 2] if i == 0 and not heavy else [1]
         # a train step (gradients, batch statistics, dropout and drop-path branches) for each variant; a heavy
         # block's for the argument set that ran only
-        probe_variant(send, str(v.get("label")), build_variant, in_form(inputs, overrides.get(INPUT_FORM)), seeds, call, torch, budget, train=i == 0 or not heavy,
-                      names=names, extra=extra)
+        probe_variant(send, str(v.get("label")), build_variant, in_form(inputs, overrides.get(INPUT_FORM)), seeds, call, torch, budget,
+                      train=i == 0 or not heavy, names=names, extra=extra)
         done.append(str(v.get("label")))
     if stop is not None:
         stop()
