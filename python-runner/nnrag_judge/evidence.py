@@ -128,9 +128,21 @@ class Digest:
         fields = getattr(value, "__dict__", None)
         if isinstance(fields, dict):
             items = {k: v for k, v in fields.items() if not k.startswith("_")}
-            return {"$obj": self.named(type(value)),
-                    "items": {k: self.walk(items[k], depth + 1) for k in sorted(items)[:MAX_ITEMS]}}
+            walked = {k: self.walk(items[k], depth + 1) for k in sorted(items)[:MAX_ITEMS]}
+            if type(value).__repr__ is not object.__repr__:  # how an object of its own class prints itself
+                walked["(repr)"] = {"$v": self.shown(value)}
+            return {"$obj": self.named(type(value)), "items": walked}
         return {"$type": type(value).__name__}
+
+    def shown(self, value: Any) -> str:
+        """`repr(value)` with addresses left out and the copy's renamed names as the original's."""
+        try:
+            text = ADDRESS.sub("0x?", repr(value))[:CONFIG_TEXT]
+        except Exception as exc:  # noqa: BLE001 - a repr that fails is compared as such
+            return f"repr fails: {type(exc).__name__}"
+        for new, old in self.names.items():
+            text = re.sub(rf"\b{re.escape(new)}\b", old, text)
+        return text
 
     def named(self, thing: Any) -> str:
         name = str(getattr(thing, "__qualname__", None) or getattr(thing, "__name__", "?"))

@@ -154,6 +154,9 @@ class BlockConfig:
             block = "plain"
         self.block = block
 
+    def __repr__(self):
+        return f"BlockConfig(dim={self.dim})"
+
 
 class Blk(nn.Module):
     def __init__(self, cnf: BlockConfig):
@@ -167,6 +170,9 @@ class Blk(nn.Module):
         report = judged(original.replace('block = "plain"', 'block = "fused"'), original)
         self.assertEqual(report["equivalence"]["status"], "differs", report)
         self.assertTrue(any("arguments" in d and "fused" in d for d in report["equivalence"]["differences"]), report)
+        # and how it prints itself, which nothing the block does reads
+        report = judged(original.replace('f"BlockConfig(dim={self.dim})"', 'f"BlockConfig(width={self.dim})"'), original)
+        self.assertEqual(report["equivalence"]["status"], "differs", report)
 
     def test_a_method_the_user_calls_besides_forward(self) -> None:
         # a count of operations that forward never calls, and a re-parameterisation for deployment after which
