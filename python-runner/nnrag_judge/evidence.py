@@ -137,7 +137,8 @@ class Digest:
     def shown(self, value: Any) -> str:
         """`repr(value)` with addresses left out and the copy's renamed names as the original's."""
         try:
-            text = ADDRESS.sub("0x?", repr(value))[:CONFIG_TEXT]
+            # a class prints with its module, which is the copy's file on one side and the repository's on the other
+            text = CLASS_PATH.sub(r"<class '\1'>", ADDRESS.sub("0x?", repr(value)))[:CONFIG_TEXT]
         except Exception as exc:  # noqa: BLE001 - a repr that fails is compared as such
             return f"repr fails: {type(exc).__name__}"
         for new, old in self.names.items():
@@ -204,6 +205,7 @@ MAX_MODULES = 2000
 CONFIG_TEXT = 1000
 REPR_TEXT = 100_000
 ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+CLASS_PATH = re.compile(r"<class '(?:[\w.]*\.)?(\w+)'>")
 STRUCTURE_TEXT = 300_000  # characters of the module tree sent (a frame's header stays under MAX_HEADER)
 
 

@@ -143,6 +143,7 @@ class Head(nn.Module):
         # a configuration class of the file sets a field the block never reads (another model reads it): the
         # object the block was built from, as the block left it, shows it
         original = """
+import functools
 import torch
 from torch import nn
 
@@ -153,6 +154,8 @@ class BlockConfig:
         if block is None:
             block = "plain"
         self.block = block
+        # prints with its class's module, which differs between the copy and the original
+        self.again = functools.partial(BlockConfig, dim)
 
     def __repr__(self):
         return f"BlockConfig(dim={self.dim})"
