@@ -343,6 +343,8 @@ def takes_a_list(model: Any, inputs: List[Any]) -> bool:
 def in_form(inputs: List[Any], form: Any) -> List[Any]:
     """The inputs of a variant: as they ran, or in the form its override names."""
     return [[inputs[0], inputs[0]]] + list(inputs[1:]) if form == "listed" and inputs else inputs
+
+
 INIT_METHODS = ("init_weights", "reset_parameters", "_reset_parameters")
 
 
