@@ -106,13 +106,11 @@ def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str],
     block's own constructor call as an argument set the file can replay without the builder, when it can be
     written (recipe.py)."""
     namespace = getattr(factory, "__globals__", None)
+    calls = None
     try:
         if isinstance(namespace, dict) and recipe is not None:
             with recording(namespace, str(getattr(factory, "__module__", ""))) as calls:
                 model = constructed(factory, torch)
-            inner = model if isinstance(model, cls) else inner_of(model, cls) if isinstance(model, nn.Module) else None
-            if inner is not None:
-                recipe.append(recipe_of(inner, calls, namespace))
         else:
             model = constructed(factory, torch)
     except MemoryError:
@@ -124,12 +122,14 @@ def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str],
         errors.append(f"builder returned {type(model).__name__}, not an nn.Module")
         return None, None, None
     model.eval()
-    if isinstance(model, cls):
-        return model, None, None
-    inner = inner_of(model, cls)
+    inner = model if isinstance(model, cls) else inner_of(model, cls)
     if inner is None:
         errors.append(f"builder made a {type(model).__name__} without a {cls.__name__} inside")
         return None, None, None
+    if calls is not None and recipe is not None and isinstance(namespace, dict):
+        recipe.append(recipe_of(inner, calls, namespace))
+    if inner is model:
+        return model, None, None
     recorded: List[List[Any]] = []
 
     def record(_module: Any, args: Tuple[Any, ...]) -> None:
