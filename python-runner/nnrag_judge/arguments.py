@@ -38,6 +38,8 @@ GUESSES: List[Tuple[Tuple[str, ...], Any]] = [
     (("padding", "pad"), 1),
     (("bias", "affine", "inplace", "batch_first"), True),
 ]
+# a module the block wraps and calls (`Residual(fn)`, `PreNorm(dim, fn)`): Identity runs on anything
+WRAPPED = ("fn", "func", "function", "module", "sublayer", "wrapped", "inner")
 FACTORIES = ("norm_layer", "activation_layer", "act_layer", "block", "layer", "conv_layer", "norm", "act")
 
 
@@ -94,6 +96,8 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
         return [item] * count
     if by_name is not None:
         return by_name
+    if name in WRAPPED and ann is param.empty:
+        return nn.Identity()
     if name in FACTORIES or name.endswith("_layer"):
         return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
     if "Union" in str(text) and "int" in str(text):
@@ -224,6 +228,8 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
         # widths divisible by GroupNorm's 32 groups and by head counts
         out.append(([], {k: (64 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
         out.append(([], {k: (32 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
+        # and by three or six heads (a ViT-S default)
+        out.append(([], {k: (96 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
     return out
 
 

@@ -31,6 +31,7 @@ from .inputs import containers, docstring_inputs, filled, input_candidates, ligh
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import MAX_VALUES, Failure, sender
 from .recipe import recipe_of, recording
+from .repair import repaired
 
 # torch's own Module.__call__, taken before the block's code ran
 CALL: Any = None
@@ -62,26 +63,43 @@ MAX_CONSTRUCTIONS = 8
 NATIVE_OPS = re.compile(r"custom C\+\+ ops|Could not run '\w+::|undefined symbol|No such operator")
 # a block whose forward is slow (a detector resizing to 800 px) must not spend the whole time limit on guesses
 FORWARD_BUDGET_S = 10
+# rounds of guessing what a nested constructor misses or repairing what the block's own constructor rejects
+MAX_REPAIRS = 5
 MISSING = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.*)$")
 
 
-def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any, errors: List[str]) -> Any:
-    """Build the block; when a nested constructor reached through **kwargs misses arguments, guess them too (added to
-    `kwargs`, which then holds the arguments that built it)."""
-    for _ in range(3):
+def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any, errors: List[str], depth: int = 0) -> Any:
+    """Build the block; when a nested constructor reached through **kwargs misses arguments, guess them too, and when
+    a statement of the block's constructor rejects the arguments, change them as it asks (repair.py). `args` and
+    `kwargs` then hold the arguments that built it."""
+    try:
+        signature: Any = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        signature = None
+
+    def guess(name: str) -> Any:
+        param = signature.parameters.get(name) if signature is not None else None
+        kind = inspect.Parameter.KEYWORD_ONLY
+        return guess_value(inspect.Parameter(name, kind, annotation=param.annotation if param is not None else inspect.Parameter.empty),
+                           nn, getattr(cls.__init__, "__globals__", None))
+
+    for _ in range(MAX_REPAIRS):
         try:
             model = constructed(lambda: cls(*args, **kwargs), torch)
         except MemoryError:
             raise Failure("memory", f"out of memory while building {cls.__name__}")
         except Exception as exc:  # noqa: BLE001
-            errors.append(f"{type(exc).__name__}: {exc}{where(exc)}")
+            error = f"{type(exc).__name__}: {exc}{where(exc)}"
             m = MISSING.search(str(exc)) if isinstance(exc, TypeError) else None
             accepts_kwargs = any(p.kind == p.VAR_KEYWORD for p in safe_parameters(cls.__init__))
-            if not m or not accepts_kwargs or f"{cls.__name__}.__init__()" in str(exc):
-                return None
-            for name in re.findall(r"'(\w+)'", m.group(1)):
-                kwargs[name] = guess_value(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY), nn)
-            continue
+            if m and accepts_kwargs and f"{cls.__name__}.__init__()" not in str(exc):
+                for name in re.findall(r"'(\w+)'", m.group(1)):
+                    kwargs[name] = guess_value(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY), nn)
+                continue
+            if repaired(exc, cls, args, kwargs, guess, (lambda klass: an_object(klass, torch, nn)) if depth == 0 else None):
+                continue
+            errors.append(error)
+            return None
         if not isinstance(model, nn.Module):
             errors.append(f"{cls.__name__}(...) is not an nn.Module")
             return None
@@ -91,6 +109,17 @@ def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any
             errors.append(f"not a usable nn.Module: {type(exc).__name__}: {exc}")
             return None
         return model
+    errors.append(error)
+    return None
+
+
+def an_object(cls: Any, torch: Any, nn: Any) -> Any:
+    """An object of a module class another block's constructor asks for (`assert isinstance(vit, ViT)`), built as a
+    block is (seed 0, the argument sets to try, repairs), without going further down."""
+    for args, kwargs in constructor_candidates(cls, [], nn, getattr(cls.__init__, "__globals__", {}))[:MAX_CONSTRUCTIONS]:
+        model = build(cls, list(args), dict(kwargs), torch, nn, [], depth=1)
+        if model is not None:
+            return model
     return None
 
 
@@ -266,8 +295,9 @@ def make(attempt: Attempt, cls: Any, factory: Any, torch: Any, nn: Any, errors: 
         model, recorded, container = build_with(factory, cls, torch, nn, errors, recipe)
         return model, recorded, dict({"inside": container} if container else {}, **({"recipe": recipe[0]} if recipe and recipe[0] else {}))
     kwargs = dict(kwargs, **(overrides or {}))
-    model = build(cls, list(args), kwargs, torch, nn, errors)
-    return model, None, {"kwargs": kwargs}
+    args = list(args)
+    model = build(cls, args, kwargs, torch, nn, errors)
+    return model, None, {"kwargs": kwargs, "args": args}
 
 
 class Found:
@@ -291,7 +321,7 @@ def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
             continue
         built = True
         key, args, _ = attempt
-        report = {"args": jsonable(args), "kwargs": jsonable(extra.get("kwargs", {}))}
+        report = {"args": jsonable(extra.get("args", args)), "kwargs": jsonable(extra.get("kwargs", {}))}
         if key == "builder":
             report["builder"] = True
             if extra.get("inside"):

@@ -650,3 +650,85 @@ class StrictJson(unittest.TestCase):
         report = judged(copy, parse_constant=refuse)
         self.assertEqual(report["category"], "differs", report)
         self.assertEqual(report["equivalence"]["largest_difference"], "inf")
+
+
+CONSTRAINED = '''
+import torch
+from torch import nn
+
+
+def exists(v):
+    return v is not None
+
+
+class Stages(nn.Module):
+    def __init__(self, dim, depth, dims, prob, ratio=None):
+        super().__init__()
+        assert isinstance(depth, tuple), "depth is a tuple of blocks per stage"
+        assert len(dims) == 2, "dims must be a pair"
+        assert 0 <= prob < 1.
+        assert exists(ratio), "ratio must be supplied"
+        self.ph, self.pw = dims
+        self.stages = nn.ModuleList([nn.Linear(dim, dim) for _ in depth])
+        self.scale = ratio
+
+    def forward(self, x):
+        for stage in self.stages:
+            x = stage(x) * self.scale
+        return x
+
+
+class Heads(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        if dim % heads != 0:
+            raise ValueError("dim must be divisible by heads")
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x)[0]
+
+
+class Residual(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x) + x
+
+
+class Wrapper(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        assert isinstance(inner, Stages)
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x) * 2
+'''
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class ConstructorConstraints(unittest.TestCase):
+    """A guessed argument set that the block's constructor rejects is changed as the failing statement asks, alike on
+    both sides; a wrapped function is a module that runs."""
+
+    def test_asserts_on_the_arguments_are_satisfied(self) -> None:
+        report = judged(CONSTRAINED, CONSTRAINED, "Stages")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_raise_under_a_condition_is_avoided(self) -> None:
+        report = judged(CONSTRAINED, CONSTRAINED.replace("heads, batch_first=True", "heads * 1, batch_first=True"), "Heads")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_wrapped_function_and_an_object_of_a_named_class(self) -> None:
+        self.assertEqual(judged(CONSTRAINED, CONSTRAINED, "Residual")["tier"], "equivalent")
+        self.assertEqual(judged(CONSTRAINED, CONSTRAINED, "Wrapper")["tier"], "equivalent")
+
+    def test_a_changed_bound_still_differs(self) -> None:
+        edited = CONSTRAINED.replace("x = stage(x) * self.scale", "x = stage(x) * self.scale * 1.01")
+        report = judged(edited, CONSTRAINED, "Stages")
+        self.assertEqual(report.get("category"), "differs", report)
+        self.assertEqual(report["kwargs"]["depth"], [1, 1])
+        self.assertLess(report["kwargs"]["prob"], 1)

@@ -1,0 +1,252 @@
+"""Worker side: when a guessed argument set fails inside the block's own constructor, the statement that failed says
+what the arguments must be (`assert 0 <= prob < 1`, `assert isinstance(depth, tuple)`, `if d_model % n_heads != 0:
+raise ValueError(...)`, `self.ph, self.pw = patch_size`), and the arguments are changed to satisfy it. Both sides
+repair the same way (the same source fails the same way), so the copy and the original are built alike. Runs only
+in a worker."""
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+import textwrap
+from typing import Any, Dict, List, Optional, Tuple
+
+# an int where the code wanted a sequence, or None where it wanted a value
+NOT_A_SEQUENCE = ("has no len()", "is not iterable", "cannot unpack non-iterable", "is not subscriptable")
+EXISTS = ("exists", "is_not_none", "not_none", "defined")
+DIVISIBLE = ("divisible_by", "divisible", "is_divisible")
+
+
+def failing_statement(exc: BaseException, cls: Any) -> Optional[Tuple[ast.stmt, List[ast.AST], Any]]:
+    """The statement of the block's own `__init__` where the exception was raised, its enclosing
+    nodes (innermost last) and the frame; None when it was raised deeper, in code the block calls."""
+    init: Any = getattr(cls, "__init__", None)
+    code = getattr(init, "__code__", None)
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    if code is None or last is None or last.tb_frame.f_code is not code:
+        return None
+    try:
+        lines, start = inspect.getsourcelines(init)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    line = last.tb_lineno - start + 1
+    found: List[Tuple[ast.stmt, List[ast.AST]]] = []
+
+    def walk(node: ast.AST, parents: List[ast.AST]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt) and child.lineno <= line <= (child.end_lineno or child.lineno):
+                found.append((child, parents + [node]))
+            walk(child, parents + [node])
+    walk(tree, [])
+    if not found:
+        return None
+    stmt, parents = found[-1]
+    return stmt, parents, last.tb_frame
+
+
+def solve(test: ast.expr, values: Dict[str, Any], guess: Any, namespace: Dict[str, Any], build: Any = None) -> Dict[str, Any]:
+    """Values for the parameters named in `test` that make it true (as many as it can say)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        for part in test.values:
+            out = solve(part, values, guess, namespace, build)
+            if out:
+                return out
+        return {}
+    if isinstance(test, ast.BoolOp):
+        out: Dict[str, Any] = {}
+        bounds: Dict[str, List[Tuple[str, Any]]] = {}
+        for part in test.values:
+            if isinstance(part, ast.Compare):
+                for name, op, value in comparisons(part, values):
+                    bounds.setdefault(name, []).append((op, value))
+            else:
+                out.update(solve(part, values, guess, namespace, build))
+        for name, links in bounds.items():
+            out[name] = within(values[name], links)
+        return {k: v for k, v in out.items() if v is not None}
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return solve(negated(test.operand), values, guess, namespace, build)
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.args:
+        names = [a.id for a in test.args if isinstance(a, ast.Name)]
+        if test.func.id in EXISTS and names and names[0] in values and values[names[0]] is None:
+            return {names[0]: guess(names[0])}
+        if test.func.id in DIVISIBLE and len(names) == 2:
+            return multiple(names[0], names[1], values)
+        if test.func.id == "isinstance" and len(test.args) == 2 and names and names[0] in values:
+            return {names[0]: of_kind(values[names[0]], test.args[1], namespace, build)}
+        if test.func.id == "all" and isinstance(test.args[0], (ast.List, ast.Tuple)):
+            return solve(ast.BoolOp(op=ast.And(), values=list(test.args[0].elts)), values, guess, namespace, build)
+        return {}
+    if isinstance(test, ast.Name) and test.id in values and not values[test.id]:
+        return {test.id: guess(test.id)}
+    if not isinstance(test, ast.Compare):
+        return {}
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if len(test.ops) == 1 and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod) and isinstance(op, ast.Eq):
+        if isinstance(left.left, ast.Name) and isinstance(left.right, ast.Name):
+            return multiple(left.left.id, left.right.id, values)
+    if len(test.ops) == 1 and isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len" \
+            and left.args and isinstance(left.args[0], ast.Name) and isinstance(op, ast.Eq):
+        name = left.args[0].id
+        count = right.value if isinstance(right, ast.Constant) else values.get(str(getattr(right, "id", "")))
+        if name in values and isinstance(count, int) and 0 < count <= 8 and is_number(values[name]):
+            return {name: tuple([values[name]] * count)}
+        return {}
+    if len(test.ops) == 1 and isinstance(op, ast.IsNot) and isinstance(left, ast.Name) and left.id in values \
+            and values[left.id] is None:
+        return {left.id: guess(left.id)}
+    pairs: Dict[str, List[Tuple[str, Any]]] = {}
+    for name, o, value in comparisons(test, values):
+        pairs.setdefault(name, []).append((o, value))
+    return {k: v for k, v in ((k, within(values[k], p)) for k, p in pairs.items()) if v is not None}
+
+
+OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def comparisons(test: ast.Compare, values: Dict[str, Any]) -> List[Tuple[str, str, Any]]:
+    """(parameter, operator, number) for each link of a comparison chain between a parameter and a number."""
+    out = []
+    items = [test.left] + list(test.comparators)
+    for i, op in enumerate(test.ops):
+        a, b, sym = items[i], items[i + 1], OPS.get(type(op))
+        if sym is None:
+            continue
+        if isinstance(a, ast.Name) and a.id in values and number(b) is not None:
+            out.append((a.id, sym, number(b)))
+        elif isinstance(b, ast.Name) and b.id in values and number(a) is not None:
+            out.append((b.id, FLIP[sym], number(a)))
+    return out
+
+
+def number(node: ast.AST) -> Any:
+    """The number a literal (or a negated literal) is; None for anything else."""
+    if isinstance(node, ast.Constant) and is_number(node.value):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        value: Any = node.operand.value
+        return -value if is_number(value) else None
+    return None
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def within(current: Any, pairs: List[Tuple[str, Any]]) -> Any:
+    """A number that satisfies every (operator, bound); the current value when it already does."""
+    def ok(v: Any) -> bool:
+        return all({"<": v < b, "<=": v <= b, ">": v > b, ">=": v >= b, "==": v == b, "!=": v != b}[o] for o, b in pairs)
+    if is_number(current) and ok(current):
+        return None
+    exact = [b for o, b in pairs if o == "=="]
+    if exact:
+        return exact[0]
+    real = isinstance(current, float) or any(isinstance(b, float) for _, b in pairs)
+    lows = [(b, o == ">") for o, b in pairs if o in (">", ">=")]
+    highs = [(b, o == "<") for o, b in pairs if o in ("<", "<=")]
+    lo, hi = (max(lows) if lows else None), (min(highs) if highs else None)
+    tries: List[Any] = []
+    if lo is not None and hi is not None:
+        tries += [(lo[0] + hi[0]) / 2] if real else [lo[0] + (1 if lo[1] else 0)]
+    elif lo is not None:
+        tries += [lo[0] + (0.5 if real else 1) if lo[1] else lo[0], lo[0] + 1]
+    elif hi is not None:
+        tries += [hi[0] / 2 if real and hi[0] > 0 else hi[0] - (1 if hi[1] else 0)]
+    tries += [(current or 0) + 1] if is_number(current) else []
+    return next((t for t in tries if ok(t)), None)
+
+
+def multiple(name: str, divisor: str, values: Dict[str, Any]) -> Dict[str, Any]:
+    a: Any = values.get(name)
+    b: Any = values.get(divisor)
+    if not (is_number(a) and is_number(b)) or b == 0 or a % b == 0:
+        return {}
+    if name in values and isinstance(a, int):
+        return {name: int(b) * max(1, round(a / b))}
+    return {}
+
+
+def of_kind(current: Any, kind: ast.expr, namespace: Dict[str, Any], build: Any) -> Any:
+    """`current` as the type an isinstance check asks for: a tuple or list of it, or an object of a module class the
+    code names (`build(klass)` builds it as the block is built, None when it cannot)."""
+    names = [e.id for e in (kind.elts if isinstance(kind, ast.Tuple) else [kind]) if isinstance(e, ast.Name)]
+    if is_number(current) and ("tuple" in names or "list" in names or "Sequence" in names):
+        return (current, current) if "tuple" in names or "Sequence" in names else [current, current]
+    torch = sys.modules.get("torch")
+    for name in names:
+        klass = namespace.get(name)
+        if build is not None and inspect.isclass(klass) and torch is not None and issubclass(klass, torch.nn.Module):
+            built = build(klass)
+            if built is not None:
+                return built
+    return None
+
+
+def negated(node: ast.expr) -> ast.expr:
+    """`not node`, pushed into comparisons (De Morgan), so that `if x % n != 0: raise` reads as `x % n == 0`."""
+    if isinstance(node, ast.BoolOp):
+        return ast.BoolOp(op=ast.And() if isinstance(node.op, ast.Or) else ast.Or(), values=[negated(v) for v in node.values])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return node.operand
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        flip = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
+                ast.Is: ast.IsNot, ast.IsNot: ast.Is}.get(type(node.ops[0]))
+        if flip is not None:
+            return ast.Compare(left=node.left, ops=[flip()], comparators=node.comparators)
+    return ast.UnaryOp(op=ast.Not(), operand=node)
+
+
+def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, Any], guess: Any, build: Any = None) -> bool:
+    """Change `args`/`kwargs` (in place) so that the statement of the block's constructor that raised `exc` holds;
+    False when it says nothing the arguments can change. `guess(name)` is the guessed value of a parameter,
+    `build(klass)` an object of a module class (or None)."""
+    where = failing_statement(exc, cls)
+    if where is None:
+        return False
+    stmt, parents, frame = where
+    try:
+        signature = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return False
+    params = [p.name for p in list(signature.parameters.values())[1:] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    given = bound(params, args, kwargs)
+    # the parameters as the failing frame holds them, where it has not rebound them
+    local = dict(frame.f_locals)
+    values = {p: local[p] for p in params if p in local
+              and local[p] is (given[p] if p in given else signature.parameters[p].default)}
+    namespace = frame.f_globals
+    changes: Dict[str, Any] = {}
+    if isinstance(stmt, ast.Assert):
+        changes = solve(stmt.test, values, guess, namespace, build)
+    elif isinstance(stmt, ast.Raise) and parents and isinstance(parents[-1], ast.If):
+        changes = solve(negated(parents[-1].test), values, guess, namespace, build)
+    if not changes and isinstance(exc, TypeError):
+        named = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in values}
+        if any(s in str(exc) for s in NOT_A_SEQUENCE):
+            changes = {n: (values[n], values[n]) for n in sorted(named) if is_number(values[n])}
+        elif "'NoneType'" in str(exc):
+            changes = {n: guess(n) for n in sorted(named) if values[n] is None}
+    changes = {k: v for k, v in changes.items() if v is not None and k in values}
+    if not changes:
+        return False
+    for name, value in changes.items():
+        index = params.index(name)
+        if index < len(args):
+            args[index] = value
+        else:
+            kwargs[name] = value
+    return True
+
+
+def bound(params: List[str], args: List[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The parameters the call passed, by name."""
+    out = dict(zip(params, args))
+    out.update({k: v for k, v in kwargs.items() if k in params})
+    return out
