@@ -74,6 +74,16 @@ class Block(nn.Module):
 class Fused(nn.Module):
     def forward(self, x):
         return _C.fused(x)
+
+
+class Wrapped(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        assert isinstance(inner, Gate)
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
 `,
 };
 
@@ -135,6 +145,13 @@ describe('the dependency closure, called directly', function () {
     const r = await close('lab.blocks', 'Block');
     const marker = [...r.units.values()].find((n) => n.rec.facts.units[n.unit].name === 'Marker')!;
     assert.match(marker.replacement?.source ?? '', /^class Marker:\n {4}"""A stand-in written by NN-RAG/);
+  });
+
+  it('keeps the class the constructor of a block tests its arguments against: users build it with real objects', async () => {
+    const r = await close('lab.blocks', 'Wrapped');
+    const gate = [...r.units.values()].find((n) => n.rec.facts.units[n.unit].name === 'Gate')!;
+    assert.strictEqual(gate.replacement, undefined, 'Gate is written whole, not as a stand-in');
+    assert.ok(unitNames(r).includes('lab.helpers.Gate'));
   });
 
   it('names a compiled module without source as a problem, and imports it from its build when there is one', async () => {

@@ -183,12 +183,13 @@ export class ClosureWalk {
     }
     // a name inside a value only tested against is only tested against; else what the code around it says (asked
     // only of the classes and values that could become stand-ins)
-    // (the annotations of the block's own constructor say what a user builds it with: `cnf: FusedMBConvConfig` is kept)
+    // (the block's own constructor says what a user builds it with: `cnf: FusedMBConvConfig` and
+    // `assert isinstance(vit, ViT)` keep the class, or no object a user passes would pass the test)
     const use = (): Use => {
       if (end !== ref.end || !text) return 'other';
       if (this.typeOnly.aliases.has(node.key)) return 'isinstance';
       const u = useAt(text, ref.start, ref.end);
-      if (u !== 'annotation' || node.rec !== this.rootRec || node.unit !== this.rootUnit) return u;
+      if (u === 'other' || node.rec !== this.rootRec || node.unit !== this.rootUnit) return u;
       const def = [...text.slice(Math.max(0, ref.start - 2000), ref.start).matchAll(/\bdef\s+(\w+)\s*\(/g)].pop();
       return def?.[1] === '__init__' ? 'other' : u;
     };
