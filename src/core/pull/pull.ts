@@ -24,6 +24,8 @@ import { unitsDirOf } from '../store/unitsCache';
 import { loadUnits, saveUnits } from '../store/unitsCache';
 import { decodePython } from '../parse/decode';
 import type { PythonParser } from '../parse/parser';
+import { readmeBlocks, readmeUsesOf } from './readmeExamples';
+import type { ReadmeBlock } from './readmeExamples';
 import type { CallSite, ParsedModule } from '../parse/types';
 import { BuilderIndex } from '../resolve/builders';
 import { shortenDocstrings } from '../emit/docstrings';
@@ -143,6 +145,8 @@ export interface PullSession {
   shortened: Map<string, string>;
   /** The index's own store of sources (an imported index), when it has one: looked for once per session. */
   sources?: string;
+  /** Per repository, the Python code blocks of its README (readmeExamples.ts), read once per session. */
+  readmes: Map<number, Promise<ReadmeBlock[]>>;
 }
 
 export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
@@ -154,7 +158,7 @@ export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
   }
   const store = sourcesDirOf(db);
   const sources = store && fs.existsSync(store) ? store : undefined;
-  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map(), sources };
+  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map(), sources, readmes: new Map() };
 }
 
 async function parseRecord(session: PullSession, parser: PythonParser, rec: ModuleRecord): Promise<ParsedModule> {
@@ -550,12 +554,13 @@ async function originalAlone(session: PullSession, ref: ClassRef, options: PullO
 /** What the judge is told of block `name` of `rec` whichever side it runs: the interpreter and limits, and how the
  * repository builds and calls it (its call sites' arguments, its tests). */
 async function judging(session: PullSession, rec: ModuleRecord, name: string, options: PullOptions): Promise<ValidateOptions> {
+  const readme = await readmeUses(session, rec, name, options.parser);
   return {
     python: options.python!,
     runner: options.runner!,
     className: name,
-    candidates: callSites(session, rec, name),
-    examples: await exampleTexts(session, rec, name),
+    candidates: [...readme.calls, ...callSites(session, rec, name)].slice(0, MAX_CANDIDATES),
+    examples: [...(await exampleTexts(session, rec, name)), ...readme.texts].slice(0, MAX_EXAMPLES),
     timeoutMs: options.timeoutMs,
     memoryMb: options.memoryMb,
     signal: options.signal,
@@ -635,6 +640,22 @@ function callsOf(session: PullSession, rec: ModuleRecord, name: string): { m: Mo
     }
   }
   return out;
+}
+
+/** Argument sets and example texts sent to the judge, at most. */
+const MAX_CANDIDATES = 6;
+const MAX_EXAMPLES = 4;
+
+/** How the repository's README builds and calls the block (readmeExamples.ts), its complete calls first. */
+async function readmeUses(session: PullSession, rec: ModuleRecord, name: string, parser: PythonParser): Promise<ReturnType<typeof readmeUsesOf>> {
+  const repo = session.repos.get(rec.repoId);
+  if (!repo) return { calls: [], texts: [] };
+  let blocks = session.readmes.get(repo.id);
+  if (!blocks) session.readmes.set(repo.id, (blocks = readmeBlocks(repo, parser).catch(() => [])));
+  const uses = readmeUsesOf(await blocks, session.table, rec, name);
+  const known = (c: { args: unknown[]; kwargs: Record<string, unknown> }): number =>
+    [...c.args, ...Object.values(c.kwargs)].filter((v) => !(v && typeof v === 'object' && '$unknown' in v)).length;
+  return { calls: uses.calls.sort((a, b) => known(b) - known(a)).slice(0, 2), texts: uses.texts.slice(0, 2) };
 }
 
 /** How the repository itself builds the block: literal arguments of its call sites, most informative first. */
