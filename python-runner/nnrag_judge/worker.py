@@ -281,7 +281,12 @@ Attempt = Tuple[Any, List[Any], Dict[str, Any]]  # ("builder" or the index of an
 def attempts_of(cls: Any, module: Any, given: List[Dict[str, Any]], factory: Any, nn: Any) -> List[Attempt]:
     """The ways to build the block, in order: the repository's builder when there is one, then the argument sets."""
     out: List[Attempt] = [("builder", [], {})] if factory is not None else []
-    out += [(k, a, kw) for k, (a, kw) in enumerate(constructor_candidates(cls, given, nn, vars(module))[:MAX_CONSTRUCTIONS])]
+    # the README's calls build the model at the size its authors use: tried after the light argument sets
+    plain = [g for g in given if not g.get("documented")]
+    documented = [g for g in given if g.get("documented")]
+    sets = constructor_candidates(cls, plain, nn, vars(module))[:MAX_CONSTRUCTIONS]
+    sets += constructor_candidates(cls, documented, nn, vars(module))[:len(documented)]
+    out += [(k, a, kw) for k, (a, kw) in enumerate(sets)]
     return out
 
 

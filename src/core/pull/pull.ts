@@ -559,7 +559,8 @@ async function judging(session: PullSession, rec: ModuleRecord, name: string, op
     python: options.python!,
     runner: options.runner!,
     className: name,
-    candidates: [...readme.calls, ...callSites(session, rec, name)].slice(0, MAX_CANDIDATES),
+    // the README's (full-size models) are marked: the judge tries them after its light argument sets
+    candidates: [...callSites(session, rec, name).slice(0, MAX_CANDIDATES - readme.calls.length), ...readme.calls.map((c) => ({ ...c, documented: true }))],
     examples: [...(await exampleTexts(session, rec, name)), ...readme.texts].slice(0, MAX_EXAMPLES),
     timeoutMs: options.timeoutMs,
     memoryMb: options.memoryMb,
@@ -646,7 +647,7 @@ function callsOf(session: PullSession, rec: ModuleRecord, name: string): { m: Mo
 const MAX_CANDIDATES = 6;
 const MAX_EXAMPLES = 4;
 
-/** How the repository's README builds and calls the block (readmeExamples.ts), its complete calls first. */
+/** How the repository's README builds and calls the block (readmeExamples.ts): two calls, the most complete first. */
 async function readmeUses(session: PullSession, rec: ModuleRecord, name: string, parser: PythonParser): Promise<ReturnType<typeof readmeUsesOf>> {
   const repo = session.repos.get(rec.repoId);
   if (!repo) return { calls: [], texts: [] };

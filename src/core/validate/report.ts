@@ -104,7 +104,7 @@ export interface ValidateOptions {
   memoryMb?: number;
   className?: string;
   /** Constructor arguments to try first (how the repository itself builds the block). */
-  candidates?: { args: unknown[]; kwargs: Record<string, unknown> }[];
+  candidates?: { args: unknown[]; kwargs: Record<string, unknown>; documented?: boolean }[];
   /** The repository's own code that builds and calls the block (tests, examples): the judge reads inputs from it. */
   examples?: string[];
   /** Modules known to be compiled extensions, for the failure category. */
