@@ -1,23 +1,13 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
-import { execFileSync } from 'child_process';
 import * as path from 'path';
 import { findTarget } from '../../src/core/store/target';
 import { openPullSession, pullBlock } from '../../src/core/pull/pull';
 import type { PullOptions, PullReport } from '../../src/core/pull/pull';
 import { BuilderIndex, callableWithoutArguments } from '../../src/core/resolve/builders';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
-import { ASSETS, cli, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
+import { ASSETS, cli, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, hasTorch, tmpdir, writeTree } from './helpers';
 import { readProvenance } from '../../src/core/emit/pulledFile';
-
-function hasTorch(): boolean {
-  try {
-    execFileSync(PYTHON_WITH_TORCH, ['-c', 'import torch'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const REPO = {
   'zoo/__init__.py': '',

@@ -1,4 +1,5 @@
 /** Shared test helpers: asset paths from node_modules, temporary folders, small fixture trees. */
+import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -52,6 +53,16 @@ export async function indexFolder(db: IndexDb, dir: string, config: Partial<Sour
 }
 
 export const PYTHON_WITH_TORCH = '/usr/bin/python3';
+
+/** Whether PYTHON_WITH_TORCH imports torch (tests that validate are skipped without it). */
+export function hasTorch(): boolean {
+  try {
+    execFileSync(PYTHON_WITH_TORCH, ['-c', 'import torch'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Runs the command line in this process; returns its exit code and what it printed. */
 export async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {

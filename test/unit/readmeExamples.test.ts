@@ -3,14 +3,13 @@
  * the very class they import (another class of the same name in another module gets none of it).
  */
 import * as assert from 'assert';
-import { execFileSync } from 'child_process';
 import * as path from 'path';
 import { openPullSession, pullBlock } from '../../src/core/pull/pull';
 import { pythonFences, readmeBlocks, readmeUsesOf } from '../../src/core/pull/readmeExamples';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { loadRepoRows } from '../../src/core/store/sourceText';
 import { findTarget } from '../../src/core/store/target';
-import { ASSETS, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
+import { ASSETS, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, hasTorch, tmpdir, writeTree } from './helpers';
 
 // a patch embedding whose image and patch sizes must agree with its input, and whose width no guess gives
 const NET = `import torch
@@ -50,15 +49,6 @@ const FILES: Record<string, string> = {
     '```',
   ].join('\n'),
 };
-
-function hasTorch(): boolean {
-  try {
-    execFileSync(PYTHON_WITH_TORCH, ['-c', 'import torch'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('README examples: how the authors build and call a block', function () {
   this.timeout(180_000);
