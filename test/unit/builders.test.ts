@@ -17,6 +17,7 @@ const REPO = {
     'class Net(nn.Module):',
     '    def __init__(self, widths, depth_list):',
     '        super().__init__()',
+    '        assert list(widths) == sorted(set(widths)), "widths must increase"',
     '        layers = [nn.Conv2d(3, widths[0], 3, padding=1)]',
     '        for a, b in zip(widths, widths[1:]):',
     '            layers += [nn.Conv2d(a, b, 3, padding=1) for _ in range(depth_list[0])]',
