@@ -70,7 +70,9 @@ def solve(test: ast.expr, values: Dict[str, Any], guess: Any, namespace: Dict[st
             out[name] = within(values[name], links)
         return {k: v for k, v in out.items() if v is not None}
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return solve(negated(test.operand), values, guess, namespace, build)
+        inner = negated(test.operand)
+        # `not f(x)`: nothing to push the negation into
+        return {} if isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.Not) else solve(inner, values, guess, namespace, build)
     if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.args:
         names = [a.id for a in test.args if isinstance(a, ast.Name)]
         if test.func.id in EXISTS and names and names[0] in values and values[names[0]] is None:
@@ -97,6 +99,11 @@ def solve(test: ast.expr, values: Dict[str, Any], guess: Any, namespace: Dict[st
         if name in values and isinstance(count, int) and 0 < count <= 8 and is_number(values[name]):
             return {name: tuple([values[name]] * count)}
         return {}
+    # `mode in ("grid", "window")`: the first of the values listed
+    if len(test.ops) == 1 and isinstance(op, ast.In) and isinstance(left, ast.Name) and left.id in values \
+            and isinstance(right, (ast.List, ast.Tuple, ast.Set)) and right.elts and isinstance(right.elts[0], ast.Constant):
+        listed = [e.value for e in right.elts if isinstance(e, ast.Constant)]
+        return {} if values[left.id] in listed else {left.id: listed[0]}
     if len(test.ops) == 1 and isinstance(op, ast.IsNot) and isinstance(left, ast.Name) and left.id in values \
             and values[left.id] is None:
         return {left.id: guess(left.id)}
@@ -197,7 +204,7 @@ def negated(node: ast.expr) -> ast.expr:
         return node.operand
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         flip = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
-                ast.Is: ast.IsNot, ast.IsNot: ast.Is}.get(type(node.ops[0]))
+                ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}.get(type(node.ops[0]))
         if flip is not None:
             return ast.Compare(left=node.left, ops=[flip()], comparators=node.comparators)
     return ast.UnaryOp(op=ast.Not(), operand=node)

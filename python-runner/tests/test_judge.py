@@ -732,3 +732,35 @@ class ConstructorConstraints(unittest.TestCase):
         self.assertEqual(report.get("category"), "differs", report)
         self.assertEqual(report["kwargs"]["depth"], [1, 1])
         self.assertLess(report["kwargs"]["prob"], 1)
+
+
+CHOICE = '''
+import torch
+from torch import nn
+
+
+class Choice(nn.Module):
+    def __init__(self, dim, mode, scale):
+        super().__init__()
+        if mode not in ["grid", "window"]:
+            raise ValueError("mode is grid or window")
+        if not callable(scale):
+            raise TypeError("scale must be callable")
+        self.lin = nn.Linear(dim, dim)
+        self.mode = mode
+
+    def forward(self, x):
+        return self.lin(x) if self.mode == "grid" else -self.lin(x)
+'''
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class ConstructorChoices(unittest.TestCase):
+    """A value listed by the check is taken; a check the arguments cannot be read from (`not callable(scale)`) ends
+    the repairs with the constructor's own error, not a recursion."""
+
+    def test_a_listed_value_then_an_unreadable_check(self) -> None:
+        report = judged(CHOICE, CHOICE, "Choice")
+        self.assertEqual(report.get("category"), "instantiate", report)
+        self.assertIn("scale must be callable", report["message"])
+        self.assertNotIn("Recursion", report["message"])
