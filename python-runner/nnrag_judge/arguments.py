@@ -194,6 +194,25 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
                            namespace: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any]]]:
     """Argument sets to try: how the repository calls the block (unknown values guessed), defaults, guesses."""
     params = init_parameters(cls)
+    out = given_candidates(cls, given, nn, namespace)
+    out.append(([], {}))
+    required = {p.name: guess_value(p, nn, namespace) for p in params if p.default is p.empty}
+    if required:
+        out.append(([], required))
+        # an input width four times the inner width (ResNet's Bottleneck keeps its identity shortcut)
+        if any(k.startswith(("in", "inp")) for k in required) and any(isinstance(v, int) and v == 16 for v in required.values()):
+            out.append(([], {k: (64 if k.startswith(("in", "inp")) and v == 16 else v) for k, v in required.items()}))
+        # widths divisible by GroupNorm's 32 groups and by head counts, and by three or six heads (a ViT-S default)
+        for width in (64, 32, 96):
+            out.append(([], {k: (width if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
+    return out
+
+
+def given_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
+                     namespace: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any]]]:
+    """The argument sets of the calls given (a call site's, a README's): names looked up, unknown values and the
+    required parameters they leave out guessed."""
+    params = init_parameters(cls)
     by_name = {p.name: p for p in params}
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     out: List[Tuple[List[Any], Dict[str, Any]]] = []
@@ -218,18 +237,6 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
             if p.default is p.empty and p.name not in taken:
                 kwargs[p.name] = guess_value(p, nn, namespace)
         out.append((args, kwargs))
-    out.append(([], {}))
-    required = {p.name: guess_value(p, nn, namespace) for p in params if p.default is p.empty}
-    if required:
-        out.append(([], required))
-        # an input width four times the inner width (ResNet's Bottleneck keeps its identity shortcut)
-        if any(k.startswith(("in", "inp")) for k in required) and any(isinstance(v, int) and v == 16 for v in required.values()):
-            out.append(([], {k: (64 if k.startswith(("in", "inp")) and v == 16 else v) for k, v in required.items()}))
-        # widths divisible by GroupNorm's 32 groups and by head counts
-        out.append(([], {k: (64 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
-        out.append(([], {k: (32 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
-        # and by three or six heads (a ViT-S default)
-        out.append(([], {k: (96 if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
     return out
 
 

@@ -212,7 +212,7 @@ def negated(node: ast.expr) -> ast.expr:
 
 def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, Any], guess: Any, build: Any = None) -> bool:
     """Change `args`/`kwargs` (in place) so that the statement of the block's constructor that raised `exc` holds;
-    False when it says nothing the arguments can change. `guess(name)` is the guessed value of a parameter,
+    False when it says nothing the arguments can change. `guess(param)` is the guessed value of a parameter,
     `build(klass)` an object of a module class (or None)."""
     where = failing_statement(exc, cls)
     if where is None:
@@ -229,17 +229,21 @@ def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, An
     values = {p: local[p] for p in params if p in local
               and local[p] is (given[p] if p in given else signature.parameters[p].default)}
     namespace = frame.f_globals
+
+    def guess_of(name: str) -> Any:
+        return guess(signature.parameters[name])
+
     changes: Dict[str, Any] = {}
     if isinstance(stmt, ast.Assert):
-        changes = solve(stmt.test, values, guess, namespace, build)
+        changes = solve(stmt.test, values, guess_of, namespace, build)
     elif isinstance(stmt, ast.Raise) and parents and isinstance(parents[-1], ast.If):
-        changes = solve(negated(parents[-1].test), values, guess, namespace, build)
+        changes = solve(negated(parents[-1].test), values, guess_of, namespace, build)
     if not changes and isinstance(exc, TypeError):
         named = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in values}
         if any(s in str(exc) for s in NOT_A_SEQUENCE):
             changes = {n: (values[n], values[n]) for n in sorted(named) if is_number(values[n])}
         elif "'NoneType'" in str(exc):
-            changes = {n: guess(n) for n in sorted(named) if values[n] is None}
+            changes = {n: guess_of(n) for n in sorted(named) if values[n] is None}
     changes = {k: v for k, v in changes.items() if v is not None and k in values}
     if not changes:
         return False

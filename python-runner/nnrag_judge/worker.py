@@ -24,7 +24,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, constructor_candidates, guess_value,
+from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, constructor_candidates, given_candidates, guess_value,
                         in_form, jsonable, takes_a_list, variants)
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import containers, docstring_inputs, filled, input_candidates, lighter, shapes, shrunk, spatial_sides, LARGE_SIDE
@@ -72,16 +72,8 @@ def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any
     """Build the block; when a nested constructor reached through **kwargs misses arguments, guess them too, and when
     a statement of the block's constructor rejects the arguments, change them as it asks (repair.py). `args` and
     `kwargs` then hold the arguments that built it."""
-    try:
-        signature: Any = inspect.signature(cls.__init__)
-    except (TypeError, ValueError):
-        signature = None
-
-    def guess(name: str) -> Any:
-        param = signature.parameters.get(name) if signature is not None else None
-        kind = inspect.Parameter.KEYWORD_ONLY
-        return guess_value(inspect.Parameter(name, kind, annotation=param.annotation if param is not None else inspect.Parameter.empty),
-                           nn, getattr(cls.__init__, "__globals__", None))
+    def guess(param: inspect.Parameter) -> Any:
+        return guess_value(param, nn, getattr(cls.__init__, "__globals__", None))
 
     for _ in range(MAX_REPAIRS):
         try:
@@ -284,8 +276,7 @@ def attempts_of(cls: Any, module: Any, given: List[Dict[str, Any]], factory: Any
     # the README's calls build the model at the size its authors use: tried after the light argument sets
     plain = [g for g in given if not g.get("documented")]
     documented = [g for g in given if g.get("documented")]
-    sets = constructor_candidates(cls, plain, nn, vars(module))[:MAX_CONSTRUCTIONS]
-    sets += constructor_candidates(cls, documented, nn, vars(module))[:len(documented)]
+    sets = constructor_candidates(cls, plain, nn, vars(module))[:MAX_CONSTRUCTIONS] + given_candidates(cls, documented, nn, vars(module))
     out += [(k, a, kw) for k, (a, kw) in enumerate(sets)]
     return out
 

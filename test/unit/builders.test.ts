@@ -1,12 +1,9 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { findTarget } from '../../src/core/store/target';
-import { openPullSession, pullBlock } from '../../src/core/pull/pull';
-import type { PullOptions, PullReport } from '../../src/core/pull/pull';
 import { BuilderIndex, callableWithoutArguments } from '../../src/core/resolve/builders';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
-import { ASSETS, cli, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, hasTorch, tmpdir, writeTree } from './helpers';
+import { cli, indexFolder, memoryDb, PYTHON_WITH_TORCH, hasTorch, pullValidated, tmpdir, writeTree } from './helpers';
 import { readProvenance } from '../../src/core/emit/pulledFile';
 
 const REPO = {
@@ -65,23 +62,6 @@ const NESTED = {
     '    return Outer([6, 6])',
   ].join('\n'),
 };
-
-/** Indexes `files`, pulls `target` with validation by the interpreter that has torch. */
-async function pullValidated(files: Record<string, string>, target: string, extra: Partial<PullOptions> = {}): Promise<PullReport> {
-  const dir = await tmpdir();
-  await writeTree(dir, files);
-  const db = await memoryDb();
-  await indexFolder(db, dir);
-  return pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, target), {
-    parser: await parser(),
-    out: path.join(dir, 'out', 'pulled.py'),
-    python: PYTHON_WITH_TORCH,
-    runner: ASSETS.runner,
-    validate: true,
-    timeoutMs: 100_000,
-    ...extra,
-  });
-}
 
 describe('builders: how the repository itself builds a block', () => {
   it('reads whether a signature needs arguments', () => {

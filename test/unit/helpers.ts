@@ -9,6 +9,10 @@ import { IndexDb } from '../../src/core/store/database';
 import { finishRun, indexSource } from '../../src/core/index/indexer';
 import type { IndexRunStats } from '../../src/core/index/indexer';
 import { PythonParser } from '../../src/core/parse/parser';
+import { openPullSession, pullBlock } from '../../src/core/pull/pull';
+import type { PullOptions, PullReport } from '../../src/core/pull/pull';
+import { loadModuleTable } from '../../src/core/resolve/loadTable';
+import { findTarget } from '../../src/core/store/target';
 import { openFolder } from '../../src/core/sources/folder';
 import type { SourceConfig } from '../../src/core/sources/types';
 
@@ -62,6 +66,23 @@ export function hasTorch(): boolean {
   } catch {
     return false;
   }
+}
+
+/** Indexes `files`, pulls `target` with validation by the interpreter that has torch. */
+export async function pullValidated(files: Record<string, string>, target: string, extra: Partial<PullOptions> = {}): Promise<PullReport> {
+  const dir = await tmpdir();
+  await writeTree(dir, files);
+  const db = await memoryDb();
+  await indexFolder(db, dir);
+  return pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, target), {
+    parser: await parser(),
+    out: path.join(dir, 'out', 'pulled.py'),
+    python: PYTHON_WITH_TORCH,
+    runner: ASSETS.runner,
+    validate: true,
+    timeoutMs: 100_000,
+    ...extra,
+  });
 }
 
 /** Runs the command line in this process; returns its exit code and what it printed. */

@@ -3,13 +3,10 @@
  * the very class they import (another class of the same name in another module gets none of it).
  */
 import * as assert from 'assert';
-import * as path from 'path';
-import { openPullSession, pullBlock } from '../../src/core/pull/pull';
 import { pythonFences, readmeBlocks, readmeUsesOf } from '../../src/core/pull/readmeExamples';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { loadRepoRows } from '../../src/core/store/sourceText';
-import { findTarget } from '../../src/core/store/target';
-import { ASSETS, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, hasTorch, tmpdir, writeTree } from './helpers';
+import { hasTorch, indexFolder, memoryDb, parser, pullValidated, tmpdir, writeTree } from './helpers';
 
 // a patch embedding whose image and patch sizes must agree with its input, and whose width no guess gives
 const NET = `import torch
@@ -76,27 +73,13 @@ describe('README examples: how the authors build and call a block', function () 
 
   it('validates a block with the arguments and the input its README builds and calls it with', async function () {
     if (!hasTorch()) this.skip();
-    const pull = async (files: Record<string, string>) => {
-      const dir = await tmpdir();
-      await writeTree(dir, files);
-      const db = await memoryDb();
-      await indexFolder(db, dir);
-      return pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'zoo.net.Net'), {
-        parser: await parser(),
-        out: path.join(dir, 'out', 'net.py'),
-        python: PYTHON_WITH_TORCH,
-        runner: ASSETS.runner,
-        validate: true,
-        timeoutMs: 100_000,
-      });
-    };
-    const documented = await pull(FILES);
+    const documented = await pullValidated(FILES, 'zoo.net.Net');
     assert.strictEqual(documented.tier, 'equivalent', JSON.stringify(documented.validation));
     assert.deepStrictEqual(documented.validation?.kwargs, { image_size: 48, patch_size: 12, dim: 20 });
     assert.deepStrictEqual(documented.validation?.input_shapes, [[1, 3, 48, 48]]);
     const { 'README.md': _readme, ...undocumented } = FILES;
     // without the README no argument set builds it
-    const guessed = await pull(undocumented);
+    const guessed = await pullValidated(undocumented, 'zoo.net.Net');
     assert.strictEqual(guessed.category, 'instantiate', JSON.stringify(guessed.validation));
   });
 });

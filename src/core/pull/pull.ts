@@ -654,9 +654,12 @@ async function readmeUses(session: PullSession, rec: ModuleRecord, name: string,
   let blocks = session.readmes.get(repo.id);
   if (!blocks) session.readmes.set(repo.id, (blocks = readmeBlocks(repo, parser).catch(() => [])));
   const uses = readmeUsesOf(await blocks, session.table, rec, name);
-  const known = (c: { args: unknown[]; kwargs: Record<string, unknown> }): number =>
-    [...c.args, ...Object.values(c.kwargs)].filter((v) => !(v && typeof v === 'object' && '$unknown' in v)).length;
-  return { calls: uses.calls.sort((a, b) => known(b) - known(a)).slice(0, 2), texts: uses.texts.slice(0, 2) };
+  return { calls: uses.calls.sort((a, b) => knownArguments(b) - knownArguments(a)).slice(0, 2), texts: uses.texts.slice(0, 2) };
+}
+
+/** How many of a call's arguments are known values (not `$unknown`). */
+function knownArguments(c: { args: unknown[]; kwargs: Record<string, unknown> }): number {
+  return [...c.args, ...Object.values(c.kwargs)].filter((v) => !(v && typeof v === 'object' && '$unknown' in v)).length;
 }
 
 /** How the repository itself builds the block: literal arguments of its call sites, most informative first. */
@@ -667,8 +670,7 @@ export function callSites(session: PullSession, rec: ModuleRecord, name: string)
     const key = JSON.stringify([c.args, c.kwargs]);
     if (seen.has(key)) continue;
     seen.add(key);
-    const score = [...c.args, ...Object.values(c.kwargs)].filter((v) => !(v && typeof v === 'object' && '$unknown' in v)).length;
-    out.push({ args: c.args, kwargs: c.kwargs, score });
+    out.push({ args: c.args, kwargs: c.kwargs, score: knownArguments(c) });
   }
   return out
     .sort((a, b) => b.score - a.score)
