@@ -199,6 +199,9 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
     required = {p.name: guess_value(p, nn, namespace) for p in params if p.default is p.empty}
     if required:
         out.append(([], required))
+        # a required norm factory left out (`norm_layer=None`: the repository's own calls pass None for no norm)
+        if any(is_norm_factory(k) for k in required):
+            out.append(([], {k: (None if is_norm_factory(k) else v) for k, v in required.items()}))
         # an input width four times the inner width (ResNet's Bottleneck keeps its identity shortcut)
         if any(k.startswith(("in", "inp")) for k in required) and any(isinstance(v, int) and v == 16 for v in required.values()):
             out.append(([], {k: (64 if k.startswith(("in", "inp")) and v == 16 else v) for k, v in required.items()}))
@@ -206,6 +209,11 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
         for width in (64, 32, 96):
             out.append(([], {k: (width if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
     return out
+
+
+def is_norm_factory(name: str) -> bool:
+    """A parameter that takes the class of a norm layer (`norm_layer`, `norm`)."""
+    return "norm" in name and (name in FACTORIES or name.endswith("_layer"))
 
 
 def given_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,

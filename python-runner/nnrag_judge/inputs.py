@@ -288,9 +288,57 @@ def index_input(param: inspect.Parameter, inputs: List[Any], torch: Any) -> Opti
     return None
 
 
+# forward parameters that give the grid a sequence of tokens lies on (`forward(x, H, W)`, `forward(x, hw_shape)`)
+GRID_SIDES = ("h", "w", "height", "width", "hh", "ww", "h_", "w_")
+GRID_SHAPES = ("hw_shape", "x_size", "hw", "feat_size", "grid_size", "input_resolution", "spatial_shape")
+GRID_TOKENS = (16, 64)
+
+
+def grid_parameters(model: Any) -> List[inspect.Parameter]:
+    """forward's parameters that give the grid of its tokens (none for most blocks)."""
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    return [p for p in params if p.name.lower() in GRID_SIDES + GRID_SHAPES]
+
+
+def gridded(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:
+    """For a block that takes tokens with their grid (`forward(x, H, W)`): each candidate of tokens [B, N, C] whose
+    N lies on no square grid is tried first with 16 and with 64 tokens (4 x 4, 8 x 8)."""
+    if not grid_parameters(model):
+        return candidates
+    out: List[List[Any]] = []
+    for c in candidates:
+        x = c[0] if c else None
+        if hasattr(x, "dim") and x.dim() == 3 and math.isqrt(int(x.shape[1])) ** 2 != int(x.shape[1]):
+            out.extend([x.new_zeros(x.shape[0], n, x.shape[2]).normal_()] + c[1:] for n in GRID_TOKENS)
+    return out + candidates
+
+
+def grid_value(param: inspect.Parameter, inputs: List[Any]) -> Optional[Any]:
+    """The grid a parameter gives (None for any other): the first tensor's spatial sides when it is an image,
+    else the side of the square its tokens make."""
+    name = param.name.lower()
+    if name not in GRID_SIDES + GRID_SHAPES:
+        return None
+    x = next((v for v in inputs if hasattr(v, "dim")), None)
+    if x is None or x.dim() not in (3, 4):
+        return None
+    if x.dim() == 4:
+        sides = (int(x.shape[2]), int(x.shape[3]))
+    else:
+        side = math.isqrt(int(x.shape[1]))
+        sides = (side, side)
+    if name in GRID_SHAPES:
+        return sides
+    return sides[1] if name.startswith("w") else sides[0]
+
+
 def filled(model: Any, inputs: List[Any], torch: Any) -> List[Any]:
     """An input candidate completed to forward's required positional parameters: index tensors where the parameter
-    is an index, numbers where it is annotated as one, else the first tensor again."""
+    is an index, the tokens' grid where it is one, numbers where it is annotated as one, else the first tensor
+    again."""
     try:
         params = [p for p in inspect.signature(model.forward).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -302,7 +350,8 @@ def filled(model: Any, inputs: List[Any], torch: Any) -> List[Any]:
     out = list(inputs)
     for i in range(len(inputs), arity):
         index = index_input(required[i], out, torch) if i < len(required) else None
-        out.append(index if index is not None else scalars.get(i, inputs[0]))
+        grid = grid_value(required[i], out) if i < len(required) and index is None else None
+        out.append(index if index is not None else grid if grid is not None else scalars.get(i, inputs[0]))
     # a candidate whose second input is a tensor of features where an index is wanted: the index instead
     for i in range(1, min(len(out), len(params))):
         index = index_input(params[i], out, torch)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import sys
 import textwrap
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 # an int where the code wanted a sequence, or None where it wanted a value
 NOT_A_SEQUENCE = ("has no len()", "is not iterable", "cannot unpack non-iterable", "is not subscriptable")
@@ -196,6 +197,61 @@ def of_kind(current: Any, kind: ast.expr, namespace: Dict[str, Any], build: Any)
     return None
 
 
+LACKS = re.compile(r"^'(\w+)' object has no attribute '(\w+)'")
+
+
+def with_attribute(exc: BaseException, stmt: ast.stmt, values: Dict[str, Any], namespace: Dict[str, Any],
+                   build: Any) -> Dict[str, Any]:
+    """A guessed argument the statement reads an attribute of that it lacks (`train_features.chunk(...)`,
+    `model.mask_decoder`): a tensor when tensors have the attribute, else an object of a module class of the file
+    that has it (one whose name shares the parameter's first, in name order so both sides choose alike). The classes
+    are those the block's own source names (`model: Sam`), which the copy and the original both have."""
+    m = LACKS.match(str(exc))
+    torch = sys.modules.get("torch")
+    if m is None or torch is None:
+        return {}
+    kind, attribute = m.group(1), m.group(2)
+    names = sorted({n.value.id for n in ast.walk(stmt) if isinstance(n, ast.Attribute) and n.attr == attribute
+                    and isinstance(n.value, ast.Name) and n.value.id in values and type(values[n.value.id]).__name__ == kind})
+    if not names:
+        return {}
+    name = names[0]
+    if hasattr(torch.Tensor, attribute):
+        return {name: torch.randn(16, 16, generator=torch.Generator().manual_seed(0))}
+    if build is None:
+        return {}
+    classes = sorted((k, v) for k, v in namespace.items() if inspect.isclass(v) and issubclass(v, torch.nn.Module)
+                     and not v.__module__.startswith("torch") and has_attribute(v, attribute))
+    classes.sort(key=lambda kv: kv[0].lower() not in name.lower() and name.lower() not in kv[0].lower())
+    for _, klass in classes[:2]:
+        built = build(klass)
+        if built is not None and hasattr(built, attribute):
+            return {name: built}
+    return {}
+
+
+def named_in(cls: Any) -> Set[str]:
+    """The names the source of a class uses."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def has_attribute(klass: Any, attribute: str) -> bool:
+    """Whether objects of a class have an attribute: defined on the class, or set as `self.<attribute>` in its
+    constructor."""
+    if hasattr(klass, attribute):
+        return True
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(klass.__init__)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    return any(isinstance(n, ast.Attribute) and n.attr == attribute and isinstance(n.ctx, ast.Store)
+               and isinstance(n.value, ast.Name) and n.value.id == "self" for n in ast.walk(tree))
+
+
 def negated(node: ast.expr) -> ast.expr:
     """`not node`, pushed into comparisons (De Morgan), so that `if x % n != 0: raise` reads as `x % n == 0`."""
     if isinstance(node, ast.BoolOp):
@@ -244,6 +300,8 @@ def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, An
             changes = {n: (values[n], values[n]) for n in sorted(named) if is_number(values[n])}
         elif "'NoneType'" in str(exc):
             changes = {n: guess_of(n) for n in sorted(named) if values[n] is None}
+    if not changes and isinstance(exc, AttributeError):
+        changes = with_attribute(exc, stmt, values, {k: v for k, v in namespace.items() if k in named_in(cls)}, build)
     changes = {k: v for k, v in changes.items() if v is not None and k in values}
     if not changes:
         return False

@@ -764,3 +764,88 @@ class ConstructorChoices(unittest.TestCase):
         self.assertEqual(report.get("category"), "instantiate", report)
         self.assertIn("scale must be callable", report["message"])
         self.assertNotIn("Recursion", report["message"])
+
+
+SHAPED = '''
+import torch
+from torch import nn
+
+
+class GridMixer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dw = nn.Conv2d(dim, dim, 3, padding=1, groups=dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, H, W):
+        B, N, C = x.shape
+        y = self.dw(x.transpose(1, 2).reshape(B, C, H, W)).flatten(2).transpose(1, 2)
+        return self.proj(x + y)
+
+
+class ShapeMixer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, hw_shape):
+        B, N, C = x.shape
+        return self.proj(x).transpose(1, 2).reshape(B, C, *hw_shape)
+
+
+class Unit(nn.Module):
+    def __init__(self, channels, act_layer, norm_layer):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.act = act_layer()
+        if norm_layer is not None:
+            self.add_module("norm", norm_layer)  # a class where a module is wanted: only None builds
+        self.norm_layer = norm_layer
+
+    def forward(self, x):
+        return self.conv(self.act(x))
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.embed_dim = dim
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Head(nn.Module):
+    def __init__(self, encoder: Encoder, bank):
+        super().__init__()
+        self.encoder = encoder
+        self.register_buffer("bank", bank.float().mean(0, keepdim=True))
+        self.out = nn.Linear(encoder.embed_dim, 4)
+
+    def forward(self, x):
+        return self.out(self.encoder(x))
+'''
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class ShapedInputsAndArguments(unittest.TestCase):
+    """Tokens with their grid (`forward(x, H, W)`, `forward(x, hw_shape)`) get a square token count and its sides; a
+    required norm factory the constructor cannot take is tried as None; an argument the constructor reads a tensor's
+    attribute of gets a tensor, one it reads a module's attribute of an object of the class its source names."""
+
+    def test_tokens_with_their_grid(self) -> None:
+        for name in ("GridMixer", "ShapeMixer"):
+            report = judged(SHAPED, SHAPED, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_norm_factory_left_out(self) -> None:
+        report = judged(SHAPED, SHAPED, "Unit")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertIsNone(report["kwargs"]["norm_layer"])
+
+    def test_arguments_read_as_a_tensor_and_as_a_module(self) -> None:
+        report = judged(SHAPED, SHAPED, "Head")
+        self.assertEqual(report["tier"], "equivalent", report)
+        edited = SHAPED.replace("return self.lin(x)", "return self.lin(x) * 1.01")
+        self.assertEqual(judged(edited, SHAPED, "Head").get("category"), "differs")
