@@ -1,7 +1,7 @@
 /**
  * The dependency closure called directly (core/resolve/closure.ts) on small repositories: what a block needs and what
  * stays an import, the methods of a helper class nothing reaches (method deferral), a registration nothing builds
- * from, a class only tested against (a type-only stand-in), and a compiled module with and without a build.
+ * from, a class only tested against (a type-only stand-in, also when a function imports it), and a compiled module with and without a build.
  */
 import * as assert from 'assert';
 import * as fs from 'fs';
@@ -51,6 +51,17 @@ class Gate(nn.Module):
 class Marker:
     pass
 `,
+  'lab/heavy.py': `from torch import nn
+
+from . import _C
+
+OPS = _C.load("ops")
+
+
+class Heavy(nn.Module):
+    def forward(self, x):
+        return OPS.run(x)
+`,
   'lab/blocks.py': `from torch import nn
 
 from .helpers import Gate, Marker, scale
@@ -74,6 +85,18 @@ class Block(nn.Module):
 class Fused(nn.Module):
     def forward(self, x):
         return _C.fused(x)
+
+
+def is_heavy(m):
+    from .heavy import Heavy
+    return isinstance(m, Heavy)
+
+
+class Chain(nn.Sequential):
+    def forward(self, x):
+        for m in self:
+            x = x if is_heavy(m) else m(x)
+        return x
 
 
 class Wrapped(nn.Module):
@@ -145,6 +168,14 @@ describe('the dependency closure, called directly', function () {
     const r = await close('lab.blocks', 'Block');
     const marker = [...r.units.values()].find((n) => n.rec.facts.units[n.unit].name === 'Marker')!;
     assert.match(marker.replacement?.source ?? '', /^class Marker:\n {4}"""A stand-in written by NN-RAG/);
+  });
+
+  it('writes a stand-in for a class a function imports only to test against, and leaves its module behind', async () => {
+    const r = await close('lab.blocks', 'Chain');
+    const heavy = [...r.units.values()].find((n) => n.rec.facts.units[n.unit].name === 'Heavy')!;
+    assert.match(heavy.replacement?.source ?? '', /^class Heavy:\n {4}"""A stand-in written by NN-RAG/);
+    assert.ok(!unitNames(r).includes('lab.heavy.OPS'), 'the compiled operator the module loads is not taken in');
+    assert.deepStrictEqual(r.problems, []);
   });
 
   it('keeps the class the constructor of a block tests its arguments against: users build it with real objects', async () => {

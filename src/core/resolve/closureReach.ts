@@ -37,7 +37,7 @@ export function droppable(name: string): boolean {
  * String literals (with their prefix) and comments, strings first: a `#` or a quote inside a string is not taken for what
  * it is outside. Comments and docstrings (triple-quoted, not f-strings) say nothing the code reaches.
  */
-const STRINGS = /([rRbBuUfF]{0,2})("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g;
+export const STRINGS = /([rRbBuUfF]{0,2})("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g;
 
 /** The code of `text` without its strings and comments (each replaced by a space). */
 export function codeOnly(text: string): string {

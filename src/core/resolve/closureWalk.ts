@@ -10,7 +10,7 @@ import { compactStandIn } from './compact';
 import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
 import type { ClosureContext, ClosureResult, ExternalImport, NeedEdge, Problem, SymbolBinding, UnitNode } from './closureTypes';
 import { externalKey, symbolKey, unitKey } from './closureTypes';
-import { codeOnly, droppable, MethodDeferral, outsideOf, reachedIn, reachesOf, refsWithin } from './closureReach';
+import { codeOnly, droppable, STRINGS, MethodDeferral, outsideOf, reachedIn, reachesOf, refsWithin } from './closureReach';
 import { registrationSpan, registryIndex } from './closureRegistrations';
 import type { Registration } from './closureRegistrations';
 import { typeOnlyStandIn, useAt } from './closureStandIns';
@@ -24,6 +24,21 @@ function nativeOf(natives: ClosureContext['natives'], qualname: string): { modul
     if (qualname.startsWith(`${module}.`) && !qualname.slice(module.length + 1).includes('.')) return { module, name: qualname.slice(module.length + 1), native };
   }
   return undefined;
+}
+
+/**
+ * How a function uses a name its own import binds (`from .sparse_conv import SparseConvolution` inside
+ * `is_sparse_conv`): as every use after the import does (only tested against, only in annotations), else 'other'.
+ */
+function localUse(text: string, bound: string, from: number, to: number): Use {
+  // strings blanked to their length, so that places in `code` are places in `text`
+  const code = text.slice(from, to).replace(STRINGS, (m) => ' '.repeat(m.length));
+  const uses = new Set<Use>();
+  for (const m of code.matchAll(new RegExp(`(?<![\\w.])${bound}(?!\\w)`, 'g'))) {
+    const at = from + (m.index ?? 0);
+    uses.add(useAt(text, at, at + bound.length));
+  }
+  return uses.size === 1 ? [...uses][0] : 'other';
 }
 
 export class ClosureWalk {
@@ -259,7 +274,7 @@ export class ClosureWalk {
           lines.push({ bound, to: '', attrs });
           continue;
         }
-        const to = this.place(node, t, bound, imp.inFunction ? 'call' : 'def', where);
+        const to = this.place(node, t, bound, imp.inFunction ? 'call' : 'def', where, imp.inFunction ? () => localUse(parsed.text, bound, range.end, rec.facts.units[unit].end) : undefined);
         if (to) lines.push({ bound, boundKey: imp.inFunction ? undefined : symbolKey(rec, bound), to });
       }
       node.edits.push({ start: range.start, end: range.end, imports: lines });
