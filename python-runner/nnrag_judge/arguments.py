@@ -197,6 +197,10 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
     out = given_candidates(cls, given, nn, namespace)
     out.append(([], {}))
     required = {p.name: guess_value(p, nn, namespace) for p in params if p.default is p.empty}
+    # a model whose default image is large (SAM's encoder: 1024 px, position tables to match) built for 64 px
+    large = {p.name: small_image(p.default) for p in params if p.name in IMAGE_SIZES and small_image(p.default) is not None}
+    if large:
+        out.append(([], dict(required, **large)))
     if required:
         out.append(([], required))
         # a required norm factory left out (`norm_layer=None`: the repository's own calls pass None for no norm)
@@ -209,6 +213,19 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
         for width in (64, 32, 96):
             out.append(([], {k: (width if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
     return out
+
+
+IMAGE_SIZES = ("img_size", "image_size", "input_size", "input_resolution", "resolution")
+SMALL_IMAGE = 64
+
+
+def small_image(default: Any) -> Any:
+    """A 64 px image size in the form of a large default one (an int, or a pair of ints of 128 or more); else None."""
+    if isinstance(default, int) and not isinstance(default, bool) and default >= 128:
+        return SMALL_IMAGE
+    if isinstance(default, (tuple, list)) and len(default) == 2 and all(isinstance(v, int) and v >= 128 for v in default):
+        return type(default)((SMALL_IMAGE, SMALL_IMAGE))
+    return None
 
 
 def is_norm_factory(name: str) -> bool:

@@ -806,6 +806,16 @@ class Unit(nn.Module):
         return self.conv(self.act(x))
 
 
+class Large(nn.Module):
+    def __init__(self, img_size=1024, patch_size=16, dim=8):
+        super().__init__()
+        self.proj = nn.Conv2d(3, dim, patch_size, patch_size)
+        self.pos = nn.Parameter(torch.randn(1, dim, img_size // patch_size, img_size // patch_size))
+
+    def forward(self, x):
+        return torch.cat([self.proj(x), self.pos.expand(x.shape[0], -1, -1, -1)], 1)  # the sizes must agree
+
+
 class Encoder(nn.Module):
     def __init__(self, dim=8):
         super().__init__()
@@ -831,13 +841,19 @@ class Head(nn.Module):
 @unittest.skipUnless(HAS_TORCH, "needs torch")
 class ShapedInputsAndArguments(unittest.TestCase):
     """Tokens with their grid (`forward(x, H, W)`, `forward(x, hw_shape)`) get a square token count and its sides; a
-    required norm factory the constructor cannot take is tried as None; an argument the constructor reads a tensor's
+    required norm factory the constructor cannot take is tried as None; a model made for large images is built for
+    small ones; an argument the constructor reads a tensor's
     attribute of gets a tensor, one it reads a module's attribute of an object of the class its source names."""
 
     def test_tokens_with_their_grid(self) -> None:
         for name in ("GridMixer", "ShapeMixer"):
             report = judged(SHAPED, SHAPED, name)
             self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_large_default_image_made_small(self) -> None:
+        report = judged(SHAPED, SHAPED, "Large")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["kwargs"]["img_size"], 64)
 
     def test_a_norm_factory_left_out(self) -> None:
         report = judged(SHAPED, SHAPED, "Unit")
