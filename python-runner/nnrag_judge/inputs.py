@@ -171,6 +171,27 @@ def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:
     return candidates
 
 
+def pyramid_inputs(model: Any, torch: Any) -> List[List[Any]]:
+    """For a head or neck that takes a list of feature maps, one per level (`in_channels=[16, 32, 64]`, or one width
+    with `in_index=(0, 1, 2, 3)`): the list, with sides halving from level to level and with one side for all."""
+    chans: Any = getattr(model, "in_channels", None)
+    index = getattr(model, "in_index", None)
+    ints = (lambda v: isinstance(v, (list, tuple)) and len(v) >= 2 and all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in v))
+    if ints(chans):
+        options = [list(chans)]
+    elif isinstance(chans, int) and not isinstance(chans, bool) and isinstance(index, (list, tuple)) and len(index) >= 2 \
+            and all(isinstance(i, int) and i >= 0 for i in index):
+        levels = max(index) + 1
+        options = [[chans] * levels] + ([[chans // len(index)] * levels] if chans % len(index) == 0 else [])
+    else:
+        return []
+    out: List[List[Any]] = []
+    for chs in options:
+        for sides in ([max(1, 32 >> i) for i in range(len(chs))], [16] * len(chs)):
+            out.append([[torch.randn(2, c, s, s) for c, s in zip(chs, sides)]])
+    return out
+
+
 def scalar_inputs(model: Any) -> Dict[int, Any]:
     """Required positional forward parameters annotated as a number or a flag (`forward(x, p: int)`), by position:
     a small value that divides the spatial sides tried, instead of a tensor."""

@@ -767,6 +767,8 @@ class ConstructorChoices(unittest.TestCase):
 
 
 SHAPED = '''
+from typing import List
+
 import torch
 from torch import nn
 
@@ -816,6 +818,20 @@ class Large(nn.Module):
         return torch.cat([self.proj(x), self.pos.expand(x.shape[0], -1, -1, -1)], 1)  # the sizes must agree
 
 
+class Neck(nn.Module):
+    def __init__(self, in_channels: List[int], out_channels):
+        super().__init__()
+        self.in_channels = in_channels
+        self.lateral = nn.ModuleList(nn.Conv2d(c, out_channels, 1) for c in in_channels)
+
+    def forward(self, inputs):
+        assert isinstance(inputs, (list, tuple)) and len(inputs) == len(self.in_channels)
+        outs = [conv(x) for conv, x in zip(self.lateral, inputs)]
+        for i in range(len(outs) - 1, 0, -1):
+            outs[i - 1] = outs[i - 1] + nn.functional.interpolate(outs[i], size=outs[i - 1].shape[2:])
+        return outs
+
+
 class Encoder(nn.Module):
     def __init__(self, dim=8):
         super().__init__()
@@ -842,13 +858,17 @@ class Head(nn.Module):
 class ShapedInputsAndArguments(unittest.TestCase):
     """Tokens with their grid (`forward(x, H, W)`, `forward(x, hw_shape)`) get a square token count and its sides; a
     required norm factory the constructor cannot take is tried as None; a model made for large images is built for
-    small ones; an argument the constructor reads a tensor's
+    small ones; a neck that takes a list of feature maps gets a pyramid; an argument the constructor reads a tensor's
     attribute of gets a tensor, one it reads a module's attribute of an object of the class its source names."""
 
     def test_tokens_with_their_grid(self) -> None:
         for name in ("GridMixer", "ShapeMixer"):
             report = judged(SHAPED, SHAPED, name)
             self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_feature_pyramid_for_a_neck(self) -> None:
+        report = judged(SHAPED, SHAPED, "Neck")
+        self.assertEqual(report["tier"], "equivalent", report)
 
     def test_a_large_default_image_made_small(self) -> None:
         report = judged(SHAPED, SHAPED, "Large")
