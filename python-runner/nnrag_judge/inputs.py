@@ -153,6 +153,138 @@ def docstring_inputs(model: Any, torch: Any, examples: Optional[List[str]] = Non
     return out
 
 
+# the shape a docstring gives a parameter: "of shape `(batch_size, sequence_length, hidden_size)`", "[N, C, H, W]",
+# "B x embedding_dim x h x w"; and "the same shape as image_embedding"
+SHAPE_LISTED = re.compile(r"(?:shape|size)\s*(?:of\s*)?[:=]?\s*`*\s*[\(\[]([^\)\]\n]{1,80})[\)\]]", re.I)
+SHAPE_TIMES = re.compile(r"\b((?:[A-Za-z_]\w*|\d+)(?:[ \t]*[x\u00d7][ \t]*(?:[A-Za-z_]\w*|\d+)){1,5})\b")
+SAME_SHAPE = re.compile(r"same shape as\s*`*(\w+)", re.I)
+BATCH_SYMBOLS = ("b", "bs", "batch", "batch_size", "batchsize", "n_batch", "nb")
+WIDTH_SYMBOLS = ("c", "ch", "channel", "channels", "num_channels", "dim", "hidden_size", "hidden_dim", "embed_dim",
+                 "d_model", "embedding_dim", "in_channels", "features", "num_features", "emb_dim", "hidden", "width_dim")
+WIDTH_ATTRIBUTES = ("in_channels", "channels", "embed_dim", "embedding_dim", "dim", "hidden_size", "d_model",
+                    "num_channels", "in_features", "in_dim", "input_dim")
+SIDE = 8
+
+
+def documented_parameter(doc: str, name: str) -> str:
+    """What a docstring says of one parameter (`name (type): ...` or `name: ...` and its indented continuation)."""
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if not re.match(rf"\*?{re.escape(name)}\b\s*(?:\(|:|--|-\s)", stripped):
+            continue
+        indent = len(line) - len(stripped)
+        out = [stripped]
+        for more in lines[i + 1:]:
+            if not more.strip() or len(more) - len(more.lstrip()) <= indent:
+                break
+            out.append(more.strip())
+        return " ".join(out)
+    return ""
+
+
+def first_width(model: Any) -> Optional[int]:
+    """The width the block's first layer takes (a convolution's in-channels, a linear layer's in-features, a norm's
+    last dimension)."""
+    for m in model.modules():
+        for attr in ("in_channels", "in_features", "num_features", "embed_dim"):
+            value = getattr(m, attr, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        shape = getattr(m, "normalized_shape", None)
+        if isinstance(shape, tuple) and shape and isinstance(shape[-1], int):
+            return shape[-1]
+    return None
+
+
+def symbol_size(symbol: str, model: Any) -> Optional[int]:
+    """The size a symbol of a documented shape stands for: a number, the batch (2), an attribute of the block
+    (`embedding_dim`), its input width for a channel symbol, else a small side."""
+    text = symbol.strip(" `*'\"").replace(" ", "_")
+    if text.isdigit():
+        return int(text)
+    low = text.lower()
+    if low in BATCH_SYMBOLS or low.startswith("batch"):
+        return 2
+    own = getattr(model, text, None)
+    if isinstance(own, int) and not isinstance(own, bool) and 0 < own <= 4096:
+        return own
+    if low in WIDTH_SYMBOLS:
+        for attr in WIDTH_ATTRIBUTES:
+            value = getattr(model, attr, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return first_width(model)
+    return SIDE
+
+
+def documented_shape(text: str, model: Any) -> Optional[List[int]]:
+    """The sizes of the shape a parameter's description gives, or None."""
+    m = SHAPE_LISTED.search(text)
+    symbols = re.split(r"\s*,\s*", m.group(1).strip()) if m else None
+    if not symbols:
+        times = SHAPE_TIMES.search(text)
+        symbols = re.split(r"\s*[x\u00d7]\s*", times.group(1)) if times else None
+    if not symbols or len(symbols) > 6 or any(not s or "..." in s for s in symbols):
+        return None
+    sizes = [symbol_size(s, model) for s in symbols]
+    if any(s is None for s in sizes):
+        return None
+    return [int(s) for s in sizes if s is not None]
+
+
+def documented_inputs(model: Any, torch: Any) -> List[List[Any]]:
+    """Tensors of the shapes forward's docstring gives its parameters (`image_embedding: B x embedding_dim x h x w`,
+    `image_pe: the same shape as image_embedding`), in forward's order, up to the first parameter it gives none."""
+    doc = getattr(type(model).forward, "__doc__", None)
+    if not isinstance(doc, str):
+        return []
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):
+        return []
+    made: Dict[str, Any] = {}
+    out: List[Any] = []
+    for p in params:
+        text = documented_parameter(doc, p.name)
+        same = SAME_SHAPE.search(text)
+        shape = documented_shape(text, model) if text else None
+        if same and same.group(1) in made:
+            value = torch.randn(*made[same.group(1)].shape)
+        elif shape and 0 < math.prod(shape) <= EXAMPLE_MAX_VALUES:
+            value = torch.randn(*shape)
+        else:
+            break
+        made[p.name] = value
+        out.append(value)
+    return [out] if out else []
+
+
+NUMBERS = re.compile(r"(?:typing\.)?(?:Tuple|tuple|List|list|Sequence)\[\s*int\s*(?:,\s*int\s*)*(?:,\s*\.\.\.\s*)?\]")
+
+
+def signature_inputs(model: Any) -> List[List[Any]]:
+    """Inputs forward's annotations alone give: None for every parameter when all are optional (a prompt encoder
+    called with no prompt), a small grid for a first parameter annotated as a tuple of ints (`size: Tuple[int, int]`)."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):
+        return []
+    texts = [p.annotation if isinstance(p.annotation, str) else repr(p.annotation) for p in params
+             if p.annotation is not p.empty]
+    if not params or len(texts) < len(params):
+        return []
+    if all("Optional[" in t or "None" in t for t in texts):
+        return [[None] * len(params)]
+    first = NUMBERS.fullmatch(texts[0].replace("typing.", "").strip())
+    if first:
+        count = texts[0].count("int") if "..." not in texts[0] else 2
+        return [[tuple([SIDE] * count)]]
+    return []
+
+
 def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:
     """When forward's first parameter is annotated as a list or a dict of tensors (feature pyramids, poolers),
     the candidates are given in that form too."""

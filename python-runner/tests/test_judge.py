@@ -854,6 +854,95 @@ class Head(nn.Module):
 '''
 
 
+DOCUMENTED = '''
+from typing import Optional, Tuple
+
+import torch
+from torch import nn
+
+
+class TwoWay(nn.Module):
+    def __init__(self, embedding_dim, mlp_dim):
+        super().__init__()
+        self.embedding_dim = embedding_dim
+        self.q = nn.Linear(embedding_dim, mlp_dim)
+        self.k = nn.Linear(embedding_dim, mlp_dim)
+
+    def forward(self, image_embedding, image_pe, point_embedding):
+        """
+        Args:
+          image_embedding (torch.Tensor): image to attend to. Should be shape
+            B x embedding_dim x h x w for any h and w.
+          image_pe (torch.Tensor): the positional encoding. Must
+            have the same shape as image_embedding.
+          point_embedding (torch.Tensor): the query points.
+            Must have shape B x N_points x embedding_dim for any N_points.
+        """
+        b, c, h, w = image_embedding.shape
+        keys = (image_embedding + image_pe).flatten(2).transpose(1, 2)
+        return self.q(point_embedding) @ self.k(keys).transpose(1, 2)
+
+
+class Listed(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.in_channels = in_channels
+        self.proj = nn.Conv1d(in_channels, out_channels, 1)
+
+    def forward(self, hidden_states, temb):
+        r"""
+        Args:
+            hidden_states (`torch.Tensor` of shape `(batch_size, channel, sequence_length, 3)`):
+                the states.
+            temb (`torch.Tensor` of shape `(batch size, in_channels)`): the time.
+        """
+        return self.proj(hidden_states.mean(-1)) + temb.sum()
+
+
+class Prompted(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.empty = nn.Parameter(torch.randn(1, dim))
+        self.point = nn.Linear(2, dim)
+
+    def forward(self, points: Optional[torch.Tensor], boxes: Optional[torch.Tensor]) -> torch.Tensor:
+        if points is None and boxes is None:
+            return self.empty * 2
+        return self.point(points)
+
+
+class Grid(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.freq = nn.Parameter(torch.randn(2, dim))
+
+    def forward(self, size: Tuple[int, int]) -> torch.Tensor:
+        h, w = size
+        ys, xs = torch.meshgrid(torch.arange(h) / h, torch.arange(w) / w, indexing="ij")
+        return torch.stack([ys, xs], -1) @ self.freq
+'''
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class DocumentedAndAnnotatedInputs(unittest.TestCase):
+    """Inputs from what forward says of its parameters: the shapes its docstring gives (`B x embedding_dim x h x w`,
+    `(batch_size, channel, ...)`, "the same shape as"), None for parameters that are all optional, a small grid for a
+    `Tuple[int, int]`; an edited copy still differs."""
+
+    def test_shapes_from_the_docstring(self) -> None:
+        for name in ("TwoWay", "Listed"):
+            report = judged(DOCUMENTED, DOCUMENTED, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(judged(DOCUMENTED, DOCUMENTED, "TwoWay")["input_shapes"], [[2, 16, 8, 8], [2, 16, 8, 8], [2, 8, 16]])
+
+    def test_optional_prompts_and_a_size(self) -> None:
+        for name in ("Prompted", "Grid"):
+            report = judged(DOCUMENTED, DOCUMENTED, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+        edited = DOCUMENTED.replace("return self.empty * 2", "return self.empty * 3")
+        self.assertEqual(judged(edited, DOCUMENTED, "Prompted").get("category"), "differs")
+
+
 @unittest.skipUnless(HAS_TORCH, "needs torch")
 class ShapedInputsAndArguments(unittest.TestCase):
     """Tokens with their grid (`forward(x, H, W)`, `forward(x, hw_shape)`) get a square token count and its sides; a
