@@ -2,9 +2,11 @@
 (integer index tensors for graph layers) and its annotations. Runs only in a worker."""
 from __future__ import annotations
 
+import ast
 import inspect
 import math
 import re
+import textwrap
 from typing import Any, Callable, Dict, List, Optional
 
 
@@ -259,6 +261,70 @@ def documented_inputs(model: Any, torch: Any) -> List[List[Any]]:
         made[p.name] = value
         out.append(value)
     return [out] if out else []
+
+
+def entry_layer(module: Any, nn: Any) -> Optional[Any]:
+    """The first layer of a submodule that fixes the shape of what enters it (a convolution, a linear layer, an
+    embedding, a norm), or None."""
+    kinds = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.Embedding, nn.LayerNorm, nn.BatchNorm1d, nn.BatchNorm2d,
+             nn.BatchNorm3d, nn.GroupNorm)
+    return next((m for m in module.modules() if isinstance(m, kinds)), None) if isinstance(module, nn.Module) else None
+
+
+def shaped_for(layer: Any, nn: Any, torch: Any, side: int) -> Optional[Any]:
+    """A tensor the layer takes: images for a 2-d convolution or norm, sequences for a 1-d one, tokens for a linear
+    layer or a layer norm, indices for an embedding."""
+    if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+        dims = 1 if isinstance(layer, nn.Conv1d) else 3 if isinstance(layer, nn.Conv3d) else 2
+        return torch.randn(2, layer.in_channels, *([side] * dims))
+    if isinstance(layer, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+        dims = {nn.BatchNorm1d: 1, nn.BatchNorm2d: 2, nn.BatchNorm3d: 3}[type(layer)]
+        return torch.randn(2, layer.num_features, *([side] * dims))
+    if isinstance(layer, nn.GroupNorm):
+        return torch.randn(2, layer.num_channels, side, side)
+    if isinstance(layer, nn.Linear):
+        return torch.randn(2, side // 2, layer.in_features)
+    if isinstance(layer, nn.LayerNorm):
+        return torch.randn(2, side // 2, *layer.normalized_shape)
+    if isinstance(layer, nn.Embedding):
+        return torch.randint(0, layer.num_embeddings, (2, side // 2))
+    return None
+
+
+def routed_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
+    """For a forward with several inputs of different widths (`forward(flow, corr)` into `self.convflow(flow)` and
+    `self.convcorr(corr)`, `forward(x, context)` into `self.to_q(x)` and `self.to_kv(context)`): each parameter shaped
+    for the first submodule its name is passed to in forward's source, in forward's order, while each has one."""
+    try:
+        params = [p.name for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
+    except (TypeError, ValueError, OSError, SyntaxError):
+        return []
+    if len(params) < 2:
+        return []
+    entered: Dict[str, Any] = {}
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    for call in calls:
+        target = call.func.value if isinstance(call.func, ast.Subscript) else call.func
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+            continue
+        first = call.args[0] if call.args else None
+        if isinstance(first, ast.Name) and first.id in params and first.id not in entered:
+            layer = entry_layer(getattr(model, target.attr, None), nn)
+            if layer is not None:
+                entered[first.id] = layer
+    out: List[List[Any]] = []
+    for side in (16, 32):
+        values = []
+        for name in params:
+            value = shaped_for(entered[name], nn, torch, side) if name in entered else None
+            if value is None:
+                break
+            values.append(value)
+        if len(values) >= 2:
+            out.append(values)
+    return out
 
 
 NUMBERS = re.compile(r"(?:typing\.)?(?:Tuple|tuple|List|list|Sequence)\[\s*int\s*(?:,\s*int\s*)*(?:,\s*\.\.\.\s*)?\]")

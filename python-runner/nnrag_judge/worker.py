@@ -27,8 +27,8 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, constructor_candidates, given_candidates, guess_value,
                         in_form, jsonable, takes_a_list, variants)
 from .evidence import probe_variant, seed_all, tensor_evidence
-from .inputs import (containers, docstring_inputs, documented_inputs, filled, gridded, input_candidates, lighter, pyramid_inputs, shapes,
-                     shrunk, signature_inputs, spatial_sides, LARGE_SIDE)
+from .inputs import (containers, docstring_inputs, documented_inputs, filled, gridded, input_candidates, lighter, pyramid_inputs, routed_inputs,
+                     shapes, shrunk, signature_inputs, spatial_sides, LARGE_SIDE)
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import MAX_VALUES, Failure, sender
 from .recipe import recipe_of, recording
@@ -225,10 +225,11 @@ def input_list(model: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: O
         recorded.insert(0, shrunk(first))
     seed_all(0, torch)
     # then what the block's docstring example feeds it, the shapes forward's docstring gives, what its annotations
-    # alone give, a feature pyramid for a head, then what its layers suggest
+    # alone give, a feature pyramid for a head, each input shaped for the layer it enters, then what its first
+    # layers suggest
     layers = gridded(model, containers(model, input_candidates(model, torch, nn, kwargs)))
     candidates = recorded + docstring_inputs(model, torch, EXAMPLES) + documented_inputs(model, torch) + signature_inputs(model) \
-        + pyramid_inputs(model, torch) + layers
+        + pyramid_inputs(model, torch) + routed_inputs(model, torch, nn) + layers
     return [filled(model, c, torch) for c in candidates]
 
 

@@ -899,6 +899,29 @@ class Listed(nn.Module):
         return self.proj(hidden_states.mean(-1)) + temb.sum()
 
 
+class CrossAttention(nn.Module):
+    def __init__(self, dim, context_dim, inner=16):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.to_q = nn.Linear(dim, inner)
+        self.to_kv = nn.Linear(context_dim, inner * 2)
+
+    def forward(self, x, context):
+        q = self.to_q(self.norm(x))
+        k, v = self.to_kv(context).chunk(2, dim=-1)
+        return (q @ k.transpose(1, 2)).softmax(-1) @ v
+
+
+class Motion(nn.Module):
+    def __init__(self, corr_channels):
+        super().__init__()
+        self.convflow = nn.Conv2d(2, 8, 7, padding=3)
+        self.convcorr = nn.Conv2d(corr_channels, 8, 1)
+
+    def forward(self, flow, corr_features):
+        return torch.cat([self.convflow(flow), self.convcorr(corr_features)], 1)
+
+
 class Prompted(nn.Module):
     def __init__(self, dim):
         super().__init__()
@@ -927,13 +950,20 @@ class Grid(nn.Module):
 class DocumentedAndAnnotatedInputs(unittest.TestCase):
     """Inputs from what forward says of its parameters: the shapes its docstring gives (`B x embedding_dim x h x w`,
     `(batch_size, channel, ...)`, "the same shape as"), None for parameters that are all optional, a small grid for a
-    `Tuple[int, int]`; an edited copy still differs."""
+    `Tuple[int, int]`, each input shaped for the layer its name is passed to (`self.to_kv(context)`); an edited copy
+    still differs."""
 
     def test_shapes_from_the_docstring(self) -> None:
         for name in ("TwoWay", "Listed"):
             report = judged(DOCUMENTED, DOCUMENTED, name)
             self.assertEqual(report["tier"], "equivalent", report)
         self.assertEqual(judged(DOCUMENTED, DOCUMENTED, "TwoWay")["input_shapes"], [[2, 16, 8, 8], [2, 16, 8, 8], [2, 8, 16]])
+
+    def test_each_input_shaped_for_the_layer_it_enters(self) -> None:
+        for name in ("CrossAttention", "Motion"):
+            report = judged(DOCUMENTED, DOCUMENTED, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(judged(DOCUMENTED, DOCUMENTED, "Motion")["input_shapes"], [[2, 2, 16, 16], [2, 16, 16, 16]])
 
     def test_optional_prompts_and_a_size(self) -> None:
         for name in ("Prompted", "Grid"):
