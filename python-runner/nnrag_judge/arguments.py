@@ -450,7 +450,10 @@ def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = No
         if isinstance(value, bool):
             out.append(({p.name: not value}, f"{p.name}={not value}"))
         elif isinstance(value, str):
-            for other in [v for v in strings.get(p.name, []) if v != value][:2] + looked_up_strings(source or cls, value)[:1]:
+            compared = list(dict.fromkeys(v for v in strings.get(p.name, []) if v != value))[:2]
+            # a value both compared with and looked up by is one variant (two would send the same probe twice)
+            looked = [v for v in looked_up_strings(source or cls, value) if v not in compared][:1]
+            for other in compared + looked:
                 out.append(({p.name: other}, f"{p.name}={other!r}"))
         elif isinstance(value, (int, float)) and p.name not in kwargs and value == value and abs(value) < 1e6:
             numeric.append(({p.name: perturbed(value)}, f"{p.name}={perturbed(value)!r}"))
@@ -464,5 +467,9 @@ def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = No
         elif isinstance(value, int) and not isinstance(value, bool) and p.name in kwargs and 0 < value <= 2 and p.name in COUNTS:
             # a guessed count of layers or repeats: one more takes the branches a single one skips (`i < n - 1`)
             numeric.append(({p.name: value + 1}, f"{p.name}={value + 1}"))
-    # numbers after the options: a changed default shows in the set that ran already, a perturbed one in its own
-    return (out + numeric + small)[:MAX_VARIANTS]
+    # numbers after the options: a changed default shows in the set that ran already, a perturbed one in its own;
+    # each variant once (its label is its probe's key)
+    unique: Dict[str, Tuple[Dict[str, Any], str]] = {}
+    for overrides, label in out + numeric + small:
+        unique.setdefault(label, (overrides, label))
+    return list(unique.values())[:MAX_VARIANTS]

@@ -946,6 +946,40 @@ class Grid(nn.Module):
 '''
 
 
+LOOKED_UP = '''
+import torch
+from torch import nn
+
+TABLE = {"haar": torch.tensor([1.0, 1.0]), "rearrange": torch.tensor([1.0, -1.0])}
+
+
+class Looked(nn.Module):
+    def __init__(self, dim=4, method: str = "haar"):
+        super().__init__()
+        self.method = method
+        self.register_buffer("w", TABLE.get(method).clone())
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        if self.method == "rearrange":
+            return self.lin(x) * self.w[1]
+        return self.lin(x) * self.w[0]
+'''
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class StringOptionVariants(unittest.TestCase):
+    """A string option the code both compares with a value and looks up in a table by is one variant per value: the
+    same probe twice read as tampering (diffusers' CosmosPatchEmbed3d)."""
+
+    def test_compared_and_looked_up_once(self) -> None:
+        report = judged(LOOKED_UP, LOOKED_UP, "Looked")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertIn("method='rearrange'", report["equivalence"]["variants"])
+        edited = LOOKED_UP.replace("* self.w[1]", "* self.w[0]")
+        self.assertEqual(judged(edited, LOOKED_UP, "Looked").get("category"), "differs")
+
+
 @unittest.skipUnless(HAS_TORCH, "needs torch")
 class DocumentedAndAnnotatedInputs(unittest.TestCase):
     """Inputs from what forward says of its parameters: the shapes its docstring gives (`B x embedding_dim x h x w`,
