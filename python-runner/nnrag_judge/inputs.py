@@ -66,7 +66,10 @@ def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[
             cands.append([torch.randn(2, m.num_features, *extra)])
             break
         if isinstance(m, nn.GroupNorm):
-            cands.append([torch.randn(2, m.num_channels, 8, 8)])
+            # a video block (3-d convolutions after the norm, or a norm that folds time into the batch) takes 5-d
+            video = [torch.randn(2, m.num_channels, 4, 8, 8)]
+            three_d = any(isinstance(c, (nn.Conv3d, nn.ConvTranspose3d)) for c in model.modules())
+            cands.extend([video, [torch.randn(2, m.num_channels, 8, 8)]] if three_d else [[torch.randn(2, m.num_channels, 8, 8)], video])
             break
         if isinstance(m, nn.MultiheadAttention):
             x = torch.randn(8, 2, m.embed_dim)

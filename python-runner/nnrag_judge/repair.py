@@ -19,16 +19,20 @@ DIVISIBLE = ("divisible_by", "divisible", "is_divisible")
 
 
 def failing_statement(exc: BaseException, cls: Any) -> Optional[Tuple[ast.stmt, List[ast.AST], Any]]:
-    """The statement of the block's own `__init__` where the exception was raised, its enclosing
-    nodes (innermost last) and the frame; None when it was raised deeper, in code the block calls."""
+    """The statement of the block's own `__init__` where the exception was raised (or that called the code that
+    raised it), its enclosing nodes (innermost last) and the frame; None when the block's `__init__` is not in the
+    traceback."""
     init: Any = getattr(cls, "__init__", None)
     code = getattr(init, "__code__", None)
     tb = exc.__traceback__
     last = None
+    # the innermost frame of the block's own `__init__`: where it raised, or the statement whose call raised deeper
+    # (`nn.Linear(hidden_size, ...)` with `hidden_size=None`)
     while tb is not None:
-        last = tb
+        if tb.tb_frame.f_code is code:
+            last = tb
         tb = tb.tb_next
-    if code is None or last is None or last.tb_frame.f_code is not code:
+    if code is None or last is None:
         return None
     try:
         lines, start = inspect.getsourcelines(init)
@@ -298,7 +302,7 @@ def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, An
         named = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in values}
         if any(s in str(exc) for s in NOT_A_SEQUENCE):
             changes = {n: (values[n], values[n]) for n in sorted(named) if is_number(values[n])}
-        elif "'NoneType'" in str(exc):
+        elif "NoneType" in str(exc):
             changes = {n: guess_of(n) for n in sorted(named) if values[n] is None}
     if not changes and isinstance(exc, AttributeError):
         changes = with_attribute(exc, stmt, values, {k: v for k, v in namespace.items() if k in named_in(cls)}, build)

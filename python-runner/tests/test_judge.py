@@ -980,6 +980,61 @@ class StringOptionVariants(unittest.TestCase):
         self.assertEqual(judged(edited, LOOKED_UP, "Looked").get("category"), "differs")
 
 
+VIDEO = '''
+import torch
+from torch import nn
+
+
+class NoneWidths(nn.Module):
+    def __init__(self, hidden_size=None, cross_attention_dim=None):
+        super().__init__()
+        self.to_k = nn.Linear(cross_attention_dim or hidden_size, hidden_size)
+
+    def forward(self, x):
+        return self.to_k(x)
+
+
+class VideoBlock(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, channels)
+        self.conv = nn.Conv3d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(self.norm(x))
+
+
+class FoldedNorm(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, channels)
+
+    def forward(self, x):
+        b, c, t, h, w = x.shape
+        x = x.permute(0, 2, 1, 3, 4).flatten(0, 1)
+        return self.norm(x).unflatten(0, (b, t)).permute(0, 2, 1, 3, 4)
+'''
+
+
+@unittest.skipUnless(HAS_TORCH, "needs torch")
+class VideoInputsAndNoneWidths(unittest.TestCase):
+    """A norm-first block with 3-d convolutions, or a norm that folds time into the batch, gets a 5-d input with the
+    norm's channels; widths left at None by default and failing deeper than the block's constructor (in nn.Linear)
+    are guessed."""
+
+    def test_video_blocks(self) -> None:
+        for name in ("VideoBlock", "FoldedNorm"):
+            report = judged(VIDEO, VIDEO, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+            self.assertEqual(len(report["input_shapes"][0]), 5, report)
+
+    def test_widths_left_at_none(self) -> None:
+        report = judged(VIDEO, VIDEO, "NoneWidths")
+        self.assertEqual(report["tier"], "equivalent", report)
+        edited = VIDEO.replace("return self.to_k(x)", "return self.to_k(x) + 1")
+        self.assertEqual(judged(edited, VIDEO, "NoneWidths").get("category"), "differs")
+
+
 @unittest.skipUnless(HAS_TORCH, "needs torch")
 class DocumentedAndAnnotatedInputs(unittest.TestCase):
     """Inputs from what forward says of its parameters: the shapes its docstring gives (`B x embedding_dim x h x w`,
