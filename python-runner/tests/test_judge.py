@@ -854,7 +854,7 @@ class Head(nn.Module):
 '''
 
 
-DOCUMENTED = '''
+SIGNATURES = '''
 from typing import Optional, Tuple
 
 import torch
@@ -1044,22 +1044,22 @@ class DocumentedAndAnnotatedInputs(unittest.TestCase):
 
     def test_shapes_from_the_docstring(self) -> None:
         for name in ("TwoWay", "Listed"):
-            report = judged(DOCUMENTED, DOCUMENTED, name)
+            report = judged(SIGNATURES, SIGNATURES, name)
             self.assertEqual(report["tier"], "equivalent", report)
-        self.assertEqual(judged(DOCUMENTED, DOCUMENTED, "TwoWay")["input_shapes"], [[2, 16, 8, 8], [2, 16, 8, 8], [2, 8, 16]])
+        self.assertEqual(judged(SIGNATURES, SIGNATURES, "TwoWay")["input_shapes"], [[2, 16, 8, 8], [2, 16, 8, 8], [2, 8, 16]])
 
     def test_each_input_shaped_for_the_layer_it_enters(self) -> None:
         for name in ("CrossAttention", "Motion"):
-            report = judged(DOCUMENTED, DOCUMENTED, name)
+            report = judged(SIGNATURES, SIGNATURES, name)
             self.assertEqual(report["tier"], "equivalent", report)
-        self.assertEqual(judged(DOCUMENTED, DOCUMENTED, "Motion")["input_shapes"], [[2, 2, 16, 16], [2, 16, 16, 16]])
+        self.assertEqual(judged(SIGNATURES, SIGNATURES, "Motion")["input_shapes"], [[2, 2, 16, 16], [2, 16, 16, 16]])
 
     def test_optional_prompts_and_a_size(self) -> None:
         for name in ("Prompted", "Grid"):
-            report = judged(DOCUMENTED, DOCUMENTED, name)
+            report = judged(SIGNATURES, SIGNATURES, name)
             self.assertEqual(report["tier"], "equivalent", report)
-        edited = DOCUMENTED.replace("return self.empty * 2", "return self.empty * 3")
-        self.assertEqual(judged(edited, DOCUMENTED, "Prompted").get("category"), "differs")
+        edited = SIGNATURES.replace("return self.empty * 2", "return self.empty * 3")
+        self.assertEqual(judged(edited, SIGNATURES, "Prompted").get("category"), "differs")
 
 
 @unittest.skipUnless(HAS_TORCH, "needs torch")
