@@ -228,9 +228,18 @@ def input_list(model: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: O
     # alone give, a feature pyramid for a head, each input shaped for the layer it enters, then what its first
     # layers suggest
     layers = gridded(model, containers(model, input_candidates(model, torch, nn, kwargs)))
-    candidates = recorded + docstring_inputs(model, torch, EXAMPLES) + documented_inputs(model, torch) + signature_inputs(model) \
-        + pyramid_inputs(model, torch) + routed_inputs(model, torch, nn) + layers
+    candidates = recorded + docstring_inputs(model, torch, EXAMPLES) + guarded(documented_inputs, model, torch) + guarded(signature_inputs, model) \
+        + guarded(pyramid_inputs, model, torch) + guarded(routed_inputs, model, torch, nn) + layers
     return [filled(model, c, torch) for c in candidates]
+
+
+def guarded(source: Callable[..., List[List[Any]]], *args: Any) -> List[List[Any]]:
+    """The inputs one source suggests, or none when reading the block for them fails (a property of the block that
+    raises when read): the other sources still run, alike on both sides."""
+    try:
+        return source(*args)
+    except Exception:  # noqa: BLE001 - block code ran while reading it
+        return []
 
 
 def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any],

@@ -922,6 +922,23 @@ class Motion(nn.Module):
         return torch.cat([self.convflow(flow), self.convcorr(corr_features)], 1)
 
 
+class Touchy(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    @property
+    def width(self):
+        raise RuntimeError("read before it is set")
+
+    def forward(self, x):
+        """
+        Args:
+            x: tokens of shape (B, N, width)
+        """
+        return self.lin(x)
+
+
 class Prompted(nn.Module):
     def __init__(self, dim):
         super().__init__()
@@ -1053,6 +1070,10 @@ class DocumentedAndAnnotatedInputs(unittest.TestCase):
             report = judged(SIGNATURES, SIGNATURES, name)
             self.assertEqual(report["tier"], "equivalent", report)
         self.assertEqual(judged(SIGNATURES, SIGNATURES, "Motion")["input_shapes"], [[2, 2, 16, 16], [2, 16, 16, 16]])
+
+    def test_a_property_that_raises_when_read_leaves_the_other_inputs(self) -> None:
+        report = judged(SIGNATURES, SIGNATURES, "Touchy")
+        self.assertEqual(report["tier"], "equivalent", report)
 
     def test_optional_prompts_and_a_size(self) -> None:
         for name in ("Prompted", "Grid"):
