@@ -158,6 +158,15 @@ def docstring_inputs(model: Any, torch: Any, examples: Optional[List[str]] = Non
     return out
 
 
+def required_inputs(model: Any) -> Optional[List[inspect.Parameter]]:
+    """forward's required positional parameters, in order; None when it has no signature."""
+    try:
+        return [p for p in inspect.signature(model.forward).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    except (TypeError, ValueError):
+        return None
+
+
 # the shape a docstring gives a parameter: "of shape `(batch_size, sequence_length, hidden_size)`", "[N, C, H, W]",
 # "B x embedding_dim x h x w"; and "the same shape as image_embedding"
 SHAPE_LISTED = re.compile(r"(?:shape|size)\s*(?:of\s*)?[:=]?\s*`*\s*[\(\[]([^\)\]\n]{1,80})[\)\]]", re.I)
@@ -244,10 +253,8 @@ def documented_inputs(model: Any, torch: Any) -> List[List[Any]]:
     doc = getattr(type(model).forward, "__doc__", None)
     if not isinstance(doc, str):
         return []
-    try:
-        params = [p for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-    except (TypeError, ValueError):
+    params = required_inputs(model)
+    if params is None:
         return []
     made: Dict[str, Any] = {}
     out: List[Any] = []
@@ -298,14 +305,14 @@ def routed_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
     """For a forward with several inputs of different widths (`forward(flow, corr)` into `self.convflow(flow)` and
     `self.convcorr(corr)`, `forward(x, context)` into `self.to_q(x)` and `self.to_kv(context)`): each parameter shaped
     for the first submodule its name is passed to in forward's source, in forward's order, while each has one."""
+    required = required_inputs(model)
+    if required is None or len(required) < 2:
+        return []
     try:
-        params = [p.name for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
         tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
     except (TypeError, ValueError, OSError, SyntaxError):
         return []
-    if len(params) < 2:
-        return []
+    params = [p.name for p in required]
     entered: Dict[str, Any] = {}
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
     for call in calls:
@@ -336,10 +343,8 @@ NUMBERS = re.compile(r"(?:typing\.)?(?:Tuple|tuple|List|list|Sequence)\[\s*int\s
 def signature_inputs(model: Any) -> List[List[Any]]:
     """Inputs forward's annotations alone give: None for every parameter when all are optional (a prompt encoder
     called with no prompt), a small grid for a first parameter annotated as a tuple of ints (`size: Tuple[int, int]`)."""
-    try:
-        params = [p for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-    except (TypeError, ValueError):
+    params = required_inputs(model)
+    if params is None:
         return []
     texts = [p.annotation if isinstance(p.annotation, str) else repr(p.annotation) for p in params
              if p.annotation is not p.empty]
@@ -396,10 +401,8 @@ def pyramid_inputs(model: Any, torch: Any) -> List[List[Any]]:
 def scalar_inputs(model: Any) -> Dict[int, Any]:
     """Required positional forward parameters annotated as a number or a flag (`forward(x, p: int)`), by position:
     a small value that divides the spatial sides tried, instead of a tensor."""
-    try:
-        params = [p for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-    except (TypeError, ValueError):
+    params = required_inputs(model)
+    if params is None:
         return {}
     values = {"int": 4, "float": 0.5, "bool": False}
     out: Dict[int, Any] = {}
@@ -413,13 +416,7 @@ def scalar_inputs(model: Any) -> Dict[int, Any]:
 
 def forward_arity(model: Any) -> int:
     """How many required positional inputs forward() takes."""
-    try:
-        sig = inspect.signature(model.forward)
-    except (TypeError, ValueError):
-        return 1
-    n = sum(1 for p in sig.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
-    return max(n, 1)
+    return max(len(required_inputs(model) or []), 1)
 
 
 def shapes(value: Any) -> Any:
