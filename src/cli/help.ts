@@ -64,11 +64,12 @@ usage:
   nn-rag export --db F --to ARCHIVE [--json]        the index, its units cache, the indexed files' sources and a
                                                     manifest (repositories, commits, parser version, sha256 of each
                                                     file) as one .tgz for the team: it pulls on any machine
-  nn-rag import ARCHIVE|URL --db F [--force] [--json]
+  nn-rag import ARCHIVE|URL --db F [--force] [--max-size-mb N] [--allow-redirects] [--json]
                                                     the archive's index in place of F, once every file is checked;
-                                                    a tampered, foreign or stale archive is refused, F unchanged;
-                                                    from an http(s) URL, run again to update (ETag: downloaded again
-                                                    only when it changed)
+                                                    a tampered, foreign, stale or damaged archive, or one over
+                                                    N MB (default 2048), is refused, F unchanged; from an http(s)
+                                                    URL, run again to update (ETag: downloaded again only when it
+                                                    changed); redirects only to the same origin unless allowed
   nn-rag report --merge REPORTS... --out FILE [--db F] [--json]
                                                     the shards' reports as one; with --db, their verdicts recorded
                                                     in the index (exit 1 when a shard is missing)

@@ -3,7 +3,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { NnragError } from '../core/base/errors';
 import { redactUrls } from '../core/sources/git';
-import { exportIndex, importIndex } from '../core/store/shareIndex';
+import { DEFAULT_IMPORT_LIMITS, exportIndex, importIndex } from '../core/store/shareIndex';
 import { isHttpUrl, refreshShared, sharedFrom } from '../core/store/sharedIndex';
 import type { ArchiveManifest } from '../core/store/shareIndex';
 import { dbPath, EXIT, flag, opt, parse } from './env';
@@ -24,14 +24,23 @@ export async function exportCommand(argv: string[], env: CliEnv): Promise<number
 }
 
 export async function importCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { force: {} });
+  const args = parse(argv, { force: {}, 'max-size-mb': { value: true }, 'allow-redirects': {} });
   const archive = args.positionals[0];
   if (!archive) throw new NnragError('usage', 'import needs the archive: nn-rag import models.nnrag.tgz --db models.db [--force]');
   if (isHttpUrl(archive)) return importUrl(archive, args, env);
-  const m = await importIndex(path.resolve(archive), dbPath(args), { force: flag(args, 'force'), sqlWasm: env.assets.sqlWasm });
+  const m = await importIndex(path.resolve(archive), dbPath(args), { force: flag(args, 'force'), sqlWasm: env.assets.sqlWasm, limits: { ...DEFAULT_IMPORT_LIMITS, ...limitsOf(args) } });
   if (flag(args, 'json')) env.out(`${JSON.stringify({ db: dbPath(args), ...m })}\n`);
   else env.out(`imported ${describe(m)} into ${dbPath(args)}\n`);
   return EXIT.ok;
+}
+
+/** `--max-size-mb N`: the most an archive may download and unpack to. */
+function limitsOf(args: ReturnType<typeof parse>): { maxBytes?: number } {
+  const mb = opt(args, 'max-size-mb');
+  if (mb === undefined) return {};
+  const n = Number(mb);
+  if (!Number.isFinite(n) || n <= 0) throw new NnragError('usage', `--max-size-mb takes a positive number of megabytes, not ${JSON.stringify(mb)}`);
+  return { maxBytes: Math.round(n * 1024 ** 2) };
 }
 
 /** `import URL`: the published index, downloaded again only when the server says it changed (ETag). */
@@ -40,7 +49,7 @@ async function importUrl(url: string, args: ReturnType<typeof parse>, env: CliEn
   if (!flag(args, 'force') && !(await sharedFrom(db, url)) && (await fsp.stat(db).then(() => true, () => false))) {
     throw new NnragError('usage', `${db} exists and was not imported from ${redactUrls(url)}: import replaces it with the archive's index only with --force`);
   }
-  const r = await refreshShared(url, db, { sqlWasm: env.assets.sqlWasm });
+  const r = await refreshShared(url, db, { sqlWasm: env.assets.sqlWasm, limits: { ...limitsOf(args), allowRedirects: flag(args, 'allow-redirects') } });
   if (flag(args, 'json')) env.out(`${JSON.stringify({ db, url: redactUrls(url), ...r })}\n`);
   else env.out(r.state === 'unchanged' ? `${db} is up to date with ${redactUrls(url)}\n` : `imported ${r.repositories.join(', ') || 'no repositories'} from ${redactUrls(url)} into ${db}\n`);
   return EXIT.ok;

@@ -10,6 +10,8 @@ export const DEFAULTS = {
   'validation.memoryMb': DEFAULT_MEMORY_MB,
   maxFileKb: 2048,
   sharedIndex: '',
+  sharedIndexMaxSizeMB: 2048,
+  sharedIndexFollowRedirects: false,
   'git.fetchIntervalMinutes': 60,
   'pull.preview': true,
   'pull.wholeClasses': false,

@@ -44,6 +44,9 @@ export interface InitOptions {
   gitFetchIntervalMinutes?: number;
   /** A team's published index (an `nn-rag export` archive: a path or an http(s) URL) the window starts from. */
   sharedIndex?: string;
+  /** The most a shared index may download and unpack to (MB), and whether a redirect to another origin is followed. */
+  sharedIndexMaxSizeMB?: number;
+  sharedIndexFollowRedirects?: boolean;
 }
 
 export type { IndexState, IndexStatus } from '../core/service/indexService';

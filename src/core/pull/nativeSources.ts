@@ -10,6 +10,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import * as git from 'isomorphic-git';
 import { NnragError } from '../base/errors';
+import { isImported } from '../store/sourceText';
 import type { RepoRow } from '../store/sourceText';
 import { SKIP_DIRS as SOURCE_SKIP_DIRS } from '../sources/folder';
 import type { NativeSources } from '../validate/native';
@@ -26,6 +27,8 @@ const MAX_FILE = 4 << 20;
 /** The repository's files whose names `want` accepts (read on demand, never beyond a size cap). */
 async function repoFiles(repo: RepoRow, want: (rel: string) => boolean): Promise<Map<string, () => Promise<Uint8Array>>> {
   const out = new Map<string, () => Promise<Uint8Array>>();
+  // an imported index's rows name another machine's folders: nothing of them is read here
+  if (isImported(repo) || !repo.root) return out;
   if (repo.kind === 'git' && repo.commit) {
     const gitdir = repo.root;
     for (const rel of await git.listFiles({ fs, gitdir, ref: repo.commit })) {
@@ -34,7 +37,7 @@ async function repoFiles(repo: RepoRow, want: (rel: string) => boolean): Promise
     }
     return out;
   }
-  const root = repo.kind === 'folder' ? repo.location : null;
+  const root = repo.kind === 'folder' ? repo.root : null;
   if (!root || !fs.existsSync(root)) return out;
   const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
     if (depth > 10) return;

@@ -11,6 +11,7 @@ import git from 'isomorphic-git';
 import type { PythonParser } from '../parse/parser';
 import type { CallSite } from '../parse/types';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
+import { isImported } from '../store/sourceText';
 import type { RepoRow } from '../store/sourceText';
 
 /** A README larger than this is not read; code blocks beyond the first MAX_BLOCKS are not either. */
@@ -38,6 +39,8 @@ export function pythonFences(markdown: string): string[] {
 }
 
 async function readmeText(repo: RepoRow): Promise<string | undefined> {
+  // an imported index's rows name another machine's folders: nothing of them is read here
+  if (isImported(repo) || !repo.root) return undefined;
   for (const name of README_NAMES) {
     let bytes: Uint8Array | undefined;
     if (repo.kind === 'git') {

@@ -14,7 +14,7 @@ import { finishRun, removeRepositoriesExcept } from '../index/indexer';
 import { indexSources } from '../index/indexSources';
 import type { WasmPaths } from '../parse/parser';
 import { PythonParser } from '../parse/parser';
-import { importRoot, openPullSession } from '../pull/pull';
+import { mountRoot, openPullSession } from '../pull/pull';
 import type { PullSession } from '../pull/pull';
 import { loadModuleTable } from '../resolve/loadTable';
 import { redactUrls } from '../sources/git';
@@ -93,6 +93,9 @@ export interface ServiceOptions extends WasmPaths {
   gitFetchIntervalMinutes?: number;
   /** A team's published index (`nn-rag export` archive: a path or an http(s) URL) to start from. */
   sharedIndex?: string;
+  /** The most a shared index may download and unpack to (MB), and whether a redirect to another origin is followed. */
+  sharedIndexMaxSizeMB?: number;
+  sharedIndexFollowRedirects?: boolean;
 }
 
 export interface ServiceEvents {
@@ -186,7 +189,9 @@ export class IndexService {
 
   private async fetchShared(location: string): Promise<SharedRefresh | undefined> {
     try {
-      const r = await refreshShared(location, this.sharedCopy(), { sqlWasm: this.options.sqlWasm });
+      const mb = this.options.sharedIndexMaxSizeMB;
+      const limits = { ...(mb && mb > 0 ? { maxBytes: Math.round(mb * 1024 ** 2) } : {}), allowRedirects: this.options.sharedIndexFollowRedirects === true };
+      const r = await refreshShared(location, this.sharedCopy(), { sqlWasm: this.options.sqlWasm, limits });
       this.events.log('index', `shared index ${redactUrls(location)}: ${r.state} (${r.repositories.join(', ')})`);
       this.sharedStatus = { location: redactUrls(location), state: r.state, repositories: r.repositories };
       return r;
@@ -384,7 +389,7 @@ export class IndexService {
    */
   validator(python: string, runner: string, memoryMb: number, session: PullSession): ValidatorPoolLike {
     // the folders originals are imported from, for the equivalence check, are shown to the sandbox
-    const roots = [...new Set([...session.repos.values()].flatMap((r) => importRoot(r) ?? []))].sort();
+    const roots = [...new Set([...session.repos.values()].flatMap((r) => mountRoot(r) ?? []))].sort();
     const key = JSON.stringify([python, runner, memoryMb, roots]);
     if (this.warm && (this.warm.key !== key || this.warm.runs >= VALIDATOR_RUNS)) this.stopValidator();
     this.warm ??= { pool: new ValidatorPool(python, runner, 1, memoryMb, roots), key, runs: 0 };

@@ -16,6 +16,17 @@ import { redactUrls } from '../sources/git';
 import { IndexDb } from './database';
 import { loadRepoRows, readIndexedFile, sourcePathIn, sourcesDirOf } from './sourceText';
 
+/** How much an import may take: bytes on disk once unpacked, and what `refreshShared` downloads. */
+export interface ImportLimits {
+  /** Bytes the archive may unpack to (the database, its units cache and the sources together). */
+  maxBytes: number;
+  /** Files the archive may hold. */
+  maxEntries: number;
+}
+
+/** 2 GiB unpacked, 1,000,000 files: a large team index fits, a decompression bomb does not. */
+export const DEFAULT_IMPORT_LIMITS: ImportLimits = { maxBytes: 2 * 1024 ** 3, maxEntries: 1_000_000 };
+
 export const ARCHIVE_FORMAT = 'nn-rag/index-archive@1';
 const MANIFEST = 'nnrag-index.json';
 const DB_NAME = 'index.db';
@@ -117,28 +128,38 @@ async function stageSources(db: IndexDb, dir: string): Promise<{ kept: number; m
 }
 
 /** Why an archive cannot be used, or its manifest: everything is read and checked in a folder of its own. */
-async function checkedArchive(archive: string, stage: string, sqlWasm?: string): Promise<ArchiveManifest> {
+async function checkedArchive(archive: string, stage: string, sqlWasm: string | undefined, limits: ImportLimits): Promise<ArchiveManifest> {
   const refuse = (why: string): never => {
     throw new NnragError('bad-source', `${archive} is not a usable NN-RAG index: ${why}; the index in use is unchanged`);
   };
   const allowed = (p: string): boolean => p === MANIFEST || p === DB_NAME || ((p.startsWith(`${UNITS}/`) || p.startsWith(`${SOURCES}/`)) && !p.split('/').includes('..'));
   const odd: string[] = [];
+  let bytes = 0;
+  let entries = 0;
+  let over: string | undefined;
   try {
     await tar.extract({
       file: archive,
       cwd: stage,
       strict: true,
-      // files and folders of the archive's own layout only: no links, devices, absolute or climbing paths
+      // files and folders of the archive's own layout only: no links, devices, absolute or climbing paths; and no
+      // more bytes or files than the limits (the sizes are the entries' own headers, read before any byte is written)
       filter: (p, entry) => {
         const type = (entry as { type?: string }).type;
         const ok = (type === 'File' || type === 'Directory') && (type === 'Directory' ? [UNITS, SOURCES].includes(p.replace(/\/$/, '')) || allowed(p.replace(/\/$/, '')) : allowed(p));
         if (!ok) odd.push(p);
-        return ok;
+        if (!ok || over) return false;
+        bytes += Number((entry as { size?: number }).size ?? 0);
+        entries++;
+        if (bytes > limits.maxBytes) over = `it unpacks to more than ${megabytes(limits.maxBytes)} (the limit; raise it with --max-size-mb or nnrag.sharedIndexMaxSizeMB)`;
+        else if (entries > limits.maxEntries) over = `it holds more than ${limits.maxEntries} files`;
+        return !over;
       },
     });
   } catch (err) {
     refuse(`it cannot be read as a gzipped tar archive (${err instanceof Error ? err.message : String(err)})`);
   }
+  if (over) refuse(over);
   if (odd.length) refuse(`it holds entries an index archive does not (${odd.slice(0, 3).join(', ')})`);
   let manifest: ArchiveManifest;
   try {
@@ -156,13 +177,26 @@ async function checkedArchive(archive: string, stage: string, sqlWasm?: string):
   for (const n of listed) {
     if ((await fileSha256(path.join(stage, n))) !== manifest.sha256[n]) refuse(`${n} does not have the sha256 its manifest records (changed after export)`);
   }
-  // the database is one of ours and opens
+  // the database is one of ours, whole (one that needs recovery is refused), holds our schema alone and data alone
+  let db: IndexDb | undefined;
   try {
-    const { db } = await IndexDb.open(path.join(stage, DB_NAME), { sqlWasm, readOnly: true });
-    db.close();
+    const opened = await IndexDb.open(path.join(stage, DB_NAME), { sqlWasm, write: 'try' });
+    db = opened.db;
+    if (opened.recovered) refuse(`its database is damaged (${opened.recovered.reason})`);
+    const schema = await schemaProblem(db, sqlWasm);
+    if (schema) refuse(schema);
+    const rows = repositoryRowProblem(db);
+    if (rows) refuse(rows);
+    markImported(db);
+    await db.save();
   } catch (err) {
+    if (err instanceof NnragError && err.code === 'bad-source') throw err;
     refuse(`its database does not open (${err instanceof Error ? err.message : String(err)})`);
+  } finally {
+    db?.close();
   }
+  // (the save's own files: the stamp stays with the database, the lock is gone once closed)
+  await fsp.rm(path.join(stage, `${DB_NAME}.saved`), { force: true });
   return manifest;
 }
 
@@ -170,7 +204,11 @@ async function checkedArchive(archive: string, stage: string, sqlWasm?: string):
  * Replaces `dbFile` and its units cache with the archive's, once the whole archive is checked; refuses (and changes
  * nothing) when it is not usable, or when `dbFile` is being written. `force` is needed to replace an existing index.
  */
-export async function importIndex(archive: string, dbFile: string, { force = false, sqlWasm }: { force?: boolean; sqlWasm?: string } = {}): Promise<ArchiveManifest> {
+export async function importIndex(
+  archive: string,
+  dbFile: string,
+  { force = false, sqlWasm, limits = DEFAULT_IMPORT_LIMITS }: { force?: boolean; sqlWasm?: string; limits?: ImportLimits } = {},
+): Promise<ArchiveManifest> {
   const exists = await fsp.stat(dbFile).then(() => true, () => false);
   if (exists && !force) throw new NnragError('usage', `${dbFile} exists: import replaces it with the archive's index only with --force`);
   const dir = path.dirname(path.resolve(dbFile));
@@ -178,23 +216,120 @@ export async function importIndex(archive: string, dbFile: string, { force = fal
   // checked beside the target (one file system: the swap is a rename)
   const stage = await fsp.mkdtemp(path.join(dir, '.nnrag-import-'));
   try {
-    const manifest = await checkedArchive(archive, stage, sqlWasm);
+    const manifest = await checkedArchive(archive, stage, sqlWasm, limits);
+    await fsp.mkdir(path.join(stage, UNITS), { recursive: true });
+    await fsp.mkdir(path.join(stage, SOURCES), { recursive: true });
     // nobody writes the index in use while it is swapped
-    if (exists) {
-      const { db } = await IndexDb.open(dbFile, { sqlWasm, write: 'try' });
-      db.close();
-    }
-    const old = [`${dbFile}.units.${process.pid}.old`, `${dbFile}.sources.${process.pid}.old`];
-    await fsp.rename(`${dbFile}.units`, old[0]).catch(() => undefined);
-    await fsp.rename(`${dbFile}.sources`, old[1]).catch(() => undefined);
-    await fsp.rename(path.join(stage, UNITS), `${dbFile}.units`).catch(async () => fsp.mkdir(`${dbFile}.units`, { recursive: true }));
-    await fsp.rename(path.join(stage, SOURCES), `${dbFile}.sources`).catch(() => undefined);
-    await fsp.rename(path.join(stage, DB_NAME), dbFile);
+    const lock = exists ? (await IndexDb.open(dbFile, { sqlWasm, write: 'try' })).db : undefined;
+    lock?.close();
+    await swapIn(stage, dbFile);
     // the save stamp of the old file no longer describes the new one
     await fsp.rm(`${dbFile}.saved`, { force: true });
-    for (const o of old) await fsp.rm(o, { recursive: true, force: true });
     return manifest;
   } finally {
     await fsp.rm(stage, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Puts the checked database, units cache and sources of `stage` in place of `dbFile`'s, all or nothing: the old ones
+ * are moved into the stage first, and moved back if any step fails; on success they leave with the stage.
+ */
+async function swapIn(stage: string, dbFile: string): Promise<void> {
+  const parts: [string, string][] = [
+    [path.join(stage, UNITS), `${dbFile}.units`],
+    [path.join(stage, SOURCES), `${dbFile}.sources`],
+    [path.join(stage, DB_NAME), dbFile],
+  ];
+  const aside = path.join(stage, 'old');
+  await fsp.mkdir(aside);
+  const moved: [string, string][] = [];
+  const placed: string[] = [];
+  try {
+    for (const [i, [, to]] of parts.entries()) {
+      const keep = path.join(aside, String(i));
+      if (await fsp.lstat(to).then(() => true, () => false)) {
+        await fsp.rename(to, keep);
+        moved.push([keep, to]);
+      }
+    }
+    for (const [from, to] of parts) {
+      await fsp.rename(from, to);
+      placed.push(to);
+    }
+  } catch (err) {
+    for (const to of placed) await fsp.rm(to, { recursive: true, force: true }).catch(() => undefined);
+    for (const [keep, to] of moved) await fsp.rename(keep, to).catch(() => undefined);
+    throw new NnragError('bad-source', `the index could not be replaced (${err instanceof Error ? err.message : String(err)}); the index in use is unchanged`);
+  }
+}
+
+const megabytes = (n: number): string => `${Math.round(n / 1024 ** 2)} MB`;
+
+/** The objects of a new database of this version: tables, indexes and the full-text tables, by type and name. */
+async function ourSchema(sqlWasm?: string): Promise<Map<string, string>> {
+  const { db } = await IndexDb.open(undefined, { sqlWasm });
+  try {
+    return schemaOf(db);
+  } finally {
+    db.close();
+  }
+}
+
+function schemaOf(db: IndexDb): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const r of db.all("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")) {
+    out.set(`${String(r.type)} ${String(r.name)}`, `${String(r.tbl_name)}\u0000${String(r.sql ?? '').replace(/\s+/g, ' ')}`);
+  }
+  return out;
+}
+
+/**
+ * Why the database holds more or other than NN-RAG's own schema (a trigger, a view, a table or index of another
+ * shape), or undefined: an imported index is data, and a trigger would run on the user's own rows later.
+ */
+async function schemaProblem(db: IndexDb, sqlWasm?: string): Promise<string | undefined> {
+  const ours = await ourSchema(sqlWasm);
+  const theirs = schemaOf(db);
+  const extra = [...theirs.keys()].filter((k) => ours.get(k) !== theirs.get(k));
+  const missing = [...ours.keys()].filter((k) => !theirs.has(k));
+  if (!extra.length && !missing.length) return undefined;
+  const said = [...extra.map((k) => `${k.replace(' ', ' ')}${ours.has(k) ? ' (of another shape)' : ''}`), ...missing.map((k) => `no ${k}`)];
+  return `its database is not NN-RAG's schema alone (${said.slice(0, 4).join(', ')}${said.length > 4 ? `, and ${said.length - 4} more` : ''})`;
+}
+
+/** The repository kinds an index records. */
+const KINDS = new Set(['folder', 'git', 'python-env']);
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/** Why the repositories' rows are not plain data (a control character or line break in a text, an odd kind or commit). */
+function repositoryRowProblem(db: IndexDb): string | undefined {
+  for (const r of db.all('SELECT name, kind, location, url, ref, commit_id, module_prefix, license, config FROM repos')) {
+    const name = String(r.name);
+    if (!/^[\w.+-]{1,200}$/.test(name)) return `a repository's name is not a plain name (${JSON.stringify(name.slice(0, 60))})`;
+    if (!KINDS.has(String(r.kind))) return `repository ${name} has an unknown kind (${JSON.stringify(String(r.kind).slice(0, 40))})`;
+    if (r.commit_id !== null && !/^[0-9a-f]{4,64}$/.test(String(r.commit_id))) return `repository ${name} has a commit that is not a git id`;
+    for (const col of ['location', 'url', 'ref', 'module_prefix', 'license', 'config'] as const) {
+      if (r[col] !== null && CONTROL.test(String(r[col]))) return `repository ${name}'s ${col} holds a control character or a line break`;
+    }
+    try {
+      const config = JSON.parse(String(r.config ?? '{}')) as unknown;
+      if (!config || typeof config !== 'object' || Array.isArray(config)) return `repository ${name}'s config is not an object`;
+    } catch {
+      return `repository ${name}'s config is not JSON`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Marks every repository of an imported index as imported: no folder of its (`root`) is kept, so nothing of the user's
+ * is ever read, mounted or imported from a path the archive named; its files are read from the archive's sources only.
+ */
+function markImported(db: IndexDb): void {
+  for (const r of db.all('SELECT id, config FROM repos')) {
+    const config = { ...(JSON.parse(String(r.config ?? '{}')) as Record<string, unknown>), imported: true };
+    db.run("UPDATE repos SET root = '', config = ? WHERE id = ?", [JSON.stringify(config), Number(r.id)]);
   }
 }

@@ -13,8 +13,41 @@ import { NnragError } from '../base/errors';
 import { fileSha256 } from '../base/hash';
 import { redactUrls } from '../sources/git';
 import { IndexDb, LockedError } from './database';
-import { importIndex } from './shareIndex';
-import type { ArchiveManifest } from './shareIndex';
+import { DEFAULT_IMPORT_LIMITS, importIndex } from './shareIndex';
+import type { ArchiveManifest, ImportLimits } from './shareIndex';
+
+/** How a download of a shared index is bounded, besides the import's own limits. */
+export interface DownloadLimits extends ImportLimits {
+  /** No byte for this long: the download is given up. */
+  idleMs: number;
+  /** The whole download may take this long. */
+  totalMs: number;
+  /** Follow a redirect to another origin (scheme, host, port); same-origin redirects are always followed. */
+  allowRedirects: boolean;
+}
+
+export const DEFAULT_DOWNLOAD_LIMITS: DownloadLimits = { ...DEFAULT_IMPORT_LIMITS, idleMs: 60_000, totalMs: 30 * 60_000, allowRedirects: false };
+
+/**
+ * The response for `url`, following at most five redirects, each only to the same origin unless `allowRedirects`
+ * (a redirect never goes to anything but http(s)).
+ */
+async function fetchBounded(url: string, headers: Record<string, string>, signal: AbortSignal, allowRedirects: boolean): Promise<Response> {
+  let at = new URL(url);
+  for (let hop = 0; hop <= 5; hop++) {
+    const res = await fetch(at, { headers, signal, redirect: 'manual' });
+    const to = res.headers.get('location');
+    if (![301, 302, 303, 307, 308].includes(res.status) || !to) return res;
+    await res.body?.cancel().catch(() => undefined);
+    const next = new URL(to, at);
+    if (!/^https?:$/.test(next.protocol)) throw new NnragError('bad-source', `the server redirects to ${redactUrls(next.href)}, which is not http(s)`);
+    if (next.origin !== at.origin && !allowRedirects) {
+      throw new NnragError('bad-source', `the server redirects to another origin (${redactUrls(next.origin)}); allow it with --allow-redirects or nnrag.sharedIndexFollowRedirects`);
+    }
+    at = next;
+  }
+  throw new NnragError('bad-source', 'the server redirects more than five times');
+}
 
 /** What was fetched last, beside the shared copy (`<db>.shared.json`). */
 interface SharedState {
@@ -56,7 +89,12 @@ export const isHttpUrl = (location: string): boolean => /^https?:\/\//i.test(loc
  * Brings the shared copy at `dbFile` up to date with the archive at `location`. Throws (a clear message, the copy in
  * use unchanged) when the archive cannot be fetched or is refused.
  */
-export async function refreshShared(location: string, dbFile: string, { sqlWasm, signal }: { sqlWasm?: string; signal?: AbortSignal } = {}): Promise<SharedRefresh> {
+export async function refreshShared(
+  location: string,
+  dbFile: string,
+  options: { sqlWasm?: string; signal?: AbortSignal; limits?: Partial<DownloadLimits> } = {},
+): Promise<SharedRefresh> {
+  const { sqlWasm, signal } = options;
   const shown = redactUrls(location);
   const before = await readState(dbFile);
   const have = before?.location === shown && (await fsp.stat(dbFile).then(() => true, () => false)) ? before : undefined;
@@ -65,23 +103,65 @@ export async function refreshShared(location: string, dbFile: string, { sqlWasm,
   let etag: string | undefined;
   let download: string | undefined;
   if (isHttpUrl(location)) {
-    let res: Response;
+    const limits = { ...DEFAULT_DOWNLOAD_LIMITS, ...options.limits };
+    const stop = new AbortController();
+    const onAbort = (): void => stop.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort);
+    let why: string | undefined;
+    const giveUp = (reason: string): void => {
+      why ??= reason;
+      stop.abort(new Error(reason));
+    };
+    const total = setTimeout(() => giveUp(`it took longer than ${Math.round(limits.totalMs / 1000)} s`), limits.totalMs);
+    let idle = setTimeout(() => giveUp(`no byte came for ${Math.round(limits.idleMs / 1000)} s`), limits.idleMs);
+    const alive = (): void => {
+      clearTimeout(idle);
+      idle = setTimeout(() => giveUp(`no byte came for ${Math.round(limits.idleMs / 1000)} s`), limits.idleMs);
+    };
+    const failed = (err: unknown, during: string): NnragError =>
+      err instanceof NnragError
+        ? new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${err.message}${have ? '; the copy fetched before stays in use' : ''}`)
+        : new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${why ?? `${during} (${err instanceof Error ? (err.cause as Error | undefined)?.message ?? err.message : String(err)})`}${have ? '; the copy fetched before stays in use' : ''}`);
     try {
-      res = await fetch(location, { headers: have?.etag ? { 'If-None-Match': have.etag } : {}, signal, redirect: 'follow' });
-    } catch (err) {
-      throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${err instanceof Error ? (err.cause as Error | undefined)?.message ?? err.message : String(err)}${have ? '; the copy fetched before stays in use' : ''}`);
+      let res: Response;
+      try {
+        res = await fetchBounded(location, have?.etag ? { 'If-None-Match': have.etag } : {}, stop.signal, limits.allowRedirects);
+      } catch (err) {
+        throw failed(err, 'the request failed');
+      }
+      if (res.status === 304 && have) return { state: 'unchanged', sha256: have.sha256, repositories: have.repositories };
+      if (!res.ok || !res.body) throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: HTTP ${res.status} ${res.statusText}${have ? '; the copy fetched before stays in use' : ''}`);
+      const declared = Number(res.headers.get('content-length') ?? 0);
+      if (declared > limits.maxBytes) {
+        await res.body.cancel().catch(() => undefined);
+        throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: it is ${Math.round(declared / 1024 ** 2)} MB, over the limit of ${Math.round(limits.maxBytes / 1024 ** 2)} MB (--max-size-mb, nnrag.sharedIndexMaxSizeMB)${have ? '; the copy fetched before stays in use' : ''}`);
+      }
+      etag = res.headers.get('etag') ?? undefined;
+      download = `${dbFile}.download.${process.pid}.tmp`;
+      let received = 0;
+      const counted = async function* (body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+        for await (const chunk of body) {
+          alive();
+          received += chunk.length;
+          if (received > limits.maxBytes) {
+            giveUp(`it is larger than the limit of ${Math.round(limits.maxBytes / 1024 ** 2)} MB (--max-size-mb, nnrag.sharedIndexMaxSizeMB)`);
+            throw new Error(why);
+          }
+          yield chunk;
+        }
+      };
+      try {
+        await pipeline(Readable.fromWeb(res.body as import('stream/web').ReadableStream), counted, createWriteStream(download, { flags: 'wx' }));
+      } catch (err) {
+        await fsp.rm(download, { force: true });
+        throw failed(err, 'the download broke off');
+      }
+    } finally {
+      clearTimeout(total);
+      clearTimeout(idle);
+      signal?.removeEventListener('abort', onAbort);
     }
-    if (res.status === 304 && have) return { state: 'unchanged', sha256: have.sha256, repositories: have.repositories };
-    if (!res.ok || !res.body) throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: HTTP ${res.status} ${res.statusText}${have ? '; the copy fetched before stays in use' : ''}`);
-    etag = res.headers.get('etag') ?? undefined;
-    download = `${dbFile}.download.${process.pid}.tmp`;
-    try {
-      await pipeline(Readable.fromWeb(res.body as import('stream/web').ReadableStream), createWriteStream(download));
-    } catch (err) {
-      await fsp.rm(download, { force: true });
-      throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: the download broke off (${err instanceof Error ? err.message : String(err)})${have ? '; the copy fetched before stays in use' : ''}`);
-    }
-    archive = download;
+    archive = download!;
   } else if (!(await fsp.stat(location).then((s) => s.isFile(), () => false))) {
     throw new NnragError('bad-source', `the shared index ${location} is not a file${have ? '; the copy fetched before stays in use' : ''}`);
   }
@@ -92,7 +172,7 @@ export async function refreshShared(location: string, dbFile: string, { sqlWasm,
       if (etag && etag !== have.etag) await writeState(dbFile, { ...have, etag });
       return { state: 'unchanged', sha256, repositories: have.repositories };
     }
-    const manifest: ArchiveManifest = await importIndex(archive, dbFile, { force: true, sqlWasm });
+    const manifest: ArchiveManifest = await importIndex(archive, dbFile, { force: true, sqlWasm, limits: { ...DEFAULT_IMPORT_LIMITS, ...options.limits } });
     const repositories = manifest.repositories.map((r) => r.name);
     await writeState(dbFile, { location: shown, etag, sha256, fetched_at: new Date().toISOString(), repositories });
     return { state: 'downloaded', sha256, repositories };

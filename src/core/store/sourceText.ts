@@ -18,7 +18,16 @@ export interface RepoRow {
   commit: string | null;
   root: string;
   license: string | null;
-  config: { inline?: boolean; include?: string[]; exclude?: string[]; symbols?: string[] };
+  /** `imported`: the repository came with an imported index (`nn-rag import`, a shared index): it has no folder here. */
+  config: { inline?: boolean; include?: string[]; exclude?: string[]; symbols?: string[]; imported?: boolean };
+}
+
+/**
+ * Whether a repository came with an imported index: its rows are another machine's data, so no path of it is ever
+ * opened, mounted or imported from; its files are read from the index's own sources, by blob id.
+ */
+export function isImported(repo: RepoRow): boolean {
+  return repo.config.imported === true;
 }
 
 export function loadRepoRows(db: IndexDb): Map<number, RepoRow> {
@@ -33,10 +42,19 @@ export function loadRepoRows(db: IndexDb): Map<number, RepoRow> {
       commit: r.commit_id === null ? null : String(r.commit_id),
       root: String(r.root),
       license: r.license === null ? null : String(r.license),
-      config: JSON.parse(String(r.config ?? '{}')),
+      config: configOf(r.config),
     });
   }
   return out;
+}
+
+function configOf(value: unknown): RepoRow['config'] {
+  try {
+    const c = JSON.parse(String(value ?? '{}')) as unknown;
+    return c && typeof c === 'object' && !Array.isArray(c) ? (c as RepoRow['config']) : {};
+  } catch {
+    return {};
+  }
 }
 
 /**
@@ -60,6 +78,9 @@ export async function readIndexedFile(repo: RepoRow, relPath: string, hash: stri
   if (sources) {
     bytes = await fsp.readFile(sourcePathIn(sources, hash)).catch(() => undefined);
     if (bytes && blobId(bytes) === hash) return bytes;
+  }
+  if (isImported(repo)) {
+    throw new NnragError('not-found', `${repo.name}/${relPath} is not in the imported index's sources (${bytes ? 'its bytes do not match their blob id' : 'missing'}); import the archive again`);
   }
   if (repo.kind === 'git') {
     bytes = await readGitBlob(repo.root, hash);
