@@ -8,10 +8,11 @@ import type { ParsedModule } from '../parse/types';
 import type { ClosureResult, ExternalImport, UnitNode } from '../resolve/closure';
 import { symbolKey } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
+import { redactUrls } from '../sources/git';
 import { isStdlib } from './stdlib';
 import { NATIVE_FOLDER } from '../validate/report';
 import { assignNames, orderUnits } from './order';
-import { PROVENANCE_PREFIX, sourceLines, withoutMarkers } from './pulledFile';
+import { headerText, provenanceLine, sourceLines, withoutMarkers } from './pulledFile';
 import type { Provenance, ProvenanceEntry } from './pulledFile';
 
 
@@ -321,7 +322,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     target,
     block: root.rec.facts.units[root.unit].name ?? '',
     repo: rootSrc.repo,
-    url: rootSrc.url,
+    url: rootSrc.url === null || rootSrc.url === undefined ? rootSrc.url : redactUrls(rootSrc.url),
     commit: rootSrc.commit,
     license: rootSrc.license,
     hash: `sha256:${hash}`,
@@ -334,15 +335,18 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const header = [
     // an explicit coding line: otherwise a block named like `PositionalEncoding:` would read as one (PEP 263)
     '# -*- coding: utf-8 -*-',
-    `# Pulled by NN-RAG: ${provenance.block} from ${rootSrc.repo} (${rootSrc.url ?? rootSrc.location})`,
-    `# commit ${rootSrc.commit ?? 'unknown (not a git checkout)'}; license ${rootSrc.license ?? 'not declared'}`,
-    ...(ctx.notes ?? []).map((n) => `# ${n}`),
-    ...(provenance.shared ? [`# shared with the blocks pulled beside it: ${providedIds.length} definitions imported from ${provenance.shared.module}.py`] : []),
+    `# Pulled by NN-RAG: ${headerText(provenance.block)} from ${headerText(rootSrc.repo)} (${headerText(rootSrc.url ?? rootSrc.location)})`,
+    `# commit ${headerText(rootSrc.commit ?? 'unknown (not a git checkout)')}; license ${headerText(rootSrc.license ?? 'not declared')}`,
+    ...(ctx.notes ?? []).map((n) => `# ${headerText(n)}`),
+    ...(provenance.shared ? [`# shared with the blocks pulled beside it: ${providedIds.length} definitions imported from ${headerText(provenance.shared.module)}.py`] : []),
     '# inlined from (repository path, git blob: definitions and their lines; the manifest and the record below list each):',
     ...sourceLines(definitions),
     `# content sha256 of everything below this header: ${hash}`,
-    `${PROVENANCE_PREFIX}${JSON.stringify(provenance)}`,
-  ].join('\n');
+    provenanceLine(provenance),
+  ]
+    // (no header line can read as a tool's marker either: each value is one line, and is indented when it would)
+    .map((l) => withoutMarkers(l))
+    .join('\n');
   const keptIndex = new Map(kept.map((n, i) => [orderIndex.get(n.key)!, i]));
   const graph: DependencyGraph = { nodes: definitions.map((d, id) => ({ id, names: d.names, module: d.module, repo: d.repo, lines: sizes[id] })), edges: [] };
   for (const e of needEdges) {

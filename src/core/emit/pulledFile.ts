@@ -4,6 +4,8 @@
  */
 import { createHash } from 'crypto';
 import { NnragError } from '../base/errors';
+import { oneLine } from '../base/text';
+import { redactUrls } from '../sources/git';
 
 export interface ProvenanceEntry {
   names: string[];
@@ -60,6 +62,20 @@ export interface Provenance {
 export const PROVENANCE_PREFIX = '# nnrag-provenance: ';
 
 /**
+ * A value (a repository's name, URL, license, commit, a path, a name from indexed code) as text of one header comment
+ * line: no character of it can end the line (each is written as `\uXXXX`), and a URL loses its user info and query.
+ */
+export function headerText(value: string): string {
+  return oneLine(redactUrls(value));
+}
+
+/** The provenance record's line: JSON with every character that some reader takes for a line end escaped. */
+export function provenanceLine(prov: Provenance): string {
+  // (JSON already escapes the controls below U+0020)
+  return `${PROVENANCE_PREFIX}${oneLine(JSON.stringify(prov))}`;
+}
+
+/**
  * The argument sets a pulled file is judged with again (`nn-rag validate`, Update, the editor): those its header
  * records the repository's builder gave the block, when no guessed set builds it alone.
  */
@@ -79,7 +95,7 @@ export function sourceLines(definitions: ProvenanceEntry[]): string[] {
   for (const list of files.values()) {
     const { repo, path: file, blob } = list[0];
     const span = (d: ProvenanceEntry): string => (d.lines[0] === d.lines[1] ? `${d.lines[0]}` : `${d.lines[0]}-${d.lines[1]}`);
-    const named = list.filter((d) => d.names.length).map((d) => `${d.names.join(', ')} ${span(d)}`);
+    const named = list.filter((d) => d.names.length).map((d) => `${headerText(d.names.join(', '))} ${span(d)}`);
     const statements = list.filter((d) => !d.names.length);
     if (statements.length) {
       // consecutive lines as one range (`11 statements (11-21)`)
@@ -92,7 +108,7 @@ export function sourceLines(definitions: ProvenanceEntry[]): string[] {
       const text = ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(', ');
       named.push(`${statements.length === 1 ? 'a statement' : `${statements.length} statements`} (${text})`);
     }
-    let line = `#   ${repo} ${file} (${blob.slice(0, 12)}):`;
+    let line = `#   ${headerText(repo)} ${headerText(file)} (${headerText(blob.slice(0, 12))}):`;
     for (const [i, item] of named.entries()) {
       const piece = ` ${item}${i < named.length - 1 ? ';' : ''}`;
       if (line.length + piece.length > 118 && !line.endsWith(':')) {
@@ -169,7 +185,7 @@ export function replaceProvenance(text: string, prov: Provenance): string {
   const start = text.indexOf(PROVENANCE_PREFIX);
   if (start < 0) return text;
   const end = text.indexOf('\n', start);
-  return `${text.slice(0, start)}${PROVENANCE_PREFIX}${JSON.stringify(prov)}${text.slice(end)}`;
+  return `${text.slice(0, start)}${provenanceLine(prov)}${text.slice(end)}`;
 }
 
 /** The lines tools read as the start or end of a PEP 723 block (`# /// script`, `# ///`), at column 0. */

@@ -2,6 +2,7 @@
  * Registries (`@MODELS.register_module()`, `MODELS.register_module(module=C)`, `dict(type="Name")`): registering a
  * class is a side effect the file keeps only where something in it builds from that registry.
  */
+import { oneLine } from '../base/text';
 import type { Ref, Timing } from '../parse/types';
 import type { ModuleRecord, ModuleTable } from './moduleTable';
 import type { UnitNode } from './closureTypes';
@@ -107,6 +108,6 @@ export async function settleRegistrations(walk: RegistrationWalk): Promise<void>
   }
   for (const r of walk.registrations) {
     const registered = r.node.rec.module;
-    r.node.edits.push({ start: r.start, end: r.end, text: `# ${r.text.replace(/\s*\n\s*/g, ' ')}: registration left out by NN-RAG (nothing here builds from ${r.registry}; registered in ${registered})\n` });
+    r.node.edits.push({ start: r.start, end: r.end, text: `# ${oneLine(r.text.replace(/\s*\n\s*/g, ' '))}: registration left out by NN-RAG (nothing here builds from ${r.registry}; registered in ${registered})\n` });
   }
 }

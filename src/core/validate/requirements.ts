@@ -1,4 +1,5 @@
 /** Requirements a pulled file can be installed with: PEP 440 specifiers (@renovatebot/pep440) for what it imports. */
+import { oneLine } from '../base/text';
 import { parse as parseToml } from 'smol-toml';
 import { explain } from '@renovatebot/pep440';
 import type { Requirement } from './runner';
@@ -42,8 +43,8 @@ export function inlineMetadata(reqs: Requirement[] | undefined, modules: string[
   return [
     '# /// script',
     '# dependencies = [',
-    ...[...deps].sort().map((d) => `#   ${JSON.stringify(d)},`),
-    ...(unknown.length ? [`#   # not installed in the validating interpreter: ${unknown.sort().join(', ')}`] : []),
+    ...[...deps].sort().map((d) => `#   ${oneLine(JSON.stringify(d))},`),
+    ...(unknown.length ? [`#   # not installed in the validating interpreter: ${oneLine(unknown.sort().join(', '))}`] : []),
     '# ]',
     '# ///',
   ].join('\n');

@@ -1,0 +1,10 @@
+/** Text from data (an index's rows, indexed code, an interpreter's metadata) made safe for one line of a file. */
+
+/** Characters that end a line for Python or for some tool that reads the file, and the other control characters. */
+// eslint-disable-next-line no-control-regex
+const LINE_ENDING = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/** `value` with every character that could end a line (or is a control character) written as `\uXXXX`. */
+export function oneLine(value: string): string {
+  return value.replace(LINE_ENDING, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
