@@ -133,7 +133,7 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
     }
     if (flag(args, 'requirements') && report.status !== 'failed') {
       const reqFile = out.replace(/\.py$/, '') + '.requirements.txt';
-      await fsp.writeFile(reqFile, requirementsText(report.requirements, report.imports), 'utf8');
+      await writeText(reqFile, requirementsText(report.requirements, report.imports));
     }
     await db.save();
     if (flag(args, 'json')) {
@@ -408,6 +408,6 @@ function describeValidation(report: ValidationReport): string {
   const head = `${report.ok ? 'validated' : 'failed'}: tier ${report.tier ?? 'none'}${report.category ? ` - ${report.category}: ${report.message}` : ''}`;
   const e = report.equivalence;
   if (!e || e.status === 'differs') return head;
-  if (e.status === 'equivalent') return `${head} (${e.compared_values ?? '?'} values compared with the original, ${e.tolerance ?? 'equal'}, under ${e.variants?.length ?? 0} argument sets)`;
+  if (e.status === 'equivalent') return `${head} (${e.compared_values ?? '?'} values compared with the original, ${e.tolerance ?? 'equal'}, under ${e.variants?.length ?? 0} argument sets: it behaves like the original on the inputs tried, which says nothing of whether the code is safe to run)`;
   return `${head} (not compared with the original: ${e.reason ?? 'no reason given'})`;
 }

@@ -46,7 +46,7 @@ table { border-collapse: collapse; margin: .5rem 0; } th, td { padding: .25rem .
 td.n { text-align: right; font-variant-numeric: tabular-nums; } .muted { color: #57606a; font-size: .9rem; }
 </style></head><body>
 <h1>NN-RAG extraction report</h1>
-<p class="muted">From <code>${esc(r.source)}</code>. A block counts as validated only when it ran a forward pass.</p>
+<p class="muted">From <code>${esc(r.source)}</code>. A block counts as validated only when it ran a forward pass. <em>Equivalent</em> means it behaves like the original on the inputs tried: a comparison, not a check that the code is safe to run.</p>
 <h2>Table 1: extraction and validation</h2>
 ${table(
   ['', 'blocks', 'share'],

@@ -47,8 +47,7 @@ export async function specCommand(argv: string[], env: CliEnv): Promise<number> 
       if (env.tty && !flag(args, 'json')) env.err(`\r\x1b[K[spec] ${i + 1}/${targets.length} ${target}`);
     }
     if (env.tty && !flag(args, 'json')) env.err('\r\x1b[K');
-    await fsp.mkdir(outDir, { recursive: true });
-    await fsp.writeFile(path.join(outDir, 'index.json'), `${JSON.stringify({ schema: 'nn-rag/spec-index@1', specs: index }, null, 1)}\n`, 'utf8');
+    await writeText(path.join(outDir, 'index.json'), `${JSON.stringify({ schema: 'nn-rag/spec-index@1', specs: index }, null, 1)}\n`, outDir);
     const failed = index.filter((x) => x.error).length;
     const line = { written: index.length - failed, failed, index: path.join(outDir, 'index.json') };
     env.out(flag(args, 'json') ? `${JSON.stringify(line)}\n` : `wrote ${line.written} specifications (${failed} failed); index ${line.index}\n`);
@@ -95,7 +94,7 @@ export async function reportCommand(argv: string[], env: CliEnv): Promise<number
   };
   const html = opt(args, 'html');
   if (html) {
-    await fsp.writeFile(html, reportHtml(report), 'utf8');
+    await writeText(path.resolve(html), reportHtml(report));
   }
   if (flag(args, 'json')) env.out(`${JSON.stringify(report, null, 1)}\n`);
   else env.out(reportText(report, html));
@@ -132,7 +131,7 @@ async function mergeCommand(args: ReturnType<typeof parse>, env: CliEnv): Promis
       db.close();
     }
   }
-  await fsp.writeFile(out, JSON.stringify({ summary: merged.summary, shards: merged.shards, items: merged.items }, null, 1), 'utf8');
+  await writeText(path.resolve(out), JSON.stringify({ summary: merged.summary, shards: merged.shards, items: merged.items }, null, 1));
   const s = merged.summary;
   if (flag(args, 'json')) env.out(`${JSON.stringify({ ...s, shards: merged.shards, recorded: recorded?.recorded ?? null, not_in_index: recorded?.notInIndex ?? [], report: path.resolve(out) })}\n`);
   else {

@@ -5,6 +5,7 @@ import * as path from 'path';
 import type { ClassRef } from '../core/store/target';
 import { parseProvenance, readProvenance, recordedArguments } from '../core/emit/pulledFile';
 import { readManifest, writeManifests } from '../core/emit/manifest';
+import { writeText } from '../core/emit/writeSafe';
 import { NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
 import { originalOf } from '../core/pull/pull';
@@ -164,7 +165,7 @@ async function updateOne(
   let w: { written: boolean; diff?: string } = { written: false };
   if (dryRun) w = { written: false, diff: createTwoFilesPatch(file, file, text, plan.next!, 'yours', 'after update') };
   else {
-    await fsp.writeFile(file, plan.next!, 'utf8');
+    await writeText(file, plan.next!);
     // the manifest says what the header written says (the base kept when the update did not move it)
     await writeManifests(file, readProvenance(plan.next!) ?? plan.provenance, undefined, plan.base);
     w = { written: true };

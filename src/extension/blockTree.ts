@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { NnragClient } from './client';
 import { ListTree } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
-import { verdictWords } from '../core/pull/pulledState';
+import { verdictMeaning, verdictWords } from '../core/pull/pulledState';
 
 export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
   private readonly changed = new vscode.EventEmitter<TreeNode | undefined>();
@@ -39,7 +39,8 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
       const item = new vscode.TreeItem(h.name, vscode.TreeItemCollapsibleState.None);
       item.contextValue = 'block';
       item.description = `${h.module}${h.validation ? ` · ${verdictWords(h.validation)}` : ''}`;
-      item.tooltip = new vscode.MarkdownString(`**${h.name}**${h.signature}\n\n${h.doc ? `${h.doc}\n\n` : ''}\`${h.target}\`\n\n${h.path}:${h.line}`);
+      const means = verdictMeaning(h.validation);
+      item.tooltip = new vscode.MarkdownString(`**${h.name}**${h.signature}\n\n${h.doc ? `${h.doc}\n\n` : ''}\`${h.target}\`\n\n${h.path}:${h.line}${means ? `\n\n${means}` : ''}`);
       item.iconPath = h.abstract ? new vscode.ThemeIcon('symbol-interface') : vscode.Uri.joinPath(this.media, 'block.svg');
       item.command = { command: 'nnrag.openSource', title: vscode.l10n.t('Open Source'), arguments: [node] };
       return item;

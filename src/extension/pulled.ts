@@ -10,7 +10,7 @@ import type { Requirement, ValidationReport } from '../core/validate/runner';
 import { GetProvenance, GetPulledStatus, PlanUpdate, ValidatePulled, WriteManifests } from '../shared/protocol';
 import type { NnragClient } from './client';
 import { setting } from './config';
-import { describePulled, tierRank, verdictWords } from '../core/pull/pulledState';
+import { describePulled, tierRank, verdictMeaning, verdictWords } from '../core/pull/pulledState';
 import { validationProblems } from './problems';
 import { importFromWorkspace, writeRequirements } from './pullIntoWorkspace';
 import type { Session } from './ctx';
@@ -89,7 +89,8 @@ export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem>
     item.description = words.label;
     item.iconPath = new vscode.ThemeIcon(words.icon);
     const changed = s.changed.map((c) => `- ${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('\n');
-    item.tooltip = new vscode.MarkdownString(`**${s.target}**\n\n${words.label}${changed ? `\n\n${vscode.l10n.t('Changed upstream:')}\n${changed}` : ''}${s.reason ? `\n\n${s.reason}` : ''}`);
+    const means = verdictMeaning(s.validation);
+    item.tooltip = new vscode.MarkdownString(`**${s.target}**\n\n${words.label}${means ? `\n\n${means}` : ''}${changed ? `\n\n${vscode.l10n.t('Changed upstream:')}\n${changed}` : ''}${s.reason ? `\n\n${s.reason}` : ''}`);
     item.command = { command: 'vscode.open', title: vscode.l10n.t('Open'), arguments: [uri] };
     item.contextValue = `pulled.${s.state}`;
     return item;

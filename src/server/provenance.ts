@@ -4,7 +4,7 @@ import { MarkupKind } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { bodyHash, readProvenance } from '../core/emit/pulledFile';
 import type { Provenance } from '../core/emit/pulledFile';
-import { describePulled } from '../core/pull/pulledState';
+import { describePulled, verdictMeaning } from '../core/pull/pulledState';
 import { pulledFileStatus } from '../core/pull/update';
 import type { PulledFileStatus } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
@@ -60,6 +60,8 @@ export function provenanceHover(text: string, offset: number): Hover | null {
     if (prov.validation) {
       const v = prov.validation;
       lines.push(`- validation: **${v.status}**, tier \`${v.tier ?? 'none'}\`${v.category ? ` (${v.category})` : ''}`);
+      const means = verdictMeaning(v);
+      if (means) lines.push(`  (${means})`);
       if (v.builder) lines.push(`- built by the repository's \`${v.builder}()\``);
       else if (v.kwargs || v.args) lines.push(`- built with: \`${JSON.stringify(v.args ?? [])}\` \`${JSON.stringify(v.kwargs ?? {})}\``);
       if (v.input_shapes) lines.push(`- forward on: \`${JSON.stringify(v.input_shapes)}\` → \`${JSON.stringify(v.output_shapes)}\``);

@@ -2,8 +2,8 @@
  * A pull's compiled operators (`--build-native`): the modules the closure found with no Python source, looked up in
  * the indexed repositories' C++ sources, built (or taken from the cache) and copied beside the pulled file.
  */
+import { readOwnFile } from '../base/files';
 import * as path from 'path';
-import { promises as fsp } from 'fs';
 import { errorMessage } from '../base/errors';
 import type { Problem } from '../resolve/closure';
 import type { RepoRow } from '../store/sourceText';
@@ -76,7 +76,7 @@ export async function buildNatives(
 
 /** Copies the built operators into NATIVE_FOLDER beside `out` (never outside `root`). */
 export async function placeNatives(builds: NativeBuild[], out: string, root: string | undefined): Promise<void> {
-  for (const b of builds) await writeText(path.join(path.dirname(out), NATIVE_FOLDER, b.fileName), await fsp.readFile(b.file), root ?? path.dirname(out));
+  for (const b of builds) await writeText(path.join(path.dirname(out), NATIVE_FOLDER, b.fileName), await readOwnFile(b.file), root ?? path.dirname(out));
 }
 
 /** The header's line for a built operator: what it is, what it was built from, how to build it again. */

@@ -19,6 +19,14 @@ export function verdictWords(v: VerdictLike | null | undefined): string {
   return `failed: ${v.category ?? 'unknown'}${v.tier ? ` (reached ${v.tier})` : ''}`;
 }
 
+/** What an `equivalent` verdict means, in the words every place that shows one uses. */
+export const EQUIVALENT_MEANS = 'equivalent: behaves like the original on the inputs tried (a comparison, not a check that the code is safe to run)';
+
+/** The sentence that explains a verdict where there is room (a tooltip, a hover, a report), or undefined. */
+export function verdictMeaning(v: VerdictLike | null | undefined): string | undefined {
+  return v?.status === 'validated' && v.tier === 'equivalent' ? EQUIVALENT_MEANS : undefined;
+}
+
 export interface PulledWords {
   /** Each fact, most important first: the upstream or file state, "edited locally", the verdict. */
   parts: string[];

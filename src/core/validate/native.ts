@@ -4,6 +4,7 @@
  * user's interpreter (its torch headers, g++ and ninja), and cached by the sources' content and the interpreter.
  * Which sources: pull/nativeSources.ts.
  */
+import { readOwnFile } from '../base/files';
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
@@ -101,7 +102,12 @@ export async function buildNative(spec: NativeSources, options: { python: string
       throw new NnragError('native-build', `building ${spec.module} from ${spec.sources.join(', ')} of ${spec.repo} failed${cuda}: ${said.slice(0, 800)}`);
     }
     await fsp.mkdir(folder, { recursive: true });
-    await fsp.copyFile(built, so);
+    // only a regular file the build made in its own folder leaves it (a link to a host file would carry that file)
+    const bytes = await readOwnFile(built, out).catch((err: unknown) => {
+      throw new NnragError('native-build', `building ${spec.module} of ${spec.repo} left no ordinary file: ${err instanceof Error ? err.message : String(err)}`);
+    });
+    await fsp.rm(so, { force: true });
+    await fsp.writeFile(so, bytes, { flag: 'wx' });
     await fsp.writeFile(path.join(folder, 'built.json'), JSON.stringify({ module: spec.module, repo: spec.repo, sources: spec.sources, python: options.python }, null, 2));
     return result(false);
   } finally {

@@ -14,6 +14,7 @@
  * plain home folder, and the judge empties the work folder (and the private /tmp and /dev/shm) before every worker,
  * so no job sees what another left.
  */
+import { readOwnFile } from '../base/files';
 import { execFile, spawn } from 'child_process';
 import type { ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -528,10 +529,11 @@ export class Judge {
     const inFolder = path.join(this.mounts.inHost, String(id));
     await fsp.mkdir(inFolder);
     await fsp.copyFile(file, path.join(inFolder, name));
-    for (const c of options.companions ?? []) await fsp.copyFile(c, path.join(inFolder, safeName(path.basename(c))));
+    // what goes in beside the file is read as itself, never through a link planted in its place
+    for (const c of options.companions ?? []) await fsp.writeFile(path.join(inFolder, safeName(path.basename(c))), await readOwnFile(c));
     const natives = options.natives ?? (await nativesBeside(file));
     if (natives.length) await fsp.mkdir(path.join(inFolder, NATIVE_FOLDER));
-    for (const n of natives) await fsp.copyFile(n.file, path.join(inFolder, NATIVE_FOLDER, n.fileName));
+    for (const n of natives) await fsp.writeFile(path.join(inFolder, NATIVE_FOLDER, n.fileName), await readOwnFile(n.file));
     const lastTier = (): string | null => [...this.stderr.matchAll(/nnrag-tier: ([\w-]+)/g)].pop()?.[1] ?? null;
     this.stderr = '';
     const request = {
@@ -614,8 +616,11 @@ async function nativesBeside(file: string): Promise<NativeFile[]> {
   const text = await fsp.readFile(file, 'utf8').catch(() => '');
   const out: NativeFile[] = [];
   for (const m of text.matchAll(/_nnrag_native\("([\w.]+)", "(\w+)", "([\w.-]+\.so)"(?:, True)?\)/g)) {
-    const on = path.join(path.dirname(file), NATIVE_FOLDER, m[3]);
-    if (fs.existsSync(on) && !out.some((n) => n.fileName === m[3])) out.push({ module: m[1], name: m[2], file: on, fileName: m[3] });
+    const folder = path.join(path.dirname(file), NATIVE_FOLDER);
+    const on = path.join(folder, m[3]);
+    // (the folder itself is not a link either: its files are read without following one)
+    const real = fs.existsSync(on) && fs.lstatSync(folder).isDirectory();
+    if (real && !out.some((n) => n.fileName === m[3])) out.push({ module: m[1], name: m[2], file: on, fileName: m[3] });
   }
   return out;
 }

@@ -1,0 +1,27 @@
+/** Reading a file that something else could have replaced by a link: the file itself, never what a link points to. */
+import { constants, promises as fsp } from 'fs';
+import { NnragError } from './errors';
+
+/**
+ * The bytes of `file` when it is a regular file with one name (never through a link: `O_NOFOLLOW`, and no hard link
+ * to a file elsewhere), on the device of `folder` when given (a file made inside a folder of ours stays there).
+ */
+export async function readOwnFile(file: string, folder?: string): Promise<Buffer> {
+  let handle: Awaited<ReturnType<typeof fsp.open>>;
+  try {
+    handle = await fsp.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'EMLINK') throw new NnragError('usage', `${file} is a symbolic link; NN-RAG never reads through one`);
+    throw err;
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new NnragError('usage', `${file} is not a regular file`);
+    if (st.nlink !== 1) throw new NnragError('usage', `${file} has ${st.nlink} names (a hard link): NN-RAG reads only a file of its own`);
+    if (folder !== undefined && (await fsp.lstat(folder)).dev !== st.dev) throw new NnragError('usage', `${file} is not on the device of ${folder}`);
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
+}
