@@ -33,7 +33,7 @@ import { inlineMetadata } from '../validate/requirements';
 import { computeClosure } from '../resolve/closure';
 import type { ClosureContext, ClosureResult, Problem } from '../resolve/closure';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
-import { loadRepoRows, readIndexedFile, sourcesDirOf } from '../store/sourceText';
+import { isImported, loadRepoRows, readIndexedFile, sourcesDirOf } from '../store/sourceText';
 import type { RepoRow } from '../store/sourceText';
 import { importableModules, stdlibModules } from '../validate/sandbox';
 import { writeSafely, writeText } from '../emit/writeSafe';
@@ -240,18 +240,22 @@ export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterabl
   const repo = session.repos.get(ref.repoId);
   if (!repo) return { unavailable: 'its repository is not in the index' };
   if (repo.kind === 'python-env') return { module: ref.module, class: ref.name, path: null };
+  if (isImported(repo) && repo.kind === 'folder') return { unavailable: 'its repository came with an imported index, which names no folder on this machine to import the original from' };
   const folder = importRoot(repo);
   if (!folder) return { unavailable: `a ${repo.kind} source has no checkout to import the original from` };
-  if (!fs.existsSync(repo.root || repo.location)) return { unavailable: `its repository's folder ${repo.root || repo.location} is not on this machine (an index imported from elsewhere)` };
+  if (!fs.existsSync(repo.root)) return { unavailable: `its repository's folder ${repo.root} is not on this machine` };
   // the judge checks that the class it imports comes from this file, unchanged since it was indexed
   const file = session.files.get(ref.fileId);
-  const source = file ? path.join(repo.root || repo.location, file.path) : undefined;
-  const also = [...new Set([...inlined].map((id) => session.repos.get(id)).map((r) => (r ? importRoot(r) : null)))].filter((f): f is string => !!f && f !== folder && fs.existsSync(f));
+  const source = file ? path.join(repo.root, file.path) : undefined;
+  const others = [...inlined].map((id) => session.repos.get(id)).filter((r): r is RepoRow => !!r && !!importRoot(r) && fs.existsSync(r.root));
+  const also = [...new Set(others.map((r) => importRoot(r)!))].filter((f) => f !== folder);
+  const mounts = [...new Set([repo.root, ...others.map((r) => r.root)])];
   return {
     module: ref.module,
     class: ref.name,
     path: folder,
     ...(also.length ? { also } : {}),
+    mounts,
     ...(source && fs.existsSync(source) ? { file: source, blob: file!.hash } : {}),
   };
 }
@@ -286,11 +290,18 @@ export function originalOfPulled(session: PullSession, prov: Provenance): Origin
   return own && found.file ? { ...found, blob: own.blob } : found;
 }
 
+/**
+ * The folder the sandbox shows of a local repository: its own folder, never the one above it (a root that is itself a
+ * package is imported from its parent, which the sandbox holds with nothing else in it); null for other kinds.
+ */
+export function mountRoot(repo: RepoRow): string | null {
+  return importRoot(repo) ? repo.root : null;
+}
+
 /** The folder a local repository's modules import from (a root that is itself a package: its parent), else null. */
 export function importRoot(repo: RepoRow): string | null {
-  if (repo.kind !== 'folder') return null;
-  const root = repo.root || repo.location;
-  return fs.existsSync(path.join(root, '__init__.py')) ? path.dirname(root) : root;
+  if (repo.kind !== 'folder' || isImported(repo) || !repo.root) return null;
+  return fs.existsSync(path.join(repo.root, '__init__.py')) ? path.dirname(repo.root) : repo.root;
 }
 
 function failureOf(problems: Problem[]): { category: FailureCategory; message: string } | undefined {

@@ -151,6 +151,9 @@ export interface OriginalClass {
   /** The folders of other indexed repositories whose code the copy inlines (mmcv beside mmpretrain): on the
    * original's path after `path`, ahead of site-packages, so that the original uses the same code. */
   also?: string[];
+  /** The folders the sandbox shows for it, read-only: each repository's own folder, never the one above it (a
+   * package-root repository is imported from its parent, which the sandbox holds with nothing else in it). */
+  mounts?: string[];
   /** The indexed source file of the class and its blob id: the judge refuses an original imported from elsewhere or
    * changed since. */
   file?: string;

@@ -36,7 +36,7 @@ export async function checkSandbox(options: Pick<ValidateOptions, 'allowWeakSand
 export async function validateFile(file: string, options: ValidateOptions): Promise<ValidationReport> {
   await checkSandbox(options);
   if (options.pool) return options.pool.validate(file, options);
-  const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [...(options.original?.path ? [options.original.path] : []), ...(options.original?.also ?? [])]);
+  const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, options.original?.mounts ?? []);
   try {
     return await judge.validate(file, options);
   } finally {

@@ -13,6 +13,12 @@ const LD_W_ABS = 0x20;
 const JEQ_K = 0x15;
 const JGE_K = 0x35;
 const RET_K = 0x06;
+/** `socket` on x86_64, and the domain it is refused for: a unix socket reaches a service on the host's file system
+ * (an agent's or a session bus's socket in a mounted folder); pairs made by `socketpair` stay allowed. */
+const SOCKET_X86_64 = 41;
+const AF_UNIX = 1;
+/** Offset of the low half of the first argument in `struct seccomp_data`. */
+const ARG0 = 16;
 
 /** x86_64 numbers of the calls refused. */
 export const DENIED_X86_64: Record<string, number> = {
@@ -71,6 +77,12 @@ export function seccompProgram(arch: string = process.arch): Buffer | undefined 
     insn(LD_W_ABS, 0, 0, 0), // nr
     insn(JGE_K, 0, 1, X32_BIT), // the x32 ABI: refused
     insn(RET_K, 0, 0, RET_EPERM),
+    // socket(AF_UNIX, ...): refused; socket of another domain: allowed (the network is a namespace of its own)
+    insn(JEQ_K, 0, 4, SOCKET_X86_64),
+    insn(LD_W_ABS, 0, 0, ARG0),
+    insn(JEQ_K, 0, 1, AF_UNIX),
+    insn(RET_K, 0, 0, RET_EPERM),
+    insn(RET_K, 0, 0, RET_ALLOW),
   ];
   // each denied call: equal -> jump to the EPERM return at the end
   denied.forEach((nr, i) => prog.push(insn(JEQ_K, denied.length - i, 0, nr)));

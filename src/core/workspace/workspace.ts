@@ -11,7 +11,7 @@ import type { WasmPaths } from '../parse/parser';
 import { findTarget } from '../store/target';
 import type { ClassRef } from '../store/target';
 import { loadModuleTable } from '../resolve/loadTable';
-import { importRoot, openPullSession, originalOf, originalOfPulled, pullBlock } from '../pull/pull';
+import { mountRoot, openPullSession, originalOf, originalOfPulled, pullBlock } from '../pull/pull';
 import type { PullOptions, PullReport, PullSession } from '../pull/pull';
 import type { Provenance } from '../emit/pulledFile';
 import type { OriginalClass } from '../validate/report';
@@ -57,7 +57,7 @@ export class Workspace {
 
   /** The folders the originals of blocks are imported from (shown read-only to every sandbox that compares). */
   originalRoots(): string[] {
-    return [...new Set([...this.session().repos.values()].flatMap((r) => importRoot(r) ?? []))];
+    return [...new Set([...this.session().repos.values()].flatMap((r) => mountRoot(r) ?? []))];
   }
 
   /** A pool of `jobs` warm validators with `python`, able to import every original of this index. */
