@@ -12,7 +12,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { errorMessage, NnragError } from '../core/base/errors';
-import { fileNameProblem } from '../core/emit/moduleNames';
+import { assistantFileProblem, fileNameProblem } from '../core/emit/moduleNames';
 import { PythonParser } from '../core/parse/parser';
 import { requirementsText } from '../core/pull/pull';
 import type { PullSession } from '../core/pull/pull';
@@ -219,6 +219,8 @@ function registerPullTool({ server, db, ws, roots, python, allowValidate, runner
       const badName = fileNameProblem(path.basename(file), installed);
       if (badName) return toolError(`refused: ${badName}`);
       const root = allowed.find((r) => file === r || file.startsWith(r.endsWith(path.sep) ? r : r + path.sep)) ?? path.dirname(file);
+      const conventional = assistantFileProblem(file, root);
+      if (conventional) return toolError(`refused: ${conventional}`);
       const wantValidate = validate ?? allowValidate;
       if (wantValidate && !allowValidate) return toolError('validation runs the block\'s code and is off: start nn-rag mcp with --allow-validate, or pull with validate: false');
       const progress = extra._meta?.progressToken;

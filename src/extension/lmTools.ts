@@ -10,7 +10,7 @@ import { GetBlockDetails, SearchBlocks } from '../shared/protocol';
 import type { Deps } from './ctx';
 import { checkFileName } from './ctx';
 import { pullIntoWorkspace } from './pullIntoWorkspace';
-import { snakeCase } from '../core/emit/moduleNames';
+import { assistantFileProblem, snakeCase } from '../core/emit/moduleNames';
 import { setting } from './config';
 
 /** The parts of the language-model tools API this file uses (typed here: the extension builds against VS Code 1.90's types). */
@@ -66,7 +66,8 @@ export function registerLanguageModelTools(context: vscode.ExtensionContext, dep
         },
         async invoke({ input }) {
           const name = input.fileName ?? `${snakeCase(input.target.split('.').pop() ?? 'block')}.py`;
-          const refused = checkFileName(name);
+          const folder = vscode.workspace.workspaceFolders?.[0];
+          const refused = checkFileName(name) ?? assistantFileProblem(path.join(folder ? setting('pullFolder', folder.uri) : '', name), '');
           if (refused) return text(`not pulled: ${refused}`);
           const report = await pullIntoWorkspace(deps, input.target, name, { confirmed: true });
           if (!report) return text('not pulled');

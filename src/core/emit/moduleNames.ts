@@ -21,6 +21,24 @@ export const RESERVED_MODULES: ReadonlySet<string> = new Set(['conftest', 'sitec
  * name, a module Python tools run by themselves, or one that shadows the standard library, a PyTorch-world package
  * or a module the interpreter has installed (`installed`, when known).
  */
+/** Files that test runners, documentation builders and task runners import or run by convention (pytest, Sphinx,
+ * invoke, fabric, doit, paver, nox, setuptools, Django), and folders whose files they do. */
+const RUN_BY_CONVENTION = /^(?:test_.*|.*_test|conftest|conf|tasks|fabfile|dodo|pavement|noxfile|setup|manage)\.py$/;
+const RUN_BY_CONVENTION_FOLDERS = new Set(['tests', 'test', 'docs', 'doc', 'testing']);
+
+/**
+ * Why a code assistant (MCP, a language-model tool) may not write `file` under `root`, beyond `fileNameProblem`: a
+ * name or a folder that another tool loads by itself, so the block would run outside the sandbox; else undefined.
+ */
+export function assistantFileProblem(file: string, root: string): string | undefined {
+  const name = file.split(/[\\/]/).pop() ?? file;
+  if (RUN_BY_CONVENTION.test(name)) return `'${name}' is a name test runners, documentation builders or task runners load by themselves`;
+  const rel = file.startsWith(root) ? file.slice(root.length) : file;
+  const folder = rel.split(/[\\/]/).slice(0, -1).find((p) => RUN_BY_CONVENTION_FOLDERS.has(p.toLowerCase()));
+  if (folder) return `a file in a folder named '${folder}' is loaded by test runners or documentation builders; choose another folder`;
+  return undefined;
+}
+
 export function fileNameProblem(name: string, installed: ReadonlySet<string> = new Set()): string | undefined {
   if (/[\\/]/.test(name) || name.includes('..')) return 'a file name only, without folders';
   if (!/^[A-Za-z_][A-Za-z0-9_]*\.py$/.test(name)) return 'use a Python module name ending in .py (letters, digits, _)';
