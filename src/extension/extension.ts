@@ -142,6 +142,8 @@ function languageStatus(
     indexItem.detail = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks${s.failing ? ` · ${vscode.l10n.t('{0} cannot be indexed (see the Blocks view)', s.failing)}` : ''}${shared}`;
     if (s.state !== 'indexing' && s.failing) indexItem.severity = vscode.LanguageStatusSeverity.Warning;
     void vscode.commands.executeCommand('setContext', 'nnrag.indexState', s.state);
+    // the walkthrough's "Index a repository" ticks once one is indexed
+    if (s.state !== 'indexing' && s.repos > 0) void vscode.commands.executeCommand('setContext', 'nnrag.hasIndexedRepository', true);
   };
   return { show: showStatus, changed: statusChanged, current: () => current };
 }
@@ -169,6 +171,8 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     ...atStart,
     maxFileKb: setting('maxFileKb'),
     sharedIndex: setting('sharedIndex') || undefined,
+    sharedIndexMaxSizeMB: setting('sharedIndexMaxSizeMB'),
+    sharedIndexFollowRedirects: setting('sharedIndexFollowRedirects'),
   };
   const client = await NnragClient.start(context, log, init);
   const credentials = new GitCredentialService(context.secrets, log);
@@ -240,6 +244,8 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     session,
   });
   registerLanguageModelTools(context, deps, context.globalStorageUri.fsPath);
+  // an interpreter chosen for NN-RAG before: the walkthrough's first step is done
+  if (setting('pythonPath')) void vscode.commands.executeCommand('setContext', 'nnrag.interpreterChosen', true);
   // the Get Started walkthrough (the interpreter first) opens once, on the first activation after install
   if (!context.globalState.get<boolean>('nnrag.walkthroughShown')) {
     await context.globalState.update('nnrag.walkthroughShown', true);

@@ -133,6 +133,8 @@ export class InterpreterService implements vscode.Disposable {
     const enter = vscode.l10n.t('Enter a path…');
     const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem>();
     quickPick.title = vscode.l10n.t('Python interpreter for validating blocks');
+    // (an editor that takes the focus meanwhile, such as the walkthrough, does not close it)
+    quickPick.ignoreFocusOut = true;
     const described = new Map<string, string>();
     const render = (): void => {
       quickPick.items = [
@@ -175,7 +177,13 @@ export class InterpreterService implements vscode.Disposable {
       if (pick === other) return this.pick();
       if (pick !== use) return undefined;
     }
-    return updateSetting('pythonPath', value);
+    const scope = await updateSetting('pythonPath', value);
+    // the choice is confirmed, and the walkthrough's step ticks on it (not on the picker opening)
+    void vscode.commands.executeCommand('setContext', 'nnrag.interpreterChosen', true);
+    void vscode.window.showInformationMessage(
+      versions.torch ? vscode.l10n.t('NN-RAG validates pulled blocks with {0} ({1}).', value, versionsLabel(versions)) : vscode.l10n.t('NN-RAG uses {0}, which has no torch: pulled blocks will not be validated.', value),
+    );
+    return scope;
   }
 
   dispose(): void {

@@ -24,12 +24,26 @@ export interface WalkStep {
 const SHOTS = path.join(ROOT, 'test-results');
 const T = 60_000;
 
+/**
+ * Runs `command` from the command palette. An editor that opens meanwhile (the first-run walkthrough, on the
+ * extension's first activation) takes the focus and closes the palette, as it would a user's: then it is opened again.
+ */
 async function palette(page: Page, command: string): Promise<void> {
-  await page.keyboard.press('F1');
-  await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
-  await page.keyboard.type(command, { delay: 10 });
-  await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: command }).first().waitFor({ timeout: T });
-  await page.keyboard.press('Enter');
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input').first();
+      await input.waitFor({ state: 'visible', timeout: T / 4 });
+      await page.keyboard.type(command, { delay: 10 });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: command }).first().waitFor({ timeout: T / 2 });
+      if ((await input.inputValue()) !== `>${command}`) throw new Error(`the palette holds '${await input.inputValue()}'`);
+      await page.keyboard.press('Enter');
+      return;
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      await page.keyboard.press('Escape');
+    }
+  }
 }
 
 export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkStep[] }> {
@@ -321,6 +335,8 @@ export async function vsixWalk(h: Harness, python: string, vsix: string): Promis
       await page.goto(cs.url(ws.folder), { waitUntil: 'domcontentloaded', timeout: T });
       // the installed extension's contributions are loaded: its view container is in the activity bar
       await page.locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]').first().waitFor({ timeout: 2 * T });
+      // a fresh profile: the extension's first activation opens its walkthrough, which takes the focus when it opens
+      await page.locator('.gettingStartedContainer').filter({ hasText: 'Get started with NN-RAG' }).first().waitFor({ state: 'visible', timeout: T }).catch(() => undefined);
       await palette(page, 'NN-RAG: Search Blocks');
       await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
       await page.keyboard.type('drop path', { delay: 20 });

@@ -70,7 +70,7 @@ export class CodeServer {
   /** Starts code-server; `trust: false` keeps Workspace Trust on (folders start untrusted, no prompt). */
   static async start(h: Harness, opts: { trust: boolean; env?: Record<string, string>; settings?: Record<string, unknown>; install?: string }): Promise<CodeServer> {
     const home = mkdtempSync(path.join(os.tmpdir(), 'nnrag-code-server-'));
-    for (const d of ['user', 'extensions', 'xdg', 'tmp']) mkdirSync(path.join(home, d), { recursive: true });
+    for (const d of ['user', 'extensions', 'xdg', 'tmp', 'home']) mkdirSync(path.join(home, d), { recursive: true });
     mkdirSync(path.join(home, 'user', 'User'), { recursive: true });
     writeFileSync(
       path.join(home, 'user', 'User', 'settings.json'),
@@ -87,8 +87,10 @@ export class CodeServer {
         ...opts.settings,
       }),
     );
+    // nothing of an earlier run (or of the user running the tests) is seen: a home of its own, as on a fresh machine
     const env = {
       ...process.env,
+      HOME: path.join(home, 'home'),
       XDG_CONFIG_HOME: path.join(home, 'xdg'),
       XDG_DATA_HOME: path.join(home, 'xdg'),
       XDG_CACHE_HOME: path.join(home, 'xdg'),

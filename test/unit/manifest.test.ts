@@ -48,6 +48,8 @@ describe('package.json against the code', () => {
     }
   });
 
+  const extensionSources = (): string => readdirSync(path.join(ROOT, 'src', 'extension')).map((f) => readFileSync(path.join(ROOT, 'src', 'extension', f), 'utf8')).join('\n');
+
   it('the walkthrough: its media are packaged files, its links and completion events name contributed commands and settings', () => {
     const ignore = readFileSync(path.join(ROOT, '.vscodeignore'), 'utf8');
     const walks: { steps: { title: string; description: string; media: { markdown?: string }; completionEvents?: string[] }[] }[] = pkg.contributes.walkthroughs;
@@ -62,6 +64,8 @@ describe('package.json against the code', () => {
         const [kind, what] = e.split(':');
         if (kind === 'onCommand') assert.ok(registered.has(what), e);
         else if (kind === 'onSettingChanged') assert.ok(pkg.contributes.configuration.properties[what], e);
+        // a context key the extension sets when the step's work is done (not when its command merely opens)
+        else if (kind === 'onContext') assert.ok(extensionSources().includes(`'setContext', '${what}', true`), `${e}: the extension never sets ${what}`);
         else assert.fail(`unexpected completion event ${e}`);
       }
     }
