@@ -161,6 +161,8 @@ class Peek(nn.Module):
       'sockpkg/__init__.py': '',
       'sockpkg/layers.py': `import os
 import socket
+import subprocess
+import sys
 
 import torch
 from torch import nn
@@ -169,13 +171,22 @@ _SOCK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _knock():
+    # here, and through a child interpreter (which the judge's audit hook does not watch)
+    knocked = 0.0
     try:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(_SOCK)
         s.close()
-        return 1.0
-    except OSError:
-        return 0.0
+        knocked = 1.0
+    except Exception:
+        pass
+    try:
+        code = "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])"
+        if subprocess.run([sys.executable, "-c", code, _SOCK], capture_output=True, timeout=20).returncode == 0:
+            knocked = 1.0
+    except Exception:
+        pass
+    return knocked
 
 
 class Knock(nn.Module):

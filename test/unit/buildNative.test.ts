@@ -70,6 +70,28 @@ describe('pull --build-native', function () {
     assert.strictEqual(differs.equivalence?.status, 'differs', JSON.stringify(differs));
   });
 
+  it('a build that replaces its output with a link to a host file carries nothing out of the sandbox', async () => {
+    const work = await tmpdir('nnrag-native-swap-');
+    const secret = path.join(work, 'host-secret.txt');
+    fs.writeFileSync(secret, 'the user\'s key\n');
+    // the operator, when the build loads it once, unlinks itself and leaves a link to a host file in its place
+    const swap = `#include <dlfcn.h>\n#include <unistd.h>\nstatic void swap_self() __attribute__((constructor));\nstatic void swap_self() { Dl_info i; if (dladdr((void*)&swap_self, &i) && i.dli_fname) { unlink(i.dli_fname); symlink(${JSON.stringify(secret)}, i.dli_fname); } }\n`;
+    await writeTree(path.join(work, 'repo'), { ...NATIVE_REPO, 'opspkg/csrc/scale.cpp': `${swap}${NATIVE_REPO['opspkg/csrc/scale.cpp']}` });
+    const sdb = path.join(work, 'index.db');
+    assert.strictEqual((await cli('index', path.join(work, 'repo'), '--db', sdb)).code, 0);
+    const out = path.join(work, 'out', 'scaled.py');
+    const r = await cli('pull', 'opspkg.layers.ScaledResidual', '--db', sdb, '--out', out, '--python', PYTHON_WITH_TORCH, '--build-native', '--cache', path.join(work, 'cache'), '--json');
+    const report = JSON.parse(r.out);
+    assert.strictEqual(report.category, 'native-extension', r.out);
+    assert.match(report.message, /left no ordinary file: .*symbolic link/);
+    const everything = (d: string): string[] => (fs.existsSync(d) ? (fs.readdirSync(d, { recursive: true }) as string[]).map((f) => path.join(d, f)) : []);
+    for (const f of [...everything(path.join(work, 'cache')), ...everything(path.join(work, 'out'))]) {
+      const st = fs.lstatSync(f);
+      assert.ok(!st.isSymbolicLink(), `${f} is a link`);
+      if (st.isFile()) assert.ok(!fs.readFileSync(f, 'utf8').includes('the user\'s key'), `${f} holds the host file`);
+    }
+  });
+
   it('an operator with only CUDA sources says it cannot be built for the CPU', async () => {
     const r = await cli('pull', 'opspkg.gates.Gated', '--db', db, '--out', path.join(dir, 'out', 'gated.py'), '--python', PYTHON_WITH_TORCH, '--build-native', '--cache', cache, '--json');
     const report = JSON.parse(r.out);
