@@ -215,6 +215,8 @@ export async function pullIntoWorkspace(
     const edit = new vscode.WorkspaceEdit();
     await setFileText(edit, dest, text, existing !== undefined);
     if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', dest.fsPath));
+    // the walkthrough's last step ticks once a block was pulled (after the diff closed, so it takes no picker's focus)
+    void vscode.commands.executeCommand('setContext', 'nnrag.pulledBlock', true);
     const written = await vscode.workspace.openTextDocument(dest);
     await written.save();
     await vscode.window.showTextDocument(written);
@@ -304,6 +306,7 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
       await setFileText(edit, dest, text, (await readIfExists(dest)) !== undefined);
     }
     if (!(await vscode.workspace.applyEdit(edit))) throw new Error(vscode.l10n.t('VS Code did not apply the edit to {0}', destDir.fsPath));
+    void vscode.commands.executeCommand('setContext', 'nnrag.pulledBlock', true);
     for (const dest of dests) await (await vscode.workspace.openTextDocument(dest)).save();
     for (const [i, r] of result.reports.entries()) await client.request(WriteManifests, { file: dests[i].fsPath, report: r, text: texts[i] });
     await vscode.window.showTextDocument(dests[0]);

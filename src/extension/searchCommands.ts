@@ -29,6 +29,8 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
     qp.title = vscode.l10n.t('NN-RAG: Search Blocks');
     qp.placeholder = vscode.l10n.t('Name, words, docstring or signature (e.g. residual block, attention, ConvBN)');
     qp.matchOnDescription = false;
+    // it stays open while the index finishes and when an editor (the first-run walkthrough) takes the focus
+    qp.ignoreFocusOut = true;
     qp.matchOnDetail = false;
     qp.value = initial;
     let seq = 0;
@@ -107,6 +109,8 @@ export function registerSearchCommands(reg: Reg, deps: Deps): void {
   reg('nnrag.searchBlocks', async (initial) => {
     const hit = await searchQuickPick(client, typeof initial === 'string' ? initial : tree.activeQuery, deps.indexChanged);
     if (!hit) return undefined;
+    // the walkthrough's search step ticks on a block found (after the picker closed)
+    void vscode.commands.executeCommand('setContext', 'nnrag.searchedBlock', true);
     const pull = vscode.l10n.t('Pull into Workspace');
     const open = vscode.l10n.t('Open Source');
     const deps_ = vscode.l10n.t('Show Dependencies');
