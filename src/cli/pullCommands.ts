@@ -380,10 +380,15 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
   const prov = readProvenance(text);
   const edited = prov !== undefined && bodyHash(text) !== prov.hash;
   let original: OriginalClass | { unavailable: string } | undefined;
+  // judged as its pull judged it: the header's arguments, then the repository's own calls and examples
+  let uses: Awaited<ReturnType<Workspace['judgingPulled']>> = { candidates: recordedArguments(prov) };
   if (prov) {
     const db = await openDb(args, env, false, false).catch(() => undefined);
-    if (db && indexCounts(db).repos > 0) original = Workspace.over(db, env.assets).originalOfPulled(prov);
-    else original = { unavailable: `no index at ${dbPath(args)} names its original (--db)` };
+    if (db && indexCounts(db).repos > 0) {
+      const ws = Workspace.over(db, env.assets);
+      original = ws.originalOfPulled(prov);
+      uses = await ws.judgingPulled(prov);
+    } else original = { unavailable: `no index at ${dbPath(args)} names its original (--db)` };
     db?.close();
   }
   let report = await validateFile(file, {
@@ -395,7 +400,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
     signal: env.signal,
     companions: companionsOf(file, text),
     original: original && 'module' in original ? original : undefined,
-    candidates: recordedArguments(prov),
+    ...uses,
   });
   report = explained(report, original, edited);
   if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(prov ? { edited } : {}) }, null, 1)}\n`);

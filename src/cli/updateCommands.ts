@@ -3,12 +3,12 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import type { ClassRef } from '../core/store/target';
-import { parseProvenance, readProvenance, recordedArguments } from '../core/emit/pulledFile';
+import { parseProvenance, readProvenance } from '../core/emit/pulledFile';
 import { readManifest, writeManifests } from '../core/emit/manifest';
 import { writeText } from '../core/emit/writeSafe';
 import { NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
-import { originalOf } from '../core/pull/pull';
+import { judgingPulled, originalOf } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus } from '../core/pull/update';
 import type { PulledFileStatus } from '../core/pull/update';
@@ -118,7 +118,7 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
         const text = await fsp.readFile(file, 'utf8');
         validation = await validateFile(file, {
           companions: companionsOf(file, text),
-          candidates: recordedArguments(readProvenance(text)),
+          ...(await judgingPulled(session, readProvenance(text), parser)),
           original: original && 'module' in original ? original : undefined,
           className: outcome.ref?.name,
           python: pythonOf(args, env),

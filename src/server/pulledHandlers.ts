@@ -3,9 +3,9 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Connection } from 'vscode-languageserver';
 import { NnragError } from '../core/base/errors';
-import { bodyHash, readProvenance, recordedArguments, splitPulled } from '../core/emit/pulledFile';
+import { bodyHash, readProvenance, splitPulled } from '../core/emit/pulledFile';
 import { readManifest, removeManifests, writeManifests } from '../core/emit/manifest';
-import { explained, originalOfPulled } from '../core/pull/pull';
+import { explained, judgingPulled, originalOfPulled } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
@@ -63,7 +63,7 @@ export function registerPulledHandlers(connection: Connection, service: () => In
         runner: runner(),
         className: ref.name,
         original: original && 'module' in original ? original : undefined,
-        candidates: recordedArguments(prov),
+        ...(await judgingPulled(session, prov, (await service().ready()).parser)),
         timeoutMs: timeoutSeconds * 1000,
         memoryMb,
         allowWeakSandbox: allowWeakSandbox === true,

@@ -31,6 +31,25 @@ describe('nn-rag validate FILE compares with the original', function () {
     assert.deepStrictEqual([hit?.license, hit?.validation?.tier], ['MIT', 'equivalent']);
   });
 
+  it('judges an unedited file as its pull did: with the inputs the repository\'s tests feed the block', async () => {
+    const repo = path.join(dir, 'odd');
+    fs.mkdirSync(path.join(repo, 'oddpkg'), { recursive: true });
+    fs.mkdirSync(path.join(repo, 'tests'));
+    fs.writeFileSync(path.join(repo, 'oddpkg', '__init__.py'), '');
+    fs.writeFileSync(
+      path.join(repo, 'oddpkg', 'layers.py'),
+      'from torch import nn\n\n\nclass SevenTokens(nn.Module):\n    def __init__(self, dim=8):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n\n    def forward(self, x):\n        assert x.shape[-2] == 7, "seven tokens"\n        return self.lin(x)\n',
+    );
+    fs.writeFileSync(path.join(repo, 'tests', 'test_layers.py'), 'import torch\n\nfrom oddpkg.layers import SevenTokens\n\n\ndef test_seven():\n    m = SevenTokens(8)\n    x = torch.randn(2, 7, 8)\n    assert m(x).shape == (2, 7, 8)\n');
+    const odb = path.join(dir, 'odd.db');
+    assert.strictEqual((await cli('index', repo, '--db', odb)).code, 0);
+    const out = path.join(dir, 'seven_tokens.py');
+    const pulled = JSON.parse((await cli('pull', 'oddpkg.layers.SevenTokens', '--db', odb, '--out', out, '--python', PYTHON_WITH_TORCH, '--json')).out);
+    assert.strictEqual(pulled.tier, 'equivalent', JSON.stringify(pulled));
+    const again = JSON.parse((await cli('validate', out, '--db', odb, '--python', PYTHON_WITH_TORCH, '--json')).out);
+    assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));
+  });
+
   it('an unedited pulled file is equivalent, as the pull said, with the values compared', async () => {
     const r = await cli('validate', file, '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
     assert.strictEqual(r.code, 0, r.err);

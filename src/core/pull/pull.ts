@@ -10,7 +10,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { ClassRef } from '../store/target';
 import { emitFile } from '../emit/emit';
-import { replaceProvenance, splitPulled, withInlineMetadata } from '../emit/pulledFile';
+import { recordedArguments, replaceProvenance, splitPulled, withInlineMetadata } from '../emit/pulledFile';
 import type { DependencyGraph, EmitResult } from '../emit/emit';
 import type { Provenance } from '../emit/pulledFile';
 import { fileSizes } from '../emit/why';
@@ -565,20 +565,47 @@ async function originalAlone(session: PullSession, ref: ClassRef, options: PullO
 /** What the judge is told of block `name` of `rec` whichever side it runs: the interpreter and limits, and how the
  * repository builds and calls it (its call sites' arguments, its tests). */
 async function judging(session: PullSession, rec: ModuleRecord, name: string, options: PullOptions): Promise<ValidateOptions> {
-  const readme = await readmeUses(session, rec, name, options.parser);
   return {
     python: options.python!,
     runner: options.runner!,
     className: name,
-    // the README's (full-size models) are marked: the judge tries them after its light argument sets
-    candidates: [...callSites(session, rec, name).slice(0, MAX_CANDIDATES - readme.calls.length), ...readme.calls.map((c) => ({ ...c, documented: true }))],
-    examples: [...(await exampleTexts(session, rec, name)), ...readme.texts].slice(0, MAX_EXAMPLES),
+    ...(await repositoryUses(session, rec, name, options.parser)),
     timeoutMs: options.timeoutMs,
     memoryMb: options.memoryMb,
     signal: options.signal,
     pool: options.pool,
     allowWeakSandbox: options.allowWeakSandbox,
   };
+}
+
+/** How the repository builds and calls block `name` of `rec`: its call sites' arguments, its README's, its tests. */
+async function repositoryUses(session: PullSession, rec: ModuleRecord, name: string, parser: PythonParser): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
+  const readme = await readmeUses(session, rec, name, parser);
+  return {
+    // the README's (full-size models) are marked: the judge tries them after its light argument sets
+    candidates: [...callSites(session, rec, name).slice(0, MAX_CANDIDATES - readme.calls.length), ...readme.calls.map((c) => ({ ...c, documented: true }))],
+    examples: [...(await exampleTexts(session, rec, name)), ...readme.texts].slice(0, MAX_EXAMPLES),
+  };
+}
+
+/**
+ * How a pulled file is judged again (`validate FILE`, the editor's Validate, Update): as its pull judged it, with the
+ * arguments its header records first, then the repository's own calls and examples of its original (when the index
+ * still holds it), so that an unedited file gets the verdict its pull gave.
+ */
+export async function judgingPulled(session: PullSession, prov: Provenance | undefined, parser: PythonParser): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
+  const recorded = recordedArguments(prov) ?? [];
+  if (!prov) return {};
+  let uses: Pick<ValidateOptions, 'candidates' | 'examples'> = {};
+  try {
+    const ref = findTarget(session.db, prov.target);
+    const rec = session.table.lookupIn(ref.module, ref.repoId);
+    if (rec) uses = await repositoryUses(session, rec, ref.name, parser);
+  } catch {
+    // the original is no longer in the index: the header's record alone
+  }
+  const candidates = [...recorded, ...(uses.candidates ?? [])];
+  return { ...(candidates.length ? { candidates } : {}), ...(uses.examples?.length ? { examples: uses.examples } : {}) };
 }
 
 /**

@@ -11,10 +11,10 @@ import type { WasmPaths } from '../parse/parser';
 import { findTarget } from '../store/target';
 import type { ClassRef } from '../store/target';
 import { loadModuleTable } from '../resolve/loadTable';
-import { mountRoot, openPullSession, originalOf, originalOfPulled, pullBlock } from '../pull/pull';
+import { judgingPulled, mountRoot, openPullSession, originalOf, originalOfPulled, pullBlock } from '../pull/pull';
 import type { PullOptions, PullReport, PullSession } from '../pull/pull';
 import type { Provenance } from '../emit/pulledFile';
-import type { OriginalClass } from '../validate/report';
+import type { OriginalClass, ValidateOptions } from '../validate/report';
 import { ValidatorPool } from '../validate/validatorPool';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
 
@@ -71,6 +71,11 @@ export class Workspace {
   }
 
   /** The original a pulled file's provenance names (at the blob it was pulled from), or why there is none. */
+  /** How a pulled file is judged again: as its pull judged it (the header's arguments, the repository's calls). */
+  async judgingPulled(prov: Provenance | undefined): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
+    return judgingPulled(this.session(), prov, await this.parser());
+  }
+
   originalOfPulled(prov: Provenance): OriginalClass | { unavailable: string } {
     return originalOfPulled(this.session(), prov);
   }
