@@ -53,16 +53,25 @@ CONFIG_SIZES = {"hidden_size": 32, "d_model": 32, "embed_dim": 32, "n_embd": 32,
 def config_instance(param: inspect.Parameter, namespace: Dict[str, Any]) -> Any:
     """For a parameter annotated with (or named after) a configuration class of the file (`config: BertConfig`), an
     instance of it with its defaults and the sizes shrunk consistently; None when there is no such class."""
-    ann = param.annotation
+    ann = None if param.annotation is param.empty else param.annotation
     cls = namespace.get(ann) if isinstance(ann, str) else ann if inspect.isclass(ann) else None
-    if cls is None and param.name in ("config", "cfg", "model_config"):
+    if cls is None and param.name in ("config", "cfg", "model_config", "configs"):
         found = [v for k, v in namespace.items() if inspect.isclass(v) and k.endswith("Config") and v.__module__ == namespace.get("__name__")]
         cls = found[-1] if len(found) == 1 else None
     if not inspect.isclass(cls) or not cls.__name__.endswith(("Config", "Configuration")):
         return None
-    try:
-        config = cls()
-    except Exception:  # noqa: BLE001 - a configuration that needs arguments: they are guessed as a constructor's are
+    # small sizes given to the constructor first: a configuration that derives fields from them when it is made
+    # (`head_size = n_embd // n_head` in __post_init__) stays consistent
+    fields = {p.name for p in init_parameters(cls)}
+    small = {k: v for k, v in CONFIG_SIZES.items() if k in fields}
+    config = None
+    for kwargs in ([small] if small else []) + [{}]:
+        try:
+            config = cls(**kwargs)
+            break
+        except Exception:  # noqa: BLE001 - the next way, or the required arguments guessed
+            continue
+    if config is None:
         try:
             nn = sys.modules["torch"].nn
             config = cls(**{p.name: guess_value(p, nn) for p in init_parameters(cls) if p.default is p.empty})

@@ -331,6 +331,55 @@ export interface Emission {
   timings: { t0: number; t1: number; t2: number };
 }
 
+/** Parameter names that mean "a configuration object" when nothing annotates them. */
+const CONFIG_PARAMETERS = new Set(['config', 'cfg', 'model_config', 'configs']);
+const CONFIG_CLASS = /(?:Config|Configuration|Cfg)$/;
+
+/** The parameters of a signature as written (`config: GPTConfig, block_idx: int = 0`), split at top-level commas. */
+function signatureParameters(signature: string): { name: string; annotation?: string }[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let cur = '';
+  for (const ch of signature) {
+    if ('([{'.includes(ch)) depth++;
+    else if (')]}'.includes(ch)) depth--;
+    if (ch === ',' && depth === 0) {
+      parts.push(cur);
+      cur = '';
+    } else cur += ch;
+  }
+  parts.push(cur);
+  const out: { name: string; annotation?: string }[] = [];
+  for (const p of parts) {
+    const m = /^\s*(\w+)\s*(?::\s*([^=]+?))?\s*(?:=[\s\S]*)?$/.exec(p);
+    if (m) out.push({ name: m[1], ...(m[2] ? { annotation: m[2].trim() } : {}) });
+  }
+  return out;
+}
+
+/**
+ * The configuration classes block `fact` is built from: a parameter annotated with one (`config: GPTConfig`,
+ * `Optional["BertConfig"]`), or named `config`/`cfg` where the block's module defines exactly one; taken into the
+ * file whole, so that the judge builds an object of it from its defaults on both sides and the user has it.
+ */
+export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: { signature: string }): { rec: ModuleRecord; unit: number }[] {
+  const out: { rec: ModuleRecord; unit: number }[] = [];
+  for (const p of signatureParameters(fact.signature.trim().replace(/^\(([\s\S]*)\)$/, '$1'))) {
+    let name: string | undefined;
+    if (p.annotation) {
+      const bare = p.annotation.replace(/['"]/g, '').replace(/^(?:typing\.)?Optional\[(.*)\]$/, '$1').trim();
+      if (/^[\w.]+$/.test(bare) && CONFIG_CLASS.test(bare)) name = bare;
+    } else if (CONFIG_PARAMETERS.has(p.name)) {
+      const own = rec.facts.classes.filter((c) => CONFIG_CLASS.test(c.name));
+      if (own.length === 1) name = own[0].name;
+    }
+    if (!name) continue;
+    const t = table.resolveDotted(rec, name);
+    if (t.kind === 'symbol' && !out.some((o) => o.rec === t.mod && o.unit === t.unit)) out.push({ rec: t.mod, unit: t.unit });
+  }
+  return out;
+}
+
 /** Resolves and emits `ref`'s file in memory (nothing written, nothing run). */
 export async function emitBlock(session: PullSession, ref: ClassRef, options: PullOptions): Promise<Emission> {
   const t0 = performance.now();
@@ -362,14 +411,16 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
     stdlib: options.python ? await stdlibModules(options.python) : undefined,
     shorten: options.fullDocstrings ? undefined : (text: string) => shortened(session, text, options.parser),
   };
-  let closure = await computeClosure(closureCtx, rec, fact.unit);
+  // a configuration class the block is built from goes in whole: the judge builds one from its defaults on both sides
+  const configs = configRoots(session.table, rec, fact);
+  let closure = await computeClosure(closureCtx, rec, fact.unit, configs);
   let natives: NativeBuild[] = [];
   if (options.buildNative && closure.problems.some((p) => p.kind === 'native-extension')) {
     const made = await buildNatives(session, ref.repoId, closure.problems, { ...options, cacheDir: options.buildNative.cacheDir });
     natives = made.builds;
     if (natives.length) {
       closureCtx.natives = new Map(natives.map((b) => [b.module, { file: b.fileName, name: b.buildName }]));
-      closure = await computeClosure(closureCtx, rec, fact.unit);
+      closure = await computeClosure(closureCtx, rec, fact.unit, configs);
     }
     for (const p of closure.problems) if (p.kind === 'native-extension' && made.failed.has(p.name)) p.detail = made.failed.get(p.name)!;
   } else if (!options.buildNative) {

@@ -1,0 +1,101 @@
+/**
+ * Blocks built from a configuration object (`Block(config)`, `Layer(config: BertConfig)`): the configuration class
+ * is written whole into the pulled file (never an empty stand-in), and the judge builds one from its defaults, with
+ * small sizes, on both sides, so the copy is compared with its original.
+ */
+import * as assert from 'assert';
+import * as fs from 'fs';
+import { hasTorch, pullValidated } from './helpers';
+
+const GPT = `from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+
+@dataclass
+class GPTConfig:
+    block_size: int = 1024
+    vocab_size: int = 50304
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    dropout: float = 0.0
+    bias: bool = True
+
+
+class MLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        assert config.n_embd % config.n_head == 0
+        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.mlp = MLP(config)
+
+    def forward(self, x):
+        return x + self.mlp(self.ln_1(x))
+`;
+
+const ANNOTATED = {
+  'cfgpkg/__init__.py': '',
+  'cfgpkg/config.py': `from dataclasses import dataclass
+
+
+@dataclass
+class Config:
+    n_embd: int = 4096
+    n_head: int = 32
+    intermediate_size: int = 11008
+
+    def __post_init__(self):
+        self.head_size = self.n_embd // self.n_head
+`,
+  'cfgpkg/model.py': `import torch
+from torch import nn
+
+from cfgpkg.config import Config
+
+
+class Attention(nn.Module):
+    def __init__(self, config: Config, block_idx: int = 0) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(config.n_embd, 3 * config.n_head * config.head_size)
+        self.proj = nn.Linear(config.n_head * config.head_size, config.n_embd)
+        self.heads = config.n_head
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.proj(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)
+`,
+};
+
+describe('blocks built from a configuration object', function () {
+  this.timeout(300_000);
+  before(function () {
+    if (!hasTorch()) this.skip();
+  });
+
+  it('Block(config): the module\'s configuration class is pulled whole and built from its defaults on both sides', async () => {
+    const report = await pullValidated({ 'gptpkg/__init__.py': '', 'gptpkg/model.py': GPT }, 'gptpkg.model.Block');
+    assert.strictEqual(report.tier, 'equivalent', JSON.stringify(report));
+    const text = fs.readFileSync(report.out!, 'utf8');
+    assert.match(text, /^@dataclass\nclass GPTConfig:\n {4}block_size: int = 1024/m, 'the configuration class is whole');
+  });
+
+  it('Layer(config: Config) imported from another module: built with small sizes through its constructor', async () => {
+    const report = await pullValidated(ANNOTATED, 'cfgpkg.model.Attention');
+    assert.strictEqual(report.tier, 'equivalent', JSON.stringify(report));
+    assert.match(fs.readFileSync(report.out!, 'utf8'), /def __post_init__\(self\):/);
+  });
+});
