@@ -351,6 +351,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
 
 function describeSummary(s: BatchSummary, reportFile: string): string {
   const lines = [
+    `of all ${s.raw.blocks} blocks: ${s.raw.forward} reach forward (${s.raw.forward_share}%), ${s.raw.equivalent} proven equivalent to their original (${s.raw.equivalent_share}%)`,
     `pulled ${s.attempted} of ${s.targeted} blocks in ${s.seconds} s (${s.seconds_per_block} s per block)`,
     `validated ${s.validated} (${s.pass_rate}%), failed ${s.failed}`,
     `tiers reached: ${Object.entries(s.tiers).map(([k, v]) => `${k} ${v}`).join(', ')}`,

@@ -50,5 +50,8 @@ describe('the package used as a module object', function () {
     assert.deepStrictEqual([byName.get('KeepsModule')?.status, byName.get('KeepsModule')?.tier, byName.get('KeepsModule')?.original_reached], ['failed', null, 'forward']);
     assert.deepStrictEqual([byName.get('UsesPkg')?.tier, byName.get('UsesPkg')?.original_reached], ['equivalent', 'forward']);
     assert.deepStrictEqual(report.summary.originals, { run: 2, imported: 2, forward: 2, compared_share: 50, forward_share: 50 });
+    // the raw shares lead, over all the blocks: the one whose file never ran counts against them
+    assert.deepStrictEqual(Object.keys(report.summary)[0], 'raw');
+    assert.deepStrictEqual(report.summary.raw, { blocks: 2, forward: 1, equivalent: 1, forward_share: 50, equivalent_share: 50 });
   });
 });

@@ -34,6 +34,11 @@ export interface BatchItem {
 }
 
 export interface BatchSummary {
+  /**
+   * The raw shares, read first: of ALL the blocks attempted, how many reach forward and how many are proven
+   * equivalent to their original (percent of all, not of those whose original ran).
+   */
+  raw: { blocks: number; forward: number; equivalent: number; forward_share: number; equivalent_share: number };
   targeted: number;
   attempted: number;
   extracted: number;
@@ -71,7 +76,9 @@ export function summarise(items: BatchItem[], targeted: number, seconds: number,
   for (const i of items) if (i.status !== 'validated' && i.category) categories[i.category] = (categories[i.category] ?? 0) + 1;
   const validated = items.filter((i) => i.status === 'validated').length;
   const failed = items.filter((i) => i.status === 'failed' || i.status === 'error').length;
+  const percent = (n: number): number => (items.length ? Math.round((10000 * n) / items.length) / 100 : 0);
   return {
+    raw: { blocks: items.length, forward: tiers.forward ?? 0, equivalent: tiers.equivalent ?? 0, forward_share: percent(tiers.forward ?? 0), equivalent_share: percent(tiers.equivalent ?? 0) },
     targeted,
     attempted: items.length,
     extracted: items.filter((i) => i.status !== 'error').length,
