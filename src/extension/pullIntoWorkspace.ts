@@ -477,6 +477,7 @@ export async function writeRequirements(session: Session, report: Pick<PullRepor
   }
   const adding = requirementsText(report.requirements, report.imports);
   const into = async (file: vscode.Uri, merged: { text: string; added: string[] }, existing: string | undefined): Promise<void> => {
+    await refuseLink(file);
     if (merged.added.length && merged.text !== existing) await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(merged.text));
     await vscode.window.showTextDocument(file);
     const name = path.basename(file.fsPath);
@@ -493,8 +494,18 @@ export async function writeRequirements(session: Session, report: Pick<PullRepor
     const existing = await readIfExists(file);
     return into(file, mergeRequirements(existing ?? '', adding), existing);
   }
+  await refuseLink(perBlock);
   await vscode.workspace.fs.writeFile(perBlock, new TextEncoder().encode(adding));
   await vscode.window.showTextDocument(perBlock);
+}
+
+/** NN-RAG writes no file through a link (it would change the file the link points to, wherever that is). */
+async function refuseLink(file: vscode.Uri): Promise<void> {
+  const st = await vscode.workspace.fs.stat(file).then(
+    (s) => s,
+    () => undefined,
+  );
+  if (st && st.type & vscode.FileType.SymbolicLink) throw new Error(vscode.l10n.t('{0} is a symbolic link; NN-RAG never writes through one', file.fsPath));
 }
 const REQUIREMENTS_CHOICE = 'nnrag.requirementsChoice';
 
