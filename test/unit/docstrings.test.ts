@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import { shortenDocstrings } from '../../src/core/emit/docstrings';
 import { PythonParser } from '../../src/core/parse/parser';
-import { ASSETS } from './helpers';
+import { ASSETS, hasTorch, pullValidated } from './helpers';
 
 describe('docstrings of what a pull brings', () => {
   let parser: PythonParser;
@@ -74,5 +74,53 @@ describe('docstrings of what a pull brings', () => {
       '',
     ].join('\n');
     assert.strictEqual(shorten(text), text);
+  });
+});
+
+describe('docstrings read at run time', function () {
+  this.timeout(120_000);
+  it('are kept whole in a file whose code reads __doc__ (a decorator that parses a class\'s Args section)', async function () {
+    if (!hasTorch()) this.skip();
+    const report = await pullValidated(
+      {
+        'docpkg/__init__.py': '',
+        'docpkg/doc.py': `def documented(cls):
+    if "Args:" not in (cls.__doc__ or ""):
+        raise ValueError(f"No 'Args' section is found in the docstring of {cls.__name__!r}")
+    return cls
+`,
+        'docpkg/layers.py': `from torch import nn
+
+from docpkg.doc import documented
+
+
+@documented
+class HeadOutput(nn.Module):
+    """A head's output.
+
+    Args:
+        dim (int): its width.
+    """
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class UsesHead(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.head = HeadOutput(dim)
+
+    def forward(self, x):
+        return self.head(x)
+`,
+      },
+      'docpkg.layers.UsesHead',
+    );
+    assert.strictEqual(report.tier, 'equivalent', JSON.stringify(report.validation));
   });
 });

@@ -10,6 +10,9 @@ import { symbolKey } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { redactUrls } from '../sources/git';
 import { isStdlib } from './stdlib';
+
+/** Code that reads docstrings at run time. */
+const DOCSTRINGS_READ = /\b__doc__\b|\bgetdoc\s*\(/;
 import { NATIVE_FOLDER } from '../validate/report';
 import { assignNames, orderUnits } from './order';
 import { headerText, provenanceLine, sourceLines, withoutMarkers } from './pulledFile';
@@ -253,11 +256,14 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const kept: UnitNode[] = [];
   const providedNames: string[] = [];
   const providedIds: string[] = [];
-  for (const node of order) {
-    const parsed = ctx.parsed(node.rec);
-    const whole = withoutMarkers(unitText(node, parsed, names));
+  const wholes = order.map((node) => withoutMarkers(unitText(node, ctx.parsed(node.rec), names)));
+  // docstrings are data where the file's code reads them at run time (`__doc__`, `inspect.getdoc`, a decorator that
+  // parses a class's Args section): then every one is kept whole
+  const shorten = wholes.some((t) => DOCSTRINGS_READ.test(t)) ? undefined : ctx.shorten;
+  for (const [at, node] of order.entries()) {
+    const whole = wholes[at];
     const isRoot = node.key === closure.root.key;
-    const text = ctx.shorten && !isRoot ? ctx.shorten(whole) : whole;
+    const text = shorten && !isRoot ? shorten(whole) : whole;
     const u = node.rec.facts.units[node.unit];
     const finalNames = u.binds.map((b) => names.get(symbolKey(node.rec, b)) ?? b);
     const id = `${node.rec.module}:${finalNames.join(',')}:${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
