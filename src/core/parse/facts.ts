@@ -23,7 +23,7 @@ import type {
 } from './types';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '11';
+export const PARSER_VERSION = '12';
 
 /** Nesting deeper than this is refused (CPython's own parser stops at 200 parentheses). */
 export const MAX_DEPTH = 400;
@@ -36,8 +36,20 @@ export class TooDeepError extends Error {
 
 type ScopeKind = 'module' | 'function' | 'class' | 'comprehension';
 
+/** A scope's bound names, with where each is first bound (the end of its binding statement: `def f` binds after its
+ * decorators, defaults and annotations ran). */
+class Bindings extends Set<string> {
+  /** The end of the statement being collected; what `add` records. */
+  at = 0;
+  readonly first = new Map<string, number>();
+  override add(name: string): this {
+    if (!this.first.has(name) || this.first.get(name)! > this.at) this.first.set(name, this.at);
+    return super.add(name);
+  }
+}
+
 class Scope {
-  readonly locals = new Set<string>();
+  readonly locals = new Bindings();
   readonly globals = new Set<string>();
   readonly nonlocals = new Set<string>();
   constructor(
@@ -45,15 +57,20 @@ class Scope {
     readonly parent: Scope | undefined,
   ) {}
 
-  /** True when a bare name read in this scope reaches the module (global or builtin). */
-  isFree(name: string): boolean {
+  /**
+   * True when a bare name read in this scope reaches the module (global or builtin). `at`: where it is read; in a
+   * class body, a name the class binds only later (`def device(self) -> device:` under `from torch import device`)
+   * is the module's, as Python evaluates it when the method is defined.
+   */
+  isFree(name: string, at?: number): boolean {
     let scope: Scope | undefined = this;
     let first = true;
     while (scope) {
       if (scope.kind === 'module') return true;
       if (scope.globals.has(name)) return true;
+      const notYet = first && scope.kind === 'class' && at !== undefined && !scope.nonlocals.has(name) && (scope.locals.first.get(name) ?? 0) > at;
       // class scopes are visible only to code directly in the class body
-      if ((first || scope.kind !== 'class') && (scope.locals.has(name) || scope.nonlocals.has(name))) {
+      if ((first || scope.kind !== 'class') && !notYet && (scope.locals.has(name) || scope.nonlocals.has(name))) {
         return false;
       }
       first = false;
@@ -568,6 +585,8 @@ class Extractor {
     const stack: Node[] = [body];
     while (stack.length) {
       const node = stack.pop()!;
+      // a binding takes effect where its statement ends (a nested one's own end is later or equal)
+      scope.locals.at = node.endIndex;
       switch (node.type) {
         case 'function_definition':
         case 'class_definition': {
@@ -637,7 +656,7 @@ class Extractor {
 
   private ref(node: Node, scope: Scope, timing: Timing, attrs: string[] = [], attrEnds: number[] = []): void {
     const name = node.text;
-    if (!scope.isFree(name)) return;
+    if (!scope.isFree(name, node.startIndex)) return;
     this.curRefs.push({ name, start: node.startIndex, end: node.endIndex, timing, attrs, attrEnds });
   }
 
