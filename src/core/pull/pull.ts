@@ -24,6 +24,7 @@ import { unitsDirOf } from '../store/unitsCache';
 import { loadUnits, saveUnits } from '../store/unitsCache';
 import { decodePython } from '../parse/decode';
 import type { PythonParser } from '../parse/parser';
+import type { ClassFact } from '../parse/types';
 import { readmeBlocks, readmeUsesOf } from './readmeExamples';
 import type { ReadmeBlock } from './readmeExamples';
 import type { CallSite, ParsedModule } from '../parse/types';
@@ -362,8 +363,17 @@ function signatureParameters(signature: string): { name: string; annotation?: st
  * `Optional["BertConfig"]`), or named `config`/`cfg` where the block's module defines exactly one; taken into the
  * file whole, so that the judge builds an object of it from its defaults on both sides and the user has it.
  */
-export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: { signature: string }): { rec: ModuleRecord; unit: number }[] {
-  const out: { rec: ModuleRecord; unit: number }[] = [];
+export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: ClassFact, depth = 0): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
+  const out: { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] = [];
+  // a class without an __init__ of its own is built by its first base's (GemmaMLP(LLaMAMLP))
+  if (!fact.methods.includes('__init__')) {
+    for (const base of fact.bases) {
+      const t = table.resolveDotted(rec, base);
+      const baseFact = t.kind === 'symbol' ? t.mod.facts.classes.find((c) => c.name === t.name) : undefined;
+      if (t.kind === 'symbol' && baseFact && depth < 5) return configRoots(table, t.mod, baseFact, depth + 1);
+    }
+    return out;
+  }
   for (const p of signatureParameters(fact.signature.trim().replace(/^\(([\s\S]*)\)$/, '$1'))) {
     let name: string | undefined;
     if (p.annotation) {
@@ -375,7 +385,8 @@ export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: { signa
     }
     if (!name) continue;
     const t = table.resolveDotted(rec, name);
-    if (t.kind === 'symbol' && !out.some((o) => o.rec === t.mod && o.unit === t.unit)) out.push({ rec: t.mod, unit: t.unit });
+    // its fields and dunders whole; its other methods (a factory that looks up the model module) only when reached
+    if (t.kind === 'symbol' && !out.some((o) => o.rec === t.mod && o.unit === t.unit)) out.push({ rec: t.mod, unit: t.unit, methodsOnDemand: true });
   }
   return out;
 }

@@ -5,7 +5,7 @@
  * the type-only stand-ins (closureStandIns.ts) learn something.
  */
 import type { ModuleRecord } from './moduleTable';
-import type { ClosureContext, ClosureResult } from './closureTypes';
+import type { ClosureContext, ClosureResult, ExtraRoot } from './closureTypes';
 import { ClosureWalk } from './closureWalk';
 import { settleRegistrations } from './closureRegistrations';
 import { learnTypeOnly } from './closureStandIns';
@@ -17,8 +17,8 @@ export async function computeClosure(
   ctx: ClosureContext,
   rootRec: ModuleRecord,
   rootUnit: number,
-  /** More units to close over with the root (a builder function used only for validation). */
-  extraRoots: { rec: ModuleRecord; unit: number }[] = [],
+  /** More units to close over with the root (a builder function used only for validation, a configuration class). */
+  extraRoots: ExtraRoot[] = [],
 ): Promise<ClosureResult> {
   // a class the file only tests objects against becomes an empty stand-in; what it needed may go with it, and
   // then another class may be left with type tests only
@@ -34,7 +34,7 @@ async function closeOnce(
   ctx: ClosureContext,
   rootRec: ModuleRecord,
   rootUnit: number,
-  extraRoots: { rec: ModuleRecord; unit: number }[],
+  extraRoots: ExtraRoot[],
   typeOnly: TypeOnly,
 ): Promise<{ result: ClosureResult; learnt: boolean }> {
   const walk = new ClosureWalk(ctx, rootRec, rootUnit, extraRoots, typeOnly);

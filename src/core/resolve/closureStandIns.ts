@@ -10,7 +10,7 @@ import type { ClosureContext, UnitNode } from './closureTypes';
 export interface TypeOnlyWalk {
   readonly units: ReadonlyMap<string, UnitNode>;
   readonly uses: ReadonlyMap<string, Set<Use>>;
-  readonly wholeUnits: ReadonlySet<string>;
+  readonly rootUnits: ReadonlySet<string>;
   readonly rootRec: ModuleRecord;
   readonly ctx: ClosureContext;
   readonly typeOnly: TypeOnly;
@@ -66,7 +66,7 @@ export function learnTypeOnly(walk: TypeOnlyWalk): boolean {
   for (const n of walk.units.values()) {
     const seen = walk.uses.get(n.key);
     const u = n.rec.facts.units[n.unit];
-    if (!seen || seen.has('other') || walk.wholeUnits.has(n.key) || n.replacement || walk.typeOnly.stubbed.has(n.key) || u.binds.length !== 1) continue;
+    if (!seen || seen.has('other') || walk.rootUnits.has(n.key) || n.replacement || walk.typeOnly.stubbed.has(n.key) || u.binds.length !== 1) continue;
     if (n.rec.repoId !== walk.rootRec.repoId && !walk.ctx.inlines(n.rec, walk.rootRec.repoId)) continue;
     if (u.kind === 'class' || (u.kind === 'assign' && !seen.has('isinstance'))) {
       walk.typeOnly.stubbed.add(n.key);

@@ -3,6 +3,13 @@ import type { DirectedGraph } from 'graphology';
 import type { Member, ParsedModule } from '../parse/types';
 import type { ModuleRecord, ModuleTable } from './moduleTable';
 
+/** A unit closed over with the block: copied whole, or (`methodsOnDemand`) with only the methods something reaches. */
+export interface ExtraRoot {
+  rec: ModuleRecord;
+  unit: number;
+  methodsOnDemand?: boolean;
+}
+
 export interface UnitNode {
   key: string;
   rec: ModuleRecord;

@@ -8,7 +8,7 @@ import { DirectedGraph } from 'graphology';
 import type { Member, ParsedModule, Ref, Timing } from '../parse/types';
 import { compactStandIn } from './compact';
 import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
-import type { ClosureContext, ClosureResult, ExternalImport, NeedEdge, Problem, SymbolBinding, UnitNode } from './closureTypes';
+import type { ClosureContext, ClosureResult, ExternalImport, ExtraRoot, NeedEdge, Problem, SymbolBinding, UnitNode } from './closureTypes';
 import { externalKey, symbolKey, unitKey } from './closureTypes';
 import { codeOnly, droppable, STRINGS, MethodDeferral, outsideOf, reachedIn, reachesOf, refsWithin } from './closureReach';
 import { registrationSpan, registryIndex } from './closureRegistrations';
@@ -60,22 +60,25 @@ export class ClosureWalk {
   readonly scanned = new Set<number>();
   readonly table: ModuleTable;
   readonly root: UnitNode;
-  /** The units copied whole: the block and the extra roots. */
+  /** The units copied whole: the block and the extra roots (but those whose methods are taken on demand). */
   readonly wholeUnits: Set<string>;
+  /** The units that are never made type-only stand-ins: the block and every extra root. */
+  readonly rootUnits: Set<string>;
   private readonly deferral: MethodDeferral;
 
   constructor(
     readonly ctx: ClosureContext,
     readonly rootRec: ModuleRecord,
     readonly rootUnit: number,
-    extraRoots: { rec: ModuleRecord; unit: number }[],
+    extraRoots: ExtraRoot[],
     readonly typeOnly: TypeOnly,
   ) {
     this.table = ctx.table;
     this.deferral = new MethodDeferral(ctx.table, this.units, (rec, repo) => ctx.inlines(rec, repo), rootRec.repoId, (node, parsed, where, inside, member) => this.takeIn(node, parsed, where, inside, undefined, member));
     this.root = this.need(rootRec, rootUnit);
     for (const extra of extraRoots) this.need(extra.rec, extra.unit);
-    this.wholeUnits = new Set([this.root.key, ...extraRoots.map((e) => unitKey(e.rec, e.unit))]);
+    this.wholeUnits = new Set([this.root.key, ...extraRoots.filter((e) => !e.methodsOnDemand).map((e) => unitKey(e.rec, e.unit))]);
+    this.rootUnits = new Set([this.root.key, ...extraRoots.map((e) => unitKey(e.rec, e.unit))]);
   }
 
   /** What the walk found. */
