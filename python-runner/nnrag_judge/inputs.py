@@ -301,17 +301,16 @@ def shaped_for(layer: Any, nn: Any, torch: Any, side: int) -> Optional[Any]:
     return None
 
 
-def routed_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
-    """For a forward with several inputs of different widths (`forward(flow, corr)` into `self.convflow(flow)` and
-    `self.convcorr(corr)`, `forward(x, context)` into `self.to_q(x)` and `self.to_kv(context)`): each parameter shaped
-    for the first submodule its name is passed to in forward's source, in forward's order, while each has one."""
+def routes(model: Any, nn: Any) -> Dict[str, Any]:
+    """For each of forward's required parameters, the layer it enters first in forward's source (`self.to_kv(context)`
+    gives `context` the first layer of `to_kv`), where forward's source says so."""
     required = required_inputs(model)
-    if required is None or len(required) < 2:
-        return []
+    if not required:
+        return {}
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
     except (TypeError, ValueError, OSError, SyntaxError):
-        return []
+        return {}
     params = [p.name for p in required]
     entered: Dict[str, Any] = {}
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
@@ -324,6 +323,18 @@ def routed_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
             layer = entry_layer(getattr(model, target.attr, None), nn)
             if layer is not None:
                 entered[first.id] = layer
+    return entered
+
+
+def routed_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
+    """For a forward with several inputs of different widths (`forward(flow, corr)` into `self.convflow(flow)` and
+    `self.convcorr(corr)`, `forward(x, context)` into `self.to_q(x)` and `self.to_kv(context)`): each parameter shaped
+    for the first submodule its name is passed to in forward's source, in forward's order, while each has one."""
+    required = required_inputs(model)
+    if required is None or len(required) < 2:
+        return []
+    params = [p.name for p in required]
+    entered = routes(model, nn)
     out: List[List[Any]] = []
     for side in (16, 32):
         values = []
@@ -334,6 +345,49 @@ def routed_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
             values.append(value)
         if len(values) >= 2:
             out.append(values)
+    return out
+
+
+# a graph as dense tensors: per-pair features (`edges` of a graph transformer: [batch, nodes, nodes, width]) and
+# coordinates (`coors` of an equivariant network: [batch, nodes, 3])
+PAIR_NAMES = ("edges", "edge", "edge_feats", "edge_features", "pairwise", "pair", "pair_feats", "pair_repr")
+COORD_NAMES = ("coors", "coords", "coordinates", "pos", "positions", "xyz")
+GRAPH_NODES = (6, 4)
+
+
+def layer_width(layer: Any, nn: Any) -> Optional[int]:
+    """The last dimension a linear layer or a layer norm takes (None for another layer)."""
+    if isinstance(layer, nn.Linear):
+        return int(layer.in_features)
+    if isinstance(layer, nn.LayerNorm) and layer.normalized_shape:
+        return int(layer.normalized_shape[-1])
+    return None
+
+
+def dense_graph_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
+    """A graph given as dense tensors (`forward(nodes, edges)`, `forward(feats, coors)`): node features [2, nodes,
+    width], coordinates [2, nodes, 3], per-pair features [2, nodes, nodes, width]; each width the layer the input
+    enters takes (forward's source), else the block's first width."""
+    required = required_inputs(model)
+    if required is None or len(required) < 2:
+        return []
+    names = [p.name for p in required]
+    if not any(n.lower() in PAIR_NAMES + COORD_NAMES for n in names[1:]):
+        return []
+    entered = routes(model, nn)
+    default = first_width(model) or 16
+    out: List[List[Any]] = []
+    for nodes in GRAPH_NODES:
+        values: List[Any] = []
+        for name in names:
+            width = layer_width(entered.get(name), nn) or default
+            if name.lower() in COORD_NAMES:
+                values.append(torch.randn(2, nodes, 3))
+            elif name.lower() in PAIR_NAMES:
+                values.append(torch.randn(2, nodes, nodes, width))
+            else:
+                values.append(torch.randn(2, nodes, width))
+        out.append(values)
     return out
 
 
@@ -571,9 +625,10 @@ def filled(model: Any, inputs: List[Any], torch: Any) -> List[Any]:
         index = index_input(required[i], out, torch) if i < len(required) else None
         grid = grid_value(required[i], out) if i < len(required) and index is None else None
         out.append(index if index is not None else grid if grid is not None else scalars.get(i, inputs[0]))
-    # a candidate whose second input is a tensor of features where an index is wanted: the index instead
+    # a candidate whose second input is a tensor of features where an index is wanted: the index instead (not for
+    # per-pair features of a dense graph, [batch, nodes, nodes, width])
     for i in range(1, min(len(out), len(params))):
         index = index_input(params[i], out, torch)
-        if index is not None and hasattr(out[i], "dtype") and out[i].dtype.is_floating_point:
+        if index is not None and hasattr(out[i], "dtype") and out[i].dtype.is_floating_point and out[i].dim() < 4:
             out[i] = index
     return out

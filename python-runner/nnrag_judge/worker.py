@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, constructor_candidates, given_candidates, guess_value,
                         in_form, jsonable, takes_a_list, variants)
 from .evidence import probe_variant, seed_all, tensor_evidence
-from .inputs import (containers, docstring_inputs, documented_inputs, filled, gridded, input_candidates, lighter, pyramid_inputs, routed_inputs,
+from .inputs import (containers, dense_graph_inputs, docstring_inputs, documented_inputs, filled, gridded, input_candidates, lighter, pyramid_inputs, routed_inputs,
                      shapes, shrunk, signature_inputs, spatial_sides, LARGE_SIDE)
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import MAX_VALUES, Failure, sender
@@ -226,10 +226,10 @@ def input_list(model: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: O
     seed_all(0, torch)
     # then what the block's docstring example feeds it, the shapes forward's docstring gives, what its annotations
     # alone give, a feature pyramid for a head, each input shaped for the layer it enters, then what its first
-    # layers suggest
+    # layers suggest (a graph given as dense tensors before them)
     layers = gridded(model, containers(model, input_candidates(model, torch, nn, kwargs)))
     candidates = recorded + docstring_inputs(model, torch, EXAMPLES) + guarded(documented_inputs, model, torch) + guarded(signature_inputs, model) \
-        + guarded(pyramid_inputs, model, torch) + guarded(routed_inputs, model, torch, nn) + layers
+        + guarded(pyramid_inputs, model, torch) + guarded(routed_inputs, model, torch, nn) + guarded(dense_graph_inputs, model, torch, nn) + layers
     return [filled(model, c, torch) for c in candidates]
 
 

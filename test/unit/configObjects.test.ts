@@ -99,3 +99,43 @@ describe('blocks built from a configuration object', function () {
     assert.match(fs.readFileSync(report.out!, 'utf8'), /def __post_init__\(self\):/);
   });
 });
+
+describe('graphs given as dense tensors', function () {
+  this.timeout(300_000);
+  before(function () {
+    if (!hasTorch()) this.skip();
+  });
+
+  it('forward(nodes, edges): node features [b, n, d] and per-pair edge features [b, n, n, e], each of its layer\'s width', async () => {
+    const report = await pullValidated(
+      {
+        'graphpkg/__init__.py': '',
+        'graphpkg/attn.py': `import torch
+from torch import nn, einsum
+
+
+class EdgeAttention(nn.Module):
+    def __init__(self, dim, edge_dim=None, heads=2):
+        super().__init__()
+        edge_dim = edge_dim or dim
+        self.to_q = nn.Linear(dim, dim)
+        self.to_kv = nn.Linear(dim, dim * 2)
+        self.edges_to_kv = nn.Linear(edge_dim, dim)
+        self.to_out = nn.Linear(dim, dim)
+
+    def forward(self, nodes, edges, mask=None):
+        q = self.to_q(nodes)
+        k, v = self.to_kv(nodes).chunk(2, dim=-1)
+        e = self.edges_to_kv(edges)
+        k = k[:, None, :, :] + e
+        v = v[:, None, :, :] + e
+        sim = einsum("b i d, b i j d -> b i j", q, k)
+        out = einsum("b i j, b i j d -> b i d", sim.softmax(dim=-1), v)
+        return self.to_out(out)
+`,
+      },
+      'graphpkg.attn.EdgeAttention',
+    );
+    assert.strictEqual(report.tier, 'equivalent', JSON.stringify(report.validation));
+  });
+});
