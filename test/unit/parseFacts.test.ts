@@ -240,6 +240,17 @@ describe('parse: hostile input', () => {
     assert.strictEqual(!elsewhere.ok && elsewhere.reason, 'syntax', 'a Python 2 form away from the error does not make a file Python 2');
   });
 
+  it('reads a module whose only error is a construct newer than the grammar inside a function body', async () => {
+    const p = await parser();
+    // CPython compiles `return a, *(gen)`; tree-sitter-python 0.25 does not
+    const out = p.parseText('import re\n\n\ndef f(x):\n    return x, *(int(y) for y in x)\n\n\nclass A:\n    def g(self):\n        return re.sub("a", "b", "c")\n');
+    assert.ok(out.ok, JSON.stringify(out));
+    assert.deepStrictEqual(out.ok && out.facts.classes.map((c) => c.name), ['A']);
+    // an error in the module's own statements, or in a signature, still skips the file
+    assert.strictEqual(p.parseText('x = (\n\ndef f(x):\n    pass\n').ok, false);
+    assert.strictEqual(p.parseText('def f(x,, y):\n    return x, *(y for y in x)\n').ok, false);
+  });
+
   it('reports indentation deeper than CPython reads as CPython does', async () => {
     const p = await parser();
     let text = '';

@@ -126,9 +126,10 @@ export class PythonParser {
         const line = firstErrorLine(root);
         const lines = text.split('\n', line).slice(Math.max(0, line - 2));
         const py2 = lines.some((l) => PY2_HINTS.some((re) => re.test(l)));
-        return py2
-          ? { ok: false, reason: 'python2', detail: `Python 2 syntax (syntax error at line ${line})` }
-          : { ok: false, reason: 'syntax', detail: `syntax error at line ${line}` };
+        if (py2) return { ok: false, reason: 'python2', detail: `Python 2 syntax (syntax error at line ${line})` };
+        // a construct newer than the grammar (`return a, *(b for b in c)`) inside a function's body: the module's
+        // definitions are read all the same, and the body is copied as written (CPython compiles it)
+        if (!errorsOnlyInFunctionBodies(root)) return { ok: false, reason: 'syntax', detail: `syntax error at line ${line}` };
       }
       const copy = copyTree(tree, text);
       tree.delete();
@@ -163,6 +164,43 @@ function tooManyIndents(text: string): number {
     }
   }
   return 0;
+}
+
+/** Whether every error of the tree lies inside a function definition, after its parameters (so the module's and its
+ * classes' own statements are whole; the function is copied as written, and the judge's compile tier has the last
+ * word on it). */
+function errorsOnlyInFunctionBodies(root: import('web-tree-sitter').Node): boolean {
+  const stack = [root];
+  while (stack.length) {
+    const node = stack.pop()!;
+    if (!node.hasError && !node.isMissing) continue;
+    if (node.type === 'function_definition') {
+      // its name and parameters whole, the errors after them (in what the grammar reads as its body)
+      const params = node.childForFieldName('parameters');
+      if (params && !params.hasError && !params.isMissing && errorsAfter(node, params.endIndex)) continue;
+    }
+    if (node.isError || node.isMissing) return false;
+    for (let i = node.childCount - 1; i >= 0; i--) {
+      const c = node.child(i);
+      if (c) stack.push(c);
+    }
+  }
+  return true;
+}
+
+/** Whether every error node below `node` starts at or after `offset`. */
+function errorsAfter(node: import('web-tree-sitter').Node, offset: number): boolean {
+  const stack = [node];
+  while (stack.length) {
+    const n = stack.pop()!;
+    if ((n.isError || n.isMissing) && n.startIndex < offset) return false;
+    if (!n.hasError) continue;
+    for (let i = n.childCount - 1; i >= 0; i--) {
+      const c = n.child(i);
+      if (c) stack.push(c);
+    }
+  }
+  return true;
 }
 
 function firstErrorLine(root: import('web-tree-sitter').Node): number {
