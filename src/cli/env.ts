@@ -97,10 +97,7 @@ export function cacheDir(args: ParsedArgs, env: CliEnv): string {
   return path.join(base, 'nn-rag');
 }
 
-/** A git commit shortened to 12 characters; a package version (`torchvision==0.14.1`) as it is. */
-export function shortCommit(commit: string): string {
-  return /^[0-9a-f]{40}$/.test(commit) ? commit.slice(0, 12) : commit;
-}
+export { shortCommit } from '../core/base/text';
 
 export function progressLine(env: CliEnv): (text: string) => void {
   let last = 0;

@@ -6,11 +6,11 @@ import { redactUrls } from '../core/sources/git';
 import { DEFAULT_IMPORT_LIMITS, exportIndex, importIndex } from '../core/store/shareIndex';
 import { isHttpUrl, refreshShared, sharedFrom } from '../core/store/sharedIndex';
 import type { ArchiveManifest } from '../core/store/shareIndex';
-import { dbPath, EXIT, flag, opt, parse } from './env';
+import { dbPath, EXIT, flag, opt, parse, shortCommit } from './env';
 import type { CliEnv } from './env';
 
 function describe(m: ArchiveManifest): string {
-  return `${m.repositories.length} repositories (${m.repositories.map((r) => `${r.name}${r.commit ? `@${r.commit.slice(0, 8)}` : ''}`).join(', ') || 'none'}), ${m.files} files, ${m.blocks} blocks, parser ${m.parser_version}`;
+  return `${m.repositories.length} repositories (${m.repositories.map((r) => `${r.name}${r.commit ? `@${shortCommit(r.commit)}` : ''}`).join(', ') || 'none'}), ${m.files} files, ${m.blocks} blocks, parser ${m.parser_version}`;
 }
 
 export async function exportCommand(argv: string[], env: CliEnv): Promise<number> {

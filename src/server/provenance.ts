@@ -1,4 +1,5 @@
 /** Provenance on pulled files: hovers over a pulled definition's name (where it came from, how it validated) and the CodeLens of upstream changes. */
+import { shortCommit } from '../core/base/text';
 import type { CodeLens, Connection, Hover, TextDocuments } from 'vscode-languageserver';
 import { MarkupKind } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
@@ -49,7 +50,7 @@ export function provenanceHover(text: string, offset: number): Hover | null {
     word === prov.block
       ? `- source: [\`${def.path}\` lines ${def.lines[0]}–${def.lines[1]}](command:nnrag.openSource?${encodeURIComponent(JSON.stringify([prov.target]))} "Open the original") (${def.module})`
       : `- source: \`${def.path}\` lines ${def.lines[0]}–${def.lines[1]} (${def.module})`,
-    `- repository: ${where}${prov.commit ? ` @ \`${prov.commit.slice(0, 12)}\`` : ''}`,
+    `- repository: ${where}${prov.commit ? ` @ \`${shortCommit(prov.commit)}\`` : ''}`,
     `- license: ${prov.license ?? 'not declared'}`,
     `- git blob: \`${def.blob}\` (swh:1:cnt:${def.blob})`,
     `- content hash: \`${prov.hash.slice(0, 23)}…\`${edited ? ' — **edited since the pull**' : ''}`,
@@ -81,7 +82,7 @@ function classLine(text: string, name: string): number {
 export function upstreamLens(text: string, prov: Provenance, st: PulledFileStatus, uri: string): CodeLens[] {
   const line = classLine(text, prov.block);
   const range = { start: { line, character: 0 }, end: { line, character: 0 } };
-  const at = `${prov.repo}${prov.commit ? `@${prov.commit.slice(0, 8)}` : ''}`;
+  const at = `${prov.repo}${prov.commit ? `@${shortCommit(prov.commit)}` : ''}`;
   // the words every place shows for this state (the Pulled Blocks view too)
   const words = describePulled(st);
   let title: string;

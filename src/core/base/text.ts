@@ -8,3 +8,8 @@ const LINE_ENDING = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 export function oneLine(value: string): string {
   return value.replace(LINE_ENDING, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
+/** A git commit shortened to 12 characters; anything else (a package version, `torchvision==0.14.1`) whole. */
+export function shortCommit(commit: string): string {
+  return /^[0-9a-f]{40}$/.test(commit) ? commit.slice(0, 12) : commit;
+}

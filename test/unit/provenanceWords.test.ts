@@ -1,0 +1,43 @@
+/**
+ * What the hover and the CodeLens say of a pulled file's provenance: a package version whole (only a git commit is
+ * shortened), and what `equivalent` means.
+ */
+import * as assert from 'assert';
+import { provenanceHover, upstreamLens } from '../../src/server/provenance';
+import { provenanceLine } from '../../src/core/emit/pulledFile';
+import type { Provenance } from '../../src/core/emit/pulledFile';
+import { shortCommit } from '../../src/core/base/text';
+
+const PROV: Provenance = {
+  version: 1,
+  target: 'torchvision:torchvision.models.resnet.BasicBlock',
+  block: 'BasicBlock',
+  repo: 'torchvision',
+  url: null,
+  commit: 'torchvision==0.14.1a0+5e8e2f1',
+  license: 'BSD-3-Clause',
+  hash: 'sha256:0000000000000000000000000000000000000000000000000000000000000000',
+  pulledAt: '2026-11-26T00:00:00.000Z',
+  definitions: [{ names: ['BasicBlock'], module: 'torchvision.models.resnet', repo: 'torchvision', path: 'models/resnet.py', lines: [59, 100], blob: 'a'.repeat(40) }],
+  imports: ['torch'],
+  renamed: {},
+  validation: { status: 'validated', tier: 'equivalent', category: null },
+} as Provenance;
+
+describe('provenance words in the editor', () => {
+  const text = `# -*- coding: utf-8 -*-\n${provenanceLine(PROV)}\n\n\nclass BasicBlock:\n    pass\n`;
+
+  it('shows a package version whole, in the hover and the CodeLens; a git commit shortened', () => {
+    const hover = provenanceHover(text, text.indexOf('BasicBlock:') + 2);
+    const md = JSON.stringify(hover);
+    assert.ok(md.includes('torchvision==0.14.1a0+5e8e2f1'), md);
+    const lens = upstreamLens(text, PROV, { target: PROV.target, state: 'up-to-date', edited: false, conflicts: 0, changed: [], validation: PROV.validation }, 'file:///x.py');
+    assert.match(lens[0].command!.title, /pulled from torchvision@torchvision==0\.14\.1a0\+5e8e2f1 /);
+    assert.strictEqual(shortCommit('0123456789abcdef0123456789abcdef01234567'), '0123456789ab');
+  });
+
+  it('says what equivalent means where the verdict is explained', () => {
+    const md = JSON.stringify(provenanceHover(text, text.indexOf('BasicBlock:') + 2));
+    assert.match(md, /behaves like the original on the inputs tried/);
+  });
+});
