@@ -3,6 +3,7 @@
  * what is there in a diff to Accept or Cancel, written as one undoable edit; insert a block at the cursor; the
  * block's requirements.
  */
+import { sentence } from '../core/base/text';
 import { existsSync } from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -417,7 +418,8 @@ export function pullVerdict(report: PullReport): { short: string; detail: string
   // the words every other place shows for a verdict (CodeLens, views, tree, search)
   const short = verdictWords({ status: report.status === 'validated' || report.status === 'failed' ? report.status : 'not-validated', tier: report.tier, category: report.category });
   if (report.status !== 'failed') return { short, detail: '' };
-  return { short, detail: `${short}: ${(report.message ?? '').split('\n')[0].slice(0, 300)}` };
+  // a sentence of its own, cut at a word's end: the action text that follows it stays apart
+  return { short, detail: sentence(`${short}: ${(report.message ?? '').split('\n')[0]}`, 300) };
 }
 
 /** The read-only right side of a pull's diff: the text Accept writes, by URI (`PREVIEW_SCHEME`). */

@@ -257,7 +257,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         'from torch import nn\n\n\nclass PretrainedHead(nn.Module):\n    """A head that needs its checkpoint."""\n\n    def __init__(self, dim=8):\n        super().__init__()\n        raise RuntimeError("download the checkpoint first")\n',
       );
       await pullFromSearch('NN-RAG: Pull Block into Workspace', 'PretrainedHead', 'PretrainedHead');
-      await page.locator('.tabs-container .tab').filter({ hasText: /failed: instantiate/ }).first().waitFor({ timeout: 3 * T });
+      await page.locator('.tabs-container .tab').filter({ hasText: /failed: the block could not be built/ }).first().waitFor({ timeout: 3 * T });
       // the notification that asks says the message (a progress notification: read in the notification center)
       await palette(page, 'Notifications: Show Notifications');
       await page.locator('.notifications-center .notification-list-item').filter({ hasText: /download the checkpoint first/ }).first().waitFor({ timeout: T });

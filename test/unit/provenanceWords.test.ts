@@ -21,8 +21,8 @@ const PROV: Provenance = {
   definitions: [{ names: ['BasicBlock'], module: 'torchvision.models.resnet', repo: 'torchvision', path: 'models/resnet.py', lines: [59, 100], blob: 'a'.repeat(40) }],
   imports: ['torch'],
   renamed: {},
-  validation: { status: 'validated', tier: 'equivalent', category: null },
-} as Provenance;
+  validation: { status: 'validated', tier: 'equivalent' },
+};
 
 describe('provenance words in the editor', () => {
   const text = `# -*- coding: utf-8 -*-\n${provenanceLine(PROV)}\n\n\nclass BasicBlock:\n    pass\n`;

@@ -13,3 +13,14 @@ export function oneLine(value: string): string {
 export function shortCommit(commit: string): string {
   return /^[0-9a-f]{40}$/.test(commit) ? commit.slice(0, 12) : commit;
 }
+
+/** `text` cut to at most `max` characters at a word's end, with an ellipsis when cut, and ending as a sentence does. */
+export function sentence(text: string, max: number): string {
+  let out = text.trim();
+  if (out.length > max) {
+    const cut = out.slice(0, max - 1);
+    const at = cut.lastIndexOf(' ');
+    out = `${(at > max / 2 ? cut.slice(0, at) : cut).replace(/[\s,;:]+$/, '')}…`;
+  }
+  return /[.!?…)]$/.test(out) ? out : `${out}.`;
+}

@@ -12,11 +12,37 @@ export interface VerdictLike {
   category?: string | null;
 }
 
-/** "validated: equivalent", "failed: instantiate (reached imported)", "not validated". */
+/** Why a validation failed, as a person reads it (the failure categories of validate/report.ts). */
+const FAILURE_WORDS: Record<string, string> = {
+  syntax: 'the file does not parse',
+  unresolved: 'a name it uses is not defined',
+  'native-extension': 'it needs a compiled operator',
+  'missing-package': 'a package it imports is not installed',
+  'import-error': 'the file does not import',
+  instantiate: 'the block could not be built',
+  forward: 'the block was built but its forward did not run',
+  timeout: 'it ran out of time',
+  memory: 'it ran out of memory',
+  interpreter: 'the interpreter could not run it',
+  tampered: 'it wrote into the validator\'s own channel',
+  output: 'it printed more than the validator reads',
+  differs: 'it differs from the original',
+};
+
+/** How far a file got before it failed, as a person reads it. */
+const REACHED_WORDS: Record<string, string> = {
+  'names-closed': 'the file compiles',
+  imported: 'the file imports',
+  instantiated: 'the block builds',
+  forward: 'its forward runs',
+};
+
+/** "validated: equivalent", "failed: the block could not be built (the file imports)", "not validated". */
 export function verdictWords(v: VerdictLike | null | undefined): string {
   if (!v || v.status === 'not-validated' || v.status === 'extracted') return 'not validated';
   if (v.status === 'validated') return `validated: ${v.tier ?? 'parsed'}`;
-  return `failed: ${v.category ?? 'unknown'}${v.tier ? ` (reached ${v.tier})` : ''}`;
+  const reached = v.tier ? REACHED_WORDS[v.tier] : undefined;
+  return `failed: ${FAILURE_WORDS[v.category ?? ''] ?? v.category ?? 'for an unknown reason'}${reached ? ` (${reached})` : ''}`;
 }
 
 /** What an `equivalent` verdict means, in the words every place that shows one uses. */
