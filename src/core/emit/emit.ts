@@ -257,8 +257,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const providedNames: string[] = [];
   const providedIds: string[] = [];
   const wholes = order.map((node) => withoutMarkers(unitText(node, ctx.parsed(node.rec), names)));
-  // docstrings are data where the file's code reads them at run time (`__doc__`, `inspect.getdoc`, a decorator that
-  // parses a class's Args section): then every one is kept whole
+  // docstrings read at run time (`__doc__`, `inspect.getdoc`, a decorator parsing Args) are data: all kept whole
   const shorten = wholes.some((t) => DOCSTRINGS_READ.test(t)) ? undefined : ctx.shorten;
   for (const [at, node] of order.entries()) {
     const whole = wholes[at];
