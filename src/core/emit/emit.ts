@@ -260,9 +260,8 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   // docstrings read at run time (`__doc__`, `inspect.getdoc`, a decorator parsing Args) are data: all kept whole
   const shorten = wholes.some((t) => DOCSTRINGS_READ.test(t)) ? undefined : ctx.shorten;
   for (const [at, node] of order.entries()) {
-    const whole = wholes[at];
     const isRoot = node.key === closure.root.key;
-    const text = shorten && !isRoot ? shorten(whole) : whole;
+    const text = shorten && !isRoot ? shorten(wholes[at]) : wholes[at];
     const u = node.rec.facts.units[node.unit];
     const finalNames = u.binds.map((b) => names.get(symbolKey(node.rec, b)) ?? b);
     const id = `${node.rec.module}:${finalNames.join(',')}:${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
