@@ -22,6 +22,20 @@ SHA = re.compile(r"^[0-9a-f]{64}$")
 MAX_DIFFERENCES = 6
 
 
+# what each probe of a variant compares, in the words of a report
+PROBE_WORDS = {"structure": "the module tree", "train": "a train step", "arguments": "the objects it was built from",
+               "returned": "what the method called returned", "state": "the state as built"}
+
+
+def readable_key(key: str) -> str:
+    """A probe's key (`the arguments that ran|eval|1`) as a report says it: `eval output under seed 1, with the
+    arguments that ran`."""
+    label, _, probe = key.partition("|")
+    parts = probe.split("|")
+    what = f"eval output under seed {parts[1]}" if parts[0] == "eval" and len(parts) > 1 else PROBE_WORDS.get(parts[0], parts[0] or "output")
+    return f"{what}, with {label}" if label else what
+
+
 class Side:
     """One side's probes, checked: key -> (body, tensor entries, values by tensor)."""
 
@@ -67,7 +81,7 @@ class Comparison:
 
     def differ(self, path: str, what: str) -> None:
         if len(self.differences) < MAX_DIFFERENCES:
-            self.differences.append(f"{self.key} {path or 'output'}: {what}")
+            self.differences.append(f"{readable_key(self.key)}, {path if path and path != '.' else 'the block'}: {what}")
 
     def tensor(self, path: str, i: Any, j: Any) -> None:
         (_, ea, va), (_, eb, vb) = self.a, self.b

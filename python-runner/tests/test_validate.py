@@ -98,6 +98,16 @@ class CopyPlan(unittest.TestCase):
         self.assertIsNone(judge.copy_plan(side))
 
 
+class ReadableDifferences(unittest.TestCase):
+    """A difference names the probe and the argument set in words, never the internal key."""
+
+    def test_probe_keys_read_as_words(self) -> None:
+        from nnrag_judge.equivalence import readable_key
+        self.assertEqual(readable_key("the arguments that ran|structure"), "the module tree, with the arguments that ran")
+        self.assertEqual(readable_key("dim=9|eval|2"), "eval output under seed 2, with dim=9")
+        self.assertNotIn("|", readable_key("a|train"))
+
+
 class UndefinedNames(unittest.TestCase):
     """The static names-closed check follows Python's scopes."""
 
