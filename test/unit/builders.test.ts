@@ -33,6 +33,7 @@ const REPO = {
   ].join('\n'),
 };
 
+// (a plain object, not a configuration class the judge would build: only the bigger model builds the block)
 const NESTED = {
   'nest/__init__.py': '',
   'nest/model.py': [
@@ -40,13 +41,13 @@ const NESTED = {
     'from torch import nn',
     '',
     '@dataclass',
-    'class Cfg:',
+    'class Spec:',
     '    width: int',
     '',
     'class Inner(nn.Module):',
-    '    def __init__(self, cfg):',
+    '    def __init__(self, spec):',
     '        super().__init__()',
-    '        self.fc = nn.Linear(cfg.width, cfg.width)',
+    '        self.fc = nn.Linear(spec.width, spec.width)',
     '    def forward(self, x):',
     '        return self.fc(x).relu()',
     '',
@@ -54,7 +55,7 @@ const NESTED = {
     '    def __init__(self, widths):',
     '        super().__init__()',
     '        self.stem = nn.Linear(3, widths[0])',
-    '        self.blocks = nn.Sequential(*[Inner(Cfg(w)) for w in widths])',
+    '        self.blocks = nn.Sequential(*[Inner(Spec(w)) for w in widths])',
     '    def forward(self, x):',
     '        return self.blocks(self.stem(x))',
     '',
