@@ -107,7 +107,8 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
         return by_name
     if name in WRAPPED and ann is param.empty:
         return nn.Identity()
-    if name in FACTORIES or name.endswith("_layer"):
+    # a count of layers (`n_layer`, `num_layer`) is a number, not a layer factory
+    if name in FACTORIES or (name.endswith("_layer") and not name.startswith(("n_", "num_"))):
         return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
     if "Union" in str(text) and "int" in str(text):
         return 16

@@ -108,6 +108,32 @@ class ReadableDifferences(unittest.TestCase):
         self.assertNotIn("|", readable_key("a|train"))
 
 
+class GuessedCounts(unittest.TestCase):
+    """A count of layers is a number: `n_layer` is not taken for a layer factory (`norm_layer`)."""
+
+    def test_n_layer_is_a_number(self) -> None:
+        def init(n_state, n_layer, num_layer, norm_layer):  # noqa: ANN001, ANN202 - a signature to read
+            pass
+
+        params = list(inspect.signature(init).parameters.values())
+        guessed = [arguments.guess_value(p, _FakeNN) for p in params]
+        self.assertTrue(all(isinstance(g, int) for g in guessed[:3]), guessed)
+        self.assertFalse(isinstance(guessed[3], int))
+
+
+class _FakeNN:
+    """What guess_value reads of torch.nn without torch."""
+
+    class Identity:
+        pass
+
+    class BatchNorm2d:
+        pass
+
+    class ReLU:
+        pass
+
+
 class UndefinedNames(unittest.TestCase):
     """The static names-closed check follows Python's scopes."""
 
