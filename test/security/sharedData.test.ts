@@ -118,6 +118,13 @@ describe('trust: a shared index is data', function () {
     }
   });
 
+  it('accepts what is plain data: a folder name with a space', async () => {
+    const ok = path.join(dir, 'spaced.tgz');
+    await tampered(archive, ok, (db) => db.run("UPDATE repos SET name = 'my models'"));
+    const r = await tryImport(ok, 'spaced');
+    assert.strictEqual(r.error, undefined, r.error);
+  });
+
   it('an imported repository names no folder: nothing of the user\'s is mounted, read or imported from a row', async () => {
     // the rows point at a folder of the user's, as the attack did
     const bad = path.join(dir, 'roots.tgz');

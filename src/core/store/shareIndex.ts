@@ -307,7 +307,8 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 function repositoryRowProblem(db: IndexDb): string | undefined {
   for (const r of db.all('SELECT name, kind, location, url, ref, commit_id, module_prefix, license, config FROM repos')) {
     const name = String(r.name);
-    if (!/^[\w.+-]{1,200}$/.test(name)) return `a repository's name is not a plain name (${JSON.stringify(name.slice(0, 60))})`;
+    // (a folder's name may hold spaces; never a separator, a control character or a line break, nor be . or ..)
+    if (!name || name.length > 200 || CONTROL.test(name) || /[\\/]/.test(name) || /^\.{1,2}$/.test(name)) return `a repository's name is not a plain name (${JSON.stringify(name.slice(0, 60))})`;
     if (!KINDS.has(String(r.kind))) return `repository ${name} has an unknown kind (${JSON.stringify(String(r.kind).slice(0, 40))})`;
     if (r.commit_id !== null && !/^[0-9a-f]{4,64}$/.test(String(r.commit_id))) return `repository ${name} has a commit that is not a git id`;
     for (const col of ['location', 'url', 'ref', 'module_prefix', 'license', 'config'] as const) {
