@@ -44,7 +44,7 @@ export function registerPulledHandlers(connection: Connection, service: () => In
     await removeManifests(file);
   });
   onRequest(connection, ValidatePulled, async ({ file, text, python, timeoutSeconds, memoryMb, allowWeakSandbox }, token) => {
-    const { db } = await service().ready();
+    const { db, parser } = await service().ready();
     const prov = readProvenance(text);
     if (!prov) throw new NnragError('bad-source', `${path.basename(file)} has no NN-RAG provenance record`);
     const session = service().pullSession(db);
@@ -63,7 +63,7 @@ export function registerPulledHandlers(connection: Connection, service: () => In
         runner: runner(),
         className: ref.name,
         original: original && 'module' in original ? original : undefined,
-        ...(await judgingPulled(session, prov, (await service().ready()).parser)),
+        ...(await judgingPulled(session, prov, parser)),
         timeoutMs: timeoutSeconds * 1000,
         memoryMb,
         allowWeakSandbox: allowWeakSandbox === true,

@@ -4,6 +4,12 @@
 // eslint-disable-next-line no-control-regex
 const LINE_ENDING = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 
+/** Whether `value` holds a character that could end a line, or another control character. */
+export function breaksLine(value: string): boolean {
+  LINE_ENDING.lastIndex = 0;
+  return LINE_ENDING.test(value);
+}
+
 /** `value` with every character that could end a line (or is a control character) written as `\uXXXX`. */
 export function oneLine(value: string): string {
   return value.replace(LINE_ENDING, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);

@@ -10,13 +10,13 @@ import { symbolKey } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { redactUrls } from '../sources/git';
 import { isStdlib } from './stdlib';
-
-/** Code that reads docstrings at run time. */
-const DOCSTRINGS_READ = /\b__doc__\b|\bgetdoc\s*\(/;
 import { NATIVE_FOLDER } from '../validate/report';
 import { assignNames, orderUnits } from './order';
 import { headerText, provenanceLine, sourceLines, withoutMarkers } from './pulledFile';
 import type { Provenance, ProvenanceEntry } from './pulledFile';
+
+/** Code that reads docstrings at run time. */
+const DOCSTRINGS_READ = /\b__doc__\b|\bgetdoc\s*\(/;
 
 
 export interface SourceInfo {
@@ -326,7 +326,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     target,
     block: root.rec.facts.units[root.unit].name ?? '',
     repo: rootSrc.repo,
-    url: rootSrc.url === null || rootSrc.url === undefined ? rootSrc.url : redactUrls(rootSrc.url),
+    url: rootSrc.url ? redactUrls(rootSrc.url) : rootSrc.url,
     commit: rootSrc.commit,
     license: rootSrc.license,
     hash: `sha256:${hash}`,

@@ -16,11 +16,6 @@ export function snakeCase(name: string): string {
  * a pulled file named so would run the block's code outside the sandbox. */
 export const RESERVED_MODULES: ReadonlySet<string> = new Set(['conftest', 'sitecustomize', 'usercustomize', 'setup', '__init__', '__main__', 'noxfile', 'manage']);
 
-/**
- * Why `name` (a file name, no folders) cannot hold a pulled block, or undefined when it can: not a Python module
- * name, a module Python tools run by themselves, or one that shadows the standard library, a PyTorch-world package
- * or a module the interpreter has installed (`installed`, when known).
- */
 /** Files that test runners, documentation builders and task runners import or run by convention (pytest, Sphinx,
  * invoke, fabric, doit, paver, nox, setuptools, Django), and folders whose files they do. */
 const RUN_BY_CONVENTION = /^(?:test_.*|.*_test|conftest|conf|tasks|fabfile|dodo|pavement|noxfile|setup|manage)\.py$/;
@@ -39,6 +34,11 @@ export function assistantFileProblem(file: string, root: string): string | undef
   return undefined;
 }
 
+/**
+ * Why `name` (a file name, no folders) cannot hold a pulled block, or undefined when it can: not a Python module
+ * name, a module Python tools run by themselves, or one that shadows the standard library, a PyTorch-world package
+ * or a module the interpreter has installed (`installed`, when known).
+ */
 export function fileNameProblem(name: string, installed: ReadonlySet<string> = new Set()): string | undefined {
   if (/[\\/]/.test(name) || name.includes('..')) return 'a file name only, without folders';
   if (!/^[A-Za-z_][A-Za-z0-9_]*\.py$/.test(name)) return 'use a Python module name ending in .py (letters, digits, _)';

@@ -166,53 +166,36 @@ function tooManyIndents(text: string): number {
   return 0;
 }
 
-/** Whether every error of the tree lies inside a function definition, after its parameters (so the module's and its
- * classes' own statements are whole; the function is copied as written, and the judge's compile tier has the last
- * word on it). */
-function errorsOnlyInFunctionBodies(root: import('web-tree-sitter').Node): boolean {
-  const stack = [root];
-  while (stack.length) {
-    const node = stack.pop()!;
-    if (!node.hasError && !node.isMissing) continue;
-    if (node.type === 'function_definition') {
-      // its name and parameters whole, the errors after them (in what the grammar reads as its body)
-      const params = node.childForFieldName('parameters');
-      if (params && !params.hasError && !params.isMissing && errorsAfter(node, params.endIndex)) continue;
-    }
-    if (node.isError || node.isMissing) return false;
-    for (let i = node.childCount - 1; i >= 0; i--) {
-      const c = node.child(i);
-      if (c) stack.push(c);
-    }
-  }
-  return true;
-}
-
-/** Whether every error node below `node` starts at or after `offset`. */
-function errorsAfter(node: import('web-tree-sitter').Node, offset: number): boolean {
+/** The error and missing nodes below `node`, in source order (subtrees without an error are not entered). */
+function* errorNodes(node: import('web-tree-sitter').Node): Generator<import('web-tree-sitter').Node> {
   const stack = [node];
   while (stack.length) {
     const n = stack.pop()!;
-    if ((n.isError || n.isMissing) && n.startIndex < offset) return false;
+    if (n.isError || n.isMissing) yield n;
     if (!n.hasError) continue;
     for (let i = n.childCount - 1; i >= 0; i--) {
       const c = n.child(i);
       if (c) stack.push(c);
     }
   }
+}
+
+/** Whether every error of the tree lies inside a function definition, after its parameters (so the module's and its
+ * classes' own statements are whole; the function is copied as written, and the judge's compile tier has the last
+ * word on it). */
+function errorsOnlyInFunctionBodies(root: import('web-tree-sitter').Node): boolean {
+  for (const error of errorNodes(root)) {
+    let inBody = false;
+    for (let up = error.parent; up && !inBody; up = up.parent) {
+      const params = up.type === 'function_definition' ? up.childForFieldName('parameters') : null;
+      inBody = !!params && !params.hasError && !params.isMissing && error.startIndex >= params.endIndex;
+    }
+    if (!inBody) return false;
+  }
   return true;
 }
 
 function firstErrorLine(root: import('web-tree-sitter').Node): number {
-  const stack = [root];
-  while (stack.length) {
-    const node = stack.pop()!;
-    if (node.isError || node.isMissing) return node.startPosition.row + 1;
-    if (!node.hasError) continue;
-    for (let i = node.childCount - 1; i >= 0; i--) {
-      const c = node.child(i);
-      if (c) stack.push(c);
-    }
-  }
+  for (const error of errorNodes(root)) return error.startPosition.row + 1;
   return root.startPosition.row + 1;
 }

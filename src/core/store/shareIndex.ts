@@ -10,6 +10,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as tar from 'tar';
 import { NnragError } from '../base/errors';
+import { breaksLine } from '../base/text';
 import { fileSha256 } from '../base/hash';
 import { PARSER_VERSION } from '../parse/facts';
 import { redactUrls } from '../sources/git';
@@ -264,7 +265,8 @@ async function swapIn(stage: string, dbFile: string): Promise<void> {
   }
 }
 
-const megabytes = (n: number): string => `${Math.round(n / 1024 ** 2)} MB`;
+/** `n` bytes as a person reads a limit: `2048 MB`. */
+export const megabytes = (n: number): string => `${Math.round(n / 1024 ** 2)} MB`;
 
 /** The objects of a new database of this version: tables, indexes and the full-text tables, by type and name. */
 async function ourSchema(sqlWasm?: string): Promise<Map<string, string>> {
@@ -300,19 +302,17 @@ async function schemaProblem(db: IndexDb, sqlWasm?: string): Promise<string | un
 
 /** The repository kinds an index records. */
 const KINDS = new Set(['folder', 'git', 'python-env']);
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 /** Why the repositories' rows are not plain data (a control character or line break in a text, an odd kind or commit). */
 function repositoryRowProblem(db: IndexDb): string | undefined {
   for (const r of db.all('SELECT name, kind, location, url, ref, commit_id, module_prefix, license, config FROM repos')) {
     const name = String(r.name);
     // (a folder's name may hold spaces; never a separator, a control character or a line break, nor be . or ..)
-    if (!name || name.length > 200 || CONTROL.test(name) || /[\\/]/.test(name) || /^\.{1,2}$/.test(name)) return `a repository's name is not a plain name (${JSON.stringify(name.slice(0, 60))})`;
+    if (!name || name.length > 200 || breaksLine(name) || /[\\/]/.test(name) || /^\.{1,2}$/.test(name)) return `a repository's name is not a plain name (${JSON.stringify(name.slice(0, 60))})`;
     if (!KINDS.has(String(r.kind))) return `repository ${name} has an unknown kind (${JSON.stringify(String(r.kind).slice(0, 40))})`;
     if (r.commit_id !== null && !/^[0-9a-f]{4,64}$/.test(String(r.commit_id))) return `repository ${name} has a commit that is not a git id`;
     for (const col of ['location', 'url', 'ref', 'module_prefix', 'license', 'config'] as const) {
-      if (r[col] !== null && CONTROL.test(String(r[col]))) return `repository ${name}'s ${col} holds a control character or a line break`;
+      if (r[col] !== null && breaksLine(String(r[col]))) return `repository ${name}'s ${col} holds a control character or a line break`;
     }
     try {
       const config = JSON.parse(String(r.config ?? '{}')) as unknown;

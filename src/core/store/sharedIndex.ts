@@ -13,7 +13,7 @@ import { NnragError } from '../base/errors';
 import { fileSha256 } from '../base/hash';
 import { redactUrls } from '../sources/git';
 import { IndexDb, LockedError } from './database';
-import { DEFAULT_IMPORT_LIMITS, importIndex } from './shareIndex';
+import { DEFAULT_IMPORT_LIMITS, importIndex, megabytes } from './shareIndex';
 import type { ArchiveManifest, ImportLimits } from './shareIndex';
 
 /** How a download of a shared index is bounded, besides the import's own limits. */
@@ -98,6 +98,8 @@ export async function refreshShared(
   const shown = redactUrls(location);
   const before = await readState(dbFile);
   const have = before?.location === shown && (await fsp.stat(dbFile).then(() => true, () => false)) ? before : undefined;
+  const kept = have ? '; the copy fetched before stays in use' : '';
+  const cannotFetch = (why: string): NnragError => new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${why}${kept}`);
   await fsp.mkdir(path.dirname(path.resolve(dbFile)), { recursive: true });
   let archive = location;
   let etag: string | undefined;
@@ -113,15 +115,14 @@ export async function refreshShared(
       stop.abort(new Error(reason));
     };
     const total = setTimeout(() => giveUp(`it took longer than ${Math.round(limits.totalMs / 1000)} s`), limits.totalMs);
-    let idle = setTimeout(() => giveUp(`no byte came for ${Math.round(limits.idleMs / 1000)} s`), limits.idleMs);
+    const idleTimer = (): NodeJS.Timeout => setTimeout(() => giveUp(`no byte came for ${Math.round(limits.idleMs / 1000)} s`), limits.idleMs);
+    let idle = idleTimer();
     const alive = (): void => {
       clearTimeout(idle);
-      idle = setTimeout(() => giveUp(`no byte came for ${Math.round(limits.idleMs / 1000)} s`), limits.idleMs);
+      idle = idleTimer();
     };
     const failed = (err: unknown, during: string): NnragError =>
-      err instanceof NnragError
-        ? new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${err.message}${have ? '; the copy fetched before stays in use' : ''}`)
-        : new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${why ?? `${during} (${err instanceof Error ? (err.cause as Error | undefined)?.message ?? err.message : String(err)})`}${have ? '; the copy fetched before stays in use' : ''}`);
+      cannotFetch(err instanceof NnragError ? err.message : (why ?? `${during} (${err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err)})`));
     try {
       let res: Response;
       try {
@@ -130,11 +131,11 @@ export async function refreshShared(
         throw failed(err, 'the request failed');
       }
       if (res.status === 304 && have) return { state: 'unchanged', sha256: have.sha256, repositories: have.repositories };
-      if (!res.ok || !res.body) throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: HTTP ${res.status} ${res.statusText}${have ? '; the copy fetched before stays in use' : ''}`);
+      if (!res.ok || !res.body) throw cannotFetch(`HTTP ${res.status} ${res.statusText}`);
       const declared = Number(res.headers.get('content-length') ?? 0);
       if (declared > limits.maxBytes) {
         await res.body.cancel().catch(() => undefined);
-        throw new NnragError('bad-source', `cannot fetch the shared index ${shown}: it is ${Math.round(declared / 1024 ** 2)} MB, over the limit of ${Math.round(limits.maxBytes / 1024 ** 2)} MB (--max-size-mb, nnrag.sharedIndexMaxSizeMB)${have ? '; the copy fetched before stays in use' : ''}`);
+        throw cannotFetch(`it is ${megabytes(declared)}, over the limit of ${megabytes(limits.maxBytes)} (--max-size-mb, nnrag.sharedIndexMaxSizeMB)`);
       }
       etag = res.headers.get('etag') ?? undefined;
       download = `${dbFile}.download.${process.pid}.tmp`;
@@ -144,7 +145,7 @@ export async function refreshShared(
           alive();
           received += chunk.length;
           if (received > limits.maxBytes) {
-            giveUp(`it is larger than the limit of ${Math.round(limits.maxBytes / 1024 ** 2)} MB (--max-size-mb, nnrag.sharedIndexMaxSizeMB)`);
+            giveUp(`it is larger than the limit of ${megabytes(limits.maxBytes)} (--max-size-mb, nnrag.sharedIndexMaxSizeMB)`);
             throw new Error(why);
           }
           yield chunk;
@@ -163,7 +164,7 @@ export async function refreshShared(
     }
     archive = download!;
   } else if (!(await fsp.stat(location).then((s) => s.isFile(), () => false))) {
-    throw new NnragError('bad-source', `the shared index ${location} is not a file${have ? '; the copy fetched before stays in use' : ''}`);
+    throw new NnragError('bad-source', `the shared index ${location} is not a file${kept}`);
   }
   try {
     const sha256 = await fileSha256(archive);

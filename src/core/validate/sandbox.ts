@@ -615,8 +615,8 @@ export class Judge {
 async function nativesBeside(file: string): Promise<NativeFile[]> {
   const text = await fsp.readFile(file, 'utf8').catch(() => '');
   const out: NativeFile[] = [];
+  const folder = path.join(path.dirname(file), NATIVE_FOLDER);
   for (const m of text.matchAll(/_nnrag_native\("([\w.]+)", "(\w+)", "([\w.-]+\.so)"(?:, True)?\)/g)) {
-    const folder = path.join(path.dirname(file), NATIVE_FOLDER);
     const on = path.join(folder, m[3]);
     // (the folder itself is not a link either: its files are read without following one)
     const real = fs.existsSync(on) && fs.lstatSync(folder).isDirectory();

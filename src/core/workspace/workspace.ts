@@ -70,12 +70,12 @@ export class Workspace {
     return originalOf(this.session(), ref);
   }
 
-  /** The original a pulled file's provenance names (at the blob it was pulled from), or why there is none. */
   /** How a pulled file is judged again: as its pull judged it (the header's arguments, the repository's calls). */
   async judgingPulled(prov: Provenance | undefined): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
     return judgingPulled(this.session(), prov, await this.parser());
   }
 
+  /** The original a pulled file's provenance names (at the blob it was pulled from), or why there is none. */
   originalOfPulled(prov: Provenance): OriginalClass | { unavailable: string } {
     return originalOfPulled(this.session(), prov);
   }
