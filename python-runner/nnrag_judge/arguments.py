@@ -143,9 +143,14 @@ def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
         return False, None
     if isinstance(value, dict) and "$name" in value:
         parts = str(value["$name"]).split(".")
-        if parts[0] not in namespace:
+        # torch's own names (an observed call's `torch.nn.ReLU`) whatever the file calls torch; a repository's class
+        # the block's module does not import, from the module an observation names when this process has it loaded
+        # (the original's side; the copy's file defines it)
+        home = sys.modules.get(value["module"]) if isinstance(value.get("module"), str) else None
+        obj = namespace.get(parts[0]) if parts[0] in namespace else sys.modules.get("torch") if parts[0] == "torch" \
+            else getattr(home, parts[0], None) if home is not None else None
+        if obj is None and parts[0] not in namespace:
             return False, None
-        obj = namespace[parts[0]]
         for p in parts[1:]:
             if not hasattr(obj, p):
                 return False, None
@@ -156,20 +161,21 @@ def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
         return (all(ok for ok, _ in items), [v for _, v in items])
     if isinstance(value, dict) and ("$call" in value or "$partial" in value):
         # how a builder built it (recipe.py): an object of a class the file names, or a partial of a callable
-        ok, fn = resolve_given({"$name": value["$call"]} if "$call" in value else value["$partial"], namespace)
+        named = dict({"$name": value["$call"]}, **({"module": value["module"]} if "module" in value else {}))
+        ok, fn = resolve_given(named if "$call" in value else value["$partial"], namespace)
         args = resolve_given(value.get("args") if isinstance(value.get("args"), list) else [], namespace)
         raw = value.get("kwargs") if isinstance(value.get("kwargs"), dict) else {}
         kwargs = {str(k): resolve_given(v, namespace) for k, v in raw.items()}
         if not ok or not callable(fn) or not args[0] or not all(k_ok for k_ok, _ in kwargs.values()):
             return False, None
-        named = {k: v for k, (_, v) in kwargs.items()}
+        given = {k: v for k, (_, v) in kwargs.items()}
         if "$partial" in value:
-            return True, functools.partial(fn, *args[1], **named)
+            return True, functools.partial(fn, *args[1], **given)
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.manual_seed(0)  # a module built here gets the same weights on both sides
         try:
-            return True, fn(*args[1], **named)
+            return True, fn(*args[1], **given)
         except Exception:  # noqa: BLE001 - an object that does not build here: the argument is guessed instead
             return False, None
     if isinstance(value, dict) and "$float" in value and isinstance(value["$float"], (int, float)):

@@ -239,3 +239,37 @@ def not_exercised(tree: Any, probed: Optional[Dict[str, Any]]) -> Optional[List[
         if inner and not any(line in lines for line in starts | {node.lineno}):
             out.append(node.name)
     return out[:50]
+
+
+def observe(spec: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float, control: Optional[int]) -> Dict[str, Any]:
+    """Run a repository's entry points in workers (observe.py) and gather what each observed. A worker that dies or
+    runs out of time loses only the entry it was in: the next worker starts after it. Never runs a block's copy."""
+    entries = list(spec.get("entries", []))
+    results: List[Dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while entries and time.monotonic() < deadline:
+        place.clear()
+        os.makedirs(place.work, exist_ok=True)
+        os.chdir(place.work)
+        job = run_worker("observe", {"observe": dict(spec, entries=entries)}, memory_mb, max(1.0, deadline - time.monotonic()), control)
+        done = {}
+        for header, _ in job.frames:
+            got = header.get("observed")
+            if isinstance(got, dict) and isinstance(got.get("entry"), str):
+                done[got["entry"]] = got
+            elif isinstance(header.get("failure"), dict):
+                return {"ok": False, "category": str(header["failure"].get("category")), "message": str(header["failure"].get("message"))[:500], "observed": results}
+        results.extend(done.values())
+        if job.problem is not None and job.problem[0] in ("cancelled", "tampered", "output"):
+            return {"ok": False, "category": job.problem[0], "message": job.problem[1], "observed": results}
+        left = [e for e in entries if e.get("id") not in done]
+        if left:
+            # the entry the worker was in when it ended
+            why = job.problem[1] if job.problem is not None else f"the process ended: {last_line(tail_text(job))}"
+            results.append({"entry": left[0].get("id"), "error": why[:300], "calls": [], "files": []})
+            left = left[1:]
+        entries = left
+    for e in entries:
+        results.append({"entry": e.get("id"), "error": "not run: the time for the repository ran out", "calls": [], "files": []})
+    return {"ok": True, "observed": results}
+

@@ -77,8 +77,9 @@ def name_of(value: Any, namespace: Dict[str, Any]) -> str:
     raise Unwritable(f"{getattr(value, '__qualname__', type(value).__name__)} has no name in the file")
 
 
-def written(value: Any, rec: Recorder, namespace: Dict[str, Any], depth: int = 0) -> Any:
-    """`value` in the argument language, or Unwritable."""
+def written(value: Any, rec: Recorder, namespace: Any, depth: int = 0) -> Any:
+    """`value` in the argument language, or Unwritable. `namespace`: the file's names (a dict), or a function that
+    names a class or function (`name_of` over a namespace by default)."""
     if depth > MAX_DEPTH:
         raise Unwritable("too deep")
     if value is None or isinstance(value, (bool, int, str)):
@@ -102,13 +103,28 @@ def written(value: Any, rec: Recorder, namespace: Dict[str, Any], depth: int = 0
                 "args": [written(v, rec, namespace, depth + 1) for v in value.args],
                 "kwargs": {k: written(v, rec, namespace, depth + 1) for k, v in value.keywords.items()}}
     if inspect.isclass(value) or inspect.isfunction(value) or inspect.isbuiltin(value):
-        return {"$name": name_of(value, namespace)}
+        return tagged("$name", value, namespace)
     call = rec.calls.get(id(value))
     if call is not None and call[0] is type(value):
         cls, args, kwargs = call
-        return {"$call": name_of(cls, namespace), "args": [written(v, rec, namespace, depth + 1) for v in args],
-                "kwargs": {k: written(v, rec, namespace, depth + 1) for k, v in kwargs.items()}}
+        return dict(tagged("$call", cls, namespace), args=[written(v, rec, namespace, depth + 1) for v in args],
+                    kwargs={k: written(v, rec, namespace, depth + 1) for k, v in kwargs.items()})
+    fields = getattr(type(value), "__dataclass_fields__", None)
+    if isinstance(fields, dict):
+        # a dataclass (a configuration object) is rebuilt from the fields its constructor takes
+        given = {k: getattr(value, k) for k, f in fields.items() if getattr(f, "init", False) and hasattr(value, k)}
+        return dict(tagged("$call", type(value), namespace), args=[],
+                    kwargs={k: written(v, rec, namespace, depth + 1) for k, v in given.items()})
     raise Unwritable(f"a {type(value).__name__} built outside the file's classes")
+
+
+def tagged(key: str, value: Any, namespace: Any) -> Dict[str, Any]:
+    """`{key: name}` for a class or function; a naming function may also give the module that defines it
+    (`(name, module)`), kept as `"module"` for a reader whose namespace lacks the name."""
+    got = namespace(value) if callable(namespace) else name_of(value, namespace)
+    if isinstance(got, tuple):
+        return {key: str(got[0]), "module": str(got[1])}
+    return {key: str(got)}
 
 
 def recipe_of(block: Any, rec: Recorder, namespace: Dict[str, Any]) -> Optional[Dict[str, Any]]:

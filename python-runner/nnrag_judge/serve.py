@@ -11,7 +11,7 @@ import sys
 import tempfile
 from typing import Any, Dict, List, Optional
 
-from .judge import Place, judge
+from .judge import Place, judge, observe
 from .supervise import not_dumpable
 
 
@@ -78,6 +78,22 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
+    """What to observe of a repository: {"root" (its folder), "path" (where its modules import from), "entry_s",
+    "entries": [{"id", "module", "function", "class"?}]}; None when malformed."""
+    if not isinstance(value, dict) or not isinstance(value.get("root"), str) or not isinstance(value.get("path"), str):
+        return None
+    entries = []
+    for e in value.get("entries") or []:
+        if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("id", "module", "function")) \
+                and all(part.isidentifier() for part in e["module"].split(".")) and e["function"].isidentifier() \
+                and (e.get("class") is None or (isinstance(e["class"], str) and e["class"].isidentifier())):
+            entries.append({k: e[k] for k in ("id", "module", "function", "class") if e.get(k) is not None})
+    budget = value.get("entry_s")
+    return {"root": value["root"], "path": value["path"], "entries": entries,
+            "entry_s": float(budget) if isinstance(budget, (int, float)) and 0 < budget <= 600 else 20.0}
+
+
 def main(argv: List[str]) -> int:
     """Command line: FILE [--class NAME] [--candidates JSON] [--native a,b] [--memory-mb N] [--timeout S]
     [--builder NAME] [--original JSON] [--original-only]."""
@@ -133,7 +149,8 @@ def serve() -> int:
             continue
         try:
             req = json.loads(line)
-            rid, path, work = req["id"], str(req["file"]), str(req["work"])
+            rid, work = req["id"], str(req["work"])
+            path = str(req["file"]) if "observe" not in req else ""
             scratch = [str(s) for s in req.get("scratch", [])]
         except (ValueError, KeyError, TypeError) as exc:
             answer.write(json.dumps({"id": None, "error": f"bad request: {exc}"}) + "\n")
@@ -142,6 +159,13 @@ def serve() -> int:
         if pending.strip().startswith(b"cancel"):  # cancelled before the job started
             report = {"file": path, "tier": None, "ok": False, "category": "cancelled", "message": "validation cancelled"}
             pending = b""
+        elif "observe" in req:
+            os.environ["HOME"] = work
+            spec = observe_spec(req["observe"])
+            report = observe(spec, Place(work, scratch), int(req.get("memory_mb", 0)), float(req.get("timeout_s", 600)), 0) \
+                if spec is not None else {"ok": False, "category": "error", "message": "a malformed observation request"}
+            os.chdir(home)
+            Place(work, scratch).clear()
         else:
             os.environ["HOME"] = work
             report = judge(path, request_of(req), Place(work, scratch), int(req.get("memory_mb", 0)),

@@ -21,7 +21,7 @@ POLL_S = 0.1
 MEMORY_EVERY_S = 0.25
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the modules a worker runs, in the order they import each other; read once, loaded afresh in each worker
-WORKER_MODULES = ("protocol", "loading", "arguments", "inputs", "evidence", "recipe", "repair", "worker")
+WORKER_MODULES = ("protocol", "loading", "arguments", "inputs", "evidence", "recipe", "observe", "repair", "worker")
 SOURCES: Dict[str, Tuple[str, str]] = {}
 for _name in WORKER_MODULES:
     with open(os.path.join(HERE, f"{_name}.py"), encoding="utf-8") as _fh:

@@ -105,7 +105,7 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> C
             if tier not in order or (order.index(tier) != order.index(report["tier"]) + 1 and not again):
                 raise Failure("tampered", f"the block wrote to the validator's channel (tier {str(tier)[:40]!r} out of order)")
             if tier == "instantiated":
-                for key in ("args", "kwargs", "builder", "inside", "recipe"):
+                for key in ("args", "kwargs", "builder", "inside", "recipe", "observed"):
                     if key in header:
                         report[key] = header[key]
             reach(tier)

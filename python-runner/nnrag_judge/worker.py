@@ -25,12 +25,13 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, constructor_candidates, given_candidates, guess_value,
-                        in_form, jsonable, takes_a_list, variants)
+                        in_form, jsonable, resolve_given, takes_a_list, variants)
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import (containers, dense_graph_inputs, docstring_inputs, documented_inputs, filled, gridded, input_candidates, lighter, pyramid_inputs, routed_inputs,
                      shapes, shrunk, signature_inputs, spatial_sides, LARGE_SIDE)
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import MAX_VALUES, Failure, sender
+from .observe import observed_inputs, run_observe
 from .recipe import recipe_of, recording
 from .repair import repaired
 
@@ -284,15 +285,76 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
 Attempt = Tuple[Any, List[Any], Dict[str, Any]]  # ("builder" or the index of an argument set, args, kwargs)
 
 
+# the argument sets observed while the repository's own code ran (observe.py), by attempt key: where they were seen
+# and the inputs the block's forward got there
+OBSERVED: Dict[Any, Dict[str, Any]] = {}
+# the key of an argument set that cannot be built here as it was observed (a value the file cannot name)
+UNRESOLVED = "$unresolved"
+
+
 def attempts_of(cls: Any, module: Any, given: List[Dict[str, Any]], factory: Any, nn: Any) -> List[Attempt]:
-    """The ways to build the block, in order: the repository's builder when there is one, then the argument sets."""
-    out: List[Attempt] = [("builder", [], {})] if factory is not None else []
+    """The ways to build the block, in order: the argument sets observed in the repository's own runs, the
+    repository's builder when there is one, then the other argument sets."""
     # the README's calls build the model at the size its authors use: tried after the light argument sets
-    plain = [g for g in given if not g.get("documented")]
+    observed = [g for g in given if isinstance(g.get("observed"), str)][:MAX_OBSERVED]
+    plain = [g for g in given if not g.get("documented") and not isinstance(g.get("observed"), str)]
     documented = [g for g in given if g.get("documented")]
-    sets = constructor_candidates(cls, plain, nn, vars(module))[:MAX_CONSTRUCTIONS] + given_candidates(cls, documented, nn, vars(module))
+    namespace = vars(module)
+    OBSERVED.clear()
+    out: List[Attempt] = []
+    for k, g in enumerate(observed):
+        # an observation is replayed as it was or not at all: a value the file cannot name is not guessed (the two
+        # sides could guess it apart)
+        unresolved = [n for n, v in [*enumerate(g.get("args", [])), *dict(g.get("kwargs", {})).items()] if not resolve_given(v, namespace)[0]]
+        (a, kw), = given_candidates(cls, [g], nn, namespace)
+        if unresolved:
+            kw = {UNRESOLVED: f"the observed argument {unresolved[0]!r} names nothing the file defines"}
+        key = f"observed:{k}"
+        OBSERVED[key] = g
+        out.append((key, a, kw))
+    out += [("builder", [], {})] if factory is not None else []
+    sets = constructor_candidates(cls, plain, nn, namespace)[:MAX_CONSTRUCTIONS] + given_candidates(cls, documented, nn, namespace)
     out += [(k, a, kw) for k, (a, kw) in enumerate(sets)]
     return out
+
+
+MAX_OBSERVED = 4
+
+
+def modules_named(value: Any) -> Set[str]:
+    """The modules the observed argument sets name their classes by (`{"$call": "Spec", "module": "pkg.specs"}`)."""
+    found: Set[str] = set()
+    if isinstance(value, dict):
+        if isinstance(value.get("module"), str) and ("$call" in value or "$name" in value):
+            found.add(value["module"])
+        for v in value.values():
+            found |= modules_named(v)
+    elif isinstance(value, list):
+        for v in value:
+            found |= modules_named(v)
+    return found
+
+
+def positional(model: Any, inputs: Tuple[List[Any], Dict[str, Any]]) -> Optional[List[Any]]:
+    """Observed forward arguments as the positional list the judge passes (keywords put in their places, defaults
+    filling the gaps before the last one given); None when a keyword-only argument was given."""
+    args, kwargs = inputs
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()]
+    except (TypeError, ValueError):
+        return list(args) if not kwargs else None
+    out = list(args)
+    rest = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][len(args):]
+    named = dict(kwargs)
+    last = max((i for i, p in enumerate(rest) if p.name in named), default=-1)
+    for p in rest[:last + 1]:
+        if p.name in named:
+            out.append(named.pop(p.name))
+        elif p.default is not p.empty:
+            out.append(p.default)
+        else:
+            return None
+    return out if not named else None
 
 
 def make(attempt: Attempt, cls: Any, factory: Any, torch: Any, nn: Any, errors: List[str],
@@ -304,10 +366,18 @@ def make(attempt: Attempt, cls: Any, factory: Any, torch: Any, nn: Any, errors: 
         recipe: List[Any] = []
         model, recorded, container = build_with(factory, cls, torch, nn, errors, recipe)
         return model, recorded, dict({"inside": container} if container else {}, **({"recipe": recipe[0]} if recipe and recipe[0] else {}))
+    if UNRESOLVED in kwargs:
+        errors.append(str(kwargs[UNRESOLVED]))
+        return None, None, {}
     kwargs = dict(kwargs, **(overrides or {}))
     args = list(args)
     model = build(cls, args, kwargs, torch, nn, errors)
-    return model, None, {"kwargs": kwargs, "args": args}
+    seen = OBSERVED.get(key)
+    recorded = None
+    if model is not None and seen is not None:
+        made = observed_inputs(seen.get("inputs"), torch)
+        recorded = positional(model, made) if made is not None else None
+    return model, recorded, dict({"kwargs": kwargs, "args": args}, **({"observed": seen["observed"]} if seen is not None else {}))
 
 
 class Found:
@@ -332,6 +402,8 @@ def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
         built = True
         key, args, _ = attempt
         report = {"args": jsonable(extra.get("args", args)), "kwargs": jsonable(extra.get("kwargs", {}))}
+        if extra.get("observed"):
+            report["observed"] = str(extra["observed"])[:300]
         if key == "builder":
             report["builder"] = True
             if extra.get("inside"):
@@ -503,6 +575,14 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
         except BaseException as exc:  # noqa: BLE001
             send({"unavailable": f"the original builder cannot be imported: {type(exc).__name__}: {exc}"[:600]})
             return
+    # the repository's modules an observed call names (a configuration class the block's module never imports)
+    for name in sorted(modules_named(req.get("candidates", []))):
+        if name.split(".")[0] != str(original["module"]).split(".")[0] or not all(p.isidentifier() for p in name.split(".")):
+            continue
+        try:
+            importlib.import_module(name)
+        except BaseException:  # noqa: BLE001 - that observation then cannot be replayed here
+            pass
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
     reached = ["imported"]
     found, errors, forward_error, _ = search(cls, attempts, factory, torch, nn, lambda r: reached.append("instantiated"))
@@ -564,7 +644,11 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
             CALL = torch.nn.Module.__call__
         except Exception:  # noqa: BLE001 - the block's import names what is missing
             torch = nn = None
-        if role == "original":
+        if role == "observe":
+            if torch is None:
+                raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")
+            run_observe(send, req, torch)
+        elif role == "original":
             if torch is None:
                 raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")
             run_original(send, req, torch, nn)

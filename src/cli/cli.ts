@@ -5,6 +5,7 @@ import type { CliEnv } from './env';
 import { COMMANDS, commandHelp, didYouMean, HELP } from './help';
 import { indexCommand, mergeCommand, statsCommand } from './indexCommands';
 import { contextCommand, mcpCommand } from './mcpCommands';
+import { observeCommand } from './observeCommands';
 import { pullCommand, validateCommand } from './pullCommands';
 import { searchCommand, showCommand } from './searchCommands';
 import { reportCommand, specCommand } from './specCommands';
@@ -43,6 +44,8 @@ export async function runCli(argv: string[], rawEnv: CliEnv): Promise<number> {
         return EXIT.ok;
       case 'index':
         return await indexCommand(rest, env);
+      case 'observe':
+        return await observeCommand(rest, env);
       case 'merge':
         return await mergeCommand(rest, env);
       case 'search':

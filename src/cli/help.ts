@@ -12,10 +12,16 @@ usage:
                          --shard: this machine's part of the SOURCEs (stable by name); then nn-rag merge
   nn-rag merge SHARD_DB... --db F [--json]          the shards' indexes as one (blocks and duplicate groups found
                                                     again over all of it, the units caches joined)
+  nn-rag observe [REPO...] [--db F] [--python PY] [--memory-mb MB] [--entry-seconds S] [--seconds S] [--max-entries N]
+                 [--force] [--json]
+                     runs each local repository's tests (test_* functions, the first values of their parametrize
+                     marks, test classes) in the sandbox and records how they built and fed its blocks; pulls then
+                     build and feed a block that way first; a test runs again only when a file it imported changed
   nn-rag search QUERY [--db F]... [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--validation validated|failed|none] [--all-copies] [--json]
                                                     several --db: searched together, merged by score
-  nn-rag show TARGET [--db F] [--json]
+  nn-rag show TARGET [--db F] [--calls] [--json]
+                     --calls: how the repository's own tests built and fed the block (see observe)
   nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--full-docstrings]
                           [--limit N] [--json]
                      the file a pull would write: the block's lines, the lines pulled in, and for the N largest
@@ -105,7 +111,7 @@ export function commandHelp(command: string): string | undefined {
   return `usage:\n${out.join('\n')}\n\n${exit}`;
 }
 
-export const COMMANDS = ['index', 'search', 'show', 'stats', 'pull', 'validate', 'spec', 'report', 'status', 'update', 'mcp', 'context', 'export', 'import', 'merge', 'help'];
+export const COMMANDS = ['index', 'observe', 'search', 'show', 'stats', 'pull', 'validate', 'spec', 'report', 'status', 'update', 'mcp', 'context', 'export', 'import', 'merge', 'help'];
 
 /** "; did you mean X?" for a mistyped name close to one of `known`, else nothing. */
 export function didYouMean(typed: string, known: string[], prefix = ''): string {

@@ -7,6 +7,8 @@ import { findTarget } from '../core/store/target';
 import { EXIT, flag, intOpt, openDb, opt, parse } from './env';
 import type { CliEnv } from './env';
 import { showDepsCommand } from './pullCommands';
+import { callsText } from './observeCommands';
+import { Workspace } from '../core/workspace/workspace';
 
 export async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, { db: { value: true, multiple: true }, repo: { value: true }, category: { value: true }, kind: { value: true }, limit: { value: true }, validation: { value: true }, 'all-copies': {} });
@@ -52,12 +54,17 @@ export async function searchCommand(argv: string[], env: CliEnv): Promise<number
 }
 
 export async function showCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { deps: {}, python: { value: true }, inline: {}, 'no-inline': {}, 'whole-classes': {}, 'full-docstrings': {}, limit: { value: true } });
+  const args = parse(argv, { deps: {}, calls: {}, python: { value: true }, inline: {}, 'no-inline': {}, 'whole-classes': {}, 'full-docstrings': {}, limit: { value: true } });
   if (args.positionals.length !== 1) throw new NnragError('usage', 'show needs one TARGET');
   if (flag(args, 'deps')) return showDepsCommand(args, env);
   const db = await openDb(args, env);
   try {
     const ref = findTarget(db, args.positionals[0]);
+    if (flag(args, 'calls')) {
+      const calls = Workspace.over(db, env.assets).observedCalls(ref);
+      env.out(flag(args, 'json') ? `${JSON.stringify(calls, null, 1)}\n` : callsText(`${ref.module}.${ref.name}`, calls));
+      return EXIT.ok;
+    }
     const details = describeClass(db, ref);
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify(details, null, 1)}\n`);

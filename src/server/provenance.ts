@@ -63,6 +63,7 @@ export function provenanceHover(text: string, offset: number): Hover | null {
       lines.push(`- validation: **${v.status}**, tier \`${v.tier ?? 'none'}\`${v.category ? ` (${v.category})` : ''}`);
       const means = verdictMeaning(v);
       if (means) lines.push(`  (${means})`);
+      if (v.observed) lines.push(`- built and fed as the repository's own \`${v.observed}\` does`);
       if (v.builder) lines.push(`- built by the repository's \`${v.builder}()\``);
       else if (v.kwargs || v.args) lines.push(`- built with: \`${JSON.stringify(v.args ?? [])}\` \`${JSON.stringify(v.kwargs ?? {})}\``);
       if (v.input_shapes) lines.push(`- forward on: \`${JSON.stringify(v.input_shapes)}\` → \`${JSON.stringify(v.output_shapes)}\``);

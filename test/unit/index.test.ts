@@ -291,7 +291,7 @@ describe('index: the database file', () => {
     const { db: again, recovered } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
     assert.strictEqual(recovered, undefined);
     assert.deepStrictEqual(again.all('SELECT name FROM classes').map((r) => r.name), ['Net']);
-    assert.deepStrictEqual(again.appliedMigrations(), ['0001-initial', '0002-duplicates', '0003-slim-facts']);
+    assert.deepStrictEqual(again.appliedMigrations(), ['0001-initial', '0002-duplicates', '0003-slim-facts', '0004-observed-calls']);
     again.close();
   });
 

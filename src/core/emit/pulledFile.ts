@@ -51,6 +51,8 @@ export interface Provenance {
     input_shapes?: unknown[];
     output_shapes?: unknown;
     builder?: string;
+    /** The repository's own code (a test) whose call built and fed the block. */
+    observed?: string;
   };
   /**
    * The arguments the repository's builder (`builder`, module-qualified) gave the block when no guessed argument set

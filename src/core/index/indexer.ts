@@ -323,6 +323,8 @@ export function removeRepositoriesExcept(db: IndexDb, keep: Set<string>): string
       db.run('DELETE FROM classes_fts WHERE docid IN (SELECT id FROM classes WHERE repo_id = ?)', [r.id]);
       db.run('DELETE FROM classes WHERE repo_id = ?', [r.id]);
       db.run('DELETE FROM files WHERE repo_id = ?', [r.id]);
+      db.run('DELETE FROM observed_calls WHERE repo_id = ?', [r.id]);
+      db.run('DELETE FROM observed_entries WHERE repo_id = ?', [r.id]);
       db.run('DELETE FROM repos WHERE id = ?', [r.id]);
     }
   });

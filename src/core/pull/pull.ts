@@ -20,6 +20,7 @@ import { errorMessage, NnragError } from '../base/errors';
 import { findTarget } from '../store/target';
 import type { IndexDb } from '../store/database';
 import { allFiles, setValidation } from '../store/files';
+import { blobsOf, observedCallsOf, observedEntries, stillTrue } from '../store/observed';
 import { unitsDirOf } from '../store/unitsCache';
 import { loadUnits, saveUnits } from '../store/unitsCache';
 import { decodePython } from '../parse/decode';
@@ -148,6 +149,9 @@ export interface PullSession {
   sources?: string;
   /** Per repository, the Python code blocks of its README (readmeExamples.ts), read once per session. */
   readmes: Map<number, Promise<ReadmeBlock[]>>;
+  /** Per repository, its files' blob ids by path, and whether each observed entry still holds (read once). */
+  blobs: Map<number, Map<string, string>>;
+  observed: Map<number, Map<string, boolean>>;
 }
 
 export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
@@ -159,7 +163,7 @@ export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
   }
   const store = sourcesDirOf(db);
   const sources = store && fs.existsSync(store) ? store : undefined;
-  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map(), sources, readmes: new Map() };
+  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map(), sources, readmes: new Map(), blobs: new Map(), observed: new Map() };
 }
 
 async function parseRecord(session: PullSession, parser: PythonParser, rec: ModuleRecord): Promise<ParsedModule> {
@@ -391,6 +395,31 @@ export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: ClassFa
   return out;
 }
 
+/**
+ * The definitions of the block's repository that its observed calls name (`{"$call": "Spec", "module": "pkg.specs"}`):
+ * taken into the file as a configuration class is (fields and dunders whole, other methods when reached), so that
+ * the copy can be built as the repository's tests built it.
+ */
+function observedRoots(session: PullSession, rec: ModuleRecord, name: string): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
+  const out: { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] = [];
+  const visit = (v: unknown): void => {
+    if (Array.isArray(v)) return v.forEach(visit);
+    if (typeof v !== 'object' || v === null) return;
+    const o = v as Record<string, unknown>;
+    const named = typeof o.$call === 'string' ? o.$call : typeof o.$name === 'string' ? o.$name : undefined;
+    if (named && typeof o.module === 'string' && /^\w+$/.test(named)) {
+      const m = session.table.lookupIn(o.module, rec.repoId);
+      const unit = m?.facts.classes.find((c) => c.name === named)?.unit ?? m?.facts.functions.find((f) => f.name === named)?.unit;
+      if (m && unit !== undefined && !(m === rec && unit === rec.facts.classes.find((c) => c.name === name)?.unit)) {
+        if (!out.some((r) => r.rec === m && r.unit === unit)) out.push({ rec: m, unit, methodsOnDemand: true });
+      }
+    }
+    Object.values(o).forEach(visit);
+  };
+  for (const c of observedUses(session, rec, name)) visit([c.args, c.kwargs]);
+  return out;
+}
+
 /** Resolves and emits `ref`'s file in memory (nothing written, nothing run). */
 export async function emitBlock(session: PullSession, ref: ClassRef, options: PullOptions): Promise<Emission> {
   const t0 = performance.now();
@@ -423,7 +452,9 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
     shorten: options.fullDocstrings ? undefined : (text: string) => shortened(session, text, options.parser),
   };
   // a configuration class the block is built from goes in whole: the judge builds one from its defaults on both sides
-  const configs = configRoots(session.table, rec, fact);
+  const configs = [...configRoots(session.table, rec, fact)];
+  // and the classes and functions the repository's own tests built it with (an observed call's `$call`, `$name`)
+  for (const r of observedRoots(session, rec, ref.name)) if (!configs.some((c) => c.rec === r.rec && c.unit === r.unit)) configs.push(r);
   let closure = await computeClosure(closureCtx, rec, fact.unit, configs);
   let natives: NativeBuild[] = [];
   if (options.buildNative && closure.problems.some((p) => p.kind === 'native-extension')) {
@@ -558,7 +589,9 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     report.timings.validate_ms = round(v.seconds * 1000);
     if (isValidated(v)) {
       report.status = 'validated';
-      if (v.recipe) {
+      if (v.observed) {
+        report.message = `built and fed as the repository's own ${v.observed} does`;
+      } else if (v.recipe) {
         report.message = `built with the arguments the repository's builder ${v.builder}() gives it (in the file's header, for nn-rag validate): no guessed argument set builds it alone`;
       } else if (v.builder) {
         report.message = v.inside
@@ -581,6 +614,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       input_shapes: v.input_shapes,
       output_shapes: v.output_shapes,
       builder: v.builder,
+      ...(v.observed ? { observed: v.observed } : {}),
     };
     if (v.recipe && v.builder) emitted.provenance.builtWith = { builder: v.builder, ...v.recipe };
     final = replaceProvenance(emitted.code, emitted.provenance);
@@ -640,12 +674,19 @@ async function judging(session: PullSession, rec: ModuleRecord, name: string, op
   };
 }
 
-/** How the repository builds and calls block `name` of `rec`: its call sites' arguments, its README's, its tests. */
+/**
+ * How the repository builds and calls block `name` of `rec`: the calls its own tests made (the catalog of observed
+ * calls, while the files they imported are unchanged), its call sites' arguments, its README's, its tests' text.
+ */
 async function repositoryUses(session: PullSession, rec: ModuleRecord, name: string, parser: PythonParser): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
   const readme = await readmeUses(session, rec, name, parser);
   return {
-    // the README's (full-size models) are marked: the judge tries them after its light argument sets
-    candidates: [...callSites(session, rec, name).slice(0, MAX_CANDIDATES - readme.calls.length), ...readme.calls.map((c) => ({ ...c, documented: true }))],
+    candidates: [
+      ...observedUses(session, rec, name),
+      ...callSites(session, rec, name).slice(0, MAX_CANDIDATES - readme.calls.length),
+      // the README's (full-size models) are marked: the judge tries them after its light argument sets
+      ...readme.calls.map((c) => ({ ...c, documented: true })),
+    ],
     examples: [...(await exampleTexts(session, rec, name)), ...readme.texts].slice(0, MAX_EXAMPLES),
   };
 }
@@ -742,6 +783,20 @@ function callsOf(session: PullSession, rec: ModuleRecord, name: string): { m: Mo
   }
   return out;
 }
+
+/** The calls of block `name` the repository's own tests made, as the judge replays them (`observed`: where). */
+function observedUses(session: PullSession, rec: ModuleRecord, name: string): NonNullable<ValidateOptions['candidates']> {
+  let blobs = session.blobs.get(rec.repoId);
+  if (!blobs) session.blobs.set(rec.repoId, (blobs = blobsOf(session.db, rec.repoId)));
+  let entries = session.observed.get(rec.repoId);
+  if (!entries) session.observed.set(rec.repoId, (entries = new Map(observedEntries(session.db, rec.repoId).map((e) => [e.entry, stillTrue(e, blobs!)]))));
+  const fresh = entries;
+  return observedCallsOf(session.db, rec.repoId, rec.module, name, (entry) => fresh.get(entry) === true)
+    .slice(0, MAX_OBSERVED)
+    .map((c) => ({ args: c.args, kwargs: c.kwargs, observed: c.entry, ...(c.inputs ? { inputs: c.inputs } : {}) }));
+}
+
+const MAX_OBSERVED = 4;
 
 /** Argument sets and example texts sent to the judge, at most. */
 const MAX_CANDIDATES = 6;

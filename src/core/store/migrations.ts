@@ -91,4 +91,28 @@ export const MIGRATIONS: readonly Migration[] = [
     name: '0003-slim-facts',
     sql: `ALTER TABLE files ADD COLUMN slim BLOB;`,
   },
+  {
+    // how the repository's own code (its tests) built and called its blocks (pull/observe.ts): per entry point run,
+    // the files it imported (its observations hold while their blobs do) and, per class, the calls seen
+    name: '0004-observed-calls',
+    sql: `
+      CREATE TABLE IF NOT EXISTS observed_entries (
+        repo_id INTEGER NOT NULL,
+        entry TEXT NOT NULL,
+        key TEXT NOT NULL,
+        files TEXT NOT NULL,
+        seconds REAL,
+        error TEXT,
+        PRIMARY KEY (repo_id, entry)
+      );
+      CREATE TABLE IF NOT EXISTS observed_calls (
+        repo_id INTEGER NOT NULL,
+        entry TEXT NOT NULL,
+        module TEXT NOT NULL,
+        name TEXT NOT NULL,
+        call TEXT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS observed_calls_class ON observed_calls(module, name);
+    `,
+  },
 ];

@@ -51,6 +51,8 @@ export interface ValidationReport {
   builder?: string;
   /** The model the builder made, when the block was taken from inside it. */
   inside?: string;
+  /** Where the repository's own code built the block this way and fed it (`tests/test_x.py::test_conv`). */
+  observed?: string;
   /**
    * How the builder built the block, as an argument set the pulled file replays without it (`{"$name": "BasicBlock"}`,
    * `{"$call": "StageConfig", args, kwargs}`, `{"$partial": ...}`, `{"$tuple": [...]}`): set when it can be so written.
@@ -104,7 +106,14 @@ export interface ValidateOptions {
   memoryMb?: number;
   className?: string;
   /** Constructor arguments to try first (how the repository itself builds the block). */
-  candidates?: { args: unknown[]; kwargs: Record<string, unknown>; documented?: boolean }[];
+  candidates?: {
+    args: unknown[];
+    kwargs: Record<string, unknown>;
+    documented?: boolean;
+    /** Where the repository's own code was seen making this call (store/observed.ts), and its forward's inputs there. */
+    observed?: string;
+    inputs?: { args: unknown[]; kwargs: Record<string, unknown> };
+  }[];
   /** The repository's own code that builds and calls the block (tests, examples): the judge reads inputs from it. */
   examples?: string[];
   /** Modules known to be compiled extensions, for the failure category. */

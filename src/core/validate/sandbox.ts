@@ -400,6 +400,24 @@ interface Answer {
   error?: string;
 }
 
+/** What the observer is asked to run (python-runner's `serve.observe_spec`). */
+export interface ObserveSpec {
+  /** The repository's folder (mounted read-only) and the folder its modules import from. */
+  root: string;
+  path: string;
+  /** Seconds one entry may run. */
+  entry_s: number;
+  entries: { id: string; module: string; function: string; class?: string }[];
+}
+
+/** What the observer answers: per entry, what it saw (see store/observed.ts), or why the run stopped. */
+export interface ObserveAnswer {
+  ok: boolean;
+  category?: string;
+  message?: string;
+  observed: { entry: string; seconds?: number; error?: string | null; calls?: unknown[]; files?: unknown[] }[];
+}
+
 /**
  * One sandboxed judge: started once, it validates one file at a time (a pool keeps several). Files are copied into
  * its read-only input folder; each job gets a fresh folder in its work folder, removed afterwards.
@@ -581,6 +599,40 @@ export class Judge {
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
       await fsp.rm(inFolder, { recursive: true, force: true }).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Runs a repository's entry points (its tests) under the observer (python-runner's observe.py) and returns what
+   * each observed. The repository's folder must be among the judge's roots.
+   */
+  async observe(spec: ObserveSpec, options: { timeoutMs: number; memoryMb?: number; signal?: AbortSignal }): Promise<ObserveAnswer> {
+    if (this.exited) throw new NnragError('interpreter', `the validator (${this.python}) is not running: ${this.lastError()}`);
+    const request = {
+      id: this.nextId++,
+      observe: spec,
+      work: this.mounts.workDir,
+      scratch: this.sandbox.kind === 'bubblewrap' ? ['/tmp', '/dev/shm'] : [],
+      memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
+      timeout_s: options.timeoutMs / 1000,
+    };
+    const onAbort = (): void => {
+      this.child.stdin!.write('cancel\n');
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const answer = this.next(options.timeoutMs + GRACE_MS);
+      this.child.stdin!.write(`${JSON.stringify(request)}\n`);
+      const got = await answer;
+      if (options.signal?.aborted) throw new CancelledError('observation cancelled');
+      const report = got?.report as unknown as ObserveAnswer | undefined;
+      if (!report || !Array.isArray(report.observed)) {
+        this.kill();
+        return { ok: false, category: 'error', message: `the observer ended without an answer: ${this.lastError()}`, observed: [] };
+      }
+      return report;
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
     }
   }
 

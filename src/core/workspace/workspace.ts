@@ -17,6 +17,10 @@ import type { Provenance } from '../emit/pulledFile';
 import type { OriginalClass, ValidateOptions } from '../validate/report';
 import { ValidatorPool } from '../validate/validatorPool';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
+import { observeRepositories } from '../pull/observe';
+import type { ObserveOptions, ObserveSummary } from '../pull/observe';
+import { blobsOf, observedCallsOf, observedEntries, stillTrue } from '../store/observed';
+import type { ObservedCall } from '../store/observed';
 
 export class Workspace {
   private parserMade: Promise<PythonParser> | undefined;
@@ -78,5 +82,22 @@ export class Workspace {
   /** The original a pulled file's provenance names (at the blob it was pulled from), or why there is none. */
   originalOfPulled(prov: Provenance): OriginalClass | { unavailable: string } {
     return originalOfPulled(this.session(), prov);
+  }
+
+  /**
+   * Runs the local repositories' tests under the observer (all when `repos` is empty) and records how they built and
+   * called their blocks; the next pulls build and feed those blocks that way. The caller saves the index.
+   */
+  async observe(options: ObserveOptions, repos: string[] = []): Promise<ObserveSummary[]> {
+    const summaries = await observeRepositories(this.db, this.session().table, options, repos);
+    this.session(true);
+    return summaries;
+  }
+
+  /** The calls of a block its repository's tests made, each marked whether the files its test imported changed since. */
+  observedCalls(ref: ClassRef): (ObservedCall & { stale: boolean })[] {
+    const blobs = blobsOf(this.db, ref.repoId);
+    const entries = new Map(observedEntries(this.db, ref.repoId).map((e) => [e.entry, stillTrue(e, blobs)]));
+    return observedCallsOf(this.db, ref.repoId, ref.module, ref.name).map((c) => ({ ...c, stale: entries.get(c.entry) !== true }));
   }
 }

@@ -1,0 +1,433 @@
+"""Worker side: how a repository really builds and calls its blocks, observed by running its own code (its tests).
+
+The request names the repository's folder (read-only in the sandbox), the folder its modules import from and the
+entry points to run: test functions (`test_*`, with the first values of each `pytest.mark.parametrize`), methods of
+test classes and of `unittest.TestCase`s. While each runs, a profile hook watches every `__init__` and `forward` whose
+code lives in the repository: the outermost constructor call of each object (its class, its arguments) and the first
+forward call of each object whose construction was seen (its inputs). A construction is sent in the argument language
+the judge replays (recipe.py: literals, `$call`, `$name`, `$partial`...; repository classes by their own names, torch's
+by their dotted path) and the inputs as descriptions (`{"$tensor": {dtype, shape, min, max, values}}`: small tensors
+whole, others by dtype, shape and value range), which `observed_inputs` turns back into tensors alike on both sides.
+Nothing here decides a verdict: a failing entry says why and the others still run. Runs only in a worker.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import math
+import os
+import signal
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .recipe import Recorder, Unwritable, written
+
+# observations kept per class, and forward calls recorded per class
+PER_CLASS = 4
+# a tensor of at most this many elements is sent whole; larger ones by dtype, shape and value range
+WHOLE_TENSOR = 64
+# a tensor larger than this is not replayed (an observed input the judge could not afford to build)
+LARGEST_TENSOR = 1 << 22
+MAX_DEPTH = 6
+MAX_ITEMS = 64
+# a sent observation's JSON length cap
+MAX_CALL_CHARS = 20_000
+
+
+class EntryTimeout(BaseException):
+    """An entry ran past its budget (a BaseException: a test's `except Exception` does not swallow it)."""
+
+
+class Observer:
+    """Constructions and first forward inputs of the repository's classes, seen through a profile hook."""
+
+    def __init__(self, root: str, torch: Any) -> None:
+        self.root = os.path.join(os.path.realpath(root), "")
+        self.torch = torch
+        self.rec = Recorder()
+        self.inputs: Dict[int, Tuple[Tuple[Any, ...], Dict[str, Any]]] = {}
+        self.codes: Dict[Any, bool] = {}
+        self.forwarded: Dict[type, int] = {}
+        self.types: Dict[type, bool] = {}
+        self.torch_dir = os.path.dirname(str(getattr(torch, "__file__", "") or "/nonexistent/x"))
+
+    def ours(self, code: Any) -> bool:
+        """Whether a code object is the repository's (cached per code object)."""
+        known = self.codes.get(code)
+        if known is None:
+            known = self.codes[code] = os.path.realpath(code.co_filename).startswith(self.root)
+        return known
+
+    def ours_type(self, cls: type) -> bool:
+        """Whether a class is defined in the repository (one that inherits torch's `__init__` or `forward`)."""
+        known = self.types.get(cls)
+        if known is None:
+            try:
+                where = inspect.getsourcefile(cls)
+            except TypeError:
+                where = None
+            known = self.types[cls] = bool(where) and os.path.realpath(str(where)).startswith(self.root)
+        return known
+
+    def profile(self, frame: Any, event: str, _arg: Any) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        if code.co_name not in ("__init__", "forward") or not code.co_argcount:
+            return
+        # the repository's own methods, and torch's when they run for an object of a repository class
+        mine = self.ours(code)
+        if not mine and not code.co_filename.startswith(self.torch_dir):
+            return
+        try:
+            me = frame.f_locals.get(code.co_varnames[0])
+            if code.co_name == "__init__":
+                if id(me) not in self.rec.calls and (mine or self.ours_type(type(me))):
+                    args, kwargs = arguments_of(frame, type(me), "__init__")
+                    self.rec.calls[id(me)] = (type(me), args, kwargs)
+                    self.rec.keep.append(me)
+            elif id(me) in self.rec.calls and id(me) not in self.inputs and self.forwarded.get(type(me), 0) < PER_CLASS:
+                self.inputs[id(me)] = arguments_of(frame, type(me), "forward", keep_defaults=False)
+                self.forwarded[type(me)] = self.forwarded.get(type(me), 0) + 1
+        except Exception:  # noqa: BLE001 - watching never breaks what is watched
+            pass
+
+
+def arguments_of(frame: Any, cls: type, method: str, keep_defaults: bool = False) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+    """The arguments a call got, read from its frame as the call starts: positional where `*args` follows, by
+    keyword otherwise; a value that is its parameter's default left out."""
+    info = inspect.getargvalues(frame)
+    named = info.args[1:]
+    values = info.locals
+    function = next((k.__dict__[method] for k in cls.__mro__ if getattr(k.__dict__.get(method), "__code__", None) is frame.f_code), None)
+    defaults: Dict[str, Any] = {}
+    if function is not None and not keep_defaults:
+        try:
+            defaults = {p.name: p.default for p in inspect.signature(function).parameters.values() if p.default is not p.empty}
+        except (TypeError, ValueError):
+            defaults = {}
+    extra = tuple(values.get(info.varargs) or ()) if info.varargs else ()
+    kw_only = set(frame.f_code.co_varnames[frame.f_code.co_argcount:frame.f_code.co_argcount + frame.f_code.co_kwonlyargcount])
+    args: List[Any] = []
+    kwargs: Dict[str, Any] = {}
+    for name in named:
+        value = values.get(name)
+        if name in kw_only or not extra:
+            if name in defaults and defaults[name] is value:
+                continue
+            kwargs[name] = value
+        else:
+            args.append(value)
+    for name in kw_only:
+        if name not in named and name in values and not (name in defaults and defaults[name] is values[name]):
+            kwargs[name] = values[name]
+    if info.keywords:
+        kwargs.update(values.get(info.keywords) or {})
+    return tuple(args) + extra, kwargs
+
+
+def dotted(value: Any, root: str) -> Any:
+    """How the pulled file names a class or function: a repository's by its own name (with the module defining it,
+    for the original's side, whose module may not import it), torch's by its dotted path."""
+    module = str(getattr(value, "__module__", "") or "")
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if not isinstance(name, str) or "<" in name:
+        raise Unwritable("a local class or function")
+    if module.split(".")[0] == "torch":
+        public = {"torch.nn.modules": "torch.nn", "torch.nn.functional": "torch.nn.functional"}
+        for prefix, short in public.items():
+            if module.startswith(prefix) and getattr(importlib.import_module(short), name, None) is value:
+                return f"{short}.{name}"
+        if getattr(sys.modules.get("torch"), name, None) is value:
+            return f"torch.{name}"
+        return f"{module}.{name}"
+    where = inspect.getsourcefile(value) if inspect.isclass(value) or inspect.isfunction(value) else None
+    if where and os.path.realpath(where).startswith(root) and "." not in name:
+        return name, module
+    raise Unwritable(f"{name} is neither the repository's nor torch's")
+
+
+def described(value: Any, torch: Any, depth: int = 0) -> Any:
+    """An input as the judge rebuilds it: literals as they are, tensors by dtype and shape (whole when small, with
+    their value range otherwise), containers item by item; Unwritable for anything else."""
+    if depth > MAX_DEPTH:
+        raise Unwritable("too deep")
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise Unwritable("a float that is not finite")
+        return {"$float": value} if value.is_integer() else value
+    if torch.is_tensor(value):
+        if value.is_sparse or value.numel() > LARGEST_TENSOR or value.is_complex():
+            raise Unwritable("a tensor too large or of a kind not replayed")
+        t = value.detach()
+        out: Dict[str, Any] = {"dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape)}
+        if t.numel():
+            flat = t.reshape(-1)
+            if t.dtype == torch.bool:
+                flat = flat.to(torch.int64)
+            out["min"], out["max"] = float(flat.min()), float(flat.max())
+            if not (math.isfinite(out["min"]) and math.isfinite(out["max"])):
+                del out["min"], out["max"]
+            if t.numel() <= WHOLE_TENSOR and t.dtype not in (torch.float16, torch.bfloat16):
+                values = flat.tolist()
+                if all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+                    out["values"] = values
+        return {"$tensor": out}
+    if isinstance(value, (list, tuple)):
+        if len(value) > MAX_ITEMS:
+            raise Unwritable("a long sequence")
+        items = [described(v, torch, depth + 1) for v in value]
+        return items if isinstance(value, list) else {"$tuple": items}
+    if isinstance(value, dict):
+        if len(value) > MAX_ITEMS or not all(isinstance(k, str) for k in value):
+            raise Unwritable("a mapping without string keys")
+        return {"$dict": {k: described(v, torch, depth + 1) for k, v in value.items()}}
+    raise Unwritable(f"a {type(value).__name__}")
+
+
+def observed_inputs(desc: Any, torch: Any) -> Optional[Tuple[List[Any], Dict[str, Any]]]:
+    """An observed call's inputs made again (seeded: alike on both sides), or None when they cannot be."""
+    if not isinstance(desc, dict) or not isinstance(desc.get("args"), list) or not isinstance(desc.get("kwargs"), dict):
+        return None
+    generator = torch.Generator().manual_seed(0)
+    try:
+        return ([rebuilt(v, torch, generator) for v in desc["args"]],
+                {str(k): rebuilt(v, torch, generator) for k, v in desc["kwargs"].items()})
+    except (Unwritable, TypeError, ValueError, RuntimeError, AttributeError):
+        return None
+
+
+def rebuilt(value: Any, torch: Any, generator: Any) -> Any:
+    if isinstance(value, list):
+        return [rebuilt(v, torch, generator) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$float" in value:
+        return float(value["$float"])
+    if "$tuple" in value and isinstance(value["$tuple"], list):
+        return tuple(rebuilt(v, torch, generator) for v in value["$tuple"])
+    if "$dict" in value and isinstance(value["$dict"], dict):
+        return {str(k): rebuilt(v, torch, generator) for k, v in value["$dict"].items()}
+    spec = value.get("$tensor")
+    if not isinstance(spec, dict):
+        raise Unwritable("not an input description")
+    dtype = getattr(torch, str(spec.get("dtype")), None)
+    shape = [int(n) for n in spec.get("shape", [])]
+    if not isinstance(dtype, torch.dtype) or any(n < 0 for n in shape) or math.prod(shape) > LARGEST_TENSOR:
+        raise Unwritable("a tensor that cannot be made")
+    if isinstance(spec.get("values"), list) and len(spec["values"]) == math.prod(shape):
+        return torch.tensor(spec["values"], dtype=torch.float64 if dtype.is_floating_point else torch.int64).to(dtype).reshape(shape)
+    low, high = spec.get("min"), spec.get("max")
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).bool()
+    if not dtype.is_floating_point:
+        lo = int(low) if isinstance(low, (int, float)) else 0
+        hi = int(high) if isinstance(high, (int, float)) else lo + 8
+        return torch.randint(lo, max(hi, lo) + 1, shape, generator=generator).to(dtype)
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low >= 0:
+        # a mask, a probability, a distance: values in the range seen
+        return (torch.rand(shape, generator=generator) * (high - low) + low).to(dtype)
+    return torch.randn(shape, generator=generator).to(dtype)
+
+
+def entry_callables(module: Any, entry: Dict[str, Any]) -> List[Callable[[], Any]]:
+    """The calls an entry stands for: a test function with the first values of each parametrize mark; a test
+    class's method on a new object (a `unittest.TestCase` through `debug()`, its setUp and tearDown included)."""
+    owner = entry.get("class")
+    name = str(entry["function"])
+    if owner:
+        cls = getattr(module, str(owner))
+        try:
+            import unittest
+            if issubclass(cls, unittest.TestCase):
+                return [lambda: cls(name).debug()]
+        except ImportError:
+            pass
+        target = getattr(cls(), name)
+    else:
+        target = getattr(module, name)
+    return [lambda: target(**kw) for kw in parametrized(target)]
+
+
+def parametrized(fn: Any) -> List[Dict[str, Any]]:
+    """Keyword arguments for a test: the first values of each `pytest.mark.parametrize`; a test that needs any
+    other argument (a fixture) is not run."""
+    given: Dict[str, Any] = {}
+    for mark in getattr(fn, "pytestmark", []) or []:
+        if getattr(mark, "name", None) != "parametrize" or len(getattr(mark, "args", ())) < 2:
+            continue
+        names, values = mark.args[0], list(mark.args[1])
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        if not values:
+            return []
+        first = values[0]
+        first = getattr(first, "values", first)  # pytest.param(...)
+        row = first if len(names) > 1 else (first,)
+        given.update(dict(zip(names, row)))
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return [given]
+    for p in params:
+        if p.name not in given and p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise LookupError(f"needs the fixture '{p.name}'")
+    return [given]
+
+
+class Mark:
+    """What a test's `@pytest.mark.NAME(...)` leaves on it, as pytest leaves it (`fn.pytestmark`)."""
+
+    def __init__(self, name: str, args: Tuple[Any, ...] = (), kwargs: Optional[Dict[str, Any]] = None) -> None:
+        self.name, self.args, self.kwargs = name, args, kwargs or {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            fn = args[0]
+            try:
+                fn.pytestmark = [*getattr(fn, "pytestmark", []), self]
+            except (AttributeError, TypeError):
+                pass
+            return fn
+        return Mark(self.name, args, kwargs)
+
+
+class Marks:
+    def __getattr__(self, name: str) -> Mark:
+        return Mark(name)
+
+
+def pytest_stand_in() -> Any:
+    """Where the interpreter has no pytest, the little of it that test modules use at import and in a test's body
+    (marks, `fixture`, `raises`, `skip`, `importorskip`, `param`), so that their tests can still be observed."""
+    import contextlib
+    import types
+
+    module = types.ModuleType("pytest")
+
+    class Skipped(Exception):
+        pass
+
+    def fixture(*args: Any, **_kwargs: Any) -> Any:
+        return args[0] if len(args) == 1 and callable(args[0]) else (lambda fn: fn)
+
+    @contextlib.contextmanager
+    def raises(expected: Any, *_args: Any, **_kwargs: Any) -> Any:
+        try:
+            yield None
+        except expected:
+            return
+        raise AssertionError(f"did not raise {expected}")
+
+    def skip(reason: str = "", **_kwargs: Any) -> None:
+        raise Skipped(reason)
+
+    def importorskip(name: str, *_args: Any, **_kwargs: Any) -> Any:
+        try:
+            return importlib.import_module(name)
+        except ImportError as exc:
+            raise Skipped(str(exc))
+
+    class Param:
+        def __init__(self, *values: Any, **_kwargs: Any) -> None:
+            self.values = values
+
+    skip.Exception = Skipped  # type: ignore[attr-defined]
+    module.__dict__.update(mark=Marks(), fixture=fixture, raises=raises, skip=skip, importorskip=importorskip,
+                           param=Param, approx=lambda v, **_k: v)
+    return module
+
+
+def alarm(_signum: int, _frame: Any) -> None:
+    raise EntryTimeout()
+
+
+def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any) -> None:
+    """Run each entry under the hook; one frame per entry: its classes' constructions and inputs, the repository's
+    files it imported (their paths), its time and its error."""
+    spec = req["observe"]
+    root, folder = str(spec["root"]), str(spec["path"])
+    budget = float(spec.get("entry_s", 20))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        import pytest  # noqa: F401
+    except ImportError:
+        sys.modules["pytest"] = pytest_stand_in()
+    real_root = os.path.join(os.path.realpath(root), "")
+    signal.signal(signal.SIGALRM, alarm)
+    for entry in spec.get("entries", []):
+        started = time.time()
+        observer = Observer(root, torch)
+        error: Optional[str] = None
+        try:
+            module = importlib.import_module(str(entry["module"]))
+            calls = entry_callables(module, entry)
+            sys.setprofile(observer.profile)
+            signal.setitimer(signal.ITIMER_REAL, budget)
+            try:
+                for call in calls:
+                    torch.manual_seed(0)
+                    call()
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                sys.setprofile(None)
+        except EntryTimeout:
+            error = f"stopped after {budget:g} s"
+        except BaseException as exc:  # noqa: BLE001 - a failing test still shows what it built before it failed
+            error = f"{type(exc).__name__}: {exc}"[:300]
+        send({"observed": {"entry": entry.get("id"), "seconds": round(time.time() - started, 3), "error": error,
+                           "calls": observations(observer, real_root), "files": files_imported(real_root)}})
+
+
+def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:
+    """The recorded constructions of the repository's nn.Module classes, at most PER_CLASS distinct ones per class,
+    those whose forward ran first."""
+    nn = observer.torch.nn
+    namer = lambda v: dotted(v, root)  # noqa: E731
+    out: List[Dict[str, Any]] = []
+    seen: Dict[str, List[str]] = {}
+    order = sorted(observer.rec.calls.items(), key=lambda kv: kv[0] not in observer.inputs)
+    for key, (cls, args, kwargs) in order:
+        if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+            continue
+        try:
+            where = inspect.getsourcefile(cls)
+        except TypeError:
+            where = None
+        if not where or not os.path.realpath(where).startswith(root) or "<" in cls.__qualname__:
+            continue
+        try:
+            call: Dict[str, Any] = {"args": [written(v, observer.rec, namer) for v in args],
+                                    "kwargs": {k: written(v, observer.rec, namer) for k, v in kwargs.items()}}
+        except (Unwritable, RecursionError, TypeError, ValueError):
+            continue
+        got = observer.inputs.get(key)
+        if got is not None:
+            try:
+                call["inputs"] = {"args": [described(v, observer.torch) for v in got[0]],
+                                  "kwargs": {k: described(v, observer.torch) for k, v in got[1].items()}}
+            except (Unwritable, RecursionError, TypeError, ValueError, RuntimeError):
+                pass
+        text = json.dumps(call, sort_keys=True)
+        ident = f"{cls.__module__}.{cls.__qualname__}"
+        if len(text) > MAX_CALL_CHARS or text in seen.setdefault(ident, []) or len(seen[ident]) >= PER_CLASS:
+            continue
+        seen[ident].append(text)
+        out.append(dict(call, module=cls.__module__, name=cls.__qualname__,
+                        file=os.path.relpath(os.path.realpath(where), root)))
+    return out
+
+
+def files_imported(root: str) -> List[str]:
+    """The repository's files its modules were imported from so far (relative paths): an entry's observations stay
+    true while these are unchanged."""
+    out = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and os.path.realpath(path).startswith(root):
+            out.add(os.path.relpath(os.path.realpath(path), root))
+    return sorted(out)

@@ -1,0 +1,91 @@
+/** `nn-rag observe`: run the repositories' own tests under the observer; `nn-rag show TARGET --calls` reads it. */
+import { EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
+import type { CliEnv } from './env';
+import { warnBeforeValidating } from './pullCommands';
+import { Workspace } from '../core/workspace/workspace';
+import type { ObserveSummary } from '../core/pull/observe';
+import type { ObservedCall } from '../core/store/observed';
+import { DEFAULT_MEMORY_MB } from '../core/validate/limits';
+
+export async function observeCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, {
+    python: { value: true },
+    'memory-mb': { value: true },
+    'entry-seconds': { value: true },
+    seconds: { value: true },
+    'max-entries': { value: true },
+    force: {},
+  });
+  const python = pythonOf(args, env);
+  const memoryMb = intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB);
+  await warnBeforeValidating(env, python, memoryMb);
+  const db = await openDb(args, env, true, true);
+  try {
+    const ws = Workspace.over(db, env.assets);
+    const summaries = await ws.observe(
+      {
+        python,
+        runner: env.assets.runner,
+        memoryMb,
+        entrySeconds: intOpt(args, 'entry-seconds', 20),
+        repositorySeconds: intOpt(args, 'seconds', 600),
+        maxEntries: intOpt(args, 'max-entries', 400),
+        force: flag(args, 'force'),
+        signal: env.signal,
+        onProgress: (m) => env.err(`nn-rag: ${m}\n`),
+      },
+      args.positionals,
+    );
+    await db.save();
+    if (flag(args, 'json')) env.out(`${JSON.stringify(summaries, null, 1)}\n`);
+    else for (const s of summaries) env.out(`${observeLine(s)}\n`);
+  } finally {
+    db.close();
+  }
+  return EXIT.ok;
+}
+
+/** One line for a repository's observation. */
+export function observeLine(s: ObserveSummary): string {
+  if (s.skipped) return `${s.repo}: not observed (${s.skipped})`;
+  const ran = `${s.ran} of its ${s.entries} tests run${s.cached ? `, ${s.cached} unchanged since the last run` : ''}${s.failed ? `, ${s.failed} stopped with an error` : ''}`;
+  return `${s.repo}: ${ran}; ${s.classes} classes seen built (${s.fed} also fed) in ${s.seconds.toFixed(1)} s`;
+}
+
+/** `show TARGET --calls`: the calls of the block its repository's tests made. */
+export function callsText(target: string, calls: (ObservedCall & { stale: boolean })[]): string {
+  if (!calls.length) return `${target}: no call observed; run 'nn-rag observe' (its repository's tests, in the sandbox)\n`;
+  const lines = [`${target}: ${calls.length} call${calls.length === 1 ? '' : 's'} observed`];
+  for (const c of calls) {
+    lines.push(`  in ${c.entry}${c.stale ? ' (a file it imported changed since; run nn-rag observe)' : ''}`);
+    lines.push(`    built with ${argumentText(c.args, c.kwargs)}`);
+    if (c.inputs) lines.push(`    forward got ${argumentText(c.inputs.args, c.inputs.kwargs)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function argumentText(args: unknown[], kwargs: Record<string, unknown>): string {
+  const parts = [...args.map(valueText), ...Object.entries(kwargs).map(([k, v]) => `${k}=${valueText(v)}`)];
+  return `(${parts.join(', ')})`;
+}
+
+/** A value of the argument language as a person reads it: `Cfg(width=12)`, `float32[5, 12]`, `int64[2, 30] in 0..9`. */
+function valueText(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(valueText).join(', ')}]`;
+  if (v === null) return 'None';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v !== 'object') return String(v);
+  const o = v as Record<string, unknown>;
+  if (typeof o.$name === 'string') return o.$name;
+  if ('$float' in o) return Number(o.$float).toFixed(1);
+  if (Array.isArray(o.$tuple)) return `(${o.$tuple.map(valueText).join(', ')}${o.$tuple.length === 1 ? ',' : ''})`;
+  if (typeof o.$call === 'string') return `${o.$call}${argumentText(Array.isArray(o.args) ? o.args : [], (o.kwargs as Record<string, unknown>) ?? {})}`;
+  if (o.$partial) return `partial(${valueText(o.$partial)})`;
+  if (o.$dict && typeof o.$dict === 'object') return `{${Object.entries(o.$dict).map(([k, x]) => `${k}: ${valueText(x)}`).join(', ')}}`;
+  const t = o.$tensor as { dtype?: string; shape?: number[]; min?: number; max?: number } | undefined;
+  if (t) {
+    const range = t.dtype && !t.dtype.startsWith('float') && t.min !== undefined && t.max !== undefined ? ` in ${t.min}..${t.max}` : '';
+    return `${t.dtype ?? 'tensor'}[${(t.shape ?? []).join(', ')}]${range}`;
+  }
+  return JSON.stringify(v);
+}

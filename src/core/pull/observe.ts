@@ -1,0 +1,161 @@
+/**
+ * The catalog of observed calls: each local repository's own entry points (its tests: `test_*` functions with the first
+ * values of their parametrize marks, the test methods of its test classes) are run in the sandbox under the observer
+ * (python-runner's observe.py), which records how each of the repository's blocks was built and what its forward got.
+ * The judge then builds and feeds a block as its repository did (pull.ts `repositoryUses`: observed calls first).
+ * An entry is run again only when a file it imported changed, or the interpreter or the observer did.
+ */
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import type { IndexDb } from '../store/database';
+import { blobsOf, forgetObserved, observedEntries, observedSize, recordObserved, stillTrue, type ObservedCall, type ObservedEntry } from '../store/observed';
+import type { ModuleTable } from '../resolve/moduleTable';
+import { loadRepoRows, type RepoRow } from '../store/sourceText';
+import { checkSandbox } from '../validate/runner';
+import { Judge, torchVersionKey, type ObserveSpec } from '../validate/sandbox';
+import { DEFAULT_MEMORY_MB } from '../validate/limits';
+import { importRoot, mountRoot } from './pull';
+
+/** Bumped when what the observer records changes: every entry is then observed again. */
+export const OBSERVER_VERSION = '1';
+
+/** A file of tests, as repositories lay them out. */
+const TEST_FILE = /(?:^|\/)(?:tests?|testing)\/|(?:^|\/)test_[^/]*\.py$|_test\.py$/;
+
+export interface ObserveOptions {
+  python: string;
+  runner: string;
+  memoryMb?: number;
+  /** Seconds one entry may run (20). */
+  entrySeconds?: number;
+  /** Seconds one repository's entries may run in all (600). */
+  repositorySeconds?: number;
+  /** Entries run per repository, at most (400). */
+  maxEntries?: number;
+  /** Run every entry again, cached or not. */
+  force?: boolean;
+  allowWeakSandbox?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (message: string) => void;
+}
+
+export interface ObserveSummary {
+  repo: string;
+  /** Entry points found, run now, kept from before (unchanged), and those that stopped with an error. */
+  entries: number;
+  ran: number;
+  cached: number;
+  failed: number;
+  /** Classes with at least one observed call, and those with observed inputs. */
+  classes: number;
+  fed: number;
+  seconds: number;
+  /** The catalog's rows for the repository, in bytes. */
+  bytes: number;
+  /** Why the repository was not observed. */
+  skipped?: string;
+}
+
+/** One runnable entry point of a repository. */
+export interface EntryPoint {
+  id: string;
+  module: string;
+  function: string;
+  class?: string;
+}
+
+/** The entry points of a repository: its test functions and its test classes' test methods, in file order. */
+export function entryPoints(table: ModuleTable, repoId: number): EntryPoint[] {
+  const out: EntryPoint[] = [];
+  for (const list of table.modules()) {
+    for (const m of list) {
+      if (m.repoId !== repoId || !TEST_FILE.test(m.path) || !/^[\w.]+$/.test(m.module)) continue;
+      for (const f of m.facts.functions) if (/^test/.test(f.name)) out.push({ id: `${m.path}::${f.name}`, module: m.module, function: f.name });
+      for (const c of m.facts.classes) {
+        if (!/^Test/.test(c.name) && !c.bases.some((b) => /TestCase$/.test(b))) continue;
+        for (const method of c.methods) if (/^test/.test(method)) out.push({ id: `${m.path}::${c.name}::${method}`, module: m.module, function: method, class: c.name });
+      }
+    }
+  }
+  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** What an entry's observations depend on: the interpreter, the observer, and the files it imported as they are now. */
+function keyOf(interpreter: string, files: Record<string, string>): string {
+  const sorted = Object.keys(files).sort().map((p) => [p, files[p]]);
+  return createHash('sha256').update(JSON.stringify([OBSERVER_VERSION, interpreter, sorted])).digest('hex');
+}
+
+/**
+ * Observes the local repositories named (all when none): runs their entry points that changed since their last
+ * observation, in the sandbox, and records what they saw in the index. The caller saves the index.
+ */
+export async function observeRepositories(db: IndexDb, table: ModuleTable, options: ObserveOptions, names?: string[]): Promise<ObserveSummary[]> {
+  await checkSandbox(options);
+  const interpreter = `${options.python}:${await torchVersionKey(options.python)}`;
+  const out: ObserveSummary[] = [];
+  for (const repo of loadRepoRows(db).values()) {
+    if (names?.length && !names.includes(repo.name)) continue;
+    out.push(await observeRepository(db, table, repo, interpreter, options));
+  }
+  return out;
+}
+
+async function observeRepository(db: IndexDb, table: ModuleTable, repo: RepoRow, interpreter: string, options: ObserveOptions): Promise<ObserveSummary> {
+  const t0 = performance.now();
+  const summary: ObserveSummary = { repo: repo.name, entries: 0, ran: 0, cached: 0, failed: 0, classes: 0, fed: 0, seconds: 0, bytes: 0 };
+  const folder = importRoot(repo);
+  const mount = mountRoot(repo);
+  if (!folder || !mount || !fs.existsSync(repo.root)) {
+    summary.skipped = repo.kind === 'folder' ? 'its folder is not on this machine' : `a ${repo.kind} source has no tests to run`;
+    return summary;
+  }
+  const all = entryPoints(table, repo.id);
+  summary.entries = all.length;
+  const blobs = blobsOf(db, repo.id);
+  forgetObserved(db, repo.id, new Set(all.map((e) => e.id)));
+  const before = new Map(observedEntries(db, repo.id).map((e) => [e.entry, e]));
+  const stale = all.filter((e) => {
+    const prior = before.get(e.id);
+    return options.force || !prior || !stillTrue(prior, blobs) || prior.key !== keyOf(interpreter, prior.files);
+  });
+  summary.cached = all.length - stale.length;
+  const chosen = stale.slice(0, options.maxEntries ?? 400);
+  if (chosen.length) {
+    options.onProgress?.(`${repo.name}: running ${chosen.length} of its ${all.length} tests under the observer`);
+    const spec: ObserveSpec = { root: repo.root, path: folder, entry_s: options.entrySeconds ?? 20, entries: chosen };
+    const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [mount]);
+    try {
+      const answer = await judge.observe(spec, { timeoutMs: (options.repositorySeconds ?? 600) * 1000, memoryMb: options.memoryMb, signal: options.signal });
+      const known = new Set(chosen.map((e) => e.id));
+      const records = answer.observed.filter((o) => typeof o.entry === 'string' && known.has(o.entry)).map((o) => recordOf(o, blobs, interpreter));
+      recordObserved(db, repo.id, records);
+      summary.ran = records.length;
+      summary.failed = records.filter((r) => r.entry.error).length;
+      if (!answer.ok) options.onProgress?.(`${repo.name}: the observer stopped: ${answer.message ?? answer.category ?? 'no reason given'}`);
+    } finally {
+      await judge.close();
+    }
+  }
+  const classes = db.all('SELECT module, name, MAX(call LIKE \'%"inputs"%\') AS fed FROM observed_calls WHERE repo_id = ? GROUP BY module, name', [repo.id]);
+  summary.classes = classes.length;
+  summary.fed = classes.filter((c) => Number(c.fed) > 0).length;
+  summary.bytes = observedSize(db, repo.id).bytes;
+  summary.seconds = Math.round(performance.now() - t0) / 1000;
+  return summary;
+}
+
+/** One entry's answer as the catalog keeps it: its calls checked for shape, its files with their blob ids now. */
+function recordOf(o: { entry: string; seconds?: number; error?: string | null; calls?: unknown[]; files?: unknown[] }, blobs: Map<string, string>, interpreter: string): { entry: ObservedEntry; calls: ObservedCall[] } {
+  const files: Record<string, string> = {};
+  for (const f of o.files ?? []) if (typeof f === 'string' && blobs.has(f)) files[f] = blobs.get(f)!;
+  const calls: ObservedCall[] = [];
+  for (const c of o.calls ?? []) {
+    const call = c as Partial<ObservedCall>;
+    if (typeof call.module !== 'string' || typeof call.name !== 'string' || !Array.isArray(call.args) || typeof call.kwargs !== 'object' || call.kwargs === null) continue;
+    calls.push({ entry: o.entry, module: call.module, name: call.name, args: call.args, kwargs: call.kwargs, ...(call.inputs ? { inputs: call.inputs } : {}) });
+  }
+  const error = typeof o.error === 'string' ? o.error.slice(0, 300) : null;
+  return { entry: { entry: o.entry, key: keyOf(interpreter, files), files, seconds: typeof o.seconds === 'number' ? o.seconds : null, error }, calls };
+}

@@ -1,0 +1,117 @@
+/**
+ * The catalog of observed calls (pull/observe.ts fills it): per repository and entry point (a test), the files it
+ * imported with their blob ids when it ran, and the constructor calls and first forward inputs of each class it built.
+ */
+import type { IndexDb } from './database';
+
+/** One construction of a block seen while an entry ran, in the judge's argument language, with its inputs. */
+export interface ObservedCall {
+  /** The entry point it was seen in (`tests/test_x.py::test_conv`). */
+  entry: string;
+  module: string;
+  name: string;
+  args: unknown[];
+  kwargs: Record<string, unknown>;
+  /** What its first forward call got (`{"$tensor": {dtype, shape, min, max, values}}` descriptions), when it ran. */
+  inputs?: { args: unknown[]; kwargs: Record<string, unknown> };
+}
+
+/** One entry point's last run. */
+export interface ObservedEntry {
+  entry: string;
+  /** What the observation depended on: the interpreter, the observer's version and the files imported. */
+  key: string;
+  /** The repository's files it imported, with their blob ids then. */
+  files: Record<string, string>;
+  seconds: number | null;
+  error: string | null;
+}
+
+export function observedEntries(db: IndexDb, repoId: number): ObservedEntry[] {
+  return db.all('SELECT entry, key, files, seconds, error FROM observed_entries WHERE repo_id = ? ORDER BY entry', [repoId]).map((r) => ({
+    entry: String(r.entry),
+    key: String(r.key),
+    files: parseObject(String(r.files)) as Record<string, string>,
+    seconds: r.seconds === null ? null : Number(r.seconds),
+    error: r.error === null ? null : String(r.error),
+  }));
+}
+
+/** Replaces what `entry` observed (its calls and its record) in one transaction with the caller's. */
+export function recordObserved(db: IndexDb, repoId: number, entries: { entry: ObservedEntry; calls: ObservedCall[] }[]): void {
+  db.transaction(() => {
+    for (const { entry, calls } of entries) {
+      db.run('DELETE FROM observed_calls WHERE repo_id = ? AND entry = ?', [repoId, entry.entry]);
+      db.run('INSERT OR REPLACE INTO observed_entries (repo_id, entry, key, files, seconds, error) VALUES (?, ?, ?, ?, ?, ?)', [
+        repoId,
+        entry.entry,
+        entry.key,
+        JSON.stringify(entry.files),
+        entry.seconds,
+        entry.error,
+      ]);
+      for (const c of calls) {
+        const { module, name, ...call } = c;
+        db.run('INSERT INTO observed_calls (repo_id, entry, module, name, call) VALUES (?, ?, ?, ?, ?)', [repoId, entry.entry, module, name, JSON.stringify(call)]);
+      }
+    }
+  });
+}
+
+/** Forgets the entries of a repository that are no longer among `keep` (a test removed or renamed). */
+export function forgetObserved(db: IndexDb, repoId: number, keep?: Set<string>): void {
+  for (const e of observedEntries(db, repoId)) {
+    if (keep?.has(e.entry)) continue;
+    db.run('DELETE FROM observed_calls WHERE repo_id = ? AND entry = ?', [repoId, e.entry]);
+    db.run('DELETE FROM observed_entries WHERE repo_id = ? AND entry = ?', [repoId, e.entry]);
+  }
+}
+
+/**
+ * The calls observed of class `name` of `module` in repository `repoId`, those with inputs first; `fresh` keeps only
+ * those of entries whose files are unchanged.
+ */
+export function observedCallsOf(db: IndexDb, repoId: number, module: string, name: string, fresh: (entry: string) => boolean = () => true): ObservedCall[] {
+  const out: ObservedCall[] = [];
+  for (const r of db.all('SELECT entry, call FROM observed_calls WHERE repo_id = ? AND module = ? AND name = ?', [repoId, module, name])) {
+    const entry = String(r.entry);
+    if (!fresh(entry)) continue;
+    const call = parseObject(String(r.call));
+    if (!Array.isArray(call.args) || typeof call.kwargs !== 'object' || call.kwargs === null) continue;
+    out.push({ entry, module, name, args: call.args, kwargs: call.kwargs as Record<string, unknown>, ...(isInputs(call.inputs) ? { inputs: call.inputs } : {}) });
+  }
+  return out.sort((a, b) => Number(!!b.inputs) - Number(!!a.inputs));
+}
+
+/** How many entries and calls the catalog holds for a repository, and the bytes of its rows. */
+export function observedSize(db: IndexDb, repoId: number): { entries: number; calls: number; bytes: number } {
+  const e = db.get('SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(files) + LENGTH(key) + LENGTH(entry)), 0) AS b FROM observed_entries WHERE repo_id = ?', [repoId]);
+  const c = db.get('SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(call) + LENGTH(module) + LENGTH(name) + LENGTH(entry)), 0) AS b FROM observed_calls WHERE repo_id = ?', [repoId]);
+  return { entries: Number(e?.n ?? 0), calls: Number(c?.n ?? 0), bytes: Number(e?.b ?? 0) + Number(c?.b ?? 0) };
+}
+
+/** The blob id of every indexed file of a repository, by path. */
+export function blobsOf(db: IndexDb, repoId: number): Map<string, string> {
+  const out = new Map<string, string>();
+  db.each("SELECT path, hash FROM files WHERE repo_id = ? AND status != 'skipped'", [repoId], (r) => out.set(String(r.path), String(r.hash)));
+  return out;
+}
+
+/** Whether an entry's observations still hold: every file it imported has the blob it had then. */
+export function stillTrue(entry: Pick<ObservedEntry, 'files'>, blobs: Map<string, string>): boolean {
+  return Object.entries(entry.files).every(([p, blob]) => blobs.get(p) === blob);
+}
+
+function isInputs(value: unknown): value is ObservedCall['inputs'] {
+  const v = value as ObservedCall['inputs'];
+  return typeof v === 'object' && v !== null && Array.isArray(v.args) && typeof v.kwargs === 'object' && v.kwargs !== null;
+}
+
+function parseObject(text: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}

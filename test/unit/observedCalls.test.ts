@@ -1,0 +1,103 @@
+/**
+ * The catalog of observed calls: a repository's tests run in the sandbox under the observer, which records how they
+ * built and fed each block; the pull then builds and feeds the block that way (a configuration object of a class no
+ * guess can make, a dict of tensors with an index in range), takes the classes those calls name into the file, and
+ * says where the call was seen. An entry runs again only when a file it imported changed.
+ */
+import * as assert from 'assert';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { cli, hasTorch, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
+
+const REPO = {
+  'pkg/__init__.py': '',
+  'pkg/specs.py': `class Spec:
+    """What a head is made of."""
+
+    def __init__(self, width, out, scale=1.0):
+        self.width = width
+        self.out = out
+        self.scale = scale
+`,
+  'pkg/layers.py': `import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        self.proj = nn.Linear(spec.width, spec.out)
+        self.scale = spec.scale
+
+    def forward(self, batch):
+        picked = self.proj(batch["feats"])[batch["index"]]
+        return picked * self.scale
+`,
+  'tests/test_layers.py': `import pytest
+import torch
+
+from pkg.layers import Head
+from pkg.specs import Spec
+
+
+@pytest.mark.parametrize("width", [6, 10])
+def test_head(width):
+    head = Head(Spec(width, 3, scale=0.5))
+    out = head({"feats": torch.randn(5, width), "index": torch.tensor([0, 4, 2])})
+    assert out.shape == (3, 3)
+
+
+def test_needs_a_fixture(tmp_path):
+    Head(Spec(4, 4))
+`,
+};
+
+describe('observed calls: blocks built and fed as their repository\'s tests do', function () {
+  this.timeout(600_000);
+  before(function () {
+    if (!hasTorch()) this.skip();
+  });
+
+  it('a block no guess builds is built and fed as its test did, compared with its original, and the catalog is cached by blob', async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    await writeTree(repo, REPO);
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+
+    // guessed: the spec cannot be made from an integer
+    const before = await cli('pull', 'pkg.layers.Head', '--db', db, '--out', path.join(dir, 'before.py'), '--python', PYTHON_WITH_TORCH, '--json');
+    const guessed = JSON.parse(before.out) as { validation?: { tier?: string; category?: string } };
+    assert.notStrictEqual(guessed.validation?.tier, 'equivalent', before.out);
+
+    const observed = await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
+    assert.strictEqual(observed.code, 0, observed.err);
+    const [summary] = JSON.parse(observed.out) as { ran: number; entries: number; failed: number; classes: number; fed: number; cached: number }[];
+    assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.classes, summary.fed], [2, 2, 1, 1, 1], observed.out);
+
+    const shown = await cli('show', 'pkg.layers.Head', '--calls', '--db', db);
+    assert.match(shown.out, /in tests\/test_layers\.py::test_head\n {4}built with \(spec=Spec\(width=6, out=3, scale=0\.5\)\)\n {4}forward got \(batch=\{feats: float32\[5, 6\], index: int64\[3\] in 0\.\.4\}\)/, shown.out);
+
+    const out = path.join(dir, 'after.py');
+    const after = await cli('pull', 'pkg.layers.Head', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json');
+    const report = JSON.parse(after.out) as { tier?: string; message?: string; validation?: { observed?: string; equivalence?: { status: string } } };
+    assert.strictEqual(report.tier, 'equivalent', after.out);
+    assert.strictEqual(report.validation?.observed, 'tests/test_layers.py::test_head');
+    assert.match(report.message ?? '', /built and fed as the repository's own tests\/test_layers\.py::test_head does/);
+    const text = await fsp.readFile(out, 'utf8');
+    assert.match(text, /^class Spec:\n/m, 'the class the test built the block with is in the file');
+    // validate FILE judges it as the pull did
+    const again = await cli('validate', out, '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
+    assert.strictEqual((JSON.parse(again.out) as { tier: string }).tier, 'equivalent', again.out);
+
+    // unchanged files: nothing runs again; a changed file the test imported: its entries run again
+    const cached = JSON.parse((await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { ran: number; cached: number }[];
+    assert.deepStrictEqual([cached[0].ran, cached[0].cached], [0, 2]);
+    await fsp.appendFile(path.join(repo, 'pkg/specs.py'), '\n# a comment\n');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const stale = await cli('show', 'pkg.layers.Head', '--calls', '--db', db);
+    assert.match(stale.out, /a file it imported changed since/);
+    const rerun = JSON.parse((await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { ran: number; cached: number }[];
+    assert.deepStrictEqual([rerun[0].ran, rerun[0].cached], [2, 0]);
+  });
+});
