@@ -161,8 +161,8 @@ def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
         return (all(ok for ok, _ in items), [v for _, v in items])
     if isinstance(value, dict) and ("$call" in value or "$partial" in value):
         # how a builder built it (recipe.py): an object of a class the file names, or a partial of a callable
-        named = dict({"$name": value["$call"]}, **({"module": value["module"]} if "module" in value else {}))
-        ok, fn = resolve_given(named if "$call" in value else value["$partial"], namespace)
+        callee = dict({"$name": value["$call"]}, **({"module": value["module"]} if "module" in value else {})) if "$call" in value else value["$partial"]
+        ok, fn = resolve_given(callee, namespace)
         args = resolve_given(value.get("args") if isinstance(value.get("args"), list) else [], namespace)
         raw = value.get("kwargs") if isinstance(value.get("kwargs"), dict) else {}
         kwargs = {str(k): resolve_given(v, namespace) for k, v in raw.items()}

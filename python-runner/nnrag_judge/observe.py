@@ -13,6 +13,7 @@ Nothing here decides a verdict: a failing entry says why and the others still ru
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import json
 import math
@@ -216,17 +217,19 @@ def rebuilt(value: Any, torch: Any, generator: Any) -> Any:
     if not isinstance(spec, dict):
         raise Unwritable("not an input description")
     dtype = getattr(torch, str(spec.get("dtype")), None)
+    if dtype == torch.float64 and torch.get_default_dtype() == torch.float32:
+        # a test that made double the default (`torch.set_default_dtype(torch.float64)`): the block is built in float
+        dtype = torch.float32
     shape = [int(n) for n in spec.get("shape", [])]
     if not isinstance(dtype, torch.dtype) or any(n < 0 for n in shape) or math.prod(shape) > LARGEST_TENSOR:
         raise Unwritable("a tensor that cannot be made")
     if isinstance(spec.get("values"), list) and len(spec["values"]) == math.prod(shape):
         return torch.tensor(spec["values"], dtype=torch.float64 if dtype.is_floating_point else torch.int64).to(dtype).reshape(shape)
     low, high = spec.get("min"), spec.get("max")
-    if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=generator).bool()
     if not dtype.is_floating_point:
+        # integers (and booleans) in the range seen: an index stays below the size it indexes, a mask all set stays so
         lo = int(low) if isinstance(low, (int, float)) else 0
-        hi = int(high) if isinstance(high, (int, float)) else lo + 8
+        hi = int(high) if isinstance(high, (int, float)) else (1 if dtype == torch.bool else lo + 8)
         return torch.randint(lo, max(hi, lo) + 1, shape, generator=generator).to(dtype)
     if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low >= 0:
         # a mask, a probability, a distance: values in the range seen
@@ -234,9 +237,10 @@ def rebuilt(value: Any, torch: Any, generator: Any) -> Any:
     return torch.randn(shape, generator=generator).to(dtype)
 
 
-def entry_callables(module: Any, entry: Dict[str, Any]) -> List[Callable[[], Any]]:
-    """The calls an entry stands for: a test function with the first values of each parametrize mark; a test
-    class's method on a new object (a `unittest.TestCase` through `debug()`, its setUp and tearDown included)."""
+def entry_callables(module: Any, entry: Dict[str, Any], root: str) -> List[Callable[[], Any]]:
+    """The calls an entry stands for: a test function with the first values of each parametrize mark and its simple
+    fixtures; a test class's method on a new object (a `unittest.TestCase` through `debug()`, its setUp and tearDown
+    included)."""
     owner = entry.get("class")
     name = str(entry["function"])
     if owner:
@@ -250,12 +254,171 @@ def entry_callables(module: Any, entry: Dict[str, Any]) -> List[Callable[[], Any
         target = getattr(cls(), name)
     else:
         target = getattr(module, name)
-    return [lambda: target(**kw) for kw in parametrized(target)]
+    fixtures = Fixtures(module, root)
+    return [lambda: fixtures.call(target, kw) for kw in parametrized(target)]
+
+
+class Fixtures:
+    """The fixtures a test may ask for, found as pytest finds them: the test module's own, then those of the
+    `conftest.py` files from the repository's folder down to the test's; and `tmp_path` and `monkeypatch`. A fixture
+    with parameters, or one that asks for what is not here (`request`), leaves its test unrun."""
+
+    def __init__(self, module: Any, root: str) -> None:
+        self.found: Dict[str, Any] = {}
+        self.autouse: List[str] = []
+        here = os.path.dirname(os.path.realpath(str(getattr(module, "__file__", "") or "")))
+        chain: List[str] = []
+        while here.startswith(root.rstrip(os.sep)) and here not in chain:
+            chain.insert(0, here)
+            here = os.path.dirname(here)
+        for folder in chain:
+            conftest = os.path.join(folder, "conftest.py")
+            if os.path.isfile(conftest):
+                self.collect(load_conftest(conftest))
+        self.collect(module)
+
+    def collect(self, module: Any) -> None:
+        for value in list(vars(module).values()) if module is not None else []:
+            about = fixture_of(value)
+            if about is not None:
+                self.found[about["name"]] = about
+                if about["autouse"] and about["name"] not in self.autouse:
+                    self.autouse.append(about["name"])
+
+    def call(self, fn: Any, given: Dict[str, Any]) -> Any:
+        """`fn` called with `given` and the fixtures its other parameters name (autouse ones set up first), each
+        fixture's teardown run after, in reverse."""
+        made: Dict[str, Any] = {}
+        teardown: List[Callable[[], Any]] = []
+        try:
+            for name in self.autouse:
+                self.value(name, made, teardown, 0)
+            kwargs = dict(given)
+            for p in inspect.signature(fn).parameters.values():
+                if p.name not in kwargs and p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    kwargs[p.name] = self.value(p.name, made, teardown, 0)
+            return fn(**kwargs)
+        finally:
+            for undo in reversed(teardown):
+                try:
+                    undo()
+                except Exception:  # noqa: BLE001 - a teardown that fails does not hide what the test built
+                    pass
+
+    def value(self, name: str, made: Dict[str, Any], teardown: List[Callable[[], Any]], depth: int) -> Any:
+        if name in made:
+            return made[name]
+        if depth > 10:
+            raise LookupError(f"the fixture '{name}' needs too many others")
+        if name == "tmp_path" and name not in self.found:
+            import pathlib
+            import tempfile
+            made[name] = pathlib.Path(tempfile.mkdtemp(dir=os.getcwd()))
+            return made[name]
+        if name == "monkeypatch" and name not in self.found:
+            patch = MonkeyPatch()
+            teardown.append(patch.undo)
+            made[name] = patch
+            return patch
+        about = self.found.get(name)
+        if about is None or about.get("params"):
+            raise LookupError(f"needs the fixture '{name}'")
+        fn = about["function"]
+        kwargs = {p.name: self.value(p.name, made, teardown, depth + 1) for p in inspect.signature(fn).parameters.values()
+                  if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        result = fn(**kwargs)
+        if inspect.isgenerator(result):
+            gen = result
+            result = next(gen)
+            teardown.append(lambda: next(gen, None))
+        made[name] = result
+        return result
+
+
+def fixture_of(value: Any) -> Optional[Dict[str, Any]]:
+    """What makes `value` a fixture (its name, whether it is autouse, its parameters, the function), whichever pytest
+    defined it (the stand-in's mark, pytest's `_pytestfixturefunction`, pytest 8.4's fixture definitions); else None."""
+    mine = getattr(value, "_nnrag_fixture", None)
+    if isinstance(mine, dict):
+        return dict(mine, function=value)
+    marker = getattr(value, "_pytestfixturefunction", None) or getattr(value, "_fixture_function_marker", None)
+    if marker is not None:
+        fn = getattr(value, "_get_wrapped_function", None)
+        fn = fn() if callable(fn) else getattr(getattr(value, "__pytest_wrapped__", None), "obj", None) or getattr(value, "__wrapped__", value)
+        return {"name": getattr(marker, "name", None) or getattr(fn, "__name__", ""), "autouse": bool(getattr(marker, "autouse", False)),
+                "params": getattr(marker, "params", None), "function": fn}
+    return None
+
+
+def load_conftest(path: str) -> Any:
+    """A `conftest.py` imported as pytest does (by its path), once."""
+    name = "conftest_" + str(abs(hash(path)))
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:  # noqa: BLE001 - a conftest that does not import gives no fixtures
+        return None
+    return module
+
+
+class MonkeyPatch:
+    """The part of pytest's `monkeypatch` tests use to set things up: attributes, items, the environment, the
+    folder; all undone after the test."""
+
+    def __init__(self) -> None:
+        self.undos: List[Callable[[], Any]] = []
+
+    def setattr(self, target: Any, name: Any, value: Any = None, raising: bool = True) -> None:
+        if isinstance(target, str):
+            module_name, _, attr = target.rpartition(".")
+            target, name, value = importlib.import_module(module_name), attr, name
+        old = getattr(target, name, None)
+        setattr(target, name, value)
+        self.undos.append(lambda: setattr(target, name, old))
+
+    def delattr(self, target: Any, name: str, raising: bool = True) -> None:
+        if hasattr(target, name):
+            old = getattr(target, name)
+            delattr(target, name)
+            self.undos.append(lambda: setattr(target, name, old))
+
+    def setitem(self, mapping: Any, key: Any, value: Any) -> None:
+        had, old = key in mapping, mapping.get(key)
+        mapping[key] = value
+        self.undos.append(lambda: mapping.__setitem__(key, old) if had else mapping.pop(key, None))
+
+    def setenv(self, name: str, value: str, prepend: Any = None) -> None:
+        self.setitem(os.environ, name, str(value))
+
+    def delenv(self, name: str, raising: bool = True) -> None:
+        if name in os.environ:
+            old = os.environ.pop(name)
+            self.undos.append(lambda: os.environ.__setitem__(name, old))
+
+    def chdir(self, path: Any) -> None:
+        old = os.getcwd()
+        os.chdir(path)
+        self.undos.append(lambda: os.chdir(old))
+
+    def syspath_prepend(self, path: Any) -> None:
+        sys.path.insert(0, str(path))
+        self.undos.append(lambda: sys.path.remove(str(path)) if str(path) in sys.path else None)
+
+    def undo(self) -> None:
+        for step in reversed(self.undos):
+            step()
+        self.undos.clear()
 
 
 def parametrized(fn: Any) -> List[Dict[str, Any]]:
-    """Keyword arguments for a test: the first values of each `pytest.mark.parametrize`; a test that needs any
-    other argument (a fixture) is not run."""
+    """Keyword arguments for a test: the first values of each `pytest.mark.parametrize` (its other parameters are
+    fixtures)."""
     given: Dict[str, Any] = {}
     for mark in getattr(fn, "pytestmark", []) or []:
         if getattr(mark, "name", None) != "parametrize" or len(getattr(mark, "args", ())) < 2:
@@ -268,13 +431,6 @@ def parametrized(fn: Any) -> List[Dict[str, Any]]:
         first = getattr(first, "values", first)  # pytest.param(...)
         row = first if len(names) > 1 else (first,)
         given.update(dict(zip(names, row)))
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return [given]
-    for p in params:
-        if p.name not in given and p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise LookupError(f"needs the fixture '{p.name}'")
     return [given]
 
 
@@ -311,8 +467,12 @@ def pytest_stand_in() -> Any:
     class Skipped(Exception):
         pass
 
-    def fixture(*args: Any, **_kwargs: Any) -> Any:
-        return args[0] if len(args) == 1 and callable(args[0]) else (lambda fn: fn)
+    def fixture(*args: Any, **kwargs: Any) -> Any:
+        def mark(fn: Any) -> Any:
+            fn._nnrag_fixture = {"autouse": bool(kwargs.get("autouse")), "name": kwargs.get("name") or fn.__name__,
+                                 "params": kwargs.get("params")}
+            return fn
+        return mark(args[0]) if len(args) == 1 and callable(args[0]) else mark
 
     @contextlib.contextmanager
     def raises(expected: Any, *_args: Any, **_kwargs: Any) -> Any:
@@ -337,7 +497,7 @@ def pytest_stand_in() -> Any:
 
     skip.Exception = Skipped  # type: ignore[attr-defined]
     module.__dict__.update(mark=Marks(), fixture=fixture, raises=raises, skip=skip, importorskip=importorskip,
-                           param=Param, approx=lambda v, **_k: v)
+                           param=Param, approx=lambda v, **_k: v, MonkeyPatch=MonkeyPatch)
     return module
 
 
@@ -359,13 +519,17 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any) -> N
         sys.modules["pytest"] = pytest_stand_in()
     real_root = os.path.join(os.path.realpath(root), "")
     signal.signal(signal.SIGALRM, alarm)
+    home = os.getcwd()
     for entry in spec.get("entries", []):
         started = time.time()
+        # what one test changed of the process (its folder, torch's default dtype) is not the next one's
+        os.chdir(home)
+        torch.set_default_dtype(torch.float32)
         observer = Observer(root, torch)
         error: Optional[str] = None
         try:
             module = importlib.import_module(str(entry["module"]))
-            calls = entry_callables(module, entry)
+            calls = entry_callables(module, entry, real_root)
             sys.setprofile(observer.profile)
             signal.setitimer(signal.ITIMER_REAL, budget)
             try:

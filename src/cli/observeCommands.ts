@@ -58,10 +58,15 @@ export function callsText(target: string, calls: (ObservedCall & { stale: boolea
   const lines = [`${target}: ${calls.length} call${calls.length === 1 ? '' : 's'} observed`];
   for (const c of calls) {
     lines.push(`  in ${c.entry}${c.stale ? ' (a file it imported changed since; run nn-rag observe)' : ''}`);
-    lines.push(`    built with ${argumentText(c.args, c.kwargs)}`);
-    if (c.inputs) lines.push(`    forward got ${argumentText(c.inputs.args, c.inputs.kwargs)}`);
+    lines.push(`    built with ${elided(argumentText(c.args, c.kwargs))}`);
+    if (c.inputs) lines.push(`    forward got ${elided(argumentText(c.inputs.args, c.inputs.kwargs))}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** A long text cut in its middle (`--json` has it whole). */
+function elided(text: string, max = 400): string {
+  return text.length <= max ? text : `${text.slice(0, max / 2)} … ${text.slice(-max / 2)}`;
 }
 
 function argumentText(args: unknown[], kwargs: Record<string, unknown>): string {

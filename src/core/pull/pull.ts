@@ -40,6 +40,7 @@ import type { RepoRow } from '../store/sourceText';
 import { importableModules, stdlibModules } from '../validate/sandbox';
 import { writeSafely, writeText } from '../emit/writeSafe';
 import { isValidated, validateFile } from '../validate/runner';
+import { DEFAULT_TIMEOUT_S } from '../validate/limits';
 import type { NativeBuild } from '../validate/native';
 import { buildNatives, nativeNote, nativeSourcesOf, placeNatives } from './natives';
 import type { FailureCategory, OriginalClass, Requirement, Tier, ValidationReport, ValidatorPoolLike } from '../validate/runner';
@@ -559,6 +560,10 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       companions: emitted.provenance.shared && options.shared ? [options.shared.file] : undefined,
       natives: natives.map((b) => ({ module: b.module, name: b.buildName, file: b.file, fileName: b.fileName })),
     };
+    // one time limit for the whole block: its argument sets, its builders and the replay of a builder's arguments
+    const limitMs = options.timeoutMs ?? DEFAULT_TIMEOUT_S * 1000;
+    const deadline = performance.now() + limitMs;
+    const left = (): number => deadline - performance.now();
     let v = await validateFile(options.out, request);
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it
@@ -566,10 +571,12 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       // the builder's model must be made of the copy's classes: everything of the repository is inlined for it (an
       // installed package's builders would build, and register, the installed classes)
       const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
-      const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, unit, ref.name, target, options, 'module' in original ? original : undefined);
-      if (built.report) v = await replayed(built.report, options.out, request);
+      const budgetMs = Math.min(options.builderBudgetMs ?? Infinity, left() - MIN_JUDGE_MS);
+      const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, unit, ref.name, target, { ...options, builderBudgetMs: budgetMs }, 'module' in original ? original : undefined);
+      if (built.report) v = left() > MIN_JUDGE_MS ? await replayed(built.report, options.out, { ...request, timeoutMs: left() }) : { ...built.report, recipe: undefined };
       else if (built.untried.length) {
-        v = { ...v, message: `${v.message ?? ''}; the repository's builders ${built.untried.map((b) => `${b}()`).join(', ')} were not tried within ${Math.round(options.builderBudgetMs! / 100) / 10} s (nn-rag pull tries them all)` };
+        const within = options.builderBudgetMs !== undefined && options.builderBudgetMs <= left() ? `${Math.round(options.builderBudgetMs / 100) / 10} s (nn-rag pull tries them all)` : `the block's time limit of ${Math.round(limitMs / 1000)} s`;
+        v = { ...v, message: `${v.message ?? ''}; the repository's builders ${built.untried.map((b) => `${b}()`).join(', ')} were not tried within ${within}` };
       }
     }
     const runtime = runtimeNativeOf(session, v, ref.repoId, inlined);
@@ -635,6 +642,9 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
   }
   return report;
 }
+
+/** Below this many milliseconds of the block's time limit, no further judge is started for it. */
+const MIN_JUDGE_MS = 2000;
 
 /**
  * The builder's verdict judged again on the file written: built from the arguments the builder gave the block (its
@@ -735,7 +745,7 @@ async function validateWithBuilder(
   // a builder may make a model without this block inside (efficientnet_b0 has no FusedMBConv): try a few
   const builders = index.buildersOf(rec, name).slice(0, 4);
   for (const [i, b] of builders.entries()) {
-    if (options.builderBudgetMs !== undefined && performance.now() - t0 > options.builderBudgetMs) return { untried: builders.slice(i).map((u) => u.name) };
+    if (options.builderBudgetMs !== undefined && performance.now() - t0 > options.builderBudgetMs - MIN_JUDGE_MS / 2) return { untried: builders.slice(i).map((u) => u.name) };
     const combined = await computeClosure(closureCtx, rec, unit, [{ rec: b.rec, unit: b.unit }]);
     if (failureOf(combined.problems)) continue;
     const emitted = emitFile(combined, emitCtx, target);
