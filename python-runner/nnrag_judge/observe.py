@@ -519,6 +519,13 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any) -> N
         sys.modules["pytest"] = pytest_stand_in()
     real_root = os.path.join(os.path.realpath(root), "")
     signal.signal(signal.SIGALRM, alarm)
+    # a package of the same name loaded before (a `tests` of the process that forked this one) is not the repository's
+    for top in {str(e.get("module", "")).split(".")[0] for e in spec.get("entries", [])}:
+        loaded = sys.modules.get(top)
+        where = [str(p) for p in getattr(loaded, "__path__", [])] + [str(getattr(loaded, "__file__", "") or "")]
+        if loaded is not None and not any(os.path.realpath(w).startswith(real_root) for w in where if w):
+            for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+                del sys.modules[name]
     home = os.getcwd()
     for entry in spec.get("entries", []):
         started = time.time()

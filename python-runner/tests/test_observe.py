@@ -1,0 +1,124 @@
+"""Tests for the observer (nnrag_judge/observe.py): how a repository's tests are run and what is recorded of them."""
+import importlib.util
+import os
+import sys
+import tempfile
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+sys.path.insert(0, os.path.join(HERE, ".."))
+from nnrag_judge import observe  # noqa: E402
+from nnrag_judge.judge import Place  # noqa: E402
+from nnrag_judge.judge import observe as observe_repository  # noqa: E402
+
+
+def write_tree(root: str, files: dict) -> None:
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(textwrap.dedent(text))
+
+
+class Parametrize(unittest.TestCase):
+    def test_the_first_values_of_each_mark(self) -> None:
+        marks = observe.Marks()
+
+        @marks.parametrize("a, b", [(1, 2), (3, 4)])
+        @marks.parametrize("c", ["x", "y"])
+        def test(a, b, c, tmp_path):  # noqa: ANN001, ANN202
+            return a, b, c, tmp_path
+
+        self.assertEqual(observe.parametrized(test), [{"a": 1, "b": 2, "c": "x"}])
+
+    def test_an_empty_parametrize_runs_nothing(self) -> None:
+        @observe.Marks().parametrize("a", [])
+        def test(a):  # noqa: ANN001, ANN202
+            return a
+
+        self.assertEqual(observe.parametrized(test), [])
+
+
+@unittest.skipUnless(HAS_TORCH, "torch is not installed")
+class Observing(unittest.TestCase):
+    def test_fixtures_constructions_and_inputs(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {
+                "pkg/__init__.py": "",
+                "pkg/layers.py": """
+                    from torch import nn
+
+                    class Scale(nn.Module):
+                        def __init__(self, width, factor=2.0, *, bias=True):
+                            super().__init__()
+                            self.lin = nn.Linear(width, width, bias=bias)
+                            self.factor = factor
+
+                        def forward(self, x, index=None):
+                            return self.lin(x)[index] * self.factor
+                    """,
+                "tests/conftest.py": """
+                    import pytest
+
+                    @pytest.fixture
+                    def width():
+                        yield 6
+
+                    @pytest.fixture
+                    def layer(width, tmp_path):
+                        from pkg.layers import Scale
+                        assert tmp_path.is_dir()
+                        return Scale(width, bias=False)
+                    """,
+                "tests/test_layers.py": """
+                    import torch
+
+                    def test_scale(layer, width, monkeypatch):
+                        monkeypatch.setenv("SEEN", "1")
+                        layer(torch.randn(4, width), torch.tensor([3, 0]))
+
+                    def test_needs_a_request(request):
+                        pass
+                    """,
+            })
+            entries = [{"id": f"tests/test_layers.py::{f}", "module": "tests.test_layers", "function": f}
+                       for f in ("test_scale", "test_needs_a_request")]
+            with tempfile.TemporaryDirectory() as work:
+                before = os.getcwd()
+                try:
+                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
+                finally:
+                    os.chdir(before)
+        self.assertTrue(got["ok"], got)
+        first, second = got["observed"]
+        self.assertIsNone(first["error"], first)
+        self.assertIn("needs the fixture 'request'", second["error"])
+        self.assertNotIn("SEEN", os.environ)
+        [call] = first["calls"]
+        # the default left out, the keyword-only argument kept; the inputs by dtype, shape and range (whole when small)
+        self.assertEqual((call["module"], call["name"], call["args"], call["kwargs"]), ("pkg.layers", "Scale", [], {"width": 6, "bias": False}))
+        x = call["inputs"]["kwargs"]["x"]["$tensor"]
+        index = call["inputs"]["kwargs"]["index"]["$tensor"]
+        self.assertEqual((x["dtype"], x["shape"], len(x["values"])), ("float32", [4, 6], 24))
+        self.assertEqual((index["dtype"], index["min"], index["max"], index["values"]), ("int64", 0.0, 3.0, [3, 0]))
+        self.assertEqual(sorted(first["files"]), ["pkg/__init__.py", "pkg/layers.py", "tests/conftest.py", "tests/test_layers.py"])
+
+    def test_inputs_are_rebuilt_alike_and_in_range(self) -> None:
+        import torch
+        desc = {"args": [{"$tensor": {"dtype": "int64", "shape": [2, 50], "min": 0, "max": 9}}],
+                "kwargs": {"mask": {"$tensor": {"dtype": "bool", "shape": [3], "min": 1, "max": 1}},
+                           "x": {"$tensor": {"dtype": "float64", "shape": [2, 2], "min": -1.0, "max": 1.0}}}}
+        one, two = observe.observed_inputs(desc, torch), observe.observed_inputs(desc, torch)
+        assert one is not None and two is not None
+        self.assertTrue(torch.equal(one[0][0], two[0][0]))
+        self.assertTrue(0 <= int(one[0][0].min()) and int(one[0][0].max()) <= 9)
+        self.assertTrue(bool(one[1]["mask"].all()))
+        # a test's double default: the block is built in float, so are its inputs
+        self.assertEqual(one[1]["x"].dtype, torch.float32)
+        self.assertIsNone(observe.observed_inputs({"args": [{"$tensor": {"dtype": "nope", "shape": [1]}}], "kwargs": {}}, torch))
+
+
+if __name__ == "__main__":
+    unittest.main()
