@@ -6,7 +6,7 @@
 import { createHash } from 'crypto';
 import type { ParsedModule } from '../parse/types';
 import type { ClosureResult, ExternalImport, UnitNode } from '../resolve/closure';
-import { symbolKey } from '../resolve/closure';
+import { MODULE_OBJECT, moduleObjectName, symbolKey } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { redactUrls } from '../sources/git';
 import { isStdlib } from './stdlib';
@@ -176,9 +176,9 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
   for (const e of node.edits) {
     if (e.imports) {
       const stmts = e.imports.map(({ bound, boundKey, to, attrs }) => {
-        if (attrs) return `${bound} = __import__("types").SimpleNamespace(${attrs.map((x) => `${x.attr}=${names.get(x.to) ?? x.attr}`).join(', ')})`;
+        if (attrs) return `${bound} = __import__("types").SimpleNamespace(${attrs.map((x) => `${x.attr}=${x.to.startsWith(MODULE_OBJECT) ? moduleObjectName(x.to.slice(MODULE_OBJECT.length)) : (names.get(x.to) ?? x.attr)}`).join(', ')})`;
         const left = (boundKey && names.get(boundKey)) || bound;
-        const right = names.get(to) ?? bound;
+        const right = to.startsWith(MODULE_OBJECT) ? moduleObjectName(to.slice(MODULE_OBJECT.length)) : (names.get(to) ?? bound);
         return left === right ? 'pass' : `${left} = ${right}`;
       });
       edits.push({ start: e.start, end: e.end, text: stmts.length ? [...new Set(stmts)].join('; ') : 'pass' });
@@ -236,6 +236,25 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
   }
   pieces.push(parsed.text.slice(u.start, lastStart));
   return pieces.reverse().join('');
+}
+
+/** The imports of a file some of whose definitions come from a shared module: only what the rest uses, of the
+ * packages and of the shared module. */
+function importsLeft(body: string[], providedNames: string[], externals: ExternalImport[], names: Map<string, string>, future: boolean, ctx: EmitContext): string {
+  const words = new Set(body.join('\n').match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
+  const used = providedNames.filter((n) => words.has(n));
+  const externalsLeft = externals.filter((e) => e.native?.register || words.has((names.get(e.key) ?? e.bound).split('.')[0]));
+  return [importBlock(externalsLeft, names, future, ctx.stdlib).text, sharedImport(ctx.provided!.module, used.length ? used : providedNames)].filter(Boolean).join('\n\n');
+}
+
+/** Inlined modules used as objects: an empty module object for each after the imports, given its definitions at the end. */
+function moduleObjects(closure: ClosureResult, names: Map<string, string>): { made: string; filled: string } | undefined {
+  const objects = [...(closure.modulesAsObjects ?? new Map<string, { name: string; key: string }[]>())].sort(([a], [b]) => (a < b ? -1 : 1));
+  if (!objects.length) return undefined;
+  return {
+    made: objects.map(([m]) => `${moduleObjectName(m)} = __import__("types").ModuleType(${JSON.stringify(m)})  # stands in for the module ${m}, whose code is in this file`).join('\n'),
+    filled: objects.map(([m, symbols]) => `${moduleObjectName(m)}.__dict__.update({${symbols.filter((x) => names.has(x.key)).map((x) => `${JSON.stringify(x.name)}: ${names.get(x.key)}`).join(', ')}})`).join('\n'),
+  };
 }
 
 export function emitFile(closure: ClosureResult, ctx: EmitContext, target: string): EmitResult {
@@ -299,16 +318,14 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
       if (!all[i].needs.includes(j)) all[i].needs.push(j);
     });
   }
-  if (providedNames.length && ctx.provided) {
-    // what is left imports only what it uses, of the packages and of the shared module
-    const left = body.join('\n');
-    const words = new Set(left.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
-    const used = providedNames.filter((n) => words.has(n));
-    const externalsLeft = externals.filter((e) => e.native?.register || words.has((names.get(e.key) ?? e.bound).split('.')[0]));
-    imports = [importBlock(externalsLeft, names, future, ctx.stdlib).text, sharedImport(ctx.provided.module, used.length ? used : providedNames)].filter(Boolean).join('\n\n');
-  }
+  if (providedNames.length && ctx.provided) imports = importsLeft(body, providedNames, externals, names, future, ctx);
   // the body in pieces, hashed one by one: a piece keeps the one-byte encoding of its source file, where the joined
   // whole is two-byte when any file is (UTF-8 from two-byte strings was most of a large pull's hashing)
+  const objects = moduleObjects(closure, names);
+  if (objects) {
+    imports = [imports, objects.made].filter(Boolean).join('\n\n');
+    body.push(objects.filled);
+  }
   const pieces = [...(imports ? [`${imports}\n\n\n`] : []), ...body.map((text, i) => (i ? `\n\n\n${text}` : text)), '\n'];
   const rest = pieces.join('');
   const digest = createHash('sha256');

@@ -80,6 +80,8 @@ export interface ClosureResult {
   /** Builtins the emitted code reads: no definition may take these names. */
   builtinsUsed: Set<string>;
   problems: Problem[];
+  /** Inlined modules used as objects: each with the symbols of its definitions taken in (name, symbol key). */
+  modulesAsObjects: Map<string, { name: string; key: string }[]>;
 }
 
 export interface ClosureContext {
@@ -106,4 +108,15 @@ export function symbolKey(rec: ModuleRecord, name: string): string {
 
 export function externalKey(e: Omit<ExternalImport, 'key'>): string {
   return `${e.module}|${e.name ?? ''}|${e.plainDotted ? 1 : 0}|${e.bound}`;
+}
+
+/**
+ * An inlined module used as an object (`getattr(litgpt.model, name)`, `vars(aggr)`) is stood in for by a module
+ * object of the file (`moduleObjectName`): made empty after the imports, and given at the end of the file every
+ * definition of that module taken in, under the module's own names (closureWalk `place`, emit.ts).
+ */
+export const MODULE_OBJECT = '\u0000module:';
+
+export function moduleObjectName(module: string): string {
+  return `_nnrag_module_${module.replace(/\W/g, '_')}`;
 }

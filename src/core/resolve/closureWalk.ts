@@ -9,7 +9,7 @@ import type { Member, ParsedModule, Ref, Timing } from '../parse/types';
 import { compactStandIn } from './compact';
 import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
 import type { ClosureContext, ClosureResult, ExternalImport, ExtraRoot, NeedEdge, Problem, SymbolBinding, UnitNode } from './closureTypes';
-import { externalKey, symbolKey, unitKey } from './closureTypes';
+import { externalKey, MODULE_OBJECT, moduleObjectName, symbolKey, unitKey } from './closureTypes';
 import { codeOnly, droppable, STRINGS, MethodDeferral, outsideOf, reachedIn, reachesOf, refsWithin } from './closureReach';
 import { registrationSpan, registryIndex } from './closureRegistrations';
 import type { Registration } from './closureRegistrations';
@@ -50,6 +50,8 @@ export class ClosureWalk {
   readonly externals = new Map<string, ExternalImport>();
   readonly builtinsUsed = new Set<string>();
   readonly problems: Problem[] = [];
+  /** Inlined modules the code uses as objects, with the definitions their stand-ins hold. */
+  readonly modulesAsObjects = new Map<string, { name: string; key: string }[]>();
   private readonly problemKeys = new Set<string>();
   private registries: Map<string, { rec: ModuleRecord; name: string }> | undefined;
   /** Units needed and not visited yet. */
@@ -83,8 +85,8 @@ export class ClosureWalk {
 
   /** What the walk found. */
   result(): ClosureResult {
-    const { root, units, graph, symbols, externals, builtinsUsed, problems } = this;
-    return { root, units, graph, symbols, externals, builtinsUsed, problems };
+    const { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects } = this;
+    return { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects };
   }
 
   /** Records that `from` needs `to`; a definition-time need wins over a call-time one. */
@@ -158,10 +160,25 @@ export class ClosureWalk {
       }
       case 'external':
         return this.external({ module: t.module, name: t.name, plainDotted: !!t.plainDotted, bound });
-      case 'module':
+      case 'module': {
         if (!this.ctx.inlines(t.mod, this.rootRec.repoId)) return this.external({ module: t.mod.module, plainDotted: false, bound });
-        this.problem({ kind: 'module-object', name: t.mod.module, detail: `${where} uses the module ${t.mod.module} as an object` });
-        return undefined;
+        // the module as an object (`getattr(litgpt.model, name)`, `vars(aggr)`): its code is in this file, so a
+        // module object of the file stands in for it, holding every definition of that module (what is looked up by
+        // a name held in data cannot be known here)
+        if (!this.modulesAsObjects.has(t.mod.module)) {
+          const symbols: { name: string; key: string }[] = [];
+          this.modulesAsObjects.set(t.mod.module, symbols);
+          const u = t.mod.facts.units;
+          for (let i = 0; i < u.length; i++) {
+            if ((u[i].kind !== 'class' && u[i].kind !== 'function' && u[i].kind !== 'assign') || !u[i].binds.length || u[i].guard) continue;
+            // whole: a class found by its name is then built and called as any other
+            this.wholeUnits.add(unitKey(t.mod, i));
+            this.depend(from, this.need(t.mod, i), 'call');
+            for (const b of u[i].binds) if (!symbols.some((x) => x.name === b)) symbols.push({ name: b, key: symbolKey(t.mod, b) });
+          }
+        }
+        return MODULE_OBJECT + t.mod.module;
+      }
       case 'builtin':
         this.builtinsUsed.add(t.name);
         return undefined;
@@ -212,7 +229,8 @@ export class ClosureWalk {
       return def?.[1] === '__init__' ? 'other' : u;
     };
     const to = this.place(node, t, ref.name, ref.timing, where, use);
-    if (to) node.edits.push({ start: ref.start, end, to });
+    if (to?.startsWith(MODULE_OBJECT)) node.edits.push({ start: ref.start, end, text: moduleObjectName(to.slice(MODULE_OBJECT.length)) });
+    else if (to) node.edits.push({ start: ref.start, end, to });
   }
 
   /** Takes in what the part of a unit that `inside` accepts needs: its references, string registries, inner imports. */
