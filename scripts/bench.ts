@@ -14,6 +14,7 @@
  *        [--small-files N] [--shards N [--shard-blocks B]]
  *        tsx scripts/bench.ts --native [--python P]   (pull --build-native: the build, and the cached second pull)
  *        tsx scripts/bench.ts --index-only [--corpus DIR...] [--rounds N]
+ *        tsx scripts/bench.ts --observe-only [--observe-repo DIR | --observe-blocks N] [--python P]   (the catalog alone)
  *        tsx scripts/bench.ts --synthetic-child CORPUS_DIR N   (the child: prints one JSON line)
  */
 import { execFileSync, spawnSync } from 'child_process';
@@ -397,6 +398,7 @@ async function observeBench(work: string, argv: string[]): Promise<Record<string
     }
   }
   const db = path.join(work, 'observed', 'index.db');
+  await fsp.mkdir(path.dirname(db), { recursive: true });
   execFileSync(process.execPath, [cli, 'index', repo, '--db', db], { stdio: 'ignore' });
   const run = (): { wall_s: number; summary: { entries: number; ran: number; cached: number; classes: number; fed: number; bytes: number } } => {
     const t0 = performance.now();
@@ -433,6 +435,12 @@ async function main(): Promise<void> {
   }
   if (argv.includes('--mutants')) {
     await mutationBench(argv);
+    return;
+  }
+  if (argv.includes('--observe-only')) {
+    const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-bench-'));
+    console.log(JSON.stringify(await observeBench(work, argv)));
+    await fsp.rm(work, { recursive: true, force: true });
     return;
   }
   if (argv.includes('--native')) {

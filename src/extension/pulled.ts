@@ -72,6 +72,8 @@ export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem>
     }
     const states = texts.length ? await this.client.request(GetPulledStatus, { files: texts }) : [];
     this.items = states.sort((a, b) => a.uri.localeCompare(b.uri));
+    // the palette offers the pulled-file commands wherever the workspace has pulled files
+    void vscode.commands.executeCommand('setContext', 'nnrag.hasPulledFiles', this.items.length > 0);
     return this.items;
   }
 
@@ -161,6 +163,17 @@ async function validateAsNext({ client, interpreter, log, mayRunCode, session }:
   else if (v.ok) void vscode.window.showWarningMessage(`${name}: ${words}${lower}`);
   else void vscode.window.showWarningMessage(`${name}: ${words}: ${v.message ?? ''}${lower}`);
   return r;
+}
+
+/** A pulled file of the workspace, picked (the palette's Write Requirements with no pulled file active). */
+async function pickPulled(provider: PulledBlocksProvider): Promise<string | undefined> {
+  const items = await provider.list();
+  if (!items.length) throw new Error(vscode.l10n.t('This workspace has no pulled file yet: pull a block first'));
+  const picked = await vscode.window.showQuickPick(
+    items.map((i) => ({ label: path.basename(vscode.Uri.parse(i.uri).fsPath), description: vscode.workspace.asRelativePath(vscode.Uri.parse(i.uri)), uri: i.uri })),
+    { title: vscode.l10n.t('Write the requirements of which pulled file?'), ignoreFocusOut: true },
+  );
+  return picked?.uri;
 }
 
 export function registerPulledCommands(
@@ -279,6 +292,9 @@ export function registerPulledCommands(
     return statement;
   });
   reg('nnrag.writeRequirements', async (arg) => {
+    // from the palette with no pulled file active: which one
+    if (arg === undefined && !hasHeader(vscode.window.activeTextEditor?.document.getText() ?? '')) arg = await pickPulled(provider);
+    if (arg === undefined) return;
     const { doc, prov } = await pulledOf(arg);
     // the versions the last validation found, from required_repos.json beside the file
     const requirements: Requirement[] = [];
