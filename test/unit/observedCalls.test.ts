@@ -47,7 +47,7 @@ def test_head(width):
     assert out.shape == (3, 3)
 
 
-def test_needs_a_fixture(tmp_path):
+def test_needs_a_fixture(request):
     Head(Spec(4, 4))
 `,
 };
