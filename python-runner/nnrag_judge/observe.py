@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .recipe import Recorder, Unwritable, written
+from .recipe import Recorder, Unwritable, is_scalar, scalar, written
 
 # observations kept per class, and forward calls recorded per class
 PER_CLASS = 4
@@ -155,12 +155,8 @@ def described(value: Any, torch: Any, depth: int = 0) -> Any:
     their value range otherwise), containers item by item; Unwritable for anything else."""
     if depth > MAX_DEPTH:
         raise Unwritable("too deep")
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise Unwritable("a float that is not finite")
-        return {"$float": value} if value.is_integer() else value
+    if is_scalar(value):
+        return scalar(value)
     if torch.is_tensor(value):
         if value.is_sparse or value.numel() > LARGEST_TENSOR or value.is_complex():
             raise Unwritable("a tensor too large or of a kind not replayed")

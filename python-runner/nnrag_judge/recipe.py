@@ -77,18 +77,27 @@ def name_of(value: Any, namespace: Dict[str, Any]) -> str:
     raise Unwritable(f"{getattr(value, '__qualname__', type(value).__name__)} has no name in the file")
 
 
-def written(value: Any, rec: Recorder, namespace: Any, depth: int = 0) -> Any:
-    """`value` in the argument language, or Unwritable. `namespace`: the file's names (a dict), or a function that
-    names a class or function (`name_of` over a namespace by default)."""
-    if depth > MAX_DEPTH:
-        raise Unwritable("too deep")
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
+def is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, str, float))
+
+
+def scalar(value: Any) -> Any:
+    """None, a bool, an int, a str or a float in the argument language (Unwritable for a float that is not finite)."""
     if isinstance(value, float):
         if not math.isfinite(value):
             raise Unwritable("a float that is not finite")
         # JSON in JavaScript writes 1.0 as 1, an int: a whole float says it is one
         return {"$float": value} if value.is_integer() else value
+    return value
+
+
+def written(value: Any, rec: Recorder, namespace: Any, depth: int = 0) -> Any:
+    """`value` in the argument language, or Unwritable. `namespace`: the file's names (a dict), or a function that
+    names a class or function (`name_of` over a namespace by default)."""
+    if depth > MAX_DEPTH:
+        raise Unwritable("too deep")
+    if is_scalar(value):
+        return scalar(value)
     if isinstance(value, (list, tuple)):
         if len(value) > MAX_ITEMS:
             raise Unwritable("a long sequence")
