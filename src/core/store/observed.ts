@@ -80,7 +80,22 @@ export function observedCallsOf(db: IndexDb, repoId: number, module: string, nam
     if (!Array.isArray(call.args) || typeof call.kwargs !== 'object' || call.kwargs === null) continue;
     out.push({ entry, module, name, args: call.args, kwargs: call.kwargs as Record<string, unknown>, ...(isInputs(call.inputs) ? { inputs: call.inputs } : {}) });
   }
-  return out.sort((a, b) => Number(!!b.inputs) - Number(!!a.inputs));
+  // fed ones first, the lightest of them first (a test's tiny model before the one it loads at full size)
+  return out.sort((a, b) => Number(!!b.inputs) - Number(!!a.inputs) || weight(a) - weight(b));
+}
+
+/** How heavy an observed call is to replay: the elements of its input tensors, then the length of its arguments. */
+function weight(call: ObservedCall): number {
+  let elements = 0;
+  const visit = (v: unknown): void => {
+    if (Array.isArray(v)) return v.forEach(visit);
+    if (typeof v !== 'object' || v === null) return;
+    const t = (v as { $tensor?: { shape?: unknown } }).$tensor;
+    if (t && Array.isArray(t.shape)) elements += t.shape.reduce((n: number, d) => n * (typeof d === 'number' ? d : 1), 1);
+    else Object.values(v).forEach(visit);
+  };
+  visit(call.inputs);
+  return elements * 1000 + JSON.stringify([call.args, call.kwargs]).length;
 }
 
 /** How many entries and calls the catalog holds for a repository, and the bytes of its rows. */
