@@ -137,6 +137,24 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
     return 16
 
 
+# the packages whose loaded modules an observed call may name its classes from: the original's own (set by the
+# original's worker); the copy's side names only what its file defines
+OWN_PACKAGES: set = set()
+# torch's names an observed call may use outside the file's namespace: its layers and functional API, its dtypes, and
+# these element-wise functions; nothing that reads or writes files or loads code
+TORCH_FUNCTIONS = {"tanh", "sigmoid", "relu", "exp", "sin", "cos", "abs", "sqrt", "erf", "softmax", "log_softmax"}
+
+
+def torch_layer(parts: List[str]) -> bool:
+    """Whether a dotted name is one of torch's an observed call may use (`torch.nn.ReLU`, `torch.float32`, `torch.tanh`)."""
+    if parts[0] != "torch" or len(parts) < 2:
+        return False
+    if parts[1] == "nn":
+        return len(parts) >= 3 and all(p.isidentifier() and not p.startswith("_") for p in parts[2:]) and parts[2] not in ("parallel", "utils")
+    torch = sys.modules.get("torch")
+    return len(parts) == 2 and (parts[1] in TORCH_FUNCTIONS or isinstance(getattr(torch, parts[1], None), getattr(torch, "dtype", ())))
+
+
 def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
     """A literal from a call site: names (`nn.ReLU`) are looked up in the pulled file's namespace."""
     if isinstance(value, dict) and "$unknown" in value:
@@ -146,8 +164,9 @@ def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
         # torch's own names (an observed call's `torch.nn.ReLU`) whatever the file calls torch; a repository's class
         # the block's module does not import, from the module an observation names when this process has it loaded
         # (the original's side; the copy's file defines it)
-        home = sys.modules.get(value["module"]) if isinstance(value.get("module"), str) else None
-        obj = namespace.get(parts[0]) if parts[0] in namespace else sys.modules.get("torch") if parts[0] == "torch" \
+        module = value.get("module")
+        home = sys.modules.get(module) if isinstance(module, str) and module.split(".")[0] in OWN_PACKAGES else None
+        obj = namespace.get(parts[0]) if parts[0] in namespace else sys.modules.get("torch") if torch_layer(parts) \
             else getattr(home, parts[0], None) if home is not None else None
         if obj is None and parts[0] not in namespace:
             return False, None

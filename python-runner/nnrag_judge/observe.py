@@ -191,11 +191,28 @@ def observed_inputs(desc: Any, torch: Any) -> Optional[Tuple[List[Any], Dict[str
     if not isinstance(desc, dict) or not isinstance(desc.get("args"), list) or not isinstance(desc.get("kwargs"), dict):
         return None
     generator = torch.Generator().manual_seed(0)
+    if described_elements(desc) > 2 * LARGEST_TENSOR:
+        return None
     try:
         return ([rebuilt(v, torch, generator) for v in desc["args"]],
                 {str(k): rebuilt(v, torch, generator) for k, v in desc["kwargs"].items()})
     except (Unwritable, TypeError, ValueError, RuntimeError, AttributeError):
         return None
+
+
+def described_elements(value: Any, depth: int = 0) -> int:
+    """The tensor elements an input description asks for in all (a description from an index is not trusted)."""
+    if depth > MAX_DEPTH:
+        return LARGEST_TENSOR * 4
+    if isinstance(value, list):
+        return sum(described_elements(v, depth + 1) for v in value[:MAX_ITEMS * 4]) + (LARGEST_TENSOR * 4 if len(value) > MAX_ITEMS * 4 else 0)
+    if not isinstance(value, dict):
+        return 0
+    spec = value.get("$tensor")
+    if isinstance(spec, dict):
+        shape = spec.get("shape")
+        return math.prod(int(n) for n in shape if isinstance(n, int)) if isinstance(shape, list) and len(shape) <= 8 else LARGEST_TENSOR * 4
+    return sum(described_elements(v, depth + 1) for v in list(value.values())[:MAX_ITEMS * 4])
 
 
 def rebuilt(value: Any, torch: Any, generator: Any) -> Any:

@@ -24,7 +24,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, constructor_candidates, given_candidates, guess_value,
+from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, OWN_PACKAGES, called_methods, constructor_candidates, given_candidates, guess_value,
                         in_form, jsonable, resolve_given, takes_a_list, variants)
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import (containers, dense_graph_inputs, docstring_inputs, documented_inputs, filled, gridded, input_candidates, lighter, pyramid_inputs, routed_inputs,
@@ -576,6 +576,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
             send({"unavailable": f"the original builder cannot be imported: {type(exc).__name__}: {exc}"[:600]})
             return
     # the repository's modules an observed call names (a configuration class the block's module never imports)
+    OWN_PACKAGES.add(str(original["module"]).split(".")[0])
     for name in sorted(modules_named(req.get("candidates", []))):
         if name.split(".")[0] != str(original["module"]).split(".")[0] or not all(p.isidentifier() for p in name.split(".")):
             continue

@@ -120,5 +120,32 @@ class Observing(unittest.TestCase):
         self.assertIsNone(observe.observed_inputs({"args": [{"$tensor": {"dtype": "nope", "shape": [1]}}], "kwargs": {}}, torch))
 
 
+class ObservedNames(unittest.TestCase):
+    """An observed call from the index is data: it names the file's own classes, the original's package (on the
+    original's side only) and torch's layers, never another module's functions."""
+
+    def test_only_the_file_the_original_package_and_torch_layers(self) -> None:
+        from nnrag_judge import arguments
+        arguments.OWN_PACKAGES.clear()
+        hostile = [{"$call": "system", "module": "os", "args": ["true"]}, {"$name": "getcwd", "module": "os"},
+                   {"$call": "torch.load", "args": ["x.pt"]}, {"$name": "torch.hub.load"}, {"$name": "torch.nn.parallel.DataParallel"}]
+        for value in hostile:
+            self.assertEqual(arguments.resolve_given(value, {}), (False, None), value)
+        arguments.OWN_PACKAGES.add("os")
+        try:
+            ok, got = arguments.resolve_given({"$name": "getcwd", "module": "os"}, {})
+            self.assertTrue(ok and got is os.getcwd)
+        finally:
+            arguments.OWN_PACKAGES.clear()
+
+    @unittest.skipUnless(HAS_TORCH, "torch is not installed")
+    def test_torch_layers_and_dtypes(self) -> None:
+        import torch
+        from nnrag_judge import arguments
+        self.assertEqual(arguments.resolve_given({"$name": "torch.nn.ReLU"}, {}), (True, torch.nn.ReLU))
+        self.assertEqual(arguments.resolve_given({"$name": "torch.float16"}, {}), (True, torch.float16))
+        self.assertEqual(arguments.resolve_given({"$name": "torch.save"}, {}), (False, None))
+
+
 if __name__ == "__main__":
     unittest.main()

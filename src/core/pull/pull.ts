@@ -796,6 +796,9 @@ function callsOf(session: PullSession, rec: ModuleRecord, name: string): { m: Mo
 
 /** The calls of block `name` the repository's own tests made, as the judge replays them (`observed`: where). */
 function observedUses(session: PullSession, rec: ModuleRecord, name: string): NonNullable<ValidateOptions['candidates']> {
+  // an imported index's catalog is another machine's word: it does not decide how code is called here
+  const repo = session.repos.get(rec.repoId);
+  if (!repo || isImported(repo)) return [];
   let blobs = session.blobs.get(rec.repoId);
   if (!blobs) session.blobs.set(rec.repoId, (blobs = blobsOf(session.db, rec.repoId)));
   let entries = session.observed.get(rec.repoId);
