@@ -159,17 +159,15 @@ def serve() -> int:
         if pending.strip().startswith(b"cancel"):  # cancelled before the job started
             report = {"file": path, "tier": None, "ok": False, "category": "cancelled", "message": "validation cancelled"}
             pending = b""
-        elif "observe" in req:
-            os.environ["HOME"] = work
-            spec = observe_spec(req["observe"])
-            report = observe(spec, Place(work, scratch), int(req.get("memory_mb", 0)), float(req.get("timeout_s", 600)), 0) \
-                if spec is not None else {"ok": False, "category": "error", "message": "a malformed observation request"}
-            os.chdir(home)
-            Place(work, scratch).clear()
         else:
             os.environ["HOME"] = work
-            report = judge(path, request_of(req), Place(work, scratch), int(req.get("memory_mb", 0)),
-                           float(req.get("timeout_s", 600)), 0, parse_original(req.get("original")))
+            memory_mb, timeout_s = int(req.get("memory_mb", 0)), float(req.get("timeout_s", 600))
+            if "observe" not in req:
+                report = judge(path, request_of(req), Place(work, scratch), memory_mb, timeout_s, 0, parse_original(req.get("original")))
+            elif (spec := observe_spec(req["observe"])) is not None:
+                report = observe(spec, Place(work, scratch), memory_mb, timeout_s, 0)
+            else:
+                report = {"ok": False, "category": "error", "message": "a malformed observation request"}
             os.chdir(home)
             Place(work, scratch).clear()
         answer.write(answer_line({"id": rid, "report": report}))

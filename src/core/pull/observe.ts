@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { IndexDb } from '../store/database';
-import { blobsOf, forgetObserved, observedEntries, observedSize, recordObserved, stillTrue, type ObservedCall, type ObservedEntry } from '../store/observed';
+import { blobsOf, forgetObserved, observedClasses, observedEntries, observedSize, recordObserved, stillTrue, type ObservedCall, type ObservedEntry } from '../store/observed';
 import type { ModuleTable } from '../resolve/moduleTable';
 import { loadRepoRows, type RepoRow } from '../store/sourceText';
 import { checkSandbox } from '../validate/runner';
@@ -138,9 +138,9 @@ async function observeRepository(db: IndexDb, table: ModuleTable, repo: RepoRow,
       await judge.close();
     }
   }
-  const classes = db.all('SELECT module, name, MAX(call LIKE \'%"inputs"%\') AS fed FROM observed_calls WHERE repo_id = ? GROUP BY module, name', [repo.id]);
+  const classes = observedClasses(db, repo.id);
   summary.classes = classes.length;
-  summary.fed = classes.filter((c) => Number(c.fed) > 0).length;
+  summary.fed = classes.filter((c) => c.fed).length;
   summary.bytes = observedSize(db, repo.id).bytes;
   summary.seconds = Math.round(performance.now() - t0) / 1000;
   return summary;

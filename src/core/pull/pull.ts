@@ -20,7 +20,7 @@ import { errorMessage, NnragError } from '../base/errors';
 import { findTarget } from '../store/target';
 import type { IndexDb } from '../store/database';
 import { allFiles, setValidation } from '../store/files';
-import { blobsOf, observedCallsOf, observedEntries, stillTrue } from '../store/observed';
+import { freshEntries, observedCallsOf } from '../store/observed';
 import { unitsDirOf } from '../store/unitsCache';
 import { loadUnits, saveUnits } from '../store/unitsCache';
 import { decodePython } from '../parse/decode';
@@ -150,8 +150,7 @@ export interface PullSession {
   sources?: string;
   /** Per repository, the Python code blocks of its README (readmeExamples.ts), read once per session. */
   readmes: Map<number, Promise<ReadmeBlock[]>>;
-  /** Per repository, its files' blob ids by path, and whether each observed entry still holds (read once). */
-  blobs: Map<number, Map<string, string>>;
+  /** Per repository, whether each observed entry still holds (read once). */
   observed: Map<number, Map<string, boolean>>;
 }
 
@@ -164,7 +163,7 @@ export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
   }
   const store = sourcesDirOf(db);
   const sources = store && fs.existsSync(store) ? store : undefined;
-  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map(), sources, readmes: new Map(), blobs: new Map(), observed: new Map() };
+  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map(), sources, readmes: new Map(), observed: new Map() };
 }
 
 async function parseRecord(session: PullSession, parser: PythonParser, rec: ModuleRecord): Promise<ParsedModule> {
@@ -799,12 +798,9 @@ function observedUses(session: PullSession, rec: ModuleRecord, name: string): No
   // an imported index's catalog is another machine's word: it does not decide how code is called here
   const repo = session.repos.get(rec.repoId);
   if (!repo || isImported(repo)) return [];
-  let blobs = session.blobs.get(rec.repoId);
-  if (!blobs) session.blobs.set(rec.repoId, (blobs = blobsOf(session.db, rec.repoId)));
-  let entries = session.observed.get(rec.repoId);
-  if (!entries) session.observed.set(rec.repoId, (entries = new Map(observedEntries(session.db, rec.repoId).map((e) => [e.entry, stillTrue(e, blobs!)]))));
-  const fresh = entries;
-  return observedCallsOf(session.db, rec.repoId, rec.module, name, (entry) => fresh.get(entry) === true)
+  let fresh = session.observed.get(rec.repoId);
+  if (!fresh) session.observed.set(rec.repoId, (fresh = freshEntries(session.db, rec.repoId)));
+  return observedCallsOf(session.db, rec.repoId, rec.module, name, (entry) => fresh!.get(entry) === true)
     .slice(0, MAX_OBSERVED)
     .map((c) => ({ args: c.args, kwargs: c.kwargs, observed: c.entry, ...(c.inputs ? { inputs: c.inputs } : {}) }));
 }

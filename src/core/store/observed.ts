@@ -117,6 +117,19 @@ export function stillTrue(entry: Pick<ObservedEntry, 'files'>, blobs: Map<string
   return Object.entries(entry.files).every(([p, blob]) => blobs.get(p) === blob);
 }
 
+/** Whether each observed entry of a repository still holds (every file it imported unchanged), by entry. */
+export function freshEntries(db: IndexDb, repoId: number): Map<string, boolean> {
+  const blobs = blobsOf(db, repoId);
+  return new Map(observedEntries(db, repoId).map((e) => [e.entry, stillTrue(e, blobs)]));
+}
+
+/** The classes a repository's catalog holds calls of, and whether any of them has inputs. */
+export function observedClasses(db: IndexDb, repoId: number): { module: string; name: string; fed: boolean }[] {
+  return db
+    .all('SELECT module, name, MAX(call LIKE \'%"inputs"%\') AS fed FROM observed_calls WHERE repo_id = ? GROUP BY module, name', [repoId])
+    .map((r) => ({ module: String(r.module), name: String(r.name), fed: Number(r.fed) > 0 }));
+}
+
 function isInputs(value: unknown): value is ObservedCall['inputs'] {
   const v = value as ObservedCall['inputs'];
   return typeof v === 'object' && v !== null && Array.isArray(v.args) && typeof v.kwargs === 'object' && v.kwargs !== null;

@@ -571,14 +571,8 @@ export class Judge {
       ...(options.upstreamUndefined?.length ? { upstream_undefined: options.upstreamUndefined } : {}),
       natives: natives.map((n) => ({ module: n.module, name: n.name, file: n.fileName })),
     };
-    const onAbort = (): void => {
-      this.child.stdin!.write('cancel\n');
-    };
-    options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const answer = this.next(timeoutMs + GRACE_MS);
-      this.child.stdin!.write(`${JSON.stringify(request)}\n`);
-      const got = await answer;
+      const got = await this.exchange(request, timeoutMs, options.signal);
       const seconds = (Date.now() - started) / 1000;
       if (options.signal?.aborted) throw new CancelledError('validation cancelled');
       if (!got?.report) {
@@ -597,8 +591,23 @@ export class Judge {
       if ((report.category as string) === 'cancelled') throw new CancelledError('validation cancelled');
       return { ...report, file: undefined, seconds, sandbox: this.sandbox.label, ...(this.sandbox.weaker ? { weakSandbox: this.sandbox.weaker } : {}) } as ValidationReport;
     } finally {
-      options.signal?.removeEventListener('abort', onAbort);
       await fsp.rm(inFolder, { recursive: true, force: true }).catch(() => undefined);
+    }
+  }
+
+  /** Sends one request and waits for its answer (undefined when the judge died or `timeoutMs` and the grace passed);
+   * an abort of `signal` cancels the job. */
+  private async exchange(request: object, timeoutMs: number, signal?: AbortSignal): Promise<Answer | undefined> {
+    const onAbort = (): void => {
+      this.child.stdin!.write('cancel\n');
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const answer = this.next(timeoutMs + GRACE_MS);
+      this.child.stdin!.write(`${JSON.stringify(request)}\n`);
+      return await answer;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -616,24 +625,14 @@ export class Judge {
       memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
       timeout_s: options.timeoutMs / 1000,
     };
-    const onAbort = (): void => {
-      this.child.stdin!.write('cancel\n');
-    };
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const answer = this.next(options.timeoutMs + GRACE_MS);
-      this.child.stdin!.write(`${JSON.stringify(request)}\n`);
-      const got = await answer;
-      if (options.signal?.aborted) throw new CancelledError('observation cancelled');
-      const report = got?.report as unknown as ObserveAnswer | undefined;
-      if (!report || !Array.isArray(report.observed)) {
-        this.kill();
-        return { ok: false, category: 'error', message: `the observer ended without an answer: ${this.lastError()}`, observed: [] };
-      }
-      return report;
-    } finally {
-      options.signal?.removeEventListener('abort', onAbort);
+    const got = await this.exchange(request, options.timeoutMs, options.signal);
+    if (options.signal?.aborted) throw new CancelledError('observation cancelled');
+    const report = got?.report as unknown as ObserveAnswer | undefined;
+    if (!report || !Array.isArray(report.observed)) {
+      this.kill();
+      return { ok: false, category: 'error', message: `the observer ended without an answer: ${this.lastError()}`, observed: [] };
     }
+    return report;
   }
 
   private kill(): void {

@@ -19,7 +19,7 @@ import { ValidatorPool } from '../validate/validatorPool';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
 import { observeRepositories } from '../pull/observe';
 import type { ObserveOptions, ObserveSummary } from '../pull/observe';
-import { blobsOf, observedCallsOf, observedEntries, stillTrue } from '../store/observed';
+import { freshEntries, observedCallsOf } from '../store/observed';
 import type { ObservedCall } from '../store/observed';
 
 export class Workspace {
@@ -96,8 +96,7 @@ export class Workspace {
 
   /** The calls of a block its repository's tests made, each marked whether the files its test imported changed since. */
   observedCalls(ref: ClassRef): (ObservedCall & { stale: boolean })[] {
-    const blobs = blobsOf(this.db, ref.repoId);
-    const entries = new Map(observedEntries(this.db, ref.repoId).map((e) => [e.entry, stillTrue(e, blobs)]));
+    const entries = freshEntries(this.db, ref.repoId);
     return observedCallsOf(this.db, ref.repoId, ref.module, ref.name).map((c) => ({ ...c, stale: entries.get(c.entry) !== true }));
   }
 }
