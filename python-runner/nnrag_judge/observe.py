@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .inputs import lighter
 from .recipe import Recorder, Unwritable, is_scalar, scalar, written
 
 # observations kept per class, and forward calls recorded per class
@@ -250,12 +251,15 @@ def rebuilt(value: Any, torch: Any, generator: Any) -> Any:
     return torch.randn(shape, generator=generator).to(dtype)
 
 
-def entry_callables(module: Any, entry: Dict[str, Any], root: str) -> List[Callable[[], Any]]:
+def entry_callables(module: Any, entry: Dict[str, Any], root: str, observer: "Observer", feeder: Feeder) -> List[Callable[[], Any]]:
     """The calls an entry stands for: a test function with the first values of each parametrize mark and its simple
     fixtures; a test class's method on a new object (a `unittest.TestCase` through `debug()`, its setUp and tearDown
-    included)."""
+    included); a builder called and what it built fed once (`built_and_fed`)."""
     owner = entry.get("class")
     name = str(entry["function"])
+    if entry.get("kind") == "build":
+        target = getattr(module, name)
+        return [lambda: built_and_fed(target, observer, feeder)]
     if owner:
         cls = getattr(module, str(owner))
         try:
@@ -269,6 +273,50 @@ def entry_callables(module: Any, entry: Dict[str, Any], root: str) -> List[Calla
         target = getattr(module, name)
     fixtures = Fixtures(module, root)
     return [lambda: fixtures.call(target, kw) for kw in parametrized(target)]
+
+
+# a builder's parameters that would fetch weights: given so that it builds without a download
+NO_DOWNLOAD = {"pretrained": False, "pretrained_backbone": False, "progress": False, "download": False,
+               "checkpoint": None, "ckpt": None, "checkpoint_path": None, "pretrained_path": None, "weights": None,
+               "weights_backbone": None}
+# inputs tried on what a builder built, at most
+FEEDS = 6
+
+
+# what the judge would feed a block (worker.input_list) and how it calls one (worker.module_call): given by the worker,
+# which imports this module
+Feeder = Tuple[Callable[..., List[List[Any]]], Callable[[Any], Any]]
+
+
+def built_and_fed(target: Any, observer: "Observer", feeder: Feeder) -> None:
+    """Call a builder with its defaults (no download), and feed a block it returns with the inputs the judge would
+    try, the first that runs: its blocks' constructions are what the builder did; their inputs are those of a forward
+    of the whole that ran (what an input that failed reached is forgotten)."""
+    torch = observer.torch
+    try:
+        names = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        names = {}
+    built = target(**{k: v for k, v in NO_DOWNLOAD.items() if k in names})
+    if not isinstance(built, torch.nn.Module):
+        return
+    input_list, module_call = feeder
+    built.eval()
+    lighter(built)
+    call = module_call(built)
+    errors: List[str] = []
+    with torch.no_grad():
+        for inputs in input_list(built, torch, torch.nn, {}, None)[:FEEDS]:
+            kept, counts = dict(observer.inputs), dict(observer.forwarded)
+            try:
+                torch.manual_seed(1)
+                call(built, *inputs)
+                return
+            except Exception as exc:  # noqa: BLE001 - the next input may run
+                errors.append(f"{type(exc).__name__}: {exc}")
+                observer.inputs, observer.forwarded = kept, counts
+    if errors:
+        raise RuntimeError(f"built, but no input ran its forward ({errors[0][:200]})")
 
 
 class Fixtures:
@@ -518,7 +566,7 @@ def alarm(_signum: int, _frame: Any) -> None:
     raise EntryTimeout()
 
 
-def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any) -> None:
+def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feeder: Feeder) -> None:
     """Run each entry under the hook; one frame per entry: its classes' constructions and inputs, the repository's
     files it imported (their paths), its time and its error."""
     spec = req["observe"]
@@ -549,7 +597,7 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any) -> N
         error: Optional[str] = None
         try:
             module = importlib.import_module(str(entry["module"]))
-            calls = entry_callables(module, entry, real_root)
+            calls = entry_callables(module, entry, real_root, observer, feeder)
             sys.setprofile(observer.profile)
             signal.setitimer(signal.ITIMER_REAL, budget)
             try:

@@ -80,15 +80,17 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
 
 def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
     """What to observe of a repository: {"root" (its folder), "path" (where its modules import from), "entry_s",
-    "entries": [{"id", "module", "function", "class"?}]}; None when malformed."""
+    "entries": [{"id", "module", "function", "class"?, "kind"? ("build": a builder, fed what it builds)}]}; None when
+    malformed."""
     if not isinstance(value, dict) or not isinstance(value.get("root"), str) or not isinstance(value.get("path"), str):
         return None
     entries = []
     for e in value.get("entries") or []:
         if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("id", "module", "function")) \
                 and all(part.isidentifier() for part in e["module"].split(".")) and e["function"].isidentifier() \
-                and (e.get("class") is None or (isinstance(e["class"], str) and e["class"].isidentifier())):
-            entries.append({k: e[k] for k in ("id", "module", "function", "class") if e.get(k) is not None})
+                and (e.get("class") is None or (isinstance(e["class"], str) and e["class"].isidentifier())) \
+                and e.get("kind") in (None, "build"):
+            entries.append({k: e[k] for k in ("id", "module", "function", "class", "kind") if e.get(k) is not None})
     budget = value.get("entry_s")
     return {"root": value["root"], "path": value["path"], "entries": entries,
             "entry_s": float(budget) if isinstance(budget, (int, float)) and 0 < budget <= 600 else 20.0}

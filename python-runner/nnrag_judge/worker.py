@@ -648,7 +648,7 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
         if role == "observe":
             if torch is None:
                 raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")
-            run_observe(send, req, torch)
+            run_observe(send, req, torch, (input_list, module_call))
         elif role == "original":
             if torch is None:
                 raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")

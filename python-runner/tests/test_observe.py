@@ -105,6 +105,64 @@ class Observing(unittest.TestCase):
         self.assertEqual((index["dtype"], index["min"], index["max"], index["values"]), ("int64", 0.0, 3.0, [3, 0]))
         self.assertEqual(sorted(first["files"]), ["pkg/__init__.py", "pkg/layers.py", "tests/conftest.py", "tests/test_layers.py"])
 
+    def test_a_builder_is_called_without_download_and_what_it_built_is_fed(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {
+                "net/__init__.py": "",
+                "net/model.py": """
+                    import torch
+                    from torch import nn
+
+                    class Stem(nn.Module):
+                        def __init__(self, width):
+                            super().__init__()
+                            self.conv = nn.Conv2d(3, width, 3, padding=1)
+
+                        def forward(self, x):
+                            return self.conv(x)
+
+                    class Net(nn.Module):
+                        def __init__(self, width=8):
+                            super().__init__()
+                            self.stem = Stem(width)
+                            self.fc = nn.Linear(width, 2)
+
+                        def forward(self, x):
+                            if x.dim() != 4 or x.shape[1] != 3:
+                                raise ValueError("an image batch")
+                            return self.fc(self.stem(x).mean((2, 3)))
+
+                    def net_tiny(*, pretrained=True):
+                        if pretrained:
+                            raise RuntimeError("would download the weights")
+                        return Net(width=4)
+
+                    def not_a_model():
+                        return Stem(5).conv
+                    """,
+            })
+            entries = [{"id": f"net/model.py::{f}", "module": "net.model", "function": f, "kind": "build"} for f in ("net_tiny", "not_a_model")]
+            with tempfile.TemporaryDirectory() as work:
+                before = os.getcwd()
+                try:
+                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
+                finally:
+                    os.chdir(before)
+        self.assertTrue(got["ok"], got)
+        tiny, other = got["observed"]
+        self.assertIsNone(tiny["error"], tiny)
+        calls = {c["name"]: c for c in tiny["calls"]}
+        self.assertEqual(calls["Net"]["kwargs"], {"width": 4})
+        self.assertEqual(calls["Stem"]["args"] + list(calls["Stem"]["kwargs"].values()), [4])
+        # the stem is fed what the whole passed it, from the input that ran the whole (an image batch)
+        [x] = list(calls["Stem"]["inputs"]["args"]) + list(calls["Stem"]["inputs"]["kwargs"].values())
+        self.assertEqual(x["$tensor"]["shape"][1], 3)
+        self.assertEqual(len(x["$tensor"]["shape"]), 4)
+        # a builder that returns a layer of torch is run, and what it built is recorded, not fed
+        self.assertIsNone(other["error"], other)
+        self.assertEqual([c["name"] for c in other["calls"]], ["Stem"])
+        self.assertNotIn("inputs", other["calls"][0])
+
     def test_inputs_are_rebuilt_alike_and_in_range(self) -> None:
         import torch
         desc = {"args": [{"$tensor": {"dtype": "int64", "shape": [2, 50], "min": 0, "max": 9}}],

@@ -48,7 +48,7 @@ export async function observeCommand(argv: string[], env: CliEnv): Promise<numbe
 /** One line for a repository's observation. */
 export function observeLine(s: ObserveSummary): string {
   if (s.skipped) return `${s.repo}: not observed (${s.skipped})`;
-  const ran = `${s.ran} of its ${s.entries} tests run${s.cached ? `, ${s.cached} unchanged since the last run` : ''}${s.failed ? `, ${s.failed} stopped with an error` : ''}`;
+  const ran = `${s.ran} of its ${s.entries} tests and builders run${s.cached ? `, ${s.cached} unchanged since the last run` : ''}${s.failed ? `, ${s.failed} stopped with an error` : ''}`;
   return `${s.repo}: ${ran}; ${s.classes} classes seen built (${s.fed} also fed) in ${s.seconds.toFixed(1)} s`;
 }
 

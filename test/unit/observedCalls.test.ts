@@ -100,4 +100,64 @@ describe('observed calls: blocks built and fed as their repository\'s tests do',
     const rerun = JSON.parse((await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { ran: number; cached: number }[];
     assert.deepStrictEqual([rerun[0].ran, rerun[0].cached], [2, 0]);
   });
+
+  it('a builder that needs no argument is run and what it built is fed; a program\'s main is not run', async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    await writeTree(repo, {
+      'toy/__init__.py': '',
+      'toy/model.py': `import torch
+from torch import nn
+
+
+class Stem(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.conv = nn.Conv2d(3, width, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x).relu()
+
+
+class Head(nn.Module):
+    def __init__(self, width, classes):
+        super().__init__()
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.fc(x.mean((2, 3)))
+
+
+class Net(nn.Module):
+    def __init__(self, width=8, classes=5):
+        super().__init__()
+        self.stem = Stem(width)
+        self.head = Head(width, classes)
+
+    def forward(self, x):
+        return self.head(self.stem(x))
+
+
+def net_small(*, pretrained=True, **kwargs):
+    if pretrained:
+        raise RuntimeError("would download the weights")
+    return Net(width=4, **kwargs)
+
+
+def main():
+    open("/tmp/nnrag-main-ran", "w").write("ran")
+    return Net()
+`,
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const observed = await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
+    assert.strictEqual(observed.code, 0, observed.err);
+    const [summary] = JSON.parse(observed.out) as { ran: number; entries: number; failed: number; classes: number; fed: number }[];
+    // net_small and Net (a composite block that needs no argument); main is a program, not a builder
+    assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.classes, summary.fed], [2, 2, 0, 3, 3], observed.out);
+    const shown = await cli('show', 'toy.model.Head', '--calls', '--db', db);
+    assert.match(shown.out, /in toy\/model\.py::net_small\n {4}built with \(width=4, classes=5\)\n {4}forward got \(x=float32\[\d+, 4, \d+, \d+\]\)/, shown.out);
+    assert.match(shown.out, /in toy\/model\.py::Net\n/, shown.out);
+  });
 });

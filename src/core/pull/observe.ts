@@ -10,7 +10,8 @@ import * as fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { IndexDb } from '../store/database';
 import { blobsOf, forgetObserved, observedClasses, observedEntries, observedSize, recordObserved, stillTrue, type ObservedCall, type ObservedEntry } from '../store/observed';
-import type { ModuleTable } from '../resolve/moduleTable';
+import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
+import { BuilderIndex, callableWithoutArguments } from '../resolve/builders';
 import { loadRepoRows, type RepoRow } from '../store/sourceText';
 import { checkSandbox } from '../validate/runner';
 import { Judge, torchVersionKey, type ObserveSpec } from '../validate/sandbox';
@@ -57,28 +58,76 @@ export interface ObserveSummary {
   skipped?: string;
 }
 
-/** One runnable entry point of a repository. */
+/** One runnable entry point of a repository: a test, or a builder (a function or a composite block's class that
+ * needs no argument, run and then fed once). */
 export interface EntryPoint {
   id: string;
   module: string;
   function: string;
   class?: string;
+  kind?: 'build';
 }
 
-/** The entry points of a repository: its test functions and its test classes' test methods, in file order. */
-export function entryPoints(table: ModuleTable, repoId: number): EntryPoint[] {
-  const out: EntryPoint[] = [];
+/** Functions that run a program rather than build a block, whatever they call. */
+const NOT_A_BUILDER = /^(?:main|train|fit|evaluate|eval|run|cli|demo|benchmark|bench|profile|parse|download|export|convert|test|setup|launch|serve)(?:_|$)/i;
+
+/** The entry points of a repository, in file order: its test functions and its test classes' test methods; its
+ * builders (public functions that need no argument and call one of the repository's blocks, as `resnet50()` or
+ * `vit_small()` do), and its composite blocks that need no argument (a class that builds two of its blocks or more,
+ * as a whole model does). `blocks` names the repository's block classes. */
+export function entryPoints(table: ModuleTable, repoId: number, blocks: ReadonlySet<string> = new Set()): EntryPoint[] {
+  const out = new Map<string, EntryPoint>();
+  const add = (e: EntryPoint): void => void out.set(e.id, e);
+  const builders = blocks.size ? new BuilderIndex(table, repoId) : null;
   for (const list of table.modules()) {
     for (const m of list) {
-      if (m.repoId !== repoId || !TEST_FILE.test(m.path) || !/^[\w.]+$/.test(m.module)) continue;
-      for (const f of m.facts.functions) if (/^test/.test(f.name)) out.push({ id: `${m.path}::${f.name}`, module: m.module, function: f.name });
+      if (m.repoId !== repoId || !/^[\w.]+$/.test(m.module)) continue;
+      if (!TEST_FILE.test(m.path)) {
+        if (builders) for (const e of buildersIn(table, m, blocks, builders)) add(e);
+        continue;
+      }
+      for (const f of m.facts.functions) if (/^test/.test(f.name)) add({ id: `${m.path}::${f.name}`, module: m.module, function: f.name });
       for (const c of m.facts.classes) {
         if (!/^Test/.test(c.name) && !c.bases.some((b) => /TestCase$/.test(b))) continue;
-        for (const method of c.methods) if (/^test/.test(method)) out.push({ id: `${m.path}::${c.name}::${method}`, module: m.module, function: method, class: c.name });
+        for (const method of c.methods) if (/^test/.test(method)) add({ id: `${m.path}::${c.name}::${method}`, module: m.module, function: method, class: c.name });
       }
     }
   }
-  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return [...out.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** The builders of a module's blocks (resolve/builders.ts: argument-free functions that reach the class), outside
+ * the tests, and the module's composite blocks that need no argument. */
+function buildersIn(table: ModuleTable, m: ModuleRecord, blocks: ReadonlySet<string>, builders: BuilderIndex): EntryPoint[] {
+  const out: EntryPoint[] = [];
+  for (const c of m.facts.classes) {
+    if (!blocks.has(c.name)) continue;
+    for (const b of builders.buildersOf(m, c.name)) {
+      if (TEST_FILE.test(b.rec.path) || NOT_A_BUILDER.test(b.name) || !/^[\w.]+$/.test(b.rec.module)) continue;
+      out.push({ id: `${b.rec.path}::${b.name}`, module: b.rec.module, function: b.name, kind: 'build' });
+    }
+    if (c.name.startsWith('_') || c.abstract || !callableWithoutArguments(c.signature)) continue;
+    const parts = new Set<string>();
+    for (const n of m.facts.units[c.unit]?.callNames ?? []) {
+      const t = table.resolveName(m, n);
+      if (t.kind === 'symbol' && t.name !== c.name && blocks.has(t.name)) parts.add(t.name);
+    }
+    if (parts.size >= 2) out.push({ id: `${m.path}::${c.name}`, module: m.module, function: c.name, kind: 'build' });
+  }
+  return out;
+}
+
+/** Entries in turn across files (the first of each file, then the second...), so that a cap still reaches them all. */
+export function spreadAcrossFiles(entries: EntryPoint[]): EntryPoint[] {
+  const byFile = new Map<string, EntryPoint[]>();
+  for (const e of entries) {
+    const file = e.id.slice(0, e.id.indexOf('::'));
+    byFile.set(file, [...(byFile.get(file) ?? []), e]);
+  }
+  const lists = [...byFile.values()];
+  const out: EntryPoint[] = [];
+  for (let i = 0; out.length < entries.length; i++) for (const list of lists) if (i < list.length) out.push(list[i]);
+  return out;
 }
 
 /** What an entry's observations depend on: the interpreter, the observer, and the files it imported as they are now. */
@@ -111,7 +160,8 @@ async function observeRepository(db: IndexDb, table: ModuleTable, repo: RepoRow,
     summary.skipped = repo.kind === 'folder' ? 'its folder is not on this machine' : `a ${repo.kind} source has no tests to run`;
     return summary;
   }
-  const all = entryPoints(table, repo.id);
+  const blocks = new Set(db.all('SELECT name FROM classes WHERE repo_id = ? AND is_block = 1', [repo.id]).map((r) => String(r.name)));
+  const all = entryPoints(table, repo.id, blocks);
   summary.entries = all.length;
   const blobs = blobsOf(db, repo.id);
   forgetObserved(db, repo.id, new Set(all.map((e) => e.id)));
@@ -121,9 +171,9 @@ async function observeRepository(db: IndexDb, table: ModuleTable, repo: RepoRow,
     return options.force || !prior || !stillTrue(prior, blobs) || prior.key !== keyOf(interpreter, prior.files);
   });
   summary.cached = all.length - stale.length;
-  const chosen = stale.slice(0, options.maxEntries ?? 400);
+  const chosen = spreadAcrossFiles(stale).slice(0, options.maxEntries ?? 400);
   if (chosen.length) {
-    options.onProgress?.(`${repo.name}: running ${chosen.length} of its ${all.length} tests under the observer`);
+    options.onProgress?.(`${repo.name}: running ${chosen.length} of its ${all.length} tests and builders under the observer`);
     const spec: ObserveSpec = { root: repo.root, path: folder, entry_s: options.entrySeconds ?? 20, entries: chosen };
     const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [mount]);
     try {

@@ -407,7 +407,7 @@ export interface ObserveSpec {
   path: string;
   /** Seconds one entry may run. */
   entry_s: number;
-  entries: { id: string; module: string; function: string; class?: string }[];
+  entries: { id: string; module: string; function: string; class?: string; kind?: 'build' }[];
 }
 
 /** What the observer answers: per entry, what it saw (see store/observed.ts), or why the run stopped. */
