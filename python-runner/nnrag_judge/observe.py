@@ -572,8 +572,10 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
     spec = req["observe"]
     root, folder = str(spec["root"]), str(spec["path"])
     budget = float(spec.get("entry_s", 20))
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    # the repository's folders first, in order (a `src/` layout's, then its root for its tests)
+    for where_ in reversed([folder] + [str(a) for a in spec.get("also") or []]):
+        if where_ not in sys.path:
+            sys.path.insert(0, where_)
     try:
         import pytest  # noqa: F401
     except ImportError:

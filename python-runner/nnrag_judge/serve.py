@@ -79,7 +79,8 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
-    """What to observe of a repository: {"root" (its folder), "path" (where its modules import from), "entry_s",
+    """What to observe of a repository: {"root" (its folder), "path" (where its modules import from), "also" (other
+    such folders), "entry_s",
     "entries": [{"id", "module", "function", "class"?, "kind"? ("build": a builder, fed what it builds)}]}; None when
     malformed."""
     if not isinstance(value, dict) or not isinstance(value.get("root"), str) or not isinstance(value.get("path"), str):
@@ -92,7 +93,8 @@ def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
                 and e.get("kind") in (None, "build"):
             entries.append({k: e[k] for k in ("id", "module", "function", "class", "kind") if e.get(k) is not None})
     budget = value.get("entry_s")
-    return {"root": value["root"], "path": value["path"], "entries": entries,
+    also = [a for a in value.get("also") or [] if isinstance(a, str)] if isinstance(value.get("also"), list) else []
+    return {"root": value["root"], "path": value["path"], "also": also, "entries": entries,
             "entry_s": float(budget) if isinstance(budget, (int, float)) and 0 < budget <= 600 else 20.0}
 
 

@@ -101,7 +101,7 @@ describe('observed calls: blocks built and fed as their repository\'s tests do',
     assert.deepStrictEqual([rerun[0].ran, rerun[0].cached], [2, 0]);
   });
 
-  it('a builder that needs no argument is run and what it built is fed; a program\'s main is not run', async () => {
+  it('a builder that needs no argument is run and what it built is fed; a program\'s main is not run; a test class runs its mixins\' tests', async () => {
     const dir = await tmpdir();
     const repo = path.join(dir, 'repo');
     await writeTree(repo, {
@@ -148,16 +148,75 @@ def main():
     open("/tmp/nnrag-main-ran", "w").write("ran")
     return Net()
 `,
+      'tests/__init__.py': '',
+      'tests/mixins.py': `import torch
+
+from toy.model import Head
+
+
+class HeadChecks:
+    width = 3
+
+    def test_shape(self):
+        head = Head(self.width, 2)
+        assert head(torch.randn(1, self.width, 2, 2)).shape == (1, 2)
+`,
+      'tests/test_head.py': `import unittest
+
+from tests.mixins import HeadChecks
+
+
+class HeadTests(HeadChecks, unittest.TestCase):
+    width = 6
+`,
     });
     const db = path.join(dir, 'index.db');
     assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
     const observed = await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
     assert.strictEqual(observed.code, 0, observed.err);
     const [summary] = JSON.parse(observed.out) as { ran: number; entries: number; failed: number; classes: number; fed: number }[];
-    // net_small and Net (a composite block that needs no argument); main is a program, not a builder
-    assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.classes, summary.fed], [2, 2, 0, 3, 3], observed.out);
+    // net_small and Net (a composite block that needs no argument), the test its test class has from its mixin; main
+    // is a program, not a builder, and the mixin alone is not a test class
+    assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.classes, summary.fed], [3, 3, 0, 3, 3], observed.out);
     const shown = await cli('show', 'toy.model.Head', '--calls', '--db', db);
     assert.match(shown.out, /in toy\/model\.py::net_small\n {4}built with \(width=4, classes=5\)\n {4}forward got \(x=float32\[\d+, 4, \d+, \d+\]\)/, shown.out);
     assert.match(shown.out, /in toy\/model\.py::Net\n/, shown.out);
+    assert.match(shown.out, /in tests\/test_head\.py::HeadTests::test_shape\n {4}built with \(width=6, classes=2\)\n {4}forward got \(x=float32\[1, 6, 2, 2\]/, shown.out);
+  });
+
+  it('a src/ layout: its package imports from src/, its tests from the root, and its original is compared', async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    await writeTree(repo, {
+      'src/lay/__init__.py': '',
+      'src/lay/block.py': `from torch import nn
+
+
+class Gate(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        self.proj = nn.Linear(spec["width"], spec["width"])
+
+    def forward(self, x):
+        return self.proj(x).sigmoid() * x
+`,
+      'tests/test_gate.py': `import torch
+
+from lay.block import Gate
+
+
+def test_gate():
+    assert Gate({"width": 5})(torch.randn(2, 5)).shape == (2, 5)
+`,
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const observed = await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
+    const [summary] = JSON.parse(observed.out) as { ran: number; failed: number; fed: number }[];
+    assert.deepStrictEqual([summary.ran, summary.failed, summary.fed], [1, 0, 1], observed.out);
+    const pulled = await cli('pull', 'lay.block.Gate', '--db', db, '--out', path.join(dir, 'gate.py'), '--python', PYTHON_WITH_TORCH, '--json');
+    const report = JSON.parse(pulled.out) as { tier?: string; validation?: { observed?: string } };
+    assert.strictEqual(report.tier, 'equivalent', pulled.out);
+    assert.strictEqual(report.validation?.observed, 'tests/test_gate.py::test_gate');
   });
 });

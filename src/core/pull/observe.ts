@@ -12,11 +12,12 @@ import type { IndexDb } from '../store/database';
 import { blobsOf, forgetObserved, observedClasses, observedEntries, observedSize, recordObserved, stillTrue, type ObservedCall, type ObservedEntry } from '../store/observed';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
 import { BuilderIndex, callableWithoutArguments } from '../resolve/builders';
+import type { ClassFact } from '../parse/types';
 import { loadRepoRows, type RepoRow } from '../store/sourceText';
 import { checkSandbox } from '../validate/runner';
 import { Judge, torchVersionKey, type ObserveSpec } from '../validate/sandbox';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
-import { importRoot, mountRoot } from './pull';
+import { importRoots, mountRoot } from './pull';
 
 /** Bumped when what the observer records changes: every entry is then observed again. */
 export const OBSERVER_VERSION = '1';
@@ -88,12 +89,31 @@ export function entryPoints(table: ModuleTable, repoId: number, blocks: Readonly
       }
       for (const f of m.facts.functions) if (/^test/.test(f.name)) add({ id: `${m.path}::${f.name}`, module: m.module, function: f.name });
       for (const c of m.facts.classes) {
-        if (!/^Test/.test(c.name) && !c.bases.some((b) => /TestCase$/.test(b))) continue;
-        for (const method of c.methods) if (/^test/.test(method)) add({ id: `${m.path}::${c.name}::${method}`, module: m.module, function: method, class: c.name });
+        const chain = classChain(table, m, c);
+        if (!/^Test/.test(c.name) && !chain.some((k) => k.bases.some((b) => /TestCase$/.test(b)))) continue;
+        const methods = new Set(chain.flatMap((k) => k.methods).filter((n) => /^test/.test(n)));
+        for (const method of methods) add({ id: `${m.path}::${c.name}::${method}`, module: m.module, function: method, class: c.name });
       }
     }
   }
   return [...out.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** A class and the repository's classes it derives from, nearest first: a test class's tests include those of its
+ * mixins (`class UNetTests(ModelTesterMixin, unittest.TestCase)` runs the mixin's `test_output`). */
+function classChain(table: ModuleTable, m: ModuleRecord, c: ClassFact, depth = 0, seen = new Set<string>()): ClassFact[] {
+  const key = `${m.fileId}:${c.name}`;
+  if (seen.has(key) || depth > 6) return [];
+  seen.add(key);
+  const out = [c];
+  for (const base of c.bases) {
+    if (!/^[A-Za-z_]\w*$/.test(base)) continue;
+    const t = table.resolveNameBefore(m, base, c.unit);
+    if (t.kind !== 'symbol') continue;
+    const fact = t.mod.facts.classes.find((k) => k.name === t.name);
+    if (fact) out.push(...classChain(table, t.mod, fact, depth + 1, seen));
+  }
+  return out;
 }
 
 /** The builders of a module's blocks (resolve/builders.ts: argument-free functions that reach the class), outside
@@ -154,7 +174,7 @@ export async function observeRepositories(db: IndexDb, table: ModuleTable, optio
 async function observeRepository(db: IndexDb, table: ModuleTable, repo: RepoRow, interpreter: string, options: ObserveOptions): Promise<ObserveSummary> {
   const t0 = performance.now();
   const summary: ObserveSummary = { repo: repo.name, entries: 0, ran: 0, cached: 0, failed: 0, classes: 0, fed: 0, seconds: 0, bytes: 0 };
-  const folder = importRoot(repo);
+  const [folder, ...also] = importRoots(repo);
   const mount = mountRoot(repo);
   if (!folder || !mount || !fs.existsSync(repo.root)) {
     summary.skipped = repo.kind === 'folder' ? 'its folder is not on this machine' : `a ${repo.kind} source has no tests to run`;
@@ -174,7 +194,7 @@ async function observeRepository(db: IndexDb, table: ModuleTable, repo: RepoRow,
   const chosen = spreadAcrossFiles(stale).slice(0, options.maxEntries ?? 400);
   if (chosen.length) {
     options.onProgress?.(`${repo.name}: running ${chosen.length} of its ${all.length} tests and builders under the observer`);
-    const spec: ObserveSpec = { root: repo.root, path: folder, entry_s: options.entrySeconds ?? 20, entries: chosen };
+    const spec: ObserveSpec = { root: repo.root, path: folder, also, entry_s: options.entrySeconds ?? 20, entries: chosen };
     const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [mount]);
     try {
       const answer = await judge.observe(spec, { timeoutMs: (options.repositorySeconds ?? 600) * 1000, memoryMb: options.memoryMb, signal: options.signal });

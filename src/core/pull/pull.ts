@@ -246,14 +246,14 @@ export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterabl
   if (!repo) return { unavailable: 'its repository is not in the index' };
   if (repo.kind === 'python-env') return { module: ref.module, class: ref.name, path: null };
   if (isImported(repo) && repo.kind === 'folder') return { unavailable: 'its repository came with an imported index, which names no folder on this machine to import the original from' };
-  const folder = importRoot(repo);
+  const [folder, ...rest] = importRoots(repo);
   if (!folder) return { unavailable: `a ${repo.kind} source has no checkout to import the original from` };
   if (!fs.existsSync(repo.root)) return { unavailable: `its repository's folder ${repo.root} is not on this machine` };
   // the judge checks that the class it imports comes from this file, unchanged since it was indexed
   const file = session.files.get(ref.fileId);
   const source = file ? path.join(repo.root, file.path) : undefined;
   const others = [...inlined].map((id) => session.repos.get(id)).filter((r): r is RepoRow => !!r && !!importRoot(r) && fs.existsSync(r.root));
-  const also = [...new Set(others.map((r) => importRoot(r)!))].filter((f) => f !== folder);
+  const also = [...new Set([...rest, ...others.flatMap((r) => importRoots(r))])].filter((f) => f !== folder);
   const mounts = [...new Set([repo.root, ...others.map((r) => r.root)])];
   return {
     module: ref.module,
@@ -307,6 +307,23 @@ export function mountRoot(repo: RepoRow): string | null {
 export function importRoot(repo: RepoRow): string | null {
   if (repo.kind !== 'folder' || isImported(repo) || !repo.root) return null;
   return fs.existsSync(path.join(repo.root, '__init__.py')) ? path.dirname(repo.root) : repo.root;
+}
+
+/** A `src/` layout's folder (no `src/__init__.py`): the modules under it are named from inside it (the indexer's
+ * modulePathOf), so they import from it; the repository's other modules (its tests) from its root. */
+export function sourceRoot(repo: RepoRow): string | null {
+  const root = importRoot(repo);
+  if (!root || root !== repo.root) return null;
+  const src = path.join(repo.root, 'src');
+  return fs.existsSync(src) && fs.statSync(src).isDirectory() && !fs.existsSync(path.join(src, '__init__.py')) ? src : null;
+}
+
+/** Every folder a local repository's modules import from, the `src/` one first. */
+export function importRoots(repo: RepoRow): string[] {
+  const root = importRoot(repo);
+  if (!root) return [];
+  const src = sourceRoot(repo);
+  return src ? [src, root] : [root];
 }
 
 function failureOf(problems: Problem[]): { category: FailureCategory; message: string } | undefined {

@@ -405,6 +405,8 @@ export interface ObserveSpec {
   /** The repository's folder (mounted read-only) and the folder its modules import from. */
   root: string;
   path: string;
+  /** Other folders its modules import from (its root, when `path` is a `src/` layout's folder). */
+  also: string[];
   /** Seconds one entry may run. */
   entry_s: number;
   entries: { id: string; module: string; function: string; class?: string; kind?: 'build' }[];
