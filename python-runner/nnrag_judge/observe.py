@@ -1,8 +1,10 @@
 """Worker side: how a repository really builds and calls its blocks, observed by running its own code (its tests).
 
-The request names the repository's folder (read-only in the sandbox), the folder its modules import from and the
+The request names the repository's folder (read-only in the sandbox), the folders its modules import from and the
 entry points to run: test functions (`test_*`, with the first values of each `pytest.mark.parametrize`), methods of
-test classes and of `unittest.TestCase`s. While each runs, a profile hook watches every `__init__` and `forward` whose
+test classes and of `unittest.TestCase`s; builders (called without a download, and what they build fed once with the
+inputs the judge would try); configuration files (`model = dict(type=...)`, built by the repository's registry).
+While each runs, a profile hook watches every `__init__` and `forward` whose
 code lives in the repository: the outermost constructor call of each object (its class, its arguments) and the first
 forward call of each object whose construction was seen (its inputs). A construction is sent in the argument language
 the judge replays (recipe.py: literals, `$call`, `$name`, `$partial`...; repository classes by their own names, torch's
@@ -54,6 +56,8 @@ class Observer:
         self.forwarded: Dict[type, int] = {}
         self.types: Dict[type, bool] = {}
         self.torch_dir = os.path.dirname(str(getattr(torch, "__file__", "") or "/nonexistent/x"))
+        # files the entry read as data (a config and its bases): its observations stay true while they are unchanged
+        self.read: List[str] = []
 
     def ours(self, code: Any) -> bool:
         """Whether a code object is the repository's (cached per code object)."""
@@ -259,7 +263,9 @@ def entry_callables(module: Any, entry: Dict[str, Any], root: str, observer: "Ob
     name = str(entry["function"])
     if entry.get("kind") == "build":
         target = getattr(module, name)
-        return [lambda: built_and_fed(target, observer, feeder)]
+        return [lambda: built_and_fed(lambda: target, observer, feeder)]
+    if entry.get("kind") == "config":
+        return [lambda: built_and_fed(lambda: from_config(root, entry, observer), observer, feeder)]
     if owner:
         cls = getattr(module, str(owner))
         try:
@@ -288,16 +294,20 @@ FEEDS = 6
 Feeder = Tuple[Callable[..., List[List[Any]]], Callable[[Any], Any]]
 
 
-def built_and_fed(target: Any, observer: "Observer", feeder: Feeder) -> None:
-    """Call a builder with its defaults (no download), and feed a block it returns with the inputs the judge would
-    try, the first that runs: its blocks' constructions are what the builder did; their inputs are those of a forward
-    of the whole that ran (what an input that failed reached is forgotten)."""
+def built_and_fed(make: Callable[[], Any], observer: "Observer", feeder: Feeder) -> None:
+    """Call a builder (`make()` gives it) with its defaults (no download), and feed a block it returns with the inputs
+    the judge would try, the first that runs: its blocks' constructions are what the builder did; their inputs are
+    those of a forward of the whole that ran (what an input that failed reached is forgotten)."""
     torch = observer.torch
-    try:
-        names = inspect.signature(target).parameters
-    except (TypeError, ValueError):
-        names = {}
-    built = target(**{k: v for k, v in NO_DOWNLOAD.items() if k in names})
+    target = make()
+    if isinstance(target, torch.nn.Module):
+        built = target
+    else:
+        try:
+            names = inspect.signature(target).parameters
+        except (TypeError, ValueError):
+            names = {}
+        built = target(**{k: v for k, v in NO_DOWNLOAD.items() if k in names})
     if not isinstance(built, torch.nn.Module):
         return
     input_list, module_call = feeder
@@ -317,6 +327,82 @@ def built_and_fed(target: Any, observer: "Observer", feeder: Feeder) -> None:
                 observer.inputs, observer.forwarded = kept, counts
     if errors:
         raise RuntimeError(f"built, but no input ran its forward ({errors[0][:200]})")
+
+
+def inside(root: str, relative: str) -> str:
+    """A file of the repository by its relative path, refused when it resolves outside the folder (a link)."""
+    path = os.path.realpath(os.path.join(root, relative))
+    if not path.startswith(os.path.join(os.path.realpath(root), "")):
+        raise ValueError(f"{relative} is not inside the repository")
+    return path
+
+
+def from_config(root: str, entry: Dict[str, Any], observer: "Observer") -> Any:
+    """The model a configuration file describes (`model = dict(type=..., ...)`), built by the repository's registry
+    that knows its type (the modules that register classes imported first when none does yet): read by mmengine's
+    Config where the interpreter has it (the repository's own reader: `_base_` files, substitutions), else by running
+    the file and its `_base_` files and merging their dicts."""
+    config = read_config(root, inside(root, str(entry["file"])), observer)
+    model: Any = config.get("model") if hasattr(config, "get") else None
+    kind = model.get("type") if hasattr(model, "get") else None
+    if not isinstance(kind, str):
+        raise ValueError("the config has no model dict with a type")
+    registries = []
+    for module_name, name in entry.get("registries") or []:
+        registry = getattr(importlib.import_module(str(module_name)), str(name), None)
+        if registry is not None and callable(getattr(registry, "build", None)) and callable(getattr(registry, "get", None)):
+            registries.append(registry)
+    if not registries:
+        raise ValueError("none of the repository's registries could be imported")
+    for imported in (False, True):
+        if imported:
+            for module_name in entry.get("modules") or []:
+                try:
+                    importlib.import_module(str(module_name))
+                except Exception:  # noqa: BLE001 - a module with an optional dependency registers nothing here
+                    continue
+        for registry in registries:
+            try:
+                known = registry.get(kind) is not None
+            except Exception:  # noqa: BLE001 - a registry that raises for an unknown type
+                known = False
+            if known:
+                return registry.build(model)
+    raise ValueError(f"no registry of the repository knows the type {kind!r}")
+
+
+def read_config(root: str, path: str, observer: "Observer", depth: int = 0) -> Any:
+    if depth == 0:
+        try:
+            from mmengine.config import Config  # noqa: PLC0415 - the repository's own reader, where installed
+        except ImportError:
+            Config = None  # noqa: N806
+        if Config is not None:
+            observer.read.append(path)
+            return Config.fromfile(path)
+    if depth > 8:
+        raise ValueError("the config's _base_ files nest too deep")
+    import runpy  # noqa: PLC0415
+    observer.read.append(path)
+    values = {k: v for k, v in runpy.run_path(path).items() if not k.startswith("__") and not inspect.ismodule(v)}
+    bases = values.pop("_base_", [])
+    merged: Dict[str, Any] = {}
+    for base in [bases] if isinstance(bases, str) else list(bases):
+        # a base names a file beside this one (`../_base_/models/resnet50.py`), inside the repository
+        where_ = inside(root, os.path.join(os.path.relpath(os.path.dirname(path), root), str(base)))
+        merged = merged_config(merged, read_config(root, where_, observer, depth + 1))
+    return merged_config(merged, values)
+
+
+def merged_config(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
+    """`over` on `base`, dicts merged key by key (`_delete_=True` replaces instead), as OpenMMLab's configs inherit."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and not value.get("_delete_"):
+            out[key] = merged_config(out[key], value)
+        else:
+            out[key] = {k: v for k, v in value.items() if k != "_delete_"} if isinstance(value, dict) else value
+    return out
 
 
 class Fixtures:
@@ -614,7 +700,7 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
         except BaseException as exc:  # noqa: BLE001 - a failing test still shows what it built before it failed
             error = f"{type(exc).__name__}: {exc}"[:300]
         send({"observed": {"entry": entry.get("id"), "seconds": round(time.time() - started, 3), "error": error,
-                           "calls": observations(observer, real_root), "files": files_imported(real_root)}})
+                           "calls": observations(observer, real_root), "files": files_imported(real_root, observer.read)}})
 
 
 def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:
@@ -656,10 +742,10 @@ def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:
     return out
 
 
-def files_imported(root: str) -> List[str]:
-    """The repository's files its modules were imported from so far (relative paths): an entry's observations stay
-    true while these are unchanged."""
-    out = set()
+def files_imported(root: str, read: List[str]) -> List[str]:
+    """The repository's files its modules were imported from so far, and those read as data (relative paths): an
+    entry's observations stay true while these are unchanged."""
+    out = {os.path.relpath(p, root) for p in read if p.startswith(root)}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if isinstance(path, str) and os.path.realpath(path).startswith(root):

@@ -78,10 +78,18 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def relative_file(value: Any) -> bool:
+    """A path inside a folder: relative, no `..` part, no empty part."""
+    return isinstance(value, str) and bool(value) and not value.startswith("/") and "\\" not in value \
+        and all(part not in ("", ".", "..") for part in value.split("/"))
+
+
 def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
     """What to observe of a repository: {"root" (its folder), "path" (where its modules import from), "also" (other
     such folders), "entry_s",
-    "entries": [{"id", "module", "function", "class"?, "kind"? ("build": a builder, fed what it builds)}]}; None when
+    "entries": [{"id", "module", "function", "class"?, "kind"? ("build": a builder, fed what it builds; "config": a
+    configuration file's `model`, with "file" (relative to root), "registries" ([module, name]...) and "modules" (those
+    registering classes in them))}]}; None when
     malformed."""
     if not isinstance(value, dict) or not isinstance(value.get("root"), str) or not isinstance(value.get("path"), str):
         return None
@@ -90,8 +98,19 @@ def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
         if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("id", "module", "function")) \
                 and all(part.isidentifier() for part in e["module"].split(".")) and e["function"].isidentifier() \
                 and (e.get("class") is None or (isinstance(e["class"], str) and e["class"].isidentifier())) \
-                and e.get("kind") in (None, "build"):
-            entries.append({k: e[k] for k in ("id", "module", "function", "class", "kind") if e.get(k) is not None})
+                and e.get("kind") in (None, "build", "config"):
+            entry = {k: e[k] for k in ("id", "module", "function", "class", "kind") if e.get(k) is not None}
+            if e.get("kind") == "config":
+                file, registries = e.get("file"), e.get("registries")
+                if not relative_file(file) or not isinstance(registries, list):
+                    continue
+                entry["file"] = file
+                entry["registries"] = [[m, n] for m, n in (r for r in registries if isinstance(r, list) and len(r) == 2)
+                                       if isinstance(m, str) and isinstance(n, str) and n.isidentifier()
+                                       and all(part.isidentifier() for part in m.split("."))]
+                entry["modules"] = [m for m in e.get("modules") or [] if isinstance(m, str) and all(part.isidentifier() for part in m.split("."))] \
+                    if isinstance(e.get("modules"), list) else []
+            entries.append(entry)
     budget = value.get("entry_s")
     also = [a for a in value.get("also") or [] if isinstance(a, str)] if isinstance(value.get("also"), list) else []
     return {"root": value["root"], "path": value["path"], "also": also, "entries": entries,

@@ -207,3 +207,27 @@ class ObservedNames(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConfigFiles(unittest.TestCase):
+    """A configuration entry reads only files inside the repository."""
+
+    def test_the_spec_keeps_only_relative_files_inside(self) -> None:
+        from nnrag_judge.serve import observe_spec
+        entry = {"id": "c", "module": "configs.x", "function": "model", "kind": "config", "registries": [["pkg.registry", "MODELS"], ["os;x", "y"]]}
+        spec = observe_spec({"root": "/r", "path": "/r", "entries": [dict(entry, file=f) for f in ("configs/x.py", "../x.py", "/etc/x.py", "a/../../x.py", "")]})
+        self.assertEqual([e["file"] for e in spec["entries"]], ["configs/x.py"])
+        self.assertEqual(spec["entries"][0]["registries"], [["pkg.registry", "MODELS"]])
+
+    def test_a_base_outside_the_repository_is_refused(self) -> None:
+        with tempfile.TemporaryDirectory() as top:
+            root = os.path.join(top, "repo")
+            write_tree(top, {"outside.py": "model = dict(type='X')\n",
+                             "repo/configs/a.py": "_base_ = ['../../outside.py']\n",
+                             "repo/configs/b.py": "_base_ = ['%s']\n" % os.path.join(top, "outside.py")})
+            os.symlink(os.path.join(top, "outside.py"), os.path.join(root, "configs", "link.py"))
+            observer = observe.Observer(root, None)
+            for name in ("configs/a.py", "configs/b.py", "configs/link.py"):
+                with self.assertRaisesRegex(ValueError, "not inside the repository"):
+                    observe.from_config(os.path.realpath(root) + "/", {"file": name, "registries": []}, observer)
+

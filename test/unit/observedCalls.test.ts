@@ -219,4 +219,86 @@ def test_gate():
     assert.strictEqual(report.tier, 'equivalent', pulled.out);
     assert.strictEqual(report.validation?.observed, 'tests/test_gate.py::test_gate');
   });
+
+  it('a configuration file\'s model is built by the repository\'s registry (its _base_ merged) and fed', async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    await writeTree(repo, {
+      'mini/__init__.py': '',
+      'mini/registry.py': `class Registry:
+    def __init__(self):
+        self.known = {}
+
+    def register_module(self):
+        def put(cls):
+            self.known[cls.__name__] = cls
+            return cls
+        return put
+
+    def get(self, name):
+        return self.known.get(name)
+
+    def build(self, cfg):
+        cfg = dict(cfg)
+        return self.known[cfg.pop("type")](**cfg)
+
+
+MODELS = Registry()
+`,
+      'mini/models.py': `import torch
+from torch import nn
+
+from mini.registry import MODELS
+
+
+@MODELS.register_module()
+class Backbone(nn.Module):
+    def __init__(self, width, act=dict(type="ReLU")):
+        super().__init__()
+        self.conv = nn.Conv2d(3, width, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x).relu()
+
+
+@MODELS.register_module()
+class Head(nn.Module):
+    def __init__(self, width, classes):
+        super().__init__()
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, feats):
+        return self.fc(feats.mean((2, 3)))
+
+
+@MODELS.register_module()
+class Classifier(nn.Module):
+    def __init__(self, backbone, head):
+        super().__init__()
+        self.backbone = MODELS.build(backbone)
+        self.head = MODELS.build(head)
+
+    def forward(self, inputs):
+        return self.head(self.backbone(inputs))
+`,
+      'configs/_base_/models/tiny.py': `model = dict(type="Classifier", backbone=dict(type="Backbone", width=8), head=dict(type="Head", width=8, classes=3))
+`,
+      'configs/tiny/tiny_w4.py': `_base_ = ["../_base_/models/tiny.py"]
+model = dict(backbone=dict(width=4), head=dict(width=4))
+`,
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const observed = await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
+    const [summary] = JSON.parse(observed.out) as { entries: number; ran: number; failed: number; fed: number }[];
+    assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.fed], [2, 2, 0, 3], observed.out);
+    const shown = await cli('show', 'mini.models.Head', '--calls', '--db', db);
+    assert.match(shown.out, /in configs\/tiny\/tiny_w4\.py::model\n {4}built with \(width=4, classes=3\)\n {4}forward got \(feats=float32\[\d+, 4, \d+, \d+\]\)/, shown.out);
+    assert.match(shown.out, /in configs\/_base_\/models\/tiny\.py::model\n {4}built with \(width=8, classes=3\)/, shown.out);
+    // the base file is part of what the derived config's observation depends on
+    await fsp.writeFile(path.join(repo, 'configs/_base_/models/tiny.py'), 'model = dict(type="Classifier", backbone=dict(type="Backbone", width=8), head=dict(type="Head", width=8, classes=2))\n');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const rerun = JSON.parse((await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { ran: number; cached: number }[];
+    assert.deepStrictEqual([rerun[0].ran, rerun[0].cached], [2, 0]);
+  });
 });

@@ -1,9 +1,11 @@
 /**
- * The catalog of observed calls: each local repository's own entry points (its tests: `test_*` functions with the first
- * values of their parametrize marks, the test methods of its test classes) are run in the sandbox under the observer
+ * The catalog of observed calls: each local repository's own entry points are run in the sandbox under the observer
  * (python-runner's observe.py), which records how each of the repository's blocks was built and what its forward got.
+ * Entry points: its tests (`test_*` functions with the first values of their parametrize marks, the test methods of
+ * its test classes and of their mixins), its builders (argument-free functions that reach a block, composite blocks
+ * that need no argument: built, then fed once) and its configuration files' `model` dicts (built by its registry).
  * The judge then builds and feeds a block as its repository did (pull.ts `repositoryUses`: observed calls first).
- * An entry is run again only when a file it imported changed, or the interpreter or the observer did.
+ * An entry is run again only when a file it imported or read changed, or the interpreter or the observer did.
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -15,7 +17,7 @@ import { BuilderIndex, callableWithoutArguments } from '../resolve/builders';
 import type { ClassFact } from '../parse/types';
 import { loadRepoRows, type RepoRow } from '../store/sourceText';
 import { checkSandbox } from '../validate/runner';
-import { Judge, torchVersionKey, type ObserveSpec } from '../validate/sandbox';
+import { Judge, torchVersionKey, type ObserveEntry, type ObserveSpec } from '../validate/sandbox';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
 import { importRoots, mountRoot } from './pull';
 
@@ -59,15 +61,10 @@ export interface ObserveSummary {
   skipped?: string;
 }
 
-/** One runnable entry point of a repository: a test, or a builder (a function or a composite block's class that
- * needs no argument, run and then fed once). */
-export interface EntryPoint {
-  id: string;
-  module: string;
-  function: string;
-  class?: string;
-  kind?: 'build';
-}
+export type EntryPoint = ObserveEntry;
+
+/** A configuration file, as OpenMMLab-style repositories lay them out (`configs/**.py`). */
+const CONFIG_FILE = /(?:^|\/)configs?\/.*\.py$/;
 
 /** Functions that run a program rather than build a block, whatever they call. */
 const NOT_A_BUILDER = /^(?:main|train|fit|evaluate|eval|run|cli|demo|benchmark|bench|profile|parse|download|export|convert|test|setup|launch|serve)(?:_|$)/i;
@@ -80,9 +77,16 @@ export function entryPoints(table: ModuleTable, repoId: number, blocks: Readonly
   const out = new Map<string, EntryPoint>();
   const add = (e: EntryPoint): void => void out.set(e.id, e);
   const builders = blocks.size ? new BuilderIndex(table, repoId) : null;
+  const registries = registriesOf(table, repoId);
   for (const list of table.modules()) {
     for (const m of list) {
       if (m.repoId !== repoId || !/^[\w.]+$/.test(m.module)) continue;
+      if (CONFIG_FILE.test(m.path)) {
+        if (registries.registries.length && m.facts.units.some((u) => u.kind === 'assign' && u.binds.includes('model'))) {
+          add({ id: `${m.path}::model`, module: m.module, function: 'model', kind: 'config', file: m.path, ...registries });
+        }
+        continue;
+      }
       if (!TEST_FILE.test(m.path)) {
         if (builders) for (const e of buildersIn(table, m, blocks, builders)) add(e);
         continue;
@@ -97,6 +101,31 @@ export function entryPoints(table: ModuleTable, repoId: number, blocks: Readonly
     }
   }
   return [...out.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** The registries a repository's blocks are registered in (`@MODELS.register_module()`), as [module, name] where
+ * they are defined, the most used first (at most 4), and the modules that register classes in them (imported when
+ * a registry does not know a type yet, as a framework's registry imports its locations). */
+function registriesOf(table: ModuleTable, repoId: number): { registries: [string, string][]; modules: string[] } {
+  const count = new Map<string, { at: [string, string]; n: number; modules: Set<string> }>();
+  for (const list of table.modules()) {
+    for (const m of list) {
+      if (m.repoId !== repoId) continue;
+      for (const c of m.facts.classes) {
+        const name = c.registry?.registry;
+        if (!name || !/^[A-Za-z_]\w*$/.test(name)) continue;
+        const t = table.resolveName(m, name);
+        if (t.kind !== 'symbol' || !/^[\w.]+$/.test(t.mod.module)) continue;
+        const key = `${t.mod.module}:${t.name}`;
+        const got = count.get(key) ?? { at: [t.mod.module, t.name], n: 0, modules: new Set<string>() };
+        got.n++;
+        if (/^[\w.]+$/.test(m.module)) got.modules.add(m.module);
+        count.set(key, got);
+      }
+    }
+  }
+  const top = [...count.values()].sort((a, b) => b.n - a.n).slice(0, 4);
+  return { registries: top.map((c) => c.at), modules: [...new Set(top.flatMap((c) => [...c.modules]))].sort().slice(0, 400) };
 }
 
 /** A class and the repository's classes it derives from, nearest first: a test class's tests include those of its
@@ -137,12 +166,14 @@ function buildersIn(table: ModuleTable, m: ModuleRecord, blocks: ReadonlySet<str
   return out;
 }
 
-/** Entries in turn across files (the first of each file, then the second...), so that a cap still reaches them all. */
+/** Entries in turn across files (the first of each file, then the second...; configs by folder, where a repository
+ * keeps the variants of one model), so that a cap still reaches them all. */
 export function spreadAcrossFiles(entries: EntryPoint[]): EntryPoint[] {
   const byFile = new Map<string, EntryPoint[]>();
   for (const e of entries) {
     const file = e.id.slice(0, e.id.indexOf('::'));
-    byFile.set(file, [...(byFile.get(file) ?? []), e]);
+    const group = e.kind === 'config' ? file.slice(0, file.lastIndexOf('/') + 1) : file;
+    byFile.set(group, [...(byFile.get(group) ?? []), e]);
   }
   const lists = [...byFile.values()];
   const out: EntryPoint[] = [];

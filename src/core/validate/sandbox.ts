@@ -401,6 +401,22 @@ interface Answer {
 }
 
 /** What the observer is asked to run (python-runner's `serve.observe_spec`). */
+/** One runnable entry point of a repository: a test, a builder (a function or a composite block's class that needs no
+ * argument, run and then fed once) or a configuration file's `model`, built by the repository's registry. */
+export interface ObserveEntry {
+  id: string;
+  module: string;
+  function: string;
+  class?: string;
+  kind?: 'build' | 'config';
+  /** For a config: the file (relative to the repository's folder) and the registries its `model` may be built by,
+   * as [module, name] (the one that knows the model's `type` is used). */
+  file?: string;
+  registries?: [string, string][];
+  /** For a config: the modules that register classes in those registries. */
+  modules?: string[];
+}
+
 export interface ObserveSpec {
   /** The repository's folder (mounted read-only) and the folder its modules import from. */
   root: string;
@@ -409,7 +425,7 @@ export interface ObserveSpec {
   also: string[];
   /** Seconds one entry may run. */
   entry_s: number;
-  entries: { id: string; module: string; function: string; class?: string; kind?: 'build' }[];
+  entries: ObserveEntry[];
 }
 
 /** What the observer answers: per entry, what it saw (see store/observed.ts), or why the run stopped. */
