@@ -75,7 +75,7 @@ export async function statusCommand(argv: string[], env: CliEnv): Promise<number
 
 /**
  * `nn-rag update FILE|FOLDER...`: pulls each pulled file's block again from the index and keeps the user's edits: a
- * three-way merge of the edited body and the new upstream body against the body as pulled (kept in NAME.manifest.json).
+ * three-way merge of the edited body and the new upstream body against the body as pulled (kept in .nnrag/NAME.manifest.json).
  * Conflicts are written with markers (exit 1). `--dry-run` prints what would change as a unified diff and writes
  * nothing; an updated file is validated again unless `--no-validate`.
  */

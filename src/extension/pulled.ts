@@ -17,7 +17,7 @@ import type { Session } from './ctx';
 import type { InterpreterService } from './interpreter';
 import { lacksTorch } from './interpreter';
 import type { Provenance } from '../core/emit/pulledFile';
-import type { RequiredRepos } from '../core/emit/manifest';
+import { RECORDS_FOLDER, type RequiredRepos } from '../core/emit/manifest';
 
 export type PulledItem = PulledFileStatus & { uri: string };
 
@@ -296,17 +296,20 @@ export function registerPulledCommands(
     if (arg === undefined && !hasHeader(vscode.window.activeTextEditor?.document.getText() ?? '')) arg = await pickPulled(provider);
     if (arg === undefined) return;
     const { doc, prov } = await pulledOf(arg);
-    // the versions the last validation found, from required_repos.json beside the file
+    // the versions the last validation found, from the folder's records (.nnrag/required_repos.json; beside the file
+    // where an earlier version wrote it)
     const requirements: Requirement[] = [];
-    try {
-      const beside = vscode.Uri.joinPath(doc.uri, '..', 'required_repos.json');
-      const req = JSON.parse(new TextDecoder().decode(await vscode.workspace.fs.readFile(beside))) as Partial<RequiredRepos>;
-      const me = path.basename(doc.uri.fsPath);
-      for (const [distribution, d] of Object.entries(req.distributions ?? {})) {
-        if (d.needed_by.includes(me)) for (const module of d.modules) requirements.push({ module, distribution, version: d.version });
+    for (const where of [vscode.Uri.joinPath(doc.uri, '..', RECORDS_FOLDER, 'required_repos.json'), vscode.Uri.joinPath(doc.uri, '..', 'required_repos.json')]) {
+      try {
+        const req = JSON.parse(new TextDecoder().decode(await vscode.workspace.fs.readFile(where))) as Partial<RequiredRepos>;
+        const me = path.basename(doc.uri.fsPath);
+        for (const [distribution, d] of Object.entries(req.distributions ?? {})) {
+          if (d.needed_by.includes(me)) for (const module of d.modules) requirements.push({ module, distribution, version: d.version });
+        }
+        break;
+      } catch {
+        // none recorded there: the other place, else the modules are listed as not found
       }
-    } catch {
-      // none recorded: the modules are listed as not found
     }
     await writeRequirements(pd.session, { requirements, imports: prov.imports }, vscode.Uri.file(doc.uri.fsPath.replace(/\.py$/, '.requirements.txt')));
   });

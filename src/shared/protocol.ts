@@ -123,8 +123,8 @@ export const PlanUpdate = method<
   { state: UpdateState; next?: string; upstream: string; base?: string; conflicts: number; pulled?: string }
 >('nnrag/planUpdate');
 /**
- * Client -> server: after the client wrote a pulled file (a pull, an update, a validation), record it beside the file
- * from its header (NAME.manifest.json, required_repos.json). `text`: what the client just wrote (read from disk when
+ * Client -> server: after the client wrote a pulled file (a pull, an update, a validation), record it in the `.nnrag/`
+ * folder beside the file from its header (NAME.manifest.json, required_repos.json). `text`: what the client just wrote (read from disk when
  * absent; a save may not have reached it yet). `base`: the body later updates merge against (a pull's `report`
  * without one: the body as written; else the manifest's base is kept). `requirements`: what a validation found (else
  * the report's, else what the last one found is kept).

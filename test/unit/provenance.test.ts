@@ -44,7 +44,7 @@ describe('provenance a reviewer can check: manifest, SWHID, license, required_re
       timeoutMs: 120_000,
     });
     assert.strictEqual(report.status, 'validated', report.message);
-    assert.strictEqual(report.manifest, path.join(dir, 'out', 'block.manifest.json'));
+    assert.strictEqual(report.manifest, path.join(dir, 'out', '.nnrag', 'block.manifest.json'));
     const manifest = JSON.parse(await fsp.readFile(report.manifest!, 'utf8')) as Manifest;
     const byName = new Map(manifest.definitions.map((d) => [d.names[0], d]));
     const expected: [string, string, string][] = [

@@ -33,7 +33,7 @@ const TORCH = { module: 'torch', distribution: 'torch', version: '1.13.0', locat
 describe('the records beside a pulled file', () => {
   let dir: string;
   let file: string;
-  const required = async (): Promise<RequiredRepos> => JSON.parse(await fsp.readFile(path.join(dir, 'required_repos.json'), 'utf8')) as RequiredRepos;
+  const required = async (): Promise<RequiredRepos> => JSON.parse(await fsp.readFile(path.join(dir, '.nnrag', 'required_repos.json'), 'utf8')) as RequiredRepos;
 
   beforeEach(async () => {
     dir = await tmpdir('nnrag-records-');
@@ -72,7 +72,27 @@ describe('the records beside a pulled file', () => {
     assert.deepStrictEqual(r.distributions.torch.needed_by, ['other.py']);
     assert.deepStrictEqual(r.missing, {}, 'numpy was needed by the deleted file only');
     await removeManifests(other);
-    assert.ok(!existsSync(path.join(dir, 'required_repos.json')));
+    assert.ok(!existsSync(path.join(dir, '.nnrag')), 'the records folder goes with the last record');
     await removeManifests(other); // again: nothing there, no error
+  });
+
+  it('one file is one file: the records live in .nnrag/, and those an earlier version wrote beside the file move there', async () => {
+    assert.strictEqual(manifestPath(file), path.join(dir, '.nnrag', 'block.manifest.json'));
+    // as an earlier version left them
+    await writeManifests(file, prov('sha256:a', 'blob1', ['torch']), [TORCH], 'BODY OLD');
+    await fsp.rename(manifestPath(file), path.join(dir, 'block.manifest.json'));
+    await fsp.rename(path.join(dir, '.nnrag', 'required_repos.json'), path.join(dir, 'required_repos.json'));
+    assert.strictEqual((await readManifest(file))?.base_body, 'BODY OLD', 'read where an earlier version wrote it');
+    await writeManifests(file, prov('sha256:b', 'blob2', ['torch']), undefined);
+    assert.deepStrictEqual((await fsp.readdir(dir)).sort(), ['.nnrag', 'block.py']);
+    assert.strictEqual((await readManifest(file))?.base_body, 'BODY OLD', 'the base moved with it');
+    assert.deepStrictEqual((await required()).distributions.torch.needed_by, ['block.py'], 'what the last validation found moved too');
+  });
+
+  it('a link in place of the records folder is refused, and nothing is written through it', async () => {
+    const elsewhere = await tmpdir('nnrag-elsewhere-');
+    await fsp.symlink(elsewhere, path.join(dir, '.nnrag'));
+    await assert.rejects(writeManifests(file, prov('sha256:a', 'blob1', ['torch']), [TORCH], 'BODY'), /refusing to write through the link/);
+    assert.deepStrictEqual(await fsp.readdir(elsewhere), []);
   });
 });

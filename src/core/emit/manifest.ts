@@ -1,10 +1,12 @@
 /**
- * What a reviewer checks next to a pulled file:
- * - `NAME.manifest.json`: per inlined definition, the repository (URL), commit, path, line range, the git blob id of
- *   the source file and its SWHID (`swh:1:cnt:<blob>`), and the license (SPDX id);
- * - `required_repos.json` in the same folder: the third-party distributions the pulled files need, with the
- *   versions the interpreter has and where they come from (one file per folder, merged across pulls).
+ * What a reviewer checks of a pulled file, kept in the `.nnrag/` folder beside it so that the block stays one file:
+ * - `.nnrag/NAME.manifest.json`: per inlined definition, the repository (URL), commit, path, line range, the git blob
+ *   id of the source file and its SWHID (`swh:1:cnt:<blob>`), and the license (SPDX id);
+ * - `.nnrag/required_repos.json`: the third-party distributions the folder's pulled files need, with the versions the
+ *   interpreter has and where they come from (merged across pulls).
+ * Records an earlier version wrote beside the file are read, and moved into `.nnrag/` when next written.
  */
+import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Requirement } from '../validate/runner';
@@ -69,8 +71,20 @@ export function manifestOf(file: string, prov: Provenance, baseBody?: string): M
   };
 }
 
+/** The folder beside pulled files that keeps NN-RAG's records of them, so that a pulled block stays one file. */
+export const RECORDS_FOLDER = '.nnrag';
+
 export function manifestPath(file: string): string {
+  return path.join(path.dirname(file), RECORDS_FOLDER, path.basename(file).replace(/\.py$/, '') + '.manifest.json');
+}
+
+/** Where earlier versions wrote the records: beside the file (read, then moved into RECORDS_FOLDER on the next write). */
+function legacyManifestPath(file: string): string {
   return file.replace(/\.py$/, '') + '.manifest.json';
+}
+
+function legacyRequiredReposPath(file: string): string {
+  return path.join(path.dirname(file), 'required_repos.json');
 }
 
 /** One writer at a time per required_repos.json (batch pulls run concurrently). */
@@ -95,12 +109,15 @@ export async function writeManifests(file: string, prov: Provenance, requirement
 }
 
 async function writeManifestsNow(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string, root?: string): Promise<{ manifest: string; requiredRepos: string }> {
+  // the records folder is checked from the file's folder down (a link in its place is refused)
+  const within = root ?? path.dirname(path.resolve(file));
   const manifest = manifestPath(file);
   const base = baseBody ?? (await readManifest(file))?.base_body;
-  await writeText(manifest, `${JSON.stringify(manifestOf(file, prov, base), null, 2)}\n`, root);
+  await writeText(manifest, `${JSON.stringify(manifestOf(file, prov, base), null, 2)}\n`, within);
+  await fsp.rm(legacyManifestPath(file), { force: true });
 
   const requiredRepos = requiredReposPath(file);
-  const merged = await readRequiredRepos(requiredRepos);
+  const merged = await readRequiredRepos(fs.existsSync(requiredRepos) ? requiredRepos : legacyRequiredReposPath(file));
   const me = path.basename(file);
   // what was found for this file before, by module: kept when no validation ran this time
   const before = new Map<string, Requirement>();
@@ -121,7 +138,8 @@ async function writeManifestsNow(file: string, prov: Provenance, requirements: R
       if (!m.needed_by.includes(me)) m.needed_by.push(me);
     }
   }
-  await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, root);
+  await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, within);
+  await fsp.rm(legacyRequiredReposPath(file), { force: true });
   return { manifest, requiredRepos };
 }
 
@@ -134,11 +152,16 @@ export async function removeManifests(file: string): Promise<void> {
   const previous = locks.get(key) ?? Promise.resolve();
   const mine = previous.catch(() => undefined).then(async () => {
     await fsp.rm(manifestPath(file), { force: true });
-    const requiredRepos = requiredReposPath(file);
-    const merged = await readRequiredRepos(requiredRepos);
-    dropFile(merged, path.basename(file));
-    if (!Object.keys(merged.distributions).length && !Object.keys(merged.missing).length) await fsp.rm(requiredRepos, { force: true });
-    else await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`);
+    await fsp.rm(legacyManifestPath(file), { force: true });
+    for (const requiredRepos of [requiredReposPath(file), legacyRequiredReposPath(file)]) {
+      if (!fs.existsSync(requiredRepos)) continue;
+      const merged = await readRequiredRepos(requiredRepos);
+      dropFile(merged, path.basename(file));
+      if (!Object.keys(merged.distributions).length && !Object.keys(merged.missing).length) await fsp.rm(requiredRepos, { force: true });
+      else await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, path.dirname(path.resolve(file)));
+    }
+    // the records folder goes with the last file it kept records of
+    await fsp.rmdir(path.join(path.dirname(file), RECORDS_FOLDER)).catch(() => undefined);
   });
   locks.set(key, mine);
   try {
@@ -149,16 +172,20 @@ export async function removeManifests(file: string): Promise<void> {
 }
 
 export async function readManifest(file: string): Promise<Manifest | undefined> {
-  try {
-    const m = JSON.parse(await fsp.readFile(manifestPath(file), 'utf8')) as Manifest;
-    return m.schema === MANIFEST_SCHEMA ? m : undefined;
-  } catch {
-    return undefined;
+  for (const where of [manifestPath(file), legacyManifestPath(file)]) {
+    try {
+      const m = JSON.parse(await fsp.readFile(where, 'utf8')) as Manifest;
+      if (m.schema === MANIFEST_SCHEMA) return m;
+    } catch {
+      // not there (or unreadable): the other place, else none
+    }
   }
+  return undefined;
 }
 
-function requiredReposPath(file: string): string {
-  return path.join(path.dirname(file), 'required_repos.json');
+/** The folder's requirements of its pulled files (in RECORDS_FOLDER). */
+export function requiredReposPath(file: string): string {
+  return path.join(path.dirname(file), RECORDS_FOLDER, 'required_repos.json');
 }
 
 async function readRequiredRepos(file: string): Promise<RequiredRepos> {

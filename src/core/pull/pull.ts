@@ -69,9 +69,9 @@ export interface PullReport {
   graph?: DependencyGraph;
   /** Lines of the block, lines pulled in, and the largest definitions pulled in with why each is there. */
   sizes?: FileSizes;
-  /** `NAME.manifest.json` written next to the file (per definition: SWHID, license...). */
+  /** `.nnrag/NAME.manifest.json` beside the file (per definition: SWHID, license...). */
   manifest?: string;
-  /** The folder's `required_repos.json`. */
+  /** The folder's `.nnrag/required_repos.json`. */
   requiredRepos?: string;
   /** Compiled operators built for the file and placed beside it (`--build-native`). */
   natives?: { module: string; file: string; sources: string[]; cached: boolean; seconds: number }[];
@@ -102,7 +102,7 @@ export interface PullOptions {
   force?: boolean;
   /** false: do not run the block's code when only a weaker sandbox than bubblewrap's is available (an error). */
   allowWeakSandbox?: boolean;
-  /** Write NAME.manifest.json and the folder's required_repos.json next to `out` (default true). */
+  /** Write the file's manifest and the folder's required_repos.json into `.nnrag/` beside `out` (default true). */
   manifest?: boolean;
   /** How many of the largest definitions pulled in the report names (default 10). */
   largest?: number;

@@ -7,7 +7,7 @@
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
 import { createHash } from 'crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'fs';
 import * as http from 'http';
 import type { AddressInfo } from 'net';
 import { tmpdir } from 'os';
@@ -37,6 +37,8 @@ function ready(a: NnragApi): Promise<unknown> {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Where NN-RAG keeps a pulled file's manifest: in the `.nnrag/` folder beside it. */
+const manifestOf = (f: string): string => path.join(path.dirname(f), '.nnrag', path.basename(f).replace(/\.py$/, '.manifest.json'));
 
 /**
  * Waits for `work` while poking the UI it opens (accepting quick inputs, applying the refactor preview) the way a
@@ -272,12 +274,12 @@ describe('trusted workspace', function () {
     assert.match(after, /# my own note/);
     // one truth: the manifest and required_repos.json say what the header now says
     const record = JSON.parse(/^# nnrag-provenance: (.*)$/m.exec(after)![1]) as { hash: string; validation?: { tier?: string }; definitions: { blob: string }[] };
-    const manifest = JSON.parse(readFileSync(dest.replace(/\.py$/, '.manifest.json'), 'utf8')) as typeof record & { content_hash: string };
+    const manifest = JSON.parse(readFileSync(manifestOf(dest), 'utf8')) as typeof record & { content_hash: string };
     assert.deepStrictEqual(
       [manifest.content_hash, manifest.validation?.tier, manifest.definitions.map((d) => d.blob)],
       [record.hash, record.validation?.tier, record.definitions.map((d) => d.blob)],
     );
-    const required = JSON.parse(readFileSync(path.join(path.dirname(dest), 'required_repos.json'), 'utf8')) as { distributions: Record<string, { needed_by: string[] }>; missing: Record<string, unknown> };
+    const required = JSON.parse(readFileSync(path.join(path.dirname(dest), '.nnrag', 'required_repos.json'), 'utf8')) as { distributions: Record<string, { needed_by: string[] }>; missing: Record<string, unknown> };
     assert.ok(required.distributions.torch?.needed_by.includes('residual_block.py') && !required.missing.torch, JSON.stringify(required));
     assert.strictEqual((await states())['residual_block.py'], 'up-to-date edited validated');
     assert.deepStrictEqual(
@@ -324,10 +326,11 @@ describe('trusted workspace', function () {
       const text = readFileSync(dest, 'utf8');
       assert.match(text, /"validation":\{"status":"validated"/);
       assert.match(text, /^class DropPath\(nn\.Module\):/m);
-      assert.ok(existsSync(dest.replace(/\.py$/, '.manifest.json')), 'the manifest is written beside it');
+      assert.ok(existsSync(manifestOf(dest)), 'the manifest is written into .nnrag/');
+      assert.deepStrictEqual(readdirSync(path.dirname(dest)).filter((f) => f.startsWith(path.basename(dest, '.py'))), [path.basename(dest)], 'one file');
       // deleted: its manifest goes with it
       await vscode.workspace.fs.delete(vscode.Uri.file(dest));
-      for (const t0 = Date.now(); existsSync(dest.replace(/\.py$/, '.manifest.json')); await sleep(100)) {
+      for (const t0 = Date.now(); existsSync(manifestOf(dest)); await sleep(100)) {
         if (Date.now() - t0 > 20_000) throw new Error('the manifest of a deleted pulled file is still there');
       }
     } finally {
@@ -349,7 +352,7 @@ describe('trusted workspace', function () {
       assert.strictEqual(r.shared, path.join(dir, '_nnrag_common.py'));
       const defs = ['_nnrag_common.py', 'inverted_residual.py', 'residual_block.py', 'transformer_block.py'].map((f) => (readFileSync(path.join(dir, f), 'utf8').match(/^class ConvNormAct\(/gm) ?? []).length);
       assert.deepStrictEqual(defs, [1, 0, 0, 0]);
-      assert.ok(existsSync(path.join(dir, 'residual_block.manifest.json')));
+      assert.ok(existsSync(path.join(dir, '.nnrag', 'residual_block.manifest.json')));
     } finally {
       await config.update('pullFolder', before, vscode.ConfigurationTarget.Workspace);
     }
