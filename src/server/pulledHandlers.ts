@@ -26,9 +26,10 @@ export function registerPulledHandlers(connection: Connection, service: () => In
     const { db, parser } = await service().ready();
     const manifest = await readManifest(file);
     const plan = await planUpdate({ db, parser, session: service().pullSession(db), scratch: scratch() }, text, manifest?.base_body, path.basename(file), path.dirname(file));
-    // the file as it was pulled (the upstream's header over the body the manifest kept): the left of a three-way
-    // Compare, which shows what upstream changed since the pull and not the user's own edits
-    const pulled = manifest?.base_body !== undefined ? `${splitPulled(plan.upstream).header}${manifest.base_body}` : undefined;
+    // the file as it was pulled (its own header, which names the version and folder it came from, over the body the
+    // manifest kept): the left of a three-way Compare, which shows what upstream changed since the pull and not the
+    // user's own edits
+    const pulled = manifest?.base_body !== undefined ? `${splitPulled(text).header}${manifest.base_body}` : undefined;
     return { state: plan.state, next: plan.next, upstream: plan.upstream, base: plan.base, conflicts: plan.conflicts, pulled };
   });
   onRequest(connection, WriteManifests, async ({ file, report, base, text: given, requirements }) => {

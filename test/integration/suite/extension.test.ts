@@ -264,6 +264,10 @@ describe('trusted workspace', function () {
     assert.notStrictEqual(asPulled.uri.toString(), doc.uri.toString(), 'the left side is the file as pulled, not as edited');
     assert.doesNotMatch(asPulled.getText(), /my own note|\(changed upstream\)/);
     assert.match(asPulled.getText(), /class ResidualBlock\(/);
+    // its header is the one it was pulled with (the version and blob it came from), not the source's today
+    const recordOf = (t: string): string => /^# nnrag-provenance: (.*)$/m.exec(t)?.[1] ?? '';
+    assert.strictEqual(recordOf(asPulled.getText()), recordOf(doc.getText()), 'the left side has the header the file was pulled with');
+    assert.notStrictEqual(recordOf(asPulled.getText()), recordOf(upstream ?? ''), 'the header of the source today is on the right only');
     // Update: both changes kept, one edit, validated again
     const updated = await drive(vscode.commands.executeCommand<{ state: string; validation?: { ok: boolean; tier: string } }>('nnrag.updatePulled', doc.uri.toString()), []);
     assert.strictEqual(updated?.state, 'merged');
