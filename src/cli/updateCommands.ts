@@ -1,4 +1,5 @@
 /** `nn-rag status` and `nn-rag update`: pulled files against their upstream. */
+import { STALE_WORDS } from '../core/pull/pulledState';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -66,7 +67,7 @@ export async function statusCommand(argv: string[], env: CliEnv): Promise<number
               : r.state === 'unknown'
                 ? (r.reason ?? 'repository not in this index')
                 : 'up to date';
-      env.out(`${r.file}  ${r.target}  ${what}${r.edited && r.state !== 'damaged' ? '; edited locally' : ''}\n`);
+      env.out(`${r.file}  ${r.target}  ${what}${r.edited && r.state !== 'damaged' ? '; edited locally' : ''}${r.stale ? `; ${STALE_WORDS}` : ''}\n`);
     }
   }
   // like `git diff --exit-code`: 1 when something is out of date

@@ -3,7 +3,7 @@
  * message names (`line 24`) or else at the block's class, saying the category and the message; a pass clears it.
  */
 import * as vscode from 'vscode';
-import { verdictWords } from '../core/pull/pulledState';
+import { STALE_WORDS, verdictWords, type VerdictLike } from '../core/pull/pulledState';
 
 export interface Verdict {
   ok: boolean;
@@ -38,6 +38,15 @@ export class ValidationProblems implements vscode.Disposable {
     );
     d.source = 'NN-RAG';
     d.code = v.category ?? undefined;
+    this.collection.set(uri, [d]);
+  }
+
+  /** A verdict on the body before an edit: said as information at the block, until the file is validated again. */
+  stale(uri: vscode.Uri, text: string, was: VerdictLike, className?: string): void {
+    const line = problemLine(text, undefined, className);
+    const d = new vscode.Diagnostic(new vscode.Range(line, 0, line, text.split('\n')[line]?.length ?? 0), `NN-RAG: ${STALE_WORDS} (was ${verdictWords(was)})`, vscode.DiagnosticSeverity.Information);
+    d.source = 'NN-RAG';
+    d.code = 'stale';
     this.collection.set(uri, [d]);
   }
 

@@ -165,6 +165,43 @@ async function validateAsNext({ client, interpreter, log, mayRunCode, session }:
   return r;
 }
 
+/**
+ * One truth for a pulled file's verdict, its header: an edit makes it stale at once in the view and the Problems panel
+ * (the CodeLens reads the same status), and an opened file (after a reload too) shows what its header says.
+ */
+function followPulledDocuments(context: vscode.ExtensionContext, pd: PulledDeps): void {
+  const { client, provider, log } = pd;
+  const pending = new Map<string, NodeJS.Timeout>();
+  const follow = (doc: vscode.TextDocument): void => {
+    if (doc.uri.scheme !== 'file' || doc.languageId !== 'python' || !hasHeader(doc.getText())) return;
+    const key = doc.uri.toString();
+    clearTimeout(pending.get(key));
+    pending.set(key, setTimeout(() => {
+      pending.delete(key);
+      void syncProblems(client, doc).catch((err: unknown) => log.warn(`[problems] ${doc.uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
+      provider.refresh();
+    }, 300));
+  };
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeTextDocument((e) => e.contentChanges.length && follow(e.document)),
+    vscode.workspace.onDidOpenTextDocument(follow),
+    { dispose: () => pending.forEach((t) => clearTimeout(t)) },
+  );
+  for (const doc of vscode.workspace.textDocuments) follow(doc);
+}
+
+/** The Problems entry of a pulled file as its header says: a failure judged on this body, a verdict the body changed
+ * since (information, not an error of this body), or none. */
+async function syncProblems(client: NnragClient, doc: vscode.TextDocument): Promise<void> {
+  const text = doc.getText();
+  const [st] = await client.request(GetPulledStatus, { files: [{ uri: doc.uri.toString(), text }] });
+  const v = st?.validation;
+  const className = st?.target.split('.').pop();
+  if (!st || !v) validationProblems().clear(doc.uri);
+  else if (st.stale) validationProblems().stale(doc.uri, text, v, className);
+  else validationProblems().set(doc.uri, text, { ok: v.status !== 'failed' && v.status !== 'error', tier: v.tier, category: v.category, message: v.message }, className);
+}
+
 /** A pulled file of the workspace, picked (the palette's Write Requirements with no pulled file active). */
 async function pickPulled(provider: PulledBlocksProvider): Promise<string | undefined> {
   const items = await provider.list();
@@ -189,6 +226,7 @@ export function registerPulledCommands(
   };
   activeIsPulled();
   context.subscriptions.push(vscode.window.onDidChangeActiveTextEditor(activeIsPulled), vscode.workspace.onDidSaveTextDocument(activeIsPulled));
+  followPulledDocuments(context, pd);
   const upstreamTexts = new Map<string, string>();
   const upstreamChanged = new vscode.EventEmitter<vscode.Uri>();
   context.subscriptions.push(

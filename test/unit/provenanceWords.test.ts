@@ -31,7 +31,8 @@ describe('provenance words in the editor', () => {
     const hover = provenanceHover(text, text.indexOf('BasicBlock:') + 2);
     const md = JSON.stringify(hover);
     assert.ok(md.includes('torchvision==0.14.1a0+5e8e2f1'), md);
-    const lens = upstreamLens(text, PROV, { target: PROV.target, state: 'up-to-date', edited: false, conflicts: 0, changed: [], validation: PROV.validation }, 'file:///x.py');
+    const lens = upstreamLens(text, PROV, { target: PROV.target, state: 'up-to-date', edited: false, stale: false,
+      conflicts: 0, changed: [], validation: PROV.validation }, 'file:///x.py');
     assert.match(lens[0].command!.title, /pulled from torchvision@torchvision==0\.14\.1a0\+5e8e2f1 /);
     assert.strictEqual(shortCommit('0123456789abcdef0123456789abcdef01234567'), '0123456789ab');
   });

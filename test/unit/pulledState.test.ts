@@ -5,13 +5,17 @@ import type { PulledFileStatus } from '../../src/core/pull/update';
 import { FAILURE_CATEGORIES } from '../../src/core/validate/report';
 import { sentence } from '../../src/core/base/text';
 
-const base: PulledFileStatus = { target: 't:m.Block', state: 'up-to-date', edited: false, conflicts: 0, changed: [], validation: { status: 'validated', tier: 'equivalent', category: null } };
+const base: PulledFileStatus = { target: 't:m.Block', state: 'up-to-date', edited: false, stale: false, conflicts: 0, changed: [], validation: { status: 'validated', tier: 'equivalent', category: null } };
 
 describe('the words for a pulled file', () => {
   it('says conflicts, edits and failures wherever it is shown, each with its icon', () => {
     assert.deepStrictEqual(describePulled(base), { parts: ['up to date', 'validated: equivalent'], label: 'up to date · validated: equivalent', icon: 'pass' });
     assert.deepStrictEqual(describePulled({ ...base, edited: true }).parts, ['up to date', 'edited locally', 'validated: equivalent']);
     assert.strictEqual(describePulled({ ...base, edited: true }).icon, 'edit');
+    // a verdict on the body before the edit is not the file's: said so, and a failure before the edit is no warning
+    assert.deepStrictEqual(describePulled({ ...base, edited: true, stale: true }).parts, ['up to date', 'edited locally', 'edited, not validated since (was validated: equivalent)']);
+    const staleFailure = describePulled({ ...base, edited: true, stale: true, validation: { status: 'failed', tier: 'imported', category: 'instantiate' } });
+    assert.strictEqual(staleFailure.icon, 'edit');
     const conflicted = describePulled({ ...base, state: 'conflicted', conflicts: 2, edited: true });
     assert.deepStrictEqual([conflicted.parts[0], conflicted.icon], ['2 conflicts', 'git-merge']);
     const failed = describePulled({ ...base, validation: { status: 'failed', tier: 'imported', category: 'instantiate' } });

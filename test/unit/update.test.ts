@@ -2,6 +2,8 @@ import * as assert from 'assert';
 import { existsSync, promises as fsp } from 'fs';
 import * as path from 'path';
 import { merge3 } from '../../src/core/emit/merge';
+import { withValidation } from '../../src/core/pull/update';
+import type { ValidationReport } from '../../src/core/validate/runner';
 import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 
 describe('three-way merge and nn-rag update', function () {
@@ -71,6 +73,22 @@ describe('three-way merge and nn-rag update', function () {
     assert.ok(after.includes('self.act = nn.GELU()  # mine'), 'the edit is kept');
     assert.ok(after.includes('rd_ratio=0.125'), 'the upstream change is in');
     assert.strictEqual((await cli('status', file, '--db', db)).code, 0, 'up to date again');
+  });
+
+  it('a verdict goes stale when the body changes after it, and is the file\'s again once validated', async () => {
+    const { file, db } = await setup();
+    const judged = (text: string): string => withValidation(text, { ok: true, tier: 'equivalent' } as ValidationReport);
+    const stale = async (): Promise<boolean> => (JSON.parse((await cli('status', file, '--db', db, '--json')).out) as { stale: boolean }[])[0].stale;
+    await fsp.writeFile(file, judged(await fsp.readFile(file, 'utf8')));
+    assert.strictEqual(await stale(), false);
+    const edited = (await fsp.readFile(file, 'utf8')).replace('self.act = nn.ReLU(inplace=True)', 'self.act = nn.GELU()  # mine');
+    await fsp.writeFile(file, edited);
+    assert.strictEqual(await stale(), true, 'the verdict was on the body before the edit');
+    assert.match((await cli('status', file, '--db', db)).out, /edited locally; edited, not validated since/);
+    await fsp.writeFile(file, judged(edited));
+    assert.strictEqual(await stale(), false, 'validated after the edit: its verdict is the file\'s');
+    await fsp.writeFile(file, `${judged(edited)}\n# another edit\n`);
+    assert.strictEqual(await stale(), true);
   });
 
   it('leaves conflict markers and exits 1 when the edit and upstream change the same lines', async () => {

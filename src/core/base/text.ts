@@ -20,6 +20,11 @@ export function shortCommit(commit: string): string {
   return /^[0-9a-f]{40}$/.test(commit) ? commit.slice(0, 12) : commit;
 }
 
+/** The first line of a message, cut as `sentence` cuts (what a header keeps of why a validation failed). */
+export function firstLine(text: string, max = 300): string {
+  return sentence(text.split('\n')[0], max);
+}
+
 /** `text` cut to at most `max` characters at a word's end, with an ellipsis when cut, and ending as a sentence does. */
 export function sentence(text: string, max: number): string {
   let out = text.trim();

@@ -53,6 +53,10 @@ export interface Provenance {
     builder?: string;
     /** The repository's own code (a test) whose call built and fed the block. */
     observed?: string;
+    /** Why it failed, its first line. */
+    message?: string;
+    /** The hash of the body judged (`bodyHash`), when not the body as pulled (a validation after an edit). */
+    body?: string;
   };
   /**
    * The arguments the repository's builder (`builder`, module-qualified) gave the block when no guessed argument set

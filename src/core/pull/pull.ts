@@ -2,6 +2,7 @@
  * Pull a block: resolve its dependency closure, emit one dependency-closed file, validate it with the
  * chosen interpreter, record the result. The same pipeline serves the CLI, the server and batch runs.
  */
+import { firstLine } from '../base/text';
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
@@ -638,6 +639,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       output_shapes: v.output_shapes,
       builder: v.builder,
       ...(v.observed ? { observed: v.observed } : {}),
+      ...(report.status === 'failed' && report.message ? { message: firstLine(report.message) } : {}),
     };
     if (v.recipe && v.builder) emitted.provenance.builtWith = { builder: v.builder, ...v.recipe };
     final = replaceProvenance(emitted.code, emitted.provenance);

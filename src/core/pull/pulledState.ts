@@ -64,6 +64,9 @@ export interface PulledWords {
 
 const FAILED = new Set(['failed', 'error']);
 
+/** A verdict the body changed since. */
+export const STALE_WORDS = 'edited, not validated since';
+
 export function describePulled(s: PulledFileStatus): PulledWords {
   const parts: string[] = [];
   if (s.state === 'conflicted') parts.push(`${s.conflicts} conflict${s.conflicts === 1 ? '' : 's'}`);
@@ -72,8 +75,9 @@ export function describePulled(s: PulledFileStatus): PulledWords {
   else if (s.state === 'damaged') parts.push('damaged header');
   else parts.push('not in this index');
   if (s.edited && s.state !== 'damaged') parts.push('edited locally');
-  if (s.state !== 'damaged') parts.push(verdictWords(s.validation));
-  const failed = s.validation !== undefined && FAILED.has(s.validation.status);
+  // a verdict on another body than the file's is not the file's: said as such until it is validated again
+  if (s.state !== 'damaged') parts.push(s.stale ? `${STALE_WORDS} (was ${verdictWords(s.validation)})` : verdictWords(s.validation));
+  const failed = !s.stale && s.validation !== undefined && FAILED.has(s.validation.status);
   const icon =
     s.state === 'conflicted'
       ? 'git-merge'

@@ -3,6 +3,7 @@
  * and the text an update gives it (for `nn-rag update` and the editor's Update). Nothing here writes the file: the
  * command line writes it, the editor applies it as one undoable edit.
  */
+import { firstLine } from '../base/text';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { NnragError } from '../base/errors';
@@ -35,15 +36,17 @@ export interface PulledFileStatus {
   reason?: string;
   /** The upstream sources that changed or disappeared, and the definitions taken from each. */
   changed: { names: string[]; path: string; state: string }[];
-  /** The validation recorded in the header at the pull. */
-  validation?: { status: string; tier?: string | null; category?: string | null };
+  /** The validation recorded in the header (at the pull, or after an edit), and why it failed. */
+  validation?: { status: string; tier?: string | null; category?: string | null; message?: string };
+  /** The body changed since that validation judged it: its verdict is not the file's any more. */
+  stale: boolean;
 }
 
 /** The state of a pulled file's text, or undefined when it was not pulled (no NN-RAG header). */
 export function pulledFileStatus(db: IndexDb, text: string): PulledFileStatus | undefined {
   const { provenance: prov, damaged } = parseProvenance(text);
   const conflicts = conflictMarkers(text);
-  if (damaged) return { target: '?', state: 'damaged', edited: true, conflicts, reason: damaged, changed: [] };
+  if (damaged) return { target: '?', state: 'damaged', edited: true, conflicts, reason: damaged, changed: [], stale: false };
   if (!prov) return undefined;
   let known = true;
   try {
@@ -53,14 +56,16 @@ export function pulledFileStatus(db: IndexDb, text: string): PulledFileStatus | 
   }
   const up = upstreamStatus(db, prov);
   const v = prov.validation;
+  const body = bodyHash(text);
   return {
     target: prov.target,
     state: conflicts ? 'conflicted' : known ? up.state : 'unknown',
-    edited: bodyHash(text) !== prov.hash,
+    edited: body !== prov.hash,
+    stale: !!v && v.status !== 'extracted' && body !== (v.body ?? prov.hash),
     conflicts,
     ...(known ? {} : { reason: `${prov.target} is not in this index` }),
     changed: up.entries.filter((e) => e.state === 'changed' || e.state === 'missing').map((e) => ({ names: e.names, path: e.path, state: e.state })),
-    ...(v ? { validation: { status: v.status, tier: v.tier ?? null, category: v.category ?? null } } : {}),
+    ...(v ? { validation: { status: v.status, tier: v.tier ?? null, category: v.category ?? null, ...(v.message ? { message: v.message } : {}) } } : {}),
   };
 }
 
@@ -144,6 +149,9 @@ export function withValidation(text: string, v: ValidationReport): string {
     input_shapes: v.input_shapes,
     output_shapes: v.output_shapes,
     builder: v.builder,
+    ...(!v.ok && v.message ? { message: firstLine(v.message) } : {}),
+    // what was judged: the verdict goes stale when the body changes again
+    body: bodyHash(text),
   };
   return replaceProvenance(text, { ...prov, validation });
 }

@@ -252,7 +252,12 @@ describe('trusted workspace', function () {
     assert.strictEqual((await states())['residual_block.py'], 'changed edited validated');
     // the CodeLens says what the view says: upstream changed, and the user's edit
     const edited = (await lensTitles()).find((t) => t.includes('NN-RAG')) ?? '';
-    assert.match(edited, /upstream changed since the pull: .* · edited locally · validated: equivalent/);
+    // the verdict was on the body before the edit: it is not the file's any more, in the CodeLens and in Problems
+    assert.match(edited, /upstream changed since the pull: .* · edited locally · edited, not validated since \(was validated: equivalent\)/);
+    const staleEntry = async (): Promise<boolean> => vscode.languages.getDiagnostics(doc.uri).some((d) => d.code === 'stale' && /edited, not validated since/.test(d.message));
+    for (const t0 = Date.now(); !(await staleEntry()); await sleep(100)) {
+      if (Date.now() - t0 > 15_000) throw new Error('the Problems panel does not say the verdict is stale after an edit');
+    }
     // Compare: a diff editor of the file against what the pull gives today
     const upstream = await vscode.commands.executeCommand<string>('nnrag.compareUpstream', doc.uri.toString());
     assert.match(upstream ?? '', /\(changed upstream\)/);
@@ -286,6 +291,10 @@ describe('trusted workspace', function () {
     const required = JSON.parse(readFileSync(path.join(path.dirname(dest), '.nnrag', 'required_repos.json'), 'utf8')) as { distributions: Record<string, { needed_by: string[] }>; missing: Record<string, unknown> };
     assert.ok(required.distributions.torch?.needed_by.includes('residual_block.py') && !required.missing.torch, JSON.stringify(required));
     assert.strictEqual((await states())['residual_block.py'], 'up-to-date edited validated');
+    // validated again by Update: the verdict is the file's again
+    for (const t0 = Date.now(); await staleEntry(); await sleep(100)) {
+      if (Date.now() - t0 > 15_000) throw new Error('the stale entry stays in Problems after the file was validated again');
+    }
     assert.deepStrictEqual(
       (await lensTitles()).filter((t) => t.includes('NN-RAG')).map((t) => /up to date/.test(t)),
       [true],
