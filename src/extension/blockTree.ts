@@ -50,6 +50,12 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
     item.contextValue = node.kind;
     item.description = node.count !== undefined ? String(node.count) : undefined;
     item.iconPath = new vscode.ThemeIcon(node.kind === 'repo' ? 'repo' : 'symbol-folder');
+    if (node.installed) {
+      // installed packages: which version, from which interpreter (the tooltip gives the paths whole)
+      const { version, python, folder } = node.installed;
+      item.description = [String(node.count ?? 0), version, python].filter(Boolean).join(' · ');
+      item.tooltip = new vscode.MarkdownString().appendMarkdown(`**${node.label}**${version ? ` ${version}` : ''}\n\n`).appendText(`${vscode.l10n.t('installed package of {0}', python ?? vscode.l10n.t('the selected interpreter'))}\n${folder}`);
+    }
     if (node.shared) {
       // the team's index: read-only here (no Re-index or Remove)
       item.contextValue = 'shared';

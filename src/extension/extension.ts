@@ -16,6 +16,7 @@ import { describeInterpreter, InterpreterService, versionsLabel, withInterpreter
 import type { Interpreter } from './interpreter';
 import { PulledBlocksProvider, registerPulledCommands } from './pulled';
 import { validationProblems } from './problems';
+import { offerToKeepInterpreter } from './repositoryCommands';
 
 /**
  * What `activate` returns: the index state and typed requests to the server. Used by the integration tests and by
@@ -203,6 +204,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     `[settings] nnrag.repositories: ${init.repositories.length} (user ${where?.globalValue?.length ?? '-'}, workspace ${where?.workspaceValue?.length ?? '-'}, folder ${where?.workspaceFolderValue?.length ?? '-'}); folders: ${(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join(', ') || 'none'}`,
   );
   let indexed = JSON.stringify(atStart);
+  let followed = interpreter.current().path;
   const reindexIfChanged = (): void => {
     const now = indexSettings();
     if (JSON.stringify(now) === indexed) return;
@@ -223,8 +225,14 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
           (err: unknown) => log.error(`[index] shared index: ${err instanceof Error ? err.message : String(err)}`),
         ),
     ),
-    // installed-package repositories without their own `python` are those of the selected interpreter
-    interpreter.onDidChange(() => reindexIfChanged()),
+    // installed-package repositories without their own `python` are those of the selected interpreter: they follow it
+    // (indexed again from the new one), and the user may keep the old one instead
+    interpreter.onDidChange(() => {
+      const before = followed;
+      followed = interpreter.current().path;
+      reindexIfChanged();
+      if (before !== followed) void offerToKeepInterpreter(before, followed);
+    }),
   );
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();

@@ -41,7 +41,7 @@ export function registerRepositoryCommands(reg: Reg, deps: Deps): void {
   // an entry as the argument (a SourceConfig) skips the prompts
   reg('nnrag.addRepository', async (given) => {
     if (given && typeof given === 'object' && typeof (given as SourceConfig).location === 'string') return addRepository(given as SourceConfig);
-    const entry = await promptForRepository();
+    const entry = await promptForRepository(interpreter.current().path);
     if (!entry) return;
     return addRepository(entry);
   });
@@ -119,6 +119,22 @@ export function registerRepositoryCommands(reg: Reg, deps: Deps): void {
   });
 }
 
+/**
+ * The selected interpreter changed from `before` to `now`: the installed-package repositories that follow it are
+ * indexed from `now`; one message says so, with a button that keeps them on `before` instead (their entries then name
+ * it). Says nothing when none follows.
+ */
+export async function offerToKeepInterpreter(before: string, now: string): Promise<void> {
+  const { list, target } = repositoriesInEffect();
+  const following = list.filter((r) => r.kind === 'python-env' && !r.python);
+  if (!following.length) return;
+  const names = following.map((r) => r.location).join(', ');
+  const keep = vscode.l10n.t('Keep {0}', before);
+  const pick = await vscode.window.showInformationMessage(vscode.l10n.t('The installed packages {0} are now indexed from {1} (they came from {2}).', names, now, before), keep);
+  if (pick !== keep) return;
+  await vscode.workspace.getConfiguration('nnrag').update('repositories', list.map((r) => (following.includes(r) ? { ...r, python: before } : r)), target);
+}
+
 /** `nnrag.repositories` where it takes effect (scopeInEffect): additions and removals go there. */
 function repositoriesInEffect(): { key: string; list: SourceConfig[]; target: vscode.ConfigurationTarget } {
   const { key, value, target } = scopeInEffect('repositories');
@@ -132,8 +148,8 @@ async function addRepository(entry: SourceConfig): Promise<string> {
   return key;
 }
 
-/** Asks what to index: a git URL, a local folder or installed packages. */
-async function promptForRepository(): Promise<SourceConfig | undefined> {
+/** Asks what to index: a git URL, a local folder or installed packages (of `python`, which the prompt names). */
+async function promptForRepository(python: string): Promise<SourceConfig | undefined> {
   const kinds = [
     { label: vscode.l10n.t('Git URL'), source: 'git' as const },
     { label: vscode.l10n.t('Local folder'), source: 'folder' as const },
@@ -158,7 +174,10 @@ async function promptForRepository(): Promise<SourceConfig | undefined> {
     });
     if (url) entry = /^file:\/\//.test(url.trim()) ? { location: url.trim(), kind: 'folder' } : { location: url.trim(), kind: 'git' };
   } else {
-    const pkgs = await vscode.window.showInputBox({ prompt: vscode.l10n.t('Installed packages, comma-separated'), value: 'torchvision' });
+    const pkgs = await vscode.window.showInputBox({
+      prompt: vscode.l10n.t('Installed packages of {0} (the interpreter selected for NN-RAG), comma-separated', python),
+      value: 'torchvision',
+    });
     if (pkgs) entry = { location: pkgs.trim(), kind: 'python-env' };
   }
   return entry;

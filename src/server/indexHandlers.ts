@@ -36,7 +36,22 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
       const failing = new Map(service().failing().map((f) => [f.name, f]));
       const shared = sharedRepositories(db);
       const configured = (name: string): boolean => service().configured(name) !== undefined;
-      const nodes = blocksPerRepo(db).map((r): TreeNode => ({ kind: 'repo', label: r.repo, repo: r.repo, count: r.blocks, error: failing.get(r.repo)?.message, ...(shared.has(r.repo) && !configured(r.repo) ? { shared: true } : {}) }));
+      // installed packages say which version, from which interpreter
+      const installed = new Map(
+        db.all("SELECT name, location, commit_id FROM repos WHERE kind = 'python-env'").map((r) => [
+          String(r.name),
+          { folder: String(r.location), ...(r.commit_id ? { version: String(r.commit_id) } : {}), ...(service().configured(String(r.name))?.python ? { python: service().configured(String(r.name))!.python } : {}) },
+        ]),
+      );
+      const nodes = blocksPerRepo(db).map((r): TreeNode => ({
+        kind: 'repo',
+        label: r.repo,
+        repo: r.repo,
+        count: r.blocks,
+        error: failing.get(r.repo)?.message,
+        ...(shared.has(r.repo) && !configured(r.repo) ? { shared: true } : {}),
+        ...(installed.has(r.repo) ? { installed: installed.get(r.repo) } : {}),
+      }));
       for (const f of failing.values()) if (!nodes.some((n) => n.repo === f.name)) nodes.push({ kind: 'repo', label: f.name, repo: f.name, error: f.message });
       return nodes;
     }

@@ -62,6 +62,8 @@ export interface TreeNode {
   shared?: boolean;
   /** A repository whose last index run failed: why (its node offers Retry, Remove and Open Settings). */
   error?: string;
+  /** Installed packages: the version indexed, the interpreter they come from and the folder they are in. */
+  installed?: { version?: string; python?: string; folder: string };
 }
 
 export interface PullParams {

@@ -1,4 +1,5 @@
 import * as assert from 'assert';
+import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { pullBlock } from '../../src/core/pull/pull';
@@ -222,4 +223,46 @@ describe('a shared index under the index service', function () {
       await svc.dispose();
     }
   });
+
 });
+
+describe('installed-package repositories under the index service', function () {
+  this.timeout(60_000);
+
+  it('installed packages follow the interpreter the settings give: the same package of another interpreter replaces them', async () => {
+    // two interpreters, each with its own copy of one package (venvs whose site-packages point to two folders)
+    const work = await tmpdir('nnrag-svc-envs-');
+    const interpreters: string[] = [];
+    for (const [i, doc] of ['first copy', 'second copy'].entries()) {
+      const pkg = path.join(work, `site${i}`, 'mylayers');
+      await fsp.mkdir(pkg, { recursive: true });
+      await fsp.writeFile(path.join(pkg, '__init__.py'), '');
+      await fsp.writeFile(path.join(pkg, 'blocks.py'), `from torch import nn\n\n\nclass Gate${i}(nn.Module):\n    """${doc}"""\n\n    def forward(self, x):\n        return x\n`);
+      const venv = path.join(work, `venv${i}`);
+      execFileSync('python3', ['-m', 'venv', '--without-pip', venv]);
+      const site = execFileSync(path.join(venv, 'bin', 'python'), ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
+      await fsp.writeFile(path.join(site, 'mine.pth'), `${path.join(work, `site${i}`)}\n`);
+      interpreters.push(path.join(venv, 'bin', 'python'));
+    }
+    const storage = await tmpdir('nnrag-svc-');
+    const failed: string[] = [];
+    const config = (python: string): { location: string; kind: 'python-env'; python: string }[] => [{ location: 'mylayers', kind: 'python-env', python }];
+    const svc = new IndexService(
+      { ...ASSETS, storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: config(interpreters[0]) },
+      { log: () => undefined, status: () => undefined, failed: (m) => failed.push(m), changed: () => undefined },
+    );
+    const names = async (): Promise<string[]> => searchBlocks((await svc.ready()).db, { text: '', limit: 100 }).map((h) => h.name).sort();
+    try {
+      assert.strictEqual((await svc.reindex()).failing, 0, failed.join('\n'));
+      assert.deepStrictEqual(await names(), ['Gate0']);
+      svc.configure({ repositories: config(interpreters[1]) });
+      const second = await svc.reindex();
+      assert.deepStrictEqual([second.failing, second.repos], [0, 1], failed.join('\n'));
+      assert.deepStrictEqual(await names(), ['Gate1'], 'the other interpreter\'s copy replaced the first');
+      assert.doesNotMatch(failed.join('\n'), /--name/);
+    } finally {
+      await svc.dispose();
+    }
+  });
+});
+

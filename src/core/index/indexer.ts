@@ -47,6 +47,11 @@ export interface IndexOptions {
   only?: string[];
   /** When to rediscover blocks while files land, so search answers during a cold run; one schedule for a whole run. */
   rediscover?: Rediscovery;
+  /**
+   * Installed packages of the same name indexed from another interpreter are replaced (the editor's settings name the
+   * repository, and the interpreter they follow changed); else that is an error asking for another name.
+   */
+  replaceInstalled?: boolean;
 }
 
 /**
@@ -147,7 +152,7 @@ function existingFiles(db: IndexDb, repoId: number): Map<string, ExistingFile> {
 async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
   const t0 = performance.now();
   const { info } = source;
-  const repoId = upsertRepo(db, source);
+  const repoId = upsertRepo(db, source, options.replaceInstalled === true);
   const reparseAll = db.getMeta('parser_version') !== PARSER_VERSION;
 
   const only = options.only && source.listPaths ? new Set(options.only) : undefined;
@@ -318,23 +323,33 @@ export function finishRun(db: IndexDb, dedup: DedupOptions = {}, { light = false
 export function removeRepositoriesExcept(db: IndexDb, keep: Set<string>): string[] {
   const gone = db.all('SELECT id, name FROM repos').filter((r) => !keep.has(String(r.name)));
   if (!gone.length) return [];
-  db.transaction(() => {
-    for (const r of gone) {
-      db.run('DELETE FROM classes_fts WHERE docid IN (SELECT id FROM classes WHERE repo_id = ?)', [r.id]);
-      db.run('DELETE FROM classes WHERE repo_id = ?', [r.id]);
-      db.run('DELETE FROM files WHERE repo_id = ?', [r.id]);
-      db.run('DELETE FROM observed_calls WHERE repo_id = ?', [r.id]);
-      db.run('DELETE FROM observed_entries WHERE repo_id = ?', [r.id]);
-      db.run('DELETE FROM repos WHERE id = ?', [r.id]);
-    }
-  });
+  dropRepositories(db, gone.map((r) => Number(r.id)));
   return gone.map((r) => String(r.name));
 }
 
-function upsertRepo(db: IndexDb, source: OpenedSource): number {
+/** Every row of the repositories `ids`. */
+function dropRepositories(db: IndexDb, ids: number[]): void {
+  db.transaction(() => {
+    for (const id of ids) {
+      db.run('DELETE FROM classes_fts WHERE docid IN (SELECT id FROM classes WHERE repo_id = ?)', [id]);
+      db.run('DELETE FROM classes WHERE repo_id = ?', [id]);
+      db.run('DELETE FROM files WHERE repo_id = ?', [id]);
+      db.run('DELETE FROM observed_calls WHERE repo_id = ?', [id]);
+      db.run('DELETE FROM observed_entries WHERE repo_id = ?', [id]);
+      db.run('DELETE FROM repos WHERE id = ?', [id]);
+    }
+  });
+}
+
+function upsertRepo(db: IndexDb, source: OpenedSource, replaceInstalled: boolean): number {
   const { info, config } = source;
-  const row = db.get('SELECT id, location, kind, url, ref, root, module_prefix, priority, config FROM repos WHERE name = ?', [info.name]);
+  let row = db.get('SELECT id, location, kind, url, ref, root, module_prefix, priority, config FROM repos WHERE name = ?', [info.name]);
   const cfg = JSON.stringify({ include: config.include, exclude: config.exclude, symbols: config.symbols, inline: config.inline, ref: config.ref });
+  if (row && String(row.location) !== info.location && replaceInstalled && row.kind === 'python-env' && info.kind === 'python-env') {
+    // the same packages of another interpreter: what was indexed (and judged) from the old one goes with it
+    dropRepositories(db, [Number(row.id)]);
+    row = undefined;
+  }
   if (row && String(row.location) !== info.location) {
     throw new NnragError(
       'bad-source',
@@ -350,7 +365,7 @@ function upsertRepo(db: IndexDb, source: OpenedSource): number {
     row.module_prefix === info.modulePrefix &&
     Number(row.priority) === (config.priority ?? 0) &&
     row.config === cfg;
-  if (same) return Number(row.id);
+  if (same && row) return Number(row.id);
   // one upsert keyed by name: a re-index refreshes where the repository lives and how it is configured
   db.run(
     `INSERT INTO repos (name, kind, location, url, ref, root, module_prefix, priority, config) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)

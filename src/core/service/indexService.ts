@@ -298,6 +298,8 @@ export class IndexService {
           // a live update of a folder looks at the files the watcher saw change, not the whole folder
           only: only?.get(source.info.root),
           maxFileBytes: options.maxFileKb * 1024,
+          // the settings name each repository: installed packages that now follow another interpreter replace the old
+          replaceInstalled: true,
           onProgress: (pr) => {
             if (pr.step % 25 === 0 || pr.step === pr.total) {
               this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${source.info.name}`, progress: { step: pr.step, total: pr.total, repo: source.info.name } });
