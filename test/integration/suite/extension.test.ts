@@ -16,6 +16,7 @@ import * as vscode from 'vscode';
 import type { NnragApi } from '../../../src/extension/extension';
 import type { PullReport } from '../../../src/core/pull/pull';
 import { ListTree, ReindexRepositories, SearchBlocks } from '../../../src/shared/protocol';
+import type { TreeNode } from '../../../src/shared/protocol';
 
 const EXTENSION_ID = 'nn-rag.nn-rag';
 const fixture = (): string => {
@@ -451,6 +452,44 @@ describe('trusted workspace', function () {
     } finally {
       assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.removeRepository', 'stdjson'), 'workspace');
       await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before);
+    }
+  });
+
+  it('installed packages follow the interpreter selected: another interpreter\'s copy replaces them, and the node says which', async () => {
+    const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('nnrag');
+    const picked = config().inspect<string>('pythonPath')?.workspaceValue;
+    const before = nnrag.status().repos;
+    // two interpreters, each with its own copy of one package
+    const work = mkdtempSync(path.join(tmpdir(), 'nnrag-envs-'));
+    const interpreters = [0, 1].map((i) => {
+      mkdirSync(path.join(work, `site${i}`, 'mylayers'), { recursive: true });
+      writeFileSync(path.join(work, `site${i}`, 'mylayers', '__init__.py'), '');
+      writeFileSync(path.join(work, `site${i}`, 'mylayers', 'blocks.py'), `from torch import nn\n\n\nclass Gate${i}(nn.Module):\n    def forward(self, x):\n        return x\n`);
+      execFileSync('python3', ['-m', 'venv', '--without-pip', path.join(work, `venv${i}`)]);
+      const python = path.join(work, `venv${i}`, 'bin', 'python');
+      const site = execFileSync(python, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
+      writeFileSync(path.join(site, 'mine.pth'), `${path.join(work, `site${i}`)}\n`);
+      return python;
+    });
+    const node = async (): Promise<TreeNode | undefined> => (await nnrag.request(ListTree, {})).find((n) => n.repo === 'mylayers');
+    try {
+      await config().update('pythonPath', interpreters[0], vscode.ConfigurationTarget.Workspace);
+      assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: 'mylayers', kind: 'python-env' }), 'workspace');
+      await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before + 1);
+      assert.strictEqual((await node())?.installed?.python, interpreters[0], JSON.stringify(await node()));
+      // another interpreter: its copy is indexed in place of the first, no error asks for a command-line flag
+      assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.selectInterpreter', interpreters[1]), 'workspace');
+      for (const t0 = Date.now(); (await node())?.installed?.python !== interpreters[1]; await sleep(200)) {
+        if (Date.now() - t0 > 30_000) throw new Error(`the repository did not follow the interpreter: ${JSON.stringify(await node())}`);
+      }
+      const now = await node();
+      assert.ok(now && !now.error, JSON.stringify(now));
+      assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'Gate', limit: 5 })).filter((h) => h.repo === 'mylayers').map((h) => h.name).join(), 'Gate1');
+    } finally {
+      await config().update('pythonPath', picked, vscode.ConfigurationTarget.Workspace);
+      assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.removeRepository', 'mylayers'), 'workspace');
+      await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before);
+      rmSync(work, { recursive: true, force: true });
     }
   });
 
