@@ -38,6 +38,9 @@ MAX_DEPTH = 6
 MAX_ITEMS = 64
 # a sent observation's JSON length cap
 MAX_CALL_CHARS = 20_000
+# a block built with more parameters than this is not kept (a whole model at full size, which a builder made: the
+# judge would build it twice per attempt)
+LARGEST_BLOCK = 50_000_000
 
 
 class EntryTimeout(BaseException):
@@ -648,6 +651,17 @@ def pytest_stand_in() -> Any:
     return module
 
 
+def base_folder(root: str, relative: str) -> Optional[str]:
+    """The folder pytest puts on the path for a test file (its "prepend" import mode): the first folder above the file
+    without an `__init__.py`, so that a test imports the helpers beside it by bare name. Only inside the repository."""
+    if not relative or relative.startswith("/") or ".." in relative.split("/"):
+        return None
+    folder = os.path.dirname(os.path.join(root, relative))
+    while folder.startswith(root) and os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder = os.path.dirname(folder)
+    return folder if folder.startswith(root.rstrip("/")) else None
+
+
 def alarm(_signum: int, _frame: Any) -> None:
     raise EntryTimeout()
 
@@ -684,6 +698,9 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
         observer = Observer(root, torch)
         error: Optional[str] = None
         try:
+            test_folder = base_folder(real_root, str(entry.get("id", "")).split("::")[0])
+            if test_folder and test_folder not in sys.path:
+                sys.path.insert(1, test_folder)
             module = importlib.import_module(str(entry["module"]))
             calls = entry_callables(module, entry, real_root, observer, feeder)
             sys.setprofile(observer.profile)
@@ -711,8 +728,9 @@ def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:
     out: List[Dict[str, Any]] = []
     seen: Dict[str, List[str]] = {}
     order = sorted(observer.rec.calls.items(), key=lambda kv: kv[0] not in observer.inputs)
+    objects = {id(o): o for o in observer.rec.keep}
     for key, (cls, args, kwargs) in order:
-        if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+        if not isinstance(cls, type) or not issubclass(cls, nn.Module) or parameters_of(objects.get(key)) > LARGEST_BLOCK:
             continue
         try:
             where = inspect.getsourcefile(cls)
@@ -740,6 +758,14 @@ def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:
         out.append(dict(call, module=cls.__module__, name=cls.__qualname__,
                         file=os.path.relpath(os.path.realpath(where), root)))
     return out
+
+
+def parameters_of(block: Any) -> int:
+    """How many parameters a block holds (0 when it cannot say: one whose constructor failed part way)."""
+    try:
+        return sum(int(p.numel()) for p in block.parameters())
+    except Exception:  # noqa: BLE001 - a half-built block
+        return 0
 
 
 def files_imported(root: str, read: List[str]) -> List[str]:

@@ -209,6 +209,58 @@ if __name__ == "__main__":
     unittest.main()
 
 
+@unittest.skipUnless(HAS_TORCH, "torch is not installed")
+class WhatIsKept(unittest.TestCase):
+    def test_a_whole_model_at_full_size_is_not_kept(self) -> None:
+        import importlib
+        import torch
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {"sized/__init__.py": "", "sized/blocks.py": """
+                import torch
+                from torch import nn
+
+                class Big(nn.Module):
+                    def __init__(self, n):
+                        super().__init__()
+                        self.w = nn.Parameter(torch.empty(n, device="meta"))
+                """})
+            sys.path.insert(0, root)
+            try:
+                blocks = importlib.import_module("sized.blocks")
+                observer = observe.Observer(root, torch)
+                sys.setprofile(observer.profile)
+                try:
+                    kept = [blocks.Big(10), blocks.Big(observe.LARGEST_BLOCK + 1)]
+                finally:
+                    sys.setprofile(None)
+                calls = observe.observations(observer, os.path.join(os.path.realpath(root), ""))
+            finally:
+                sys.path.remove(root)
+                for name in [m for m in sys.modules if m == "sized" or m.startswith("sized.")]:
+                    del sys.modules[name]
+        self.assertEqual(len(kept), 2)
+        self.assertEqual([c["args"] + list(c["kwargs"].values()) for c in calls], [[10]])
+
+    def test_a_test_imports_the_helpers_beside_it_as_pytest_does(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {"examples/helpers_here.py": "WIDTH = 3\n",
+                              "examples/test_example.py": """
+                                  from helpers_here import WIDTH
+
+                                  def test_width():
+                                      assert WIDTH == 3
+                                  """})
+            entries = [{"id": "examples/test_example.py::test_width", "module": "examples.test_example", "function": "test_width"}]
+            with tempfile.TemporaryDirectory() as work:
+                before = os.getcwd()
+                try:
+                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
+                finally:
+                    os.chdir(before)
+        self.assertTrue(got["ok"], got)
+        self.assertIsNone(got["observed"][0]["error"], got)
+
+
 class ConfigFiles(unittest.TestCase):
     """A configuration entry reads only files inside the repository."""
 

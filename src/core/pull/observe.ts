@@ -22,7 +22,7 @@ import { DEFAULT_MEMORY_MB } from '../validate/limits';
 import { importRoots, mountRoot } from './pull';
 
 /** Bumped when what the observer records changes: every entry is then observed again. */
-export const OBSERVER_VERSION = '1';
+export const OBSERVER_VERSION = '2';
 
 /** A file of tests, as repositories lay them out. */
 const TEST_FILE = /(?:^|\/)(?:tests?|testing)\/|(?:^|\/)test_[^/]*\.py$|_test\.py$/;
