@@ -479,12 +479,13 @@ describe('trusted workspace', function () {
       assert.strictEqual((await node())?.installed?.python, interpreters[0], JSON.stringify(await node()));
       // another interpreter: its copy is indexed in place of the first, no error asks for a command-line flag
       assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.selectInterpreter', interpreters[1]), 'workspace');
-      for (const t0 = Date.now(); (await node())?.installed?.python !== interpreters[1]; await sleep(200)) {
-        if (Date.now() - t0 > 30_000) throw new Error(`the repository did not follow the interpreter: ${JSON.stringify(await node())}`);
+      const gates = async (): Promise<string> => (await nnrag.request(SearchBlocks, { text: 'Gate', limit: 5 })).filter((h) => h.repo === 'mylayers').map((h) => h.name).join();
+      for (const t0 = Date.now(); (await gates()) !== 'Gate1'; await sleep(200)) {
+        if (Date.now() - t0 > 30_000) throw new Error(`the repository did not follow the interpreter: ${await gates()} ${JSON.stringify(await node())}`);
       }
       const now = await node();
       assert.ok(now && !now.error, JSON.stringify(now));
-      assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'Gate', limit: 5 })).filter((h) => h.repo === 'mylayers').map((h) => h.name).join(), 'Gate1');
+      assert.strictEqual(now.installed?.python, interpreters[1]);
     } finally {
       await config().update('pythonPath', picked, vscode.ConfigurationTarget.Workspace);
       assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.removeRepository', 'mylayers'), 'workspace');
