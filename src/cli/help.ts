@@ -15,8 +15,10 @@ usage:
   nn-rag observe [REPO...] [--db F] [--python PY] [--memory-mb MB] [--entry-seconds S] [--seconds S] [--max-entries N]
                  [--force] [--json]
                      runs each local repository's tests (test_* functions, the first values of their parametrize
-                     marks, test classes) in the sandbox and records how they built and fed its blocks; pulls then
-                     build and feed a block that way first; a test runs again only when a file it imported changed
+                     marks, test classes and their mixins), builders (functions and whole models that need no
+                     argument, fed once) and config files' model dicts (built by its registry) in the sandbox, and
+                     records how they built and fed its blocks; pulls then build and feed a block that way first;
+                     an entry runs again only when a file it imported or read changed
   nn-rag search QUERY [--db F]... [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--validation validated|failed|none] [--all-copies] [--json]
                                                     several --db: searched together, merged by score
@@ -44,7 +46,9 @@ usage:
                      each block into DIR/<its name in snake case>.py; what several of them need is written once into
                      DIR/_nnrag_common.py and imported by each
   nn-rag pull --all | --from names.json [--db F] --out-dir DIR [--repo R] [--limit N] [--start-from N] [--python PY]
-              [--jobs N] [--no-pool] [--shard K/N | --shard auto [--shard-count N]] [--json]
+              [--jobs N] [--no-pool] [--no-observe] [--shard K/N | --shard auto [--shard-count N]] [--json]
+                                                    observes the blocks' local repositories first (see observe;
+                                                    unchanged entries are kept), unless --no-observe
                                                     validation in N warm interpreters (default: one per core);
                                                     --shard: this machine's part (stable by target), its own
                                                     report.shard-K-of-N.json, the index only read; auto reads

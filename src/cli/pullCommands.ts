@@ -55,6 +55,7 @@ const PULL_OPTIONS = {
   'dry-run': {},
   shard: { value: true },
   'shard-count': { value: true },
+  'no-observe': {},
 };
 
 
@@ -262,6 +263,27 @@ async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv):
   }
 }
 
+/** Observes the local repositories the targets come from (observe.ts), saying so on stderr. */
+async function observeFirst(ws: Workspace, db: Awaited<ReturnType<typeof openDb>>, targets: string[], args: ReturnType<typeof parse>, env: CliEnv): Promise<void> {
+  const repos = new Set<string>();
+  for (const t of targets) {
+    try {
+      repos.add(findTarget(db, t).repo);
+    } catch {
+      // a target not in the index is reported by its pull
+    }
+  }
+  if (!repos.size) return;
+  const summaries = await ws.observe(
+    { python: pythonOf(args, env), runner: env.assets.runner, memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB), signal: env.signal, onProgress: (m) => env.err(`[observe] ${m}\n`) },
+    [...repos],
+  );
+  for (const s of summaries) {
+    if (!s.skipped) env.err(`[observe] ${s.repo}: ${s.ran} of its ${s.entries} entries run (${s.cached} unchanged); ${s.classes} of its classes seen built, ${s.fed} also fed\n`);
+  }
+  await db.save();
+}
+
 async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
   const outDir = path.resolve(opt(args, 'out-dir') ?? 'nnrag-pulled');
   const validate = !flag(args, 'no-validate');
@@ -278,11 +300,14 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     const targets = all.slice(startFrom, startFrom + limit);
     const ws = Workspace.over(db, env.assets);
     const parser = await ws.parser();
-    const session = ws.session();
     // validation runs in a pool of warm interpreters (one per core unless --jobs says otherwise), the pulls that
     // feed it run that many at a time; --no-pool starts a fresh interpreter for every block
     const jobs = Math.max(1, intOpt(args, 'jobs', validate ? os.cpus().length : 1));
     if (validate) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
+    // the judge builds and feeds blocks as their repositories do: the repositories' entry points are observed first
+    // (what is unchanged since the last observation is kept); a shard only reads the index
+    if (validate && !shard && !flag(args, 'no-observe')) await observeFirst(ws, db, targets, args, env);
+    const session = ws.session();
     // (the folders the originals are imported from, for the equivalence check, are shown to every sandbox)
     const pool = validate && !flag(args, 'no-pool') ? ws.validatorPool(pythonOf(args, env), env.assets.runner, jobs, intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB)) : undefined;
     const items: BatchItem[] = new Array(targets.length);

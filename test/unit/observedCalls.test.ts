@@ -182,6 +182,25 @@ class HeadTests(HeadChecks, unittest.TestCase):
     assert.match(shown.out, /in toy\/model\.py::net_small\n {4}built with \(width=4, classes=5\)\n {4}forward got \(x=float32\[\d+, 4, \d+, \d+\]\)/, shown.out);
     assert.match(shown.out, /in toy\/model\.py::Net\n/, shown.out);
     assert.match(shown.out, /in tests\/test_head\.py::HeadTests::test_shape\n {4}built with \(width=6, classes=2\)\n {4}forward got \(x=float32\[1, 6, 2, 2\]/, shown.out);
+
+    // a batch pull observes first: here nothing changed since, so nothing runs again
+    const batch = await cli('pull', '--all', '--db', db, '--out-dir', path.join(dir, 'all'), '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
+    assert.match(batch.err, /\[observe\] repo: 0 of its 3 entries run \(3 unchanged\)/, batch.err);
+    assert.strictEqual((JSON.parse(batch.out) as { raw: { equivalent: number } }).raw.equivalent, 3, batch.out);
+  });
+
+  it('a batch pull observes the repositories first, unless told not to', async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    await writeTree(repo, REPO);
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const without = await cli('pull', '--all', '--no-observe', '--db', db, '--out-dir', path.join(dir, 'without'), '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
+    assert.doesNotMatch(without.err, /\[observe\]/);
+    assert.notStrictEqual((JSON.parse(without.out) as { raw: { equivalent: number } }).raw.equivalent, 1, without.out);
+    const batch = await cli('pull', '--all', '--db', db, '--out-dir', path.join(dir, 'all'), '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
+    assert.match(batch.err, /\[observe\] repo: 2 of its 2 entries run \(0 unchanged\)/, batch.err);
+    assert.strictEqual((JSON.parse(batch.out) as { raw: { equivalent: number } }).raw.equivalent, 1, batch.out);
   });
 
   it('a src/ layout: its package imports from src/, its tests from the root, and its original is compared', async () => {
