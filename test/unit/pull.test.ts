@@ -142,6 +142,35 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));
   });
 
+  it('a name registered in a library the file inlines is found by string: in the code, and in the config dict a test built the block with', async () => {
+    const dir = await tmpdir();
+    const registry = 'class Registry:\n    def __init__(self):\n        self.items = {}\n\n    def register_module(self, name=None):\n        def wrap(cls):\n            self.items[name or cls.__name__] = cls\n            return cls\n        return wrap\n\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.items[cfg.pop("type")](**cfg)\n\n\nMODELS = Registry()\n';
+    await writeTree(path.join(dir, 'fwlib'), {
+      // the library registers its layers when it is imported, as OpenMMLab's do
+      'fwlib/__init__.py': 'from . import acts  # noqa: F401\n',
+      'fwlib/registry.py': registry,
+      'fwlib/acts.py': 'import torch\nfrom torch import nn\n\nfrom .registry import MODELS\n\n\n@MODELS.register_module()\nclass Swish(nn.Module):\n    def forward(self, x):\n        return x * torch.sigmoid(x)\n\n\n@MODELS.register_module(name="Cube")\nclass CubeAct(nn.Module):\n    def forward(self, x):\n        return x ** 3\n',
+    });
+    await writeTree(path.join(dir, 'app'), {
+      'app/__init__.py': '',
+      'app/block.py': 'from torch import nn\n\nfrom fwlib.registry import MODELS\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4, act_cfg=dict(type="Swish")):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.act = MODELS.build(act_cfg)\n\n    def forward(self, x):\n        return self.act(self.lin(x))\n',
+      'tests/test_block.py': 'import torch\n\nfrom app.block import Block\n\n\ndef test_cube():\n    block = Block(dim=3, act_cfg=dict(type="Cube"))\n    assert block(torch.randn(2, 3)).shape == (2, 3)\n',
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', path.join(dir, 'fwlib'), path.join(dir, 'app'), '--db', db)).code, 0);
+    assert.strictEqual((await cli('observe', 'app', '--db', db, '--python', PYTHON_WITH_TORCH)).code, 0);
+    const out = path.join(dir, 'out', 'block.py');
+    const r = await cli('pull', 'app.block.Block', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json');
+    const report = JSON.parse(r.out) as { tier: string; inlinedRepos: string[]; validation: { observed?: string } };
+    assert.deepStrictEqual(report.inlinedRepos, ['fwlib']);
+    const code = await fsp.readFile(out, 'utf8');
+    // "Swish" in the block's own default, "Cube" only in the config dict its test built it with
+    assert.match(code, /^@MODELS\.register_module\(\)\nclass Swish\(nn\.Module\):/m);
+    assert.match(code, /^@MODELS\.register_module\(name="Cube"\)\nclass CubeAct\(nn\.Module\):/m);
+    assert.strictEqual(report.tier, 'equivalent', r.out);
+    assert.strictEqual(report.validation.observed, 'tests/test_block.py::test_cube');
+  });
+
   it('a name the original module reads and never defines (its own bug) is left as it is, and the block is still judged', async () => {
     const dir = await tmpdir();
     await writeTree(path.join(dir, 'buggy'), {

@@ -10,7 +10,6 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import type { IndexDb } from '../store/database';
 import { blobsOf, forgetObserved, observedClasses, observedEntries, observedSize, recordObserved, stillTrue, type ObservedCall, type ObservedEntry } from '../store/observed';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
 import { BuilderIndex, callableWithoutArguments } from '../resolve/builders';
@@ -19,7 +18,7 @@ import { loadRepoRows, type RepoRow } from '../store/sourceText';
 import { checkSandbox } from '../validate/runner';
 import { Judge, torchVersionKey, type ObserveEntry, type ObserveSpec } from '../validate/sandbox';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
-import { importRoots, mountRoot } from './pull';
+import { companionRoots, importRoots, mountRoot, type PullSession } from './pull';
 
 /** Bumped when what the observer records changes: every entry is then observed again. */
 export const OBSERVER_VERSION = '2';
@@ -191,18 +190,19 @@ function keyOf(interpreter: string, files: Record<string, string>): string {
  * Observes the local repositories named (all when none): runs their entry points that changed since their last
  * observation, in the sandbox, and records what they saw in the index. The caller saves the index.
  */
-export async function observeRepositories(db: IndexDb, table: ModuleTable, options: ObserveOptions, names?: string[]): Promise<ObserveSummary[]> {
+export async function observeRepositories(session: PullSession, options: ObserveOptions, names?: string[]): Promise<ObserveSummary[]> {
   await checkSandbox(options);
   const interpreter = `${options.python}:${await torchVersionKey(options.python)}`;
   const out: ObserveSummary[] = [];
-  for (const repo of loadRepoRows(db).values()) {
+  for (const repo of loadRepoRows(session.db).values()) {
     if (names?.length && !names.includes(repo.name)) continue;
-    out.push(await observeRepository(db, table, repo, interpreter, options));
+    out.push(await observeRepository(session, repo, interpreter, options));
   }
   return out;
 }
 
-async function observeRepository(db: IndexDb, table: ModuleTable, repo: RepoRow, interpreter: string, options: ObserveOptions): Promise<ObserveSummary> {
+async function observeRepository(session: PullSession, repo: RepoRow, interpreter: string, options: ObserveOptions): Promise<ObserveSummary> {
+  const { db, table } = session;
   const t0 = performance.now();
   const summary: ObserveSummary = { repo: repo.name, entries: 0, ran: 0, cached: 0, failed: 0, classes: 0, fed: 0, seconds: 0, bytes: 0 };
   const [folder, ...also] = importRoots(repo);
@@ -225,8 +225,10 @@ async function observeRepository(db: IndexDb, table: ModuleTable, repo: RepoRow,
   const chosen = spreadAcrossFiles(stale).slice(0, options.maxEntries ?? 400);
   if (chosen.length) {
     options.onProgress?.(`${repo.name}: running ${chosen.length} of its ${all.length} tests and builders under the observer`);
-    const spec: ObserveSpec = { root: repo.root, path: folder, also, entry_s: options.entrySeconds ?? 20, entries: chosen };
-    const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [mount]);
+    // the other indexed repositories it imports that the interpreter does not have: after its own folders
+    const companions = await companionRoots(session, repo.id, options.python);
+    const spec: ObserveSpec = { root: repo.root, path: folder, also: [...also, ...companions.roots.filter((r) => r !== folder && !also.includes(r))], entry_s: options.entrySeconds ?? 20, entries: chosen };
+    const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [mount, ...companions.mounts.filter((m) => m !== mount)]);
     try {
       const answer = await judge.observe(spec, { timeoutMs: (options.repositorySeconds ?? 600) * 1000, memoryMb: options.memoryMb, signal: options.signal });
       const known = new Set(chosen.map((e) => e.id));

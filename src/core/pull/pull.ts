@@ -2,6 +2,7 @@
  * Pull a block: resolve its dependency closure, emit one dependency-closed file, validate it with the
  * chosen interpreter, record the result. The same pipeline serves the CLI, the server and batch runs.
  */
+import { registryIndex } from '../resolve/closureRegistrations';
 import { firstLine } from '../base/text';
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
@@ -240,6 +241,18 @@ async function reposToInline(session: PullSession, rootRepo: number, options: Pu
   return out;
 }
 
+/**
+ * The other local repositories a repository's code runs with when the interpreter cannot import them (those a pull
+ * from it inlines): the folders they import from (after its own) and the folders to mount. The observer runs the
+ * repository's own entry points with them, as the original's worker does.
+ */
+export async function companionRoots(session: PullSession, repoId: number, python: string): Promise<{ roots: string[]; mounts: string[] }> {
+  const others = [...(await reposToInline(session, repoId, { python } as PullOptions))]
+    .map((id) => session.repos.get(id))
+    .filter((r): r is RepoRow => !!r && !!importRoot(r) && fs.existsSync(r.root));
+  return { roots: [...new Set(others.flatMap((r) => importRoots(r)))], mounts: [...new Set(others.map((r) => r.root))] };
+}
+
 /** Where the original class can be imported from for the equivalence check, or why it cannot. `inlined`: the
  * other repositories whose code the copy inlines (their folders go on the original's path too). */
 export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterable<number> = []): OriginalClass | { unavailable: string } {
@@ -416,14 +429,18 @@ export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: ClassFa
 /**
  * The definitions of the block's repository that its observed calls name (`{"$call": "Spec", "module": "pkg.specs"}`):
  * taken into the file as a configuration class is (fields and dunders whole, other methods when reached), so that
- * the copy can be built as the repository's tests built it.
+ * the copy can be built as the repository's tests built it; and the classes registered under a name a config dict of
+ * those calls gives (`norm_cfg={"type": "BN"}`, in `registries`), whole: the copy's registry builds them by that name.
  */
-function observedRoots(session: PullSession, rec: ModuleRecord, name: string): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
+function observedRoots(session: PullSession, rec: ModuleRecord, name: string, registries: ReadonlyMap<string, { rec: ModuleRecord; name: string }>): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
   const out: { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] = [];
   const visit = (v: unknown): void => {
     if (Array.isArray(v)) return v.forEach(visit);
     if (typeof v !== 'object' || v === null) return;
     const o = v as Record<string, unknown>;
+    const registered = typeof o.type === 'string' ? registries.get(o.type) : undefined;
+    const unit = registered ? session.table.bindingUnit(registered.rec, registered.name) : undefined;
+    if (registered && unit !== undefined && !out.some((r) => r.rec === registered.rec && r.unit === unit)) out.push({ rec: registered.rec, unit, methodsOnDemand: false });
     const named = typeof o.$call === 'string' ? o.$call : typeof o.$name === 'string' ? o.$name : undefined;
     if (named && typeof o.module === 'string' && /^\w+$/.test(named)) {
       const m = session.table.lookupIn(o.module, rec.repoId);
@@ -472,7 +489,8 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
   // a configuration class the block is built from goes in whole: the judge builds one from its defaults on both sides
   const configs = [...configRoots(session.table, rec, fact)];
   // and the classes and functions the repository's own tests built it with (an observed call's `$call`, `$name`)
-  for (const r of observedRoots(session, rec, ref.name)) if (!configs.some((c) => c.rec === r.rec && c.unit === r.unit)) configs.push(r);
+  const registries = registryIndex(session.table, ref.repoId, (r) => r.repoId === ref.repoId || inlined.has(r.repoId));
+  for (const r of observedRoots(session, rec, ref.name, registries)) if (!configs.some((c) => c.rec === r.rec && c.unit === r.unit)) configs.push(r);
   let closure = await computeClosure(closureCtx, rec, fact.unit, configs);
   let natives: NativeBuild[] = [];
   if (options.buildNative && closure.problems.some((p) => p.kind === 'native-extension')) {

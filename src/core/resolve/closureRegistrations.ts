@@ -21,15 +21,26 @@ export interface RegistrationWalk {
   visit(node: UnitNode): Promise<void>;
 }
 
-/** `@X.register_module(name=...)` and `X.register_module(module=C)` of one repository: alias -> class. */
-export function registryIndex(table: ModuleTable, repoId: number): Map<string, { rec: ModuleRecord; name: string }> {
+/**
+ * `@X.register_module(name=...)` and `X.register_module(module=C)` of the repositories that `takes` accepts: alias ->
+ * class. A name registered in the root repository `repoId` wins over the others' (a framework's `BN`, `DropPath` in the
+ * library it builds on are found when the root registers no such name).
+ */
+export function registryIndex(table: ModuleTable, repoId: number, takes: (rec: ModuleRecord) => boolean = (rec) => rec.repoId === repoId): Map<string, { rec: ModuleRecord; name: string }> {
   const out = new Map<string, { rec: ModuleRecord; name: string }>();
+  const own = new Set<string>();
   for (const list of table.modules()) {
     for (const rec of list) {
-      if (rec.repoId !== repoId) continue;
-      for (const c of rec.facts.classes) if (c.registry) out.set(c.registry.alias ?? c.name, { rec, name: c.name });
+      if (!takes(rec)) continue;
+      const put = (alias: string, name: string): void => {
+        if (own.has(alias) && rec.repoId !== repoId) return;
+        if (rec.repoId === repoId) own.add(alias);
+        else if (out.has(alias)) return;
+        out.set(alias, { rec, name });
+      };
+      for (const c of rec.facts.classes) if (c.registry) put(c.registry.alias ?? c.name, c.name);
       for (const r of rec.facts.registrations) {
-        if (r.target && /^[A-Za-z_]\w*$/.test(r.target)) out.set(r.alias ?? r.target, { rec, name: r.target });
+        if (r.target && /^[A-Za-z_]\w*$/.test(r.target)) put(r.alias ?? r.target, r.target);
       }
     }
   }

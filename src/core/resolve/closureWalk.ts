@@ -245,7 +245,8 @@ export class ClosureWalk {
     // string registries: dict(type="MLPHead") names a registered class
     const strings = parsed.strings[unit].filter((s) => inside(s.at));
     if (strings.length) {
-      this.registries ??= registryIndex(this.table, this.rootRec.repoId);
+      // the root repository's registrations, then those of the repositories whose code the file inlines
+      this.registries ??= registryIndex(this.table, this.rootRec.repoId, (rec) => rec.repoId === this.rootRec.repoId || this.ctx.inlines(rec, this.rootRec.repoId));
       for (const s of strings) {
         const hit = this.registries.get(s.value);
         if (!hit) continue;
