@@ -2,7 +2,8 @@
 import * as vscode from 'vscode';
 import { repositoryNames } from '../core/sources/names';
 import type { SourceConfig } from '../core/sources/types';
-import { ReindexRepositories, UseSharedIndex } from '../shared/protocol';
+import { ObserveRepositories, ReindexRepositories, UseSharedIndex } from '../shared/protocol';
+import { mayRunCode } from './pullIntoWorkspace';
 import { scopeInEffect, setting } from './config';
 import { repoNameOf } from './ctx';
 import type { Deps, Reg } from './ctx';
@@ -56,6 +57,23 @@ export function registerRepositoryCommands(reg: Reg, deps: Deps): void {
     );
     tree.refresh();
     return status;
+  });
+
+  // the repositories' own tests, builders and configs run under the observer (in the sandbox): pulls then build and
+  // feed blocks as their repositories do; one repository from its node, else all
+  reg('nnrag.observeRepositories', async (arg) => {
+    const name = repoNameOf(arg);
+    const memoryMb = setting('validation.memoryMb');
+    if (!(await mayRunCode(deps, name ? vscode.l10n.t('Observing {0}', name) : vscode.l10n.t('Observing the repositories'), memoryMb))) return undefined;
+    const summaries = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t("NN-RAG: running {0}'s tests and builders under the observer", name ?? vscode.l10n.t('the repositories')), cancellable: true },
+      (_progress, token) =>
+        client.request(ObserveRepositories, { python: interpreter.current().path, memoryMb, repos: name ? [name] : undefined, allowWeakSandbox: deps.session.weakSandboxAccepted }, token),
+    );
+    const seen = summaries.filter((s) => !s.skipped);
+    const said = seen.map((s) => vscode.l10n.t('{0}: {1} of {2} entries run, {3} classes seen built ({4} also fed)', s.repo, s.ran, s.entries, s.classes, s.fed));
+    void vscode.window.showInformationMessage(said.length ? said.join('; ') : vscode.l10n.t('No local repository to observe: installed packages and git repositories have no tests here to run'));
+    return summaries;
   });
 
   // the settings file that holds nnrag.repositories in effect, to correct an entry (a failing repository's node)

@@ -11,10 +11,17 @@ import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/updat
 import type { IndexService } from '../core/service/indexService';
 import { findTarget } from '../core/store/target';
 import { validateFile } from '../core/validate/runner';
-import { GetPulledStatus, PlanUpdate, RemoveManifests, ValidatePulled, WriteManifests } from '../shared/protocol';
+import { GetPulledStatus, ObserveRepositories, PlanUpdate, RemoveManifests, ValidatePulled, WriteManifests } from '../shared/protocol';
+import { observeRepositories } from '../core/pull/observe';
 import { onRequest, signalOf } from './rpc';
 
 export function registerPulledHandlers(connection: Connection, service: () => IndexService, runner: () => string, scratch: () => string): void {
+  onRequest(connection, ObserveRepositories, async ({ python, memoryMb, repos, allowWeakSandbox }, token) => {
+    const { db } = await service().ready();
+    const summaries = await observeRepositories(service().pullSession(db), { python, runner: runner(), memoryMb, allowWeakSandbox, signal: signalOf(token) }, repos);
+    db.scheduleSave(500, () => undefined);
+    return summaries;
+  });
   onRequest(connection, GetPulledStatus, async ({ files }) => {
     const { db } = await service().ready();
     return files.flatMap(({ uri, text }) => {

@@ -2,6 +2,7 @@
  * Every custom request and notification between the extension (client) and the language server, declared once.
  * Method names are `nnrag/verbNoun`; call sites use these constants, never string literals.
  */
+import type { ObserveSummary } from '../core/pull/observe';
 import type { ClassDetails } from '../core/resolve/describe';
 import type { PullReport } from '../core/pull/pull';
 import type { PulledFileStatus, UpdateState } from '../core/pull/update';
@@ -98,6 +99,8 @@ export const IndexStatusChanged = method<IndexStatus, void>('nnrag/indexStatusCh
 /** Client -> server: index the configured repositories again (on demand or after a settings change); `only`: that one. */
 /** Use the shared index at `location` (none: stop using one); fetched again only when it changed (ETag). */
 export const UseSharedIndex = method<{ location?: string }, IndexStatus>('nnrag/useSharedIndex');
+/** Client -> server: run the local repositories' tests, builders and configs under the observer (all, or `repos`). */
+export const ObserveRepositories = method<{ python: string; memoryMb: number; repos?: string[]; allowWeakSandbox?: boolean }, ObserveSummary[]>('nnrag/observeRepositories');
 export const ReindexRepositories = method<{ repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number; only?: string }, IndexStatus>('nnrag/reindexRepositories');
 /** Client -> server: search blocks for the QuickPick and the tree. */
 export const SearchBlocks = method<SearchQuery, SearchHit[]>('nnrag/searchBlocks');

@@ -241,6 +241,8 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       await judge.close();
     }
   }
+  // the session's pulls read the catalog as it is now
+  session.observed.delete(repo.id);
   const classes = observedClasses(db, repo.id);
   summary.classes = classes.length;
   summary.fed = classes.filter((c) => c.fed).length;

@@ -494,6 +494,24 @@ describe('trusted workspace', function () {
     }
   });
 
+  it('observes a repository from its node: its tests run under the observer, and pulls then build the block as the test did', async () => {
+    const repo = path.join(fixture(), 'tinyblocks');
+    const test = path.join(repo, 'tests', 'test_se.py');
+    mkdirSync(path.dirname(test), { recursive: true });
+    writeFileSync(test, 'import torch\n\nfrom tinyblocks.layers.se import SqueezeExcite\n\n\ndef test_se():\n    se = SqueezeExcite(12, rd_ratio=0.5)\n    assert se(torch.randn(2, 12, 5, 5)).shape == (2, 12, 5, 5)\n');
+    try {
+      for (const t0 = Date.now(); !(await vscode.commands.executeCommand<{ repo: string; entries: number }[]>('nnrag.observeRepositories', 'tinyblocks'))?.some((s) => s.entries === 1); await sleep(500)) {
+        if (Date.now() - t0 > 30_000) throw new Error('the new test file was not indexed and observed');
+      }
+      const again = await vscode.commands.executeCommand<{ repo: string; entries: number; ran: number; cached: number; classes: number; fed: number }[]>('nnrag.observeRepositories', 'tinyblocks');
+      assert.deepStrictEqual(again?.map((s) => [s.repo, s.entries, s.ran, s.cached, s.classes, s.fed]), [['tinyblocks', 1, 0, 1, 1, 1]], JSON.stringify(again));
+      const report = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.se.SqueezeExcite', 'se_observed.py'), []);
+      assert.strictEqual(report?.validation?.observed, 'tests/test_se.py::test_se', JSON.stringify(report?.validation));
+    } finally {
+      rmSync(path.dirname(test), { recursive: true, force: true });
+    }
+  });
+
   it('shows a repository that cannot be indexed as a node with its error, and removes it from there', async () => {
     const before = nnrag.status().repos;
     assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: 'http://127.0.0.1:9/nothing.git', name: 'unreachable' }), 'workspace');
