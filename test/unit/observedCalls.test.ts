@@ -7,6 +7,7 @@
 import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
+import { spreadAcrossFiles } from '../../src/core/pull/observe';
 import { cli, hasTorch, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
 
 const REPO = {
@@ -319,5 +320,25 @@ model = dict(backbone=dict(width=4), head=dict(width=4))
     assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
     const rerun = JSON.parse((await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { ran: number; cached: number }[];
     assert.deepStrictEqual([rerun[0].ran, rerun[0].cached], [2, 0]);
+  });
+});
+
+describe('which entries a capped observation runs', () => {
+  it('in turn across files, configs by folder, the files that name more blocks first', () => {
+    const e = (id: string, kind?: 'config'): { id: string; module: string; function: string; kind?: 'config' } => ({ id, module: 'm', function: 'f', ...(kind ? { kind } : {}) });
+    const entries = [
+      e('configs/a/x.py::model', 'config'),
+      e('configs/a/y.py::model', 'config'),
+      e('configs/b/z.py::model', 'config'),
+      e('tests/test_tok.py::test_1'),
+      e('tests/test_tok.py::test_2'),
+      e('tests/test_model.py::test_1'),
+      e('tests/test_model.py::test_2'),
+    ];
+    const weight = (file: string): number => (file === 'tests/test_model.py' ? 3 : 0);
+    assert.deepStrictEqual(
+      spreadAcrossFiles(entries, weight).map((x) => x.id),
+      ['tests/test_model.py::test_1', 'configs/a/x.py::model', 'configs/b/z.py::model', 'tests/test_tok.py::test_1', 'tests/test_model.py::test_2', 'configs/a/y.py::model', 'tests/test_tok.py::test_2'],
+    );
   });
 });

@@ -166,18 +166,32 @@ function buildersIn(table: ModuleTable, m: ModuleRecord, blocks: ReadonlySet<str
 }
 
 /** Entries in turn across files (the first of each file, then the second...; configs by folder, where a repository
- * keeps the variants of one model), so that a cap still reaches them all. */
-export function spreadAcrossFiles(entries: EntryPoint[]): EntryPoint[] {
+ * keeps the variants of one model), so that a cap still reaches them all; in each turn the files that name more of
+ * the repository's blocks first (`weight`: by file; a test of a model's classes before one of its tokenizer). */
+export function spreadAcrossFiles(entries: EntryPoint[], weight: (file: string) => number = () => 0): EntryPoint[] {
   const byFile = new Map<string, EntryPoint[]>();
   for (const e of entries) {
     const file = e.id.slice(0, e.id.indexOf('::'));
     const group = e.kind === 'config' ? file.slice(0, file.lastIndexOf('/') + 1) : file;
     byFile.set(group, [...(byFile.get(group) ?? []), e]);
   }
-  const lists = [...byFile.values()];
+  const weights = new Map([...byFile.keys()].map((g) => [g, weight(g)]));
+  const lists = [...byFile.entries()].sort((a, b) => weights.get(b[0])! - weights.get(a[0])!).map(([, list]) => list);
   const out: EntryPoint[] = [];
   for (let i = 0; out.length < entries.length; i++) for (const list of lists) if (i < list.length) out.push(list[i]);
   return out;
+}
+
+/** How many of the repository's blocks each of its files imports by name (by path). */
+function blocksNamedBy(table: ModuleTable, repoId: number, blocks: ReadonlySet<string>): (file: string) => number {
+  const counts = new Map<string, number>();
+  for (const list of table.modules()) {
+    for (const m of list) {
+      if (m.repoId !== repoId) continue;
+      counts.set(m.path, new Set(m.facts.imports.filter((i) => i.name && blocks.has(i.name)).map((i) => i.name)).size);
+    }
+  }
+  return (file) => counts.get(file) ?? 0;
 }
 
 /** What an entry's observations depend on: the interpreter, the observer, and the files it imported as they are now. */
@@ -222,7 +236,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
     return options.force || !prior || !stillTrue(prior, blobs) || prior.key !== keyOf(interpreter, prior.files);
   });
   summary.cached = all.length - stale.length;
-  const chosen = spreadAcrossFiles(stale).slice(0, options.maxEntries ?? 400);
+  const chosen = spreadAcrossFiles(stale, blocksNamedBy(table, repo.id, blocks)).slice(0, options.maxEntries ?? 400);
   if (chosen.length) {
     options.onProgress?.(`${repo.name}: running ${chosen.length} of its ${all.length} tests and builders under the observer`);
     // the other indexed repositories it imports that the interpreter does not have: after its own folders
