@@ -188,9 +188,12 @@ def described(value: Any, torch: Any, depth: int = 0) -> Any:
         items = [described(v, torch, depth + 1) for v in value]
         return items if isinstance(value, list) else {"$tuple": items}
     if isinstance(value, dict):
-        if len(value) > MAX_ITEMS or not all(isinstance(k, str) for k in value):
-            raise Unwritable("a mapping without string keys")
-        return {"$dict": {k: described(v, torch, depth + 1) for k, v in value.items()}}
+        if len(value) > MAX_ITEMS:
+            raise Unwritable("a large mapping")
+        if all(isinstance(k, str) for k in value):
+            return {"$dict": {k: described(v, torch, depth + 1) for k, v in value.items()}}
+        # keys that are tuples of names (a graph's edge types: ("paper", "cites", "paper")), or other literals
+        return {"$items": [[described(k, torch, depth + 1), described(v, torch, depth + 1)] for k, v in value.items()]}
     raise Unwritable(f"a {type(value).__name__}")
 
 
@@ -210,12 +213,12 @@ def observed_inputs(desc: Any, torch: Any) -> Optional[Tuple[List[Any], Dict[str
 
 def described_elements(value: Any, depth: int = 0) -> int:
     """The tensor elements an input description asks for in all (a description from an index is not trusted)."""
-    if depth > MAX_DEPTH:
+    if not isinstance(value, (list, dict)):
+        return 0
+    if depth > MAX_DEPTH + 4:
         return LARGEST_TENSOR * 4
     if isinstance(value, list):
         return sum(described_elements(v, depth + 1) for v in value[:MAX_ITEMS * 4]) + (LARGEST_TENSOR * 4 if len(value) > MAX_ITEMS * 4 else 0)
-    if not isinstance(value, dict):
-        return 0
     spec = value.get("$tensor")
     if isinstance(spec, dict):
         shape = spec.get("shape")
@@ -234,6 +237,11 @@ def rebuilt(value: Any, torch: Any, generator: Any) -> Any:
         return tuple(rebuilt(v, torch, generator) for v in value["$tuple"])
     if "$dict" in value and isinstance(value["$dict"], dict):
         return {str(k): rebuilt(v, torch, generator) for k, v in value["$dict"].items()}
+    if "$items" in value and isinstance(value["$items"], list):
+        pairs = [(rebuilt(p[0], torch, generator), rebuilt(p[1], torch, generator)) for p in value["$items"] if isinstance(p, list) and len(p) == 2]
+        if not all(is_scalar(k) or (isinstance(k, tuple) and all(is_scalar(x) for x in k)) for k, _ in pairs):
+            raise Unwritable("a key that is not a literal")
+        return dict(pairs)
     spec = value.get("$tensor")
     if not isinstance(spec, dict):
         raise Unwritable("not an input description")

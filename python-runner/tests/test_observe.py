@@ -177,6 +177,17 @@ class Observing(unittest.TestCase):
         self.assertEqual(one[1]["x"].dtype, torch.float32)
         self.assertIsNone(observe.observed_inputs({"args": [{"$tensor": {"dtype": "nope", "shape": [1]}}], "kwargs": {}}, torch))
 
+    def test_a_mapping_keyed_by_edge_types_is_described_and_made_again(self) -> None:
+        import torch
+        edges = {("paper", "cites", "paper"): torch.tensor([[0, 1], [1, 2]]), ("author", "writes", "paper"): torch.tensor([[0], [2]])}
+        desc = {"args": [observe.described(edges, torch)], "kwargs": {}}
+        [again], _ = observe.observed_inputs(desc, torch)
+        self.assertEqual(list(again), list(edges))
+        self.assertTrue(all(torch.equal(again[k], edges[k]) for k in edges))
+        # a key that is not a literal is not made
+        bad = {"args": [{"$items": [[{"$tensor": {"dtype": "int64", "shape": [1], "values": [1]}}, 1]]}], "kwargs": {}}
+        self.assertIsNone(observe.observed_inputs(bad, torch))
+
 
 class ObservedNames(unittest.TestCase):
     """An observed call from the index is data: it names the file's own classes, the original's package (on the
