@@ -74,4 +74,22 @@ describe('index shards merged into one index', function () {
     assert.match(r.err, /both hold the repository/);
     assert.ok(!fs.existsSync(target) || fs.statSync(target).size === 0);
   });
+
+  it('carries the catalog of observed calls', async () => {
+    const work = await tmpdir('nnrag-merge-observed-');
+    const repo = path.join(work, 'obs');
+    fs.mkdirSync(path.join(repo, 'obs'), { recursive: true });
+    fs.mkdirSync(path.join(repo, 'tests'), { recursive: true });
+    fs.writeFileSync(path.join(repo, 'obs', '__init__.py'), '');
+    fs.writeFileSync(path.join(repo, 'obs', 'layers.py'), 'from torch import nn\n\n\nclass Gate(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n        self.lin = nn.Linear(width, width)\n\n    def forward(self, x):\n        return self.lin(x).sigmoid() * x\n');
+    fs.writeFileSync(path.join(repo, 'tests', 'test_gate.py'), 'import torch\n\nfrom obs.layers import Gate\n\n\ndef test_gate():\n    assert Gate(5)(torch.randn(2, 5)).shape == (2, 5)\n');
+    const shard = path.join(work, 'shard.db');
+    assert.strictEqual((await cli('index', repo, '--db', shard)).code, 0);
+    assert.strictEqual((await cli('observe', '--db', shard, '--python', PYTHON_WITH_TORCH)).code, 0);
+    const target = path.join(work, 'merged.db');
+    assert.strictEqual((await cli('merge', shard, one, '--db', target)).code, 0);
+    const shown = await cli('show', 'obs.layers.Gate', '--calls', '--db', target);
+    assert.match(shown.out, /in tests\/test_gate\.py::test_gate\n {4}built with \(width=5\)\n {4}forward got \(x=float32\[2, 5\]/, shown.out);
+  });
 });
+

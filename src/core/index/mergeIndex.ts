@@ -2,7 +2,7 @@
  * `nn-rag merge`: the indexes that `index --shard K/N` made, each of some of the repositories, as one. Repositories,
  * files and classes are copied with new ids; what depends on the whole index (which classes are blocks, duplicate
  * groups, the popularity of names) is computed again over the merged one, and the units caches are joined, so the
- * merged index answers as one `index` run over every repository does.
+ * merged index answers as one `index` run over every repository does. The catalog of observed calls comes along.
  */
 import { promises as fsp } from 'fs';
 import { NnragError } from '../base/errors';
@@ -46,6 +46,13 @@ function copyInto(to: IndexDb, from: IndexDb, file: string): string[] {
           to.run(`INSERT INTO classes (file_id, repo_id, ${classCols.join(', ')}) VALUES (?, ?, ${classCols.map(() => '?').join(', ')})`, [fileId, repoId, ...classCols.map((k) => c[k])]);
           const id = Number(to.get('SELECT last_insert_rowid() AS id')!.id);
           to.run('INSERT INTO classes_fts (docid, name, words, doc, signature, path, repo) VALUES (?, ?, ?, ?, ?, ?, ?)', [id, c.name, c.words, c.doc, c.signature, c.path, c.repo]);
+        }
+      }
+      // the catalog of observed calls (keyed by the blobs of the files it read, which the merge keeps)
+      for (const table of ['observed_entries', 'observed_calls']) {
+        const cols = columnsOf(from, table).filter((c) => c !== 'id' && c !== 'repo_id');
+        for (const row of from.all(`SELECT * FROM ${table} WHERE repo_id = ? ORDER BY rowid`, [repo.id])) {
+          to.run(`INSERT INTO ${table} (repo_id, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`, [repoId, ...cols.map((c) => row[c])]);
         }
       }
     }
