@@ -506,7 +506,7 @@ describe('trusted workspace', function () {
       const again = await vscode.commands.executeCommand<{ repo: string; entries: number; ran: number; cached: number; classes: number; fed: number }[]>('nnrag.observeRepositories', 'tinyblocks');
       assert.deepStrictEqual(again?.map((s) => [s.repo, s.entries, s.ran, s.cached, s.classes, s.fed]), [['tinyblocks', 1, 0, 1, 1, 1]], JSON.stringify(again));
       const report = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.se.SqueezeExcite', 'se_observed.py'), []);
-      assert.strictEqual(report?.validation?.observed, 'tests/test_se.py::test_se', JSON.stringify(report?.validation));
+      assert.strictEqual(report?.validation?.observed, 'tinyblocks/tests/test_se.py::test_se', JSON.stringify(report?.validation));
     } finally {
       rmSync(path.dirname(test), { recursive: true, force: true });
     }
