@@ -3,7 +3,8 @@
 The request names the repository's folder (read-only in the sandbox), the folders its modules import from and the
 entry points to run: test functions (`test_*`, with the first values of each `pytest.mark.parametrize`), methods of
 test classes and of `unittest.TestCase`s; builders (called without a download, and what they build fed once with the
-inputs the judge would try); configuration files (`model = dict(type=...)`, built by the repository's registry).
+inputs the judge would try); configuration files (`model = dict(type=...)`, built by the repository's registry);
+the README's code blocks that import the repository.
 While each runs, a profile hook watches every `__init__` and `forward` whose
 code lives in the repository: the outermost constructor call of each object (its class, its arguments) and the first
 forward call of each object whose construction was seen (its inputs). A construction is sent in the argument language
@@ -269,12 +270,16 @@ def rebuilt(value: Any, torch: Any, generator: Any) -> Any:
 def entry_callables(module: Any, entry: Dict[str, Any], root: str, observer: "Observer", feeder: Feeder) -> List[Callable[[], Any]]:
     """The calls an entry stands for: a test function with the first values of each parametrize mark and its simple
     fixtures; a test class's method on a new object (a `unittest.TestCase` through `debug()`, its setUp and tearDown
-    included); a builder called and what it built fed once (`built_and_fed`)."""
+    included); a builder called and what it built fed once (`built_and_fed`); a config's model built; a README code
+    block run as it is written."""
     owner = entry.get("class")
     name = str(entry["function"])
     if entry.get("kind") == "build":
         target = getattr(module, name)
         return [lambda: built_and_fed(lambda: target, observer, feeder)]
+    if entry.get("kind") == "example":
+        code = compile(str(entry["code"]), os.path.join(root, "README.md"), "exec")
+        return [lambda: exec(code, {"__name__": "__readme__", "__builtins__": __builtins__})]  # noqa: S102 - the repository's own code, in the sandbox
     if entry.get("kind") == "config":
         return [lambda: built_and_fed(lambda: from_config(root, entry, observer), observer, feeder)]
     if owner:

@@ -89,7 +89,7 @@ def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
     such folders), "entry_s",
     "entries": [{"id", "module", "function", "class"?, "kind"? ("build": a builder, fed what it builds; "config": a
     configuration file's `model`, with "file" (relative to root), "registries" ([module, name]...) and "modules" (those
-    registering classes in them))}]}; None when
+    registering classes in them); "example": a README code block, with "code")}]}; None when
     malformed."""
     if not isinstance(value, dict) or not isinstance(value.get("root"), str) or not isinstance(value.get("path"), str):
         return None
@@ -98,8 +98,12 @@ def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
         if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("id", "module", "function")) \
                 and all(part.isidentifier() for part in e["module"].split(".")) and e["function"].isidentifier() \
                 and (e.get("class") is None or (isinstance(e["class"], str) and e["class"].isidentifier())) \
-                and e.get("kind") in (None, "build", "config"):
+                and e.get("kind") in (None, "build", "config", "example"):
             entry = {k: e[k] for k in ("id", "module", "function", "class", "kind") if e.get(k) is not None}
+            if e.get("kind") == "example":
+                if not isinstance(e.get("code"), str) or len(e["code"]) > 20_000:
+                    continue
+                entry["code"] = e["code"]
             if e.get("kind") == "config":
                 file, registries = e.get("file"), e.get("registries")
                 if not relative_file(file) or not isinstance(registries, list):

@@ -16,7 +16,8 @@ usage:
                  [--force] [--json]
                      runs each local repository's tests (test_* functions, the first values of their parametrize
                      marks, test classes and their mixins), builders (functions and whole models that need no
-                     argument, fed once) and config files' model dicts (built by its registry) in the sandbox, and
+                     argument, fed once), config files' model dicts (built by its registry) and README code blocks
+                     that use it, in the sandbox, and
                      records how they built and fed its blocks; pulls then build and feed a block that way first;
                      an entry runs again only when a file it imported or read changed
   nn-rag search QUERY [--db F]... [--repo R] [--category C] [--kind block|abstract|class] [--limit N]

@@ -17,8 +17,8 @@ import { onRequest, signalOf } from './rpc';
 
 export function registerPulledHandlers(connection: Connection, service: () => IndexService, runner: () => string, scratch: () => string): void {
   onRequest(connection, ObserveRepositories, async ({ python, memoryMb, repos, allowWeakSandbox }, token) => {
-    const { db } = await service().ready();
-    const summaries = await observeRepositories(service().pullSession(db), { python, runner: runner(), memoryMb, allowWeakSandbox, signal: signalOf(token) }, repos);
+    const { db, parser } = await service().ready();
+    const summaries = await observeRepositories(service().pullSession(db), { python, runner: runner(), parser, memoryMb, allowWeakSandbox, signal: signalOf(token) }, repos);
     db.scheduleSave(500, () => undefined);
     return summaries;
   });

@@ -204,6 +204,65 @@ class HeadTests(HeadChecks, unittest.TestCase):
     assert.strictEqual((JSON.parse(batch.out) as { raw: { equivalent: number } }).raw.equivalent, 1, batch.out);
   });
 
+  it('the README\'s code blocks that use the repository are run as written, and what they built is observed', async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    await writeTree(repo, {
+      'vitlite/__init__.py': 'from vitlite.vit import ViT\n',
+      'vitlite/vit.py': `import torch
+from torch import nn
+
+
+class Patches(nn.Module):
+    def __init__(self, patch, dim):
+        super().__init__()
+        self.proj = nn.Conv2d(3, dim, patch, stride=patch)
+
+    def forward(self, img):
+        return self.proj(img).flatten(2).transpose(1, 2)
+
+
+class ViT(nn.Module):
+    def __init__(self, *, image_size, patch_size, dim, num_classes):
+        super().__init__()
+        assert image_size % patch_size == 0
+        self.patches = Patches(patch_size, dim)
+        self.head = nn.Linear(dim, num_classes)
+
+    def forward(self, img):
+        return self.head(self.patches(img).mean(1))
+`,
+      'README.md': `# vitlite
+
+\`\`\`bash
+pip install vitlite
+\`\`\`
+
+\`\`\`python
+import torch
+from vitlite import ViT
+
+v = ViT(image_size = 32, patch_size = 8, dim = 24, num_classes = 10)
+img = torch.randn(1, 3, 32, 32)
+preds = v(img)
+\`\`\`
+
+\`\`\`python
+import torch
+x = torch.randn(2)
+\`\`\`
+`,
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const observed = await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
+    const [summary] = JSON.parse(observed.out) as { entries: number; ran: number; failed: number; classes: number; fed: number }[];
+    // the code block that imports the repository (the one of torch alone is not the repository's use)
+    assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.classes, summary.fed], [1, 1, 0, 2, 2], observed.out);
+    const shown = await cli('show', 'vitlite.vit.Patches', '--calls', '--db', db);
+    assert.match(shown.out, /in README\.md::example-1-[0-9a-f]{12}\n {4}built with \(patch=8, dim=24\)\n {4}forward got \(img=float32\[1, 3, 32, 32\]\)/, shown.out);
+  });
+
   it('a src/ layout: its package imports from src/, its tests from the root, and its original is compared', async () => {
     const dir = await tmpdir();
     const repo = path.join(dir, 'repo');

@@ -3,7 +3,8 @@
  * (python-runner's observe.py), which records how each of the repository's blocks was built and what its forward got.
  * Entry points: its tests (`test_*` functions with the first values of their parametrize marks, the test methods of
  * its test classes and of their mixins), its builders (argument-free functions that reach a block, composite blocks
- * that need no argument: built, then fed once) and its configuration files' `model` dicts (built by its registry).
+ * that need no argument: built, then fed once), its configuration files' `model` dicts (built by its registry) and
+ * its README's Python code blocks that use it (run as written).
  * The judge then builds and feeds a block as its repository did (pull.ts `repositoryUses`: observed calls first).
  * An entry is run again only when a file it imported or read changed, or the interpreter or the observer did.
  */
@@ -16,6 +17,8 @@ import { BuilderIndex, callableWithoutArguments } from '../resolve/builders';
 import type { ClassFact } from '../parse/types';
 import { loadRepoRows, type RepoRow } from '../store/sourceText';
 import { checkSandbox } from '../validate/runner';
+import type { PythonParser } from '../parse/parser';
+import { readmeBlocks } from './readmeExamples';
 import { Judge, torchVersionKey, type ObserveEntry, type ObserveSpec } from '../validate/sandbox';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
 import { companionRoots, importRoots, mountRoot, type PullSession } from './pull';
@@ -29,6 +32,8 @@ const TEST_FILE = /(?:^|\/)(?:tests?|testing)\/|(?:^|\/)test_[^/]*\.py$|_test\.p
 export interface ObserveOptions {
   python: string;
   runner: string;
+  /** Reads the README's code blocks: with it, those that import the repository are run too. */
+  parser?: PythonParser;
   memoryMb?: number;
   /** Seconds one entry may run (20). */
   entrySeconds?: number;
@@ -182,6 +187,22 @@ export function spreadAcrossFiles(entries: EntryPoint[], weight: (file: string) 
   return out;
 }
 
+/** The README's code blocks that import the repository's own modules, each an entry run as it is written. Its id
+ * carries the code's hash: an edited block is another entry (what the old one saw is forgotten). */
+export async function readmeEntries(session: PullSession, repo: RepoRow, parser: PythonParser): Promise<EntryPoint[]> {
+  const out: EntryPoint[] = [];
+  for (const [i, b] of (await readmeBlocks(repo, parser)).entries()) {
+    const own = b.imports.find((imp) => session.table.lookup(imp.module, repo.id) && /^[\w.]+$/.test(imp.module));
+    if (!own || b.text.length > MAX_EXAMPLE_CHARS) continue;
+    const hash = createHash('sha256').update(b.text).digest('hex').slice(0, 12);
+    out.push({ id: `README.md::example-${i + 1}-${hash}`, module: own.module, function: 'example', kind: 'example', code: b.text });
+  }
+  return out;
+}
+
+/** A README code block longer than this is not run. */
+const MAX_EXAMPLE_CHARS = 20_000;
+
 /** How many of the repository's blocks each of its files imports by name (by path). */
 function blocksNamedBy(table: ModuleTable, repoId: number, blocks: ReadonlySet<string>): (file: string) => number {
   const counts = new Map<string, number>();
@@ -226,7 +247,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
     return summary;
   }
   const blocks = new Set(db.all('SELECT name FROM classes WHERE repo_id = ? AND is_block = 1', [repo.id]).map((r) => String(r.name)));
-  const all = entryPoints(table, repo.id, blocks);
+  const all = [...entryPoints(table, repo.id, blocks), ...(options.parser ? await readmeEntries(session, repo, options.parser) : [])];
   summary.entries = all.length;
   const blobs = blobsOf(db, repo.id);
   forgetObserved(db, repo.id, new Set(all.map((e) => e.id)));

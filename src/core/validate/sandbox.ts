@@ -408,13 +408,15 @@ export interface ObserveEntry {
   module: string;
   function: string;
   class?: string;
-  kind?: 'build' | 'config';
+  kind?: 'build' | 'config' | 'example';
   /** For a config: the file (relative to the repository's folder) and the registries its `model` may be built by,
    * as [module, name] (the one that knows the model's `type` is used). */
   file?: string;
   registries?: [string, string][];
   /** For a config: the modules that register classes in those registries. */
   modules?: string[];
+  /** For an example: the README's code block, run as it is written (in the sandbox, as a test is). */
+  code?: string;
 }
 
 export interface ObserveSpec {

@@ -89,7 +89,7 @@ export class Workspace {
    * called their blocks; the next pulls build and feed those blocks that way. The caller saves the index.
    */
   async observe(options: ObserveOptions, repos: string[] = []): Promise<ObserveSummary[]> {
-    const summaries = await observeRepositories(this.session(), options, repos);
+    const summaries = await observeRepositories(this.session(), { parser: await this.parser(), ...options }, repos);
     this.session(true);
     return summaries;
   }
