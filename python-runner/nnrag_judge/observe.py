@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .inputs import lighter
+from .inputs import entry_layer, lighter
 from .recipe import Recorder, Unwritable, is_scalar, scalar, written
 
 # observations kept per class, and forward calls recorded per class
@@ -301,8 +301,9 @@ def entry_callables(module: Any, entry: Dict[str, Any], root: str, observer: "Ob
 NO_DOWNLOAD = {"pretrained": False, "pretrained_backbone": False, "progress": False, "download": False,
                "checkpoint": None, "ckpt": None, "checkpoint_path": None, "pretrained_path": None, "weights": None,
                "weights_backbone": None}
-# inputs tried on what a builder built, at most
+# inputs tried on what a builder built, at most, and the side of the image a whole image model is fed last
 FEEDS = 6
+WHOLE_IMAGE = 224
 
 
 # what the judge would feed a block (worker.input_list) and how it calls one (worker.module_call): given by the worker,
@@ -331,8 +332,13 @@ def built_and_fed(make: Callable[[], Any], observer: "Observer", feeder: Feeder)
     lighter(built)
     call = module_call(built)
     errors: List[str] = []
+    candidates = input_list(built, torch, torch.nn, {}, None)[:FEEDS]
+    # a whole model that starts with an image layer: also the image size such models are made for
+    first = entry_layer(built, torch.nn)
+    if isinstance(first, torch.nn.Conv2d) and first.in_channels in (1, 3):
+        candidates.append([torch.randn(1, first.in_channels, WHOLE_IMAGE, WHOLE_IMAGE)])
     with torch.no_grad():
-        for inputs in input_list(built, torch, torch.nn, {}, None)[:FEEDS]:
+        for inputs in candidates:
             kept, counts = dict(observer.inputs), dict(observer.forwarded)
             try:
                 torch.manual_seed(1)

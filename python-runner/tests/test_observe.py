@@ -163,6 +163,34 @@ class Observing(unittest.TestCase):
         self.assertEqual([c["name"] for c in other["calls"]], ["Stem"])
         self.assertNotIn("inputs", other["calls"][0])
 
+    def test_a_whole_image_model_made_for_one_size_is_fed_that_size(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {"fixed/__init__.py": "", "fixed/mixer.py": """
+                from torch import nn
+
+                class Mixer(nn.Module):
+                    def __init__(self, width=4):
+                        super().__init__()
+                        self.stem = nn.Conv2d(3, width, 16, stride=16)
+                        self.head = nn.Linear(width * 196, 2)
+
+                    def forward(self, img):
+                        assert img.shape[-2:] == (224, 224), "no dynamic input size"
+                        return self.head(self.stem(img).flatten(1))
+                """})
+            entries = [{"id": "fixed/mixer.py::Mixer", "module": "fixed.mixer", "function": "Mixer", "kind": "build"}]
+            with tempfile.TemporaryDirectory() as work:
+                before = os.getcwd()
+                try:
+                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
+                finally:
+                    os.chdir(before)
+        [seen] = got["observed"]
+        self.assertIsNone(seen["error"], seen)
+        [call] = seen["calls"]
+        [img] = list(call["inputs"]["args"]) + list(call["inputs"]["kwargs"].values())
+        self.assertEqual(img["$tensor"]["shape"], [1, 3, 224, 224])
+
     def test_inputs_are_rebuilt_alike_and_in_range(self) -> None:
         import torch
         desc = {"args": [{"$tensor": {"dtype": "int64", "shape": [2, 50], "min": 0, "max": 9}}],
