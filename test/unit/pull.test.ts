@@ -105,6 +105,25 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(outer.dir, "print(ns['Outer']().run(3))"), '15');
   });
 
+  it('keeps the functions a needed registry gets by decorator: they are looked up by key, never by name', async () => {
+    const { code, report, dir } = await pull(
+      {
+        'disp/__init__.py': '',
+        'disp/dispatch.py':
+          'import enum\n\n\nclass Backend(str, enum.Enum):\n    NATIVE = "native"\n    MATH = "math"\n\n\nclass _Registry:\n    _backends = {}\n\n    @classmethod\n    def register(cls, name):\n        def put(fn):\n            cls._backends[name] = fn\n            return fn\n        return put\n\n\n@_Registry.register(Backend.NATIVE)\ndef _native(x):\n    return x + 1\n\n\n@_Registry.register(Backend.MATH)\ndef _math(x):\n    return x * 10\n\n\ndef unused_helper():\n    return 0\n\n\ndef dispatch(x, backend=Backend.NATIVE):\n    return _Registry._backends[backend](x)\n',
+        'disp/block.py': 'from .dispatch import dispatch\n\n\nclass Block:\n    def run(self, x):\n        return dispatch(x)\n',
+        'other/__init__.py': '',
+        'other/plain.py': 'def helper(x):\n    return x\n\n\nclass Plain:\n    def run(self, x):\n        return helper(x)\n',
+      },
+      'disp.block.Block',
+    );
+    assert.strictEqual(report.status, 'extracted');
+    assert.match(code, /^@_Registry\.register\(Backend\.NATIVE\)\ndef _native\(x\):/m);
+    assert.match(code, /^@_Registry\.register\(Backend\.MATH\)\ndef _math\(x\):/m);
+    assert.doesNotMatch(code, /unused_helper/);
+    assert.strictEqual(run(dir, "print(ns['Block']().run(4))"), '5');
+  });
+
   it('inlines an indexed repository the interpreter cannot import, imports one it can, and says which', async () => {
     const dir = await tmpdir();
     await writeTree(path.join(dir, 'helperlib'), { 'helperlib/__init__.py': '', 'helperlib/ops.py': 'def double(x):\n    return 2 * x\n' });

@@ -14,7 +14,9 @@ export interface RegistrationWalk {
   readonly queue: UnitNode[];
   registrations: Registration[];
   readonly scanned: Set<number>;
+  readonly scannedFunctions: Set<number>;
   readonly table: ModuleTable;
+  readonly ctx: { parse(rec: ModuleRecord): Promise<{ text: string }> };
   depend(from: UnitNode, to: UnitNode, timing: Timing): void;
   need(rec: ModuleRecord, unit: number): UnitNode;
   placeRef(node: UnitNode, ref: Ref, where: string): void;
@@ -84,6 +86,39 @@ function needed(walk: RegistrationWalk, rec: ModuleRecord, registry: string): bo
   return t.kind === 'external';
 }
 
+/** A function registered by its decorator into an object (`@_AttentionBackendRegistry.register(Name.NATIVE)`): the
+ * object's name. */
+const REGISTERED_FUNCTION = /^\s*@\s*([A-Za-z_]\w*)\s*\.\s*register\w*\s*\(/;
+
+/**
+ * A registry the file needs keeps the functions its modules register into it by decorator: they are looked up by key
+ * at run time (a backend by its enum member), never by name. Returns whether it took one in.
+ */
+async function takeRegisteredFunctions(walk: RegistrationWalk): Promise<boolean> {
+  let added = false;
+  for (const node of [...walk.units.values()]) {
+    const { rec } = node;
+    if (walk.scannedFunctions.has(rec.fileId)) continue;
+    const candidates = rec.facts.units.flatMap((u, i) => (u.kind === 'function' && !walk.units.has(unitKey(rec, i)) ? [{ u, i }] : []));
+    let waiting = false;
+    if (candidates.length) {
+      const { text } = await walk.ctx.parse(rec);
+      for (const { u, i } of candidates) {
+        const head = REGISTERED_FUNCTION.exec(text.slice(u.start, u.end))?.[1];
+        if (!head) continue;
+        if (!needed(walk, rec, head)) {
+          waiting = true; // its registry may be needed later: looked at again then
+          continue;
+        }
+        walk.depend(node, walk.need(rec, i), 'call');
+        added = true;
+      }
+    }
+    if (!waiting) walk.scannedFunctions.add(rec.fileId);
+  }
+  return added;
+}
+
 /**
  * Visits the queue until it is empty, then keeps the registrations into registries the file needs (and the
  * module-level registration calls into them), which may need more: until nothing changes. The registrations left
@@ -113,6 +148,7 @@ export async function settleRegistrations(walk: RegistrationWalk): Promise<void>
         }
       });
     }
+    if (await takeRegisteredFunctions(walk)) added = true;
     if (!keep.length && !added) break;
     walk.registrations = walk.registrations.filter((r) => !keep.includes(r));
     for (const r of keep) for (const ref of r.refs) walk.placeRef(r.node, ref, r.where);

@@ -60,6 +60,8 @@ export class ClosureWalk {
   registrations: Registration[] = [];
   /** Modules whose module-level registration calls were taken in (their registry is needed). */
   readonly scanned = new Set<number>();
+  /** Modules whose functions registered by decorator into a needed registry were all taken in. */
+  readonly scannedFunctions = new Set<number>();
   readonly table: ModuleTable;
   readonly root: UnitNode;
   /** The units copied whole: the block and the extra roots (but those whose methods are taken on demand). */
