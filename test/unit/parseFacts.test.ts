@@ -126,13 +126,23 @@ describe('parse: definitions', () => {
         '@HEADS.register("short")',
         'class C: pass',
         'MODELS.register_module(module=D, name="Dee")',
+        'if version >= 2:',
+        '    MODELS.register_module("BN", module=nn.BatchNorm2d)',
+        'for m in [nn.ReLU, act.GELU]:',
+        '    MODELS.register_module(module=m)',
       ].join('\n'),
     );
     const reg = Object.fromEntries(m.facts.classes.map((c) => [c.name, c.registry]));
     assert.deepStrictEqual(reg.A, { registry: 'MODELS', alias: undefined });
     assert.deepStrictEqual(reg.B, { registry: 'MODELS', alias: 'Alias' });
     assert.deepStrictEqual(reg.C, { registry: 'HEADS', alias: 'short' });
-    assert.deepStrictEqual(m.facts.registrations, [{ registry: 'MODELS', alias: 'Dee', target: 'D' }]);
+    assert.deepStrictEqual(m.facts.registrations, [
+      { registry: 'MODELS', alias: 'Dee', target: 'D', unit: 3 },
+      // a positional name in a guarded block; each class of a loop over classes, by its own name
+      { registry: 'MODELS', alias: 'BN', target: 'nn.BatchNorm2d', unit: 4 },
+      { registry: 'MODELS', target: 'nn.ReLU', unit: 5 },
+      { registry: 'MODELS', target: 'act.GELU', unit: 5 },
+    ]);
   });
 });
 

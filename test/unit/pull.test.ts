@@ -163,16 +163,18 @@ describe('pull: resolution and emission', () => {
 
   it('a name registered in a library the file inlines is found by string: in the code, and in the config dict a test built the block with', async () => {
     const dir = await tmpdir();
-    const registry = 'class Registry:\n    def __init__(self):\n        self.items = {}\n\n    def register_module(self, name=None):\n        def wrap(cls):\n            self.items[name or cls.__name__] = cls\n            return cls\n        return wrap\n\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.items[cfg.pop("type")](**cfg)\n\n\nMODELS = Registry()\n';
+    const registry = 'class Registry:\n    def __init__(self):\n        self.items = {}\n\n    def register_module(self, name=None, module=None):\n        if module is not None:\n            self.items[name or module.__name__] = module\n            return module\n\n        def wrap(cls):\n            self.items[name or cls.__name__] = cls\n            return cls\n        return wrap\n\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.items[cfg.pop("type")](**cfg)\n\n\nMODELS = Registry()\n';
     await writeTree(path.join(dir, 'fwlib'), {
       // the library registers its layers when it is imported, as OpenMMLab's do
-      'fwlib/__init__.py': 'from . import acts  # noqa: F401\n',
+      'fwlib/__init__.py': 'from . import acts, norms  # noqa: F401\n',
+      // torch's own layers registered under names: by a positional name in a guarded block, and in a loop
+      'fwlib/norms.py': 'import torch\nfrom torch import nn\n\nfrom .registry import MODELS\n\nif torch.__version__ >= "1":\n    MODELS.register_module("LN", module=nn.LayerNorm)\nelse:\n    MODELS.register_module("LN", module=nn.Identity)\n\nfor layer in [nn.ReLU, nn.GELU]:\n    MODELS.register_module(module=layer)\n\n\ndef unrelated():\n    return 1\n',
       'fwlib/registry.py': registry,
       'fwlib/acts.py': 'import torch\nfrom torch import nn\n\nfrom .registry import MODELS\n\n\n@MODELS.register_module()\nclass Swish(nn.Module):\n    def forward(self, x):\n        return x * torch.sigmoid(x)\n\n\n@MODELS.register_module(name="Cube")\nclass CubeAct(nn.Module):\n    def forward(self, x):\n        return x ** 3\n',
     });
     await writeTree(path.join(dir, 'app'), {
       'app/__init__.py': '',
-      'app/block.py': 'from torch import nn\n\nfrom fwlib.registry import MODELS\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4, act_cfg=dict(type="Swish")):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.act = MODELS.build(act_cfg)\n\n    def forward(self, x):\n        return self.act(self.lin(x))\n',
+      'app/block.py': 'from torch import nn\n\nfrom fwlib.registry import MODELS\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4, act_cfg=dict(type="Swish"), norm_cfg=dict(type="LN"), out_act="GELU"):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.act = MODELS.build(act_cfg)\n        self.norm = MODELS.build(dict(norm_cfg, normalized_shape=dim))\n        self.out = MODELS.build(dict(type=out_act))\n\n    def forward(self, x):\n        return self.out(self.norm(self.act(self.lin(x))))\n',
       'tests/test_block.py': 'import torch\n\nfrom app.block import Block\n\n\ndef test_cube():\n    block = Block(dim=3, act_cfg=dict(type="Cube"))\n    assert block(torch.randn(2, 3)).shape == (2, 3)\n',
     });
     const db = path.join(dir, 'index.db');
@@ -186,6 +188,9 @@ describe('pull: resolution and emission', () => {
     // "Swish" in the block's own default, "Cube" only in the config dict its test built it with
     assert.match(code, /^@MODELS\.register_module\(\)\nclass Swish\(nn\.Module\):/m);
     assert.match(code, /^@MODELS\.register_module\(name="Cube"\)\nclass CubeAct\(nn\.Module\):/m);
+    assert.match(code, /^if torch\.__version__ >= "1":\n    MODELS\.register_module\("LN", module=nn\.LayerNorm\)/m);
+    assert.match(code, /^for layer in \[nn\.ReLU, nn\.GELU\]:\n    MODELS\.register_module\(module=layer\)/m);
+    assert.doesNotMatch(code, /def unrelated/);
     assert.strictEqual(report.tier, 'equivalent', r.out);
     assert.strictEqual(report.validation.observed, 'tests/test_block.py::test_cube');
   });

@@ -23,7 +23,7 @@ import type {
 } from './types';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '12';
+export const PARSER_VERSION = '13';
 
 /** Nesting deeper than this is refused (CPython's own parser stops at 200 parentheses). */
 export const MAX_DEPTH = 400;
@@ -412,8 +412,26 @@ class Extractor {
     this.all = extend && this.all ? [...this.all, ...names] : names;
   }
 
-  /** `MODELS.register_module(module=Foo)` / `MODELS.register_module(name='x', module=Foo)` at module level. */
-  private noteRegistrationCall(stmt: Node): void {
+  /**
+   * `MODELS.register_module(module=Foo)`, `MODELS.register_module('BN', module=nn.BatchNorm2d)`,
+   * `MODELS.register_module(name='x', module=Foo)` at module level, also in an `if`/`try` block, and
+   * `for m in [nn.ReLU, nn.ELU]: MODELS.register_module(module=m)` (each class of the list, by its own name).
+   */
+  private noteRegistrationCall(stmt: Node, loop?: { variable: string; classes: string[] }, depth = 0): void {
+    if (depth > 4) return;
+    if (stmt.type === 'if_statement' || stmt.type === 'try_statement' || stmt.type === 'else_clause' || stmt.type === 'elif_clause' || stmt.type === 'block' || stmt.type === 'except_clause' || stmt.type === 'finally_clause') {
+      for (const child of stmt.namedChildren) if (child) this.noteRegistrationCall(child, loop, depth + 1);
+      return;
+    }
+    if (stmt.type === 'for_statement' && !loop) {
+      const variable = stmt.childForFieldName('left');
+      const over = stmt.childForFieldName('right');
+      if (variable?.type !== 'identifier' || !over || !['list', 'tuple'].includes(over.type)) return;
+      const classes = over.namedChildren.map((c) => dottedText(c)).filter((c): c is string => !!c);
+      const body = stmt.childForFieldName('body');
+      if (body && classes.length) this.noteRegistrationCall(body, { variable: variable.text, classes }, depth + 1);
+      return;
+    }
     if (stmt.type !== 'expression_statement') return;
     const call = stmt.namedChild(0);
     if (call?.type !== 'call') return;
@@ -421,7 +439,8 @@ class Extractor {
     if (!fn || !/\.(register_module|register)$/.test(fn)) return;
     let target: string | undefined;
     let alias: string | undefined;
-    for (const arg of call.childForFieldName('arguments')?.namedChildren ?? []) {
+    for (const [i, arg] of (call.childForFieldName('arguments')?.namedChildren ?? []).entries()) {
+      if (i === 0 && arg?.type === 'string') alias = stringValue(arg);
       if (arg?.type !== 'keyword_argument') continue;
       const key = arg.childForFieldName('name')?.text;
       const value = arg.childForFieldName('value');
@@ -429,7 +448,10 @@ class Extractor {
       if (key === 'module' || key === 'cls') target = dottedText(value);
       if (key === 'name') alias = stringValue(value);
     }
-    if (target) this.registrations.push({ registry: fn.replace(/\.[^.]+$/, ''), alias, target });
+    const registry = fn.replace(/\.[^.]+$/, '');
+    const unit = this.unitIndex;
+    if (loop && target === loop.variable) for (const c of loop.classes) this.registrations.push({ registry, target: c, unit });
+    else if (target) this.registrations.push({ registry, alias, target, unit });
   }
 
   // ---- bindings ---------------------------------------------------------------------------------

@@ -91,8 +91,10 @@ export interface RegistryUse {
   registry: string;
   /** The name it is registered under (`name=...`), else the class's own name. */
   alias?: string;
-  /** For `X.register_module(module=C)` calls: the class. */
+  /** For `X.register_module(module=C)` calls: the class (dotted when it is another module's: `nn.GELU`). */
   target?: string;
+  /** For calls: the top-level statement that makes them (an `if`, a `for` over the classes, or the call itself). */
+  unit?: number;
 }
 
 export interface ClassFact {

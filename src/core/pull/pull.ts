@@ -2,7 +2,7 @@
  * Pull a block: resolve its dependency closure, emit one dependency-closed file, validate it with the
  * chosen interpreter, record the result. The same pipeline serves the CLI, the server and batch runs.
  */
-import { registryIndex } from '../resolve/closureRegistrations';
+import { registeredUnits, registryIndex, type RegisteredName } from '../resolve/closureRegistrations';
 import { firstLine } from '../base/text';
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
@@ -432,15 +432,16 @@ export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: ClassFa
  * the copy can be built as the repository's tests built it; and the classes registered under a name a config dict of
  * those calls gives (`norm_cfg={"type": "BN"}`, in `registries`), whole: the copy's registry builds them by that name.
  */
-function observedRoots(session: PullSession, rec: ModuleRecord, name: string, registries: ReadonlyMap<string, { rec: ModuleRecord; name: string }>): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
+function observedRoots(session: PullSession, rec: ModuleRecord, name: string, registries: ReadonlyMap<string, RegisteredName>): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
   const out: { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] = [];
   const visit = (v: unknown): void => {
     if (Array.isArray(v)) return v.forEach(visit);
     if (typeof v !== 'object' || v === null) return;
     const o = v as Record<string, unknown>;
     const registered = typeof o.type === 'string' ? registries.get(o.type) : undefined;
-    const unit = registered ? session.table.bindingUnit(registered.rec, registered.name) : undefined;
-    if (registered && unit !== undefined && !out.some((r) => r.rec === registered.rec && r.unit === unit)) out.push({ rec: registered.rec, unit, methodsOnDemand: false });
+    for (const unit of registered ? registeredUnits(session.table, registered) : []) {
+      if (!out.some((r) => r.rec === registered!.rec && r.unit === unit)) out.push({ rec: registered!.rec, unit, methodsOnDemand: false });
+    }
     const named = typeof o.$call === 'string' ? o.$call : typeof o.$name === 'string' ? o.$name : undefined;
     if (named && typeof o.module === 'string' && /^\w+$/.test(named)) {
       const m = session.table.lookupIn(o.module, rec.repoId);

@@ -28,24 +28,45 @@ export interface RegistrationWalk {
  * class. A name registered in the root repository `repoId` wins over the others' (a framework's `BN`, `DropPath` in the
  * library it builds on are found when the root registers no such name).
  */
-export function registryIndex(table: ModuleTable, repoId: number, takes: (rec: ModuleRecord) => boolean = (rec) => rec.repoId === repoId): Map<string, { rec: ModuleRecord; name: string }> {
-  const out = new Map<string, { rec: ModuleRecord; name: string }>();
+export function registryIndex(table: ModuleTable, repoId: number, takes: (rec: ModuleRecord) => boolean = (rec) => rec.repoId === repoId): Map<string, RegisteredName> {
+  const out = new Map<string, RegisteredName>();
   const own = new Set<string>();
   for (const list of table.modules()) {
     for (const rec of list) {
       if (!takes(rec)) continue;
-      const put = (alias: string, name: string): void => {
+      const put = (alias: string, entry: RegisteredName): void => {
         if (own.has(alias) && rec.repoId !== repoId) return;
         if (rec.repoId === repoId) own.add(alias);
         else if (out.has(alias)) return;
-        out.set(alias, { rec, name });
+        out.set(alias, entry);
       };
-      for (const c of rec.facts.classes) if (c.registry) put(c.registry.alias ?? c.name, c.name);
+      for (const c of rec.facts.classes) if (c.registry) put(c.registry.alias ?? c.name, { rec, name: c.name });
       for (const r of rec.facts.registrations) {
-        if (r.target && /^[A-Za-z_]\w*$/.test(r.target)) put(r.alias ?? r.target, r.target);
+        if (!r.target || !/^[A-Za-z_][\w.]*$/.test(r.target)) continue;
+        // a class of the module (`register_module(module=Foo)`), or another module's (`nn.GELU`) by its own name
+        const name = r.target.split('.').pop()!;
+        put(r.alias ?? name, { rec, name: r.target, ...(r.unit !== undefined ? { unit: r.unit } : {}) });
       }
     }
   }
+  return out;
+}
+
+/** A class registered under a name: where it is defined, and for a registration call, the statement that makes it. */
+export interface RegisteredName {
+  rec: ModuleRecord;
+  name: string;
+  unit?: number;
+}
+
+/** The units a name looked up in a registry needs: the registering statement (a call), and the class where the
+ * module defines it (one it imports is reached through the statement's own reference to it, as any name is). */
+export function registeredUnits(table: ModuleTable, hit: RegisteredName): number[] {
+  const out: number[] = [];
+  if (hit.unit !== undefined) out.push(hit.unit);
+  const own = /^[A-Za-z_]\w*$/.test(hit.name) ? table.bindingUnit(hit.rec, hit.name) : undefined;
+  const kind = own !== undefined ? hit.rec.facts.units[own]?.kind : undefined;
+  if (own !== undefined && (kind === 'class' || kind === 'function' || hit.unit === undefined) && !out.includes(own)) out.push(own);
   return out;
 }
 

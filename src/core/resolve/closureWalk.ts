@@ -11,7 +11,7 @@ import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
 import type { ClosureContext, ClosureResult, ExternalImport, ExtraRoot, NeedEdge, Problem, SymbolBinding, UnitNode } from './closureTypes';
 import { externalKey, MODULE_OBJECT, moduleObjectName, symbolKey, unitKey } from './closureTypes';
 import { codeOnly, droppable, STRINGS, MethodDeferral, outsideOf, reachedIn, reachesOf, refsWithin } from './closureReach';
-import { registrationSpan, registryIndex } from './closureRegistrations';
+import { registeredUnits, registrationSpan, registryIndex, type RegisteredName } from './closureRegistrations';
 import type { Registration } from './closureRegistrations';
 import { typeOnlyStandIn, useAt } from './closureStandIns';
 import type { TypeOnly, Use } from './closureStandIns';
@@ -53,7 +53,7 @@ export class ClosureWalk {
   /** Inlined modules the code uses as objects, with the definitions their stand-ins hold. */
   readonly modulesAsObjects = new Map<string, { name: string; key: string }[]>();
   private readonly problemKeys = new Set<string>();
-  private registries: Map<string, { rec: ModuleRecord; name: string }> | undefined;
+  private registries: Map<string, RegisteredName> | undefined;
   /** Units needed and not visited yet. */
   readonly queue: UnitNode[] = [];
   /** Registration decorators whose registry nothing else in the file has needed so far. */
@@ -252,10 +252,7 @@ export class ClosureWalk {
       for (const s of strings) {
         const hit = this.registries.get(s.value);
         if (!hit) continue;
-        const bindUnit = this.table.bindingUnit(hit.rec, hit.name);
-        if (bindUnit === undefined) continue;
-        const target = this.need(hit.rec, bindUnit);
-        this.depend(node, target, s.timing);
+        for (const unit of registeredUnits(this.table, hit)) this.depend(node, this.need(hit.rec, unit), s.timing);
       }
     }
 
