@@ -29,6 +29,8 @@ export interface NnragApi {
   request<P, R>(m: Method<P, R>, params: P): Promise<R>;
   /** The interpreter that validates pulled blocks now, and where it comes from. */
   interpreter(): Interpreter;
+  /** The interpreters Select Python Interpreter offers, in its order. */
+  interpreterCandidates(): string[];
   /** The last error message a command showed. */
   lastError(): string | undefined;
 }
@@ -152,7 +154,7 @@ function languageStatus(
 async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<NnragApi> {
   const dist = vscode.Uri.joinPath(context.extensionUri, 'dist');
   await vscode.workspace.fs.createDirectory(context.globalStorageUri);
-  const interpreter = new InterpreterService();
+  const interpreter = new InterpreterService(context.globalState);
   await interpreter.init();
   context.subscriptions.push(interpreter);
   // what the index depends on: read at start, and again when the settings or the interpreter change
@@ -275,6 +277,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
           }),
     request: (m, params) => client.request(m, params),
     interpreter: () => interpreter.current(),
+    interpreterCandidates: () => interpreter.candidates(),
     lastError: () => session.lastErrorShown,
   };
 }

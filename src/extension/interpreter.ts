@@ -65,6 +65,10 @@ export function versionsLabel(v: InterpreterVersions): string {
   return `Python ${v.python ?? '?'} · ${v.torch ? `torch ${v.torch}` : 'no torch'}`;
 }
 
+/** Where the interpreters used before are remembered, and how many. */
+const SEEN_KEY = 'nnrag.interpretersUsed';
+const MAX_SEEN = 12;
+
 export class InterpreterService implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<Interpreter>();
   readonly onDidChange = this.changed.event;
@@ -73,6 +77,26 @@ export class InterpreterService implements vscode.Disposable {
   private api: PythonExtension | undefined;
   /** interpreter path -> module name -> installed? */
   private readonly installed = new Map<string, Map<string, Promise<boolean>>>();
+
+  /** `seen`: where the interpreters the user used are remembered (the extension's global state), so the picker keeps
+   * offering them after a switch. */
+  constructor(private readonly seen?: vscode.Memento) {}
+
+  /** What the picker offers: the one in use, those used before (most recent first), the environments the Python
+   * extension knows, then the usual ones. */
+  candidates(): string[] {
+    const known = (this.api?.environments?.known ?? []).map((e) => e.path);
+    return [this.current().path, ...this.used(), ...known, '/usr/bin/python3', 'python3'].filter((v, i, a) => a.indexOf(v) === i);
+  }
+
+  /** The interpreters used before, most recent first. */
+  private used(): string[] {
+    return (this.seen?.get<string[]>(SEEN_KEY) ?? []).filter((p) => typeof p === 'string');
+  }
+
+  private remember(python: string): void {
+    void this.seen?.update(SEEN_KEY, [python, ...this.used().filter((p) => p !== python)].slice(0, MAX_SEEN));
+  }
 
   async init(): Promise<void> {
     try {
@@ -125,11 +149,13 @@ export class InterpreterService implements vscode.Disposable {
    * resolves with that scope.
    */
   async pick(given?: string): Promise<string | undefined> {
-    if (given) return updateSetting('pythonPath', given);
     const current = this.current();
-    // the environments the Python extension knows, then the usual ones, each with its Python and torch versions
-    const known = (this.api?.environments?.known ?? []).map((e) => e.path);
-    const candidates = [current.path, ...known, '/usr/bin/python3', 'python3'].filter((v, i, a) => a.indexOf(v) === i);
+    if (given) {
+      this.remember(current.path);
+      this.remember(given);
+      return updateSetting('pythonPath', given);
+    }
+    const candidates = this.candidates();
     const enter = vscode.l10n.t('Enter a path…');
     const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem>();
     quickPick.title = vscode.l10n.t('Python interpreter for validating blocks');
@@ -144,12 +170,20 @@ export class InterpreterService implements vscode.Disposable {
     };
     render();
     quickPick.busy = true;
+    const withTorch = new Set<string>();
     void Promise.all(
       candidates.map(async (p) => {
-        described.set(p, versionsLabel(await describeInterpreter(p)));
+        const v = await describeInterpreter(p);
+        if (v.torch) withTorch.add(p);
+        described.set(p, versionsLabel(v));
         render();
       }),
-    ).then(() => (quickPick.busy = false));
+    ).then(() => {
+      quickPick.busy = false;
+      // the default: the first with torch (the one in use when it has torch)
+      const first = quickPick.items.find((i) => withTorch.has(i.label));
+      if (first) quickPick.activeItems = [first];
+    });
     const choice = await new Promise<string | undefined>((resolve) => {
       quickPick.onDidAccept(() => resolve(quickPick.selectedItems[0]?.label));
       quickPick.onDidHide(() => resolve(undefined));
@@ -177,6 +211,8 @@ export class InterpreterService implements vscode.Disposable {
       if (pick === other) return this.pick();
       if (pick !== use) return undefined;
     }
+    this.remember(current.path);
+    this.remember(value);
     const scope = await updateSetting('pythonPath', value);
     // the choice is confirmed, and the walkthrough's step ticks on it (not on the picker opening)
     void vscode.commands.executeCommand('setContext', 'nnrag.interpreterChosen', true);

@@ -609,6 +609,8 @@ describe('trusted workspace', function () {
       const other = realpathSync(picked);
       assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.selectInterpreter', other), 'workspace');
       assert.deepStrictEqual(nnrag.interpreter(), { path: other, source: 'nnrag.pythonPath' });
+      // the picker keeps offering the one used before the switch, after the one in use
+      assert.deepStrictEqual(nnrag.interpreterCandidates().slice(0, 2), [other, picked]);
       assert.strictEqual(nnragConfig.inspect<string>('pythonPath')?.globalValue, undefined, 'the user settings are untouched');
       const report = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_pick.py'), []);
       assert.strictEqual(report?.status, 'validated', JSON.stringify(report));
