@@ -264,6 +264,8 @@ describe('pull: resolution and emission', () => {
     assert.doesNotMatch(code, /heavy_build|colored|Config\(/, "the framework's machinery was pulled");
     assert.match(code, /^MODELS\.register_module\("N", module=Norm\)$/m);
     assert.strictEqual(run(dir, "print(ns['Block']().run())"), '0.5');
+    // a child registry is among its parent's children, as code that walks the registry tree reads them
+    assert.strictEqual(run(dir, "child = ns['Registry']('model', parent=ns['MODELS'], scope='mine')\nprint(ns['MODELS'].children['mine'] is child, child.children)"), 'True {}');
   });
 
   it("writes a minimal PretrainedInit and master_only in place of a framework's checkpoint and distributed machinery", async () => {

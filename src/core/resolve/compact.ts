@@ -18,6 +18,10 @@ const REGISTRY = `class Registry:
         self.parent = parent
         self._scope = scope
         self.build_func = build_func if build_func is not None or parent is None else parent.build_func
+        # the registries made with this one as their parent, by scope (code that walks the tree reads them)
+        self.children = {}
+        if parent is not None:
+            parent.children.setdefault(scope or name, self)
 
     @property
     def module_dict(self):
