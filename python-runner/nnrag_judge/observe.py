@@ -21,8 +21,10 @@ import inspect
 import json
 import math
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -482,7 +484,7 @@ class Fixtures:
         if name == "tmp_path" and name not in self.found:
             import pathlib
             import tempfile
-            made[name] = pathlib.Path(tempfile.mkdtemp(dir=os.getcwd()))
+            made[name] = pathlib.Path(tempfile.mkdtemp())
             return made[name]
         if name == "monkeypatch" and name not in self.found:
             patch = MonkeyPatch()
@@ -711,9 +713,13 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
     home = os.getcwd()
     for entry in spec.get("entries", []):
         started = time.time()
-        # what one test changed of the process (its folder, torch's default dtype) is not the next one's
+        # what one test changed of the process (its folder, torch's default dtype) is not the next one's, nor what it
+        # left in the temporary folder (a config reader's copies, a test's files): each entry has its own, removed after
         os.chdir(home)
         torch.set_default_dtype(torch.float32)
+        scratch = tempfile.mkdtemp(prefix="nnrag-entry-", dir=home)
+        tempfile.tempdir = scratch
+        os.environ["TMPDIR"] = scratch
         observer = Observer(root, torch)
         error: Optional[str] = None
         try:
@@ -737,6 +743,8 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
             error = f"{type(exc).__name__}: {exc}"[:300]
         send({"observed": {"entry": entry.get("id"), "seconds": round(time.time() - started, 3), "error": error,
                            "calls": observations(observer, real_root), "files": files_imported(real_root, observer.read)}})
+        tempfile.tempdir = None
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:

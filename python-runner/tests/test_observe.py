@@ -191,6 +191,29 @@ class Observing(unittest.TestCase):
         [img] = list(call["inputs"]["args"]) + list(call["inputs"]["kwargs"].values())
         self.assertEqual(img["$tensor"]["shape"], [1, 3, 224, 224])
 
+    def test_what_an_entry_leaves_in_the_temporary_folder_is_gone_before_the_next(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {"tests/test_tmp.py": """
+                import os
+                import tempfile
+
+                def test_leaves():
+                    with open(os.path.join(tempfile.gettempdir(), "left.txt"), "w") as fh:
+                        fh.write("x" * 1000)
+
+                def test_sees_nothing(tmp_path):
+                    assert not os.path.exists(os.path.join(tempfile.gettempdir(), "left.txt"))
+                    assert str(tmp_path).startswith(tempfile.gettempdir())
+                """})
+            entries = [{"id": f"tests/test_tmp.py::{f}", "module": "tests.test_tmp", "function": f} for f in ("test_leaves", "test_sees_nothing")]
+            with tempfile.TemporaryDirectory() as work:
+                before = os.getcwd()
+                try:
+                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
+                finally:
+                    os.chdir(before)
+        self.assertEqual([o["error"] for o in got["observed"]], [None, None], got)
+
     def test_inputs_are_rebuilt_alike_and_in_range(self) -> None:
         import torch
         desc = {"args": [{"$tensor": {"dtype": "int64", "shape": [2, 50], "min": 0, "max": 9}}],
