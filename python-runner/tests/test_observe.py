@@ -14,6 +14,16 @@ from nnrag_judge.judge import Place  # noqa: E402
 from nnrag_judge.judge import observe as observe_repository  # noqa: E402
 
 
+def observed(root: str, entries: list) -> dict:
+    """What the observer answers for `entries` of the repository at `root` (run in a work folder of its own)."""
+    with tempfile.TemporaryDirectory() as work:
+        before = os.getcwd()
+        try:
+            return observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
+        finally:
+            os.chdir(before)
+
+
 def write_tree(root: str, files: dict) -> None:
     for rel, text in files.items():
         path = os.path.join(root, rel)
@@ -85,12 +95,7 @@ class Observing(unittest.TestCase):
             })
             entries = [{"id": f"tests/test_layers.py::{f}", "module": "tests.test_layers", "function": f}
                        for f in ("test_scale", "test_needs_a_request")]
-            with tempfile.TemporaryDirectory() as work:
-                before = os.getcwd()
-                try:
-                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
-                finally:
-                    os.chdir(before)
+            got = observed(root, entries)
         self.assertTrue(got["ok"], got)
         first, second = got["observed"]
         self.assertIsNone(first["error"], first)
@@ -142,12 +147,7 @@ class Observing(unittest.TestCase):
                     """,
             })
             entries = [{"id": f"net/model.py::{f}", "module": "net.model", "function": f, "kind": "build"} for f in ("net_tiny", "not_a_model")]
-            with tempfile.TemporaryDirectory() as work:
-                before = os.getcwd()
-                try:
-                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
-                finally:
-                    os.chdir(before)
+            got = observed(root, entries)
         self.assertTrue(got["ok"], got)
         tiny, other = got["observed"]
         self.assertIsNone(tiny["error"], tiny)
@@ -179,12 +179,7 @@ class Observing(unittest.TestCase):
                         return self.head(self.stem(img).flatten(1))
                 """})
             entries = [{"id": "fixed/mixer.py::Mixer", "module": "fixed.mixer", "function": "Mixer", "kind": "build"}]
-            with tempfile.TemporaryDirectory() as work:
-                before = os.getcwd()
-                try:
-                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
-                finally:
-                    os.chdir(before)
+            got = observed(root, entries)
         [seen] = got["observed"]
         self.assertIsNone(seen["error"], seen)
         [call] = seen["calls"]
@@ -206,12 +201,7 @@ class Observing(unittest.TestCase):
                     assert str(tmp_path).startswith(tempfile.gettempdir())
                 """})
             entries = [{"id": f"tests/test_tmp.py::{f}", "module": "tests.test_tmp", "function": f} for f in ("test_leaves", "test_sees_nothing")]
-            with tempfile.TemporaryDirectory() as work:
-                before = os.getcwd()
-                try:
-                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
-                finally:
-                    os.chdir(before)
+            got = observed(root, entries)
         self.assertEqual([o["error"] for o in got["observed"]], [None, None], got)
 
     def test_inputs_are_rebuilt_alike_and_in_range(self) -> None:
@@ -313,12 +303,7 @@ class WhatIsKept(unittest.TestCase):
                                       assert WIDTH == 3
                                   """})
             entries = [{"id": "examples/test_example.py::test_width", "module": "examples.test_example", "function": "test_width"}]
-            with tempfile.TemporaryDirectory() as work:
-                before = os.getcwd()
-                try:
-                    got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
-                finally:
-                    os.chdir(before)
+            got = observed(root, entries)
         self.assertTrue(got["ok"], got)
         self.assertIsNone(got["observed"][0]["error"], got)
 
