@@ -73,10 +73,11 @@ const CONFIG_FILE = /(?:^|\/)configs?\/.*\.py$/;
 /** Functions that run a program rather than build a block, whatever they call. */
 const NOT_A_BUILDER = /^(?:main|train|fit|evaluate|eval|run|cli|demo|benchmark|bench|profile|parse|download|export|convert|test|setup|launch|serve)(?:_|$)/i;
 
-/** The entry points of a repository, in file order: its test functions and its test classes' test methods; its
- * builders (public functions that need no argument and call one of the repository's blocks, as `resnet50()` or
- * `vit_small()` do), and its composite blocks that need no argument (a class that builds two of its blocks or more,
- * as a whole model does). `blocks` names the repository's block classes. */
+/** The entry points of a repository, by id: its test functions and its test classes' test methods (their mixins'
+ * too); its builders (argument-free functions that reach one of its blocks, as `resnet50()` or `vit_small()` do) and
+ * its composite blocks that need no argument (a class that builds two of its blocks or more, as a whole model does);
+ * its config files that bind `model` (built by the registries its blocks register in). `blocks` names the
+ * repository's block classes. (README code blocks are added by `readmeEntries`.) */
 export function entryPoints(table: ModuleTable, repoId: number, blocks: ReadonlySet<string> = new Set()): EntryPoint[] {
   const out = new Map<string, EntryPoint>();
   const add = (e: EntryPoint): void => void out.set(e.id, e);
