@@ -1,4 +1,5 @@
 /** `nn-rag pull` (one block or a batch) and `nn-rag validate`. */
+import { tierRank } from '../core/pull/pulledState';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -428,6 +429,22 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
     original: original && 'module' in original ? original : undefined,
     ...uses,
   });
+  // judged inside the repository's builder's model by its pull: judged so again (the file unedited)
+  if (prov && !edited && tierRank(report.tier) < tierRank(prov.validation?.tier)) {
+    const db = await openDb(args, env, false, false).catch(() => undefined);
+    try {
+      const again = db && indexCounts(db).repos > 0 ? await Workspace.over(db, env.assets).judgedByBuilderAgain(prov, text, {
+        python: pythonOf(args, env),
+        runner: env.assets.runner,
+        timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
+        memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
+        signal: env.signal,
+      }) : undefined;
+      if (again && tierRank(again.tier) > tierRank(report.tier)) report = { ...again, builder: prov.validation?.builder };
+    } finally {
+      db?.close();
+    }
+  }
   report = explained(report, original, edited);
   if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(prov ? { edited } : {}) }, null, 1)}\n`);
   else env.out(`${describeValidation(report)}\n`);

@@ -137,4 +137,28 @@ describe('builders: how the repository itself builds a block', () => {
     assert.strictEqual(report.validation?.inside, 'Outer');
     assert.deepStrictEqual(report.validation?.input_shapes, [[2, 6]], 'the input the Outer model gave it');
   });
+
+  it('validate FILE judges an unedited file inside its builder\'s model again, as its pull did, when no argument set can be written', async function () {
+    if (!hasTorch()) this.skip();
+    this.timeout(300_000);
+    const dir = await tmpdir();
+    await writeTree(path.join(dir, 'lam'), {
+      'lam/__init__.py': '',
+      // the block's argument is a lambda its model makes: no recipe can be written into the header
+      'lam/model.py': 'from torch import nn\n\n\nclass Inner(nn.Module):\n    def __init__(self, act):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n        self.act = act\n\n    def forward(self, x):\n        return self.act(self.fc(x)) + x.sum(-1, keepdim=True) * self.act(x[..., :1])\n\n\nclass Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.stem = nn.Linear(3, 4)\n        self.inner = Inner(lambda t: t * 2 + 1)\n\n    def forward(self, x):\n        return self.inner(self.stem(x))\n\n\ndef outer():\n    return Outer()\n',
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', path.join(dir, 'lam'), '--db', db)).code, 0);
+    const out = path.join(dir, 'out', 'inner.py');
+    const r = JSON.parse((await cli('pull', 'lam.model.Inner', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json')).out) as { tier: string; validation: { builder?: string } };
+    assert.deepStrictEqual([r.tier, r.validation.builder], ['equivalent', 'lam.model.outer']);
+    assert.doesNotMatch(await fs.promises.readFile(out, 'utf8'), /"builtWith"/);
+    const again = JSON.parse((await cli('validate', out, '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { tier: string; builder?: string };
+    assert.deepStrictEqual([again.tier, again.builder], ['equivalent', 'lam.model.outer']);
+    // an edited file is judged as it is: the builder's model holds the code as pulled, not the edit
+    await fs.promises.appendFile(out, '\n\nEDITED = True\n');
+    const edited = JSON.parse((await cli('validate', out, '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { tier: string };
+    assert.notStrictEqual(edited.tier, 'equivalent');
+  });
 });
+

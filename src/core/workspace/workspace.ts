@@ -5,6 +5,9 @@
  * wire and display; the sequence (open the database, load the module table, open a pull session, find the target,
  * start validators, pull) is here.
  */
+import { promises as fsp } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import type { IndexDb } from '../store/database';
 import { PythonParser } from '../parse/parser';
 import type { WasmPaths } from '../parse/parser';
@@ -13,7 +16,7 @@ import type { ClassRef } from '../store/target';
 import { loadModuleTable } from '../resolve/loadTable';
 import { judgingPulled, mountRoot, openPullSession, originalOf, originalOfPulled, pullBlock } from '../pull/pull';
 import type { PullOptions, PullReport, PullSession } from '../pull/pull';
-import type { Provenance } from '../emit/pulledFile';
+import { bodyHash, type Provenance } from '../emit/pulledFile';
 import type { OriginalClass, ValidateOptions } from '../validate/report';
 import { ValidatorPool } from '../validate/validatorPool';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
@@ -82,6 +85,24 @@ export class Workspace {
   /** The original a pulled file's provenance names (at the blob it was pulled from), or why there is none. */
   originalOfPulled(prov: Provenance): OriginalClass | { unavailable: string } {
     return originalOfPulled(this.session(), prov);
+  }
+
+  /**
+   * An unedited pulled file whose pull judged it inside its repository's builder's model (`validation.builder`, no
+   * `builtWith` the judge can replay): pulled again into a scratch folder with validation, as its pull was; the
+   * verdict is the file's when the code pulled again is the file's (its body hash). Undefined otherwise.
+   */
+  async judgedByBuilderAgain(prov: Provenance, text: string, options: Omit<PullOptions, 'parser' | 'out' | 'validate'>): Promise<PullReport['validation'] | undefined> {
+    if (!prov.validation?.builder || prov.builtWith || bodyHash(text) !== prov.hash) return undefined;
+    const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-again-'));
+    try {
+      const out = path.join(scratch, 'block.py');
+      const report = await this.pull(prov.target, { ...options, out, manifest: false, validate: true });
+      const again = await fsp.readFile(out, 'utf8').catch(() => '');
+      return bodyHash(again) === prov.hash ? report.validation : undefined;
+    } finally {
+      await fsp.rm(scratch, { recursive: true, force: true });
+    }
   }
 
   /**
