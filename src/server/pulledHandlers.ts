@@ -5,7 +5,7 @@ import type { Connection } from 'vscode-languageserver';
 import { NnragError } from '../core/base/errors';
 import { bodyHash, readProvenance, splitPulled } from '../core/emit/pulledFile';
 import { readManifest, removeManifests, writeManifests } from '../core/emit/manifest';
-import { explained, judgingPulled, originalOfPulled } from '../core/pull/pull';
+import { explained, judgedByBuilderAgain, judgingPulled, originalOfPulled } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
@@ -13,6 +13,7 @@ import { findTarget } from '../core/store/target';
 import { validateFile } from '../core/validate/runner';
 import { GetPulledStatus, ObserveRepositories, PlanUpdate, RemoveManifests, ValidatePulled, WriteManifests } from '../shared/protocol';
 import { observeRepositories } from '../core/pull/observe';
+import { tierRank } from '../core/pull/pulledState';
 import { onRequest, signalOf } from './rpc';
 
 export function registerPulledHandlers(connection: Connection, service: () => IndexService, runner: () => string, scratch: () => string): void {
@@ -78,7 +79,13 @@ export function registerPulledHandlers(connection: Connection, service: () => In
         signal: signalOf(token),
         pool: service().validator(python, runner(), memoryMb, session),
       });
-      const told = explained(validation, original, edited);
+      // judged inside the repository's builder's model by its pull: judged so again (the file unedited)
+      let judged = validation;
+      if (!edited && tierRank(validation.tier) < tierRank(prov.validation?.tier)) {
+        const again = await judgedByBuilderAgain(session, parser, prov, text, { python, runner: runner(), timeoutMs: timeoutSeconds * 1000, memoryMb, allowWeakSandbox: allowWeakSandbox === true, signal: signalOf(token) });
+        if (again && tierRank(again.tier) > tierRank(validation.tier)) judged = { ...again, builder: prov.validation?.builder };
+      }
+      const told = explained(judged, original, edited);
       return { validation: told, text: withValidation(text, told) };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });

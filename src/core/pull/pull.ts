@@ -12,7 +12,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { ClassRef } from '../store/target';
 import { emitFile } from '../emit/emit';
-import { recordedArguments, replaceProvenance, splitPulled, withInlineMetadata } from '../emit/pulledFile';
+import { bodyHash, recordedArguments, replaceProvenance, splitPulled, withInlineMetadata } from '../emit/pulledFile';
 import type { DependencyGraph, EmitResult } from '../emit/emit';
 import type { Provenance } from '../emit/pulledFile';
 import { fileSizes } from '../emit/why';
@@ -756,6 +756,24 @@ export async function judgingPulled(session: PullSession, prov: Provenance | und
   }
   const candidates = [...recorded, ...(uses.candidates ?? [])];
   return { ...(candidates.length ? { candidates } : {}), ...(uses.examples?.length ? { examples: uses.examples } : {}) };
+}
+
+/**
+ * An unedited pulled file whose pull judged it inside its repository's builder's model (`validation.builder`, no
+ * `builtWith` the judge can replay): pulled again into a scratch folder with validation, as its pull was; the verdict
+ * is the file's when the code pulled again is the file's (its body hash). Undefined otherwise.
+ */
+export async function judgedByBuilderAgain(session: PullSession, parser: PythonParser, prov: Provenance, text: string, options: Omit<PullOptions, 'parser' | 'out' | 'validate'>): Promise<ValidationReport | undefined> {
+  if (!prov.validation?.builder || prov.builtWith || bodyHash(text) !== prov.hash) return undefined;
+  const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-again-'));
+  try {
+    const out = path.join(scratch, 'block.py');
+    const report = await pullBlock(session, findTarget(session.db, prov.target), { ...options, parser, out, manifest: false, validate: true });
+    const again = await fsp.readFile(out, 'utf8').catch(() => '');
+    return bodyHash(again) === prov.hash ? report.validation : undefined;
+  } finally {
+    await fsp.rm(scratch, { recursive: true, force: true });
+  }
 }
 
 /**

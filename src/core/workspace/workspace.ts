@@ -5,18 +5,15 @@
  * wire and display; the sequence (open the database, load the module table, open a pull session, find the target,
  * start validators, pull) is here.
  */
-import { promises as fsp } from 'fs';
-import * as os from 'os';
-import * as path from 'path';
 import type { IndexDb } from '../store/database';
 import { PythonParser } from '../parse/parser';
 import type { WasmPaths } from '../parse/parser';
 import { findTarget } from '../store/target';
 import type { ClassRef } from '../store/target';
 import { loadModuleTable } from '../resolve/loadTable';
-import { judgingPulled, mountRoot, openPullSession, originalOf, originalOfPulled, pullBlock } from '../pull/pull';
+import { judgedByBuilderAgain, judgingPulled, mountRoot, openPullSession, originalOf, originalOfPulled, pullBlock } from '../pull/pull';
 import type { PullOptions, PullReport, PullSession } from '../pull/pull';
-import { bodyHash, type Provenance } from '../emit/pulledFile';
+import type { Provenance } from '../emit/pulledFile';
 import type { OriginalClass, ValidateOptions } from '../validate/report';
 import { ValidatorPool } from '../validate/validatorPool';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
@@ -93,16 +90,7 @@ export class Workspace {
    * verdict is the file's when the code pulled again is the file's (its body hash). Undefined otherwise.
    */
   async judgedByBuilderAgain(prov: Provenance, text: string, options: Omit<PullOptions, 'parser' | 'out' | 'validate'>): Promise<PullReport['validation'] | undefined> {
-    if (!prov.validation?.builder || prov.builtWith || bodyHash(text) !== prov.hash) return undefined;
-    const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-again-'));
-    try {
-      const out = path.join(scratch, 'block.py');
-      const report = await this.pull(prov.target, { ...options, out, manifest: false, validate: true });
-      const again = await fsp.readFile(out, 'utf8').catch(() => '');
-      return bodyHash(again) === prov.hash ? report.validation : undefined;
-    } finally {
-      await fsp.rm(scratch, { recursive: true, force: true });
-    }
+    return judgedByBuilderAgain(this.session(), await this.parser(), prov, text, options);
   }
 
   /**
