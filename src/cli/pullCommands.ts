@@ -1,5 +1,4 @@
 /** `nn-rag pull` (one block or a batch) and `nn-rag validate`. */
-import { tierRank } from '../core/pull/pulledState';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -430,17 +429,18 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
     ...uses,
   });
   // judged inside the repository's builder's model by its pull: judged so again (the file unedited)
-  if (prov && !edited && tierRank(report.tier) < tierRank(prov.validation?.tier)) {
+  if (prov && !edited && prov.validation?.builder && !prov.builtWith) {
     const db = await openDb(args, env, false, false).catch(() => undefined);
     try {
-      const again = db && indexCounts(db).repos > 0 ? await Workspace.over(db, env.assets).judgedByBuilderAgain(prov, text, {
-        python: pythonOf(args, env),
-        runner: env.assets.runner,
-        timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
-        memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
-        signal: env.signal,
-      }) : undefined;
-      if (again && tierRank(again.tier) > tierRank(report.tier)) report = { ...again, builder: prov.validation?.builder };
+      if (db && indexCounts(db).repos > 0) {
+        report = await Workspace.over(db, env.assets).judgedByBuilderAgain(prov, text, report, {
+          python: pythonOf(args, env),
+          runner: env.assets.runner,
+          timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
+          memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
+          signal: env.signal,
+        });
+      }
     } finally {
       db?.close();
     }

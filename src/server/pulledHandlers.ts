@@ -13,7 +13,6 @@ import { findTarget } from '../core/store/target';
 import { validateFile } from '../core/validate/runner';
 import { GetPulledStatus, ObserveRepositories, PlanUpdate, RemoveManifests, ValidatePulled, WriteManifests } from '../shared/protocol';
 import { observeRepositories } from '../core/pull/observe';
-import { tierRank } from '../core/pull/pulledState';
 import { onRequest, signalOf } from './rpc';
 
 export function registerPulledHandlers(connection: Connection, service: () => IndexService, runner: () => string, scratch: () => string): void {
@@ -80,11 +79,7 @@ export function registerPulledHandlers(connection: Connection, service: () => In
         pool: service().validator(python, runner(), memoryMb, session),
       });
       // judged inside the repository's builder's model by its pull: judged so again (the file unedited)
-      let judged = validation;
-      if (!edited && tierRank(validation.tier) < tierRank(prov.validation?.tier)) {
-        const again = await judgedByBuilderAgain(session, parser, prov, text, { python, runner: runner(), timeoutMs: timeoutSeconds * 1000, memoryMb, allowWeakSandbox: allowWeakSandbox === true, signal: signalOf(token) });
-        if (again && tierRank(again.tier) > tierRank(validation.tier)) judged = { ...again, builder: prov.validation?.builder };
-      }
+      const judged = await judgedByBuilderAgain(session, parser, prov, text, validation, { python, runner: runner(), timeoutMs: timeoutSeconds * 1000, memoryMb, allowWeakSandbox: allowWeakSandbox === true, signal: signalOf(token) });
       const told = explained(judged, original, edited);
       return { validation: told, text: withValidation(text, told) };
     } finally {

@@ -2,6 +2,7 @@
  * Pull a block: resolve its dependency closure, emit one dependency-closed file, validate it with the
  * chosen interpreter, record the result. The same pipeline serves the CLI, the server and batch runs.
  */
+import { tierRank } from './pulledState';
 import { registeredUnits, registryIndex, type RegisteredName } from '../resolve/closureRegistrations';
 import { firstLine } from '../base/text';
 import * as fs from 'fs';
@@ -247,10 +248,13 @@ async function reposToInline(session: PullSession, rootRepo: number, options: Pu
  * repository's own entry points with them, as the original's worker does.
  */
 export async function companionRoots(session: PullSession, repoId: number, python: string): Promise<{ roots: string[]; mounts: string[] }> {
-  const others = [...(await reposToInline(session, repoId, { python } as PullOptions))]
-    .map((id) => session.repos.get(id))
-    .filter((r): r is RepoRow => !!r && !!importRoot(r) && fs.existsSync(r.root));
-  return { roots: [...new Set(others.flatMap((r) => importRoots(r)))], mounts: [...new Set(others.map((r) => r.root))] };
+  return localRoots(session, await reposToInline(session, repoId, { python } as PullOptions));
+}
+
+/** The local repositories `ids` that are on this machine: the folders they import from, and those to mount. */
+function localRoots(session: PullSession, ids: Iterable<number>): { roots: string[]; mounts: string[] } {
+  const repos = [...ids].map((id) => session.repos.get(id)).filter((r): r is RepoRow => !!r && !!importRoot(r) && fs.existsSync(r.root));
+  return { roots: [...new Set(repos.flatMap((r) => importRoots(r)))], mounts: [...new Set(repos.map((r) => r.root))] };
 }
 
 /** Where the original class can be imported from for the equivalence check, or why it cannot. `inlined`: the
@@ -266,9 +270,9 @@ export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterabl
   // the judge checks that the class it imports comes from this file, unchanged since it was indexed
   const file = session.files.get(ref.fileId);
   const source = file ? path.join(repo.root, file.path) : undefined;
-  const others = [...inlined].map((id) => session.repos.get(id)).filter((r): r is RepoRow => !!r && !!importRoot(r) && fs.existsSync(r.root));
-  const also = [...new Set([...rest, ...others.flatMap((r) => importRoots(r))])].filter((f) => f !== folder);
-  const mounts = [...new Set([repo.root, ...others.map((r) => r.root)])];
+  const others = localRoots(session, inlined);
+  const also = [...new Set([...rest, ...others.roots])].filter((f) => f !== folder);
+  const mounts = [...new Set([repo.root, ...others.mounts])];
   return {
     module: ref.module,
     class: ref.name,
@@ -759,18 +763,27 @@ export async function judgingPulled(session: PullSession, prov: Provenance | und
 }
 
 /**
- * An unedited pulled file whose pull judged it inside its repository's builder's model (`validation.builder`, no
- * `builtWith` the judge can replay): pulled again into a scratch folder with validation, as its pull was; the verdict
- * is the file's when the code pulled again is the file's (its body hash). Undefined otherwise.
+ * `judged`, the verdict `validate FILE` or the editor's Validate gave a pulled file, or a better one: an unedited
+ * file whose pull judged it inside its repository's builder's model (`validation.builder`, no `builtWith` the judge
+ * can replay) and that got less now is pulled again into a scratch folder with validation, as its pull was; that
+ * verdict is the file's when the code pulled again is the file's (its body hash) and it got further.
  */
-export async function judgedByBuilderAgain(session: PullSession, parser: PythonParser, prov: Provenance, text: string, options: Omit<PullOptions, 'parser' | 'out' | 'validate'>): Promise<ValidationReport | undefined> {
-  if (!prov.validation?.builder || prov.builtWith || bodyHash(text) !== prov.hash) return undefined;
+export async function judgedByBuilderAgain(
+  session: PullSession,
+  parser: PythonParser,
+  prov: Provenance,
+  text: string,
+  judged: ValidationReport,
+  options: Omit<PullOptions, 'parser' | 'out' | 'validate'>,
+): Promise<ValidationReport> {
+  if (!prov.validation?.builder || prov.builtWith || bodyHash(text) !== prov.hash || tierRank(judged.tier) >= tierRank(prov.validation.tier)) return judged;
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-again-'));
   try {
     const out = path.join(scratch, 'block.py');
     const report = await pullBlock(session, findTarget(session.db, prov.target), { ...options, parser, out, manifest: false, validate: true });
     const again = await fsp.readFile(out, 'utf8').catch(() => '');
-    return bodyHash(again) === prov.hash ? report.validation : undefined;
+    const v = report.validation;
+    return v && bodyHash(again) === prov.hash && tierRank(v.tier) > tierRank(judged.tier) ? { ...v, builder: prov.validation.builder } : judged;
   } finally {
     await fsp.rm(scratch, { recursive: true, force: true });
   }

@@ -15,6 +15,7 @@ import { judgedByBuilderAgain, judgingPulled, mountRoot, openPullSession, origin
 import type { PullOptions, PullReport, PullSession } from '../pull/pull';
 import type { Provenance } from '../emit/pulledFile';
 import type { OriginalClass, ValidateOptions } from '../validate/report';
+import type { ValidationReport } from '../validate/runner';
 import { ValidatorPool } from '../validate/validatorPool';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
 import { observeRepositories } from '../pull/observe';
@@ -89,8 +90,8 @@ export class Workspace {
    * `builtWith` the judge can replay): pulled again into a scratch folder with validation, as its pull was; the
    * verdict is the file's when the code pulled again is the file's (its body hash). Undefined otherwise.
    */
-  async judgedByBuilderAgain(prov: Provenance, text: string, options: Omit<PullOptions, 'parser' | 'out' | 'validate'>): Promise<PullReport['validation'] | undefined> {
-    return judgedByBuilderAgain(this.session(), await this.parser(), prov, text, options);
+  async judgedByBuilderAgain(prov: Provenance, text: string, judged: ValidationReport, options: Omit<PullOptions, 'parser' | 'out' | 'validate'>): Promise<ValidationReport> {
+    return judgedByBuilderAgain(this.session(), await this.parser(), prov, text, judged, options);
   }
 
   /**
