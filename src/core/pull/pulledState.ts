@@ -3,7 +3,23 @@
  * the block tree, the hover and the command line all show these words and icons, so a file never reads "up to date"
  * in one place and "conflicts" in another.
  */
-import type { PulledFileStatus } from './update';
+export type PulledState = 'up-to-date' | 'changed' | 'unknown' | 'conflicted' | 'damaged';
+
+export interface PulledFileStatus {
+  target: string;
+  /** `changed`: upstream changed since the pull; `unknown`: its repository or block is not in this index. */
+  state: PulledState;
+  /** The body differs from what was pulled. */
+  edited: boolean;
+  conflicts: number;
+  reason?: string;
+  /** The upstream sources that changed or disappeared, and the definitions taken from each. */
+  changed: { names: string[]; path: string; state: string }[];
+  /** The validation recorded in the header (at the pull, or after an edit), and why it failed. */
+  validation?: { status: string; tier?: string | null; category?: string | null; message?: string };
+  /** The body changed since that validation judged it: its verdict is not the file's any more. */
+  stale: boolean;
+}
 
 /** A validation verdict as the header, the index and a report record it. */
 export interface VerdictLike {

@@ -18,28 +18,13 @@ import { findTarget } from '../store/target';
 import type { ClassRef } from '../store/target';
 import { pullBlock } from './pull';
 import type { PullSession } from './pull';
+import type { PulledFileStatus } from './pulledState';
+
+export type { PulledFileStatus, PulledState } from './pulledState';
 
 /** Conflict markers a merge left in a file (a line starting `<<<<<<< `, then `=======`, then `>>>>>>> `). */
 export function conflictMarkers(text: string): number {
   return [...text.matchAll(/^<{7} [^\n]*\n[^]*?^={7}\n[^]*?^>{7} /gm)].length;
-}
-
-export type PulledState = 'up-to-date' | 'changed' | 'unknown' | 'conflicted' | 'damaged';
-
-export interface PulledFileStatus {
-  target: string;
-  /** `changed`: upstream changed since the pull; `unknown`: its repository or block is not in this index. */
-  state: PulledState;
-  /** The body differs from what was pulled. */
-  edited: boolean;
-  conflicts: number;
-  reason?: string;
-  /** The upstream sources that changed or disappeared, and the definitions taken from each. */
-  changed: { names: string[]; path: string; state: string }[];
-  /** The validation recorded in the header (at the pull, or after an edit), and why it failed. */
-  validation?: { status: string; tier?: string | null; category?: string | null; message?: string };
-  /** The body changed since that validation judged it: its verdict is not the file's any more. */
-  stale: boolean;
 }
 
 /** The state of a pulled file's text, or undefined when it was not pulled (no NN-RAG header). */
