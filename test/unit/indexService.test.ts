@@ -224,6 +224,51 @@ describe('a shared index under the index service', function () {
     }
   });
 
+
+  it('a window opened again parses none of the user\'s files: not with the same archive, not with a new one (their rows are carried over)', async () => {
+    const team = path.join(await tmpdir('nnrag-svc-team-'), 'teamlib');
+    await fsp.mkdir(team, { recursive: true });
+    await fsp.writeFile(path.join(team, '__init__.py'), '');
+    const layer = (name: string): string => `\n\nclass ${name}(nn.Module):\n    def forward(self, x):\n        return x\n`;
+    await fsp.writeFile(path.join(team, 'layers.py'), `from torch import nn${layer('TeamMixer')}`);
+    const teamDb = path.join(path.dirname(team), 'team.db');
+    const archive = path.join(path.dirname(team), 'team.nnrag.tgz');
+    const publish = async (): Promise<void> => {
+      assert.strictEqual((await cli('index', team, '--db', teamDb)).code, 0);
+      assert.strictEqual((await cli('export', '--db', teamDb, '--to', archive)).code, 0);
+    };
+    await publish();
+    const folder = await tinyblocksCopy();
+    const storage = await tmpdir('nnrag-svc-');
+    // one window's life: its server starts, indexes, and ends
+    const open = async (): Promise<{ logs: string[]; names: string[] }> => {
+      const logs: string[] = [];
+      const svc = new IndexService(
+        { ...ASSETS, storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: [{ location: folder }], sharedIndex: archive },
+        { log: (_k, m) => logs.push(m), status: () => undefined, failed: (m) => logs.push(m), changed: () => undefined },
+      );
+      try {
+        await svc.reindex();
+        const names = searchBlocks((await svc.ready()).db, { text: '', limit: 1000 }).map((h) => h.name);
+        return { logs, names };
+      } finally {
+        await svc.dispose();
+      }
+    };
+    const ownRun = (logs: string[]): string | undefined => logs.find((l) => l.startsWith('tinyblocks: '));
+    const first = await open();
+    assert.match(ownRun(first.logs) ?? '', /tinyblocks: \d+ files, [1-9]\d* changed/, first.logs.join('\n'));
+    const again = await open();
+    assert.match(ownRun(again.logs) ?? '', /tinyblocks: \d+ files, 0 changed/, again.logs.join('\n'));
+    // the team publishes a new archive: the index is made from it, and the user's files are not parsed again
+    await fsp.appendFile(path.join(team, 'layers.py'), layer('TeamGate'));
+    await publish();
+    const next = await open();
+    assert.ok(next.logs.some((l) => /the index starts from the shared index/.test(l)), next.logs.join('\n'));
+    assert.match(ownRun(next.logs) ?? '', /tinyblocks: \d+ files, 0 changed/, next.logs.join('\n'));
+    assert.ok(next.names.includes('TeamGate') && next.names.includes('ResidualBlock'), next.names.join(', '));
+    assert.deepStrictEqual(next.names.filter((n) => n === 'ResidualBlock').length, first.names.filter((n) => n === 'ResidualBlock').length);
+  });
 });
 
 describe('installed-package repositories under the index service', function () {

@@ -24,8 +24,11 @@ export interface MergeResult {
   blocks: number;
 }
 
-/** Copies every repository of `from` into `to` (which must not hold one of the same name). */
-function copyInto(to: IndexDb, from: IndexDb, file: string): string[] {
+/**
+ * Copies the repositories of `from` that `keep` takes (all by default) into `to`, which must not hold one of the same
+ * name (`file` names `from` in that error). The caller computes the whole-index columns again (`finishRun`).
+ */
+export function copyRepositories(to: IndexDb, from: IndexDb, file: string, keep: (name: string) => boolean = () => true): string[] {
   const repoCols = columnsOf(from, 'repos').filter((c) => c !== 'id');
   const fileCols = columnsOf(from, 'files').filter((c) => c !== 'id' && c !== 'repo_id');
   const classCols = columnsOf(from, 'classes').filter((c) => !RECOMPUTED.has(c) && c !== 'file_id' && c !== 'repo_id');
@@ -33,6 +36,7 @@ function copyInto(to: IndexDb, from: IndexDb, file: string): string[] {
   to.transaction(() => {
     for (const repo of from.all('SELECT * FROM repos ORDER BY id')) {
       const name = String(repo.name);
+      if (!keep(name)) continue;
       if (to.get('SELECT id FROM repos WHERE name = ?', [name])) {
         throw new NnragError('usage', `${file} and another index both hold the repository ${name}: shards of one index hold each repository once`);
       }
@@ -74,7 +78,7 @@ export async function mergeIndexes(shards: string[], out: string, sqlWasm?: stri
         if (parser !== undefined && parser !== PARSER_VERSION) {
           throw new NnragError('usage', `${file} was indexed by another version of NN-RAG's parser (${parser}; this one is ${PARSER_VERSION}): index that shard again`);
         }
-        result.shards.push({ file, repositories: copyInto(db, shard, file) });
+        result.shards.push({ file, repositories: copyRepositories(db, shard, file) });
       } finally {
         shard.close();
       }

@@ -11,6 +11,8 @@ import { lazyPool } from '../analysis/parsePool';
 import { warmUpParser } from '../analysis/warmUp';
 import { CancelledError, errorMessage } from '../base/errors';
 import { finishRun, removeRepositoriesExcept } from '../index/indexer';
+import { copyRepositories } from '../index/mergeIndex';
+import { PARSER_VERSION } from '../parse/facts';
 import { indexSources } from '../index/indexSources';
 import type { WasmPaths } from '../parse/parser';
 import { PythonParser } from '../parse/parser';
@@ -178,7 +180,7 @@ export class IndexService {
     // (just fetched by useShared: not asked for again)
     const refreshed = this.justRefreshed ?? (await this.fetchShared(location));
     this.justRefreshed = undefined;
-    if (refreshed && (await layerShared(this.sharedCopy(), file, refreshed, this.options.sqlWasm))) {
+    if (refreshed && (await layerShared(this.sharedCopy(), file, refreshed, this.options.sqlWasm, carryOwnRepositories))) {
       this.events.log('index', 'the index starts from the shared index; your repositories are indexed on top');
     }
   }
@@ -507,15 +509,30 @@ export class IndexService {
     await this.indexing?.catch(() => undefined);
     await this.parsePool?.close().catch(() => undefined);
     await this.db?.save().catch(() => undefined);
+    // the lock goes with it: the next window (or service) on this storage writes the index
+    this.db?.close();
+    this.db = undefined;
+    this.opening = undefined;
   }
 }
 
-/** The repositories to index: a disabled one (`enabled: false`) stays in the settings only. */
+/**
+ * The user's own repositories of the index before a new shared archive, copied into the index made from it: an
+ * unchanged file is then not parsed again (those of the archive before, and any the archive now holds, are not taken).
+ */
+function carryOwnRepositories(layered: IndexDb, before: IndexDb): void {
+  if (before.getMeta('parser_version') !== PARSER_VERSION) return;
+  const shared = sharedRepositories(before);
+  const taken = new Set(layered.all('SELECT name FROM repos').map((r) => String(r.name)));
+  if (copyRepositories(layered, before, 'the index before', (name) => !shared.has(name) && !taken.has(name)).length) finishRun(layered);
+}
+
 /** How a configured repository is named to the user: its `name`, else its location. */
 export function labelOf(config: SourceConfig): string {
   return config.name ?? config.location;
 }
 
+/** The repositories to index: a disabled one (`enabled: false`) stays in the settings only. */
 function enabledOnly(repositories: SourceConfig[]): SourceConfig[] {
   return repositories.filter((r) => r.enabled !== false);
 }

@@ -221,9 +221,10 @@ async function copyTree(from: string, to: string): Promise<void> {
 /**
  * Makes `workFile` start from the shared copy `sharedFile` when it was not layered on this archive yet (the user's own
  * repositories are then indexed on top by the next run); does nothing when it already is, or when another process
- * writes it (that one layers it). Call before opening it.
+ * writes it (that one layers it). `carry` may copy what the index before held into the new one (the user's own
+ * repositories, so they are not parsed again). Call before opening it.
  */
-export async function layerShared(sharedFile: string, workFile: string, refresh: SharedRefresh, sqlWasm?: string): Promise<boolean> {
+export async function layerShared(sharedFile: string, workFile: string, refresh: SharedRefresh, sqlWasm?: string, carry?: (layered: IndexDb, before: IndexDb) => void): Promise<boolean> {
   let work: IndexDb;
   try {
     work = (await IndexDb.open(workFile, { sqlWasm, write: 'try' })).db;
@@ -243,6 +244,7 @@ export async function layerShared(sharedFile: string, workFile: string, refresh:
     const { db } = await IndexDb.open(tmp, { sqlWasm });
     try {
       db.setMeta(LAYERED, JSON.stringify({ sha256: refresh.sha256, repositories: refresh.repositories }));
+      carry?.(db, work);
       await db.save();
     } finally {
       db.close();
