@@ -3,6 +3,7 @@
  * Validate on one of them. An update is applied as one undoable edit of the open document; conflicts stay as
  * markers, which VS Code's merge-conflict actions resolve.
  */
+import { createHash } from 'crypto';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { PulledFileStatus } from '../core/pull/update';
@@ -283,19 +284,22 @@ export function registerPulledCommands(
     return { state: plan.state, conflicts: plan.conflicts, validation: checked?.validation };
   });
 
-  /** The merge editor (the command VS Code's git extension opens it with); the markers stay when it is not there. */
+  /**
+   * The merge editor (the command VS Code's git extension opens it with); the markers stay when it is not there. Its
+   * three sides are files in the extension's own storage, so the editor VS Code restores after a reload has them.
+   */
   const openMergeEditor = async (file: vscode.Uri, base: string, yours: string, upstream: string): Promise<void> => {
-    const side = (query: string, text: string): vscode.Uri => {
-      const uri = vscode.Uri.from({ scheme: UPSTREAM_SCHEME, path: file.path, query });
-      upstreamTexts.set(uri.toString(), text);
-      upstreamChanged.fire(uri);
+    const folder = vscode.Uri.joinPath(context.globalStorageUri, 'merge', createHash('sha256').update(file.toString()).digest('hex').slice(0, 16));
+    const side = async (name: string, text: string): Promise<vscode.Uri> => {
+      const uri = vscode.Uri.joinPath(folder, `${name}-${path.basename(file.fsPath)}`);
+      await vscode.workspace.fs.writeFile(uri, Buffer.from(text, 'utf8'));
       return uri;
     };
     try {
       await vscode.commands.executeCommand('_open.mergeEditor', {
-        base: side('merge-base', base),
-        input1: { uri: side('merge-yours', yours), title: vscode.l10n.t('Yours') },
-        input2: { uri: side('merge-upstream', upstream), title: vscode.l10n.t('Upstream') },
+        base: await side('base', base),
+        input1: { uri: await side('yours', yours), title: vscode.l10n.t('Yours') },
+        input2: { uri: await side('upstream', upstream), title: vscode.l10n.t('Upstream') },
         output: file,
       });
     } catch (err) {

@@ -5,9 +5,12 @@
  * the CodeLens say so, Compare shows the difference and Update takes it; then insert a block at the cursor, see a
  * failed pull's verdict before Accept, a repository that cannot be indexed in the tree, and an update whose change
  * meets the user's own in VS Code's merge editor; the interpreter picker shows each interpreter's Python and torch, and
- * one without torch is warned about before it is taken. The first-run walkthrough is seen as it opens. Saves a screenshot per
+ * one without torch is warned about before it is taken; an edit marks the verdict stale at once; an installed package
+ * follows the interpreter switched to, and Compare after its upgrade shows the file as pulled; a reload with a shared
+ * index parses nothing again. The first-run walkthrough is seen as it opens. Saves a screenshot per
  * step under test-results/ and fails a step when an element it expects is missing.
  */
+import { execFileSync } from 'child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
 import * as path from 'path';
 import { CodeServer, launchBrowser } from '../integration/codeServer';
@@ -209,6 +212,19 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /up to date · validated/ }).first().waitFor({ timeout: T });
     });
 
+    await step('10b-edit-marks-verdict-stale', async () => {
+      // an edit typed into the pulled file: the verdict recorded before it is marked at once, before any save
+      await page.locator('.tabs-container .tab.active').filter({ hasText: /^residual_block\.py/ }).first().waitFor({ timeout: T });
+      await page.locator('.view-lines').first().click({ timeout: T });
+      await page.keyboard.press('Control+End');
+      await page.keyboard.type('EXTRA_NOTE = 1', { delay: 10 });
+      await page.keyboard.press('Enter');
+      await page.locator('.codelens-decoration').filter({ hasText: /edited, not validated since \(was validated: equivalent\)/ }).first().waitFor({ timeout: T });
+      await page.keyboard.press('Control+S');
+      await palette(page, 'NN-RAG: Refresh Pulled Blocks');
+      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /edited, not validated since/ }).first().waitFor({ timeout: T });
+    });
+
     /** Enter on a file-name box until the pull's diff shows (the name's check answers asynchronously). */
     const enterUntilDiff = async (): Promise<void> => {
       const t0 = Date.now();
@@ -304,6 +320,116 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.quick-input-widget input').first().fill(bare);
       await page.keyboard.press('Enter');
       await page.locator('.monaco-dialog-box').filter({ hasText: /has no torch: pulled blocks cannot be validated with it/ }).first().waitFor({ timeout: T });
+    });
+
+    // two interpreters with torch, each with its own copy of one installed package (a version in its metadata)
+    const envs = path.join(ws.root, 'envs');
+    const installedPackage = (i: number, version: string, doc: string): void => {
+      const site = path.join(envs, `site${i}`);
+      rmSync(site, { recursive: true, force: true });
+      mkdirSync(path.join(site, 'wslayers'), { recursive: true });
+      writeFileSync(path.join(site, 'wslayers', '__init__.py'), '');
+      writeFileSync(path.join(site, 'wslayers', 'gates.py'), `import torch\nfrom torch import nn\n\n\nclass WsGate(nn.Module):\n    \"\"\"${doc}\"\"\"\n\n    def forward(self, x):\n        return x * torch.sigmoid(x)\n`);
+      const info = path.join(site, `wslayers-${version}.dist-info`);
+      mkdirSync(info);
+      writeFileSync(path.join(info, 'METADATA'), `Metadata-Version: 2.1\nName: wslayers\nVersion: ${version}\n`);
+      writeFileSync(path.join(info, 'top_level.txt'), 'wslayers\n');
+    };
+    const interpreters = [0, 1].map((i) => {
+      installedPackage(i, '1.0', 'Gates each value by its sigmoid.');
+      const venv = path.join(envs, `venv${i}`);
+      execFileSync(python, ['-m', 'venv', '--without-pip', '--system-site-packages', venv]);
+      const py = path.join(venv, 'bin', 'python');
+      const purelib = execFileSync(py, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
+      writeFileSync(path.join(purelib, 'wslayers.pth'), `${path.join(envs, `site${i}`)}\n`);
+      return py;
+    });
+    const settingsFile = path.join(ws.folder, '.vscode', 'settings.json');
+    const editSettings = (change: (s: Record<string, unknown>) => void): void => {
+      const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
+      change(settings);
+      writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
+    };
+    const treeRow = (name: string): ReturnType<Page['locator']> => page.locator('.pane-body .monaco-list-row').filter({ hasText: name });
+
+    await step('17-interpreter-switch', async () => {
+      await page.keyboard.press('Escape');
+      editSettings((st) => {
+        st['nnrag.pythonPath'] = interpreters[0];
+        st['nnrag.repositories'] = [...(st['nnrag.repositories'] as unknown[]), { location: 'wslayers', kind: 'python-env' }];
+      });
+      // the node says which version, from which interpreter
+      await treeRow('wslayers').filter({ hasText: `1.0 · ${interpreters[0]}` }).first().waitFor({ timeout: 2 * T });
+      await palette(page, 'NN-RAG: Select Python Interpreter');
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Enter a path' }).first().click({ timeout: T });
+      await page.locator('.quick-input-widget').filter({ hasText: 'Path to a Python interpreter with torch' }).first().waitFor({ state: 'visible', timeout: T });
+      await page.locator('.quick-input-widget input').first().fill(interpreters[1]);
+      await page.keyboard.press('Enter');
+      // the installed package follows the new interpreter (no error, no command-line flag), and the user is told
+      await treeRow('wslayers').filter({ hasText: `1.0 · ${interpreters[1]}` }).first().waitFor({ timeout: 2 * T });
+      if ((await treeRow('wslayers').filter({ hasText: /cannot index/ }).count()) > 0) throw new Error('the installed package cannot be indexed after the switch');
+      await palette(page, 'Notifications: Show Notifications');
+      await page.locator('.notifications-center .notification-list-item').filter({ hasText: `NN-RAG validates pulled blocks with ${interpreters[1]}` }).first().waitFor({ timeout: T });
+      await page.locator('.notifications-center .notification-list-item').filter({ hasText: 'The installed packages wslayers are now indexed from' }).filter({ hasText: `Keep ${interpreters[0]}` }).first().waitFor({ timeout: T });
+    });
+
+    await step('18-compare-after-upgrade', async () => {
+      await page.keyboard.press('Escape');
+      await pullFromSearch('NN-RAG: Pull Block into Workspace', 'WsGate', 'WsGate');
+      await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().click({ timeout: T });
+      // (pulled into the folder of the file in the editor before, or the pull folder)
+      const gates = ['models', 'blocks'].map((d) => path.join(ws.folder, d, 'ws_gate.py'));
+      for (const t0 = Date.now(); !gates.some((g) => existsSync(g) && readFileSync(g, 'utf8').includes('wslayers==1.0')); await page.waitForTimeout(500)) {
+        if (Date.now() - t0 > 2 * T) throw new Error('ws_gate.py was not written from wslayers 1.0');
+      }
+      // the package is upgraded in the interpreter in use (pip install -U): new code, a new version
+      installedPackage(1, '1.1', 'Gates each value by its sigmoid (upgraded).');
+      await palette(page, 'NN-RAG: Re-index');
+      await page.locator('.tabs-container .tab.active').filter({ hasText: /^ws_gate\.py/ }).first().waitFor({ timeout: T });
+      await page.locator('.codelens-decoration').filter({ hasText: /upstream changed since the pull/ }).first().waitFor({ timeout: 2 * T });
+      await page.locator('.codelens-decoration a').filter({ hasText: /^Compare with upstream$/ }).first().click({ timeout: T });
+      await page.locator('.tabs-container .tab').filter({ hasText: /Compare with upstream: ws_gate\.py/ }).first().waitFor({ timeout: T });
+      // the left side is the file as it was pulled (its own header: version 1.0), the right side upstream now
+      const diff = page.locator('.monaco-diff-editor').first();
+      await diff.locator('.editor.original .view-line').filter({ hasText: /wslayers==1\.0/ }).first().waitFor({ timeout: T });
+      await diff.locator('.editor.modified .view-line').filter({ hasText: /sigmoid\s\(upgraded\)/ }).first().waitFor({ timeout: T });
+      if ((await diff.locator('.editor.original .view-line').filter({ hasText: /sigmoid\s\(upgraded\)/ }).count()) > 0) throw new Error('the "as pulled" side shows the upgraded code');
+    });
+
+    await step('19-reload-with-shared-index', async () => {
+      // the team's index, made and exported with the command line, used as the shared index
+      const team = path.join(ws.root, 'team', 'teamlib');
+      mkdirSync(team, { recursive: true });
+      writeFileSync(path.join(team, '__init__.py'), '');
+      writeFileSync(path.join(team, 'mixers.py'), 'from torch import nn\n\n\nclass TeamMixer(nn.Module):\n    \"\"\"Mixes channels (the team\'s).\"\"\"\n\n    def __init__(self, c=8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x):\n        return x + self.proj(x)\n');
+      const cli = (...args: string[]): string => execFileSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), ...args], { encoding: 'utf8' });
+      const teamDb = path.join(ws.root, 'team', 'team.db');
+      const archive = path.join(ws.root, 'team', 'team.nnrag.tgz');
+      cli('index', team, '--db', teamDb);
+      cli('export', '--db', teamDb, '--to', archive);
+      editSettings((st) => (st['nnrag.sharedIndex'] = archive));
+      await treeRow('teamlib').filter({ hasText: 'shared' }).first().waitFor({ timeout: 2 * T });
+      const logs = (): string => {
+        const walk = (dir: string): string[] =>
+          existsSync(dir) ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)])) : [];
+        return walk(path.join(cs.home, 'user', 'logs')).filter((f) => f.endsWith('NN-RAG.log')).map((f) => readFileSync(f, 'utf8')).join('\n');
+      };
+      const before = logs().length;
+      await palette(page, 'Developer: Reload Window');
+      await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: T });
+      await treeRow('teamlib').filter({ hasText: 'shared' }).first().waitFor({ timeout: 2 * T });
+      // the window's own repositories are not parsed again: the archive is unchanged, every repository reports 0 changed
+      let runs: string[] = [];
+      for (const t0 = Date.now(); ; await page.waitForTimeout(500)) {
+        const text = logs().slice(before);
+        runs = [...text.matchAll(/(\S+): \d+ files, (\d+) changed/g)].map((m) => `${m[1]} ${m[2]}`);
+        if (/shared index \S+: unchanged/.test(text) && runs.some((r) => r.startsWith('tinyblocks '))) break;
+        if (Date.now() - t0 > 2 * T) throw new Error(`the reloaded window did not index with the shared index: ${text.slice(-2000)}`);
+      }
+      if (runs.some((r) => !r.endsWith(' 0'))) throw new Error(`a reload with the same shared index parsed files again: ${runs.join(', ')}`);
+      // the merge editor left open before the reload comes back whole (its sides are files of the extension's)
+      await page.locator('.tabs-container .tab').filter({ hasText: /^Merging: residual_block\.py/ }).first().click({ timeout: T });
+      await page.locator('.merge-editor .view-line').filter({ hasText: /changed\supstream\sagain/ }).first().waitFor({ timeout: T });
     });
   } finally {
     await browser.close().catch(() => undefined);
