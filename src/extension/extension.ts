@@ -254,8 +254,9 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     session,
   });
   registerLanguageModelTools(context, deps, context.globalStorageUri.fsPath);
-  // an interpreter chosen for NN-RAG before: the walkthrough's first step is done
-  if (setting('pythonPath')) void vscode.commands.executeCommand('setContext', 'nnrag.interpreterChosen', true);
+  // the walkthrough's first step is done when an interpreter is chosen, or was chosen for NN-RAG before
+  context.subscriptions.push(interpreter.onDidChoose(() => tickWalkthroughStep(context, 'interpreter', 'nnrag.interpreterChosen', log)));
+  if (setting('pythonPath')) tickWalkthroughStep(context, 'interpreter', 'nnrag.interpreterChosen', log);
   // the Get Started walkthrough (the interpreter first) opens once, on the first activation after install
   if (!context.globalState.get<boolean>('nnrag.walkthroughShown')) {
     await context.globalState.update('nnrag.walkthroughShown', true);
@@ -284,4 +285,13 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
 
 export function deactivate(): void {
   // the language client is in context.subscriptions and stops with them
+}
+
+/**
+ * Ticks a step of the Get Started walkthrough: its completion context key is set, and the step is marked done
+ * directly, as VS Code never ticks an `onContext` step whose key was already true when the walkthrough registered.
+ */
+function tickWalkthroughStep(context: vscode.ExtensionContext, step: string, contextKey: string, log: vscode.LogOutputChannel): void {
+  void vscode.commands.executeCommand('setContext', contextKey, true);
+  void vscode.commands.executeCommand('welcome.markStepComplete', `${context.extension.id}#nnrag.start#${step}`).then(undefined, (err: unknown) => log.info(`[walkthrough] ${step}: ${String(err)}`));
 }

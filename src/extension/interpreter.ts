@@ -72,7 +72,10 @@ const MAX_SEEN = 12;
 export class InterpreterService implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<Interpreter>();
   readonly onDidChange = this.changed.event;
-  private readonly disposables: vscode.Disposable[] = [this.changed];
+  private readonly chosen = new vscode.EventEmitter<string>();
+  /** The user chose an interpreter in the picker (and confirmed it, when it has no torch). */
+  readonly onDidChoose = this.chosen.event;
+  private readonly disposables: vscode.Disposable[] = [this.changed, this.chosen];
   /** The Python extension's published API (`@vscode/python-extension`), when that extension is installed. */
   private api: PythonExtension | undefined;
   /** interpreter path -> module name -> installed? */
@@ -215,7 +218,7 @@ export class InterpreterService implements vscode.Disposable {
     this.remember(value);
     const scope = await updateSetting('pythonPath', value);
     // the choice is confirmed, and the walkthrough's step ticks on it (not on the picker opening)
-    void vscode.commands.executeCommand('setContext', 'nnrag.interpreterChosen', true);
+    this.chosen.fire(value);
     void vscode.window.showInformationMessage(
       versions.torch ? vscode.l10n.t('NN-RAG validates pulled blocks with {0} ({1}).', value, versionsLabel(versions)) : vscode.l10n.t('NN-RAG uses {0}, which has no torch: pulled blocks will not be validated.', value),
     );

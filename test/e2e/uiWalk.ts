@@ -86,6 +86,13 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.gettingStartedContainer').filter({ hasText: 'Get started with NN-RAG' }).filter({ hasText: 'Choose the interpreter that validates' }).first().waitFor({ state: 'visible', timeout: 2 * T });
     });
 
+    await step('01c-palette-over-walkthrough', async () => {
+      // with the walkthrough the active editor, the palette's interpreter command shows its picker (it showed nothing)
+      await palette(page, 'NN-RAG: Select Python Interpreter');
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: python }).first().waitFor({ timeout: T });
+      await page.keyboard.press('Escape');
+    });
+
     await step('02-block-tree', async () => {
       await page.locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]').first().click({ timeout: T });
       const rows = page.locator('.pane-body .monaco-list-row');
@@ -266,6 +273,15 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.view-lines .view-line').filter({ hasText: /from\s\.squeeze_excite\simport\sSqueezeExcite/ }).first().waitFor({ timeout: 2 * T });
     });
 
+    await step('11b-write-requirements-from-palette', async () => {
+      // the user's own file is active: the palette still offers Write Requirements, and asks which pulled file
+      await page.locator('.tabs-container .tab.active').filter({ hasText: /^net\.py/ }).first().waitFor({ timeout: T });
+      await palette(page, 'NN-RAG: Write Requirements');
+      await page.locator('.quick-input-widget').filter({ hasText: 'Write the requirements of which pulled file?' }).first().waitFor({ timeout: T });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'squeeze_excite.py' }).first().waitFor({ timeout: T });
+      await page.keyboard.press('Escape');
+    });
+
     await step('12-failed-pull-before-accept', async () => {
       // a block of the repository that cannot be built without a checkpoint: the diff says so before Accept
       writeFileSync(
@@ -336,7 +352,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       writeFileSync(path.join(info, 'top_level.txt'), 'wslayers\n');
     };
     const interpreters = [0, 1].map((i) => {
-      installedPackage(i, '1.0', 'Gates each value by its sigmoid.');
+      installedPackage(i, '2.14.0.dev20261126', 'Gates each value by its sigmoid.');
       const venv = path.join(envs, `venv${i}`);
       execFileSync(python, ['-m', 'venv', '--without-pip', '--system-site-packages', venv]);
       const py = path.join(venv, 'bin', 'python');
@@ -359,14 +375,14 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         st['nnrag.repositories'] = [...(st['nnrag.repositories'] as unknown[]), { location: 'wslayers', kind: 'python-env' }];
       });
       // the node says which version, from which interpreter
-      await treeRow('wslayers').filter({ hasText: `1.0 · ${interpreters[0]}` }).first().waitFor({ timeout: 2 * T });
+      await treeRow('wslayers').filter({ hasText: `wslayers==2.14.0.dev20261126 · ${interpreters[0]}` }).first().waitFor({ timeout: 2 * T });
       await palette(page, 'NN-RAG: Select Python Interpreter');
       await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Enter a path' }).first().click({ timeout: T });
       await page.locator('.quick-input-widget').filter({ hasText: 'Path to a Python interpreter with torch' }).first().waitFor({ state: 'visible', timeout: T });
       await page.locator('.quick-input-widget input').first().fill(interpreters[1]);
       await page.keyboard.press('Enter');
       // the installed package follows the new interpreter (no error, no command-line flag), and the user is told
-      await treeRow('wslayers').filter({ hasText: `1.0 · ${interpreters[1]}` }).first().waitFor({ timeout: 2 * T });
+      await treeRow('wslayers').filter({ hasText: `wslayers==2.14.0.dev20261126 · ${interpreters[1]}` }).first().waitFor({ timeout: 2 * T });
       if ((await treeRow('wslayers').filter({ hasText: /cannot index/ }).count()) > 0) throw new Error('the installed package cannot be indexed after the switch');
       await palette(page, 'Notifications: Show Notifications');
       await page.locator('.notifications-center .notification-list-item').filter({ hasText: `NN-RAG validates pulled blocks with ${interpreters[1]}` }).first().waitFor({ timeout: T });
@@ -379,19 +395,21 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().click({ timeout: T });
       // (pulled into the folder of the file in the editor before, or the pull folder)
       const gates = ['models', 'blocks'].map((d) => path.join(ws.folder, d, 'ws_gate.py'));
-      for (const t0 = Date.now(); !gates.some((g) => existsSync(g) && readFileSync(g, 'utf8').includes('wslayers==1.0')); await page.waitForTimeout(500)) {
-        if (Date.now() - t0 > 2 * T) throw new Error('ws_gate.py was not written from wslayers 1.0');
+      for (const t0 = Date.now(); !gates.some((g) => existsSync(g) && readFileSync(g, 'utf8').includes('wslayers==2.14.0.dev20261126')); await page.waitForTimeout(500)) {
+        if (Date.now() - t0 > 2 * T) throw new Error('ws_gate.py was not written from wslayers 2.14.0.dev20261126');
       }
+      // its version whole in the CodeLens (it was cut to 12 characters)
+      await page.locator('.codelens-decoration').filter({ hasText: 'NN-RAG: pulled from wslayers@wslayers==2.14.0.dev20261126 · up to date' }).first().waitFor({ timeout: 2 * T });
       // the package is upgraded in the interpreter in use (pip install -U): new code, a new version
-      installedPackage(1, '1.1', 'Gates each value by its sigmoid (upgraded).');
+      installedPackage(1, '2.14.1', 'Gates each value by its sigmoid (upgraded).');
       await palette(page, 'NN-RAG: Re-index');
       await page.locator('.tabs-container .tab.active').filter({ hasText: /^ws_gate\.py/ }).first().waitFor({ timeout: T });
       await page.locator('.codelens-decoration').filter({ hasText: /upstream changed since the pull/ }).first().waitFor({ timeout: 2 * T });
       await page.locator('.codelens-decoration a').filter({ hasText: /^Compare with upstream$/ }).first().click({ timeout: T });
       await page.locator('.tabs-container .tab').filter({ hasText: /Compare with upstream: ws_gate\.py/ }).first().waitFor({ timeout: T });
-      // the left side is the file as it was pulled (its own header: version 1.0), the right side upstream now
+      // the left side is the file as it was pulled (its own header: the version pulled), the right side upstream now
       const diff = page.locator('.monaco-diff-editor').first();
-      await diff.locator('.editor.original .view-line').filter({ hasText: /wslayers==1\.0/ }).first().waitFor({ timeout: T });
+      await diff.locator('.editor.original .view-line').filter({ hasText: /wslayers==2\.14\.0\.dev20261126/ }).first().waitFor({ timeout: T });
       await diff.locator('.editor.modified .view-line').filter({ hasText: /sigmoid\s\(upgraded\)/ }).first().waitFor({ timeout: T });
       if ((await diff.locator('.editor.original .view-line').filter({ hasText: /sigmoid\s\(upgraded\)/ }).count()) > 0) throw new Error('the "as pulled" side shows the upgraded code');
     });
@@ -430,6 +448,17 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       // the merge editor left open before the reload comes back whole (its sides are files of the extension's)
       await page.locator('.tabs-container .tab').filter({ hasText: /^Merging: residual_block\.py/ }).first().click({ timeout: T });
       await page.locator('.merge-editor .view-line').filter({ hasText: /changed\supstream\sagain/ }).first().waitFor({ timeout: T });
+    });
+
+    await step('20-walkthrough-ticks', async () => {
+      // repositories indexed and an interpreter chosen through the picker: the walkthrough's two steps are ticked
+      await palette(page, 'Welcome: Open Walkthrough...');
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Get started with NN-RAG' }).first().click({ timeout: T });
+      const container = page.locator('.gettingStartedContainer').filter({ hasText: 'Get started with NN-RAG' }).first();
+      await container.waitFor({ state: 'visible', timeout: T });
+      for (const title of ['Choose the interpreter that validates', 'Index a repository']) {
+        await container.locator('.getting-started-step').filter({ hasText: title }).locator('[role="checkbox"][aria-checked="true"]').first().waitFor({ state: 'attached', timeout: T });
+      }
     });
   } finally {
     await browser.close().catch(() => undefined);
