@@ -15,6 +15,7 @@ evidence.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -187,6 +188,23 @@ def safe_parameters(fn: Any) -> List[inspect.Parameter]:
         return list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return []
+
+
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z_][\w.]*)'")
+
+
+def missing_package(message: Optional[str]) -> Optional[str]:
+    """The package a construction or forward error says is missing, when this interpreter has no such package (the
+    pulled file imports it only where installed: the code that uses it fails when it runs)."""
+    m = MISSING_MODULE.search(message or "")
+    if not m:
+        return None
+    top = m.group(1).split(".")[0]
+    try:
+        found = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else top
 
 
 def best_error(errors: List[str]) -> str:
@@ -538,6 +556,12 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
                                                  lambda r: send(dict(r, tier="instantiated", builder=builder) if r.get("builder") else dict(r, tier="instantiated")),
                                                  plan)
     if found is None:
+        # a package the block's own construction or forward imports, missing here
+        needs = missing_package(forward_error if built else best_error(errors))
+        if needs:
+            step = "forward" if built else "construction"
+            raise Failure("missing-package", f"missing package '{needs}', which {cls.__name__}'s {step} imports: "
+                                             f"{forward_error if built else best_error(errors)}", package=needs)
         if not built:
             tried = f" ({len(errors)} argument sets tried)" if len(errors) > 1 else ""
             raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(errors)}{tried}")

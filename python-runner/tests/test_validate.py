@@ -58,6 +58,13 @@ class TiersWithoutTorch(unittest.TestCase):
         self.assertIn("surely_not_installed_pkg", report["message"])
         self.assertEqual(report["package"], "surely_not_installed_pkg")
 
+    def test_a_missing_package_met_while_running_is_named(self) -> None:
+        # a pulled file imports a package only code inside functions uses where installed: the block's own use
+        # meets the import's error when it runs, and that is the package to name
+        self.assertEqual(worker.missing_package("no input worked: ModuleNotFoundError: No module named 'surely_absent.sub' (line 3)"), "surely_absent")
+        self.assertIsNone(worker.missing_package("ModuleNotFoundError: No module named 'json'"))
+        self.assertIsNone(worker.missing_package("RuntimeError: shapes do not match"))
+
     def test_import_error_names_the_line(self) -> None:
         report = run_file("x = 1\nraise RuntimeError('boom on import')\n")
         self.assertEqual(report["category"], "import-error")

@@ -254,9 +254,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     session,
   });
   registerLanguageModelTools(context, deps, context.globalStorageUri.fsPath);
-  // the walkthrough's first step is done when an interpreter is chosen, or was chosen for NN-RAG before
-  context.subscriptions.push(interpreter.onDidChoose(() => tickWalkthroughStep(context, 'interpreter', 'nnrag.interpreterChosen', log)));
-  if (setting('pythonPath')) tickWalkthroughStep(context, 'interpreter', 'nnrag.interpreterChosen', log);
+  tickOnInterpreterChoice(context, interpreter, log);
   // the Get Started walkthrough (the interpreter first) opens once, on the first activation after install
   if (!context.globalState.get<boolean>('nnrag.walkthroughShown')) {
     await context.globalState.update('nnrag.walkthroughShown', true);
@@ -288,10 +286,15 @@ export function deactivate(): void {
 }
 
 /**
- * Ticks a step of the Get Started walkthrough: its completion context key is set, and the step is marked done
- * directly, as VS Code never ticks an `onContext` step whose key was already true when the walkthrough registered.
+ * The walkthrough's "Choose the interpreter" is done when one is chosen in the picker, or was chosen for NN-RAG before:
+ * its completion context key is set, and the step is marked done directly, as VS Code never ticks an `onContext` step
+ * whose key was already true when the walkthrough registered.
  */
-function tickWalkthroughStep(context: vscode.ExtensionContext, step: string, contextKey: string, log: vscode.LogOutputChannel): void {
-  void vscode.commands.executeCommand('setContext', contextKey, true);
-  void vscode.commands.executeCommand('welcome.markStepComplete', `${context.extension.id}#nnrag.start#${step}`).then(undefined, (err: unknown) => log.info(`[walkthrough] ${step}: ${String(err)}`));
+function tickOnInterpreterChoice(context: vscode.ExtensionContext, interpreter: InterpreterService, log: vscode.LogOutputChannel): void {
+  const tick = (): void => {
+    void vscode.commands.executeCommand('setContext', 'nnrag.interpreterChosen', true);
+    void vscode.commands.executeCommand('welcome.markStepComplete', `${context.extension.id}#nnrag.start#interpreter`).then(undefined, (err: unknown) => log.info(`[walkthrough] ${String(err)}`));
+  };
+  context.subscriptions.push(interpreter.onDidChoose(tick));
+  if (setting('pythonPath')) tick();
 }

@@ -96,12 +96,60 @@ const NATIVE_LOADER = `def _nnrag_native(module, name, file, register=False):
         sys.modules.setdefault(module, loaded)
     return loaded`;
 
-function importBlock(externals: ExternalImport[], names: Map<string, string>, future: boolean, stdlib?: ReadonlySet<string>): { text: string; thirdParty: string[] } {
+/**
+ * What stands in for a package the interpreter lacks that only code inside functions uses: the file imports, and the
+ * code that uses the package fails when it runs, with the import's own error (as a function-local import would).
+ */
+const MISSING_STAND_IN = `class _NnragMissing:
+    """A package this file imports where it is installed; only code inside functions uses it, so without it the file
+    still imports and that code raises the import's error when it runs."""
+
+    def __init__(self, error):
+        object.__setattr__(self, "_nnrag_error", error)
+
+    def _nnrag_raise(self, *args, **kwargs):
+        error = object.__getattribute__(self, "_nnrag_error")
+        raise ModuleNotFoundError(str(error), name=error.name)
+
+    __getattr__ = __call__ = __getitem__ = __iter__ = _nnrag_raise`;
+
+/**
+ * The third-party packages only code inside functions uses (no definition needs them while the file is imported):
+ * imported where installed, as the original does, and stood in for where not, so the block needs only the packages
+ * its own use needs. The standard library, compiled operators, indexed repositories the file imports and what every
+ * torch interpreter has stay plain imports.
+ */
+const ALWAYS_THERE = new Set(['torch', 'numpy']);
+
+function optionalPackages(externals: ExternalImport[], stdlib?: ReadonlySet<string>): Set<string> {
+  const top = (e: ExternalImport): string => e.module.split('.')[0];
+  const eager = new Set(externals.filter((e) => e.timing !== 'call' || e.native || e.indexed).map(top));
+  return new Set(externals.map(top).filter((m) => !eager.has(m) && !ALWAYS_THERE.has(m) && !isStdlib(m, stdlib)));
+}
+
+function importBlock(
+  externals: ExternalImport[],
+  names: Map<string, string>,
+  future: boolean,
+  stdlib?: ReadonlySet<string>,
+): { text: string; thirdParty: string[]; optional: string[] } {
   const plain = new Set<string>();
   const froms = new Map<string, Set<string>>();
   const natives: string[] = [];
+  const optional = optionalPackages(externals, stdlib);
+  const guarded = new Map<string, { lines: string[]; bound: string[] }>();
   for (const e of externals) {
     const as = names.get(e.key) ?? e.bound;
+    const pkg = e.module.split('.')[0];
+    if (optional.has(pkg)) {
+      const g = guarded.get(pkg) ?? { lines: [], bound: [] };
+      const line = e.name !== undefined ? `from ${e.module} import ${e.name === as ? e.name : `${e.name} as ${as}`}` : importLine(e, as);
+      if (!g.lines.includes(line)) g.lines.push(line);
+      const bound = as.split('.')[0];
+      if (!g.bound.includes(bound)) g.bound.push(bound);
+      guarded.set(pkg, g);
+      continue;
+    }
     if (e.native) {
       const args = [e.module, e.native.name, e.native.file].map((a) => JSON.stringify(a)).join(', ');
       if (e.native.register) natives.push(`_nnrag_native(${args}, True)`);
@@ -133,8 +181,14 @@ function importBlock(externals: ExternalImport[], names: Map<string, string>, fu
     if (block.length) groups.push(block.join('\n'));
   }
   if (natives.length) groups.push(`\n${NATIVE_LOADER}\n\n\n${[...new Set(natives)].sort().join('\n')}`);
+  if (guarded.size) {
+    const blocks = [...guarded.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([, g]) => `try:\n${g.lines.sort().map((l) => `    ${l}`).join('\n')}\nexcept ModuleNotFoundError as _nnrag_error:\n${g.bound.map((b) => `    ${b} = _NnragMissing(_nnrag_error)`).join('\n')}`);
+    groups.push(`\n${MISSING_STAND_IN}\n\n\n${blocks.join('\n')}`);
+  }
   const thirdParty = [...new Set(externals.filter((e) => !e.native).map((e) => e.module.split('.')[0]).filter((m) => !isStdlib(m, stdlib)))].sort();
-  return { text: groups.join('\n\n'), thirdParty };
+  return { text: groups.join('\n\n'), thirdParty, optional: [...optional].sort() };
 }
 
 /**
@@ -359,6 +413,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     `# Pulled by NN-RAG: ${headerText(provenance.block)} from ${headerText(rootSrc.repo)} (${headerText(rootSrc.url ?? rootSrc.location)})`,
     `# commit ${headerText(rootSrc.commit ?? 'unknown (not a git checkout)')}; license ${headerText(rootSrc.license ?? 'not declared')}`,
     ...(ctx.notes ?? []).map((n) => `# ${headerText(n)}`),
+    ...(block.optional.length ? [`# used only inside functions, imported where installed: ${block.optional.map(headerText).join(', ')}`] : []),
     ...(provenance.shared ? [`# shared with the blocks pulled beside it: ${providedIds.length} definitions imported from ${headerText(provenance.shared.module)}.py`] : []),
     '# inlined from (repository path, git blob: definitions and their lines; the manifest and the record below list each):',
     ...sourceLines(definitions),

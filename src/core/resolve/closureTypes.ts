@@ -1,6 +1,6 @@
 /** What a dependency closure is made of (closure.ts computes it, emit.ts writes it), and the keys of its parts. */
 import type { DirectedGraph } from 'graphology';
-import type { Member, ParsedModule } from '../parse/types';
+import type { Member, ParsedModule, Timing } from '../parse/types';
 import type { ModuleRecord, ModuleTable } from './moduleTable';
 
 /** A unit closed over with the block: copied whole, or (`methodsOnDemand`) with only the methods something reaches. */
@@ -48,6 +48,11 @@ export interface ExternalImport {
    * pulled one under this module name, not imported; `register`: also made importable by its own name (`module`),
    * for code that loads it at run time (`importlib.import_module`). */
   native?: { file: string; name: string; register?: boolean };
+  /** When the file first needs it: `def` when a definition needs it as the file is imported (a base class, a
+   * decorator, a default), `call` when only code inside functions uses it. */
+  timing?: Timing;
+  /** Code of an indexed repository the file imports (an installed package the user indexed), not inlined. */
+  indexed?: boolean;
 }
 
 export interface SymbolBinding {

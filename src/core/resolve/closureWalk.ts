@@ -141,10 +141,12 @@ export class ClosureWalk {
     return node;
   }
 
-  /** An import the file keeps, once per module, name and binding; its key. */
-  external(e: Omit<ExternalImport, 'key'>): string {
+  /** An import the file keeps, once per module, name and binding; its key. `timing`: when this use needs it. */
+  external(e: Omit<ExternalImport, 'key' | 'timing'>, timing: Timing): string {
     const key = externalKey(e);
-    if (!this.externals.has(key)) this.externals.set(key, { ...e, key });
+    const known = this.externals.get(key);
+    if (!known) this.externals.set(key, { ...e, key, timing });
+    else if (timing === 'def') known.timing = 'def';
     return key;
   }
 
@@ -153,7 +155,7 @@ export class ClosureWalk {
     switch (t.kind) {
       case 'symbol': {
         if (!this.ctx.inlines(t.mod, this.rootRec.repoId)) {
-          return this.external({ module: t.mod.module, name: t.name, plainDotted: false, bound });
+          return this.external({ module: t.mod.module, name: t.name, plainDotted: false, bound, indexed: true }, timing);
         }
         const target = this.need(t.mod, t.unit);
         const kind = t.mod.facts.units[t.unit].kind;
@@ -161,9 +163,9 @@ export class ClosureWalk {
         return symbolKey(t.mod, t.name);
       }
       case 'external':
-        return this.external({ module: t.module, name: t.name, plainDotted: !!t.plainDotted, bound });
+        return this.external({ module: t.module, name: t.name, plainDotted: !!t.plainDotted, bound }, timing);
       case 'module': {
-        if (!this.ctx.inlines(t.mod, this.rootRec.repoId)) return this.external({ module: t.mod.module, plainDotted: false, bound });
+        if (!this.ctx.inlines(t.mod, this.rootRec.repoId)) return this.external({ module: t.mod.module, plainDotted: false, bound, indexed: true }, timing);
         // the module as an object (`getattr(litgpt.model, name)`, `vars(aggr)`): its code is in this file, so a
         // module object of the file stands in for it, holding every definition of that module (what is looked up by
         // a name held in data cannot be known here)
@@ -186,7 +188,7 @@ export class ClosureWalk {
         return undefined;
       case 'missing': {
         const built = nativeOf(this.ctx.natives, t.qualname);
-        if (built) return this.external({ module: built.module, name: built.name, plainDotted: false, bound, native: built.native });
+        if (built) return this.external({ module: built.module, name: built.name, plainDotted: false, bound, native: built.native }, 'def');
         const reason = this.ctx.skippedReason(t.qualname, this.rootRec.repoId);
         this.problem(
           reason
