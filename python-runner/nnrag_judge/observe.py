@@ -15,6 +15,7 @@ Nothing here decides a verdict: a failing entry says why and the others still ru
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -369,7 +370,8 @@ def from_config(root: str, entry: Dict[str, Any], observer: "Observer") -> Any:
     config = read_config(root, inside(root, str(entry["file"])), observer)
     model: Any = config.get("model") if hasattr(config, "get") else None
     kind = model.get("type") if hasattr(model, "get") else None
-    if not isinstance(kind, str):
+    # a config written in Python with imports (mmengine's `mmpretrain/configs/`): the type is the class itself
+    if not isinstance(kind, str) and not inspect.isclass(kind):
         raise ValueError("the config has no model dict with a type")
     registries = []
     for module_name, name in entry.get("registries") or []:
@@ -387,7 +389,7 @@ def from_config(root: str, entry: Dict[str, Any], observer: "Observer") -> Any:
                     continue
         for registry in registries:
             try:
-                known = registry.get(kind) is not None
+                known = inspect.isclass(kind) or registry.get(kind) is not None
             except Exception:  # noqa: BLE001 - a registry that raises for an unknown type
                 known = False
             if known:
@@ -745,6 +747,10 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
                            "calls": observations(observer, real_root), "files": files_imported(real_root, observer.read)}})
         tempfile.tempdir = None
         shutil.rmtree(scratch, ignore_errors=True)
+        # what the entry built is freed before the next one builds (modules hold reference cycles: a later entry of a
+        # long run otherwise meets the memory limit)
+        observer = None
+        gc.collect()
 
 
 def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:

@@ -318,6 +318,37 @@ class ConfigFiles(unittest.TestCase):
         self.assertEqual([e["file"] for e in spec["entries"]], ["configs/x.py"])
         self.assertEqual(spec["entries"][0]["registries"], [["pkg.registry", "MODELS"]])
 
+    def test_a_config_written_with_imports_names_its_type_by_the_class(self) -> None:
+        # mmengine's Python configs (`mmpretrain/configs/`): `model = dict(type=BEiT, ...)` with BEiT imported
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {"pyconf/__init__.py": "",
+                              "pyconf/registry.py": """
+                                  class Registry:
+                                      def get(self, name):
+                                          return None
+
+                                      def build(self, cfg):
+                                          args = dict(cfg)
+                                          return args.pop("type")(**args)
+
+                                  MODELS = Registry()
+                                  """,
+                              "pyconf/models.py": """
+                                  class Net:
+                                      def __init__(self, width):
+                                          self.width = width
+                                  """,
+                              "pyconf/configs/net_w4.py": "from pyconf.models import Net\n\nmodel = dict(type=Net, width=4)\n"})
+            sys.path.insert(0, root)
+            try:
+                observer = observe.Observer(root, None)
+                built = observe.from_config(os.path.realpath(root) + "/", {"file": "pyconf/configs/net_w4.py", "registries": [["pyconf.registry", "MODELS"]]}, observer)
+            finally:
+                sys.path.remove(root)
+                for name in [m for m in sys.modules if m == "pyconf" or m.startswith("pyconf.")]:
+                    del sys.modules[name]
+        self.assertEqual((type(built).__name__, built.width), ("Net", 4))
+
     def test_a_base_outside_the_repository_is_refused(self) -> None:
         with tempfile.TemporaryDirectory() as top:
             root = os.path.join(top, "repo")
