@@ -556,12 +556,19 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
                                                  lambda r: send(dict(r, tier="instantiated", builder=builder) if r.get("builder") else dict(r, tier="instantiated")),
                                                  plan)
     if found is None:
+        error = forward_error if built else best_error(errors)
+        # a module that exists nowhere, imported inside a function the block ran (a compiled operator)
+        gone = MISSING_MODULE.search(error or "")
+        native = [str(n) for n in req.get("native", [])]
+        wanted = next((n for n in native if gone and (n == gone.group(1) or n.startswith(gone.group(1) + ".") or gone.group(1).startswith(n + "."))), None)
+        if wanted:
+            raise Failure("native-extension", f"{cls.__name__} runs an import of {wanted}, a compiled module with no Python source "
+                                              f"(nn-rag pull --build-native builds it where the repository has its C++ sources): {error}")
         # a package the block's own construction or forward imports, missing here
-        needs = missing_package(forward_error if built else best_error(errors))
+        needs = missing_package(error)
         if needs:
             step = "forward" if built else "construction"
-            raise Failure("missing-package", f"missing package '{needs}', which {cls.__name__}'s {step} imports: "
-                                             f"{forward_error if built else best_error(errors)}", package=needs)
+            raise Failure("missing-package", f"missing package '{needs}', which {cls.__name__}'s {step} imports: {error}", package=needs)
         if not built:
             tried = f" ({len(errors)} argument sets tried)" if len(errors) > 1 else ""
             raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(errors)}{tried}")

@@ -498,8 +498,11 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
   for (const r of observedRoots(session, rec, ref.name, registries)) if (!configs.some((c) => c.rec === r.rec && c.unit === r.unit)) configs.push(r);
   let closure = await computeClosure(closureCtx, rec, fact.unit, configs);
   let natives: NativeBuild[] = [];
-  if (options.buildNative && closure.problems.some((p) => p.kind === 'native-extension')) {
-    const made = await buildNatives(session, ref.repoId, closure.problems, { ...options, cacheDir: options.buildNative.cacheDir });
+  // what --build-native builds: the compiled modules the file needs, and those imported inside functions (kept as
+  // written without it: they fail only where the code runs them)
+  const compiled = [...closure.problems, ...closure.keptMissing.map((name): Problem => ({ kind: 'native-extension', name, detail: `${name} is imported inside a function` }))];
+  if (options.buildNative && compiled.some((p) => p.kind === 'native-extension')) {
+    const made = await buildNatives(session, ref.repoId, compiled, { ...options, cacheDir: options.buildNative.cacheDir });
     natives = made.builds;
     if (natives.length) {
       closureCtx.natives = new Map(natives.map((b) => [b.module, { file: b.fileName, name: b.buildName }]));
@@ -518,6 +521,7 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
     ? [`also inlined: code of ${inlinedRepos.join(', ')} (${options.inline === 'all' ? 'as asked' : `indexed, and not importable by ${options.python ?? 'the interpreter'}`})`]
     : [];
   notes.push(...natives.map(nativeNote));
+  if (closure.keptMissing.length) notes.push(`imported inside functions as written, found nowhere (compiled, or gone): ${closure.keptMissing.join(', ')}; only code that runs them needs them`);
   const emitted = emitFile(closure, { ...emitCtx, notes, provided: options.shared }, target);
   const t2 = performance.now();
   return { target, rec, unit: fact.unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, natives, timings: { t0, t1, t2 } };
@@ -595,7 +599,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     const request: ValidateOptions = {
       ...(await judging(session, rec, ref.name, options)),
       original: 'module' in original ? original : undefined,
-      native: closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name),
+      native: [...closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name), ...closure.keptMissing],
       upstreamUndefined: [...new Set(closure.problems.filter((p) => p.kind === 'unresolved' && /^\w+$/.test(p.name)).map((p) => p.name))],
       companions: emitted.provenance.shared && options.shared ? [options.shared.file] : undefined,
       natives: natives.map((b) => ({ module: b.module, name: b.buildName, file: b.file, fileName: b.fileName })),

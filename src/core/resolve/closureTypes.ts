@@ -87,6 +87,9 @@ export interface ClosureResult {
   problems: Problem[];
   /** Inlined modules used as objects: each with the symbols of its definitions taken in (name, symbol key). */
   modulesAsObjects: Map<string, { name: string; key: string }[]>;
+  /** Modules that exist nowhere (compiled, or gone), imported inside functions without a handler of the failed
+   * import: kept as written, failing only where the code runs them, as the original's do. */
+  keptMissing: string[];
 }
 
 export interface ClosureContext {

@@ -50,6 +50,8 @@ export class ClosureWalk {
   readonly externals = new Map<string, ExternalImport>();
   readonly builtinsUsed = new Set<string>();
   readonly problems: Problem[] = [];
+  /** Modules that exist nowhere, imported inside functions without a handler: kept as written (see `keptMissing`). */
+  readonly keptMissing = new Set<string>();
   /** Inlined modules the code uses as objects, with the definitions their stand-ins hold. */
   readonly modulesAsObjects = new Map<string, { name: string; key: string }[]>();
   private readonly problemKeys = new Set<string>();
@@ -87,8 +89,8 @@ export class ClosureWalk {
 
   /** What the walk found. */
   result(): ClosureResult {
-    const { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects } = this;
-    return { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects };
+    const { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects, keptMissing } = this;
+    return { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects, keptMissing: [...keptMissing].sort() };
   }
 
   /** Records that `from` needs `to`; a definition-time need wins over a call-time one. */
@@ -270,9 +272,11 @@ export class ClosureWalk {
           const bound = imp.bound ?? imp.module.split('.')[0];
           return { imp, bound, t: this.table.resolveImport(rec, imp.kind, imp.level, imp.module, imp.name, bound) };
         });
-      // an import of a module that exists nowhere, under a handler of the failed import, stays as written: Python
-      // runs the handler, at any depth as at module level
-      const handled = ({ imp, t }: (typeof resolved)[number]): boolean => imp.inFunction && imp.guarded && t.kind === 'missing';
+      // an import inside a function of a module that exists nowhere (a compiled operator, an export path an old
+      // version had) stays as written: it runs only if the function does, as in the original (and a handler of the
+      // failed import runs, at any depth as at module level); one the file builds (`--build-native`) is loaded
+      const handled = ({ imp, t }: (typeof resolved)[number]): boolean => imp.inFunction && t.kind === 'missing' && !nativeOf(this.ctx.natives, t.qualname);
+      for (const r of resolved) if (handled(r) && !r.imp.guarded && r.t.kind === 'missing') this.keptMissing.add(r.t.qualname);
       if (resolved.length && resolved.every(handled)) continue;
       const internal = resolved.some(
         (r) => (r.t.kind === 'missing' && !handled(r)) || ((r.t.kind === 'symbol' || r.t.kind === 'module') && this.ctx.inlines(r.t.mod, this.rootRec.repoId)),
