@@ -4,16 +4,17 @@ import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { createTwoFilesPatch } from 'diff';
-import { bodyHash, readProvenance, recordedArguments } from '../core/emit/pulledFile';
+import { bodyHash, readProvenance } from '../core/emit/pulledFile';
 import { findTarget, listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
 import { CancelledError, errorMessage, NnragError } from '../core/base/errors';
 import { PythonParser } from '../core/parse/parser';
-import { explained, pullBlock, requirementsText } from '../core/pull/pull';
+import { pullBlock, requirementsText } from '../core/pull/pull';
+import { validatePulled } from '../core/pull/validatePulled';
 import { companionsOf, pullTogether } from '../core/pull/shared';
 import type { PullOptions, PullReport } from '../core/pull/pull';
-import { isToolFault, validateFile } from '../core/validate/runner';
-import type { OriginalClass, ValidationReport } from '../core/validate/runner';
+import { isToolFault } from '../core/validate/runner';
+import type { ValidationReport } from '../core/validate/runner';
 import { indexCounts } from '../core/store/stats';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
 import { joinInside, writeText } from '../core/emit/writeSafe';
@@ -402,53 +403,25 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
     throw new NnragError('not-found', `no such file: ${file}`);
   }
   await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
-  // a pulled file is compared with the original its header names (at the blob it was pulled from)
-  const prov = readProvenance(text);
-  const edited = prov !== undefined && bodyHash(text) !== prov.hash;
-  let original: OriginalClass | { unavailable: string } | undefined;
-  // judged as its pull judged it: the header's arguments, then the repository's own calls and examples
-  let uses: Awaited<ReturnType<Workspace['judgingPulled']>> = { candidates: recordedArguments(prov) };
-  if (prov) {
-    const db = await openDb(args, env, false, false).catch(() => undefined);
-    if (db && indexCounts(db).repos > 0) {
-      const ws = Workspace.over(db, env.assets);
-      original = ws.originalOfPulled(prov);
-      uses = await ws.judgingPulled(prov);
-    } else original = { unavailable: `no index at ${dbPath(args)} names its original (--db)` };
+  // a pulled file is judged against the index that holds its original (the header alone without one)
+  const db = readProvenance(text) ? await openDb(args, env, false, false).catch(() => undefined) : undefined;
+  try {
+    const ws = db && indexCounts(db).repos > 0 ? Workspace.over(db, env.assets) : undefined;
+    const { report, edited } = await validatePulled(ws ? { session: ws.session(), parser: await ws.parser() } : { unavailable: `no index at ${dbPath(args)} names its original (--db)` }, file, text, {
+      python: pythonOf(args, env),
+      runner: env.assets.runner,
+      className: opt(args, 'class'),
+      timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
+      memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
+      signal: env.signal,
+      companions: companionsOf(file, text),
+    });
+    if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(edited !== undefined ? { edited } : {}) }, null, 1)}\n`);
+    else env.out(`${describeValidation(report)}\n`);
+    return report.ok ? EXIT.ok : EXIT.failed;
+  } finally {
     db?.close();
   }
-  let report = await validateFile(file, {
-    python: pythonOf(args, env),
-    runner: env.assets.runner,
-    className: opt(args, 'class') ?? prov?.block,
-    timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
-    memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
-    signal: env.signal,
-    companions: companionsOf(file, text),
-    original: original && 'module' in original ? original : undefined,
-    ...uses,
-  });
-  // judged inside the repository's builder's model by its pull: judged so again (the file unedited)
-  if (prov && !edited && prov.validation?.builder && !prov.builtWith) {
-    const db = await openDb(args, env, false, false).catch(() => undefined);
-    try {
-      if (db && indexCounts(db).repos > 0) {
-        report = await Workspace.over(db, env.assets).judgedByBuilderAgain(prov, text, report, {
-          python: pythonOf(args, env),
-          runner: env.assets.runner,
-          timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
-          memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
-          signal: env.signal,
-        });
-      }
-    } finally {
-      db?.close();
-    }
-  }
-  report = explained(report, original, edited);
-  if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(prov ? { edited } : {}) }, null, 1)}\n`);
-  else env.out(`${describeValidation(report)}\n`);
-  return report.ok ? EXIT.ok : EXIT.failed;
 }
 
 /** One line for a validation: the tier, and what the comparison with the original found or why it was not made. */

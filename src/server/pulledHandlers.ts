@@ -3,14 +3,12 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { Connection } from 'vscode-languageserver';
 import { NnragError } from '../core/base/errors';
-import { bodyHash, readProvenance, splitPulled } from '../core/emit/pulledFile';
+import { readProvenance, splitPulled } from '../core/emit/pulledFile';
 import { readManifest, removeManifests, writeManifests } from '../core/emit/manifest';
-import { explained, judgedByBuilderAgain, judgingPulled, originalOfPulled } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
 import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
-import { findTarget } from '../core/store/target';
-import { validateFile } from '../core/validate/runner';
+import { validatePulled } from '../core/pull/validatePulled';
 import { GetPulledStatus, ObserveRepositories, PlanUpdate, RemoveManifests, ValidatePulled, WriteManifests } from '../shared/protocol';
 import { observeRepositories } from '../core/pull/observe';
 import { onRequest, signalOf } from './rpc';
@@ -53,35 +51,25 @@ export function registerPulledHandlers(connection: Connection, service: () => In
   });
   onRequest(connection, ValidatePulled, async ({ file, text, python, timeoutSeconds, memoryMb, allowWeakSandbox }, token) => {
     const { db, parser } = await service().ready();
-    const prov = readProvenance(text);
-    if (!prov) throw new NnragError('bad-source', `${path.basename(file)} has no NN-RAG provenance record`);
+    if (!readProvenance(text)) throw new NnragError('bad-source', `${path.basename(file)} has no NN-RAG provenance record`);
     const session = service().pullSession(db);
-    const ref = findTarget(db, prov.target);
-    // compared with its original (at the blob it was pulled from); a file with the user's edits that differs says so
-    const edited = bodyHash(text) !== prov.hash;
-    const original = originalOfPulled(session, prov);
+    // judged as the editor holds it: the text in a scratch folder, beside the helpers the file imports
     await fsp.mkdir(scratch(), { recursive: true });
     const dir = await fsp.mkdtemp(path.join(scratch(), 'validate-'));
     try {
       const copy = path.join(dir, path.basename(file));
       await fsp.writeFile(copy, text, 'utf8');
-      const validation = await validateFile(copy, {
+      const { report } = await validatePulled({ session, parser }, copy, text, {
         companions: companionsOf(file, text),
         python,
         runner: runner(),
-        className: ref.name,
-        original: original && 'module' in original ? original : undefined,
-        ...(await judgingPulled(session, prov, parser)),
         timeoutMs: timeoutSeconds * 1000,
         memoryMb,
         allowWeakSandbox: allowWeakSandbox === true,
         signal: signalOf(token),
         pool: service().validator(python, runner(), memoryMb, session),
       });
-      // judged inside the repository's builder's model by its pull: judged so again (the file unedited)
-      const judged = await judgedByBuilderAgain(session, parser, prov, text, validation, { python, runner: runner(), timeoutMs: timeoutSeconds * 1000, memoryMb, allowWeakSandbox: allowWeakSandbox === true, signal: signalOf(token) });
-      const told = explained(judged, original, edited);
-      return { validation: told, text: withValidation(text, told) };
+      return { validation: report, text: withValidation(text, report) };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }

@@ -1,0 +1,43 @@
+/**
+ * The use case "validate a pulled file", for every front (`nn-rag validate FILE`, the editor's Validate and Update):
+ * the file is judged as its pull judged it (the header's arguments, then the repository's own calls and examples),
+ * compared with the original its header names (at the blob it was pulled from), and an unedited file its pull judged
+ * inside the repository's builder's model is judged so again. Without an index that holds the original, the header
+ * alone says how to build it, and the report says why nothing was compared.
+ */
+import { bodyHash, readProvenance, recordedArguments } from '../emit/pulledFile';
+import type { PythonParser } from '../parse/parser';
+import type { ValidateOptions } from '../validate/report';
+import type { ValidationReport } from '../validate/runner';
+import { validateFile } from '../validate/runner';
+import { explained, judgedByBuilderAgain, judgingPulled, originalOfPulled } from './pull';
+import type { PullSession } from './pull';
+
+/** The index a pulled file is judged against, or why there is none. */
+export type PulledIndex = { session: PullSession; parser: PythonParser } | { unavailable: string };
+
+export interface PulledVerdict {
+  report: ValidationReport;
+  /** The body differs from what was pulled (undefined: not a pulled file). */
+  edited?: boolean;
+}
+
+/** Validates the pulled `text`, written at `file` (the path the judge imports), against `index`. */
+export async function validatePulled(index: PulledIndex, file: string, text: string, options: Omit<ValidateOptions, 'original' | 'candidates' | 'examples'>): Promise<PulledVerdict> {
+  const prov = readProvenance(text);
+  if (!prov) return { report: await validateFile(file, options) };
+  const edited = bodyHash(text) !== prov.hash;
+  const original = 'session' in index ? originalOfPulled(index.session, prov) : index;
+  const uses = 'session' in index ? await judgingPulled(index.session, prov, index.parser) : { candidates: recordedArguments(prov) };
+  let report = await validateFile(file, {
+    ...options,
+    className: options.className ?? prov.block,
+    original: 'module' in original ? original : undefined,
+    ...uses,
+  });
+  if ('session' in index) {
+    const { python, runner, timeoutMs, memoryMb, allowWeakSandbox, signal } = options;
+    report = await judgedByBuilderAgain(index.session, index.parser, prov, text, report, { python, runner, timeoutMs, memoryMb, allowWeakSandbox, signal });
+  }
+  return { report: explained(report, original, edited), edited };
+}
