@@ -36,6 +36,7 @@ import { merge3 } from '../src/core/emit/merge';
 import type { FloorInput } from '../bench/floorWorker';
 import { linesOf } from '../src/core/emit/why';
 import { pullBlock } from '../src/core/pull/pull';
+import { inLanes } from '../src/core/pull/batch';
 import { searchBlocks } from '../src/core/search/search';
 import { openFolder } from '../src/core/sources/folder';
 import { ValidatorPool } from '../src/core/validate/validatorPool';
@@ -351,18 +352,14 @@ async function mutationBench(argv: string[]): Promise<void> {
   let judged = 0;
   const t0 = performance.now();
   try {
-    let next = 0;
-    const one = async (): Promise<void> => {
-      while (next < chosen.length) {
-        const item = chosen[next++];
-        const got = await judgeMutants(session, item.out, python, RUNNER, pool, path.join(work, 'judged', String(next)));
-        if (!got) continue;
-        judged++;
-        results.push(...got);
-        process.stderr.write(`[mutants] ${item.target}: ${got.map((r) => `${r.kind} ${r.outcome}`).join(', ')}\n`);
-      }
-    };
-    await Promise.all(Array.from({ length: pool.size }, one));
+    await inLanes(chosen.length, pool.size, async (i) => {
+      const item = chosen[i];
+      const got = await judgeMutants(session, item.out, python, RUNNER, pool, path.join(work, 'judged', String(i + 1)));
+      if (!got) return;
+      judged++;
+      results.push(...got);
+      process.stderr.write(`[mutants] ${item.target}: ${got.map((r) => `${r.kind} ${r.outcome}`).join(', ')}\n`);
+    });
   } finally {
     await pool.close();
     db.close();
@@ -714,17 +711,11 @@ async function main(): Promise<void> {
     const outDir = path.join(work, 'pulled');
     let passed = 0;
     const v = await timed(async () => {
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: jobs }, async () => {
-          while (next < sample.length) {
-            const t = sample[next++];
-            const ref = findTarget(live, t);
-            const r = await pullBlock(session, ref, { parser, validate: true, python: PYTHON, runner: RUNNER, pool: vpool, out: path.join(outDir, `${ref.name}_${next}.py`), manifest: false });
-            if (r.status === 'validated') passed++;
-          }
-        }),
-      );
+      await inLanes(sample.length, jobs, async (i) => {
+        const ref = findTarget(live, sample[i]);
+        const r = await pullBlock(session, ref, { parser, validate: true, python: PYTHON, runner: RUNNER, pool: vpool, out: path.join(outDir, `${ref.name}_${i + 1}.py`), manifest: false });
+        if (r.status === 'validated') passed++;
+      });
     });
     await vpool.close();
     validation = { validation_blocks: sample.length, validation_passed: passed, validation_jobs: jobs, validation_wall_s: r2(v.wall_ms / 1000), validation_per_block_s: r2(v.wall_ms / 1000 / Math.max(1, sample.length)) };

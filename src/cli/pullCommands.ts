@@ -24,7 +24,7 @@ import type { CliEnv } from './env';
 import { Workspace } from '../core/workspace/workspace';
 import type { ParsedArgs } from './env';
 import type { FileSizes } from '../core/emit/why';
-import { summarise } from '../core/pull/batch';
+import { inLanes, summarise } from '../core/pull/batch';
 import type { BatchItem, BatchSummary } from '../core/pull/batch';
 import { inShard, parseShard, shardReportName } from '../core/pull/shard';
 import { validationRecord } from '../core/pull/pull';
@@ -312,7 +312,6 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     // (the folders the originals are imported from, for the equivalence check, are shown to every sandbox)
     const pool = validate && !flag(args, 'no-pool') ? ws.validatorPool(pythonOf(args, env), env.assets.runner, jobs, intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB)) : undefined;
     const items: BatchItem[] = new Array(targets.length);
-    let next = 0;
     let done = 0;
     let fatal: unknown;
     const one = async (i: number): Promise<void> => {
@@ -350,11 +349,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
       if (!flag(args, 'json')) env.err(`[pull] ${done}/${targets.length} ${last.status}${last.tier ? ` (${last.tier})` : ''} ${target}${last.category ? ` - ${last.category}: ${String(last.message).slice(0, 160)}` : ''}\n`);
     };
     try {
-      await Promise.all(
-        Array.from({ length: Math.min(jobs, targets.length) }, async () => {
-          while (next < targets.length && !env.signal?.aborted && !fatal) await one(next++);
-        }),
-      );
+      await inLanes(targets.length, jobs, one, () => !!env.signal?.aborted || !!fatal);
     } finally {
       await pool?.close();
     }

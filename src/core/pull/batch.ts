@@ -69,6 +69,19 @@ export interface BatchSummary {
   lines: LineFigures | null;
 }
 
+/**
+ * Runs `work(i)` for every index below `total` in `lanes` concurrent lanes (a batch's validators), each lane taking
+ * the next index when it is free, until all are done or `stop()` says to stop taking more.
+ */
+export async function inLanes(total: number, lanes: number, work: (i: number) => Promise<void>, stop: () => boolean = () => false): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.max(0, Math.min(lanes, total)) }, async () => {
+      while (next < total && !stop()) await work(next++);
+    }),
+  );
+}
+
 export function summarise(items: BatchItem[], targeted: number, seconds: number, validate: boolean, validators: number): BatchSummary {
   const tiers: Record<string, number> = {};
   for (const t of TIERS) tiers[t] = items.filter((i) => i.tier && tierAtLeast(i.tier as (typeof TIERS)[number], t)).length;
