@@ -5,7 +5,9 @@ starts in a freshly emptied folder. The verdict is made here from what the two s
 from __future__ import annotations
 
 import ast
+import base64
 import os
+import sys
 import time
 from typing import Any, Dict, List, Optional
 
@@ -91,6 +93,35 @@ def read_original(job: Job, original: Dict[str, Any]) -> OriginalSide:
     return side
 
 
+def interpreter_versions() -> Dict[str, str]:
+    """What a cached original's run depends on of this interpreter: Python's and torch's versions."""
+    torch = sys.modules.get("torch")
+    return {"python": sys.version, "torch": str(getattr(torch, "__version__", "none"))}
+
+
+def cached_original(request: Dict[str, Any]) -> Optional[Job]:
+    """The original's run a request carries (`original_frames`, kept by the caller from an earlier identical job of
+    this judge), replayed as a finished worker's frames; None when there is none or it was made elsewhere."""
+    kept = request.get("original_frames")
+    if not isinstance(kept, dict) or kept.get("versions") != interpreter_versions() or not isinstance(kept.get("frames"), list):
+        return None
+    frames = kept["frames"]
+    if not frames or not all(isinstance(f, list) and len(f) == 2 and isinstance(f[0], dict) and isinstance(f[1], str) for f in frames):
+        return None
+    job = Job()
+    try:
+        job.frames = [(dict(header), base64.b64decode(blob, validate=True)) for header, blob in frames]
+    except ValueError:
+        return None
+    job.status = 0
+    return job
+
+
+def kept_original(job: Job) -> Dict[str, Any]:
+    """A finished original's run as the caller keeps it (the same job again replays it: `cached_original`)."""
+    return {"versions": interpreter_versions(), "frames": [[header, base64.b64encode(blob).decode("ascii")] for header, blob in job.frames]}
+
+
 def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, report: Optional[Dict[str, Any]] = None) -> Any:
     """Parse, compile and check names; returns the code tree. `upstream`: names the original's own module reads and
     never defines (its bug, not the copy's): left undefined as there, and said in `report`."""
@@ -136,15 +167,24 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
         return max(1.0, deadline - time.monotonic())
 
     side: Optional[OriginalSide] = None
+    # the original's run kept from an identical earlier job (never shown to a worker)
+    cached, keep = cached_original(request) if original else None, request.get("keep_original") is True
+    request = {k: v for k, v in request.items() if k not in ("original_frames", "keep_original")}
     if original and request.get("original_only"):
         return original_alone(path, request, place, memory_mb, timeout_s, control, original, report, started)
     try:
         tree = static_tiers(path, reach, request.get("upstream_undefined"), report)
         report["requirements"] = requirements(imported_top_levels(tree))
         if original:
-            copy_path = place.fresh(path)
-            job = run_worker("original", dict(request, file=copy_path, original=original), memory_mb,
-                             max(1.0, timeout_s * ORIGINAL_SHARE), control)
+            # the original's run of an identical earlier job, when the caller kept it: only the copy runs
+            job = cached
+            if job is None:
+                job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb,
+                                 max(1.0, timeout_s * ORIGINAL_SHARE), control)
+                if job.problem is None and keep:
+                    report["original_frames"] = kept_original(job)
+            else:
+                report["original_cached"] = True
             if job.problem is not None and job.problem[0] == "cancelled":
                 raise Failure("cancelled", job.problem[1])
             side = read_original(job, original)

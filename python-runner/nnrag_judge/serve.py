@@ -70,6 +70,11 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
         out["original_only"] = True
     if isinstance(req.get("upstream_undefined"), list):
         out["upstream_undefined"] = [str(n) for n in req["upstream_undefined"] if isinstance(n, str) and n.isidentifier()][:200]
+    # the original's run of an identical earlier job, kept by the caller (checked against this interpreter by the judge)
+    if isinstance(req.get("original_frames"), dict):
+        out["original_frames"] = req["original_frames"]
+    if req.get("keep_original") is True:
+        out["keep_original"] = True
     natives = req.get("natives")
     if isinstance(natives, list):
         out["natives"] = [{"module": n["module"], "name": n["name"], "file": n["file"]} for n in natives

@@ -65,6 +65,16 @@ class TiersWithoutTorch(unittest.TestCase):
         self.assertIsNone(worker.missing_package("ModuleNotFoundError: No module named 'json'"))
         self.assertIsNone(worker.missing_package("RuntimeError: shapes do not match"))
 
+    def test_a_kept_original_run_is_replayed_only_for_this_interpreter(self) -> None:
+        frames = [({"plan": {"variants": []}}, b"\x00\x01")]
+        kept = judge.kept_original(type("J", (), {"frames": frames})())
+        replayed = judge.cached_original({"original_frames": kept})
+        self.assertIsNotNone(replayed)
+        self.assertEqual(replayed.frames, frames)
+        other = dict(kept, versions=dict(kept["versions"], torch="0.0.1"))
+        self.assertIsNone(judge.cached_original({"original_frames": other}))
+        self.assertIsNone(judge.cached_original({"original_frames": {"versions": kept["versions"], "frames": [["x", "not base64!"]]}}))
+
     def test_import_error_names_the_line(self) -> None:
         report = run_file("x = 1\nraise RuntimeError('boom on import')\n")
         self.assertEqual(report["category"], "import-error")

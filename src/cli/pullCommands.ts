@@ -76,6 +76,8 @@ function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, valida
     fullDocstrings: flag(args, 'full-docstrings'),
     inlineMetadata: flag(args, 'pep723'),
     buildNative: flag(args, 'build-native') ? { cacheDir: path.join(cacheDir(args, env), 'native') } : undefined,
+    // a block validated again (the same original, interpreter and arguments) runs only its copy
+    originalCache: path.join(cacheDir(args, env), 'originals'),
   };
 }
 
@@ -388,7 +390,7 @@ function describeSummary(s: BatchSummary, reportFile: string): string {
 }
 
 export async function validateCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { python: { value: true }, class: { value: true }, timeout: { value: true }, 'memory-mb': { value: true }, db: { value: true } });
+  const args = parse(argv, { python: { value: true }, class: { value: true }, timeout: { value: true }, 'memory-mb': { value: true }, db: { value: true }, cache: { value: true } });
   if (args.positionals.length !== 1) throw new NnragError('usage', 'validate needs one FILE');
   const file = args.positionals[0];
   let text: string;
@@ -410,6 +412,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
       memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
       signal: env.signal,
       companions: companionsOf(file, text),
+      originalCacheDir: path.join(cacheDir(args, env), 'originals'),
     });
     if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(edited !== undefined ? { edited } : {}) }, null, 1)}\n`);
     else env.out(`${describeValidation(report)}\n`);

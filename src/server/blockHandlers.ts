@@ -30,6 +30,7 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
     fullDocstrings: params.fullDocstrings === true,
     inlineMetadata: params.inlineMetadata === true,
     builderBudgetMs: params.builderBudgetSeconds === undefined ? undefined : params.builderBudgetSeconds * 1000,
+    originalCache: service().originalCache(),
     // the warm validator: torch is imported once per interpreter, not once per pull
     pool: params.validate && params.python ? service().validator(params.python, runner(), params.memoryMb, session) : undefined,
   });

@@ -68,6 +68,7 @@ export function registerPulledHandlers(connection: Connection, service: () => In
         allowWeakSandbox: allowWeakSandbox === true,
         signal: signalOf(token),
         pool: service().validator(python, runner(), memoryMb, session),
+        originalCacheDir: service().originalCache(),
       });
       return { validation: report, text: withValidation(text, report) };
     } finally {

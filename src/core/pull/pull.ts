@@ -83,6 +83,8 @@ export interface PullReport {
 
 export interface PullOptions {
   parser: PythonParser;
+  /** Where the originals' runs are kept (validate/originalCache.ts): a block validated again runs only its copy. */
+  originalCache?: string;
   /** Where to write the file; undefined: emit in memory only (benchmarks). */
   out?: string;
   /** The folder the user chose to write under: no link below it is followed (default: the file's own folder). */
@@ -603,6 +605,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       upstreamUndefined: [...new Set(closure.problems.filter((p) => p.kind === 'unresolved' && /^\w+$/.test(p.name)).map((p) => p.name))],
       companions: emitted.provenance.shared && options.shared ? [options.shared.file] : undefined,
       natives: natives.map((b) => ({ module: b.module, name: b.buildName, file: b.file, fileName: b.fileName })),
+      ...(options.originalCache ? { originalCache: { dir: options.originalCache, blobs: emitted.provenance.definitions.map((d) => d.blob) } } : {}),
     };
     // one time limit for the whole block: its argument sets, its builders and the replay of a builder's arguments
     const limitMs = options.timeoutMs ?? DEFAULT_TIMEOUT_S * 1000;

@@ -23,14 +23,22 @@ export interface PulledVerdict {
 }
 
 /** Validates the pulled `text`, written at `file` (the path the judge imports), against `index`. */
-export async function validatePulled(index: PulledIndex, file: string, text: string, options: Omit<ValidateOptions, 'original' | 'candidates' | 'examples'>): Promise<PulledVerdict> {
+export async function validatePulled(
+  index: PulledIndex,
+  file: string,
+  text: string,
+  options: Omit<ValidateOptions, 'original' | 'candidates' | 'examples' | 'originalCache'> & { originalCacheDir?: string },
+): Promise<PulledVerdict> {
+  const { originalCacheDir, ...rest } = options;
   const prov = readProvenance(text);
-  if (!prov) return { report: await validateFile(file, options) };
+  if (!prov) return { report: await validateFile(file, rest) };
   const edited = bodyHash(text) !== prov.hash;
   const original = 'session' in index ? originalOfPulled(index.session, prov) : index;
   const uses = 'session' in index ? await judgingPulled(index.session, prov, index.parser) : { candidates: recordedArguments(prov) };
   let report = await validateFile(file, {
-    ...options,
+    ...rest,
+    // the original's run is kept by the blobs the header says the code comes from (the user's edits change nothing)
+    ...(originalCacheDir ? { originalCache: { dir: originalCacheDir, blobs: prov.definitions.map((d) => d.blob) } } : {}),
     className: options.className ?? prov.block,
     original: 'module' in original ? original : undefined,
     ...uses,

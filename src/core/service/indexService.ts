@@ -152,6 +152,11 @@ export class IndexService {
     this.events.status(this.current);
   }
 
+  /** Where the originals' runs are kept, so a block validated again runs only its copy (validate/originalCache.ts). */
+  originalCache(): string {
+    return path.join(this.options.cacheDir, 'originals');
+  }
+
   /** The database and parser, opened once: callers that arrive while they open wait for the same promise. */
   ready(): Promise<{ db: IndexDb; parser: PythonParser }> {
     this.opening ??= (async () => {

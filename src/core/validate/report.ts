@@ -79,6 +79,10 @@ export interface ValidationReport {
   original_passes?: 'instantiated' | 'forward';
   /** How far the original got with the tool's arguments (null: it was not imported), when it was run. */
   original_reached?: 'imported' | 'instantiated' | 'forward' | null;
+  /** The original's run was not run again: kept from an identical earlier job (`ValidateOptions.originalCache`). */
+  original_cached?: boolean;
+  /** The original's run as the judge sends it to be kept (taken out of the report by `validateFile`). */
+  original_frames?: unknown;
   /** Why the original was not imported (with `original_reached: null`, from a run of the original alone). */
   original_reason?: string;
   /** The module the code asked for at run time (`importlib.import_module("pkg." + name)`) when an import failed
@@ -121,6 +125,15 @@ export interface ValidateOptions {
   /** A function of the file that builds the block without arguments (the repository's own builder). */
   builder?: string;
   signal?: AbortSignal;
+  /**
+   * Where the original's runs are kept (`dir`), keyed by what the original's run depends on: the judge's code, the
+   * interpreter, the original, the arguments and inputs asked for, and `blobs`, the source the block's code comes
+   * from. An identical job runs only the copy (the judge checks the Python and torch versions the run was made with).
+   */
+  originalCache?: { dir: string; blobs: string[] };
+  /** The original's run kept from an identical earlier job, and whether to send it back to be kept (originalCache.ts). */
+  originalFrames?: unknown;
+  keepOriginal?: boolean;
   /** Validate in a warm interpreter of this pool instead of a fresh process. */
   pool?: ValidatorPoolLike;
   /** false: refuse (an error, nothing run) when only a weaker sandbox than bubblewrap's is available. */

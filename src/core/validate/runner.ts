@@ -6,6 +6,7 @@
 import { NnragError } from '../base/errors';
 import { Judge, describeSandbox } from './sandbox';
 import { DEFAULT_MEMORY_MB } from './limits';
+import { keepOriginal, keptOriginal, originalKey } from './originalCache';
 
 export * from './report';
 import { TIERS } from './report';
@@ -35,6 +36,18 @@ export async function checkSandbox(options: Pick<ValidateOptions, 'allowWeakSand
 
 export async function validateFile(file: string, options: ValidateOptions): Promise<ValidationReport> {
   await checkSandbox(options);
+  // the original's run of an identical earlier job: only the copy runs (originalCache.ts)
+  const key = originalKey(options);
+  const dir = options.originalCache?.dir;
+  const kept = key && dir ? await keptOriginal(dir, key) : undefined;
+  // (sent back whenever the original ran: a kept run the judge refused, made with another torch, is replaced)
+  const asked: ValidateOptions = key ? { ...options, keepOriginal: true, ...(kept !== undefined ? { originalFrames: kept } : {}) } : options;
+  const { original_frames: frames, ...report } = await judged(file, asked);
+  if (key && dir && frames !== undefined) await keepOriginal(dir, key, frames);
+  return report;
+}
+
+async function judged(file: string, options: ValidateOptions): Promise<ValidationReport> {
   if (options.pool) return options.pool.validate(file, options);
   const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, options.original?.mounts ?? []);
   try {

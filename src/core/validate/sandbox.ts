@@ -589,6 +589,8 @@ export class Judge {
       original: options.original,
       ...(options.originalOnly ? { original_only: true } : {}),
       ...(options.upstreamUndefined?.length ? { upstream_undefined: options.upstreamUndefined } : {}),
+      ...(options.originalFrames !== undefined ? { original_frames: options.originalFrames } : {}),
+      ...(options.keepOriginal ? { keep_original: true } : {}),
       natives: natives.map((n) => ({ module: n.module, name: n.name, file: n.fileName })),
     };
     try {

@@ -1,0 +1,79 @@
+/**
+ * The original's runs, kept (issue: a block proven equal in about a second): the judge sends a finished original's
+ * frames back when asked (`keep_original`), and an identical job later carries them (`original_frames`), so only the
+ * copy runs. A job is identical when the judge's code, the interpreter, the original (its module, class, folder and
+ * blob), the arguments, inputs and compiled modules asked for, and the source the block's code comes from are; the
+ * judge refuses frames made with another Python or torch version. Entries are files in `dir`, written atomically;
+ * the oldest go when they pass MAX_BYTES together (an entry holds the original's outputs: from kilobytes to a few MB).
+ */
+import { createHash } from 'crypto';
+import { promises as fsp, readdirSync, readFileSync } from 'fs';
+import * as path from 'path';
+import type { ValidateOptions } from './report';
+
+const MAX_BYTES = 512 * 1024 ** 2;
+const judgeVersions = new Map<string, string>();
+
+/** A digest of the judge's own code (python-runner's nnrag_judge package beside `runner`), once per process. */
+function judgeVersion(runner: string): string {
+  let v = judgeVersions.get(runner);
+  if (v === undefined) {
+    const folder = path.join(path.dirname(runner), 'nnrag_judge');
+    const h = createHash('sha256').update(readFileSync(runner));
+    for (const f of readdirSync(folder).filter((n) => n.endsWith('.py')).sort()) h.update(f).update(readFileSync(path.join(folder, f)));
+    v = h.digest('hex');
+    judgeVersions.set(runner, v);
+  }
+  return v;
+}
+
+/** The key of a job's original run, undefined when the job keeps none (no original, or only the original runs). */
+export function originalKey(options: ValidateOptions): string | undefined {
+  const cache = options.originalCache;
+  if (!cache || !options.original || options.originalOnly) return undefined;
+  const job = {
+    judge: judgeVersion(options.runner),
+    python: options.python,
+    original: options.original,
+    class: options.className ?? null,
+    candidates: options.candidates ?? [],
+    examples: options.examples ?? [],
+    builder: options.builder ?? null,
+    native: options.native ?? [],
+    natives: (options.natives ?? []).map((n) => [n.module, n.name]),
+    upstream: options.upstreamUndefined ?? [],
+    memory: options.memoryMb ?? null,
+    blobs: cache.blobs,
+  };
+  return createHash('sha256').update(JSON.stringify(job)).digest('hex');
+}
+
+/** The kept run for `key`, if any (a damaged entry is none). */
+export async function keptOriginal(dir: string, key: string): Promise<unknown> {
+  try {
+    return JSON.parse(await fsp.readFile(path.join(dir, `${key}.json`), 'utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Keeps `frames` for `key` (a write that fails costs only the next run's time). */
+export async function keepOriginal(dir: string, key: string, frames: unknown): Promise<void> {
+  try {
+    await fsp.mkdir(dir, { recursive: true });
+    const tmp = path.join(dir, `${key}.${process.pid}.tmp`);
+    await fsp.writeFile(tmp, JSON.stringify(frames), { flag: 'wx' });
+    await fsp.rename(tmp, path.join(dir, `${key}.json`));
+    const entries = await Promise.all(
+      (await fsp.readdir(dir)).filter((n) => n.endsWith('.json')).map(async (n) => ({ n, st: await fsp.stat(path.join(dir, n)).catch(() => undefined) })),
+    );
+    let total = entries.reduce((t, e) => t + (e.st?.size ?? 0), 0);
+    for (const e of entries.sort((a, b) => (a.st?.mtimeMs ?? 0) - (b.st?.mtimeMs ?? 0))) {
+      if (total <= MAX_BYTES) break;
+      await fsp.rm(path.join(dir, e.n), { force: true });
+      total -= e.st?.size ?? 0;
+    }
+  } catch {
+    // kept another time
+  }
+}

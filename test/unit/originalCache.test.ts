@@ -1,0 +1,57 @@
+/**
+ * The original's runs, kept: a block validated again with the same original, interpreter and arguments runs only its
+ * copy, with the same verdict; an edit of the copy is still judged against the kept original; a damaged entry, or one
+ * made with another torch, is not used.
+ */
+import * as assert from 'assert';
+import { promises as fsp } from 'fs';
+import * as path from 'path';
+import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
+
+interface Verdict {
+  tier: string;
+  category?: string;
+  original_cached?: boolean;
+  equivalence?: { status: string };
+}
+
+describe("the originals' runs, kept", function () {
+  this.timeout(300_000);
+
+  it('a second validation runs only the copy and gives the same verdict; a damaged or foreign entry is not used', async () => {
+    const work = await tmpdir('nnrag-originals-');
+    const repo = path.join(work, 'tinyblocks');
+    await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), repo, { recursive: true });
+    const db = path.join(work, 'index.db');
+    const cache = path.join(work, 'cache');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const pull = async (out: string): Promise<Verdict> => {
+      const r = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', path.join(work, out), '--python', PYTHON_WITH_TORCH, '--cache', cache, '--force', '--json');
+      return (JSON.parse(r.out) as { validation: Verdict }).validation;
+    };
+    const validate = async (file: string): Promise<Verdict> => JSON.parse((await cli('validate', path.join(work, file), '--db', db, '--python', PYTHON_WITH_TORCH, '--cache', cache, '--json')).out) as Verdict;
+    const first = await pull('a.py');
+    assert.strictEqual(first.tier, 'equivalent', JSON.stringify(first));
+    assert.notStrictEqual(first.original_cached, true);
+    const entries = (await fsp.readdir(path.join(cache, 'originals'))).filter((n) => n.endsWith('.json'));
+    assert.strictEqual(entries.length, 1);
+    const second = await pull('b.py');
+    assert.deepStrictEqual([second.tier, second.equivalence?.status, second.original_cached], ['equivalent', 'equivalent', true]);
+    // an edit of the copy is judged against the kept original: the difference is found
+    const file = path.join(work, 'b.py');
+    await fsp.writeFile(file, (await fsp.readFile(file, 'utf8')).replace('return self.act(self.shortcut(x) + self.drop_path(y))', 'return self.act(self.shortcut(x) + 2 * self.drop_path(y))'));
+    const edited = await validate('b.py');
+    assert.strictEqual(edited.category, 'differs', JSON.stringify(edited));
+    assert.strictEqual(edited.original_cached, true);
+    // a damaged entry is not used (and is replaced); one made with another torch is refused by the judge
+    const entry = path.join(cache, 'originals', entries[0]);
+    const kept = JSON.parse(await fsp.readFile(entry, 'utf8')) as { versions: { torch: string } };
+    await fsp.writeFile(entry, '{"versions": ');
+    assert.notStrictEqual((await pull('c.py')).original_cached, true);
+    await fsp.writeFile(entry, JSON.stringify({ ...kept, versions: { ...kept.versions, torch: '0.0.1' } }));
+    const foreign = await pull('d.py');
+    assert.deepStrictEqual([foreign.tier, foreign.original_cached], ['equivalent', undefined]);
+    // and replaced by the run just made
+    assert.strictEqual((await pull('e.py')).original_cached, true);
+  });
+});
