@@ -113,14 +113,15 @@ const MISSING_STAND_IN = `class _NnragMissing:
 
     __getattr__ = __call__ = __getitem__ = __iter__ = _nnrag_raise`;
 
+/** Packages every torch interpreter has in practice: plain imports whatever uses them. */
+const ALWAYS_THERE = new Set(['torch', 'numpy']);
+
 /**
  * The third-party packages only code inside functions uses (no definition needs them while the file is imported):
  * imported where installed, as the original does, and stood in for where not, so the block needs only the packages
  * its own use needs. The standard library, compiled operators, indexed repositories the file imports and what every
  * torch interpreter has stay plain imports.
  */
-const ALWAYS_THERE = new Set(['torch', 'numpy']);
-
 function optionalPackages(externals: ExternalImport[], stdlib?: ReadonlySet<string>): Set<string> {
   const top = (e: ExternalImport): string => e.module.split('.')[0];
   const eager = new Set(externals.filter((e) => e.timing !== 'call' || e.native || e.indexed).map(top));
