@@ -6,6 +6,7 @@
 import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
+import { gunzipSync, gzipSync } from 'zlib';
 import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 
 interface Verdict {
@@ -33,7 +34,7 @@ describe("the originals' runs, kept", function () {
     const first = await pull('a.py');
     assert.strictEqual(first.tier, 'equivalent', JSON.stringify(first));
     assert.notStrictEqual(first.original_cached, true);
-    const entries = (await fsp.readdir(path.join(cache, 'originals'))).filter((n) => n.endsWith('.json'));
+    const entries = (await fsp.readdir(path.join(cache, 'originals'))).filter((n) => n.endsWith('.json.gz'));
     assert.strictEqual(entries.length, 1);
     const second = await pull('b.py');
     assert.deepStrictEqual([second.tier, second.equivalence?.status, second.original_cached], ['equivalent', 'equivalent', true]);
@@ -45,10 +46,10 @@ describe("the originals' runs, kept", function () {
     assert.strictEqual(edited.original_cached, true);
     // a damaged entry is not used (and is replaced); one made with another torch is refused by the judge
     const entry = path.join(cache, 'originals', entries[0]);
-    const kept = JSON.parse(await fsp.readFile(entry, 'utf8')) as { versions: { torch: string } };
-    await fsp.writeFile(entry, '{"versions": ');
+    const kept = JSON.parse(gunzipSync(await fsp.readFile(entry)).toString('utf8')) as { versions: { torch: string } };
+    await fsp.writeFile(entry, gzipSync('{"versions": '));
     assert.notStrictEqual((await pull('c.py')).original_cached, true);
-    await fsp.writeFile(entry, JSON.stringify({ ...kept, versions: { ...kept.versions, torch: '0.0.1' } }));
+    await fsp.writeFile(entry, gzipSync(JSON.stringify({ ...kept, versions: { ...kept.versions, torch: '0.0.1' } })));
     const foreign = await pull('d.py');
     assert.deepStrictEqual([foreign.tier, foreign.original_cached], ['equivalent', undefined]);
     // and replaced by the run just made

@@ -3,15 +3,21 @@
  * frames back when asked (`keep_original`), and an identical job later carries them (`original_frames`), so only the
  * copy runs. A job is identical when the judge's code, the interpreter, the original (its module, class, folder and
  * blob), the arguments, inputs and compiled modules asked for, and the source the block's code comes from are; the
- * judge refuses frames made with another Python or torch version. Entries are files in `dir`, written atomically;
- * the oldest go when they pass MAX_BYTES together (an entry holds the original's outputs: from kilobytes to a few MB).
+ * judge refuses frames made with another Python or torch version. Entries are gzipped files in `dir`, written
+ * atomically; the oldest go when they pass MAX_BYTES together (an entry holds the original's outputs and states:
+ * from kilobytes to about 10 MB gzipped).
  */
 import { createHash } from 'crypto';
 import { promises as fsp, readdirSync, readFileSync } from 'fs';
 import * as path from 'path';
+import { promisify } from 'util';
+import * as zlib from 'zlib';
 import type { ValidateOptions } from './report';
 
-const MAX_BYTES = 512 * 1024 ** 2;
+const MAX_BYTES = 1024 ** 3;
+const EXT = '.json.gz';
+const gzip = promisify(zlib.gzip);
+const gunzip = promisify(zlib.gunzip);
 const judgeVersions = new Map<string, string>();
 
 /** A digest of the judge's own code (python-runner's nnrag_judge package beside `runner`), once per process. */
@@ -51,7 +57,7 @@ export function originalKey(options: ValidateOptions): string | undefined {
 /** The kept run for `key`, if any (a damaged entry is none). */
 export async function keptOriginal(dir: string, key: string): Promise<unknown> {
   try {
-    return JSON.parse(await fsp.readFile(path.join(dir, `${key}.json`), 'utf8')) as unknown;
+    return JSON.parse((await gunzip(await fsp.readFile(path.join(dir, `${key}${EXT}`)))).toString('utf8')) as unknown;
   } catch {
     return undefined;
   }
@@ -62,10 +68,10 @@ export async function keepOriginal(dir: string, key: string, frames: unknown): P
   try {
     await fsp.mkdir(dir, { recursive: true });
     const tmp = path.join(dir, `${key}.${process.pid}.tmp`);
-    await fsp.writeFile(tmp, JSON.stringify(frames), { flag: 'wx' });
-    await fsp.rename(tmp, path.join(dir, `${key}.json`));
+    await fsp.writeFile(tmp, await gzip(JSON.stringify(frames), { level: 1 }), { flag: 'wx' });
+    await fsp.rename(tmp, path.join(dir, `${key}${EXT}`));
     const entries = await Promise.all(
-      (await fsp.readdir(dir)).filter((n) => n.endsWith('.json')).map(async (n) => ({ n, st: await fsp.stat(path.join(dir, n)).catch(() => undefined) })),
+      (await fsp.readdir(dir)).filter((n) => n.endsWith(EXT)).map(async (n) => ({ n, st: await fsp.stat(path.join(dir, n)).catch(() => undefined) })),
     );
     let total = entries.reduce((t, e) => t + (e.st?.size ?? 0), 0);
     for (const e of entries.sort((a, b) => (a.st?.mtimeMs ?? 0) - (b.st?.mtimeMs ?? 0))) {
