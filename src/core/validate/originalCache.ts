@@ -4,7 +4,7 @@
  * copy runs. A job is identical when the judge's code, the interpreter, the original (its module, class, folder and
  * blob), the arguments, inputs and compiled modules asked for, and the source the block's code comes from are; the
  * judge refuses frames made with another Python or torch version. Entries are gzipped files in `dir`, written
- * atomically; the oldest go when they pass MAX_BYTES together (an entry holds the original's outputs and states:
+ * atomically; the least recently used go when they pass MAX_BYTES together (an entry holds the original's outputs and states:
  * from kilobytes to about 10 MB gzipped).
  */
 import { createHash } from 'crypto';
@@ -57,7 +57,12 @@ export function originalKey(options: ValidateOptions): string | undefined {
 /** The kept run for `key`, if any (a damaged entry is none). */
 export async function keptOriginal(dir: string, key: string): Promise<unknown> {
   try {
-    return JSON.parse((await gunzip(await fsp.readFile(path.join(dir, `${key}${EXT}`)))).toString('utf8')) as unknown;
+    const file = path.join(dir, `${key}${EXT}`);
+    const kept = JSON.parse((await gunzip(await fsp.readFile(file))).toString('utf8')) as unknown;
+    // used: the last to go when the folder is pruned
+    const now = new Date();
+    await fsp.utimes(file, now, now).catch(() => undefined);
+    return kept;
   } catch {
     return undefined;
   }
