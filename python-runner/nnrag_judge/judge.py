@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import json
 import os
 import sys
 import time
@@ -102,7 +103,10 @@ def interpreter_versions() -> Dict[str, str]:
 def cached_original(request: Dict[str, Any]) -> Optional[Job]:
     """The original's run a request carries (`original_frames`, kept by the caller from an earlier identical job of
     this judge), replayed as a finished worker's frames; None when there is none or it was made elsewhere."""
-    kept = request.get("original_frames")
+    try:
+        kept = json.loads(request.get("original_frames") or "null")
+    except (TypeError, ValueError):
+        return None
     if not isinstance(kept, dict) or kept.get("versions") != interpreter_versions() or not isinstance(kept.get("frames"), list):
         return None
     frames = kept["frames"]
@@ -117,9 +121,10 @@ def cached_original(request: Dict[str, Any]) -> Optional[Job]:
     return job
 
 
-def kept_original(job: Job) -> Dict[str, Any]:
-    """A finished original's run as the caller keeps it (the same job again replays it: `cached_original`)."""
-    return {"versions": interpreter_versions(), "frames": [[header, base64.b64encode(blob).decode("ascii")] for header, blob in job.frames]}
+def kept_original(job: Job) -> str:
+    """A finished original's run as the caller keeps it (the same job again replays it: `cached_original`): one JSON
+    text the caller never parses, so every key keeps its order (a JavaScript object would put "0", "1" first)."""
+    return json.dumps({"versions": interpreter_versions(), "frames": [[header, base64.b64encode(blob).decode("ascii")] for header, blob in job.frames]})
 
 
 def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, report: Optional[Dict[str, Any]] = None) -> Any:

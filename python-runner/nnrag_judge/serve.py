@@ -71,7 +71,7 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
     if isinstance(req.get("upstream_undefined"), list):
         out["upstream_undefined"] = [str(n) for n in req["upstream_undefined"] if isinstance(n, str) and n.isidentifier()][:200]
     # the original's run of an identical earlier job, kept by the caller (checked against this interpreter by the judge)
-    if isinstance(req.get("original_frames"), dict):
+    if isinstance(req.get("original_frames"), str):
         out["original_frames"] = req["original_frames"]
     if req.get("keep_original") is True:
         out["keep_original"] = True

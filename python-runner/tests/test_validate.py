@@ -71,9 +71,11 @@ class TiersWithoutTorch(unittest.TestCase):
         replayed = judge.cached_original({"original_frames": kept})
         self.assertIsNotNone(replayed)
         self.assertEqual(replayed.frames, frames)
-        other = dict(kept, versions=dict(kept["versions"], torch="0.0.1"))
+        versions = json.loads(kept)["versions"]
+        other = json.dumps({"versions": dict(versions, torch="0.0.1"), "frames": json.loads(kept)["frames"]})
         self.assertIsNone(judge.cached_original({"original_frames": other}))
-        self.assertIsNone(judge.cached_original({"original_frames": {"versions": kept["versions"], "frames": [["x", "not base64!"]]}}))
+        self.assertIsNone(judge.cached_original({"original_frames": json.dumps({"versions": versions, "frames": [["x", "not base64!"]]})}))
+        self.assertIsNone(judge.cached_original({"original_frames": "{not json"}))
 
     def test_import_error_names_the_line(self) -> None:
         report = run_file("x = 1\nraise RuntimeError('boom on import')\n")

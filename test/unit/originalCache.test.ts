@@ -38,6 +38,12 @@ describe("the originals' runs, kept", function () {
     assert.strictEqual(entries.length, 1);
     const second = await pull('b.py');
     assert.deepStrictEqual([second.tier, second.equivalence?.status, second.original_cached], ['equivalent', 'equivalent', true]);
+    // a Sequential's module tree (children "0", "1" beside named settings): the kept run replays in its own order
+    for (const out of ['s1.py', 's2.py']) {
+      const r = await cli('pull', 'tinyblocks.layers.conv.ConvNormAct', '--db', db, '--out', path.join(work, out), '--python', PYTHON_WITH_TORCH, '--cache', cache, '--json');
+      const v = (JSON.parse(r.out) as { validation: Verdict }).validation;
+      assert.deepStrictEqual([v.tier, v.original_cached === true], ['equivalent', out === 's2.py'], JSON.stringify(v));
+    }
     // an edit of the copy is judged against the kept original: the difference is found
     const file = path.join(work, 'b.py');
     await fsp.writeFile(file, (await fsp.readFile(file, 'utf8')).replace('return self.act(self.shortcut(x) + self.drop_path(y))', 'return self.act(self.shortcut(x) + 2 * self.drop_path(y))'));

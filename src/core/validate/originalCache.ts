@@ -54,11 +54,11 @@ export function originalKey(options: ValidateOptions): string | undefined {
   return createHash('sha256').update(JSON.stringify(job)).digest('hex');
 }
 
-/** The kept run for `key`, if any (a damaged entry is none). */
-export async function keptOriginal(dir: string, key: string): Promise<unknown> {
+/** The kept run for `key`, if any: the judge's JSON text, as it sent it (the judge refuses a damaged one). */
+export async function keptOriginal(dir: string, key: string): Promise<string | undefined> {
   try {
     const file = path.join(dir, `${key}${EXT}`);
-    const kept = JSON.parse((await gunzip(await fsp.readFile(file))).toString('utf8')) as unknown;
+    const kept = (await gunzip(await fsp.readFile(file))).toString('utf8');
     // used: the last to go when the folder is pruned
     const now = new Date();
     await fsp.utimes(file, now, now).catch(() => undefined);
@@ -68,12 +68,12 @@ export async function keptOriginal(dir: string, key: string): Promise<unknown> {
   }
 }
 
-/** Keeps `frames` for `key` (a write that fails costs only the next run's time). */
-export async function keepOriginal(dir: string, key: string, frames: unknown): Promise<void> {
+/** Keeps `frames`, the judge's text, for `key` (a write that fails costs only the next run's time). */
+export async function keepOriginal(dir: string, key: string, frames: string): Promise<void> {
   try {
     await fsp.mkdir(dir, { recursive: true });
     const tmp = path.join(dir, `${key}.${process.pid}.tmp`);
-    await fsp.writeFile(tmp, await gzip(JSON.stringify(frames), { level: 1 }), { flag: 'wx' });
+    await fsp.writeFile(tmp, await gzip(frames, { level: 1 }), { flag: 'wx' });
     await fsp.rename(tmp, path.join(dir, `${key}${EXT}`));
     const entries = await Promise.all(
       (await fsp.readdir(dir)).filter((n) => n.endsWith(EXT)).map(async (n) => ({ n, st: await fsp.stat(path.join(dir, n)).catch(() => undefined) })),

@@ -81,8 +81,9 @@ export interface ValidationReport {
   original_reached?: 'imported' | 'instantiated' | 'forward' | null;
   /** The original's run was not run again: kept from an identical earlier job (`ValidateOptions.originalCache`). */
   original_cached?: boolean;
-  /** The original's run as the judge sends it to be kept (taken out of the report by `validateFile`). */
-  original_frames?: unknown;
+  /** The original's run as the judge sends it to be kept: JSON text never parsed here, so no key changes its order
+   * (taken out of the report by `validateFile`). */
+  original_frames?: string;
   /** Why the original was not imported (with `original_reached: null`, from a run of the original alone). */
   original_reason?: string;
   /** The module the code asked for at run time (`importlib.import_module("pkg." + name)`) when an import failed
@@ -132,7 +133,7 @@ export interface ValidateOptions {
    */
   originalCache?: { dir: string; blobs: string[] };
   /** The original's run kept from an identical earlier job, and whether to send it back to be kept (originalCache.ts). */
-  originalFrames?: unknown;
+  originalFrames?: string;
   keepOriginal?: boolean;
   /** Validate in a warm interpreter of this pool instead of a fresh process. */
   pool?: ValidatorPoolLike;
