@@ -1,7 +1,7 @@
 /**
- * The original's runs, kept, so that a block validated again is judged in about a second: the judge sends a finished original's
- * frames back when asked (`keep_original`), and an identical job later carries them (`original_frames`), so only the
- * copy runs. A job is identical when the judge's code, the interpreter, the original (its module, class, folder and
+ * The original's runs, kept, so that a block validated again is judged in about a second: the judge sends a finished
+ * original's frames back when asked (`keep_original`), and an identical job later carries them (`original_frames`),
+ * so only the copy runs. A job is identical when the judge's code, the interpreter, the original (its module, class, folder and
  * blob), the arguments, inputs and compiled modules asked for, and the source the block's code comes from are; the
  * judge refuses frames made with another Python or torch version. Entries are gzipped files in `dir`, written
  * atomically; the least recently used go when they pass MAX_BYTES together (an entry holds the original's outputs
