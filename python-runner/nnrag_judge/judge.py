@@ -186,13 +186,15 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
             if job is None:
                 job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb,
                                  max(1.0, timeout_s * ORIGINAL_SHARE), control)
-                if job.problem is None and keep:
-                    report["original_frames"] = kept_original(job)
             else:
                 report["original_cached"] = True
             if job.problem is not None and job.problem[0] == "cancelled":
                 raise Failure("cancelled", job.problem[1])
             side = read_original(job, original)
+            # kept only when the original ran whole and gave its plan: a failure of the original may be the
+            # interpreter's (a package installed later, an operator built later), not the original's
+            if cached is None and keep and job.problem is None and side.reason is None and side.plan is not None:
+                report["original_frames"] = kept_original(job)
             report["original_reached"] = side.reached
         copy_path = place.fresh(path)
         plan = copy_plan(side)

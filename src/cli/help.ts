@@ -54,8 +54,10 @@ usage:
                                                     --shard: this machine's part (stable by target), its own
                                                     report.shard-K-of-N.json, the index only read; auto reads
                                                     SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX
-  nn-rag validate FILE [--db F] [--python PY] [--class NAME] [--timeout S] [--memory-mb MB] [--json]
-                                                    a pulled file is compared with the original its header names
+  nn-rag validate FILE [--db F] [--python PY] [--class NAME] [--timeout S] [--memory-mb MB] [--cache DIR] [--json]
+                                                    a pulled file is compared with the original its header names;
+                                                    the original's run is kept in --cache/originals, so a file
+                                                    validated again (after an edit too) runs only its copy
   nn-rag stats [--db F] [--json]
   nn-rag spec TARGET [--db F]                       a neutral JSON specification of a block (no code)
   nn-rag spec --all [--repo R] [--limit N] --out-dir DIR [--db F] [--json]

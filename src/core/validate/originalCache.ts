@@ -46,7 +46,7 @@ export function originalKey(options: ValidateOptions): string | undefined {
     examples: options.examples ?? [],
     builder: options.builder ?? null,
     native: options.native ?? [],
-    natives: (options.natives ?? []).map((n) => [n.module, n.name]),
+    natives: (options.natives ?? []).map((n) => [n.module, n.name, n.fileName]),
     upstream: options.upstreamUndefined ?? [],
     memory: options.memoryMb ?? null,
     blobs: cache.blobs,

@@ -4,7 +4,7 @@
  * warm judges for batches.
  */
 import { NnragError } from '../base/errors';
-import { Judge, describeSandbox } from './sandbox';
+import { Judge, describeSandbox, nativesBeside } from './sandbox';
 import { DEFAULT_MEMORY_MB } from './limits';
 import { keepOriginal, keptOriginal, originalKey } from './originalCache';
 
@@ -36,7 +36,9 @@ export async function checkSandbox(options: Pick<ValidateOptions, 'allowWeakSand
 
 export async function validateFile(file: string, options: ValidateOptions): Promise<ValidationReport> {
   await checkSandbox(options);
-  // the original's run of an identical earlier job: only the copy runs (originalCache.ts)
+  // the original's run of an identical earlier job: only the copy runs (originalCache.ts); the compiled operators
+  // beside the file are part of the job
+  if (options.originalCache && options.natives === undefined) options = { ...options, natives: await nativesBeside(file) };
   const key = originalKey(options);
   const dir = options.originalCache?.dir;
   const kept = key && dir ? await keptOriginal(dir, key) : undefined;

@@ -685,7 +685,7 @@ export class Judge {
 
 /** The compiled operators a pulled file's loader calls name (`_nnrag_native("pkg._C", "name", "file.so")`) that are in
  * the `_nnrag_native` folder beside it. */
-async function nativesBeside(file: string): Promise<NativeFile[]> {
+export async function nativesBeside(file: string): Promise<NativeFile[]> {
   const text = await fsp.readFile(file, 'utf8').catch(() => '');
   const out: NativeFile[] = [];
   const folder = path.join(path.dirname(file), NATIVE_FOLDER);
