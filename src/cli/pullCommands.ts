@@ -403,8 +403,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
   // a pulled file is judged against the index that holds its original (the header alone without one)
   const db = readProvenance(text) ? await openDb(args, env, false, false).catch(() => undefined) : undefined;
   try {
-    const ws = db && indexCounts(db).repos > 0 ? Workspace.over(db, env.assets) : undefined;
-    const { report, edited } = await validatePulled(ws ? { session: ws.session(), parser: await ws.parser() } : { unavailable: `no index at ${dbPath(args)} names its original (--db)` }, file, text, {
+    const options = {
       python: pythonOf(args, env),
       runner: env.assets.runner,
       className: opt(args, 'class'),
@@ -413,7 +412,11 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
       signal: env.signal,
       companions: companionsOf(file, text),
       originalCacheDir: path.join(cacheDir(args, env), 'originals'),
-    });
+    };
+    const { report, edited } =
+      db && indexCounts(db).repos > 0
+        ? await Workspace.over(db, env.assets).validatePulled(file, text, options)
+        : await validatePulled({ unavailable: `no index at ${dbPath(args)} names its original (--db)` }, file, text, options);
     if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(edited !== undefined ? { edited } : {}) }, null, 1)}\n`);
     else env.out(`${describeValidation(report)}\n`);
     return report.ok ? EXIT.ok : EXIT.failed;

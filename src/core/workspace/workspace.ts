@@ -11,11 +11,11 @@ import type { WasmPaths } from '../parse/parser';
 import { findTarget } from '../store/target';
 import type { ClassRef } from '../store/target';
 import { loadModuleTable } from '../resolve/loadTable';
-import { judgedByBuilderAgain, judgingPulled, mountRoot, openPullSession, originalOf, originalOfPulled, pullBlock } from '../pull/pull';
+import { mountRoot, openPullSession, originalOf, pullBlock } from '../pull/pull';
+import { validatePulled } from '../pull/validatePulled';
+import type { PulledVerdict } from '../pull/validatePulled';
 import type { PullOptions, PullReport, PullSession } from '../pull/pull';
-import type { Provenance } from '../emit/pulledFile';
-import type { OriginalClass, ValidateOptions } from '../validate/report';
-import type { ValidationReport } from '../validate/runner';
+import type { OriginalClass } from '../validate/report';
 import { ValidatorPool } from '../validate/validatorPool';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
 import { observeRepositories } from '../pull/observe';
@@ -75,23 +75,12 @@ export class Workspace {
     return originalOf(this.session(), ref);
   }
 
-  /** How a pulled file is judged again: as its pull judged it (the header's arguments, the repository's calls). */
-  async judgingPulled(prov: Provenance | undefined): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
-    return judgingPulled(this.session(), prov, await this.parser());
-  }
-
-  /** The original a pulled file's provenance names (at the blob it was pulled from), or why there is none. */
-  originalOfPulled(prov: Provenance): OriginalClass | { unavailable: string } {
-    return originalOfPulled(this.session(), prov);
-  }
-
   /**
-   * An unedited pulled file whose pull judged it inside its repository's builder's model (`validation.builder`, no
-   * `builtWith` the judge can replay): pulled again into a scratch folder with validation, as its pull was; the
-   * verdict is the file's when the code pulled again is the file's (its body hash). Undefined otherwise.
+   * Validates a pulled file (`text`, written at `file`) as its pull judged it, compared with the original its header
+   * names, through the builder again when unedited (`pull/validatePulled.ts`).
    */
-  async judgedByBuilderAgain(prov: Provenance, text: string, judged: ValidationReport, options: Omit<PullOptions, 'parser' | 'out' | 'validate'>): Promise<ValidationReport> {
-    return judgedByBuilderAgain(this.session(), await this.parser(), prov, text, judged, options);
+  async validatePulled(file: string, text: string, options: Parameters<typeof validatePulled>[3]): Promise<PulledVerdict> {
+    return validatePulled({ session: this.session(), parser: await this.parser() }, file, text, options);
   }
 
   /**
