@@ -111,7 +111,7 @@ describe('pull --build-native', function () {
     const built = JSON.parse(r.out);
     assert.strictEqual(built.tier, 'equivalent', r.out + r.err);
     // the binding file and the CPU code; the accelerator's source and CUDA's left out; the shared header found
-    assert.deepStrictEqual(built.natives[0].sources, ['ldpkg/ops/csrc/pytorch/cpu/shift_cpu.cpp', 'ldpkg/ops/csrc/pytorch/pybind.cpp', 'ldpkg/ops/csrc/pytorch/shift.cpp']);
+    assert.deepStrictEqual(built.natives[0].sources, ['ldpkg/ops/csrc/pytorch/cpu/shift.cpp', 'ldpkg/ops/csrc/pytorch/pybind.cpp', 'ldpkg/ops/csrc/pytorch/shift.cpp']);
     assert.match(fs.readFileSync(out, 'utf8'), /^_nnrag_native\("ldpkg\._ext", "nnrag_ldpkg__ext", "[\w.-]+\.so", True\)$/m);
     const again = JSON.parse((await cli('validate', out, '--db', ldb, '--python', PYTHON_WITH_TORCH, '--json')).out);
     assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));

@@ -49,7 +49,7 @@ class Gated(nn.Module):
  * A library that loads its compiled operators by name at run time, as OpenMMLab's mmcv does
  * (`ext_module = load_ext('_ext', [...])`, `importlib.import_module('ldpkg.' + name)`): setup.py lists the sources
  * with globs, the binding file and the operator's CPU code are under `csrc/pytorch/`, the shared header under
- * `csrc/common/`, and an accelerator's source that cannot build here beside them.
+ * `csrc/common/`, two sources of one file name in different folders, and an accelerator's source that cannot build here beside them.
  */
 export const LOADER_REPO: Record<string, string> = {
   'setup.py': `from glob import glob
@@ -95,7 +95,8 @@ class ShiftAdd(nn.Module):
     '#include "ops_helper.hpp"\ntorch::Tensor shift_add(const torch::Tensor& a, const torch::Tensor& b, double s);\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("shift_add", &shift_add, "a + b + s"); }\n',
   'ldpkg/ops/csrc/pytorch/shift.cpp':
     '#include "ops_helper.hpp"\ntorch::Tensor shift_add(const torch::Tensor& a, const torch::Tensor& b, double s) { return shift_add_cpu(a, b, s); }\n',
-  'ldpkg/ops/csrc/pytorch/cpu/shift_cpu.cpp':
+  // the same file name as the binding's folder's `shift.cpp`, as mmcv's `pytorch/X.cpp` and `pytorch/cpu/X.cpp`
+  'ldpkg/ops/csrc/pytorch/cpu/shift.cpp':
     '#include "ops_helper.hpp"\ntorch::Tensor shift_add_cpu(const torch::Tensor& a, const torch::Tensor& b, double s) { return a + b + s; }\n',
   'ldpkg/ops/csrc/pytorch/npu/shift_npu.cpp': '#include "acl/acl.h"\n// an accelerator SDK that is not here\n',
   'ldpkg/ops/csrc/pytorch/cuda/shift_cuda.cu': '// a CUDA kernel\n',
