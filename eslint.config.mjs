@@ -25,12 +25,22 @@ export const CORE_LAYERS = [
 ];
 
 const FRONTS = ['extension', 'server', 'cli'];
-/** A front pulls and indexes through the core API (core/workspace, the one indexing loop), never the pieces below. */
-const CORE_API = [
-  { group: ['../core/pull/pull'], importNames: ['openPullSession'], message: 'fronts reach pull sessions through core/workspace (Workspace)' },
-  { group: ['../core/resolve/loadTable'], message: 'fronts reach the module table through core/workspace (Workspace)' },
-  { group: ['../core/index/indexer'], importNames: ['indexSource'], message: 'one indexing loop: core/index/indexSources' },
-];
+/**
+ * A front (and the bench and scripts) pulls, validates and indexes through the core API (core/workspace, the one
+ * indexing loop), never the pieces below: `core` is the path to src/core from the file.
+ */
+function coreApi(core) {
+  const ws = 'one use case per method of core/workspace (Workspace)';
+  return [
+    { group: [`${core}/pull/pull`], importNames: ['openPullSession', 'pullBlock', 'originalOf', 'judgingPulled'], message: ws },
+    { group: [`${core}/pull/shared`], importNames: ['pullTogether'], message: ws },
+    { group: [`${core}/pull/validatePulled`], importNames: ['validatePulled'], message: ws },
+    { group: [`${core}/validate/validatorPool`], importNames: ['ValidatorPool'], message: `validators: ${ws}` },
+    { group: [`${core}/resolve/loadTable`], message: `the module table: ${ws}` },
+    { group: [`${core}/index/indexer`], importNames: ['indexSource'], message: 'one indexing loop: core/index/indexSources' },
+  ];
+}
+const CORE_API = coreApi('../core');
 const EDITOR = ['vscode', 'vscode-languageclient', 'vscode-languageclient/*', 'vscode-languageserver', 'vscode-languageserver/*'];
 
 /** `no-restricted-imports` options for a file of core folder `layer`. */
@@ -48,7 +58,7 @@ function coreRule(layer) {
 export default [
   { ignores: ['dist/**', 'node_modules/**', '.vscode-test/**', 'out/**'] },
   {
-    files: ['src/**/*.ts'],
+    files: ['src/**/*.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
     languageOptions: {
       parser: babelParser,
       parserOptions: { requireConfigFile: false, babelOptions: { babelrc: false, configFile: false, presets: ['@babel/preset-typescript'] } },
@@ -86,5 +96,9 @@ export default [
   {
     files: ['src/extension/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['vscode-languageserver', 'vscode-languageserver/*'], message: 'the extension talks to the server over the protocol' }, { group: ['../server/*', '../cli/*'] }, ...CORE_API] }] },
+  },
+  {
+    files: ['scripts/**/*.ts', 'bench/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: coreApi('../src/core') }], 'max-lines-per-function': 'off' },
   },
 ];

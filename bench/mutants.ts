@@ -14,8 +14,7 @@ import { bodyHash, readProvenance, recordedArguments, splitPulled } from '../src
 import type { PullSession } from '../src/core/pull/pull';
 import { originalOfPulled } from '../src/core/pull/pull';
 import { validateFile } from '../src/core/validate/runner';
-import type { ValidationReport } from '../src/core/validate/runner';
-import type { ValidatorPool } from '../src/core/validate/validatorPool';
+import type { ValidationReport, ValidatorPoolLike } from '../src/core/validate/runner';
 
 export const KINDS = ['activation', 'constant', 'default', 'branch', 'helper', 'residual', 'init'] as const;
 export type Kind = (typeof KINDS)[number];
@@ -167,7 +166,7 @@ export function unreadDefault(python: string, file: string, line: number, column
 }
 
 /** Judges one pulled file and its mutants; `undefined` when the unchanged file is not equivalent under the request. */
-export async function judgeMutants(session: PullSession, file: string, python: string, runner: string, pool: ValidatorPool, dir: string): Promise<MutantResult[] | undefined> {
+export async function judgeMutants(session: PullSession, file: string, python: string, runner: string, pool: ValidatorPoolLike, dir: string): Promise<MutantResult[] | undefined> {
   const text = await fsp.readFile(file, 'utf8');
   const prov = readProvenance(text);
   if (!prov || bodyHash(text) !== prov.hash) return undefined;

@@ -25,6 +25,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { findTarget, listBlockTargets } from '../src/core/store/target';
 import { IndexDb } from '../src/core/store/database';
+// eslint-disable-next-line no-restricted-imports -- the bench times one source's indexing alone (live updates, floors)
 import { finishRun, indexSource } from '../src/core/index/indexer';
 import { indexSources } from '../src/core/index/indexSources';
 import { PythonParser } from '../src/core/parse/parser';
@@ -35,11 +36,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { merge3 } from '../src/core/emit/merge';
 import type { FloorInput } from '../bench/floorWorker';
 import { linesOf } from '../src/core/emit/why';
-import { pullBlock } from '../src/core/pull/pull';
 import { inLanes } from '../src/core/pull/batch';
 import { searchBlocks } from '../src/core/search/search';
 import { openFolder } from '../src/core/sources/folder';
-import { ValidatorPool } from '../src/core/validate/validatorPool';
 import { IndexService } from '../src/core/service/indexService';
 import { EDITOR_BUILDER_BUDGET_S } from '../src/shared/protocol';
 import { judgeMutants, score } from '../bench/mutants';
@@ -674,7 +673,8 @@ async function main(): Promise<void> {
   // pull: every block of the index, in memory, no validation, through one module table and session (as the server
   // keeps them while the index does not change); what loading them costs the first pull is reported on its own
   const tableT0 = performance.now();
-  const session = Workspace.over(live, ASSETS).session();
+  const ws = Workspace.over(live, ASSETS, { runner: RUNNER });
+  ws.session();
   const pullSessionMs = performance.now() - tableT0;
   const targets = listBlockTargets(live);
   const pullMs: number[] = [];
@@ -684,7 +684,7 @@ async function main(): Promise<void> {
   for (const t of targets) {
     const t0 = performance.now();
     try {
-      const r = await pullBlock(session, findTarget(live, t), { parser, validate: false });
+      const r = await ws.pull(t, { validate: false });
       const repo = t.split(':')[0];
       pulledLines.set(repo, [...(pulledLines.get(repo) ?? []), { lines: r.sizes?.total }]);
     } catch {
@@ -707,17 +707,12 @@ async function main(): Promise<void> {
     const tv = listBlockTargets(live, 'torchvision');
     const sample = tv.filter((_, i) => i % Math.max(1, Math.floor(tv.length / 16)) === 0).slice(0, 16);
     const jobs = os.cpus().length;
-    const vpool = new ValidatorPool(PYTHON, RUNNER, jobs);
     const outDir = path.join(work, 'pulled');
     let passed = 0;
     const v = await timed(async () => {
-      await inLanes(sample.length, jobs, async (i) => {
-        const ref = findTarget(live, sample[i]);
-        const r = await pullBlock(session, ref, { parser, validate: true, python: PYTHON, runner: RUNNER, pool: vpool, out: path.join(outDir, `${ref.name}_${i + 1}.py`), manifest: false });
-        if (r.status === 'validated') passed++;
-      });
+      const items = await ws.batch(sample, { validate: true, python: PYTHON }, { outDir, jobs, pooled: true });
+      passed = items.filter((r) => r.status === 'validated').length;
     });
-    await vpool.close();
     validation = { validation_blocks: sample.length, validation_passed: passed, validation_jobs: jobs, validation_wall_s: r2(v.wall_ms / 1000), validation_per_block_s: r2(v.wall_ms / 1000 / Math.max(1, sample.length)) };
 
     // pull-to-validated as the editor's language server does it: one pull at a time through the index service's warm
@@ -729,21 +724,17 @@ async function main(): Promise<void> {
     const editorSample = tv.filter((_, i) => i % Math.max(1, Math.floor(tv.length / 21)) === 0).slice(0, 21);
     const editorMs: number[] = [];
     let editorValidated = 0;
+    // (this index, with the service's warm validator, as the service's own workspace() wires it)
+    const editor = Workspace.over(live, ASSETS, { runner: RUNNER, parser, warm: (python, memoryMb, roots) => service.warmValidator(python, RUNNER, memoryMb, roots) });
     try {
       for (const [i, t] of editorSample.entries()) {
         const ref = findTarget(live, t);
         const t0 = performance.now();
-        const r = await pullBlock(session, ref, {
-          parser,
-          validate: true,
-          python: PYTHON,
-          runner: RUNNER,
-          pool: service.validator(PYTHON, RUNNER, 4096, session),
-          builderBudgetMs: EDITOR_BUILDER_BUDGET_S * 1000,
-          out: path.join(outDir, 'editor', `${ref.name}_${i}.py`),
-          manifest: false,
-          allowWeakSandbox: true,
-        });
+        const r = await editor.pull(
+          ref,
+          { validate: true, python: PYTHON, memoryMb: 4096, builderBudgetSeconds: EDITOR_BUILDER_BUDGET_S, allowWeakSandbox: true },
+          { out: path.join(outDir, 'editor', `${ref.name}_${i}.py`), manifest: false },
+        );
         editorMs.push(performance.now() - t0);
         if (r.status === 'validated') editorValidated++;
       }

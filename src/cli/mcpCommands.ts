@@ -13,18 +13,15 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { assistantFileProblem, fileNameProblem } from '../core/emit/moduleNames';
-import { PythonParser } from '../core/parse/parser';
 import { requirementsText } from '../core/pull/pull';
-import type { PullSession } from '../core/pull/pull';
 import { searchBlocks } from '../core/search/search';
 import type { SearchHit } from '../core/search/search';
-import { blockSpec } from '../core/specification/specification';
 import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
 import { importableModules } from '../core/validate/sandbox';
 import { findTarget } from '../core/store/target';
 import { VERSION } from '../shared/version';
-import { dbPath, EXIT, flag, openDb, opt, parse, pythonOf } from './env';
+import { cacheDir, dbPath, EXIT, flag, openDb, opt, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
 import { Workspace } from '../core/workspace/workspace';
 
@@ -76,9 +73,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
     }
   });
   const db: IndexDb = await openDb(args, env, true, 'or-read');
-  const ws = Workspace.over(db, env.assets);
-  const parser = await ws.parser();
-  const pulls = (): PullSession => ws.session();
+  const ws = Workspace.over(db, env.assets, { runner: env.assets.runner, cacheDir: cacheDir(args, env) });
 
   const server = new McpServer({ name: 'nn-rag', version: VERSION }, { capabilities: { logging: {} } });
 
@@ -99,7 +94,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
     return out;
   };
 
-  const context: McpContext = { server, db, ws, parser, pulls, roots, python, allowValidate, runner: env.assets.runner };
+  const context: McpContext = { server, db, ws, roots, python, allowValidate };
 
   server.registerTool(
     'search_blocks',
@@ -131,7 +126,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
     },
     async ({ target }) => {
       try {
-        return json(await blockSpec(db, findTarget(db, target), parser, pulls()));
+        return json(await ws.spec(target));
       } catch (err) {
         return toolError(errorMessage(err));
       }
@@ -160,7 +155,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
         'A compact, model-ready pack for the best few blocks for a query: for each, its signature, summary, constructor and forward parameters, validation, and the provenance line to cite. Pull one with pull_block, or read its closed source at nnrag://block/{target}.',
       inputSchema: { query: z.string().min(1).describe('What the code being written needs'), limit: z.number().int().min(1).max(5).optional().describe('How many blocks (default 3)') },
     },
-    async ({ query, limit }) => json(await contextPack(db, parser, pulls(), query, limit ?? 3)),
+    async ({ query, limit }) => json(await contextPack(ws, query, limit ?? 3)),
   );
 
   registerResources(context);
@@ -184,17 +179,14 @@ interface McpContext {
   server: McpServer;
   db: IndexDb;
   ws: Workspace;
-  parser: PythonParser;
-  pulls: () => PullSession;
   /** The roots writes may go under. */
   roots: () => Promise<string[]>;
   python: string;
   allowValidate: boolean;
-  runner: string;
 }
 
 /** pull_block: a pull under one of the roots, never replacing a file a person must decide about. */
-function registerPullTool({ server, db, ws, roots, python, allowValidate, runner }: McpContext): void {
+function registerPullTool({ server, db, ws, roots, python, allowValidate }: McpContext): void {
   server.registerTool(
     'pull_block',
     {
@@ -230,15 +222,7 @@ function registerPullTool({ server, db, ws, roots, python, allowValidate, runner
       try {
         const ref = findTarget(db, target);
         await say(0, `pulling ${ref.name}`);
-        const report = await ws.pull(ref, {
-          out: file,
-          root,
-          force: false,
-          validate: wantValidate,
-          python,
-          runner,
-          signal: extra.signal,
-        });
+        const report = await ws.pull(ref, { validate: wantValidate, python, force: false }, { out: file, root, signal: extra.signal });
         await say(2, `${report.status}${report.tier ? ` (${report.tier})` : ''}`);
         await db.save();
         return json({
@@ -260,7 +244,7 @@ function registerPullTool({ server, db, ws, roots, python, allowValidate, runner
 }
 
 /** The block's closed source and its specification, as resources. */
-function registerResources({ server, db, parser, pulls, ws }: McpContext): void {
+function registerResources({ server, ws }: McpContext): void {
   server.registerResource(
     'block-source',
     new ResourceTemplate('nnrag://block/{target}', { list: undefined }),
@@ -269,7 +253,7 @@ function registerResources({ server, db, parser, pulls, ws }: McpContext): void 
       const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-mcp-'));
       try {
         const out = path.join(scratch, 'block.py');
-        await ws.pull(decodeURIComponent(String(target)), { out, validate: false, manifest: false });
+        await ws.pull(decodeURIComponent(String(target)), { validate: false }, { out, manifest: false });
         return { contents: [{ uri: uri.href, mimeType: 'text/x-python', text: await fsp.readFile(out, 'utf8') }] };
       } finally {
         await fsp.rm(scratch, { recursive: true, force: true });
@@ -282,16 +266,16 @@ function registerResources({ server, db, parser, pulls, ws }: McpContext): void 
     new ResourceTemplate('nnrag://spec/{target}', { list: undefined }),
     { title: "A block's specification", description: 'The neutral JSON specification (no code)', mimeType: 'application/json' },
     async (uri, { target }) => ({
-      contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(await blockSpec(db, findTarget(db, decodeURIComponent(String(target))), parser, pulls()), null, 1) }],
+      contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(await ws.spec(decodeURIComponent(String(target))), null, 1) }],
     }),
   );
 }
 
 /** The best `limit` blocks for `query`, each with what a model needs to use and cite it. */
-export async function contextPack(db: IndexDb, parser: PythonParser, session: PullSession, query: string, limit: number): Promise<Record<string, unknown>[]> {
+export async function contextPack(ws: Workspace, query: string, limit: number): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
-  for (const h of searchBlocks(db, { text: query, limit, kind: 'block', group: true })) {
-    const spec = await blockSpec(db, findTarget(db, h.target), parser, session).catch(() => undefined);
+  for (const h of searchBlocks(ws.db, { text: query, limit, kind: 'block', group: true })) {
+    const spec = await ws.spec(h.target).catch(() => undefined);
     out.push({
       ...hitSummary(h),
       constructor: spec?.constructor_params,
@@ -312,7 +296,7 @@ export async function contextCommand(argv: string[], env: CliEnv): Promise<numbe
   try {
     const ws = Workspace.over(db, env.assets);
     const limit = Math.min(5, Math.max(1, Number(opt(args, 'limit') ?? 3) || 3));
-    env.out(`${JSON.stringify(await contextPack(db, await ws.parser(), ws.session(), args.positionals.join(' '), limit), null, 1)}\n`);
+    env.out(`${JSON.stringify(await contextPack(ws, args.positionals.join(' '), limit), null, 1)}\n`);
   } finally {
     db.close();
   }

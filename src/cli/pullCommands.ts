@@ -7,27 +7,25 @@ import { createTwoFilesPatch } from 'diff';
 import { bodyHash, readProvenance } from '../core/emit/pulledFile';
 import { findTarget, listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
-import { CancelledError, errorMessage, NnragError } from '../core/base/errors';
-import { PythonParser } from '../core/parse/parser';
-import { pullBlock, requirementsText } from '../core/pull/pull';
-import { validatePulled } from '../core/pull/validatePulled';
-import { companionsOf, pullTogether } from '../core/pull/shared';
-import type { PullOptions, PullReport } from '../core/pull/pull';
-import { isToolFault } from '../core/validate/runner';
+import { errorMessage, NnragError } from '../core/base/errors';
+import { requirementsText } from '../core/pull/pull';
+import { companionsOf } from '../core/pull/shared';
+import type { PullReport } from '../core/pull/pull';
 import type { ValidationReport } from '../core/validate/runner';
 import { indexCounts } from '../core/store/stats';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
-import { joinInside, writeText } from '../core/emit/writeSafe';
+import { writeText } from '../core/emit/writeSafe';
 import { cacheDir, flag, intOpt, opt, pythonOf } from './env';
 import { dbPath, EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
 import { Workspace } from '../core/workspace/workspace';
+import type { PullRequest } from '../core/workspace/request';
+import type { IndexDb } from '../core/store/database';
 import type { ParsedArgs } from './env';
 import type { FileSizes } from '../core/emit/why';
-import { inLanes, summarise } from '../core/pull/batch';
-import type { BatchItem, BatchSummary } from '../core/pull/batch';
+import { summarise } from '../core/pull/batch';
+import type { BatchSummary } from '../core/pull/batch';
 import { inShard, parseShard, shardReportName } from '../core/pull/shard';
-import { validationRecord } from '../core/pull/pull';
 import { DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S } from '../core/validate/limits';
 
 const PULL_OPTIONS = {
@@ -60,25 +58,25 @@ const PULL_OPTIONS = {
 };
 
 
-/** The options every pull of one command shares. */
-function pullOptions(args: ParsedArgs, env: CliEnv, parser: PythonParser, validate: boolean): Omit<PullOptions, 'out'> {
+/** What every pull of one command asks, read from its flags. */
+function pullRequestOf(args: ParsedArgs, env: CliEnv, validate: boolean): PullRequest {
   return {
-    parser,
     python: pythonOf(args, env),
-    runner: env.assets.runner,
     validate,
-    timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
+    timeoutSeconds: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S),
     memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
-    signal: env.signal,
     force: flag(args, 'force'),
     inline: flag(args, 'inline') ? 'all' : flag(args, 'no-inline') ? 'none' : 'auto',
     wholeClasses: flag(args, 'whole-classes'),
     fullDocstrings: flag(args, 'full-docstrings'),
     inlineMetadata: flag(args, 'pep723'),
-    buildNative: flag(args, 'build-native') ? { cacheDir: path.join(cacheDir(args, env), 'native') } : undefined,
-    // a block validated again (the same original, interpreter and arguments) runs only its copy
-    originalCache: path.join(cacheDir(args, env), 'originals'),
+    buildNative: flag(args, 'build-native'),
   };
+}
+
+/** The use-case API over `db` for this command (the judge's script, the cache folder of `--cache`). */
+function workspaceOf(db: IndexDb, args: ParsedArgs, env: CliEnv): Workspace {
+  return Workspace.over(db, env.assets, { runner: env.assets.runner, cacheDir: cacheDir(args, env) });
 }
 
 /**
@@ -104,16 +102,15 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
   if (validate && !flag(args, 'dry-run')) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
   const db = await openDb(args, env, true, true);
   try {
-    const ref = findTarget(db, args.positionals[0]);
-    const ws = Workspace.over(db, env.assets);
-    const parser = await ws.parser();
-    const session = ws.session();
+    const ws = workspaceOf(db, args, env);
+    const ref = ws.target(args.positionals[0]);
+    const request = pullRequestOf(args, env, validate);
     if (flag(args, 'dry-run')) {
       // what the file would become, as a unified diff against what is there now; nothing is written or run
       const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-dry-'));
       try {
         const to = path.join(scratch, path.basename(out));
-        await pullBlock(session, ref, { ...pullOptions(args, env, parser, false), out: to, manifest: false });
+        await ws.pull(ref, { ...request, validate: false }, { out: to, manifest: false, signal: env.signal });
         const before = await fsp.readFile(out, 'utf8').catch(() => undefined);
         const after = await fsp.readFile(to, 'utf8');
         const [was, will] = [before === undefined ? undefined : readProvenance(before), readProvenance(after)];
@@ -130,7 +127,7 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
     }
     let report: PullReport;
     try {
-      report = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out });
+      report = await ws.pull(ref, request, { out, signal: env.signal });
     } catch (err) {
       if (!(err instanceof NnragError) || err.code !== 'interpreter') throw err;
       report = interpreterFailure(ref, out, err.message);
@@ -190,11 +187,7 @@ function sizesLine(s: FileSizes): string {
 export async function showDepsCommand(args: ParsedArgs, env: CliEnv): Promise<number> {
   const db = await openDb(args, env);
   try {
-    const ref = findTarget(db, args.positionals[0]);
-    const ws = Workspace.over(db, env.assets);
-    const parser = await ws.parser();
-    const session = ws.session();
-    const report = await pullBlock(session, ref, { ...pullOptions(args, env, parser, false), out: undefined, manifest: false, largest: intOpt(args, 'limit', 10) });
+    const report = await workspaceOf(db, args, env).explain(args.positionals[0], pullRequestOf(args, env, false), intOpt(args, 'limit', 10));
     const sizes = report.sizes!;
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify({ target: report.target, ...sizes, inlinedRepos: report.inlinedRepos ?? [], imports: report.imports, problems: report.problems }, null, 1)}\n`);
@@ -241,13 +234,8 @@ async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv):
   if (validate) await warnBeforeValidating(env, pythonOf(args, env), intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB));
   const db = await openDb(args, env, true, true);
   try {
-    const refs = args.positionals.map((t) => findTarget(db, t));
-    const ws = Workspace.over(db, env.assets);
-    const parser = await ws.parser();
-    const session = ws.session();
-    const options = pullOptions(args, env, parser, validate);
-    const { reports, shared: sharedLine } = await pullTogether(session, refs, outDir, options, {
-      force: flag(args, 'force'),
+    const { reports, shared: sharedLine } = await workspaceOf(db, args, env).pullTogether(args.positionals, outDir, pullRequestOf(args, env, validate), {
+      signal: env.signal,
       onInterpreterError: (ref, out, message) => interpreterFailure(ref, out, message),
     });
     await db.save();
@@ -278,7 +266,7 @@ async function observeFirst(ws: Workspace, db: Awaited<ReturnType<typeof openDb>
   }
   if (!repos.size) return;
   const summaries = await ws.observe(
-    { python: pythonOf(args, env), runner: env.assets.runner, memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB), signal: env.signal, onProgress: (m) => env.err(`[observe] ${m}\n`) },
+    { python: pythonOf(args, env), memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB), signal: env.signal, onProgress: (m) => env.err(`[observe] ${m}\n`) },
     [...repos],
   );
   for (const s of summaries) {
@@ -301,8 +289,7 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     const startFrom = intOpt(args, 'start-from', 0);
     const limit = intOpt(args, 'limit', all.length);
     const targets = all.slice(startFrom, startFrom + limit);
-    const ws = Workspace.over(db, env.assets);
-    const parser = await ws.parser();
+    const ws = workspaceOf(db, args, env);
     // validation runs in a pool of warm interpreters (one per core unless --jobs says otherwise), the pulls that
     // feed it run that many at a time; --no-pool starts a fresh interpreter for every block
     const jobs = Math.max(1, intOpt(args, 'jobs', validate ? os.cpus().length : 1));
@@ -310,55 +297,19 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
     // the judge builds and feeds blocks as their repositories do: the repositories' entry points are observed first
     // (what is unchanged since the last observation is kept); a shard only reads the index
     if (validate && !shard && !flag(args, 'no-observe')) await observeFirst(ws, db, targets, args, env);
-    const session = ws.session();
-    // (the folders the originals are imported from, for the equivalence check, are shown to every sandbox)
-    const pool = validate && !flag(args, 'no-pool') ? ws.validatorPool(pythonOf(args, env), env.assets.runner, jobs, intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB)) : undefined;
-    const items: BatchItem[] = new Array(targets.length);
-    let done = 0;
-    let fatal: unknown;
-    const one = async (i: number): Promise<void> => {
-      const target = targets[i];
-      const t0 = performance.now();
-      try {
-        const ref = findTarget(db, target);
-        const out = joinInside(outDir, ref.repo, `${ref.module.replace(/\./g, '_')}__${ref.name}.py`);
-        const r = await pullBlock(session, ref, { ...pullOptions(args, env, parser, validate), out, root: outDir, pool, probeOriginal: true });
-        items[i] = {
-          target,
-          status: r.status,
-          tier: r.tier,
-          category: r.category,
-          message: r.message,
-          out: r.out,
-          seconds: (performance.now() - t0) / 1000,
-          equivalence: r.validation?.equivalence?.status,
-          ...(r.validation?.equivalence?.reason ? { equivalence_reason: r.validation.equivalence.reason } : {}),
-          lines: r.sizes?.total,
-          ...(r.originalReached !== undefined ? { original_reached: r.originalReached } : {}),
-          ...(shard ? { record: validationRecord(r) } : {}),
-          ...(r.validation && isToolFault(r.validation) ? { tool_fault: `the original reaches ${r.validation.original_passes} with the same arguments` } : {}),
-        };
-      } catch (err) {
-        if (err instanceof CancelledError) return;
-        if (err instanceof NnragError && err.code === 'interpreter') {
-          fatal ??= err;
-          return;
-        }
-        items[i] = { target, status: 'error', tier: null, category: 'error', message: errorMessage(err), seconds: (performance.now() - t0) / 1000 };
-      }
-      const last = items[i];
-      done++;
-      if (!flag(args, 'json')) env.err(`[pull] ${done}/${targets.length} ${last.status}${last.tier ? ` (${last.tier})` : ''} ${target}${last.category ? ` - ${last.category}: ${String(last.message).slice(0, 160)}` : ''}\n`);
-    };
-    try {
-      await inLanes(targets.length, jobs, one, () => !!env.signal?.aborted || !!fatal);
-    } finally {
-      await pool?.close();
-    }
-    if (fatal) throw fatal;
-    const finished = items.filter((x): x is BatchItem => x !== undefined);
+    const pooled = validate && !flag(args, 'no-pool');
+    const finished = await ws.batch(targets, pullRequestOf(args, env, validate), {
+      outDir,
+      jobs,
+      pooled,
+      records: !!shard,
+      signal: env.signal,
+      onItem: (last, done) => {
+        if (!flag(args, 'json')) env.err(`[pull] ${done}/${targets.length} ${last.status}${last.tier ? ` (${last.tier})` : ''} ${last.target}${last.category ? ` - ${last.category}: ${String(last.message).slice(0, 160)}` : ''}\n`);
+      },
+    });
     if (!shard) await db.save();
-    const summary = summarise(finished, targets.length, (performance.now() - started) / 1000, validate, pool ? jobs : 1);
+    const summary = summarise(finished, targets.length, (performance.now() - started) / 1000, validate, pooled ? jobs : 1);
     const reportFile = path.join(outDir, shardReportName(shard));
     await writeText(reportFile, JSON.stringify({ summary, ...(shard ? { shard: { index: shard.index + 1, count: shard.count } } : {}), items: finished }, null, 1), outDir);
     if (flag(args, 'json')) {
@@ -415,8 +366,8 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
     };
     const { report, edited } =
       db && indexCounts(db).repos > 0
-        ? await Workspace.over(db, env.assets).validatePulled(file, text, options)
-        : await validatePulled({ unavailable: `no index at ${dbPath(args)} names its original (--db)` }, file, text, options);
+        ? await workspaceOf(db, args, env).validatePulled(file, text, options)
+        : await Workspace.validateUnindexed(`no index at ${dbPath(args)} names its original (--db)`, file, text, options);
     if (flag(args, 'json')) env.out(`${JSON.stringify({ ...report, ...(edited !== undefined ? { edited } : {}) }, null, 1)}\n`);
     else env.out(`${describeValidation(report)}\n`);
     return report.ok ? EXIT.ok : EXIT.failed;

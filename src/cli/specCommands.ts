@@ -5,7 +5,6 @@ import { findTarget, listBlockTargets } from '../core/store/target';
 import { joinInside, writeText } from '../core/emit/writeSafe';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { indexStats } from '../core/store/stats';
-import { blockSpec } from '../core/specification/specification';
 import { TIERS } from '../core/validate/runner';
 import { flag, intOpt, opt } from './env';
 import { EXIT, openDb, parse } from './env';
@@ -23,10 +22,8 @@ export async function specCommand(argv: string[], env: CliEnv): Promise<number> 
   const db = await openDb(args, env);
   try {
     const ws = Workspace.over(db, env.assets);
-    const parser = await ws.parser();
-    const session = ws.session();
     if (!all) {
-      const spec = await blockSpec(db, findTarget(db, args.positionals[0]), parser, session);
+      const spec = await ws.spec(args.positionals[0]);
       env.out(`${JSON.stringify(spec, null, flag(args, 'json') ? 1 : 2)}\n`);
       return EXIT.ok;
     }
@@ -37,7 +34,7 @@ export async function specCommand(argv: string[], env: CliEnv): Promise<number> 
       if (env.signal?.aborted) break;
       try {
         const ref = findTarget(db, target);
-        const spec = await blockSpec(db, ref, parser, session);
+        const spec = await ws.spec(ref);
         const file = joinInside(outDir, ref.repo, `${ref.module}.${ref.name}.json`);
         await writeText(file, `${JSON.stringify(spec, null, 1)}\n`, outDir);
         index.push({ target, file: path.relative(outDir, file) });

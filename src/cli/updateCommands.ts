@@ -8,14 +8,10 @@ import { parseProvenance, readProvenance } from '../core/emit/pulledFile';
 import { readManifest, writeManifests } from '../core/emit/manifest';
 import { writeText } from '../core/emit/writeSafe';
 import { NnragError } from '../core/base/errors';
-import { PythonParser } from '../core/parse/parser';
-import { judgingPulled, originalOf } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
-import { planUpdate, pulledFileStatus } from '../core/pull/update';
+import { pulledFileStatus } from '../core/pull/update';
 import type { PulledFileStatus } from '../core/pull/update';
-import type { PullSession } from '../core/pull/pull';
-import type { IndexDb } from '../core/store/database';
-import { validateFile } from '../core/validate/runner';
+import type { ValidationReport } from '../core/validate/runner';
 import { createTwoFilesPatch } from 'diff';
 import { EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
@@ -95,13 +91,11 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-update-'));
   let failed = false;
   try {
-    const ws = Workspace.over(db, env.assets);
-    const parser = await ws.parser();
-    const session = ws.session();
+    const ws = Workspace.over(db, env.assets, { runner: env.assets.runner });
     for (const file of files) {
       let outcome: UpdateOutcome;
       try {
-        outcome = await updateOne(file, { db, parser, session, scratch, dryRun: flag(args, 'dry-run') });
+        outcome = await updateOne(file, { ws, scratch, dryRun: flag(args, 'dry-run') });
       } catch (err) {
         // one file that cannot be updated (a damaged header, no base to merge) does not stop the others
         if (files.length === 1 || !(err instanceof NnragError)) throw err;
@@ -111,17 +105,13 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
       }
       // validated as a pull is, and compared with its original where that can be imported, unless the user's edits
       // are in it (they are meant to differ)
-      const original = outcome.ref && outcome.line.state === 'updated' ? originalOf(session, outcome.ref) : undefined;
       const say = (line: Record<string, unknown>, human: string): void => env.out(flag(args, 'json') ? `${JSON.stringify({ file, ...line })}\n` : `${human}\n`);
       if (outcome.diff !== undefined) env.out(outcome.diff);
-      let validation: Awaited<ReturnType<typeof validateFile>> | undefined;
+      let validation: ValidationReport | undefined;
       if (outcome.written && !flag(args, 'no-validate')) {
         const text = await fsp.readFile(file, 'utf8');
-        validation = await validateFile(file, {
+        validation = await ws.validateUpdated(file, text, outcome.ref, outcome.line.state === 'updated', {
           companions: companionsOf(file, text),
-          ...(await judgingPulled(session, readProvenance(text), parser)),
-          original: original && 'module' in original ? original : undefined,
-          className: outcome.ref?.name,
           python: pythonOf(args, env),
           runner: env.assets.runner,
           timeoutMs: intOpt(args, 'timeout', DEFAULT_TIMEOUT_S) * 1000,
@@ -152,15 +142,12 @@ interface UpdateOutcome {
   ref?: ClassRef;
 }
 
-async function updateOne(
-  file: string,
-  { db, parser, session, scratch, dryRun }: { db: IndexDb; parser: PythonParser; session: PullSession; scratch: string; dryRun: boolean },
-): Promise<UpdateOutcome> {
+async function updateOne(file: string, { ws, scratch, dryRun }: { ws: Workspace; scratch: string; dryRun: boolean }): Promise<UpdateOutcome> {
   const text = await fsp.readFile(file, 'utf8').catch(() => {
     throw new NnragError('not-found', `no such file: ${file}`);
   });
   const manifest = await readManifest(file);
-  const plan = await planUpdate({ db, parser, session, scratch }, text, manifest?.base_body, file, path.dirname(file));
+  const plan = await ws.planUpdate(text, manifest?.base_body, scratch, file, path.dirname(file));
   const target = plan.provenance.target;
   if (plan.state === 'up-to-date') return { written: false, failed: false, line: { state: 'up-to-date' }, human: `${file}: up to date with ${target}` };
   let w: { written: boolean; diff?: string } = { written: false };

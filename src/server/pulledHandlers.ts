@@ -6,18 +6,16 @@ import { NnragError } from '../core/base/errors';
 import { readProvenance, splitPulled } from '../core/emit/pulledFile';
 import { readManifest, removeManifests, writeManifests } from '../core/emit/manifest';
 import { companionsOf } from '../core/pull/shared';
-import { planUpdate, pulledFileStatus, withValidation } from '../core/pull/update';
+import { pulledFileStatus, withValidation } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
-import { validatePulled } from '../core/pull/validatePulled';
 import { GetPulledStatus, ObserveRepositories, PlanUpdate, RemoveManifests, ValidatePulled, WriteManifests } from '../shared/protocol';
-import { observeRepositories } from '../core/pull/observe';
 import { onRequest, signalOf } from './rpc';
 
-export function registerPulledHandlers(connection: Connection, service: () => IndexService, runner: () => string, scratch: () => string): void {
+export function registerPulledHandlers(connection: Connection, service: () => IndexService, scratch: () => string): void {
   onRequest(connection, ObserveRepositories, async ({ python, memoryMb, repos, allowWeakSandbox }, token) => {
-    const { db, parser } = await service().ready();
-    const summaries = await observeRepositories(service().pullSession(db), { python, runner: runner(), parser, memoryMb, allowWeakSandbox, signal: signalOf(token) }, repos);
-    db.scheduleSave(500, () => undefined);
+    const ws = await service().workspace();
+    const summaries = await ws.observe({ python, memoryMb, allowWeakSandbox, signal: signalOf(token) }, repos);
+    ws.db.scheduleSave(500, () => undefined);
     return summaries;
   });
   onRequest(connection, GetPulledStatus, async ({ files }) => {
@@ -28,9 +26,8 @@ export function registerPulledHandlers(connection: Connection, service: () => In
     });
   });
   onRequest(connection, PlanUpdate, async ({ file, text }) => {
-    const { db, parser } = await service().ready();
     const manifest = await readManifest(file);
-    const plan = await planUpdate({ db, parser, session: service().pullSession(db), scratch: scratch() }, text, manifest?.base_body, path.basename(file), path.dirname(file));
+    const plan = await (await service().workspace()).planUpdate(text, manifest?.base_body, scratch(), path.basename(file), path.dirname(file));
     // the file as it was pulled (its own header, which names the version and folder it came from, over the body the
     // manifest kept): the left of a three-way Compare, which shows what upstream changed since the pull and not the
     // user's own edits
@@ -50,25 +47,21 @@ export function registerPulledHandlers(connection: Connection, service: () => In
     await removeManifests(file);
   });
   onRequest(connection, ValidatePulled, async ({ file, text, python, timeoutSeconds, memoryMb, allowWeakSandbox }, token) => {
-    const { db, parser } = await service().ready();
     if (!readProvenance(text)) throw new NnragError('bad-source', `${path.basename(file)} has no NN-RAG provenance record`);
-    const session = service().pullSession(db);
+    const ws = await service().workspace();
     // judged as the editor holds it: the text in a scratch folder, beside the helpers the file imports
     await fsp.mkdir(scratch(), { recursive: true });
     const dir = await fsp.mkdtemp(path.join(scratch(), 'validate-'));
     try {
       const copy = path.join(dir, path.basename(file));
       await fsp.writeFile(copy, text, 'utf8');
-      const { report } = await validatePulled({ session, parser }, copy, text, {
+      const { report } = await ws.validatePulled(copy, text, {
         companions: companionsOf(file, text),
         python,
-        runner: runner(),
         timeoutMs: timeoutSeconds * 1000,
         memoryMb,
         allowWeakSandbox: allowWeakSandbox === true,
         signal: signalOf(token),
-        pool: service().validator(python, runner(), memoryMb, session),
-        originalCacheDir: service().originalCache(),
       });
       return { validation: report, text: withValidation(text, report) };
     } finally {

@@ -67,9 +67,9 @@ export function startServer(connection: Connection, makeService: MakeService = (
   });
 
   registerIndexHandlers(connection, ready);
-  registerBlockHandlers(connection, ready, () => options!.runner, log);
+  registerBlockHandlers(connection, ready, log);
   registerProvenance(connection, documents, () => service);
-  registerPulledHandlers(connection, ready, () => options!.runner, () => path.join(options!.storageDir, 'scratch'));
+  registerPulledHandlers(connection, ready, () => path.join(options!.storageDir, 'scratch'));
 
   connection.onShutdown(async () => {
     await service?.dispose();

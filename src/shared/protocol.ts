@@ -5,6 +5,7 @@
 import type { ObserveSummary } from '../core/pull/observe';
 import type { ClassDetails } from '../core/resolve/describe';
 import type { PullReport } from '../core/pull/pull';
+import type { PullRequest } from '../core/workspace/request';
 import type { PulledFileStatus, UpdateState } from '../core/pull/update';
 import type { Requirement, ValidationReport } from '../core/validate/runner';
 import type { SearchHit, SearchQuery } from '../core/search/search';
@@ -67,24 +68,8 @@ export interface TreeNode {
   installed?: { version?: string; python?: string; folder: string };
 }
 
-export interface PullParams {
-  target: string;
-  out: string;
-  python?: string;
-  validate: boolean;
-  timeoutSeconds: number;
-  memoryMb: number;
-  /** The user agreed to run the block's code in a weaker sandbox than bubblewrap's (else such a pull fails). */
-  allowWeakSandbox?: boolean;
-  /** Copy every class the block needs whole (by default they keep only the methods reached). */
-  wholeClasses?: boolean;
-  /** Keep the whole docstrings of what is pulled in (by default they keep their first paragraph). */
-  fullDocstrings?: boolean;
-  /** Write PEP 723 inline metadata (the file's dependencies) into the header. */
-  inlineMetadata?: boolean;
-  /** How long trying the repository's builders may take when guessed arguments do not build the block (default: no limit). */
-  builderBudgetSeconds?: number;
-}
+/** The editor's pull: the core's request (`core/workspace/request.ts`) for one block and the file it is written to. */
+export type PullParams = PullRequest & { target: string; out: string };
 
 /**
  * In the editor a pull answers in seconds: trying the repository's builders, for a block that guessed arguments do not

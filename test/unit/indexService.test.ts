@@ -2,11 +2,9 @@ import * as assert from 'assert';
 import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { pullBlock } from '../../src/core/pull/pull';
 import { searchBlocks } from '../../src/core/search/search';
 import { IndexService } from '../../src/core/service/indexService';
 import type { IndexStatus } from '../../src/core/service/indexService';
-import { findTarget } from '../../src/core/store/target';
 import { ASSETS, cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 
 /** The language server's index service, in this process, with its events recorded. */
@@ -62,16 +60,17 @@ describe('the index service, in process (what the language server runs)', functi
 
       assert.strictEqual(svc.configured('tinyblocks')?.location, folder, 'a folder indexes under its name');
       assert.strictEqual(svc.configured('nothing'), undefined);
-      const { db, parser } = await svc.ready();
-      const session = svc.pullSession(db);
-      assert.strictEqual(svc.pullSession(db), session, 'the session is kept while the index does not change');
-      const report = await pullBlock(session, findTarget(db, 'tinyblocks.blocks.ResidualBlock'), { parser, validate: false });
+      const { db } = await svc.ready();
+      const session = (await svc.workspace()).session();
+      assert.strictEqual((await svc.workspace()).session(), session, 'the session is kept while the index does not change');
+      const report = await (await svc.workspace()).pull('tinyblocks.blocks.ResidualBlock', { validate: false });
       assert.strictEqual(report.status, 'extracted');
 
       // a new file in the watched folder: searchable without a full run
       await fsp.writeFile(path.join(folder, 'tinyblocks', 'gates.py'), 'import torch\n\n\nclass SquishGate(torch.nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n');
       await until(() => (searchBlocks(db, { text: 'SquishGate', limit: 5 }).some((h) => h.name === 'SquishGate') ? true : undefined));
-      await until(() => (svc.pullSession(db) !== session ? true : undefined));
+      const ws = await svc.workspace();
+      await until(() => (ws.session() !== session ? true : undefined));
     } finally {
       await svc.dispose();
     }
@@ -82,22 +81,17 @@ describe('the index service, in process (what the language server runs)', functi
     const { svc } = await service(folder);
     try {
       await svc.reindex();
-      const { db, parser } = await svc.ready();
       const out = await tmpdir('nnrag-svc-out-');
       for (const target of ['tinyblocks.blocks.ResidualBlock', 'tinyblocks.layers.se.SqueezeExcite']) {
-        const session = svc.pullSession(db);
-        const report = await pullBlock(session, findTarget(db, target), {
-          parser,
-          out: path.join(out, `${target.split('.').pop()}.py`),
-          validate: true,
-          python: PYTHON_WITH_TORCH,
-          runner: ASSETS.runner,
-          pool: svc.validator(PYTHON_WITH_TORCH, ASSETS.runner, 4096, session),
-          allowWeakSandbox: true,
-        });
+        // (a single validating pull of the service's workspace runs in its warm validator)
+        const ws = await svc.workspace();
+        const report = await ws.pull(target, { validate: true, python: PYTHON_WITH_TORCH, memoryMb: 4096, allowWeakSandbox: true }, { out: path.join(out, `${target.split('.').pop()}.py`) });
         assert.strictEqual(report.status, 'validated', `${target}: ${report.category}: ${report.message}`);
         assert.strictEqual(report.tier, 'equivalent');
       }
+      assert.ok((svc as unknown as { warm?: unknown }).warm, 'the pulls ran in the warm validator');
+      await svc.dispose();
+      assert.strictEqual((svc as unknown as { warm?: unknown }).warm, undefined, 'dispose stops it');
     } finally {
       await svc.dispose();
     }
@@ -198,8 +192,7 @@ describe('a shared index under the index service', function () {
       assert.strictEqual(first.repos, 2, JSON.stringify(first));
       assert.ok((await names()).includes('TeamMixer') && (await names()).includes('ResidualBlock'));
       // a block of the shared index pulls from the sources the archive carries
-      const { db, parser } = await svc.ready();
-      const report = await pullBlock(svc.pullSession(db), findTarget(db, 'teamlib.layers.TeamMixer'), { parser, validate: false, manifest: false });
+      const report = await (await svc.workspace()).pull('teamlib.layers.TeamMixer', { validate: false }, { manifest: false });
       assert.strictEqual(report.status, 'extracted', JSON.stringify(report));
       // a new archive is published (one more layer): the index is made again from it, the user's repository on top
       await fsp.rename(`${team}.gone`, team);

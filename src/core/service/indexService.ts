@@ -16,7 +16,8 @@ import { PARSER_VERSION } from '../parse/facts';
 import { indexSources } from '../index/indexSources';
 import type { WasmPaths } from '../parse/parser';
 import { PythonParser } from '../parse/parser';
-import { mountRoot, openPullSession } from '../pull/pull';
+import { openPullSession } from '../pull/pull';
+import { Workspace } from '../workspace/workspace';
 import type { PullSession } from '../pull/pull';
 import { loadModuleTable } from '../resolve/loadTable';
 import { redactUrls } from '../sources/git';
@@ -87,8 +88,10 @@ export interface ServiceOptions extends WasmPaths {
   sqlWasm: string;
   /** The parse worker script; without it, parsing stays in this thread. */
   parseWorker?: string;
-  /** Where git clones are cached. */
+  /** Where git clones are cached (and the originals' runs, under `originals/`). */
   cacheDir: string;
+  /** python-runner/judge.py: the judge the service's pulls and validations run. */
+  runner?: string;
   repositories: SourceConfig[];
   maxFileKb: number;
   /** Fetch git repositories for new commits this often (minutes); 0 or absent: only at start and on demand. */
@@ -152,9 +155,21 @@ export class IndexService {
     this.events.status(this.current);
   }
 
-  /** Where the originals' runs are kept, so a block validated again runs only its copy (validate/originalCache.ts). */
-  originalCache(): string {
-    return path.join(this.options.cacheDir, 'originals');
+  /**
+   * The use-case API over the index as it is now (core/workspace): its pulls share this service's module table and
+   * pull session while the index does not change (a snapshot taken after each index run), and a single validating
+   * pull or validation runs in the warm validator. The originals' runs are kept under the service's cache folder.
+   */
+  async workspace(): Promise<Workspace> {
+    const { db, parser } = await this.ready();
+    const runner = this.options.runner;
+    return Workspace.over(db, this.options, {
+      runner,
+      cacheDir: this.options.cacheDir,
+      parser,
+      session: () => this.pullSession(db),
+      warm: runner ? (python, memoryMb, roots) => this.warmValidator(python, runner, memoryMb, roots) : undefined,
+    });
   }
 
   /** The database and parser, opened once: callers that arrive while they open wait for the same promise. */
@@ -383,7 +398,7 @@ export class IndexService {
    * table takes longer than a pull itself. Every index run drops it, and while one runs (files land between requests)
    * each request reads the index afresh. The modules a session keeps parsed are let go past a few hundred.
    */
-  pullSession(db: IndexDb): PullSession {
+  private pullSession(db: IndexDb): PullSession {
     if (this.runsInProgress > 0) return openPullSession(db, loadModuleTable(db));
     if (this.pullCache?.db !== db) this.pullCache = openPullSession(db, loadModuleTable(db));
     else if (this.pullCache.parsed.size > KEEP_PARSED_MODULES) this.pullCache.parsed.clear();
@@ -396,9 +411,8 @@ export class IndexService {
    * validations, or for another interpreter, memory limit or set of repository folders, and stopped when idle. Its
    * judge runs in the same sandbox as every other validation.
    */
-  validator(python: string, runner: string, memoryMb: number, session: PullSession): ValidatorPoolLike {
-    // the folders originals are imported from, for the equivalence check, are shown to the sandbox
-    const roots = [...new Set([...session.repos.values()].flatMap((r) => mountRoot(r) ?? []))].sort();
+  warmValidator(python: string, runner: string, memoryMb: number, roots: string[]): ValidatorPoolLike {
+    // (`roots`: the folders originals are imported from, for the equivalence check, shown to the sandbox)
     const key = JSON.stringify([python, runner, memoryMb, roots]);
     if (this.warm && (this.warm.key !== key || this.warm.runs >= VALIDATOR_RUNS)) this.stopValidator();
     this.warm ??= { pool: new ValidatorPool(python, runner, 1, memoryMb, roots), key, runs: 0 };
