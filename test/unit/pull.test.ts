@@ -453,6 +453,24 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(dir, "print(ns['Block'](ns['BlockConfig'](2)).stride)"), '2');
   });
 
+  it('names a block defined under an `if` (mmcv\'s `if IS_MLU_AVAILABLE: class ..._MLU`) in the header, so a pull again replaces its own file', async () => {
+    const { report, dir } = await pull(
+      {
+        'pk/__init__.py': '',
+        'pk/ops.py': 'from torch import nn\n\nHAS_DEVICE = True\n\nif HAS_DEVICE:\n    def helper(x):\n        return x\n\n    class DeviceConv(nn.Module):\n        def forward(self, x):\n            return helper(x)\n',
+      },
+      'pk.ops.DeviceConv',
+    );
+    assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
+    const out = path.join(dir, 'out', 'pulled.py');
+    assert.strictEqual(readProvenance(await fsp.readFile(out, 'utf8'))?.block, 'DeviceConv');
+    // the file is NN-RAG's own: a second pull over it is not refused
+    const db = await memoryDb();
+    await indexFolder(db, path.join(dir, 'repo'));
+    const again = await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'pk.ops.DeviceConv'), { parser: await parser(), out, validate: false });
+    assert.strictEqual(again.status, 'extracted');
+  });
+
   it('derives a class from the binding before it when it takes the name it derives from (class Output(Output))', async () => {
     const { code, report, dir } = await pull(
       {

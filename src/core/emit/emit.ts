@@ -396,7 +396,8 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const provenance: Provenance = {
     version: 1,
     target,
-    block: root.rec.facts.units[root.unit].name ?? '',
+    // (a class defined under an `if` is a statement unit with several names: the target names the block)
+    block: root.rec.facts.units[root.unit].name ?? target.slice(target.lastIndexOf('.') + 1),
     repo: rootSrc.repo,
     url: rootSrc.url ? redactUrls(rootSrc.url) : rootSrc.url,
     commit: rootSrc.commit,
