@@ -1,0 +1,212 @@
+"""The arguments the judge builds a block with (arguments.py, repair.py, recipe.py); skipped without torch."""
+import json
+import unittest
+
+from tests.support import judged, needs_torch
+
+BUILT = """
+import functools
+import torch
+from torch import nn
+
+
+class StageConfig:
+    def __init__(self, width, depth):
+        self.width = width
+        self.depth = depth
+
+
+class Unit(nn.Module):
+    def __init__(self, width, norm_layer):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.norm = norm_layer(width)
+
+    def forward(self, x):
+        return self.norm(self.lin(x)).relu()
+
+
+class Net(nn.Module):
+    def __init__(self, unit, stages, norm_layer, sizes=(8, 8)):
+        super().__init__()
+        if not all(isinstance(s, StageConfig) for s in stages):
+            raise TypeError("stages must be StageConfig")
+        self.body = nn.Sequential(*[unit(s.width, norm_layer) for s in stages for _ in range(s.depth)])
+        self.sizes = tuple(sizes)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def net_small():
+    stages = [StageConfig(8, 1), StageConfig(8, 2)]
+    return Net(Unit, stages, functools.partial(nn.BatchNorm1d, eps=1e-3), sizes=(8, 8))
+"""
+
+
+@needs_torch
+class BuilderRecipe(unittest.TestCase):
+    def test_what_the_builder_built_is_replayed_without_it(self) -> None:
+        # no guessed argument set builds the block; its builder does, and says how, in the argument language of
+        # call sites: the class given, the configuration objects built, the partial
+        self.assertEqual(judged(BUILT, BUILT, "Net")["category"], "instantiate")
+        built = judged(BUILT, BUILT, "Net", None, "--builder", "net_small")
+        self.assertTrue(built["ok"], built)
+        recipe = built["recipe"]
+        self.assertEqual(recipe["args"][0], {"$name": "Unit"})
+        self.assertEqual(recipe["args"][1][0], {"$call": "StageConfig", "args": [8, 1], "kwargs": {}})
+        self.assertEqual(recipe["args"][2]["$partial"], {"$name": "nn.BatchNorm1d"})
+        self.assertEqual(recipe["kwargs"], {"sizes": {"$tuple": [8, 8]}})
+        replayed = judged(BUILT, BUILT, "Net", None, "--candidates", json.dumps([recipe]))
+        self.assertEqual(replayed["tier"], "equivalent", replayed)
+        self.assertEqual(replayed["kwargs"].get("sizes"), [8, 8], replayed)
+        # replayed on a copy whose configuration class was edited, the edit shows
+        edited = judged(BUILT.replace("self.depth = depth", "self.depth = depth + 1"), BUILT, "Net", None,
+                        "--candidates", json.dumps([recipe]))
+        self.assertEqual(edited["category"], "differs", edited)
+
+CONSTRAINED = '''
+import torch
+from torch import nn
+
+
+def exists(v):
+    return v is not None
+
+
+class Stages(nn.Module):
+    def __init__(self, dim, depth, dims, prob, ratio=None):
+        super().__init__()
+        assert isinstance(depth, tuple), "depth is a tuple of blocks per stage"
+        assert len(dims) == 2, "dims must be a pair"
+        assert 0 <= prob < 1.
+        assert exists(ratio), "ratio must be supplied"
+        self.ph, self.pw = dims
+        self.stages = nn.ModuleList([nn.Linear(dim, dim) for _ in depth])
+        self.scale = ratio
+
+    def forward(self, x):
+        for stage in self.stages:
+            x = stage(x) * self.scale
+        return x
+
+
+class Heads(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        if dim % heads != 0:
+            raise ValueError("dim must be divisible by heads")
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x)[0]
+
+
+class Residual(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x) + x
+
+
+class Wrapper(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        assert isinstance(inner, Stages)
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x) * 2
+'''
+
+
+@needs_torch
+class ConstructorConstraints(unittest.TestCase):
+    """A guessed argument set that the block's constructor rejects is changed as the failing statement asks, alike on
+    both sides; a wrapped function is a module that runs."""
+
+    def test_asserts_on_the_arguments_are_satisfied(self) -> None:
+        report = judged(CONSTRAINED, CONSTRAINED, "Stages")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_raise_under_a_condition_is_avoided(self) -> None:
+        report = judged(CONSTRAINED, CONSTRAINED.replace("heads, batch_first=True", "heads * 1, batch_first=True"), "Heads")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_wrapped_function_and_an_object_of_a_named_class(self) -> None:
+        self.assertEqual(judged(CONSTRAINED, CONSTRAINED, "Residual")["tier"], "equivalent")
+        self.assertEqual(judged(CONSTRAINED, CONSTRAINED, "Wrapper")["tier"], "equivalent")
+
+    def test_a_changed_bound_still_differs(self) -> None:
+        edited = CONSTRAINED.replace("x = stage(x) * self.scale", "x = stage(x) * self.scale * 1.01")
+        report = judged(edited, CONSTRAINED, "Stages")
+        self.assertEqual(report.get("category"), "differs", report)
+        self.assertEqual(report["kwargs"]["depth"], [1, 1])
+        self.assertLess(report["kwargs"]["prob"], 1)
+
+
+CHOICE = '''
+import torch
+from torch import nn
+
+
+class Choice(nn.Module):
+    def __init__(self, dim, mode, scale):
+        super().__init__()
+        if mode not in ["grid", "window"]:
+            raise ValueError("mode is grid or window")
+        if not callable(scale):
+            raise TypeError("scale must be callable")
+        self.lin = nn.Linear(dim, dim)
+        self.mode = mode
+
+    def forward(self, x):
+        return self.lin(x) if self.mode == "grid" else -self.lin(x)
+'''
+
+
+@needs_torch
+class ConstructorChoices(unittest.TestCase):
+    """A value listed by the check is taken; a check the arguments cannot be read from (`not callable(scale)`) ends
+    the repairs with the constructor's own error, not a recursion."""
+
+    def test_a_listed_value_then_an_unreadable_check(self) -> None:
+        report = judged(CHOICE, CHOICE, "Choice")
+        self.assertEqual(report.get("category"), "instantiate", report)
+        self.assertIn("scale must be callable", report["message"])
+        self.assertNotIn("Recursion", report["message"])
+
+LOOKED_UP = '''
+import torch
+from torch import nn
+
+TABLE = {"haar": torch.tensor([1.0, 1.0]), "rearrange": torch.tensor([1.0, -1.0])}
+
+
+class Looked(nn.Module):
+    def __init__(self, dim=4, method: str = "haar"):
+        super().__init__()
+        self.method = method
+        self.register_buffer("w", TABLE.get(method).clone())
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        if self.method == "rearrange":
+            return self.lin(x) * self.w[1]
+        return self.lin(x) * self.w[0]
+'''
+
+
+@needs_torch
+class StringOptionVariants(unittest.TestCase):
+    """A string option the code both compares with a value and looks up in a table by is one variant per value: the
+    same probe twice read as tampering (diffusers' CosmosPatchEmbed3d)."""
+
+    def test_compared_and_looked_up_once(self) -> None:
+        report = judged(LOOKED_UP, LOOKED_UP, "Looked")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertIn("method='rearrange'", report["equivalence"]["variants"])
+        edited = LOOKED_UP.replace("* self.w[1]", "* self.w[0]")
+        self.assertEqual(judged(edited, LOOKED_UP, "Looked").get("category"), "differs")

@@ -1,0 +1,385 @@
+"""The inputs the judge feeds a block (inputs.py): graphs, docstrings, annotations, shapes, videos; skipped without torch."""
+import unittest
+
+from tests.support import judged, needs_torch
+
+GRAPH = """
+import torch
+from torch import nn
+
+
+class MessagePassing(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.lin = nn.Linear(in_channels, out_channels)
+
+    def forward(self, x, edge_index):
+        src, dst = edge_index
+        out = torch.zeros(x.size(0), self.lin.out_features).index_add_(0, dst, self.lin(x)[src])
+        return out
+
+
+class Pool(nn.Module):
+    def forward(self, x, batch):
+        size = int(batch.max()) + 1
+        return torch.zeros(size, x.size(1)).scatter_reduce(0, batch.unsqueeze(1).expand_as(x), x, reduce="amax", include_self=False)
+"""
+
+
+@needs_torch
+class GraphInputs(unittest.TestCase):
+    """Layers that take node features and integer indices get integer index tensors over the nodes."""
+
+    def test_an_edge_index_is_an_integer_pair_over_the_nodes(self) -> None:
+        report = judged(GRAPH, GRAPH, "MessagePassing")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(len(report["input_shapes"]), 2)
+        self.assertEqual(report["input_shapes"][1][0], 2)
+
+    def test_a_batch_vector_is_one_index_per_node(self) -> None:
+        import torch  # noqa: F401 - scatter_reduce is torch 1.12+
+        report = judged(GRAPH, GRAPH, "Pool")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+
+DOCUMENTED = '''
+import torch
+from torch import nn
+
+
+class Fold(nn.Module):
+    """Sums a sequence of pairs of channels.
+
+    Example:
+        >>> pairs = torch.randn(2, 6, 5)
+        >>> weights = torch.ones(5)
+        >>> out = Fold()(pairs, weights)
+    """
+
+    def forward(self, x, w):
+        return (x.view(x.shape[0], 3, 2, x.shape[-1]) * w).sum(2)
+'''
+
+
+@needs_torch
+class DocstringInputs(unittest.TestCase):
+    """A block whose layers say nothing of its input is fed what its docstring example feeds it."""
+
+    def test_the_example_tensors_in_the_order_of_the_example_call(self) -> None:
+        report = judged(DOCUMENTED, DOCUMENTED, "Fold")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["input_shapes"], [[2, 6, 5], [5]])
+
+SHAPED = '''
+from typing import List
+
+import torch
+from torch import nn
+
+
+class GridMixer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dw = nn.Conv2d(dim, dim, 3, padding=1, groups=dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, H, W):
+        B, N, C = x.shape
+        y = self.dw(x.transpose(1, 2).reshape(B, C, H, W)).flatten(2).transpose(1, 2)
+        return self.proj(x + y)
+
+
+class ShapeMixer(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, hw_shape):
+        B, N, C = x.shape
+        return self.proj(x).transpose(1, 2).reshape(B, C, *hw_shape)
+
+
+class Unit(nn.Module):
+    def __init__(self, channels, act_layer, norm_layer):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.act = act_layer()
+        if norm_layer is not None:
+            self.add_module("norm", norm_layer)  # a class where a module is wanted: only None builds
+        self.norm_layer = norm_layer
+
+    def forward(self, x):
+        return self.conv(self.act(x))
+
+
+class Large(nn.Module):
+    def __init__(self, img_size=1024, patch_size=16, dim=8):
+        super().__init__()
+        self.proj = nn.Conv2d(3, dim, patch_size, patch_size)
+        self.pos = nn.Parameter(torch.randn(1, dim, img_size // patch_size, img_size // patch_size))
+
+    def forward(self, x):
+        return torch.cat([self.proj(x), self.pos.expand(x.shape[0], -1, -1, -1)], 1)  # the sizes must agree
+
+
+class Neck(nn.Module):
+    def __init__(self, in_channels: List[int], out_channels):
+        super().__init__()
+        self.in_channels = in_channels
+        self.lateral = nn.ModuleList(nn.Conv2d(c, out_channels, 1) for c in in_channels)
+
+    def forward(self, inputs):
+        assert isinstance(inputs, (list, tuple)) and len(inputs) == len(self.in_channels)
+        outs = [conv(x) for conv, x in zip(self.lateral, inputs)]
+        for i in range(len(outs) - 1, 0, -1):
+            outs[i - 1] = outs[i - 1] + nn.functional.interpolate(outs[i], size=outs[i - 1].shape[2:])
+        return outs
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.embed_dim = dim
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Head(nn.Module):
+    def __init__(self, encoder: Encoder, bank):
+        super().__init__()
+        self.encoder = encoder
+        self.register_buffer("bank", bank.float().mean(0, keepdim=True))
+        self.out = nn.Linear(encoder.embed_dim, 4)
+
+    def forward(self, x):
+        return self.out(self.encoder(x))
+'''
+
+
+SIGNATURES = '''
+from typing import Optional, Tuple
+
+import torch
+from torch import nn
+
+
+class TwoWay(nn.Module):
+    def __init__(self, embedding_dim, mlp_dim):
+        super().__init__()
+        self.embedding_dim = embedding_dim
+        self.q = nn.Linear(embedding_dim, mlp_dim)
+        self.k = nn.Linear(embedding_dim, mlp_dim)
+
+    def forward(self, image_embedding, image_pe, point_embedding):
+        """
+        Args:
+          image_embedding (torch.Tensor): image to attend to. Should be shape
+            B x embedding_dim x h x w for any h and w.
+          image_pe (torch.Tensor): the positional encoding. Must
+            have the same shape as image_embedding.
+          point_embedding (torch.Tensor): the query points.
+            Must have shape B x N_points x embedding_dim for any N_points.
+        """
+        b, c, h, w = image_embedding.shape
+        keys = (image_embedding + image_pe).flatten(2).transpose(1, 2)
+        return self.q(point_embedding) @ self.k(keys).transpose(1, 2)
+
+
+class Listed(nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.in_channels = in_channels
+        self.proj = nn.Conv1d(in_channels, out_channels, 1)
+
+    def forward(self, hidden_states, temb):
+        r"""
+        Args:
+            hidden_states (`torch.Tensor` of shape `(batch_size, channel, sequence_length, 3)`):
+                the states.
+            temb (`torch.Tensor` of shape `(batch size, in_channels)`): the time.
+        """
+        return self.proj(hidden_states.mean(-1)) + temb.sum()
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, dim, context_dim, inner=16):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.to_q = nn.Linear(dim, inner)
+        self.to_kv = nn.Linear(context_dim, inner * 2)
+
+    def forward(self, x, context):
+        q = self.to_q(self.norm(x))
+        k, v = self.to_kv(context).chunk(2, dim=-1)
+        return (q @ k.transpose(1, 2)).softmax(-1) @ v
+
+
+class Motion(nn.Module):
+    def __init__(self, corr_channels):
+        super().__init__()
+        self.convflow = nn.Conv2d(2, 8, 7, padding=3)
+        self.convcorr = nn.Conv2d(corr_channels, 8, 1)
+
+    def forward(self, flow, corr_features):
+        return torch.cat([self.convflow(flow), self.convcorr(corr_features)], 1)
+
+
+class Touchy(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    @property
+    def width(self):
+        raise RuntimeError("read before it is set")
+
+    def forward(self, x):
+        """
+        Args:
+            x: tokens of shape (B, N, width)
+        """
+        return self.lin(x)
+
+
+class Prompted(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.empty = nn.Parameter(torch.randn(1, dim))
+        self.point = nn.Linear(2, dim)
+
+    def forward(self, points: Optional[torch.Tensor], boxes: Optional[torch.Tensor]) -> torch.Tensor:
+        if points is None and boxes is None:
+            return self.empty * 2
+        return self.point(points)
+
+
+class Grid(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.freq = nn.Parameter(torch.randn(2, dim))
+
+    def forward(self, size: Tuple[int, int]) -> torch.Tensor:
+        h, w = size
+        ys, xs = torch.meshgrid(torch.arange(h) / h, torch.arange(w) / w, indexing="ij")
+        return torch.stack([ys, xs], -1) @ self.freq
+'''
+
+VIDEO = '''
+import torch
+from torch import nn
+
+
+class NoneWidths(nn.Module):
+    def __init__(self, hidden_size=None, cross_attention_dim=None):
+        super().__init__()
+        self.to_k = nn.Linear(cross_attention_dim or hidden_size, hidden_size)
+
+    def forward(self, x):
+        return self.to_k(x)
+
+
+class VideoBlock(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, channels)
+        self.conv = nn.Conv3d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(self.norm(x))
+
+
+class FoldedNorm(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, channels)
+
+    def forward(self, x):
+        b, c, t, h, w = x.shape
+        x = x.permute(0, 2, 1, 3, 4).flatten(0, 1)
+        return self.norm(x).unflatten(0, (b, t)).permute(0, 2, 1, 3, 4)
+'''
+
+
+@needs_torch
+class VideoInputsAndNoneWidths(unittest.TestCase):
+    """A norm-first block with 3-d convolutions, or a norm that folds time into the batch, gets a 5-d input with the
+    norm's channels; widths left at None by default and failing deeper than the block's constructor (in nn.Linear)
+    are guessed."""
+
+    def test_video_blocks(self) -> None:
+        for name in ("VideoBlock", "FoldedNorm"):
+            report = judged(VIDEO, VIDEO, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+            self.assertEqual(len(report["input_shapes"][0]), 5, report)
+
+    def test_widths_left_at_none(self) -> None:
+        report = judged(VIDEO, VIDEO, "NoneWidths")
+        self.assertEqual(report["tier"], "equivalent", report)
+        edited = VIDEO.replace("return self.to_k(x)", "return self.to_k(x) + 1")
+        self.assertEqual(judged(edited, VIDEO, "NoneWidths").get("category"), "differs")
+
+
+@needs_torch
+class DocumentedAndAnnotatedInputs(unittest.TestCase):
+    """Inputs from what forward says of its parameters: the shapes its docstring gives (`B x embedding_dim x h x w`,
+    `(batch_size, channel, ...)`, "the same shape as"), None for parameters that are all optional, a small grid for a
+    `Tuple[int, int]`, each input shaped for the layer its name is passed to (`self.to_kv(context)`); an edited copy
+    still differs."""
+
+    def test_shapes_from_the_docstring(self) -> None:
+        for name in ("TwoWay", "Listed"):
+            report = judged(SIGNATURES, SIGNATURES, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(judged(SIGNATURES, SIGNATURES, "TwoWay")["input_shapes"], [[2, 16, 8, 8], [2, 16, 8, 8], [2, 8, 16]])
+
+    def test_each_input_shaped_for_the_layer_it_enters(self) -> None:
+        for name in ("CrossAttention", "Motion"):
+            report = judged(SIGNATURES, SIGNATURES, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(judged(SIGNATURES, SIGNATURES, "Motion")["input_shapes"], [[2, 2, 16, 16], [2, 16, 16, 16]])
+
+    def test_a_property_that_raises_when_read_leaves_the_other_inputs(self) -> None:
+        report = judged(SIGNATURES, SIGNATURES, "Touchy")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_optional_prompts_and_a_size(self) -> None:
+        for name in ("Prompted", "Grid"):
+            report = judged(SIGNATURES, SIGNATURES, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+        edited = SIGNATURES.replace("return self.empty * 2", "return self.empty * 3")
+        self.assertEqual(judged(edited, SIGNATURES, "Prompted").get("category"), "differs")
+
+
+@needs_torch
+class ShapedInputsAndArguments(unittest.TestCase):
+    """Tokens with their grid (`forward(x, H, W)`, `forward(x, hw_shape)`) get a square token count and its sides; a
+    required norm factory the constructor cannot take is tried as None; a model made for large images is built for
+    small ones; a neck that takes a list of feature maps gets a pyramid; an argument the constructor reads a tensor's
+    attribute of gets a tensor, one it reads a module's attribute of an object of the class its source names."""
+
+    def test_tokens_with_their_grid(self) -> None:
+        for name in ("GridMixer", "ShapeMixer"):
+            report = judged(SHAPED, SHAPED, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_feature_pyramid_for_a_neck(self) -> None:
+        report = judged(SHAPED, SHAPED, "Neck")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_large_default_image_made_small(self) -> None:
+        report = judged(SHAPED, SHAPED, "Large")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["kwargs"]["img_size"], 64)
+
+    def test_a_norm_factory_left_out(self) -> None:
+        report = judged(SHAPED, SHAPED, "Unit")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertIsNone(report["kwargs"]["norm_layer"])
+
+    def test_arguments_read_as_a_tensor_and_as_a_module(self) -> None:
+        report = judged(SHAPED, SHAPED, "Head")
+        self.assertEqual(report["tier"], "equivalent", report)
+        edited = SHAPED.replace("return self.lin(x)", "return self.lin(x) * 1.01")
+        self.assertEqual(judged(edited, SHAPED, "Head").get("category"), "differs")
