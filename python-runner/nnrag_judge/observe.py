@@ -685,6 +685,23 @@ def base_folder(root: str, relative: str) -> Optional[str]:
     return folder if folder.startswith(root.rstrip("/")) else None
 
 
+def import_name(root: str, relative: str, test_folder: Optional[str], module: str) -> str:
+    """The name pytest's prepend mode imports a test file by: its path from `test_folder` (the first folder above it
+    without an `__init__.py`), so `tests/test_ops/test_x.py` of a `tests` folder that is no package is `test_x`, never
+    `tests.test_ops.test_x`, which another repository's `tests` package on the path would shadow. A module of that
+    name loaded from another file (an earlier entry's) is let go first."""
+    if not test_folder or not relative.endswith(".py"):
+        return module
+    path = os.path.join(root, relative)
+    name = os.path.relpath(path, test_folder)[:-3].replace(os.sep, ".")
+    if not name or name.startswith(".") or name.endswith(".__init__"):
+        return module
+    loaded = sys.modules.get(name)
+    if loaded is not None and os.path.realpath(str(getattr(loaded, "__file__", "") or "")) != os.path.realpath(path):
+        del sys.modules[name]
+    return name
+
+
 def alarm(_signum: int, _frame: Any) -> None:
     raise EntryTimeout()
 
@@ -725,10 +742,11 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
         observer = Observer(root, torch)
         error: Optional[str] = None
         try:
-            test_folder = base_folder(real_root, str(entry.get("id", "")).split("::")[0])
+            relative = str(entry.get("id", "")).split("::")[0]
+            test_folder = base_folder(real_root, relative)
             if test_folder and test_folder not in sys.path:
                 sys.path.insert(1, test_folder)
-            module = importlib.import_module(str(entry["module"]))
+            module = importlib.import_module(import_name(real_root, relative, test_folder, str(entry["module"])))
             calls = entry_callables(module, entry, real_root, observer, feeder)
             sys.setprofile(observer.profile)
             signal.setitimer(signal.ITIMER_REAL, budget)

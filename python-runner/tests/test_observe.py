@@ -53,6 +53,43 @@ class Parametrize(unittest.TestCase):
 
 @unittest.skipUnless(HAS_TORCH, "torch is not installed")
 class Observing(unittest.TestCase):
+    def test_a_tests_folder_that_is_no_package_beside_another_repository_that_has_one(self) -> None:
+        # mmcv's tests/ has no __init__.py; mmpretrain's, on the path for cross-repository imports, has one: pytest
+        # imports `tests/test_ops/test_scale.py` as `test_scale`, so the other repository's `tests` never shadows it
+        with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as other, tempfile.TemporaryDirectory() as work:
+            write_tree(other, {"tests/__init__.py": ""})
+            write_tree(root, {
+                "pkg/__init__.py": "",
+                "pkg/layers.py": """
+                    from torch import nn
+
+                    class Scale(nn.Module):
+                        def __init__(self, factor):
+                            super().__init__()
+                            self.factor = factor
+
+                        def forward(self, x):
+                            return x * self.factor
+                    """,
+                "tests/test_ops/test_scale.py": """
+                    import torch
+                    from pkg.layers import Scale
+
+                    def test_scale():
+                        Scale(3.0)(torch.ones(2, 5))
+                    """,
+            })
+            entry = {"id": "tests/test_ops/test_scale.py::test_scale", "module": "tests.test_ops.test_scale", "function": "test_scale"}
+            before = os.getcwd()
+            try:
+                got = observe_repository({"root": root, "path": root, "also": [other], "entry_s": 20, "entries": [entry]}, Place(work), 0, 120, None)
+            finally:
+                os.chdir(before)
+        self.assertTrue(got["ok"], got)
+        [seen] = got["observed"]
+        self.assertIsNone(seen["error"], seen)
+        self.assertEqual([(c["name"], c["args"], c["kwargs"]) for c in seen["calls"]], [("Scale", [], {"factor": 3.0})])
+
     def test_fixtures_constructions_and_inputs(self) -> None:
         with tempfile.TemporaryDirectory() as root:
             write_tree(root, {
