@@ -88,7 +88,7 @@ class Observing(unittest.TestCase):
         self.assertTrue(got["ok"], got)
         [seen] = got["observed"]
         self.assertIsNone(seen["error"], seen)
-        self.assertEqual([(c["name"], c["args"], c["kwargs"]) for c in seen["calls"]], [("Scale", [], {"factor": 3.0})])
+        self.assertEqual([(c["name"], c["args"], c["kwargs"]) for c in seen["calls"]], [("Scale", [], {"factor": {"$float": 3.0}})])
 
     def test_fixtures_constructions_and_inputs(self) -> None:
         with tempfile.TemporaryDirectory() as root:
