@@ -257,16 +257,20 @@ async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv):
 /** Observes the local repositories the targets come from (observe.ts), saying so on stderr. */
 async function observeFirst(ws: Workspace, db: Awaited<ReturnType<typeof openDb>>, targets: string[], args: ReturnType<typeof parse>, env: CliEnv): Promise<void> {
   const repos = new Set<string>();
+  const focus = new Set<string>();
   for (const t of targets) {
     try {
-      repos.add(findTarget(db, t).repo);
+      const ref = findTarget(db, t);
+      repos.add(ref.repo);
+      focus.add(ref.name);
     } catch {
       // a target not in the index is reported by its pull
     }
   }
   if (!repos.size) return;
   const summaries = await ws.observe(
-    { python: pythonOf(args, env), memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB), signal: env.signal, onProgress: (m) => env.err(`[observe] ${m}\n`) },
+    // (the tests of the blocks about to be pulled first: a cap spent on other tests would leave them unobserved)
+    { python: pythonOf(args, env), memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB), signal: env.signal, focus, onProgress: (m) => env.err(`[observe] ${m}\n`) },
     [...repos],
   );
   for (const s of summaries) {

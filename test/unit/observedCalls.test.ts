@@ -8,7 +8,9 @@ import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { spreadAcrossFiles } from '../../src/core/pull/observe';
-import { cli, hasTorch, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
+import { ASSETS, cli, hasTorch, indexFolder, memoryDb, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
+import { Workspace } from '../../src/core/workspace/workspace';
+import { observedEntries } from '../../src/core/store/observed';
 
 const REPO = {
   'pkg/__init__.py': '',
@@ -383,6 +385,26 @@ model = dict(backbone=dict(width=4), head=dict(width=4))
 });
 
 describe('which entries a capped observation runs', () => {
+  it('the tests of the blocks a batch is about to pull first (a sample of a large repository)', async function () {
+    if (!hasTorch()) this.skip();
+    this.timeout(120_000);
+    const dir = await tmpdir();
+    const layer = (name: string): string => `from torch import nn\n\n\nclass ${name}(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n        self.lin = nn.Linear(width, width)\n\n    def forward(self, x):\n        return self.lin(x)\n`;
+    const test = (name: string): string => `import torch\n\nfrom pk.layers_${name.toLowerCase()} import ${name}\n\n\ndef test_${name.toLowerCase()}():\n    ${name}(5)(torch.randn(2, 5))\n`;
+    const files: Record<string, string> = { 'pk/__init__.py': '' };
+    for (const n of ['Alpha', 'Beta', 'Gamma', 'Delta']) {
+      files[`pk/layers_${n.toLowerCase()}.py`] = layer(n);
+      files[`tests/test_${n.toLowerCase()}.py`] = test(n);
+    }
+    await writeTree(path.join(dir, 'repo'), files);
+    const db = await memoryDb();
+    await indexFolder(db, path.join(dir, 'repo'));
+    const ws = Workspace.over(db, ASSETS, { runner: ASSETS.runner });
+    const [summary] = await ws.observe({ python: PYTHON_WITH_TORCH, maxEntries: 1, focus: new Set(['Gamma']), allowWeakSandbox: true });
+    assert.strictEqual(summary.ran, 1, JSON.stringify(summary));
+    assert.deepStrictEqual(observedEntries(db, 1).map((e) => e.entry), ['tests/test_gamma.py::test_gamma']);
+  });
+
   it('in turn across files, configs by folder, the files that name more blocks first', () => {
     const e = (id: string, kind?: 'config'): { id: string; module: string; function: string; kind?: 'config' } => ({ id, module: 'm', function: 'f', ...(kind ? { kind } : {}) });
     const entries = [

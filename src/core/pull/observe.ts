@@ -41,6 +41,11 @@ export interface ObserveOptions {
   repositorySeconds?: number;
   /** Entries run per repository, at most (400). */
   maxEntries?: number;
+  /**
+   * The blocks a batch is about to pull (class names): the entries of files that name one of them (an import, a
+   * call) run first, so that a cap spent on a large repository's other tests does not leave them unobserved.
+   */
+  focus?: ReadonlySet<string>;
   /** Run every entry again, cached or not. */
   force?: boolean;
   allowWeakSandbox?: boolean;
@@ -201,6 +206,28 @@ export async function readmeEntries(session: PullSession, repo: RepoRow, parser:
   return out;
 }
 
+/** The entries in the order they run: those of files that name a block of `focus` first, each part spread. */
+function focusedFirst(entries: EntryPoint[], table: ModuleTable, repoId: number, blocks: ReadonlySet<string>, focus?: ReadonlySet<string>): EntryPoint[] {
+  const weight = blocksNamedBy(table, repoId, blocks);
+  if (!focus?.size) return spreadAcrossFiles(entries, weight);
+  const naming = filesNaming(table, repoId, focus);
+  const fileOf = (e: EntryPoint): string => e.id.slice(0, e.id.indexOf('::'));
+  return [...spreadAcrossFiles(entries.filter((e) => naming.has(fileOf(e))), weight), ...spreadAcrossFiles(entries.filter((e) => !naming.has(fileOf(e))), weight)];
+}
+
+/** The repository's files (by path) that import or call one of `names`. */
+function filesNaming(table: ModuleTable, repoId: number, names: ReadonlySet<string>): Set<string> {
+  const out = new Set<string>();
+  for (const list of table.modules()) {
+    for (const m of list) {
+      if (m.repoId !== repoId) continue;
+      const named = m.facts.imports.some((i) => i.name && names.has(i.name)) || m.facts.calls.some((c) => names.has(c.callee.split('.').pop()!));
+      if (named) out.add(m.path);
+    }
+  }
+  return out;
+}
+
 /** A README code block longer than this is not run. */
 const MAX_EXAMPLE_CHARS = 20_000;
 
@@ -258,7 +285,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
     return options.force || !prior || !stillTrue(prior, blobs) || prior.key !== keyOf(interpreter, prior.files);
   });
   summary.cached = all.length - stale.length;
-  const chosen = spreadAcrossFiles(stale, blocksNamedBy(table, repo.id, blocks)).slice(0, options.maxEntries ?? 400);
+  const chosen = focusedFirst(stale, table, repo.id, blocks, options.focus).slice(0, options.maxEntries ?? 400);
   if (chosen.length) {
     options.onProgress?.(`${repo.name}: running ${chosen.length} of its ${all.length} tests and builders under the observer`);
     // the other indexed repositories it imports that the interpreter does not have: after its own folders
