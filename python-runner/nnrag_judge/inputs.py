@@ -391,6 +391,89 @@ def dense_graph_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
     return out
 
 
+# a graph batch given as one object whose fields forward reads (`data.x`, `data.edge_index`, `batch.pos`): graph
+# libraries' `forward(data)`
+GRAPH_FIELDS = ("x", "edge_index", "pos", "batch", "edge_attr")
+GRAPH_BATCH_NODES = 8
+
+
+class GraphBatch:
+    """A stand-in for a graph library's data object: the fields forward reads, readable as attributes, by key
+    (`data["x"]`), and as keys; `to()` keeps it where it is (the CPU). The same class on both sides."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.__dict__[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.__dict__
+
+    def keys(self) -> List[str]:
+        return list(self.__dict__)
+
+    def to(self, *_args: Any, **_kwargs: Any) -> "GraphBatch":
+        return self
+
+    def __repr__(self) -> str:
+        return f"GraphBatch({', '.join(self.__dict__)})"
+
+
+def fields_read(model: Any, name: str) -> List[str]:
+    """The attributes forward's source reads of its parameter `name` (`data.x`, not `data.to(...)`), in order."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
+    except (TypeError, ValueError, OSError, SyntaxError):
+        return []
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    seen: List[str] = []
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Attribute)), key=lambda n: (n.lineno, n.col_offset)):
+        if isinstance(node.value, ast.Name) and node.value.id == name and id(node) not in called and node.attr not in seen:
+            seen.append(node.attr)
+    return seen
+
+
+def graph_field(field: str, nodes: int, edges: int, width: int, torch: Any) -> Any:
+    """A value for one field of a graph batch of one graph with `nodes` nodes and `edges` edges."""
+    if field in ("edge_index", "adj_t"):
+        return torch.stack([torch.arange(nodes).repeat(edges // nodes), torch.randint(0, nodes, (edges,))])
+    if field in ("batch", "node_batch"):
+        return torch.zeros(nodes, dtype=torch.long)
+    if field == "ptr":
+        return torch.tensor([0, nodes])
+    if field in ("num_nodes", "num_node"):
+        return nodes
+    if field == "num_graphs":
+        return 1
+    if field in ("num_edges",):
+        return edges
+    if field == "pos":
+        return torch.randn(nodes, 3)
+    if field in ("y", "z", "node_type", "atom_type"):
+        return torch.randint(0, 2, (nodes,))
+    if field in ("edge_weight", "edge_attr_weight"):
+        return torch.rand(edges)
+    if field.startswith("edge"):
+        return torch.randn(edges, width)
+    return torch.randn(nodes, width)
+
+
+def data_object_inputs(model: Any, torch: Any) -> List[List[Any]]:
+    """For a forward that takes a graph batch as one object (its first parameter's fields read: `x`, `edge_index`,
+    `pos`, `batch`, `edge_attr`): a `GraphBatch` of one graph with those fields, node features as wide as the
+    block's first layer takes (else 16)."""
+    required = required_inputs(model)
+    if not required:
+        return []
+    read = fields_read(model, required[0].name)
+    if not any(f in GRAPH_FIELDS for f in read):
+        return []
+    widths = [w for w in dict.fromkeys([first_width(model), 16]) if w]
+    nodes = GRAPH_BATCH_NODES
+    return [[GraphBatch(**{f: graph_field(f, nodes, 2 * nodes, width, torch) for f in read})] for width in widths]
+
+
 NUMBERS = re.compile(r"(?:typing\.)?(?:Tuple|tuple|List|list|Sequence)\[\s*int\s*(?:,\s*int\s*)*(?:,\s*\.\.\.\s*)?\]")
 
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, OWN_PACKAGES, called_methods, constructor_candidates, given_candidates, guess_value,
                         in_form, jsonable, resolve_given, takes_a_list, variants)
 from .evidence import probe_variant, seed_all, tensor_evidence
-from .inputs import (containers, dense_graph_inputs, docstring_inputs, documented_inputs, filled, gridded, input_candidates, lighter, pyramid_inputs, routed_inputs,
+from .inputs import (containers, data_object_inputs, dense_graph_inputs, docstring_inputs, documented_inputs, filled, gridded, input_candidates, lighter, pyramid_inputs, routed_inputs,
                      shapes, shrunk, signature_inputs, spatial_sides, LARGE_SIDE)
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import MAX_VALUES, Failure, sender
@@ -243,13 +243,25 @@ def input_list(model: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: O
     if first and max(spatial_sides(first), default=0) > LARGE_SIDE:
         recorded.insert(0, shrunk(first))
     seed_all(0, torch)
-    # then what the block's docstring example feeds it, the shapes forward's docstring gives, what its annotations
-    # alone give, a feature pyramid for a head, each input shaped for the layer it enters, then what its first
-    # layers suggest (a graph given as dense tensors before them)
-    layers = gridded(model, containers(model, input_candidates(model, torch, nn, kwargs)))
-    candidates = recorded + docstring_inputs(model, torch, EXAMPLES) + guarded(documented_inputs, model, torch) + guarded(signature_inputs, model) \
-        + guarded(pyramid_inputs, model, torch) + guarded(routed_inputs, model, torch, nn) + guarded(dense_graph_inputs, model, torch, nn) + layers
+    candidates = list(recorded)
+    for _name, source in INPUT_SOURCES:
+        candidates += guarded(source, model, torch, nn, kwargs)
     return [filled(model, c, torch) for c in candidates]
+
+
+# where a block's inputs come from after those recorded inside a real model, in the order they are tried, each read
+# under the guard (a source that raises while reading the block gives none; the others still run), the same on both
+# sides: (name, source(model, torch, nn, the arguments it was built with))
+INPUT_SOURCES: List[Tuple[str, Callable[[Any, Any, Any, Dict[str, Any]], List[List[Any]]]]] = [
+    ("the docstring example and the repository's tests", lambda m, t, _n, _k: docstring_inputs(m, t, EXAMPLES)),
+    ("the shapes forward's docstring gives", lambda m, t, _n, _k: documented_inputs(m, t)),
+    ("forward's annotations", lambda m, _t, _n, _k: signature_inputs(m)),
+    ("a feature pyramid for a head or neck", lambda m, t, _n, _k: pyramid_inputs(m, t)),
+    ("each input shaped for the layer it enters", lambda m, t, n, _k: routed_inputs(m, t, n)),
+    ("a graph as dense tensors", lambda m, t, n, _k: dense_graph_inputs(m, t, n)),
+    ("a graph batch object", lambda m, t, _n, _k: data_object_inputs(m, t)),
+    ("the block's first layers, then common shapes", lambda m, t, n, k: gridded(m, containers(m, input_candidates(m, t, n, k)))),
+]
 
 
 def guarded(source: Callable[..., List[List[Any]]], *args: Any) -> List[List[Any]]:

@@ -19,6 +19,20 @@ class MessagePassing(nn.Module):
         return out
 
 
+class GraphNet(nn.Module):
+    def __init__(self, in_channels=12, hidden=8):
+        super().__init__()
+        self.conv = MessagePassing(in_channels, hidden)
+        self.head = nn.Linear(hidden + 3, 2)
+
+    def forward(self, data):
+        x, edge_index, batch = data.x, data.edge_index, data.batch
+        h = self.conv(x, edge_index).relu()
+        h = torch.cat([h, data.pos], dim=-1)
+        pooled = torch.zeros(int(batch.max()) + 1, h.size(1)).index_add_(0, batch, h)
+        return self.head(pooled)
+
+
 class Pool(nn.Module):
     def forward(self, x, batch):
         size = int(batch.max()) + 1
@@ -35,6 +49,13 @@ class GraphInputs(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent", report)
         self.assertEqual(len(report["input_shapes"]), 2)
         self.assertEqual(report["input_shapes"][1][0], 2)
+
+    def test_a_graph_batch_object_has_the_fields_forward_reads(self) -> None:
+        # `forward(data)` reading data.x, data.edge_index, data.batch and data.pos: before, a tensor was passed
+        # ("'Tensor' object has no attribute 'x'") and nothing ran
+        report = judged(GRAPH, GRAPH, "GraphNet")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["input_shapes"], ["GraphBatch"])
 
     def test_a_batch_vector_is_one_index_per_node(self) -> None:
         import torch  # noqa: F401 - scatter_reduce is torch 1.12+
