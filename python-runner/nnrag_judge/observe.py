@@ -293,11 +293,41 @@ def entry_callables(module: Any, entry: Dict[str, Any], root: str, observer: "Ob
                 return [lambda: cls(name).debug()]
         except ImportError:
             pass
-        target = getattr(cls(), name)
-    else:
-        target = getattr(module, name)
+        instance = cls()
+        target = getattr(instance, name)
+        fixtures = Fixtures(module, root)
+        return [lambda kw=kw: xunit_call(cls, instance, target, lambda: fixtures.call(target, kw)) for kw in parametrized(target)]
+    target = getattr(module, name)
     fixtures = Fixtures(module, root)
     return [lambda: fixtures.call(target, kw) for kw in parametrized(target)]
+
+
+def xunit_call(cls: Any, instance: Any, method: Any, call: Callable[[], Any]) -> None:
+    """A test class's method as pytest runs it: its class's `setup_class` (with the class) and the object's
+    `setup_method` (with the method, where it takes one) first, their `teardown_*` after."""
+    def with_optional(func: Any, arg: Any) -> None:
+        try:
+            takes = len([p for p in inspect.signature(func).parameters.values() if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+        except (TypeError, ValueError):
+            takes = 0
+        func(arg) if takes else func()
+
+    def of_class(attr: str) -> None:
+        func = next((k.__dict__[attr] for k in cls.__mro__ if attr in k.__dict__), None)
+        if func is not None:
+            with_optional(getattr(func, "__func__", func), cls)
+
+    of_class("setup_class")
+    setup = getattr(instance, "setup_method", None)
+    if callable(setup):
+        with_optional(setup, method)
+    try:
+        call()
+    finally:
+        teardown = getattr(instance, "teardown_method", None)
+        if callable(teardown):
+            with_optional(teardown, method)
+        of_class("teardown_class")
 
 
 # a builder's parameters that would fetch weights: given so that it builds without a download

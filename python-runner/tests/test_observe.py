@@ -90,6 +90,44 @@ class Observing(unittest.TestCase):
         self.assertIsNone(seen["error"], seen)
         self.assertEqual([(c["name"], c["args"], c["kwargs"]) for c in seen["calls"]], [("Scale", [], {"factor": {"$float": 3.0}})])
 
+    def test_a_test_class_set_up_as_pytest_does(self) -> None:
+        # mmcv's test classes make their inputs in `setup_class` (a classmethod) and `setup_method`
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {
+                "pkg/__init__.py": "",
+                "pkg/layers.py": """
+                    from torch import nn
+
+                    class Scale(nn.Module):
+                        def __init__(self, factor):
+                            super().__init__()
+                            self.factor = factor
+
+                        def forward(self, x):
+                            return x * self.factor
+                    """,
+                "tests/test_scale.py": """
+                    import torch
+                    from pkg.layers import Scale
+
+                    class Base:
+                        @classmethod
+                        def setup_class(cls):
+                            cls.factor = 3.0
+
+                    class TestScale(Base):
+                        def setup_method(self, method):
+                            self.x = torch.ones(2, 5)
+
+                        def test_scale(self):
+                            Scale(self.factor)(self.x)
+                    """,
+            })
+            got = observed(root, [{"id": "tests/test_scale.py::TestScale::test_scale", "module": "tests.test_scale", "function": "test_scale", "class": "TestScale"}])
+        [seen] = got["observed"]
+        self.assertIsNone(seen["error"], seen)
+        self.assertEqual([(c["name"], c["kwargs"]) for c in seen["calls"]], [("Scale", {"factor": {"$float": 3.0}})])
+
     def test_fixtures_constructions_and_inputs(self) -> None:
         with tempfile.TemporaryDirectory() as root:
             write_tree(root, {

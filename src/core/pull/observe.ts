@@ -24,7 +24,7 @@ import { DEFAULT_MEMORY_MB } from '../validate/limits';
 import { companionRoots, importRoots, mountRoot, type PullSession } from './pull';
 
 /** Bumped when what the observer records changes: every entry is then observed again. */
-export const OBSERVER_VERSION = '6';
+export const OBSERVER_VERSION = '7';
 
 /** A file of tests, as repositories lay them out. */
 const TEST_FILE = /(?:^|\/)(?:tests?|testing)\/|(?:^|\/)test_[^/]*\.py$|_test\.py$/;
