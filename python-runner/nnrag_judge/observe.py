@@ -30,6 +30,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .inputs import entry_layer, lighter
+from .loading import load_natives
 from .recipe import Recorder, Unwritable, is_scalar, scalar, written
 
 # observations kept per class, and forward calls recorded per class
@@ -750,6 +751,9 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
         import pytest  # noqa: F401
     except ImportError:
         sys.modules["pytest"] = pytest_stand_in()
+    if spec.get("natives"):
+        # its compiled operators, built from its own sources, registered as the modules its code imports
+        load_natives(spec["natives"], str(spec["native_folder"]))
     real_root = os.path.join(os.path.realpath(root), "")
     signal.signal(signal.SIGALRM, alarm)
     # a package of the same name loaded before (a `tests` of the process that forked this one) is not the repository's

@@ -122,8 +122,16 @@ def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
             entries.append(entry)
     budget = value.get("entry_s")
     also = [a for a in value.get("also") or [] if isinstance(a, str)] if isinstance(value.get("also"), list) else []
-    return {"root": value["root"], "path": value["path"], "also": also, "entries": entries,
-            "entry_s": float(budget) if isinstance(budget, (int, float)) and 0 < budget <= 600 else 20.0}
+    out = {"root": value["root"], "path": value["path"], "also": also, "entries": entries,
+           "entry_s": float(budget) if isinstance(budget, (int, float)) and 0 < budget <= 600 else 20.0}
+    # the repository's compiled operators built for it (--build-native), in `native_folder`'s `_nnrag_native/`
+    natives = value.get("natives")
+    if isinstance(natives, list) and isinstance(value.get("native_folder"), str):
+        out["natives"] = [{"module": n["module"], "name": n["name"], "file": n["file"]} for n in natives
+                          if isinstance(n, dict) and all(isinstance(n.get(k), str) for k in ("module", "name", "file"))
+                          and "/" not in n["file"] and n["file"].endswith(".so")]
+        out["native_folder"] = value["native_folder"]
+    return out
 
 
 def main(argv: List[str]) -> int:

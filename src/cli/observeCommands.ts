@@ -1,5 +1,6 @@
 /** `nn-rag observe`: run the repositories' own tests under the observer; `nn-rag show TARGET --calls` reads it. */
-import { EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
+import * as path from 'path';
+import { cacheDir, EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
 import { warnBeforeValidating } from './pullCommands';
 import { Workspace } from '../core/workspace/workspace';
@@ -15,6 +16,8 @@ export async function observeCommand(argv: string[], env: CliEnv): Promise<numbe
     seconds: { value: true },
     'max-entries': { value: true },
     force: {},
+    'build-native': {},
+    cache: { value: true },
   });
   const python = pythonOf(args, env);
   const memoryMb = intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB);
@@ -31,6 +34,7 @@ export async function observeCommand(argv: string[], env: CliEnv): Promise<numbe
         repositorySeconds: intOpt(args, 'seconds', 600),
         maxEntries: intOpt(args, 'max-entries', 400),
         force: flag(args, 'force'),
+        buildNative: flag(args, 'build-native') ? { cacheDir: path.join(cacheDir(args, env), 'native') } : undefined,
         signal: env.signal,
         onProgress: (m) => env.err(`nn-rag: ${m}\n`),
       },

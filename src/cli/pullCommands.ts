@@ -270,7 +270,15 @@ async function observeFirst(ws: Workspace, db: Awaited<ReturnType<typeof openDb>
   if (!repos.size) return;
   const summaries = await ws.observe(
     // (the tests of the blocks about to be pulled first: a cap spent on other tests would leave them unobserved)
-    { python: pythonOf(args, env), memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB), signal: env.signal, focus, onProgress: (m) => env.err(`[observe] ${m}\n`) },
+    {
+      python: pythonOf(args, env),
+      memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
+      signal: env.signal,
+      focus,
+      // (with --build-native, the repository's compiled operators its tests need too)
+      buildNative: flag(args, 'build-native') ? { cacheDir: path.join(cacheDir(args, env), 'native') } : undefined,
+      onProgress: (m) => env.err(`[observe] ${m}\n`),
+    },
     [...repos],
   );
   for (const s of summaries) {

@@ -116,6 +116,23 @@ describe('pull --build-native', function () {
     const again = JSON.parse((await cli('validate', out, '--db', ldb, '--python', PYTHON_WITH_TORCH, '--json')).out);
     assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));
   });
+  it('observe --build-native builds the operator a repository\'s tests stop without and runs them again with it', async () => {
+    const work = await tmpdir('nnrag-native-observe-');
+    const odb = path.join(work, 'index.db');
+    await writeTree(path.join(work, 'repo'), {
+      ...LOADER_REPO,
+      'tests/test_shift.py': 'import torch\n\nfrom ldpkg.ops.shift import ShiftAdd\n\n\ndef test_shift():\n    ShiftAdd(dim=6, shift=0.5)(torch.randn(3, 6))\n',
+    });
+    assert.strictEqual((await cli('index', path.join(work, 'repo'), '--db', odb)).code, 0);
+    const plain = await cli('observe', '--db', odb, '--python', PYTHON_WITH_TORCH, '--json');
+    assert.strictEqual(JSON.parse(plain.out)[0].failed, 1, plain.out + plain.err);
+    const built = await cli('observe', '--db', odb, '--python', PYTHON_WITH_TORCH, '--build-native', '--cache', cache, '--force', '--json');
+    assert.match(built.err, /ldpkg\._ext (?:built in [\d.]+ s|taken from the cache); its entries run again with it/, built.err);
+    const [summary] = JSON.parse(built.out);
+    assert.deepStrictEqual([summary.failed, summary.classes, summary.fed], [0, 1, 1], built.out);
+    const calls = JSON.parse((await cli('show', 'ldpkg.ops.shift.ShiftAdd', '--calls', '--db', odb, '--json')).out);
+    assert.deepStrictEqual(calls[0]?.kwargs, { dim: 6, shift: 0.5 }, JSON.stringify(calls));
+  });
 });
 
 describe('finding a compiled module\'s sources without setup.py', () => {

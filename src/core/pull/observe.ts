@@ -22,6 +22,9 @@ import { readmeBlocks } from './readmeExamples';
 import { Judge, torchVersionKey, type ObserveEntry, type ObserveSpec } from '../validate/sandbox';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
 import { companionRoots, importRoots, mountRoot, type PullSession } from './pull';
+import { findNativeSources, scanRepository } from './nativeSources';
+import { buildNative, type NativeBuild } from '../validate/native';
+import { CancelledError, errorMessage } from '../base/errors';
 
 /** Bumped when what the observer records changes: every entry is then observed again. */
 export const OBSERVER_VERSION = '7';
@@ -46,6 +49,12 @@ export interface ObserveOptions {
    * call) run first, so that a cap spent on a large repository's other tests does not leave them unobserved.
    */
   focus?: ReadonlySet<string>;
+  /**
+   * Build the repository's compiled operators its entries fail without (`No module named 'pkg._ext'`, a module of
+   * its own package with C++ sources and no Python one), cached under `cacheDir`, and run those entries again with
+   * them loaded (`pull --build-native`, `observe --build-native`).
+   */
+  buildNative?: { cacheDir: string };
   /** Run every entry again, cached or not. */
   force?: boolean;
   allowWeakSandbox?: boolean;
@@ -293,9 +302,21 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
     const spec: ObserveSpec = { root: repo.root, path: folder, also: [...also, ...companions.roots.filter((r) => r !== folder && !also.includes(r))], entry_s: options.entrySeconds ?? 20, entries: chosen };
     const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [mount, ...companions.mounts.filter((m) => m !== mount)]);
     try {
-      const answer = await judge.observe(spec, { timeoutMs: (options.repositorySeconds ?? 600) * 1000, memoryMb: options.memoryMb, signal: options.signal });
+      const limits = { timeoutMs: (options.repositorySeconds ?? 600) * 1000, memoryMb: options.memoryMb, signal: options.signal };
+      const answer = await judge.observe(spec, limits);
       const known = new Set(chosen.map((e) => e.id));
       const records = answer.observed.filter((o) => typeof o.entry === 'string' && known.has(o.entry)).map((o) => recordOf(o, blobs, interpreter));
+      const built = options.buildNative ? await nativesMissing(session, repo, records.map((r) => r.entry.error ?? ''), { ...options, buildNative: options.buildNative }) : [];
+      if (built.length) {
+        // the entries that stopped for want of them, again, with them loaded
+        const wanted = (error: string | null): boolean => !!error && built.some((b) => error.includes(`'${b.module}'`));
+        const again = new Set(records.filter((r) => wanted(r.entry.error)).map((r) => r.entry.entry));
+        const second = await judge.observe({ ...spec, entries: chosen.filter((e) => again.has(e.id)), ...(await judge.stageNatives(built)) }, limits);
+        for (const o of second.observed) {
+          const at = records.findIndex((r) => r.entry.entry === o.entry);
+          if (at >= 0 && again.has(o.entry)) records[at] = recordOf(o, blobs, interpreter);
+        }
+      }
       recordObserved(db, repo.id, records);
       summary.ran = records.length;
       summary.failed = records.filter((r) => r.entry.error).length;
@@ -312,6 +333,37 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
   summary.bytes = observedSize(db, repo.id).bytes;
   summary.seconds = Math.round(performance.now() - t0) / 1000;
   return summary;
+}
+
+/**
+ * The compiled operators of `repo`'s own package that its entries stopped without (`No module named 'pkg._ext'`: a
+ * module of the package that the index has no Python source for), built from its C++ sources (nativeSources.ts);
+ * one that does not build is said and left out.
+ */
+async function nativesMissing(session: PullSession, repo: RepoRow, errors: string[], options: ObserveOptions & { buildNative: { cacheDir: string } }): Promise<NativeBuild[]> {
+  const wanted = new Set<string>();
+  for (const error of errors) {
+    for (const m of error.matchAll(/No module named '([\w.]+)'/g)) {
+      const name = m[1];
+      if (name.includes('.') && session.table.lookup(name.split('.')[0], repo.id) && !session.table.lookup(name, repo.id)) wanted.add(name);
+    }
+  }
+  if (!wanted.size) return [];
+  const scan = await scanRepository(repo);
+  const out: NativeBuild[] = [];
+  for (const name of [...wanted].sort()) {
+    const sources = await findNativeSources(scan, name);
+    if (!sources) continue;
+    try {
+      const build = await buildNative(sources, { python: options.python, runner: options.runner, cacheDir: options.buildNative.cacheDir, signal: options.signal });
+      options.onProgress?.(`${repo.name}: ${name} ${build.cached ? 'taken from the cache' : `built in ${build.seconds.toFixed(1)} s`}; its entries run again with it`);
+      out.push(build);
+    } catch (err) {
+      if (err instanceof CancelledError) throw err;
+      options.onProgress?.(`${repo.name}: ${name} did not build: ${errorMessage(err)}`);
+    }
+  }
+  return out;
 }
 
 /** One entry's answer as the catalog keeps it: its calls checked for shape, its files with their blob ids now. */

@@ -428,6 +428,9 @@ export interface ObserveSpec {
   /** Seconds one entry may run. */
   entry_s: number;
   entries: ObserveEntry[];
+  /** The repository's compiled operators built for it (`--build-native`), in `native_folder`'s `_nnrag_native/`. */
+  natives?: { module: string; name: string; file: string }[];
+  native_folder?: string;
 }
 
 /** What the observer answers: per entry, what it saw (see store/observed.ts), or why the run stopped. */
@@ -631,6 +634,20 @@ export class Judge {
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * Puts built compiled operators where the observer loads them from (`spec.native_folder`), read as themselves
+   * (never through a link); returns the fields to add to an ObserveSpec.
+   */
+  async stageNatives(natives: { module: string; buildName: string; file: string; fileName: string }[]): Promise<Pick<ObserveSpec, 'natives' | 'native_folder'>> {
+    const folder = `natives-${this.nextId++}`;
+    await fsp.mkdir(path.join(this.mounts.inHost, folder, NATIVE_FOLDER), { recursive: true });
+    for (const n of natives) {
+      if (!/^[\w.-]+\.so$/.test(n.fileName)) throw new NnragError('native-build', `not a compiled operator's file name: ${n.fileName}`);
+      await fsp.writeFile(path.join(this.mounts.inHost, folder, NATIVE_FOLDER, n.fileName), await readOwnFile(n.file));
+    }
+    return { natives: natives.map((n) => ({ module: n.module, name: n.buildName, file: n.fileName })), native_folder: path.join(this.mounts.inDir, folder) };
   }
 
   /**
