@@ -164,6 +164,59 @@ def literal_names(init: str) -> Dict[str, Any]:
     return out
 
 
+def declared_version(package_folder: str) -> str:
+    """The `__version__` a package's `version.py` or `__init__.py` assigns as a literal (read, never run), else 0."""
+    for name in ("version.py", "__init__.py", "_version.py"):
+        value = literal_names(os.path.join(package_folder, name)).get("__version__")
+        if isinstance(value, str) and value:
+            return value
+    return "0"
+
+
+def develop_distributions(folders: List[str]) -> None:
+    """Installed-package metadata for the indexed repositories' own packages, as `pip install -e` would give them:
+    code that asks `importlib.metadata` for its own distribution (its version, a data file beside its package) finds
+    one that names the package's folder. A real installed distribution of the same name wins (this finder is last)."""
+    import importlib.metadata as metadata
+    import pathlib
+
+    found: Dict[str, Tuple[str, str]] = {}
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.isidentifier() and os.path.isfile(os.path.join(folder, name, "__init__.py")):
+                found.setdefault(name.lower(), (folder, name))
+
+    class Developed(metadata.Distribution):
+        def __init__(self, folder: str, name: str) -> None:
+            self.folder, self.name_ = folder, name
+
+        def read_text(self, filename: str) -> Optional[str]:
+            if filename in ("METADATA", "PKG-INFO"):
+                version = declared_version(os.path.join(self.folder, self.name_))
+                return f"Metadata-Version: 2.1\nName: {self.name_}\nVersion: {version}\n"
+            return None
+
+        def locate_file(self, path: Any) -> Any:
+            return pathlib.Path(self.folder) / str(path)
+
+    class Finder(metadata.DistributionFinder):
+        def find_spec(self, *_args: Any, **_kwargs: Any) -> None:
+            return None
+
+        def find_distributions(self, context: Any = None) -> Any:
+            name = getattr(context, "name", None)
+            if not isinstance(name, str):
+                return iter([])
+            hit = found.get(name.lower().replace("-", "_"))
+            return iter([Developed(*hit)] if hit else [])
+
+    sys.meta_path.append(Finder())
+
+
 def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
     """The original's module, from the folder it was indexed from (first on the path), and how it was imported. When
     the package's `__init__` fails (an optional dependency, a lazy loader), the module is imported again with its
@@ -176,6 +229,8 @@ def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
             sys.path.insert(0, other)
     if folder and folder not in sys.path:
         sys.path.insert(0, folder)
+    if folder:
+        develop_distributions([folder] + [a for a in original.get("also") or [] if isinstance(a, str)])
     try:
         return importlib.import_module(module), "imported"
     except BaseException as exc:  # noqa: BLE001 - any failure is a reason, said below

@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .inputs import entry_layer, lighter
-from .loading import load_natives
+from .loading import develop_distributions, load_natives
 from .recipe import Recorder, Unwritable, is_scalar, scalar, written
 
 # observations kept per class, and forward calls recorded per class
@@ -751,6 +751,8 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
         import pytest  # noqa: F401
     except ImportError:
         sys.modules["pytest"] = pytest_stand_in()
+    # the repository as `pip install -e .` leaves it: its own distribution's metadata found
+    develop_distributions([folder] + [str(a) for a in spec.get("also") or []])
     if spec.get("natives"):
         # its compiled operators, built from its own sources, registered as the modules its code imports
         load_natives(spec["natives"], str(spec["native_folder"]))

@@ -128,6 +128,43 @@ class Observing(unittest.TestCase):
         self.assertIsNone(seen["error"], seen)
         self.assertEqual([(c["name"], c["kwargs"]) for c in seen["calls"]], [("Scale", {"factor": {"$float": 3.0}})])
 
+    def test_a_package_that_reads_its_own_distribution(self) -> None:
+        # mmpretrain's hub reads `distribution("mmpretrain")`: indexed in place, as after `pip install -e .`
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {
+                "pkg/__init__.py": """
+                    from importlib.metadata import distribution, version
+                    __version__ = version("pkg")
+                    DATA = distribution("pkg").locate_file("pkg") / "data.txt"
+                    """,
+                "pkg/version.py": "__version__ = '1.2.3'\n",
+                "pkg/data.txt": "scale 3\n",
+                "pkg/layers.py": """
+                    from torch import nn
+                    from . import DATA, __version__
+
+                    class Scale(nn.Module):
+                        def __init__(self):
+                            super().__init__()
+                            assert __version__ == "1.2.3"
+                            self.factor = float(DATA.read_text().split()[1])
+
+                        def forward(self, x):
+                            return x * self.factor
+                    """,
+                "tests/test_scale.py": """
+                    import torch
+                    from pkg.layers import Scale
+
+                    def test_scale():
+                        Scale()(torch.ones(2, 5))
+                    """,
+            })
+            got = observed(root, [{"id": "tests/test_scale.py::test_scale", "module": "tests.test_scale", "function": "test_scale"}])
+        [seen] = got["observed"]
+        self.assertIsNone(seen["error"], seen)
+        self.assertEqual([c["name"] for c in seen["calls"]], ["Scale"])
+
     def test_fixtures_constructions_and_inputs(self) -> None:
         with tempfile.TemporaryDirectory() as root:
             write_tree(root, {

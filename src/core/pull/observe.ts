@@ -27,7 +27,7 @@ import { buildNative, type NativeBuild } from '../validate/native';
 import { CancelledError, errorMessage } from '../base/errors';
 
 /** Bumped when what the observer records changes: every entry is then observed again. */
-export const OBSERVER_VERSION = '7';
+export const OBSERVER_VERSION = '8';
 
 /** A file of tests, as repositories lay them out. */
 const TEST_FILE = /(?:^|\/)(?:tests?|testing)\/|(?:^|\/)test_[^/]*\.py$|_test\.py$/;
