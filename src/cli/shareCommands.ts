@@ -3,9 +3,9 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { NnragError } from '../core/base/errors';
 import { redactUrls } from '../core/sources/git';
-import { DEFAULT_IMPORT_LIMITS, exportIndex, importIndex } from '../core/store/shareIndex';
+import { DEFAULT_IMPORT_LIMITS, exportIndex, importIndex } from '../core/store/indexArchive';
 import { isHttpUrl, refreshShared, sharedFrom } from '../core/store/sharedIndex';
-import type { ArchiveManifest } from '../core/store/shareIndex';
+import type { ArchiveManifest } from '../core/store/indexArchive';
 import { dbPath, EXIT, flag, opt, parse, shortCommit } from './env';
 import type { CliEnv } from './env';
 

@@ -38,13 +38,13 @@ export function registerPullCommands(reg: Reg, deps: Deps): void {
   // a block pulled beside the file being edited (or where the user says), and its import inserted at the cursor
   reg('nnrag.insertBlockAtCursor', async (arg, fileName) => {
     const editor = vscode.window.activeTextEditor;
-    const ws = editor && editor.document.uri.scheme === 'file' ? vscode.workspace.getWorkspaceFolder(editor.document.uri) : undefined;
-    if (!editor || !ws || editor.document.languageId !== 'python') throw new Error(vscode.l10n.t('Open a Python file of the workspace first: the block is pulled beside it and imported at the cursor'));
+    const folder = editor && editor.document.uri.scheme === 'file' ? vscode.workspace.getWorkspaceFolder(editor.document.uri) : undefined;
+    if (!editor || !folder || editor.document.languageId !== 'python') throw new Error(vscode.l10n.t('Open a Python file of the workspace first: the block is pulled beside it and imported at the cursor'));
     const target = targetOf(arg) ?? (await searchQuickPick(client, '', deps.indexChanged))?.target;
     if (!target) return undefined;
-    const here = path.relative(ws.uri.fsPath, path.dirname(editor.document.uri.fsPath)).split(path.sep).join('/');
+    const here = path.relative(folder.uri.fsPath, path.dirname(editor.document.uri.fsPath)).split(path.sep).join('/');
     const at = editor.selection.active;
-    const report = await pullIntoWorkspace(deps, target, typeof fileName === 'string' ? `${here ? `${here}/` : ''}${fileName}` : undefined, { into: { folder: ws, sub: here } });
+    const report = await pullIntoWorkspace(deps, target, typeof fileName === 'string' ? `${here ? `${here}/` : ''}${fileName}` : undefined, { into: { folder, sub: here } });
     if (!report?.out) return report;
     const statement = importFrom(editor.document.uri.fsPath, report.out, target.split('.').pop() ?? '');
     // the editor that asked, at the line the cursor was on
@@ -350,8 +350,8 @@ export function importFrom(from: string, pulled: string, className: string): str
 
 /** The import of a pulled file's block from code at the workspace folder's top (its path as a dotted module). */
 export function importFromWorkspace(file: vscode.Uri, className: string): string {
-  const ws = vscode.workspace.getWorkspaceFolder(file);
-  const rel = ws ? path.relative(ws.uri.fsPath, file.fsPath) : path.basename(file.fsPath);
+  const folder = vscode.workspace.getWorkspaceFolder(file);
+  const rel = folder ? path.relative(folder.uri.fsPath, file.fsPath) : path.basename(file.fsPath);
   const dir = path.dirname(rel);
   return importStatement(dir === '.' ? '' : dir, path.basename(rel), className);
 }

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'net';
 import * as path from 'path';
 import * as tar from 'tar';
 import { IndexDb } from '../../src/core/store/database';
-import { importIndex } from '../../src/core/store/shareIndex';
+import { importIndex } from '../../src/core/store/indexArchive';
 import { refreshShared } from '../../src/core/store/sharedIndex';
 import { isImported, loadRepoRows } from '../../src/core/store/sourceText';
 import { mountRoot } from '../../src/core/pull/pull';

@@ -13,8 +13,8 @@ import { NnragError } from '../base/errors';
 import { fileSha256 } from '../base/hash';
 import { redactUrls } from '../sources/git';
 import { IndexDb, LockedError } from './database';
-import { DEFAULT_IMPORT_LIMITS, importIndex, megabytes } from './shareIndex';
-import type { ArchiveManifest, ImportLimits } from './shareIndex';
+import { DEFAULT_IMPORT_LIMITS, importIndex, megabytes } from './indexArchive';
+import type { ArchiveManifest, ImportLimits } from './indexArchive';
 
 /** How a download of a shared index is bounded, besides the import's own limits. */
 export interface DownloadLimits extends ImportLimits {
