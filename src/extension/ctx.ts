@@ -10,6 +10,7 @@ import type { BlockTreeProvider } from './blockTree';
 import type { NnragClient } from './client';
 import type { DependencyTreeProvider } from './dependencyTree';
 import type { InterpreterService } from './interpreter';
+import type { PulledBlocksProvider } from './pulledView';
 
 /** This window's session of the extension: created once at activation, passed to every command. */
 export class Session {
@@ -53,6 +54,8 @@ export interface Deps {
   treeView: vscode.TreeView<TreeNode>;
   dependencies: DependencyTreeProvider;
   dependencyView: vscode.TreeView<unknown>;
+  /** The Pulled Blocks view. */
+  pulled: PulledBlocksProvider;
   /** The index state as the server reports it. */
   indexChanged: vscode.Event<IndexStatus>;
   session: Session;

@@ -9,12 +9,12 @@ import { DependencyTreeProvider } from './dependencyTree';
 import { BlockTreeProvider } from './blockTree';
 import { NnragClient } from './client';
 import { registerCommands } from './commands';
-import { register, Session } from './ctx';
-import { EMPTY_SCHEME, mayRunCode, PREVIEW_SCHEME, previewTexts } from './pullIntoWorkspace';
+import { Session } from './ctx';
+import { EMPTY_SCHEME, PREVIEW_SCHEME, previewTexts } from './pullIntoWorkspace';
 import { GitCredentialService } from './credentials';
 import { describeInterpreter, InterpreterService, versionsLabel, withInterpreter } from './interpreter';
 import type { Interpreter } from './interpreter';
-import { PulledBlocksProvider, registerPulledCommands } from './pulled';
+import { PulledBlocksProvider } from './pulledView';
 import { validationProblems } from './problems';
 import { offerToKeepInterpreter } from './repositoryCommands';
 
@@ -239,20 +239,8 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();
   const session = new Session(context.workspaceState);
-  const deps = { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView, indexChanged: statusChanged.event, session };
+  const deps = { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView, pulled, indexChanged: statusChanged.event, session };
   registerCommands(context, deps);
-  const reg = (id: string, fn: (...args: unknown[]) => unknown): void => register(context, id, log, session, fn);
-  // the pull waiting in its diff editor: Accept writes it, Cancel writes nothing (true when one was waiting)
-  reg('nnrag.acceptPull', () => session.settlePendingPull(true));
-  reg('nnrag.cancelPull', () => session.settlePendingPull(false));
-  registerPulledCommands(context, reg, {
-    client,
-    interpreter,
-    provider: pulled,
-    log,
-    mayRunCode: (what, memoryMb) => mayRunCode(deps, what, memoryMb),
-    session,
-  });
   registerLanguageModelTools(context, deps, context.globalStorageUri.fsPath);
   tickOnInterpreterChoice(context, interpreter, log);
   // the Get Started walkthrough (the interpreter first) opens once, on the first activation after install

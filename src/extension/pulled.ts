@@ -6,99 +6,18 @@
 import { createHash } from 'crypto';
 import * as path from 'path';
 import * as vscode from 'vscode';
-import type { PulledFileStatus } from '../core/pull/update';
 import type { Requirement, ValidationReport } from '../core/validate/runner';
 import { GetProvenance, GetPulledStatus, PlanUpdate, ValidatePulled, WriteManifests } from '../shared/protocol';
 import type { NnragClient } from './client';
 import { setting } from './config';
-import { describePulled, tierRank, verdictMeaning, verdictWords } from '../core/pull/pulledState';
+import { tierRank, verdictWords } from '../core/pull/pulledState';
 import { validationProblems } from './problems';
-import { importFromWorkspace, writeRequirements } from './pullIntoWorkspace';
-import type { Session } from './ctx';
-import type { InterpreterService } from './interpreter';
+import { importFromWorkspace, mayRunCode, writeRequirements } from './pullIntoWorkspace';
+import { hasHeader, type PulledBlocksProvider, type PulledItem } from './pulledView';
+import type { Deps, Reg } from './ctx';
 import { lacksTorch } from './interpreter';
 import type { Provenance } from '../core/emit/pulledFile';
 import { RECORDS_FOLDER, type RequiredRepos } from '../core/emit/manifest';
-
-export type PulledItem = PulledFileStatus & { uri: string };
-
-/** The line of the header every pulled file has (core/emit/emit.ts writes it). */
-const MARKER = '# nnrag-provenance: ';
-
-/** Whether `text` starts with a pulled file's header: comment lines, one of them the provenance record. */
-function hasHeader(text: string): boolean {
-  for (const line of text.split('\n', 400)) {
-    if (line.startsWith(MARKER)) return true;
-    if (!line.startsWith('#')) return false;
-  }
-  return false;
-}
-const EXCLUDE = '**/{node_modules,.git,.venv,venv,__pycache__,.tox,site-packages}/**';
-
-export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem> {
-  private readonly changed = new vscode.EventEmitter<void>();
-  readonly onDidChangeTreeData = this.changed.event;
-  private items: PulledItem[] = [];
-  /** Files read before that were not pulled, by modification time: not read again until they change. */
-  private readonly notPulled = new Map<string, number>();
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(private readonly client: NnragClient) {}
-
-  /** Asks the view to list again (a burst of file events is one refresh). */
-  refresh(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.changed.fire(), 300);
-  }
-
-  /** Every pulled file of the workspace with its state (the editor's text for open files). */
-  async list(): Promise<PulledItem[]> {
-    const files = await vscode.workspace.findFiles('**/*.py', EXCLUDE, 5000);
-    const texts: { uri: string; text: string }[] = [];
-    for (const uri of files) {
-      const key = uri.toString();
-      const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
-      let text = open?.getText();
-      if (text === undefined) {
-        const mtime = (await vscode.workspace.fs.stat(uri).then(undefined, () => undefined))?.mtime;
-        if (mtime !== undefined && this.notPulled.get(key) === mtime) continue;
-        text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri).then(undefined, () => new Uint8Array()));
-        // the header sits in the first lines
-        if (!hasHeader(text)) {
-          if (mtime !== undefined) this.notPulled.set(key, mtime);
-          continue;
-        }
-      }
-      if (hasHeader(text)) texts.push({ uri: key, text });
-    }
-    const states = texts.length ? await this.client.request(GetPulledStatus, { files: texts }) : [];
-    this.items = states.sort((a, b) => a.uri.localeCompare(b.uri));
-    // the palette offers the pulled-file commands wherever the workspace has pulled files
-    void vscode.commands.executeCommand('setContext', 'nnrag.hasPulledFiles', this.items.length > 0);
-    return this.items;
-  }
-
-  async getChildren(element?: PulledItem): Promise<PulledItem[]> {
-    if (element) return [];
-    return this.list();
-  }
-
-  getTreeItem(s: PulledItem): vscode.TreeItem {
-    const uri = vscode.Uri.parse(s.uri);
-    const item = new vscode.TreeItem(path.basename(uri.fsPath), vscode.TreeItemCollapsibleState.None);
-    item.resourceUri = uri;
-    // the words and icon every place shows for this state
-    const words = describePulled(s);
-    item.description = words.label;
-    item.iconPath = new vscode.ThemeIcon(words.icon);
-    const changed = s.changed.map((c) => `- ${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('\n');
-    const means = verdictMeaning(s.validation);
-    item.tooltip = new vscode.MarkdownString(`**${s.target}**\n\n${words.label}${means ? `\n\n${means}` : ''}${changed ? `\n\n${vscode.l10n.t('Changed upstream:')}\n${changed}` : ''}${s.reason ? `\n\n${s.reason}` : ''}`);
-    item.command = { command: 'vscode.open', title: vscode.l10n.t('Open'), arguments: [uri] };
-    item.contextValue = `pulled.${s.state}`;
-    return item;
-  }
-}
 
 /** The document of a command's argument: a view item, a URI (string or Uri) or, without one, the active editor's. */
 async function documentOf(arg: unknown): Promise<vscode.TextDocument> {
@@ -115,16 +34,6 @@ async function documentOf(arg: unknown): Promise<vscode.TextDocument> {
 /** Texts shown on the right of a Compare with Upstream (what a pull gives today). */
 export const UPSTREAM_SCHEME = 'nnrag-upstream';
 
-/** What the pulled-block commands work with. */
-interface PulledDeps {
-  client: NnragClient;
-  interpreter: InterpreterService;
-  provider: PulledBlocksProvider;
-  log: vscode.LogOutputChannel;
-  mayRunCode: (what: string, memoryMb: number) => Promise<boolean>;
-  session: Session;
-}
-
 /** Replaces the document's whole text with `text` (one undoable edit) and saves it. */
 async function replaceAll(doc: vscode.TextDocument, text: string): Promise<void> {
   const edit = new vscode.WorkspaceEdit();
@@ -134,11 +43,12 @@ async function replaceAll(doc: vscode.TextDocument, text: string): Promise<void>
 }
 
 /** Validates `text` as the document's next content (where code may run); the text with the verdict in its header. */
-async function validateAsNext({ client, interpreter, log, mayRunCode, session }: PulledDeps, doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> {
+async function validateAsNext(deps: Deps, doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> {
+  const { client, interpreter, log, session } = deps;
   const name = path.basename(doc.uri.fsPath);
   const folder = vscode.workspace.getWorkspaceFolder(doc.uri)?.uri;
   const memoryMb = setting('validation.memoryMb', folder);
-  if (!(await mayRunCode(name, memoryMb))) return undefined;
+  if (!(await mayRunCode(deps, name, memoryMb))) return undefined;
   const python = interpreter.current().path;
   const r = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', name, python), cancellable: true },
@@ -170,8 +80,8 @@ async function validateAsNext({ client, interpreter, log, mayRunCode, session }:
  * One truth for a pulled file's verdict, its header: an edit makes it stale at once in the view and the Problems panel
  * (the CodeLens reads the same status), and an opened file (after a reload too) shows what its header says.
  */
-function followPulledDocuments(context: vscode.ExtensionContext, pd: PulledDeps): void {
-  const { client, provider, log } = pd;
+function followPulledDocuments(context: vscode.ExtensionContext, deps: Deps): void {
+  const { client, pulled: provider, log } = deps;
   const pending = new Map<string, NodeJS.Timeout>();
   const follow = (doc: vscode.TextDocument): void => {
     if (doc.uri.scheme !== 'file' || doc.languageId !== 'python' || !hasHeader(doc.getText())) return;
@@ -214,12 +124,8 @@ async function pickPulled(provider: PulledBlocksProvider): Promise<string | unde
   return picked?.uri;
 }
 
-export function registerPulledCommands(
-  context: vscode.ExtensionContext,
-  reg: (id: string, fn: (...args: unknown[]) => unknown) => void,
-  pd: PulledDeps,
-): void {
-  const { client, provider, log } = pd;
+export function registerPulledCommands(context: vscode.ExtensionContext, reg: Reg, deps: Deps): void {
+  const { client, pulled: provider, log } = deps;
   // Compare, Update and Validate are offered in the palette for pulled files only
   const activeIsPulled = (): void => {
     const doc = vscode.window.activeTextEditor?.document;
@@ -227,7 +133,7 @@ export function registerPulledCommands(
   };
   activeIsPulled();
   context.subscriptions.push(vscode.window.onDidChangeActiveTextEditor(activeIsPulled), vscode.workspace.onDidSaveTextDocument(activeIsPulled));
-  followPulledDocuments(context, pd);
+  followPulledDocuments(context, deps);
   const upstreamTexts = new Map<string, string>();
   const upstreamChanged = new vscode.EventEmitter<vscode.Uri>();
   context.subscriptions.push(
@@ -256,7 +162,7 @@ export function registerPulledCommands(
     return plan.upstream;
   });
 
-  const validate = (doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> => validateAsNext(pd, doc, text);
+  const validate = (doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> => validateAsNext(deps, doc, text);
 
   // pulls the block again and keeps the user's edits (three-way merge), validates the result, and applies it as one
   // undoable edit with the verdict in its header; conflicts are written with markers and not run
@@ -353,7 +259,7 @@ export function registerPulledCommands(
         // none recorded there: the other place, else the modules are listed as not found
       }
     }
-    await writeRequirements(pd.session, { requirements, imports: prov.imports }, vscode.Uri.file(doc.uri.fsPath.replace(/\.py$/, '.requirements.txt')));
+    await writeRequirements(deps.session, { requirements, imports: prov.imports }, vscode.Uri.file(doc.uri.fsPath.replace(/\.py$/, '.requirements.txt')));
   });
 
   reg('nnrag.refreshPulled', async () => {
