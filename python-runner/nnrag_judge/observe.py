@@ -733,6 +733,22 @@ def import_name(root: str, relative: str, test_folder: Optional[str], module: st
     return name
 
 
+def root_view(root: str, scratch: str) -> str:
+    """A folder in `scratch` holding a link to each entry of the repository's root: the working folder of a test."""
+    view = os.path.join(scratch, "cwd")
+    os.makedirs(view, exist_ok=True)
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return view
+    for name in names:
+        try:
+            os.symlink(os.path.join(root, name), os.path.join(view, name))
+        except OSError:
+            continue
+    return view
+
+
 def alarm(_signum: int, _frame: Any) -> None:
     raise EntryTimeout()
 
@@ -775,6 +791,9 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
         scratch = tempfile.mkdtemp(prefix="nnrag-entry-", dir=home)
         tempfile.tempdir = scratch
         os.environ["TMPDIR"] = scratch
+        # run from the repository's root as pytest is (`tests/data/x.bin` read by a relative path), in a folder of
+        # links to its entries, so that what a test writes beside them lands in the scratch folder
+        os.chdir(root_view(root, scratch))
         observer = Observer(root, torch)
         error: Optional[str] = None
         try:

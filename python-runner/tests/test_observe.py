@@ -165,6 +165,40 @@ class Observing(unittest.TestCase):
         self.assertIsNone(seen["error"], seen)
         self.assertEqual([c["name"] for c in seen["calls"]], ["Scale"])
 
+    def test_a_test_runs_from_the_repository_root(self) -> None:
+        # mmcv's tests read `tests/data/...` by a relative path, as pytest run from the repository's root finds it; a
+        # file the test writes beside it goes to its scratch folder
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {
+                "pkg/__init__.py": "",
+                "pkg/layers.py": """
+                    from torch import nn
+
+                    class Scale(nn.Module):
+                        def __init__(self, factor):
+                            super().__init__()
+                            self.factor = factor
+
+                        def forward(self, x):
+                            return x * self.factor
+                    """,
+                "tests/data/factor.txt": "3\n",
+                "tests/test_scale.py": """
+                    import torch
+                    from pkg.layers import Scale
+
+                    def test_scale():
+                        factor = float(open("tests/data/factor.txt").read())
+                        open("written.txt", "w").write("ok")
+                        Scale(factor)(torch.ones(2, 5))
+                    """,
+            })
+            got = observed(root, [{"id": "tests/test_scale.py::test_scale", "module": "tests.test_scale", "function": "test_scale"}])
+            self.assertFalse(os.path.exists(os.path.join(root, "written.txt")))
+        [seen] = got["observed"]
+        self.assertIsNone(seen["error"], seen)
+        self.assertEqual([(c["name"], c["kwargs"]) for c in seen["calls"]], [("Scale", {"factor": {"$float": 3.0}})])
+
     def test_fixtures_constructions_and_inputs(self) -> None:
         with tempfile.TemporaryDirectory() as root:
             write_tree(root, {

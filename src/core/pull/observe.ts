@@ -27,7 +27,7 @@ import { buildNative, type NativeBuild } from '../validate/native';
 import { CancelledError, errorMessage } from '../base/errors';
 
 /** Bumped when what the observer records changes: every entry is then observed again. */
-export const OBSERVER_VERSION = '8';
+export const OBSERVER_VERSION = '9';
 
 /** A file of tests, as repositories lay them out. */
 const TEST_FILE = /(?:^|\/)(?:tests?|testing)\/|(?:^|\/)test_[^/]*\.py$|_test\.py$/;
@@ -308,9 +308,8 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       const records = answer.observed.filter((o) => typeof o.entry === 'string' && known.has(o.entry)).map((o) => recordOf(o, blobs, interpreter));
       const built = options.buildNative ? await nativesMissing(session, repo, records.map((r) => r.entry.error ?? ''), { ...options, buildNative: options.buildNative }) : [];
       if (built.length) {
-        // the entries that stopped for want of them, again, with them loaded
-        const wanted = (error: string | null): boolean => !!error && built.some((b) => error.includes(`'${b.module}'`));
-        const again = new Set(records.filter((r) => wanted(r.entry.error)).map((r) => r.entry.entry));
+        // every entry that stopped, again, with them loaded (a test may say only "skipped: requires compilation")
+        const again = new Set(records.filter((r) => r.entry.error).map((r) => r.entry.entry));
         const second = await judge.observe({ ...spec, entries: chosen.filter((e) => again.has(e.id)), ...(await judge.stageNatives(built)) }, limits);
         for (const o of second.observed) {
           const at = records.findIndex((r) => r.entry.entry === o.entry);
