@@ -15,6 +15,9 @@ import re
 from array import array
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .protocol import PROBE
+from .protocol import frame as make_frame
+
 SAMPLE = 4096  # values sent of a large tensor (all of one up to WHOLE)
 WHOLE = 1 << 16
 MAX_ITEMS = 64
@@ -274,9 +277,9 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
     after. One frame per probe, each keyed `label|what`."""
 
     def frame(key: str, body: Dict[str, Any], digest: Optional[Digest] = None) -> None:
-        head = {"probe": dict(body, key=f"{label}|{key}")}
+        head = make_frame(PROBE, dict(body, key=f"{label}|{key}"))
         if digest is not None:
-            head["probe"]["tensors"] = digest.entries
+            head[PROBE]["tensors"] = digest.entries
         send(head, digest.blob() if digest is not None else b"")
 
     try:

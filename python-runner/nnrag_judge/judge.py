@@ -10,10 +10,10 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .equivalence import compare, origin_problem
-from .protocol import Failure
+from .protocol import FAILURE, OBSERVED, ORIGIN, PLAN, PROBE, PROBED, REACHED, UNAVAILABLE, Failure, kind_of
 from .static import imported_top_levels, requirements, undefined_names
 from .supervise import Job, empty, last_line, project_folder, run_worker, tail_text
 from .verdict import Frame, verdict
@@ -62,30 +62,67 @@ class OriginalSide:
         self.how: Optional[str] = None
 
 
+def on_unavailable(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
+    side.reason = str(header[UNAVAILABLE])[:600]
+    return False
+
+
+def on_origin(side: OriginalSide, header: Dict[str, Any], _blob: bytes, original: Dict[str, Any]) -> bool:
+    """Where the original's class came from, checked against the indexed file: a mismatch ends the reading."""
+    origin = header[ORIGIN]
+    if not isinstance(origin, dict):
+        return False
+    side.reason = origin_problem(origin, original)
+    how = origin.get("how")
+    if isinstance(how, str) and how != "imported":
+        side.how = how[:300]
+    return bool(side.reason)
+
+
+def on_reached(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
+    side.reached = str(header[REACHED])
+    if header.get("error"):
+        side.reason = f"the original does not reach forward with the arguments tried: {str(header['error'])[:400]}"
+    return False
+
+
+def on_plan(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
+    if isinstance(header[PLAN], dict):
+        side.plan = header[PLAN]
+    return False
+
+
+def on_probe(side: OriginalSide, header: Dict[str, Any], blob: bytes, _original: Dict[str, Any]) -> bool:
+    if isinstance(header[PROBE], dict):
+        side.probes.append((header[PROBE], blob))
+    return False
+
+
+def on_probed(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
+    if isinstance(header[PROBED], dict):
+        side.probed = header[PROBED]
+    return False
+
+
+def on_failure(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
+    if isinstance(header[FAILURE], dict):
+        side.reason = f"the original fails: {str(header[FAILURE].get('message', ''))[:400]}"
+    return False
+
+
+# what the original's worker may send, by kind (protocol.FRAME_KINDS); a handler returns True to stop reading
+ORIGINAL_HANDLERS: Dict[str, Callable[[OriginalSide, Dict[str, Any], bytes, Dict[str, Any]], bool]] = {
+    UNAVAILABLE: on_unavailable, ORIGIN: on_origin, REACHED: on_reached, PLAN: on_plan, PROBE: on_probe,
+    PROBED: on_probed, FAILURE: on_failure,
+}
+
+
 def read_original(job: Job, original: Dict[str, Any]) -> OriginalSide:
     side = OriginalSide()
     for header, blob in job.frames:
-        if "unavailable" in header:
-            side.reason = str(header["unavailable"])[:600]
-        elif isinstance(header.get("origin"), dict):
-            side.reason = origin_problem(header["origin"], original)
-            if side.reason:
-                return side
-            how = header["origin"].get("how")
-            if isinstance(how, str) and how != "imported":
-                side.how = how[:300]
-        elif "reached" in header:
-            side.reached = str(header["reached"])
-            if header.get("error"):
-                side.reason = f"the original does not reach forward with the arguments tried: {str(header['error'])[:400]}"
-        elif isinstance(header.get("plan"), dict):
-            side.plan = header["plan"]
-        elif isinstance(header.get("probe"), dict):
-            side.probes.append((header["probe"], blob))
-        elif isinstance(header.get("probed"), dict):
-            side.probed = header["probed"]
-        elif isinstance(header.get("failure"), dict):
-            side.reason = f"the original fails: {str(header['failure'].get('message', ''))[:400]}"
+        handler = ORIGINAL_HANDLERS.get(kind_of(header) or "")
+        if handler is not None and handler(side, header, blob, original):
+            return side
     if job.problem is not None:
         side.reason = f"the original did not finish: {job.problem[1]}"
         side.plan = None
@@ -301,11 +338,11 @@ def observe(spec: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float
         job = run_worker("observe", {"observe": dict(spec, entries=entries)}, memory_mb, max(1.0, deadline - time.monotonic()), control)
         done = {}
         for header, _ in job.frames:
-            got = header.get("observed")
+            got = header.get(OBSERVED)
             if isinstance(got, dict) and isinstance(got.get("entry"), str):
                 done[got["entry"]] = got
-            elif isinstance(header.get("failure"), dict):
-                return {"ok": False, "category": str(header["failure"].get("category")), "message": str(header["failure"].get("message"))[:500], "observed": results}
+            elif isinstance(header.get(FAILURE), dict):
+                return {"ok": False, "category": str(header[FAILURE].get("category")), "message": str(header[FAILURE].get("message"))[:500], "observed": results}
         results.extend(done.values())
         if job.problem is not None and job.problem[0] in ("cancelled", "tampered", "output"):
             return {"ok": False, "category": job.problem[0], "message": job.problem[1], "observed": results}

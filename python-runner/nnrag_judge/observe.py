@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .inputs import entry_layer, lighter
 from .loading import develop_distributions, load_natives
+from .protocol import OBSERVED, frame
 from .recipe import Recorder, Unwritable, is_scalar, scalar, written
 
 # observations kept per class, and forward calls recorded per class
@@ -816,8 +817,8 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
             error = f"stopped after {budget:g} s"
         except BaseException as exc:  # noqa: BLE001 - a failing test still shows what it built before it failed
             error = f"{type(exc).__name__}: {exc}"[:300]
-        send({"observed": {"entry": entry.get("id"), "seconds": round(time.time() - started, 3), "error": error,
-                           "calls": observations(observer, real_root), "files": files_imported(real_root, observer.read)}})
+        send(frame(OBSERVED, {"entry": entry.get("id"), "seconds": round(time.time() - started, 3), "error": error,
+                             "calls": observations(observer, real_root), "files": files_imported(real_root, observer.read)}))
         tempfile.tempdir = None
         shutil.rmtree(scratch, ignore_errors=True)
         # what the entry built is freed before the next one builds (modules hold reference cycles: a later entry of a

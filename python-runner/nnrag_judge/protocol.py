@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 TIERS = ["parsed", "compiled", "names-closed", "imported", "instantiated", "forward", "equivalent"]
 # every category a report may carry (src/core/validate/runner.ts has the same list; a test checks)
@@ -16,6 +16,14 @@ REPORT_CATEGORIES = ["syntax", "unresolved", "native-extension", "missing-packag
                      "forward", "timeout", "memory", "interpreter", "tampered", "output", "differs"]
 # those a worker may name in a failure frame ("error": one of its own steps failed)
 CATEGORIES = set(REPORT_CATEGORIES) - {"tampered", "output", "differs"} | {"error"}
+
+# the kinds of frame a worker sends the judge, each named by the one key its header carries (`frame` makes one,
+# `kind_of` reads it; the judge handles each kind by name: judge.ORIGINAL_HANDLERS, verdict.verdict)
+TIER, CLASS, FORWARD, FAILURE = "tier", "class", "forward", "failure"  # the copy's tiers, in order
+PROBE, PROBED = "probe", "probed"  # either side's probes, and the end of them
+PLAN, ORIGIN, UNAVAILABLE, REACHED = "plan", "origin", "unavailable", "reached"  # the original's side
+OBSERVED = "observed"  # the observer's entries
+FRAME_KINDS = (TIER, CLASS, FORWARD, FAILURE, PROBE, PROBED, PLAN, ORIGIN, UNAVAILABLE, REACHED, OBSERVED)
 
 FRAME = struct.Struct(">II")
 MAX_HEADER = 1 << 20
@@ -30,6 +38,18 @@ class Failure(Exception):
         self.category = category
         self.message = message
         self.extra = extra
+
+
+def frame(kind: str, value: Any, **more: Any) -> Dict[str, Any]:
+    """A frame's header: `kind`'s key holding `value`, and `more` beside it (the other keys of that kind)."""
+    if kind not in FRAME_KINDS:
+        raise ValueError(f"not a kind of frame: {kind}")
+    return {**more, kind: value}
+
+
+def kind_of(header: Dict[str, Any]) -> Optional[str]:
+    """The kind of a frame a worker sent: the first of FRAME_KINDS its header carries; None for none (not ours)."""
+    return next((kind for kind in FRAME_KINDS if kind in header), None)
 
 
 def sender(fd: int) -> Callable[..., None]:

@@ -9,7 +9,7 @@ import os
 from array import array
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .protocol import CATEGORIES, MAX_VALUES, Failure
+from .protocol import CATEGORIES, CLASS, FAILURE, FORWARD, MAX_VALUES, PROBE, PROBED, TIER, Failure, kind_of
 from .supervise import Job, last_line, tail_text
 
 Frame = Tuple[Dict[str, Any], bytes]
@@ -90,16 +90,19 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> C
     forward: Optional[Frame] = None
     result = CopyResult()
     for header, blob in job.frames:
-        if forward is not None and failure is None and result.probed is None and isinstance(header.get("probe"), dict):
-            result.probes.append((header["probe"], blob))
+        kind = kind_of(header)
+        # after the forward: its probes, then the end of them; nothing after that, and nothing after a failure
+        probing = forward is not None and failure is None and result.probed is None
+        if probing and kind == PROBE and isinstance(header[PROBE], dict):
+            result.probes.append((header[PROBE], blob))
             continue
-        if forward is not None and failure is None and result.probed is None and isinstance(header.get("probed"), dict):
-            result.probed = header["probed"]
+        if probing and kind == PROBED and isinstance(header[PROBED], dict):
+            result.probed = header[PROBED]
             continue
         if forward is not None or failure is not None:
             raise Failure("tampered", "the block wrote to the validator's channel (a frame after the last)")
-        if "tier" in header:
-            tier = header["tier"]
+        if kind == TIER:
+            tier = header[TIER]
             # each argument set that builds is announced: "instantiated" may come again after a forward that failed
             again = tier == "instantiated" and report["tier"] == "instantiated"
             if tier not in order or (order.index(tier) != order.index(report["tier"]) + 1 and not again):
@@ -109,13 +112,13 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> C
                     if key in header:
                         report[key] = header[key]
             reach(tier)
-        elif "class" in header and isinstance(header["class"], str):
-            report["class"] = header["class"][:200]
+        elif kind == CLASS and isinstance(header[CLASS], str):
+            report["class"] = header[CLASS][:200]
             result.source = header.get("source") if isinstance(header.get("source"), str) else None
-        elif "failure" in header and isinstance(header["failure"], dict):
-            failure = header["failure"]
-        elif "forward" in header and isinstance(header["forward"], dict) and report["tier"] == "instantiated":
-            forward = (header["forward"], blob)
+        elif kind == FAILURE and isinstance(header[FAILURE], dict):
+            failure = header[FAILURE]
+        elif kind == FORWARD and isinstance(header[FORWARD], dict) and report["tier"] == "instantiated":
+            forward = (header[FORWARD], blob)
         else:
             raise Failure("tampered", "the block wrote to the validator's channel (a frame that is not ours)")
     if job.problem is not None and forward is not None and job.problem[0] in ("timeout", "memory", "output"):

@@ -31,7 +31,7 @@ from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import (containers, data_object_inputs, dense_graph_inputs, docstring_inputs, documented_inputs, filled, gridded, input_candidates, lighter, pyramid_inputs, routed_inputs,
                      shapes, shrunk, signature_inputs, spatial_sides, LARGE_SIDE)
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
-from .protocol import MAX_VALUES, Failure, sender
+from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, PROBED, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
 from .observe import observed_inputs, run_observe
 from .recipe import recipe_of, recording
 from .repair import repaired
@@ -485,7 +485,7 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
     sides alike). Ends with a `probed` frame naming the variants done."""
     attempt = next((a for a in attempts if a[0] == plan.get("attempt")), None)
     if attempt is None:
-        send({"probed": {"error": f"no argument set {plan.get('attempt')!r} here"}})
+        send(frame(PROBED, {"error": f"no argument set {plan.get('attempt')!r} here"}))
         return
     if found is not None and found.attempt[0] == plan.get("attempt") and found.index == plan.get("input"):
         base, inputs = found.model, found.inputs
@@ -493,13 +493,13 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
         errors: List[str] = []
         base, recorded, how = make(attempt, cls, factory, torch, nn, errors)
         if base is None:
-            send({"probed": {"error": f"the argument set that ran does not build: {errors[-1] if errors else '?'}"}})
+            send(frame(PROBED, {"error": f"the argument set that ran does not build: {errors[-1] if errors else '?'}"}))
             return
         lighter(base)
         candidates = input_list(base, torch, nn, how.get("kwargs", {}), recorded)
         index = plan.get("input")
         if not isinstance(index, int) or not 0 <= index < len(candidates):
-            send({"probed": {"error": "the input that ran is not among this side's inputs"}})
+            send(frame(PROBED, {"error": "the input that ran is not among this side's inputs"}))
             return
         inputs = candidates[index]
     budget = [MAX_VALUES // 2]
@@ -544,20 +544,20 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
         done.append(str(v.get("label")))
     if stop is not None:
         stop()
-    send({"probed": {"variants": done, **({"ran": sorted(seen)[:5000]} if coverage else {})}})
+    send(frame(PROBED, {"variants": done, **({"ran": sorted(seen)[:5000]} if coverage else {})}))
 
 
 def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any) -> None:
     """The copy's side: import, instantiate and forward, each tier reached a frame (the forward's with its outputs);
     then the probes of the original's plan, when one was given."""
     module = import_file(req["file"], req.get("native", []))
-    send({"tier": "imported"})
+    send(frame(TIER, "imported"))
     cls = find_block(module, req.get("class"), nn)
     try:
         source = inspect.getsourcefile(cls)
     except TypeError:
         source = None
-    send({"class": str(cls.__name__), "source": source})
+    send(frame(CLASS, str(cls.__name__), source=source))
     if inspect.isabstract(cls):
         raise Failure("instantiate", f"{cls.__name__} is abstract: {sorted(getattr(cls, '__abstractmethods__', []))}")
     builder = req.get("builder")
@@ -565,7 +565,7 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
     plan = req.get("plan") if isinstance(req.get("plan"), dict) else None
     found, errors, forward_error, built = search(cls, attempts, factory, torch, nn,
-                                                 lambda r: send(dict(r, tier="instantiated", builder=builder) if r.get("builder") else dict(r, tier="instantiated")),
+                                                 lambda r: send(frame(TIER, "instantiated", **{k: (builder if k == "builder" and v else v) for k, v in r.items() if k != TIER})),
                                                  plan)
     if found is None:
         error = forward_error if built else best_error(errors)
@@ -588,8 +588,8 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
             raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}")
         raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}")
     structure, tensors, values = tensor_evidence(found.out, torch, MAX_VALUES // 2)
-    send({"forward": {"input_shapes": [shapes(t) for t in found.inputs], "output": structure, "tensors": tensors,
-                      "attempt": found.attempt[0], "input": found.index}}, values)
+    send(frame(FORWARD, {"input_shapes": [shapes(t) for t in found.inputs], "output": structure, "tensors": tensors,
+                      "attempt": found.attempt[0], "input": found.index}), values)
     if plan is not None:
         probe_plan(send, cls, attempts, factory, plan, torch, nn, coverage=req["file"], found=found)
 
@@ -603,20 +603,20 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
         module, how = import_original(original)
         cls = getattr(module, str(original["class"]))
     except BaseException as exc:  # noqa: BLE001 - a reason, not a verdict
-        send({"unavailable": f"the original cannot be imported: {type(exc).__name__}: {exc}"[:600]})
+        send(frame(UNAVAILABLE, f"the original cannot be imported: {type(exc).__name__}: {exc}"[:600]))
         return
     try:
         source = inspect.getsourcefile(cls)
     except TypeError:
         source = None
-    send({"origin": {"file": source, "module": getattr(cls, "__module__", None), "how": how}})
+    send(frame(ORIGIN, {"file": source, "module": getattr(cls, "__module__", None), "how": how}))
     factory = None
     if req.get("builder"):
         b = original.get("builder") or {}
         try:
             factory = getattr(importlib.import_module(str(b["module"])), str(b["name"]))
         except BaseException as exc:  # noqa: BLE001
-            send({"unavailable": f"the original builder cannot be imported: {type(exc).__name__}: {exc}"[:600]})
+            send(frame(UNAVAILABLE, f"the original builder cannot be imported: {type(exc).__name__}: {exc}"[:600]))
             return
     # the repository's modules an observed call names (a configuration class the block's module never imports)
     OWN_PACKAGES.add(str(original["module"]).split(".")[0])
@@ -632,16 +632,16 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     found, errors, forward_error, _ = search(cls, attempts, factory, torch, nn, lambda r: reached.append("instantiated"))
     if found is None:
         why = forward_error or best_error(errors)
-        send({"reached": reached[-1], "error": str(why)[:500]})
+        send(frame(REACHED, reached[-1], error=str(why)[:500]))
         return
-    send({"reached": "forward"})
+    send(frame(REACHED, "forward"))
     key, args, kwargs = found.attempt
     chosen = variants(cls, args, kwargs, cls) if key != "builder" else [({}, f"built by {original.get('builder', {}).get('name', 'its builder')}()")]
     if takes_a_list(found.model, found.inputs):
         chosen.insert(1, ({INPUT_FORM: "listed"}, "inputs as a list"))
     plan = {"attempt": key, "input": found.index, "variants": [{"label": label, "overrides": o} for o, label in chosen],
             "heavy": LAST_FORWARD_S[0] > HEAVY_S}
-    send({"plan": plan})
+    send(frame(PLAN, plan))
     probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found)
 
 
@@ -702,10 +702,10 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
                 raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")
             run_copy(send, req, torch, nn)
     except Failure as failure:
-        send({"failure": dict(failure.extra, category=failure.category, message=failure.message)})
+        send(frame(FAILURE, dict(failure.extra, category=failure.category, message=failure.message)))
     except BaseException as exc:  # noqa: BLE001 - never leave the judge without a word
         try:
-            send({"failure": {"category": "error", "message": f"{type(exc).__name__}: {exc}"}})
+            send(frame(FAILURE, {"category": "error", "message": f"{type(exc).__name__}: {exc}"}))
         except BaseException:  # noqa: BLE001
             pass
     exit_(0)
