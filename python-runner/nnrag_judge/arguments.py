@@ -40,6 +40,8 @@ GUESSES: List[Tuple[Tuple[str, ...], Any]] = [
 ]
 # a module the block wraps and calls (`Residual(fn)`, `PreNorm(dim, fn)`): Identity runs on anything
 WRAPPED = ("fn", "func", "function", "module", "sublayer", "wrapped", "inner")
+# a loss a block wraps (`FocalLoss(loss_fcn)` sets `loss_fcn.reduction`): a classification loss with a reduction
+LOSSES = ("loss_fcn", "loss_fn", "loss_func", "loss_function", "criterion", "base_loss", "loss", "loss_module")
 FACTORIES = ("norm_layer", "activation_layer", "act_layer", "block", "layer", "conv_layer", "norm", "act")
 
 
@@ -107,6 +109,8 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
         return by_name
     if name in WRAPPED and ann is param.empty:
         return nn.Identity()
+    if name in LOSSES and ann is param.empty:
+        return nn.BCEWithLogitsLoss()
     # a count of layers (`n_layer`, `num_layer`) is a number, not a layer factory
     if name in FACTORIES or (name.endswith("_layer") and not name.startswith(("n_", "num_"))):
         return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)

@@ -210,3 +210,34 @@ class StringOptionVariants(unittest.TestCase):
         self.assertIn("method='rearrange'", report["equivalence"]["variants"])
         edited = LOOKED_UP.replace("* self.w[1]", "* self.w[0]")
         self.assertEqual(judged(edited, LOOKED_UP, "Looked").get("category"), "differs")
+
+
+WRAPPED_LOSS = '''
+import torch
+from torch import nn
+
+
+class FocalLoss(nn.Module):
+    def __init__(self, loss_fcn, gamma=1.5, alpha=0.25):
+        super().__init__()
+        self.loss_fcn = loss_fcn
+        self.gamma = gamma
+        self.alpha = alpha
+        self.reduction = loss_fcn.reduction
+        self.loss_fcn.reduction = "none"
+
+    def forward(self, pred, true):
+        loss = self.loss_fcn(pred, true)
+        p = torch.sigmoid(pred)
+        p_t = true * p + (1 - true) * (1 - p)
+        loss = loss * (1.0 - p_t) ** self.gamma
+        return loss.mean() if self.reduction == "mean" else loss.sum()
+'''
+
+
+@needs_torch
+class WrappedLoss(unittest.TestCase):
+    def test_a_loss_a_block_wraps_is_a_loss_module(self) -> None:
+        # YOLO's FocalLoss(loss_fcn): before, loss_fcn was 16 ("'int' object has no attribute 'reduction'")
+        report = judged(WRAPPED_LOSS, WRAPPED_LOSS, "FocalLoss")
+        self.assertEqual(report["tier"], "equivalent", report)
