@@ -61,6 +61,23 @@ function inside(file: string, roots: string[]): boolean {
   return roots.some((r) => probe === r || probe.startsWith(r.endsWith(path.sep) ? r : r + path.sep));
 }
 
+/** The roots writes may go under: `--root`, and the client's (file: URIs). */
+async function writableRoots(server: McpServer, givenRoots: string[]): Promise<string[]> {
+  const out = [...givenRoots];
+  if (server.server.getClientCapabilities()?.roots) {
+    const listed = await server.server.listRoots().catch(() => ({ roots: [] as { uri: string }[] }));
+    for (const r of listed.roots) {
+      if (!r.uri.startsWith('file://')) continue;
+      try {
+        out.push(realpathSync(new URL(r.uri).pathname));
+      } catch {
+        // a root that does not exist here takes nothing
+      }
+    }
+  }
+  return out;
+}
+
 export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, { root: { value: true, multiple: true }, 'allow-validate': {}, python: { value: true } });
   const allowValidate = flag(args, 'allow-validate');
@@ -77,22 +94,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
 
   const server = new McpServer({ name: 'nn-rag', version: VERSION }, { capabilities: { logging: {} } });
 
-  /** The roots writes may go under: `--root`, and the client's (file: URIs). */
-  const roots = async (): Promise<string[]> => {
-    const out = [...givenRoots];
-    if (server.server.getClientCapabilities()?.roots) {
-      const listed = await server.server.listRoots().catch(() => ({ roots: [] as { uri: string }[] }));
-      for (const r of listed.roots) {
-        if (!r.uri.startsWith('file://')) continue;
-        try {
-          out.push(realpathSync(new URL(r.uri).pathname));
-        } catch {
-          // a root that does not exist here takes nothing
-        }
-      }
-    }
-    return out;
-  };
+  const roots = (): Promise<string[]> => writableRoots(server, givenRoots);
 
   const context: McpContext = { server, db, ws, roots, python, allowValidate };
 

@@ -151,6 +151,24 @@ function languageStatus(
   return { show: showStatus, changed: statusChanged, current: () => current };
 }
 
+/** What the language server starts with: where its files are, and the settings the index depends on now. */
+function initOptions(context: vscode.ExtensionContext, dist: vscode.Uri, settings: { repositories: SourceConfig[]; gitFetchIntervalMinutes: number }): InitOptions {
+  return {
+    storageDir: context.globalStorageUri.fsPath,
+    treeSitterWasm: vscode.Uri.joinPath(dist, 'web-tree-sitter.wasm').fsPath,
+    pythonWasm: vscode.Uri.joinPath(dist, 'tree-sitter-python.wasm').fsPath,
+    sqlWasm: vscode.Uri.joinPath(dist, 'sql-wasm.wasm').fsPath,
+    parseWorker: vscode.Uri.joinPath(dist, 'parseWorker.js').fsPath,
+    runner: vscode.Uri.joinPath(context.extensionUri, 'python-runner', 'judge.py').fsPath,
+    cacheDir: vscode.Uri.joinPath(context.globalStorageUri, 'cache').fsPath,
+    ...settings,
+    maxFileKb: setting('maxFileKb'),
+    sharedIndex: setting('sharedIndex') || undefined,
+    sharedIndexMaxSizeMB: setting('sharedIndexMaxSizeMB'),
+    sharedIndexFollowRedirects: setting('sharedIndexFollowRedirects'),
+  };
+}
+
 async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Promise<NnragApi> {
   const dist = vscode.Uri.joinPath(context.extensionUri, 'dist');
   await vscode.workspace.fs.createDirectory(context.globalStorageUri);
@@ -163,21 +181,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     gitFetchIntervalMinutes: setting('git.fetchIntervalMinutes'),
   });
   const atStart = indexSettings();
-  const init: InitOptions = {
-    storageDir: context.globalStorageUri.fsPath,
-    treeSitterWasm: vscode.Uri.joinPath(dist, 'web-tree-sitter.wasm').fsPath,
-    pythonWasm: vscode.Uri.joinPath(dist, 'tree-sitter-python.wasm').fsPath,
-    sqlWasm: vscode.Uri.joinPath(dist, 'sql-wasm.wasm').fsPath,
-    parseWorker: vscode.Uri.joinPath(dist, 'parseWorker.js').fsPath,
-    runner: vscode.Uri.joinPath(context.extensionUri, 'python-runner', 'judge.py').fsPath,
-    cacheDir: vscode.Uri.joinPath(context.globalStorageUri, 'cache').fsPath,
-    ...atStart,
-    maxFileKb: setting('maxFileKb'),
-    sharedIndex: setting('sharedIndex') || undefined,
-    sharedIndexMaxSizeMB: setting('sharedIndexMaxSizeMB'),
-    sharedIndexFollowRedirects: setting('sharedIndexFollowRedirects'),
-  };
-  const client = await NnragClient.start(context, log, init);
+  const client = await NnragClient.start(context, log, initOptions(context, dist, atStart));
   const credentials = new GitCredentialService(context.secrets, log);
   context.subscriptions.push(
     client.onRequest(GetGitCredentials, ({ url }) => credentials.credentialsFor(url)),
@@ -203,7 +207,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
 
   const where = vscode.workspace.getConfiguration('nnrag').inspect<SourceConfig[]>('repositories');
   log.info(
-    `[settings] nnrag.repositories: ${init.repositories.length} (user ${where?.globalValue?.length ?? '-'}, workspace ${where?.workspaceValue?.length ?? '-'}, folder ${where?.workspaceFolderValue?.length ?? '-'}); folders: ${(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join(', ') || 'none'}`,
+    `[settings] nnrag.repositories: ${atStart.repositories.length} (user ${where?.globalValue?.length ?? '-'}, workspace ${where?.workspaceValue?.length ?? '-'}, folder ${where?.workspaceFolderValue?.length ?? '-'}); folders: ${(vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join(', ') || 'none'}`,
   );
   let indexed = JSON.stringify(atStart);
   let followed = interpreter.current().path;

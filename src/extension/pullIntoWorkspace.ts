@@ -117,6 +117,18 @@ function pullFolder(): { folder: vscode.WorkspaceFolder; sub: string } {
   return { folder, sub };
 }
 
+/** Throws, saying why, when `existing` (the text at `dest`) is not a pull of NN-RAG left as it was pulled. */
+async function refuseReplacing(client: Deps['client'], dest: vscode.Uri, existing: string, name: string): Promise<void> {
+  const st = (await client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
+  if (!st || st.edited) {
+    throw new Error(
+      st
+        ? vscode.l10n.t('{0} was edited since it was pulled: NN-RAG: Update Pulled Block keeps your edits (or turn on nnrag.pull.preview to replace it after a diff)', name)
+        : vscode.l10n.t('{0} exists and was not pulled by NN-RAG: choose another name (or turn on nnrag.pull.preview to replace it after a diff)', name),
+    );
+  }
+}
+
 /**
  * Pulls `target` into the workspace's pull folder. The block is pulled and validated (trusted workspaces only) in a
  * scratch file first; with `nnrag.pull.preview` the file is shown against what is there now in a diff editor, to
@@ -160,18 +172,9 @@ export async function pullIntoWorkspace(
   const dest = vscode.Uri.joinPath(folder.uri, sub, name);
   const preview = !confirmed && setting('pull.preview', folder.uri);
   const existing = await readIfExists(dest);
-  if (existing !== undefined && !preview) {
-    // without a diff to look at (or by a language-model tool), a file that holds something other than an untouched
-    // pull is never replaced
-    const st = (await client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
-    if (!st || st.edited) {
-      throw new Error(
-        st
-          ? vscode.l10n.t('{0} was edited since it was pulled: NN-RAG: Update Pulled Block keeps your edits (or turn on nnrag.pull.preview to replace it after a diff)', name)
-          : vscode.l10n.t('{0} exists and was not pulled by NN-RAG: choose another name (or turn on nnrag.pull.preview to replace it after a diff)', name),
-      );
-    }
-  }
+  // without a diff to look at (or by a language-model tool), a file that holds something other than an untouched
+  // pull is never replaced
+  if (existing !== undefined && !preview) await refuseReplacing(client, dest, existing, name);
 
   // 1. pull into a scratch file, and validate it there with the selected interpreter (cancellable)
   const scratchDir = await newScratchDir(deps);

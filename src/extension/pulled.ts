@@ -124,6 +124,29 @@ async function pickPulled(provider: PulledBlocksProvider): Promise<string | unde
   return picked?.uri;
 }
 
+/**
+ * The merge editor (the command VS Code's git extension opens it with); the markers stay when it is not there. Its
+ * three sides are files in the extension's own storage, so the editor VS Code restores after a reload has them.
+ */
+async function openMergeEditor(storage: vscode.Uri, log: vscode.LogOutputChannel, file: vscode.Uri, texts: { base: string; yours: string; upstream: string }): Promise<void> {
+  const folder = vscode.Uri.joinPath(storage, 'merge', createHash('sha256').update(file.toString()).digest('hex').slice(0, 16));
+  const side = async (name: string, text: string): Promise<vscode.Uri> => {
+    const uri = vscode.Uri.joinPath(folder, `${name}-${path.basename(file.fsPath)}`);
+    await vscode.workspace.fs.writeFile(uri, Buffer.from(text, 'utf8'));
+    return uri;
+  };
+  try {
+    await vscode.commands.executeCommand('_open.mergeEditor', {
+      base: await side('base', texts.base),
+      input1: { uri: await side('yours', texts.yours), title: vscode.l10n.t('Yours') },
+      input2: { uri: await side('upstream', texts.upstream), title: vscode.l10n.t('Upstream') },
+      output: file,
+    });
+  } catch (err) {
+    log.info(`[update] no merge editor here (${err instanceof Error ? err.message : String(err)}); the conflict markers are in the file`);
+  }
+}
+
 export function registerPulledCommands(context: vscode.ExtensionContext, reg: Reg, deps: Deps): void {
   const { client, pulled: provider, log } = deps;
   // Compare, Update and Validate are offered in the palette for pulled files only
@@ -180,7 +203,7 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
     await replaceAll(doc, checked?.text ?? plan.next);
     await vscode.window.showTextDocument(doc);
     // conflicts: VS Code's merge editor over the file (with its markers), the pulled base, your text and upstream's
-    if (plan.state === 'conflicts' && plan.pulled !== undefined) await openMergeEditor(doc.uri, plan.pulled, yours, plan.upstream);
+    if (plan.state === 'conflicts' && plan.pulled !== undefined) await openMergeEditor(context.globalStorageUri, log, doc.uri, { base: plan.pulled, yours, upstream: plan.upstream });
     // the manifest and required_repos.json say what the header now says
     await client.request(WriteManifests, { file: doc.uri.fsPath, base: plan.base, text: doc.getText(), requirements: checked?.validation.requirements });
     provider.refresh();
@@ -189,29 +212,6 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
     }
     return { state: plan.state, conflicts: plan.conflicts, validation: checked?.validation };
   });
-
-  /**
-   * The merge editor (the command VS Code's git extension opens it with); the markers stay when it is not there. Its
-   * three sides are files in the extension's own storage, so the editor VS Code restores after a reload has them.
-   */
-  const openMergeEditor = async (file: vscode.Uri, base: string, yours: string, upstream: string): Promise<void> => {
-    const folder = vscode.Uri.joinPath(context.globalStorageUri, 'merge', createHash('sha256').update(file.toString()).digest('hex').slice(0, 16));
-    const side = async (name: string, text: string): Promise<vscode.Uri> => {
-      const uri = vscode.Uri.joinPath(folder, `${name}-${path.basename(file.fsPath)}`);
-      await vscode.workspace.fs.writeFile(uri, Buffer.from(text, 'utf8'));
-      return uri;
-    };
-    try {
-      await vscode.commands.executeCommand('_open.mergeEditor', {
-        base: await side('base', base),
-        input1: { uri: await side('yours', yours), title: vscode.l10n.t('Yours') },
-        input2: { uri: await side('upstream', upstream), title: vscode.l10n.t('Upstream') },
-        output: file,
-      });
-    } catch (err) {
-      log.info(`[update] no merge editor here (${err instanceof Error ? err.message : String(err)}); the conflict markers are in the file`);
-    }
-  };
 
   // validates the pulled file as the editor holds it and records the verdict in its header (one edit)
   reg('nnrag.validatePulled', async (arg) => {

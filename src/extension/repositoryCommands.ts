@@ -75,7 +75,11 @@ export function registerRepositoryCommands(reg: Reg, deps: Deps): void {
     void vscode.window.showInformationMessage(said.length ? said.join('; ') : vscode.l10n.t('No local repository to observe: installed packages and git repositories have no tests here to run'));
     return summaries;
   });
+  registerSettingsCommands(reg);
+}
 
+/** The commands that change `nnrag.repositories` where it takes effect: open it, remove, disable, enable an entry. */
+function registerSettingsCommands(reg: Reg): void {
   // the settings file that holds nnrag.repositories in effect, to correct an entry (a failing repository's node)
   reg('nnrag.openRepositorySettings', async () => {
     const { key, target } = repositoriesInEffect();

@@ -409,22 +409,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     renamed,
     ...(providedIds.length && ctx.provided ? { shared: { module: ctx.provided.module, ids: providedIds, names: providedNames } } : {}),
   };
-  const header = [
-    // an explicit coding line: otherwise a block named like `PositionalEncoding:` would read as one (PEP 263)
-    '# -*- coding: utf-8 -*-',
-    `# Pulled by NN-RAG: ${headerText(provenance.block)} from ${headerText(rootSrc.repo)} (${headerText(rootSrc.url ?? rootSrc.location)})`,
-    `# commit ${headerText(rootSrc.commit ?? 'unknown (not a git checkout)')}; license ${headerText(rootSrc.license ?? 'not declared')}`,
-    ...(ctx.notes ?? []).map((n) => `# ${headerText(n)}`),
-    ...(block.optional.length ? [`# used only inside functions, imported where installed: ${block.optional.map(headerText).join(', ')}`] : []),
-    ...(provenance.shared ? [`# shared with the blocks pulled beside it: ${providedIds.length} definitions imported from ${headerText(provenance.shared.module)}.py`] : []),
-    '# inlined from (repository path, git blob: definitions and their lines; the manifest and the record below list each):',
-    ...sourceLines(definitions),
-    `# content sha256 of everything below this header: ${hash}`,
-    provenanceLine(provenance),
-  ]
-    // (no header line can read as a tool's marker either: each value is one line, and is indented when it would)
-    .map((l) => withoutMarkers(l))
-    .join('\n');
+  const header = fileHeader(provenance, rootSrc, { notes: ctx.notes ?? [], optional: block.optional, sharedIds: providedIds.length, hash });
   const keptIndex = new Map(kept.map((n, i) => [orderIndex.get(n.key)!, i]));
   const graph: DependencyGraph = { nodes: definitions.map((d, id) => ({ id, names: d.names, module: d.module, repo: d.repo, lines: sizes[id] })), edges: [] };
   for (const e of needEdges) {
@@ -439,6 +424,31 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     return importBlock(used, names, future && used.length > 0, ctx.stdlib).text;
   };
   return { code: `${header}\n\n${rest}`, provenance, thirdParty, order: kept, graph, pieces: all, importsFor };
+}
+
+/** The pulled file's header: where it comes from, what it inlines (each definition's blob and lines), its hash and
+ * its provenance record. No line of it can read as a tool's marker. */
+function fileHeader(
+  provenance: Provenance,
+  rootSrc: { repo: string; url: string | null; location: string; commit: string | null; license: string | null },
+  { notes, optional, sharedIds, hash }: { notes: string[]; optional: string[]; sharedIds: number; hash: string },
+): string {
+  return [
+    // an explicit coding line: otherwise a block named like `PositionalEncoding:` would read as one (PEP 263)
+    '# -*- coding: utf-8 -*-',
+    `# Pulled by NN-RAG: ${headerText(provenance.block)} from ${headerText(rootSrc.repo)} (${headerText(rootSrc.url ?? rootSrc.location)})`,
+    `# commit ${headerText(rootSrc.commit ?? 'unknown (not a git checkout)')}; license ${headerText(rootSrc.license ?? 'not declared')}`,
+    ...notes.map((n) => `# ${headerText(n)}`),
+    ...(optional.length ? [`# used only inside functions, imported where installed: ${optional.map(headerText).join(', ')}`] : []),
+    ...(provenance.shared ? [`# shared with the blocks pulled beside it: ${sharedIds} definitions imported from ${headerText(provenance.shared.module)}.py`] : []),
+    '# inlined from (repository path, git blob: definitions and their lines; the manifest and the record below list each):',
+    ...sourceLines(provenance.definitions),
+    `# content sha256 of everything below this header: ${hash}`,
+    provenanceLine(provenance),
+  ]
+    // (no header line can read as a tool's marker either: each value is one line, and is indented when it would)
+    .map((l) => withoutMarkers(l))
+    .join('\n');
 }
 
 /** Imports a file's shared definitions from the module beside it: as a package member, else from the folder. */

@@ -149,6 +149,39 @@ function existingFiles(db: IndexDb, repoId: number): Map<string, ExistingFile> {
   return existing;
 }
 
+/**
+ * Runs `work` over `todo` (largest first): as many files in flight as the parser can take, and no more (bounded
+ * memory), taken from the large end; with a pool, this thread takes small files (at most `hereMax` bytes) from the
+ * other end between its own work (it answers between two files). Every lane ends (at its next file, once the run is
+ * cancelled or one fails) before this returns: a file still in flight must not land after the run, under the next
+ * run's feet (which would then add the same file again).
+ */
+async function inFlight(todo: SourceFile[], lanes: number, hereMax: number, work: (file: SourceFile, inThisThread?: boolean) => Promise<void>, signal?: AbortSignal): Promise<void> {
+  let next = 0;
+  let end = todo.length;
+  const fromLarge = async (): Promise<void> => {
+    while (next < end) {
+      throwIfAborted(signal);
+      await work(todo[next++]);
+    }
+  };
+  const fromSmall = async (): Promise<void> => {
+    // (git sources list no sizes: -1)
+    while (next < end && todo[end - 1].size <= hereMax) {
+      await new Promise((resolve) => setImmediate(resolve));
+      throwIfAborted(signal);
+      if (next < end) await work(todo[--end], true);
+    }
+  };
+  const stopOthers = (err: unknown): never => {
+    next = end;
+    throw err;
+  };
+  const ended = await Promise.allSettled([...Array.from({ length: lanes }, fromLarge), ...(hereMax > 0 ? [fromSmall()] : [])].map((lane) => lane.catch(stopOthers)));
+  const failure = ended.find((e): e is PromiseRejectedResult => e.status === 'rejected');
+  if (failure) throw failure.reason;
+}
+
 async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
   const t0 = performance.now();
   const { info } = source;
@@ -228,34 +261,7 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
     // classes are searchable as their file lands), not only at the end
     options.rediscover?.maybe(db);
   };
-  // as many files in flight as the parser can take, and no more (bounded memory), taken from the large end; with a
-  // pool, this thread takes small files from the other end between its own work (it answers between two files)
-  const lanes = Math.max(1, options.concurrency ?? 1);
-  let next = 0;
-  let end = todo.length;
-  const fromLarge = async (): Promise<void> => {
-    while (next < end) {
-      throwIfAborted(options.signal);
-      await work(todo[next++]);
-    }
-  };
-  const fromSmall = async (): Promise<void> => {
-    // (git sources list no sizes: -1)
-    while (next < end && todo[end - 1].size <= hereMax) {
-      await new Promise((resolve) => setImmediate(resolve));
-      throwIfAborted(options.signal);
-      if (next < end) await work(todo[--end], true);
-    }
-  };
-  // every lane ends (at its next file, once the run is cancelled or one fails) before the run does: a file still in
-  // flight must not land after the run, under the next run's feet (which would then add the same file again)
-  const stopOthers = (err: unknown): never => {
-    next = end;
-    throw err;
-  };
-  const ended = await Promise.allSettled([...Array.from({ length: lanes }, fromLarge), ...(hereMax > 0 ? [fromSmall()] : [])].map((lane) => lane.catch(stopOthers)));
-  const failure = ended.find((e): e is PromiseRejectedResult => e.status === 'rejected');
-  if (failure) throw failure.reason;
+  await inFlight(todo, Math.max(1, options.concurrency ?? 1), hereMax, work, options.signal);
 
   for (const [p, old] of existing) {
     if (seen.has(p) || (only && !only.has(p))) continue;

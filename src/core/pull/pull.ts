@@ -636,42 +636,8 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       v = { ...v, category: 'native-extension', message: `${runtimeNativeDetail(runtime)} in the indexed package ${runtime.split('.')[0]}${buildable ? ' (nn-rag pull --build-native builds it from the C++ sources of the repository)' : ''}; ${v.message ?? ''}` };
     }
     v = explained(v, original);
-    report.validation = v;
-    if (v.original_reached !== undefined) report.originalReached = v.original_reached;
-    report.tier = v.tier;
-    report.requirements = v.requirements;
-    report.timings.validate_ms = round(v.seconds * 1000);
-    if (isValidated(v)) {
-      report.status = 'validated';
-      if (v.observed) {
-        report.message = `built and fed as the repository's own ${v.observed} does`;
-      } else if (v.recipe) {
-        report.message = `built with the arguments the repository's builder ${v.builder}() gives it (in the file's header, for nn-rag validate): no guessed argument set builds it alone`;
-      } else if (v.builder) {
-        report.message = v.inside
-          ? `built inside the ${v.inside} that the repository's ${v.builder}() makes, and run on the inputs that model gives it: no guessed argument set builds it alone`
-          : `built through the repository's own builder ${v.builder}(): no guessed argument set builds it alone`;
-      }
-    } else {
-      report.status = 'failed';
-      report.category = v.category ?? 'forward';
-      report.message = v.message ?? 'validation did not reach forward';
-    }
+    settleVerdict(report, v, emitted.provenance);
     recordValidation(session.db, ref.id, report);
-    // the validation result goes into the file's provenance record, for hovers
-    emitted.provenance.validation = {
-      status: report.status,
-      tier: v.tier,
-      category: report.category,
-      args: v.args,
-      kwargs: v.kwargs,
-      input_shapes: v.input_shapes,
-      output_shapes: v.output_shapes,
-      builder: v.builder,
-      ...(v.observed ? { observed: v.observed } : {}),
-      ...(report.status === 'failed' && report.message ? { message: firstLine(report.message) } : {}),
-    };
-    if (v.recipe && v.builder) emitted.provenance.builtWith = { builder: v.builder, ...v.recipe };
     final = replaceProvenance(emitted.code, emitted.provenance);
   }
   if (options.out && options.inlineMetadata) {
@@ -689,6 +655,45 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     report.message = [report.message, ...closure.problems.map((p) => p.detail)].filter(Boolean).join('; ');
   }
   return report;
+}
+
+/** The report as verdict `v` says (its status, tier, message), and the file's provenance record (for hovers). */
+function settleVerdict(report: PullReport, v: ValidationReport, provenance: Provenance): void {
+  report.validation = v;
+  if (v.original_reached !== undefined) report.originalReached = v.original_reached;
+  report.tier = v.tier;
+  report.requirements = v.requirements;
+  report.timings.validate_ms = round(v.seconds * 1000);
+  if (isValidated(v)) {
+    report.status = 'validated';
+    if (v.observed) {
+      report.message = `built and fed as the repository's own ${v.observed} does`;
+    } else if (v.recipe) {
+      report.message = `built with the arguments the repository's builder ${v.builder}() gives it (in the file's header, for nn-rag validate): no guessed argument set builds it alone`;
+    } else if (v.builder) {
+      report.message = v.inside
+        ? `built inside the ${v.inside} that the repository's ${v.builder}() makes, and run on the inputs that model gives it: no guessed argument set builds it alone`
+        : `built through the repository's own builder ${v.builder}(): no guessed argument set builds it alone`;
+    }
+  } else {
+    report.status = 'failed';
+    report.category = v.category ?? 'forward';
+    report.message = v.message ?? 'validation did not reach forward';
+  }
+  // the validation result goes into the file's provenance record, for hovers
+  provenance.validation = {
+    status: report.status,
+    tier: v.tier,
+    category: report.category,
+    args: v.args,
+    kwargs: v.kwargs,
+    input_shapes: v.input_shapes,
+    output_shapes: v.output_shapes,
+    builder: v.builder,
+    ...(v.observed ? { observed: v.observed } : {}),
+    ...(report.status === 'failed' && report.message ? { message: firstLine(report.message) } : {}),
+  };
+  if (v.recipe && v.builder) provenance.builtWith = { builder: v.builder, ...v.recipe };
 }
 
 /** Below this many milliseconds of the block's time limit, no further judge is started for it. */

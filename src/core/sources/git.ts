@@ -42,10 +42,12 @@ export function checkGitUrl(raw: string): string {
   return url.toString().replace(/\/$/, '');
 }
 
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]+/g;
+
 /** What a server answered, as we show it: URLs without credentials, no control characters, one line, short. */
 function serverSaid(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  const line = redactUrls(text).replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  const line = redactUrls(text).replace(CONTROL_CHARACTERS, ' ').trim();
   return line.length > 300 ? `${line.slice(0, 300)}...` : line;
 }
 
