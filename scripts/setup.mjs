@@ -87,9 +87,13 @@ export function ensureNativeBuild() {
   if (!have()) log('setup', 'g++, ninja or the torch headers are missing (apt-get install g++ ninja-build python3-dev libtorch-dev pybind11-dev needs root): the --build-native test is skipped');
 }
 
-/** Layer check (ESLint), type check and bundles. */
+/** The TypeScript the formatter keeps (prettier, `.prettierrc.json`). */
+export const FORMATTED = ['src/**/*.ts', 'test/**/*.ts', 'scripts/**/*.ts', 'bench/**/*.ts'];
+
+/** Layer check (ESLint, over src, scripts and bench), the format check, type check and bundles. */
 export function build({ typecheck = true, tests = false, bench = false } = {}) {
-  run(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), 'src'], { cwd: ROOT });
+  run(process.execPath, [join(ROOT, 'node_modules', 'eslint', 'bin', 'eslint.js'), 'src', 'scripts', 'bench'], { cwd: ROOT });
+  run(process.execPath, [join(ROOT, 'node_modules', 'prettier', 'bin', 'prettier.cjs'), '--check', '--log-level', 'warn', ...FORMATTED], { cwd: ROOT });
   run(process.execPath, [join(ROOT, 'scripts', 'lintPython.mjs')], { cwd: ROOT });
   if (typecheck) {
     log('build', 'type-checking (tsc --noEmit)');
