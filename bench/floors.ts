@@ -29,7 +29,6 @@ export function countNodes(tree: Tree): number {
   );
 }
 
-
 function count(step: Step, read: () => number): number {
   let nodes = 0;
   let depth = 0;

@@ -97,15 +97,35 @@ export function mutants(text: string): Mutant[] {
     const isDef = /^\s*def /.test(line);
     if (isDef) {
       const f = FLOAT_DEFAULT.exec(line);
-      if (f) make('default', i, line.replace(FLOAT_DEFAULT, (_m, a: string, v: string) => `${a}${scaled(v)}`));
+      if (f)
+        make(
+          'default',
+          i,
+          line.replace(FLOAT_DEFAULT, (_m, a: string, v: string) => `${a}${scaled(v)}`),
+        );
       const n = INT_DEFAULT.exec(line);
-      if (n && !line.includes('self, *')) make('default', i, line.replace(INT_DEFAULT, (_m, a: string, v: string) => `${a}${Number(v) + 1}`));
+      if (n && !line.includes('self, *'))
+        make(
+          'default',
+          i,
+          line.replace(INT_DEFAULT, (_m, a: string, v: string) => `${a}${Number(v) + 1}`),
+        );
       continue;
     }
     const literal = NUMBER.exec(line);
     if (literal && !/^\s*(assert|raise|return f|warnings)/.test(line)) {
-      if (owner[i] === 'function') make('helper', i, line.replace(NUMBER, (v) => scaled(v)));
-      else if (owner[i] === 'class') make('constant', i, line.replace(NUMBER, (v) => scaled(v)));
+      if (owner[i] === 'function')
+        make(
+          'helper',
+          i,
+          line.replace(NUMBER, (v) => scaled(v)),
+        );
+      else if (owner[i] === 'class')
+        make(
+          'constant',
+          i,
+          line.replace(NUMBER, (v) => scaled(v)),
+        );
     }
     const cond = /^(\s*)if (self\.\w+|not self\.\w+|\w+ is not None|\w+ is None|self\.\w+ is not None|self\.\w+ is None):\s*$/.exec(line);
     if (cond) make('branch', i, `${cond[1]}if not (${cond[2]}):`);
@@ -161,12 +181,21 @@ const UNREAD_DEFAULT = path.join(__dirname, 'unreadDefault.py');
 /** Why the line of the unchanged file is a parameter default no call can use, or '' (run with the user's Python). */
 export function unreadDefault(python: string, file: string, line: number, column: number, block: string): Promise<string> {
   return new Promise((resolve) => {
-    execFile(python, ['-I', UNREAD_DEFAULT, file, String(line), String(column), block], { timeout: 30_000 }, (err, stdout) => resolve(err ? '' : stdout.trim()));
+    execFile(python, ['-I', UNREAD_DEFAULT, file, String(line), String(column), block], { timeout: 30_000 }, (err, stdout) =>
+      resolve(err ? '' : stdout.trim()),
+    );
   });
 }
 
 /** Judges one pulled file and its mutants; `undefined` when the unchanged file is not equivalent under the request. */
-export async function judgeMutants(session: PullSession, file: string, python: string, runner: string, pool: ValidatorPoolLike, dir: string): Promise<MutantResult[] | undefined> {
+export async function judgeMutants(
+  session: PullSession,
+  file: string,
+  python: string,
+  runner: string,
+  pool: ValidatorPoolLike,
+  dir: string,
+): Promise<MutantResult[] | undefined> {
   const text = await fsp.readFile(file, 'utf8');
   const prov = readProvenance(text);
   if (!prov || bodyHash(text) !== prov.hash) return undefined;
@@ -178,7 +207,16 @@ export async function judgeMutants(session: PullSession, file: string, python: s
     const copy = path.join(where, path.basename(file));
     await fsp.writeFile(copy, source, 'utf8');
     // the arguments the repository's builder gave the block, as a pull records them: the file alone is judged
-    return validateFile(copy, { python, runner, className: prov.block, original, pool, timeoutMs: 120_000, memoryMb: 4096, candidates: recordedArguments(prov) });
+    return validateFile(copy, {
+      python,
+      runner,
+      className: prov.block,
+      original,
+      pool,
+      timeoutMs: 120_000,
+      memoryMb: 4096,
+      candidates: recordedArguments(prov),
+    });
   };
   const base = await judge('base', text);
   if (base.tier !== 'equivalent') return undefined;
@@ -188,13 +226,25 @@ export async function judgeMutants(session: PullSession, file: string, python: s
     const invalid = r.category === 'syntax' || r.category === 'unresolved';
     const unread = invalid ? '' : await unreadDefault(python, file, m.line, changedColumn(text, m.text, m.line), prov.block);
     let outcome: MutantResult['outcome'] = invalid ? 'invalid' : r.tier === 'equivalent' ? 'survived' : 'killed';
-    let how = r.category ? `${r.category}: ${(r.message ?? '').slice(0, 160)}` : `${r.equivalence?.compared_values ?? 0} values compared under ${r.equivalence?.variants?.length ?? 0} argument sets`;
+    let how = r.category
+      ? `${r.category}: ${(r.message ?? '').slice(0, 160)}`
+      : `${r.equivalence?.compared_values ?? 0} values compared under ${r.equivalence?.variants?.length ?? 0} argument sets`;
     // a killed mutant the classifier calls equivalent is kept as killed and shown: the judge or the classifier is wrong
     if (unread && outcome === 'survived') [outcome, how] = ['equivalent', unread];
     else if (unread && outcome === 'killed') how = `killed although ${unread}: ${how}`;
     const definition = definitionAt(text, m.line);
     const unrun = base.equivalence?.not_exercised;
-    out.push({ target: prov.target, kind: m.kind, line: m.line, before: m.before, after: m.after, outcome, how, definition, ...(definition && unrun ? { reached: !unrun.includes(definition) } : {}) });
+    out.push({
+      target: prov.target,
+      kind: m.kind,
+      line: m.line,
+      before: m.before,
+      after: m.after,
+      outcome,
+      how,
+      definition,
+      ...(definition && unrun ? { reached: !unrun.includes(definition) } : {}),
+    });
   }
   return out;
 }
@@ -217,12 +267,18 @@ export function score(results: MutantResult[]): Record<string, unknown> {
     killed,
     score: counted.length ? Math.round((1000 * killed) / counted.length) / 10 : null,
     per_kind: perKind,
-    survivors: counted.filter((r) => r.outcome === 'survived').map((r) => ({ target: r.target, kind: r.kind, line: r.line, before: r.before, after: r.after, definition: r.definition, reached: r.reached })),
+    survivors: counted
+      .filter((r) => r.outcome === 'survived')
+      .map((r) => ({ target: r.target, kind: r.kind, line: r.line, before: r.before, after: r.after, definition: r.definition, reached: r.reached })),
     // survivors in a definition none of whose code the probes of the unchanged file ran (the coverage line)
     survivors_never_run: counted.filter((r) => r.outcome === 'survived' && r.reached === false).length,
     // dropout's probability is seen through the train-mode probe; nothing generated here is invisible by design
     invisible_by_design: [],
-    equivalent_mutants: results.filter((r) => r.outcome === 'equivalent').map((r) => ({ target: r.target, kind: r.kind, line: r.line, before: r.before, why: r.how })),
-    killed_though_unread: results.filter((r) => r.outcome === 'killed' && r.how.startsWith('killed although')).map((r) => ({ target: r.target, line: r.line, how: r.how })),
+    equivalent_mutants: results
+      .filter((r) => r.outcome === 'equivalent')
+      .map((r) => ({ target: r.target, kind: r.kind, line: r.line, before: r.before, why: r.how })),
+    killed_though_unread: results
+      .filter((r) => r.outcome === 'killed' && r.how.startsWith('killed although'))
+      .map((r) => ({ target: r.target, line: r.line, how: r.how })),
   };
 }

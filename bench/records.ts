@@ -33,7 +33,11 @@ function direction(key: string): 'lower' | 'higher' | undefined {
  * The new record to store: `current`'s figures dated `today`, and every figure of `previous` the run did not measure,
  * with its old date. With the figures more than 20% worse than last time.
  */
-export function mergeRecords(previous: BenchRecord | undefined, current: Record<string, unknown>, today: string): { record: BenchRecord; worse: Worse[]; carried: Record<string, string> } {
+export function mergeRecords(
+  previous: BenchRecord | undefined,
+  current: Record<string, unknown>,
+  today: string,
+): { record: BenchRecord; worse: Worse[]; carried: Record<string, string> } {
   const before = previous ?? {};
   const dates: Record<string, string> = { ...(before.measured_on ?? {}) };
   const record: BenchRecord = {};
@@ -53,6 +57,10 @@ export function mergeRecords(previous: BenchRecord | undefined, current: Record<
     const bad = dir === 'lower' ? v > last * WORSE_BY : v < last / WORSE_BY;
     if (bad) worse.push({ figure: k, last, now: v, ratio: Math.round((v / last) * 100) / 100, last_measured_on: (before.measured_on ?? {})[k] ?? 'unknown' });
   }
-  record.measured_on = Object.fromEntries(Object.keys(record).filter((k) => k !== 'measured_on').map((k) => [k, dates[k] ?? 'unknown']));
+  record.measured_on = Object.fromEntries(
+    Object.keys(record)
+      .filter((k) => k !== 'measured_on')
+      .map((k) => [k, dates[k] ?? 'unknown']),
+  );
   return { record, worse, carried };
 }

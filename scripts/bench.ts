@@ -182,10 +182,25 @@ async function syntheticChild(corpusDir: string, scale: number): Promise<void> {
     const files = (await listAll(roots)).length;
     const parser = await PythonParser.create(ASSETS);
     const pool = lazyPool(await workerScript('parseWorker.js', 'src/core/analysis/worker.ts'), ASSETS, parser);
-    const cold = await coldIndex(path.join(work, 'index.db'), roots, names, { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes }, pool.close);
+    const cold = await coldIndex(
+      path.join(work, 'index.db'),
+      roots,
+      names,
+      { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes },
+      pool.close,
+    );
     await pool.close();
     const db = (await fsp.stat(path.join(work, 'index.db'))).size;
-    console.log(JSON.stringify({ files, source_bytes: bytes, cold_index_s: r2(cold.wall_ms / 1000), cold_index_cpu_s: r2(cold.cpu_ms / 1000), peak_rss_mb: r2(process.resourceUsage().maxRSS / 1024), db_bytes: db }));
+    console.log(
+      JSON.stringify({
+        files,
+        source_bytes: bytes,
+        cold_index_s: r2(cold.wall_ms / 1000),
+        cold_index_cpu_s: r2(cold.cpu_ms / 1000),
+        peak_rss_mb: r2(process.resourceUsage().maxRSS / 1024),
+        db_bytes: db,
+      }),
+    );
   } finally {
     await fsp.rm(work, { recursive: true, force: true });
   }
@@ -211,7 +226,14 @@ async function smallFilesChild(count: number): Promise<void> {
     const parser = await PythonParser.create(ASSETS);
     const pool = lazyPool(await workerScript('parseWorker.js', 'src/core/analysis/worker.ts'), ASSETS, parser);
     // (the generated blocks say "small block"; a query they never answer was searched every 20 ms for the whole run)
-    const cold = await coldIndex(path.join(work, 'index.db'), [root], ['small'], { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes }, pool.close, 'small block');
+    const cold = await coldIndex(
+      path.join(work, 'index.db'),
+      [root],
+      ['small'],
+      { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes },
+      pool.close,
+      'small block',
+    );
     await pool.close();
     console.log(JSON.stringify({ files: count, cold_index_s: r2(cold.wall_ms / 1000), peak_rss_mb: r2(process.resourceUsage().maxRSS / 1024) }));
   } finally {
@@ -239,8 +261,15 @@ async function mergeChild(corpusDir: string): Promise<void> {
   const t0 = performance.now();
   const merged = merge3(base.join('\n'), ours.join('\n'), theirs.join('\n'));
   const ms = performance.now() - t0;
-  if (merged.conflicts !== 0 || !merged.text.includes('an edit of yours') || !merged.text.includes('an edit upstream')) throw new Error('the merge lost an edit');
-  console.log(JSON.stringify({ update_merge_lines: base.length, update_merge_ms: Math.round(ms * 10) / 10, update_merge_peak_mb_added: Math.round(process.resourceUsage().maxRSS / 1024 - rssBefore) }));
+  if (merged.conflicts !== 0 || !merged.text.includes('an edit of yours') || !merged.text.includes('an edit upstream'))
+    throw new Error('the merge lost an edit');
+  console.log(
+    JSON.stringify({
+      update_merge_lines: base.length,
+      update_merge_ms: Math.round(ms * 10) / 10,
+      update_merge_peak_mb_added: Math.round(process.resourceUsage().maxRSS / 1024 - rssBefore),
+    }),
+  );
 }
 
 /** Latency of search_blocks (the labeled queries) and describe_block (the first hit of 20 of them) through `nn-rag mcp`. */
@@ -301,22 +330,42 @@ async function nativeBench(argv: string[]): Promise<void> {
     execFileSync(process.execPath, [cli, 'index', path.join(work, 'repo'), '--db', db], { stdio: 'ignore' });
     const pull = (name: string): { seconds: number; report: { tier: string | null; natives?: { seconds: number; cached: boolean }[] } } => {
       const t0 = performance.now();
-      const r = spawnSync(process.execPath, [cli, 'pull', 'opspkg.layers.ScaledResidual', '--db', db, '--out', path.join(work, 'out', `${name}.py`), '--python', python, '--build-native', '--cache', path.join(work, 'cache'), '--json'], { encoding: 'utf8' });
+      const r = spawnSync(
+        process.execPath,
+        [
+          cli,
+          'pull',
+          'opspkg.layers.ScaledResidual',
+          '--db',
+          db,
+          '--out',
+          path.join(work, 'out', `${name}.py`),
+          '--python',
+          python,
+          '--build-native',
+          '--cache',
+          path.join(work, 'cache'),
+          '--json',
+        ],
+        { encoding: 'utf8' },
+      );
       return { seconds: (performance.now() - t0) / 1000, report: JSON.parse(r.stdout) };
     };
     const cold = pull('cold');
     const warm = pull('cached');
-    console.log(JSON.stringify({
-      native: {
-        python,
-        cold_pull_s: r2(cold.seconds),
-        build_s: r2(cold.report.natives?.[0]?.seconds ?? NaN),
-        cold_tier: cold.report.tier,
-        cached_pull_s: r2(warm.seconds),
-        cached: warm.report.natives?.[0]?.cached ?? false,
-        cached_tier: warm.report.tier,
-      },
-    }));
+    console.log(
+      JSON.stringify({
+        native: {
+          python,
+          cold_pull_s: r2(cold.seconds),
+          build_s: r2(cold.report.natives?.[0]?.seconds ?? NaN),
+          cold_tier: cold.report.tier,
+          cached_pull_s: r2(warm.seconds),
+          cached: warm.report.natives?.[0]?.cached ?? false,
+          cached_tier: warm.report.tier,
+        },
+      }),
+    );
   } finally {
     await fsp.rm(work, { recursive: true, force: true });
   }
@@ -339,10 +388,15 @@ async function mutationBench(argv: string[]): Promise<void> {
     dbFile = path.join(work, 'index.db');
     from = path.join(work, 'pulled');
     execFileSync(process.execPath, [cli, 'index', '--python-env', python, '--packages', 'torchvision', '--db', dbFile], { stdio: 'inherit' });
-    spawnSync(process.execPath, [cli, 'pull', '--all', '--db', dbFile, '--out-dir', from, '--python', python, '--json'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    spawnSync(process.execPath, [cli, 'pull', '--all', '--db', dbFile, '--out-dir', from, '--python', python, '--json'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
   }
   const report = JSON.parse(await fsp.readFile(path.join(from, 'report.json'), 'utf8')) as { items: { target: string; tier: string | null; out: string }[] };
-  const chosen = report.items.filter((i) => i.tier === 'equivalent').sort((a, b) => a.target.localeCompare(b.target)).slice(0, limit);
+  const chosen = report.items
+    .filter((i) => i.tier === 'equivalent')
+    .sort((a, b) => a.target.localeCompare(b.target))
+    .slice(0, limit);
   const { db } = await IndexDb.open(dbFile, { sqlWasm: ASSETS.sqlWasm });
   const ws = Workspace.over(db, ASSETS);
   const session = ws.session();
@@ -364,7 +418,11 @@ async function mutationBench(argv: string[]): Promise<void> {
     db.close();
   }
   const seconds = (performance.now() - t0) / 1000;
-  console.log(JSON.stringify({ mutation: { python, source: from, blocks_chosen: chosen.length, blocks_judged: judged, seconds: r2(seconds), ...score(results), results } }));
+  console.log(
+    JSON.stringify({
+      mutation: { python, source: from, blocks_chosen: chosen.length, blocks_judged: judged, seconds: r2(seconds), ...score(results), results },
+    }),
+  );
   await fsp.rm(work, { recursive: true, force: true });
 }
 
@@ -399,8 +457,14 @@ async function observeBench(work: string, argv: string[]): Promise<Record<string
   execFileSync(process.execPath, [cli, 'index', repo, '--db', db], { stdio: 'ignore' });
   const run = (): { wall_s: number; summary: { entries: number; ran: number; cached: number; classes: number; fed: number; bytes: number } } => {
     const t0 = performance.now();
-    const out = execFileSync(process.execPath, [cli, 'observe', '--db', db, '--python', python, '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    return { wall_s: (performance.now() - t0) / 1000, summary: (JSON.parse(out) as { entries: number; ran: number; cached: number; classes: number; fed: number; bytes: number }[])[0] };
+    const out = execFileSync(process.execPath, [cli, 'observe', '--db', db, '--python', python, '--json'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    return {
+      wall_s: (performance.now() - t0) / 1000,
+      summary: (JSON.parse(out) as { entries: number; ran: number; cached: number; classes: number; fed: number; bytes: number }[])[0],
+    };
   };
   const cold = run();
   const warm = run();
@@ -420,25 +484,39 @@ async function observeBench(work: string, argv: string[]): Promise<Record<string
  * `nn-rag validate FILE` on the unedited files a `pull --all` wrote (all, or a seeded sample of N): the tier and
  * equivalence each gives against what its pull gave. What the editor's Validate and Update rely on.
  */
-function revalidateBench(argv: string[]): { checked: number; same: number; seconds: { p50: number; max: number }; differing: { target: string; pull: string; again: string }[] } {
+function revalidateBench(argv: string[]): {
+  checked: number;
+  same: number;
+  seconds: { p50: number; max: number };
+  differing: { target: string; pull: string; again: string }[];
+} {
   const value = (flag: string): string | undefined => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
   const reportFile = value('--revalidate')!;
   const db = value('--db')!;
   const python = value('--python') ?? 'python3';
-  const report = JSON.parse(readFileSync(reportFile, 'utf8')) as { items: { target: string; out?: string; tier: string | null; equivalence?: string; status: string }[] };
+  const report = JSON.parse(readFileSync(reportFile, 'utf8')) as {
+    items: { target: string; out?: string; tier: string | null; equivalence?: string; status: string }[];
+  };
   let items = report.items.filter((i) => i.out && (i.status === 'validated' || i.status === 'failed'));
   const sample = value('--sample');
   if (sample) {
     // a seeded shuffle (the same sample every run)
     let seed = 47;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    items = items.map((i) => ({ i, k: rand() })).sort((a, b) => a.k - b.k).slice(0, Number(sample)).map((x) => x.i);
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    items = items
+      .map((i) => ({ i, k: rand() }))
+      .sort((a, b) => a.k - b.k)
+      .slice(0, Number(sample))
+      .map((x) => x.i);
   }
   const differing: { target: string; pull: string; again: string }[] = [];
   const seconds: number[] = [];
   for (const item of items) {
     const t0 = performance.now();
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'validate', item.out!, '--db', db, '--python', python, '--json'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'validate', item.out!, '--db', db, '--python', python, '--json'], {
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    });
     seconds.push((performance.now() - t0) / 1000);
     let again: { tier?: string | null; equivalence?: { status?: string } } = {};
     try {
@@ -451,7 +529,12 @@ function revalidateBench(argv: string[]): { checked: number; same: number; secon
     if (pull !== now) differing.push({ target: item.target, pull, again: now });
   }
   seconds.sort((a, b) => a - b);
-  return { checked: items.length, same: items.length - differing.length, seconds: { p50: Math.round((seconds[Math.floor(seconds.length / 2)] ?? 0) * 100) / 100, max: Math.round((seconds[seconds.length - 1] ?? 0) * 100) / 100 }, differing };
+  return {
+    checked: items.length,
+    same: items.length - differing.length,
+    seconds: { p50: Math.round((seconds[Math.floor(seconds.length / 2)] ?? 0) * 100) / 100, max: Math.round((seconds[seconds.length - 1] ?? 0) * 100) / 100 },
+    differing,
+  };
 }
 
 async function main(): Promise<void> {
@@ -543,12 +626,23 @@ async function main(): Promise<void> {
     // (the time of its first result is what a user waits for)
     const last = round === rounds - 1;
     const roundDb = last ? dbFile : path.join(work, `round${round}.db`);
-    const cold = await coldIndex(roundDb, roots, roots.map(() => undefined), indexOptions, pool.close);
+    const cold = await coldIndex(
+      roundDb,
+      roots,
+      roots.map(() => undefined),
+      indexOptions,
+      pool.close,
+    );
     if (!last) for (const f of [roundDb, `${roundDb}.saved`, `${roundDb}.units`]) await fsp.rm(f, { recursive: true, force: true });
     runs.push({ floor, walk, analysis, cold });
-    console.error(`[bench] round ${round + 1}/${rounds}: floor ${r2(floor.wall_ms / 1000)} s, cold index ${r2(cold.wall_ms / 1000)} s (${r2(cold.wall_ms / floor.wall_ms)}x)`);
+    console.error(
+      `[bench] round ${round + 1}/${rounds}: floor ${r2(floor.wall_ms / 1000)} s, cold index ${r2(cold.wall_ms / 1000)} s (${r2(cold.wall_ms / floor.wall_ms)}x)`,
+    );
   }
-  const middle = (pick: (r: (typeof runs)[number]) => Timing): Timing => ({ wall_ms: median(runs.map((r) => pick(r).wall_ms)), cpu_ms: median(runs.map((r) => pick(r).cpu_ms)) });
+  const middle = (pick: (r: (typeof runs)[number]) => Timing): Timing => ({
+    wall_ms: median(runs.map((r) => pick(r).wall_ms)),
+    cpu_ms: median(runs.map((r) => pick(r).cpu_ms)),
+  });
   const floor = middle((r) => r.floor);
   const walkFloor = middle((r) => r.walk);
   const analysis = middle((r) => r.analysis);
@@ -627,9 +721,25 @@ async function main(): Promise<void> {
   const names = live.all('SELECT DISTINCT name FROM classes WHERE is_block = 1 ORDER BY name').map((r) => String(r.name));
   const queries = {
     exact: names.filter((_, i) => i % Math.max(1, Math.floor(names.length / 40)) === 0).slice(0, 40),
-    prefix: names.filter((_, i) => i % Math.max(1, Math.floor(names.length / 20)) === 1).slice(0, 20).map((n) => n.slice(0, Math.max(3, Math.floor(n.length / 2)))),
-    words: ['residual block', 'attention', 'multi head attention', 'squeeze excitation', 'conv bn relu', 'positional embedding',
-      'layer norm', 'feature pyramid', 'inverted residual', 'transformer encoder', 'roi align', 'dropout', 'upsample'],
+    prefix: names
+      .filter((_, i) => i % Math.max(1, Math.floor(names.length / 20)) === 1)
+      .slice(0, 20)
+      .map((n) => n.slice(0, Math.max(3, Math.floor(n.length / 2)))),
+    words: [
+      'residual block',
+      'attention',
+      'multi head attention',
+      'squeeze excitation',
+      'conv bn relu',
+      'positional embedding',
+      'layer norm',
+      'feature pyramid',
+      'inverted residual',
+      'transformer encoder',
+      'roi align',
+      'dropout',
+      'upsample',
+    ],
   };
   const searchMs: Record<keyof typeof queries, number[]> = { exact: [], prefix: [], words: [] };
   for (let round = 0; round < 3; round++) {
@@ -713,7 +823,13 @@ async function main(): Promise<void> {
       const items = await ws.batch(sample, { validate: true, python: PYTHON }, { outDir, jobs, pooled: true });
       passed = items.filter((r) => r.status === 'validated').length;
     });
-    validation = { validation_blocks: sample.length, validation_passed: passed, validation_jobs: jobs, validation_wall_s: r2(v.wall_ms / 1000), validation_per_block_s: r2(v.wall_ms / 1000 / Math.max(1, sample.length)) };
+    validation = {
+      validation_blocks: sample.length,
+      validation_passed: passed,
+      validation_jobs: jobs,
+      validation_wall_s: r2(v.wall_ms / 1000),
+      validation_per_block_s: r2(v.wall_ms / 1000 / Math.max(1, sample.length)),
+    };
 
     // pull-to-validated as the editor's language server does it: one pull at a time through the index service's warm
     // validator (started by the first pull, which is reported on its own), for 21 torchvision blocks
@@ -725,7 +841,11 @@ async function main(): Promise<void> {
     const editorMs: number[] = [];
     let editorValidated = 0;
     // (this index, with the service's warm validator, as the service's own workspace() wires it)
-    const editor = Workspace.over(live, ASSETS, { runner: RUNNER, parser, warm: (python, memoryMb, roots) => service.warmValidator(python, RUNNER, memoryMb, roots) });
+    const editor = Workspace.over(live, ASSETS, {
+      runner: RUNNER,
+      parser,
+      warm: (python, memoryMb, roots) => service.warmValidator(python, RUNNER, memoryMb, roots),
+    });
     try {
       for (const [i, t] of editorSample.entries()) {
         const ref = findTarget(live, t);
@@ -758,16 +878,25 @@ async function main(): Promise<void> {
   live.close();
 
   // the MCP server as a code assistant meets it: the SDK's client over stdio, the bundled CLI
-  const mcp = await mcpLatency(dbFile, labeled.map((l) => l.q));
+  const mcp = await mcpLatency(
+    dbFile,
+    labeled.map((l) => l.q),
+  );
   await pool.close();
 
-  const mergeRun = spawnSync(process.execPath, [...process.execArgv, __filename, '--merge-child', path.join(work, 'corpus')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const mergeRun = spawnSync(process.execPath, [...process.execArgv, __filename, '--merge-child', path.join(work, 'corpus')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const merge: Record<string, number> = JSON.parse(mergeRun.stdout.trim().split('\n').pop() || '{}');
 
   // the synthetic corpus, `scale` times the size, in a child process (its own peak memory)
   let synthetic: Record<string, number> = {};
   if (!argv.includes('--no-synthetic') && scale > 1) {
-    const child = spawnSync(process.execPath, [...process.execArgv, __filename, '--synthetic-child', path.join(work, 'corpus'), String(scale)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawnSync(process.execPath, [...process.execArgv, __filename, '--synthetic-child', path.join(work, 'corpus'), String(scale)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const line = child.stdout.trim().split('\n').pop() ?? '';
     if (child.status !== 0 || !line.startsWith('{')) throw new Error(`the synthetic corpus run failed (exit ${child.status})`);
     const s = JSON.parse(line) as { files: number; cold_index_s: number; cold_index_cpu_s: number; peak_rss_mb: number; db_bytes: number };
@@ -787,7 +916,10 @@ async function main(): Promise<void> {
   const smallCount = argv.includes('--small-files') ? Number(argv[argv.indexOf('--small-files') + 1]) : 20_000;
   let smallFiles: Record<string, number> = {};
   if (smallCount > 0) {
-    const child = spawnSync(process.execPath, [...process.execArgv, __filename, '--small-files-child', String(smallCount)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawnSync(process.execPath, [...process.execArgv, __filename, '--small-files-child', String(smallCount)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const line = child.stdout.trim().split('\n').pop() ?? '';
     if (child.status !== 0 || !line.startsWith('{')) throw new Error(`the small-files run failed (exit ${child.status})`);
     const s = JSON.parse(line) as { files: number; cold_index_s: number; peak_rss_mb: number };
@@ -837,12 +969,29 @@ async function main(): Promise<void> {
     const shardDb = path.join(work, 'shards.db');
     execFileSync(process.execPath, [cli, 'index', tvCorpus, '--db', shardDb], { stdio: 'ignore' });
     const count = argv.includes('--shard-blocks') ? Number(argv[argv.indexOf('--shard-blocks') + 1]) : 40;
-    const all = JSON.parse(execFileSync(process.execPath, [cli, 'search', '', '--db', shardDb, '--limit', '1000', '--all-copies', '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 })) as { target: string }[];
+    const all = JSON.parse(
+      execFileSync(process.execPath, [cli, 'search', '', '--db', shardDb, '--limit', '1000', '--all-copies', '--json'], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 26,
+      }),
+    ) as { target: string }[];
     const list = path.join(work, 'shard-targets.json');
-    await fsp.writeFile(list, JSON.stringify(all.map((h) => h.target).sort().slice(0, count)));
+    await fsp.writeFile(
+      list,
+      JSON.stringify(
+        all
+          .map((h) => h.target)
+          .sort()
+          .slice(0, count),
+      ),
+    );
     const run = (label: string, extra: string[]): number => {
       const t0 = performance.now();
-      const r = spawnSync(process.execPath, [cli, 'pull', '--all', '--from', list, '--db', shardDb, '--out-dir', path.join(work, label), '--python', PYTHON, '--json', ...extra], { encoding: 'utf8', maxBuffer: 1 << 26 });
+      const r = spawnSync(
+        process.execPath,
+        [cli, 'pull', '--all', '--from', list, '--db', shardDb, '--out-dir', path.join(work, label), '--python', PYTHON, '--json', ...extra],
+        { encoding: 'utf8', maxBuffer: 1 << 26 },
+      );
       if (r.status !== 0 && r.status !== 1) throw new Error(`pull --all ${extra.join(' ')} failed (exit ${r.status}): ${r.stderr.slice(-500)}`);
       return (performance.now() - t0) / 1000;
     };
@@ -947,7 +1096,12 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ worse_than_last_by_over_20_percent: worse }));
     for (const w of worse) console.error(`[bench] WORSE: ${w.figure} ${w.last} -> ${w.now} (x${w.ratio}; last measured ${w.last_measured_on})`);
   }
-  if (Object.keys(carried).length) console.error(`[bench] not measured this run, kept from before: ${Object.entries(carried).map(([k, d]) => `${k} (${d})`).join(', ')}`);
+  if (Object.keys(carried).length)
+    console.error(
+      `[bench] not measured this run, kept from before: ${Object.entries(carried)
+        .map(([k, d]) => `${k} (${d})`)
+        .join(', ')}`,
+    );
   await fsp.mkdir(path.dirname(outFile), { recursive: true });
   await fsp.writeFile(outFile, `${JSON.stringify(record, null, 2)}\n`);
   console.log(JSON.stringify(result));

@@ -120,7 +120,25 @@ export function commandHelp(command: string): string | undefined {
   return `usage:\n${out.join('\n')}\n\n${exit}`;
 }
 
-export const COMMANDS = ['index', 'observe', 'search', 'show', 'stats', 'pull', 'validate', 'spec', 'report', 'status', 'update', 'mcp', 'context', 'export', 'import', 'merge', 'help'];
+export const COMMANDS = [
+  'index',
+  'observe',
+  'search',
+  'show',
+  'stats',
+  'pull',
+  'validate',
+  'spec',
+  'report',
+  'status',
+  'update',
+  'mcp',
+  'context',
+  'export',
+  'import',
+  'merge',
+  'help',
+];
 
 /** "; did you mean X?" for a mistyped name close to one of `known`, else nothing. */
 export function didYouMean(typed: string, known: string[], prefix = ''): string {

@@ -101,7 +101,10 @@ export async function indexCommand(argv: string[], env: CliEnv): Promise<number>
     await db.save();
     if (env.tty) env.err('\r\x1b[K');
     if (flag(args, 'json')) {
-      if (runs.length || shard) env.out(`${JSON.stringify({ runs, blocks, seconds: (performance.now() - t0) / 1000, db: dbPath(args), ...(shard ? { shard: { index: shard.index + 1, count: shard.count } } : {}) })}\n`);
+      if (runs.length || shard)
+        env.out(
+          `${JSON.stringify({ runs, blocks, seconds: (performance.now() - t0) / 1000, db: dbPath(args), ...(shard ? { shard: { index: shard.index + 1, count: shard.count } } : {}) })}\n`,
+        );
     } else if (runs.length) {
       for (const r of runs) {
         env.out(
@@ -128,7 +131,9 @@ export async function statsCommand(argv: string[], env: CliEnv): Promise<number>
       return EXIT.ok;
     }
     for (const r of s.repos) {
-      env.out(`${r.name} (${r.kind}${r.commit ? ` ${shortCommit(r.commit)}` : ''}${r.license ? `, ${r.license}` : ''}): ${r.parsed} parsed, ${r.skipped} skipped, ${r.blocks} blocks\n`);
+      env.out(
+        `${r.name} (${r.kind}${r.commit ? ` ${shortCommit(r.commit)}` : ''}${r.license ? `, ${r.license}` : ''}): ${r.parsed} parsed, ${r.skipped} skipped, ${r.blocks} blocks\n`,
+      );
     }
     env.out(`total: ${s.files} files, ${s.modules} modules, ${s.blocks} blocks, database ${(s.db_bytes / 1024).toFixed(0)} KiB\n`);
     for (const f of s.skipped_files) env.out(`  skipped ${f.repo}/${f.path}: ${f.reason} (${f.detail})\n`);
@@ -145,6 +150,9 @@ export async function mergeCommand(argv: string[], env: CliEnv): Promise<number>
   const r = await mergeIndexes(args.positionals, dbPath(args), env.assets.sqlWasm);
   const seconds = (performance.now() - t0) / 1000;
   if (flag(args, 'json')) env.out(`${JSON.stringify({ ...r, seconds, db: dbPath(args) })}\n`);
-  else env.out(`[merge] ${r.shards.length} indexes, ${r.repositories} repositories, ${r.files} files, ${r.blocks} blocks in ${dbPath(args)} (${seconds.toFixed(1)} s)\n`);
+  else
+    env.out(
+      `[merge] ${r.shards.length} indexes, ${r.repositories} repositories, ${r.files} files, ${r.blocks} blocks in ${dbPath(args)} (${seconds.toFixed(1)} s)\n`,
+    );
   return EXIT.ok;
 }

@@ -108,7 +108,10 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
         query: z.string().min(1).describe('What the block does or is called'),
         repository: z.string().optional().describe('Only blocks of this indexed repository (see list_repositories)'),
         category: z.string().optional().describe('Only this category, e.g. attention, conv, norm, activation, pooling, embedding, model'),
-        validation: z.enum(['validated', 'failed', 'none']).optional().describe('Only blocks whose last validation passed, failed, or that were never validated'),
+        validation: z
+          .enum(['validated', 'failed', 'none'])
+          .optional()
+          .describe('Only blocks whose last validation passed, failed, or that were never validated'),
         limit: z.number().int().min(1).max(50).optional().describe('How many results (default 10)'),
       },
     },
@@ -139,14 +142,30 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
 
   server.registerTool(
     'list_repositories',
-    { title: 'List indexed repositories', description: 'The repositories in the index: name, kind, location, commit, license, files and blocks.', inputSchema: {} },
-    async () => json(indexStats(db).repos.map((r) => ({ name: r.name, kind: r.kind, location: r.location, commit: r.commit, license: r.license, files: r.files, blocks: r.blocks }))),
+    {
+      title: 'List indexed repositories',
+      description: 'The repositories in the index: name, kind, location, commit, license, files and blocks.',
+      inputSchema: {},
+    },
+    async () =>
+      json(
+        indexStats(db).repos.map((r) => ({
+          name: r.name,
+          kind: r.kind,
+          location: r.location,
+          commit: r.commit,
+          license: r.license,
+          files: r.files,
+          blocks: r.blocks,
+        })),
+      ),
   );
 
   server.registerTool(
     'index_status',
     { title: 'Index status', description: 'How many files, blocks and repositories the index holds, and where it is.', inputSchema: {} },
-    async () => json({ ...indexCounts(db), database: dbPath(args), validation: allowValidate ? `allowed, with ${python}` : 'off (start with --allow-validate)' }),
+    async () =>
+      json({ ...indexCounts(db), database: dbPath(args), validation: allowValidate ? `allowed, with ${python}` : 'off (start with --allow-validate)' }),
   );
 
   server.registerTool(
@@ -155,7 +174,10 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       title: 'Context for a prompt',
       description:
         'A compact, model-ready pack for the best few blocks for a query: for each, its signature, summary, constructor and forward parameters, validation, and the provenance line to cite. Pull one with pull_block, or read its closed source at nnrag://block/{target}.',
-      inputSchema: { query: z.string().min(1).describe('What the code being written needs'), limit: z.number().int().min(1).max(5).optional().describe('How many blocks (default 3)') },
+      inputSchema: {
+        query: z.string().min(1).describe('What the code being written needs'),
+        limit: z.number().int().min(1).max(5).optional().describe('How many blocks (default 3)'),
+      },
     },
     async ({ query, limit }) => json(await contextPack(ws, query, limit ?? 3)),
   );
@@ -199,7 +221,12 @@ function registerPullTool({ server, db, ws, roots, python, allowValidate }: McpC
         target: z.string().min(1).describe('A target from search_blocks'),
         destination: z.string().min(1).describe('The .py file to write: a path inside one of the roots (relative paths are taken from the first root)'),
         validate: z.boolean().optional().describe('Run and check the pulled file (default: true when the server allows validation)'),
-        force: z.boolean().optional().describe('Refused when true: a tool never replaces a file that was not pulled or was edited since; only a person can (in the editor, with the diff)'),
+        force: z
+          .boolean()
+          .optional()
+          .describe(
+            'Refused when true: a tool never replaces a file that was not pulled or was edited since; only a person can (in the editor, with the diff)',
+          ),
       },
     },
     async ({ target, destination, validate, force }, extra) => {
@@ -208,7 +235,10 @@ function registerPullTool({ server, db, ws, roots, python, allowValidate }: McpC
       const file = path.isAbsolute(destination) ? path.resolve(destination) : path.resolve(allowed[0], destination);
       if (!file.endsWith('.py')) return toolError(`destination must be a .py file, not ${destination}`);
       if (!inside(file, allowed)) return toolError(`refused: ${file} is outside the roots nn-rag may write under (${allowed.join(', ')})`);
-      if (force === true) return toolError('refused: force is not for tools; a file that was not pulled, or was edited since its pull, is replaced only by a person (in the editor, with the diff)');
+      if (force === true)
+        return toolError(
+          'refused: force is not for tools; a file that was not pulled, or was edited since its pull, is replaced only by a person (in the editor, with the diff)',
+        );
       const installed = python ? await importableModules(python, [path.basename(file, '.py')]) : new Set<string>();
       const badName = fileNameProblem(path.basename(file), installed);
       if (badName) return toolError(`refused: ${badName}`);
@@ -216,10 +246,12 @@ function registerPullTool({ server, db, ws, roots, python, allowValidate }: McpC
       const conventional = assistantFileProblem(file, root);
       if (conventional) return toolError(`refused: ${conventional}`);
       const wantValidate = validate ?? allowValidate;
-      if (wantValidate && !allowValidate) return toolError('validation runs the block\'s code and is off: start nn-rag mcp with --allow-validate, or pull with validate: false');
+      if (wantValidate && !allowValidate)
+        return toolError("validation runs the block's code and is off: start nn-rag mcp with --allow-validate, or pull with validate: false");
       const progress = extra._meta?.progressToken;
       const say = async (n: number, message: string): Promise<void> => {
-        if (progress !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: progress, progress: n, total: 2, message } });
+        if (progress !== undefined)
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: progress, progress: n, total: 2, message } });
       };
       try {
         const ref = findTarget(db, target);

@@ -90,7 +90,10 @@ function valueText(v: unknown): string {
   if (Array.isArray(o.$tuple)) return `(${o.$tuple.map(valueText).join(', ')}${o.$tuple.length === 1 ? ',' : ''})`;
   if (typeof o.$call === 'string') return `${o.$call}${argumentText(Array.isArray(o.args) ? o.args : [], (o.kwargs as Record<string, unknown>) ?? {})}`;
   if (o.$partial) return `partial(${valueText(o.$partial)})`;
-  if (o.$dict && typeof o.$dict === 'object') return `{${Object.entries(o.$dict).map(([k, x]) => `${k}: ${valueText(x)}`).join(', ')}}`;
+  if (o.$dict && typeof o.$dict === 'object')
+    return `{${Object.entries(o.$dict)
+      .map(([k, x]) => `${k}: ${valueText(x)}`)
+      .join(', ')}}`;
   const t = o.$tensor as { dtype?: string; shape?: number[]; min?: number; max?: number } | undefined;
   if (t) {
     const range = t.dtype && !t.dtype.startsWith('float') && t.min !== undefined && t.max !== undefined ? ` in ${t.min}..${t.max}` : '';

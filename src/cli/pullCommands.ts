@@ -57,7 +57,6 @@ const PULL_OPTIONS = {
   'no-observe': {},
 };
 
-
 /** What every pull of one command asks, read from its flags. */
 function pullRequestOf(args: ParsedArgs, env: CliEnv, validate: boolean): PullRequest {
   return {
@@ -88,7 +87,8 @@ export async function warnBeforeValidating(env: CliEnv, python: string, memoryMb
   if (sandbox.weaker) env.err(`warning: ${sandbox.label}\n`);
   const info = await interpreterInfo(python).catch(() => undefined);
   // (a missing interpreter is reported by the validation itself)
-  if (info && !info.hasTorch) env.err(`warning: ${python} (Python ${info.version}) has no torch: validation stops at import; choose an interpreter with --python or NNRAG_PYTHON\n`);
+  if (info && !info.hasTorch)
+    env.err(`warning: ${python} (Python ${info.version}) has no torch: validation stops at import; choose an interpreter with --python or NNRAG_PYTHON\n`);
 }
 
 export async function pullCommand(argv: string[], env: CliEnv): Promise<number> {
@@ -118,7 +118,14 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
           env.out(`${out}: unchanged (the pull would write the same code)\n`);
           return EXIT.ok;
         }
-        const patch = createTwoFilesPatch(before === undefined ? '/dev/null' : out, out, before ?? '', after, before === undefined ? 'new file' : 'now', 'after pull');
+        const patch = createTwoFilesPatch(
+          before === undefined ? '/dev/null' : out,
+          out,
+          before ?? '',
+          after,
+          before === undefined ? 'new file' : 'now',
+          'after pull',
+        );
         env.out(patch);
         return EXIT.ok;
       } finally {
@@ -165,14 +172,19 @@ function interpreterFailure(ref: ClassRef, out: string, message: string): PullRe
 
 function describeReport(r: PullReport): string {
   const lines = [`${r.status}: ${r.target}`];
-  if (r.out) lines.push(`  wrote ${r.out} (${r.definitions} definition${r.definitions === 1 ? "" : "s"}; imports ${r.imports.join(', ') || 'nothing third-party'})`);
+  if (r.out)
+    lines.push(`  wrote ${r.out} (${r.definitions} definition${r.definitions === 1 ? '' : 's'}; imports ${r.imports.join(', ') || 'nothing third-party'})`);
   if (r.manifest) lines.push(`  provenance manifest ${r.manifest}; distributions needed in ${r.requiredRepos}`);
-  for (const n of r.natives ?? []) lines.push(`  compiled operator ${n.module} ${n.cached ? 'taken from the cache' : `built in ${n.seconds.toFixed(1)} s`} from ${n.sources.join(', ')} -> _nnrag_native/${n.file}`);
+  for (const n of r.natives ?? [])
+    lines.push(
+      `  compiled operator ${n.module} ${n.cached ? 'taken from the cache' : `built in ${n.seconds.toFixed(1)} s`} from ${n.sources.join(', ')} -> _nnrag_native/${n.file}`,
+    );
   if (r.tier) lines.push(`  tier reached: ${r.tier}`);
   if (r.validation?.kwargs || r.validation?.args) {
     lines.push(`  built with args ${JSON.stringify(r.validation.args ?? [])} kwargs ${JSON.stringify(r.validation.kwargs ?? {})}`);
   }
-  if (r.validation?.input_shapes) lines.push(`  forward on inputs ${JSON.stringify(r.validation.input_shapes)} -> ${JSON.stringify(r.validation.output_shapes)}`);
+  if (r.validation?.input_shapes)
+    lines.push(`  forward on inputs ${JSON.stringify(r.validation.input_shapes)} -> ${JSON.stringify(r.validation.output_shapes)}`);
   if (r.sizes) lines.push(`  ${sizesLine(r.sizes)} (why: nn-rag show --deps)`);
   if (r.category) lines.push(`  ${r.category}: ${r.message}`);
   else if (r.message) lines.push(`  note: ${r.message}`);
@@ -190,13 +202,19 @@ export async function showDepsCommand(args: ParsedArgs, env: CliEnv): Promise<nu
     const report = await workspaceOf(db, args, env).explain(args.positionals[0], pullRequestOf(args, env, false), intOpt(args, 'limit', 10));
     const sizes = report.sizes!;
     if (flag(args, 'json')) {
-      env.out(`${JSON.stringify({ target: report.target, ...sizes, inlinedRepos: report.inlinedRepos ?? [], imports: report.imports, problems: report.problems }, null, 1)}\n`);
+      env.out(
+        `${JSON.stringify({ target: report.target, ...sizes, inlinedRepos: report.inlinedRepos ?? [], imports: report.imports, problems: report.problems }, null, 1)}\n`,
+      );
       return EXIT.ok;
     }
-    const out = [`${report.target}`, `  ${sizesLine(sizes)}; ${report.definitions - 1} definitions pulled in; imports ${report.imports.join(', ') || 'nothing third-party'}`];
+    const out = [
+      `${report.target}`,
+      `  ${sizesLine(sizes)}; ${report.definitions - 1} definitions pulled in; imports ${report.imports.join(', ') || 'nothing third-party'}`,
+    ];
     if (report.inlinedRepos?.length) out.push(`  inlined from ${report.inlinedRepos.join(', ')}`);
     if (sizes.largest.length) out.push('  largest pulled in (lines, and the references that need it):');
-    for (const d of sizes.largest) out.push(`    ${String(d.lines).padStart(6)}  ${d.names.join(', ') || '(statement)'}  (${d.module})\n            ${d.chain.join(' -> ')}`);
+    for (const d of sizes.largest)
+      out.push(`    ${String(d.lines).padStart(6)}  ${d.names.join(', ') || '(statement)'}  (${d.module})\n            ${d.chain.join(' -> ')}`);
     for (const p of report.problems) out.push(`  ${p.kind}: ${p.detail}`);
     env.out(`${out.join('\n')}\n`);
     return EXIT.ok;
@@ -204,7 +222,6 @@ export async function showDepsCommand(args: ParsedArgs, env: CliEnv): Promise<nu
     db.close();
   }
 }
-
 
 async function batchTargets(args: ReturnType<typeof parse>, db: Awaited<ReturnType<typeof openDb>>): Promise<string[]> {
   const from = opt(args, 'from');
@@ -244,7 +261,9 @@ async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv):
       for (const r of reports) env.out(describeReport(r));
       if (sharedLine) {
         const n = sharedLine.definitions;
-        env.out(`shared: ${sharedLine.file} holds ${n} definition${n === 1 ? '' : 's'} the files above would each have copied (${sharedLine.names.join(', ') || 'statements'})\n`);
+        env.out(
+          `shared: ${sharedLine.file} holds ${n} definition${n === 1 ? '' : 's'} the files above would each have copied (${sharedLine.names.join(', ') || 'statements'})\n`,
+        );
       }
     }
     const ok = (r: PullReport): boolean => r.status === 'validated' || (!validate && r.status === 'extracted');
@@ -255,7 +274,13 @@ async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv):
 }
 
 /** Observes the local repositories the targets come from (observe.ts), saying so on stderr. */
-async function observeFirst(ws: Workspace, db: Awaited<ReturnType<typeof openDb>>, targets: string[], args: ReturnType<typeof parse>, env: CliEnv): Promise<void> {
+async function observeFirst(
+  ws: Workspace,
+  db: Awaited<ReturnType<typeof openDb>>,
+  targets: string[],
+  args: ReturnType<typeof parse>,
+  env: CliEnv,
+): Promise<void> {
   const repos = new Set<string>();
   const focus = new Set<string>();
   for (const t of targets) {
@@ -282,7 +307,10 @@ async function observeFirst(ws: Workspace, db: Awaited<ReturnType<typeof openDb>
     [...repos],
   );
   for (const s of summaries) {
-    if (!s.skipped) env.err(`[observe] ${s.repo}: ${s.ran} of its ${s.entries} entries run (${s.cached} unchanged); ${s.classes} of its classes seen built, ${s.fed} also fed\n`);
+    if (!s.skipped)
+      env.err(
+        `[observe] ${s.repo}: ${s.ran} of its ${s.entries} entries run (${s.cached} unchanged); ${s.classes} of its classes seen built, ${s.fed} also fed\n`,
+      );
   }
   await db.save();
 }
@@ -317,13 +345,20 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
       records: !!shard,
       signal: env.signal,
       onItem: (last, done) => {
-        if (!flag(args, 'json')) env.err(`[pull] ${done}/${targets.length} ${last.status}${last.tier ? ` (${last.tier})` : ''} ${last.target}${last.category ? ` - ${last.category}: ${String(last.message).slice(0, 160)}` : ''}\n`);
+        if (!flag(args, 'json'))
+          env.err(
+            `[pull] ${done}/${targets.length} ${last.status}${last.tier ? ` (${last.tier})` : ''} ${last.target}${last.category ? ` - ${last.category}: ${String(last.message).slice(0, 160)}` : ''}\n`,
+          );
       },
     });
     if (!shard) await db.save();
     const summary = summarise(finished, targets.length, (performance.now() - started) / 1000, validate, pooled ? jobs : 1);
     const reportFile = path.join(outDir, shardReportName(shard));
-    await writeText(reportFile, JSON.stringify({ summary, ...(shard ? { shard: { index: shard.index + 1, count: shard.count } } : {}), items: finished }, null, 1), outDir);
+    await writeText(
+      reportFile,
+      JSON.stringify({ summary, ...(shard ? { shard: { index: shard.index + 1, count: shard.count } } : {}), items: finished }, null, 1),
+      outDir,
+    );
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify({ ...summary, report: reportFile })}\n`);
     } else {
@@ -340,12 +375,20 @@ function describeSummary(s: BatchSummary, reportFile: string): string {
     `of all ${s.raw.blocks} blocks: ${s.raw.forward} reach forward (${s.raw.forward_share}%), ${s.raw.equivalent} proven equivalent to their original (${s.raw.equivalent_share}%)`,
     `pulled ${s.attempted} of ${s.targeted} blocks in ${s.seconds} s (${s.seconds_per_block} s per block)`,
     `validated ${s.validated} (${s.pass_rate}%), failed ${s.failed}`,
-    `tiers reached: ${Object.entries(s.tiers).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `tiers reached: ${Object.entries(s.tiers)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
     `compared with the original: ${s.compared} (equivalent ${s.equivalent}, differs ${s.differs}${s.fidelity === null ? '' : `; fidelity ${s.fidelity}%`}); tool faults ${s.tool_faults}`,
     ...(s.originals.run
-      ? [`originals: ${s.originals.imported} of ${s.originals.run} import (${s.originals.compared_share ?? '-'}% of those compared), ${s.originals.forward} reach forward (the copy too: ${s.originals.forward_share ?? '-'}%)`]
+      ? [
+          `originals: ${s.originals.imported} of ${s.originals.run} import (${s.originals.compared_share ?? '-'}% of those compared), ${s.originals.forward} reach forward (the copy too: ${s.originals.forward_share ?? '-'}%)`,
+        ]
       : []),
-    `failures: ${Object.entries(s.categories).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    `failures: ${
+      Object.entries(s.categories)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none'
+    }`,
     ...(s.lines ? [`lines of the pulled files: median ${s.lines.median}, p90 ${s.lines.p90}, largest ${s.lines.max}`] : []),
     `report: ${reportFile}`,
   ];
@@ -353,7 +396,14 @@ function describeSummary(s: BatchSummary, reportFile: string): string {
 }
 
 export async function validateCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { python: { value: true }, class: { value: true }, timeout: { value: true }, 'memory-mb': { value: true }, db: { value: true }, cache: { value: true } });
+  const args = parse(argv, {
+    python: { value: true },
+    class: { value: true },
+    timeout: { value: true },
+    'memory-mb': { value: true },
+    db: { value: true },
+    cache: { value: true },
+  });
   if (args.positionals.length !== 1) throw new NnragError('usage', 'validate needs one FILE');
   const file = args.positionals[0];
   let text: string;
@@ -393,6 +443,7 @@ function describeValidation(report: ValidationReport): string {
   const head = `${report.ok ? 'validated' : 'failed'}: tier ${report.tier ?? 'none'}${report.category ? ` - ${report.category}: ${report.message}` : ''}`;
   const e = report.equivalence;
   if (!e || e.status === 'differs') return head;
-  if (e.status === 'equivalent') return `${head} (${e.compared_values ?? '?'} values compared with the original, ${e.tolerance ?? 'equal'}, under ${e.variants?.length ?? 0} argument sets: it behaves like the original on the inputs tried, which says nothing of whether the code is safe to run)`;
+  if (e.status === 'equivalent')
+    return `${head} (${e.compared_values ?? '?'} values compared with the original, ${e.tolerance ?? 'equal'}, under ${e.variants?.length ?? 0} argument sets: it behaves like the original on the inputs tried, which says nothing of whether the code is safe to run)`;
   return `${head} (not compared with the original: ${e.reason ?? 'no reason given'})`;
 }

@@ -73,8 +73,25 @@ ${table(
     ['structural (tree shape)', u.structural_unique, u.blocks],
   ],
 )}
-${bars('Unique blocks per level', [['blocks', u.blocks], ['exact', u.exact_unique], ['lexical', u.lexical_unique], ['structural', u.structural_unique]], u.blocks, '#1a7f37')}
-${u.largest_groups.length ? table(['largest groups of copies (original)', 'copies', 'repositories'], u.largest_groups.map((g) => [g.original, g.copies, g.repos])) : ''}`
+${bars(
+  'Unique blocks per level',
+  [
+    ['blocks', u.blocks],
+    ['exact', u.exact_unique],
+    ['lexical', u.lexical_unique],
+    ['structural', u.structural_unique],
+  ],
+  u.blocks,
+  '#1a7f37',
+)}
+${
+  u.largest_groups.length
+    ? table(
+        ['largest groups of copies (original)', 'copies', 'repositories'],
+        u.largest_groups.map((g) => [g.original, g.copies, g.repos]),
+      )
+    : ''
+}`
     : ''
 }
 </body></html>

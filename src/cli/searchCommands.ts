@@ -11,7 +11,15 @@ import { callsText } from './observeCommands';
 import { Workspace } from '../core/workspace/workspace';
 
 export async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { db: { value: true, multiple: true }, repo: { value: true }, category: { value: true }, kind: { value: true }, limit: { value: true }, validation: { value: true }, 'all-copies': {} });
+  const args = parse(argv, {
+    db: { value: true, multiple: true },
+    repo: { value: true },
+    category: { value: true },
+    kind: { value: true },
+    limit: { value: true },
+    validation: { value: true },
+    'all-copies': {},
+  });
   const kind = opt(args, 'kind') ?? 'block';
   if (!['block', 'abstract', 'class'].includes(kind)) throw new NnragError('usage', `--kind is block, abstract or class, not '${kind}'`);
   const query = {
@@ -43,7 +51,9 @@ export async function searchCommand(argv: string[], env: CliEnv): Promise<number
     } else {
       for (const h of hits) {
         const copies = h.copies ? `  (${h.name}: ${h.copies.count} copies in ${h.copies.repos} repositories)` : '';
-        env.out(`${h.target}  [${h.category}${h.abstract ? ', abstract' : ''}]  ${h.path}:${h.line}${copies}${h.index ? `  (${h.index})` : ''}\n    ${h.name}${h.signature || '()'}\n`);
+        env.out(
+          `${h.target}  [${h.category}${h.abstract ? ', abstract' : ''}]  ${h.path}:${h.line}${copies}${h.index ? `  (${h.index})` : ''}\n    ${h.name}${h.signature || '()'}\n`,
+        );
       }
     }
   } finally {
@@ -54,7 +64,16 @@ export async function searchCommand(argv: string[], env: CliEnv): Promise<number
 }
 
 export async function showCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { deps: {}, calls: {}, python: { value: true }, inline: {}, 'no-inline': {}, 'whole-classes': {}, 'full-docstrings': {}, limit: { value: true } });
+  const args = parse(argv, {
+    deps: {},
+    calls: {},
+    python: { value: true },
+    inline: {},
+    'no-inline': {},
+    'whole-classes': {},
+    'full-docstrings': {},
+    limit: { value: true },
+  });
   if (args.positionals.length !== 1) throw new NnragError('usage', 'show needs one TARGET');
   if (flag(args, 'deps')) return showDepsCommand(args, env);
   const db = await openDb(args, env);

@@ -28,7 +28,11 @@ export async function importCommand(argv: string[], env: CliEnv): Promise<number
   const archive = args.positionals[0];
   if (!archive) throw new NnragError('usage', 'import needs the archive: nn-rag import models.nnrag.tgz --db models.db [--force]');
   if (isHttpUrl(archive)) return importUrl(archive, args, env);
-  const m = await importIndex(path.resolve(archive), dbPath(args), { force: flag(args, 'force'), sqlWasm: env.assets.sqlWasm, limits: { ...DEFAULT_IMPORT_LIMITS, ...limitsOf(args) } });
+  const m = await importIndex(path.resolve(archive), dbPath(args), {
+    force: flag(args, 'force'),
+    sqlWasm: env.assets.sqlWasm,
+    limits: { ...DEFAULT_IMPORT_LIMITS, ...limitsOf(args) },
+  });
   if (flag(args, 'json')) env.out(`${JSON.stringify({ db: dbPath(args), ...m })}\n`);
   else env.out(`imported ${describe(m)} into ${dbPath(args)}\n`);
   return EXIT.ok;
@@ -46,11 +50,23 @@ function limitsOf(args: ReturnType<typeof parse>): { maxBytes?: number } {
 /** `import URL`: the published index, downloaded again only when the server says it changed (ETag). */
 async function importUrl(url: string, args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
   const db = dbPath(args);
-  if (!flag(args, 'force') && !(await sharedFrom(db, url)) && (await fsp.stat(db).then(() => true, () => false))) {
+  if (
+    !flag(args, 'force') &&
+    !(await sharedFrom(db, url)) &&
+    (await fsp.stat(db).then(
+      () => true,
+      () => false,
+    ))
+  ) {
     throw new NnragError('usage', `${db} exists and was not imported from ${redactUrls(url)}: import replaces it with the archive's index only with --force`);
   }
   const r = await refreshShared(url, db, { sqlWasm: env.assets.sqlWasm, limits: { ...limitsOf(args), allowRedirects: flag(args, 'allow-redirects') } });
   if (flag(args, 'json')) env.out(`${JSON.stringify({ db, url: redactUrls(url), ...r })}\n`);
-  else env.out(r.state === 'unchanged' ? `${db} is up to date with ${redactUrls(url)}\n` : `imported ${r.repositories.join(', ') || 'no repositories'} from ${redactUrls(url)} into ${db}\n`);
+  else
+    env.out(
+      r.state === 'unchanged'
+        ? `${db} is up to date with ${redactUrls(url)}\n`
+        : `imported ${r.repositories.join(', ') || 'no repositories'} from ${redactUrls(url)} into ${db}\n`,
+    );
   return EXIT.ok;
 }

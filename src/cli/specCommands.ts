@@ -106,7 +106,11 @@ export async function reportCommand(argv: string[], env: CliEnv): Promise<number
 async function mergeCommand(args: ReturnType<typeof parse>, env: CliEnv): Promise<number> {
   const files = args.positionals;
   const out = opt(args, 'out');
-  if (!files.length || !out) throw new NnragError('usage', 'report --merge needs the shard reports and --out FILE: nn-rag report --merge OUT/report.shard-*.json --out merged.json [--db F]');
+  if (!files.length || !out)
+    throw new NnragError(
+      'usage',
+      'report --merge needs the shard reports and --out FILE: nn-rag report --merge OUT/report.shard-*.json --out merged.json [--db F]',
+    );
   const reports: BatchReport[] = [];
   for (const f of files) {
     try {
@@ -130,11 +134,19 @@ async function mergeCommand(args: ReturnType<typeof parse>, env: CliEnv): Promis
   }
   await writeText(path.resolve(out), JSON.stringify({ summary: merged.summary, shards: merged.shards, items: merged.items }, null, 1));
   const s = merged.summary;
-  if (flag(args, 'json')) env.out(`${JSON.stringify({ ...s, shards: merged.shards, recorded: recorded?.recorded ?? null, not_in_index: recorded?.notInIndex ?? [], report: path.resolve(out) })}\n`);
+  if (flag(args, 'json'))
+    env.out(
+      `${JSON.stringify({ ...s, shards: merged.shards, recorded: recorded?.recorded ?? null, not_in_index: recorded?.notInIndex ?? [], report: path.resolve(out) })}\n`,
+    );
   else {
-    env.out(`merged ${files.length} reports: ${s.attempted} blocks, validated ${s.validated} (${s.pass_rate}%), equivalent ${s.equivalent} of ${s.compared} compared; ${s.seconds_per_block} s per block\n`);
+    env.out(
+      `merged ${files.length} reports: ${s.attempted} blocks, validated ${s.validated} (${s.pass_rate}%), equivalent ${s.equivalent} of ${s.compared} compared; ${s.seconds_per_block} s per block\n`,
+    );
     if (merged.shards.missing.length) env.out(`shards missing: ${merged.shards.missing.join(', ')} of ${merged.shards.count}\n`);
-    if (recorded) env.out(`recorded ${recorded.recorded} verdicts in the index${recorded.notInIndex.length ? `; ${recorded.notInIndex.length} targets are not in it` : ''}\n`);
+    if (recorded)
+      env.out(
+        `recorded ${recorded.recorded} verdicts in the index${recorded.notInIndex.length ? `; ${recorded.notInIndex.length} targets are not in it` : ''}\n`,
+      );
     env.out(`report: ${path.resolve(out)}\n`);
   }
   return merged.shards.missing.length ? EXIT.failed : EXIT.ok;
@@ -150,7 +162,11 @@ function reportText(r: ExtractionReport, html: string | undefined): string {
     `  validated (forward)  ${r.validated} (${r.pass_rate}% of attempted; the paper: ${r.paper.pass_rate}%)`,
     `  time per block       ${r.seconds_per_block} s (the paper: ${r.paper.seconds_per_block} s)`,
     'Table 2: failure categories',
-    ...(Object.keys(r.failure_categories).length ? Object.entries(r.failure_categories).sort((a, b) => b[1] - a[1]).map(([c, n]) => `  ${c.padEnd(20)} ${n}`) : ['  none']),
+    ...(Object.keys(r.failure_categories).length
+      ? Object.entries(r.failure_categories)
+          .sort((a, b) => b[1] - a[1])
+          .map(([c, n]) => `  ${c.padEnd(20)} ${n}`)
+      : ['  none']),
   ];
   if (r.uniqueness) {
     const u = r.uniqueness;

@@ -28,7 +28,8 @@ async function pythonFilesUnder(roots: string[]): Promise<string[]> {
     if (st.isSymbolicLink()) return;
     if (st.isFile() && (p.endsWith('.py') || top)) files.push(p);
     else if (st.isDirectory() && depth < 8) {
-      for (const e of (await fsp.readdir(p)).sort()) if (!e.startsWith('.') && e !== 'node_modules' && e !== '__pycache__') await walk(path.join(p, e), depth + 1, false);
+      for (const e of (await fsp.readdir(p)).sort())
+        if (!e.startsWith('.') && e !== 'node_modules' && e !== '__pycache__') await walk(path.join(p, e), depth + 1, false);
     }
   };
   for (const r of roots) await walk(r, 0, true);
@@ -52,7 +53,9 @@ export async function statusCommand(argv: string[], env: CliEnv): Promise<number
   else if (!rows.length) env.out('no pulled files here\n');
   else {
     for (const r of rows) {
-      const upstream = r.changed.length ? `upstream changed: ${r.changed.map((c) => `${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('; ')}` : undefined;
+      const upstream = r.changed.length
+        ? `upstream changed: ${r.changed.map((c) => `${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('; ')}`
+        : undefined;
       const what =
         r.state === 'conflicted'
           ? `${r.conflicts} unresolved conflict${r.conflicts === 1 ? '' : 's'} (<<<<<<< markers)${upstream ? `; ${upstream}` : ''}`
@@ -119,8 +122,13 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
           signal: env.signal,
         });
       }
-      const tier = validation ? `; validated again: ${validation.ok ? 'passed' : 'failed'}, tier ${validation.tier ?? 'none'}${validation.category ? ` (${validation.category}: ${validation.message})` : ''}` : '';
-      say({ ...outcome.line, ...(validation ? { validation: { ok: validation.ok, tier: validation.tier, category: validation.category ?? null } } : {}) }, `${outcome.human}${tier}`);
+      const tier = validation
+        ? `; validated again: ${validation.ok ? 'passed' : 'failed'}, tier ${validation.tier ?? 'none'}${validation.category ? ` (${validation.category}: ${validation.message})` : ''}`
+        : '';
+      say(
+        { ...outcome.line, ...(validation ? { validation: { ok: validation.ok, tier: validation.tier, category: validation.category ?? null } } : {}) },
+        `${outcome.human}${tier}`,
+      );
       if (outcome.failed || (validation && !validation.ok)) failed = true;
     }
   } finally {
@@ -159,13 +167,31 @@ async function updateOne(file: string, { ws, scratch, dryRun }: { ws: Workspace;
     w = { written: true };
   }
   if (plan.state === 'header-refreshed') {
-    return { ...w, written: false, failed: false, line: { state: 'header-refreshed' }, human: `${file}: the code is up to date with ${target}; its header recorded other sources${dryRun ? ' and would be written again' : ' and was written again'}` };
+    return {
+      ...w,
+      written: false,
+      failed: false,
+      line: { state: 'header-refreshed' },
+      human: `${file}: the code is up to date with ${target}; its header recorded other sources${dryRun ? ' and would be written again' : ' and was written again'}`,
+    };
   }
   const would = dryRun ? 'would be ' : '';
   if (plan.state === 'conflicts') {
     const n = plan.conflicts;
-    return { ...w, written: false, failed: true, line: { state: 'conflicts', conflicts: n, dryRun }, human: `${file}: ${would}updated from upstream with ${n} conflict${n === 1 ? '' : 's'} between your edits and upstream${dryRun ? '' : '; resolve the <<<<<<< markers'}` };
+    return {
+      ...w,
+      written: false,
+      failed: true,
+      line: { state: 'conflicts', conflicts: n, dryRun },
+      human: `${file}: ${would}updated from upstream with ${n} conflict${n === 1 ? '' : 's'} between your edits and upstream${dryRun ? '' : '; resolve the <<<<<<< markers'}`,
+    };
   }
   const edited = plan.state === 'merged';
-  return { ...w, ref: plan.ref, failed: false, line: { state: edited ? 'merged' : 'updated', dryRun }, human: `${file}: ${would}updated from upstream${edited ? ', your edits kept' : ''}` };
+  return {
+    ...w,
+    ref: plan.ref,
+    failed: false,
+    line: { state: edited ? 'merged' : 'updated', dryRun },
+    human: `${file}: ${would}updated from upstream${edited ? ', your edits kept' : ''}`,
+  };
 }

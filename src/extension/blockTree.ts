@@ -40,7 +40,9 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
       item.contextValue = 'block';
       item.description = `${h.module}${h.validation ? ` · ${verdictWords(h.validation)}` : ''}`;
       const means = verdictMeaning(h.validation);
-      item.tooltip = new vscode.MarkdownString(`**${h.name}**${h.signature}\n\n${h.doc ? `${h.doc}\n\n` : ''}\`${h.target}\`\n\n${h.path}:${h.line}${means ? `\n\n${means}` : ''}`);
+      item.tooltip = new vscode.MarkdownString(
+        `**${h.name}**${h.signature}\n\n${h.doc ? `${h.doc}\n\n` : ''}\`${h.target}\`\n\n${h.path}:${h.line}${means ? `\n\n${means}` : ''}`,
+      );
       item.iconPath = h.abstract ? new vscode.ThemeIcon('symbol-interface') : vscode.Uri.joinPath(this.media, 'block.svg');
       item.command = { command: 'nnrag.openSource', title: vscode.l10n.t('Open Source'), arguments: [node] };
       return item;
@@ -54,7 +56,9 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
       // installed packages: which version, from which interpreter (the tooltip gives the paths whole)
       const { version, python, folder } = node.installed;
       item.description = [String(node.count ?? 0), version, python].filter(Boolean).join(' · ');
-      item.tooltip = new vscode.MarkdownString().appendMarkdown(`**${node.label}**${version ? ` ${version}` : ''}\n\n`).appendText(`${vscode.l10n.t('installed package of {0}', python ?? vscode.l10n.t('the selected interpreter'))}\n${folder}`);
+      item.tooltip = new vscode.MarkdownString()
+        .appendMarkdown(`**${node.label}**${version ? ` ${version}` : ''}\n\n`)
+        .appendText(`${vscode.l10n.t('installed package of {0}', python ?? vscode.l10n.t('the selected interpreter'))}\n${folder}`);
     }
     if (node.shared) {
       // the team's index: read-only here (no Re-index or Remove)

@@ -21,8 +21,10 @@ export function setting<K extends SettingKey>(key: K, scope?: vscode.Uri): Setti
  */
 export function scopeInEffect<K extends SettingKey>(key: K): { key: string; value: Settings[K] | undefined; target: vscode.ConfigurationTarget } {
   const where = vscode.workspace.getConfiguration('nnrag').inspect<Settings[K]>(key);
-  if (vscode.workspace.isTrusted && where?.workspaceFolderValue !== undefined) return { key: vscode.l10n.t('folder'), value: where.workspaceFolderValue, target: vscode.ConfigurationTarget.WorkspaceFolder };
-  if (vscode.workspace.isTrusted && where?.workspaceValue !== undefined) return { key: vscode.l10n.t('workspace'), value: where.workspaceValue, target: vscode.ConfigurationTarget.Workspace };
+  if (vscode.workspace.isTrusted && where?.workspaceFolderValue !== undefined)
+    return { key: vscode.l10n.t('folder'), value: where.workspaceFolderValue, target: vscode.ConfigurationTarget.WorkspaceFolder };
+  if (vscode.workspace.isTrusted && where?.workspaceValue !== undefined)
+    return { key: vscode.l10n.t('workspace'), value: where.workspaceValue, target: vscode.ConfigurationTarget.Workspace };
   return { key: vscode.l10n.t('user'), value: where?.globalValue, target: vscode.ConfigurationTarget.Global };
 }
 

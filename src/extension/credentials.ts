@@ -37,7 +37,12 @@ export class GitCredentialService {
     const password =
       username === undefined
         ? undefined
-        : await vscode.window.showInputBox({ title: vscode.l10n.t('{0} asks for credentials', origin), prompt: vscode.l10n.t('Password or access token'), password: true, ignoreFocusOut: true });
+        : await vscode.window.showInputBox({
+            title: vscode.l10n.t('{0} asks for credentials', origin),
+            prompt: vscode.l10n.t('Password or access token'),
+            password: true,
+            ignoreFocusOut: true,
+          });
     if (username === undefined || password === undefined) {
       this.declined.add(origin);
       return null;

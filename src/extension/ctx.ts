@@ -65,7 +65,13 @@ export interface Deps {
 export type Reg = (id: string, fn: (...args: unknown[]) => unknown) => void;
 
 /** Every command goes through here: errors are logged with their stack and shown with a Show Log button. */
-export function register(context: vscode.ExtensionContext, id: string, log: vscode.LogOutputChannel, session: Session, fn: (...args: unknown[]) => unknown): void {
+export function register(
+  context: vscode.ExtensionContext,
+  id: string,
+  log: vscode.LogOutputChannel,
+  session: Session,
+  fn: (...args: unknown[]) => unknown,
+): void {
   context.subscriptions.push(
     vscode.commands.registerCommand(id, async (...args: unknown[]) => {
       try {

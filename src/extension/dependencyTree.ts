@@ -20,7 +20,11 @@ export class DependencyTreeProvider implements vscode.TreeDataProvider<Item> {
   /** Shows the dependencies of `target` (as `ExplainDependencies` answered); returns the root item to reveal. */
   show(target: string, sizes: FileSizes, graph: DependencyGraph): Item | undefined {
     const name = target.split('.').pop() ?? target;
-    const module = target.replace(/^[^:]*:/, '').split('.').slice(0, -1).join('.');
+    const module = target
+      .replace(/^[^:]*:/, '')
+      .split('.')
+      .slice(0, -1)
+      .join('.');
     const root = graph.nodes.findIndex((n) => n.module === module && n.names.includes(name));
     const next = new Map<number, number[]>();
     for (const e of graph.edges) {
@@ -55,7 +59,11 @@ export class DependencyTreeProvider implements vscode.TreeDataProvider<Item> {
     const label = node.names.join(', ') || vscode.l10n.t('(a statement of {0})', node.module);
     const t = new vscode.TreeItem(
       label,
-      item.path.length === 1 ? vscode.TreeItemCollapsibleState.Expanded : hasChildren ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,
+      item.path.length === 1
+        ? vscode.TreeItemCollapsibleState.Expanded
+        : hasChildren
+          ? vscode.TreeItemCollapsibleState.Collapsed
+          : vscode.TreeItemCollapsibleState.None,
     );
     t.id = item.path.join('/');
     t.description =

@@ -3,7 +3,16 @@ import * as vscode from 'vscode';
 import { affects, setting } from './config';
 import { registerLanguageModelTools } from './lmTools';
 import type { SourceConfig } from '../core/sources/types';
-import { GetGitCredentials, GetIndexStatus, GitCredentialsRejected, IndexStatusChanged, ReadSource, ReindexRepositories, RemoveManifests, UseSharedIndex } from '../shared/protocol';
+import {
+  GetGitCredentials,
+  GetIndexStatus,
+  GitCredentialsRejected,
+  IndexStatusChanged,
+  ReadSource,
+  ReindexRepositories,
+  RemoveManifests,
+  UseSharedIndex,
+} from '../shared/protocol';
 import type { IndexStatus, InitOptions, Method } from '../shared/protocol';
 import { DependencyTreeProvider } from './dependencyTree';
 import { BlockTreeProvider } from './blockTree';
@@ -61,7 +70,10 @@ function watchFiles(context: vscode.ExtensionContext, client: NnragClient, pulle
       pulled.refresh();
       validationProblems().clear(uri);
       // a pulled file deleted takes its manifest and its entries in required_repos.json with it
-      if (uri.scheme === 'file') client.request(RemoveManifests, { file: uri.fsPath }).catch((err: unknown) => log.warn(`[manifests] ${uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
+      if (uri.scheme === 'file')
+        client
+          .request(RemoveManifests, { file: uri.fsPath })
+          .catch((err: unknown) => log.warn(`[manifests] ${uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
     }),
   );
 
@@ -141,7 +153,9 @@ function languageStatus(
       tree.refresh();
       pulled.refresh();
     }
-    const shared = s.shared ? ` · ${s.shared.state === 'refused' ? vscode.l10n.t('shared index refused (the last good copy is in use): {0}', s.shared.message ?? '') : vscode.l10n.t('shared index: {0} repositories', s.shared.repositories.length)}` : '';
+    const shared = s.shared
+      ? ` · ${s.shared.state === 'refused' ? vscode.l10n.t('shared index refused (the last good copy is in use): {0}', s.shared.message ?? '') : vscode.l10n.t('shared index: {0} repositories', s.shared.repositories.length)}`
+      : '';
     indexItem.detail = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks${s.failing ? ` · ${vscode.l10n.t('{0} cannot be indexed (see the Blocks view)', s.failing)}` : ''}${shared}`;
     if (s.state !== 'indexing' && s.failing) indexItem.severity = vscode.LanguageStatusSeverity.Warning;
     void vscode.commands.executeCommand('setContext', 'nnrag.indexState', s.state);
@@ -152,7 +166,11 @@ function languageStatus(
 }
 
 /** What the language server starts with: where its files are, and the settings the index depends on now. */
-function initOptions(context: vscode.ExtensionContext, dist: vscode.Uri, settings: { repositories: SourceConfig[]; gitFetchIntervalMinutes: number }): InitOptions {
+function initOptions(
+  context: vscode.ExtensionContext,
+  dist: vscode.Uri,
+  settings: { repositories: SourceConfig[]; gitFetchIntervalMinutes: number },
+): InitOptions {
   return {
     storageDir: context.globalStorageUri.fsPath,
     treeSitterWasm: vscode.Uri.joinPath(dist, 'web-tree-sitter.wasm').fsPath,
@@ -243,14 +261,28 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   // the settings may have changed while the server started (workspace settings can arrive after activation)
   reindexIfChanged();
   const session = new Session(context.workspaceState);
-  const deps = { client, tree, interpreter, log, storage: context.globalStorageUri, treeView, dependencies, dependencyView, pulled, indexChanged: statusChanged.event, session };
+  const deps = {
+    client,
+    tree,
+    interpreter,
+    log,
+    storage: context.globalStorageUri,
+    treeView,
+    dependencies,
+    dependencyView,
+    pulled,
+    indexChanged: statusChanged.event,
+    session,
+  };
   registerCommands(context, deps);
   registerLanguageModelTools(context, deps, context.globalStorageUri.fsPath);
   tickOnInterpreterChoice(context, interpreter, log);
   // the Get Started walkthrough (the interpreter first) opens once, on the first activation after install
   if (!context.globalState.get<boolean>('nnrag.walkthroughShown')) {
     await context.globalState.update('nnrag.walkthroughShown', true);
-    void vscode.commands.executeCommand('workbench.action.openWalkthrough', `${context.extension.id}#nnrag.start`, false).then(undefined, (err: unknown) => log.warn(`[activate] walkthrough: ${String(err)}`));
+    void vscode.commands
+      .executeCommand('workbench.action.openWalkthrough', `${context.extension.id}#nnrag.start`, false)
+      .then(undefined, (err: unknown) => log.warn(`[activate] walkthrough: ${String(err)}`));
   }
   log.info('[activate] NN-RAG ready');
   return {
@@ -285,7 +317,9 @@ export function deactivate(): void {
 function tickOnInterpreterChoice(context: vscode.ExtensionContext, interpreter: InterpreterService, log: vscode.LogOutputChannel): void {
   const tick = (): void => {
     void vscode.commands.executeCommand('setContext', 'nnrag.interpreterChosen', true);
-    void vscode.commands.executeCommand('welcome.markStepComplete', `${context.extension.id}#nnrag.start#interpreter`).then(undefined, (err: unknown) => log.info(`[walkthrough] ${String(err)}`));
+    void vscode.commands
+      .executeCommand('welcome.markStepComplete', `${context.extension.id}#nnrag.start#interpreter`)
+      .then(undefined, (err: unknown) => log.info(`[walkthrough] ${String(err)}`));
   };
   context.subscriptions.push(interpreter.onDidChoose(tick));
   if (setting('pythonPath')) tick();

@@ -38,7 +38,8 @@ export function describeInterpreter(python: string): Promise<InterpreterVersions
   let answer = asked.get(python);
   if (!answer) {
     answer = new Promise((resolve) => {
-      const code = 'import json, platform\ntry:\n    from importlib.metadata import version\n    t = version("torch")\nexcept Exception:\n    t = None\nprint(json.dumps({"python": platform.python_version(), "torch": t}))';
+      const code =
+        'import json, platform\ntry:\n    from importlib.metadata import version\n    t = version("torch")\nexcept Exception:\n    t = None\nprint(json.dumps({"python": platform.python_version(), "torch": t}))';
       execFile(python, ['-I', '-c', code], { timeout: 15_000 }, (err, stdout) => {
         if (err) return resolve({ error: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : err.message.split('\n')[0] });
         try {
@@ -167,7 +168,10 @@ export class InterpreterService implements vscode.Disposable {
     const described = new Map<string, string>();
     const render = (): void => {
       quickPick.items = [
-        ...candidates.map((p) => ({ label: p, description: [described.get(p) ?? '…', p === current.path ? vscode.l10n.t('in use ({0})', current.source) : ''].filter(Boolean).join(' · ') })),
+        ...candidates.map((p) => ({
+          label: p,
+          description: [described.get(p) ?? '…', p === current.path ? vscode.l10n.t('in use ({0})', current.source) : ''].filter(Boolean).join(' · '),
+        })),
         { label: enter, description: '' },
       ];
     };
@@ -206,7 +210,9 @@ export class InterpreterService implements vscode.Disposable {
       const use = vscode.l10n.t('Use Anyway');
       const other = vscode.l10n.t('Choose Another');
       const pick = await vscode.window.showWarningMessage(
-        versions.error ? vscode.l10n.t('{0} does not run: {1}', value, versions.error) : vscode.l10n.t('{0} has no torch: pulled blocks cannot be validated with it (they fail with "missing package \'torch\'").', value),
+        versions.error
+          ? vscode.l10n.t('{0} does not run: {1}', value, versions.error)
+          : vscode.l10n.t('{0} has no torch: pulled blocks cannot be validated with it (they fail with "missing package \'torch\'").', value),
         { modal: true },
         use,
         other,
@@ -220,7 +226,9 @@ export class InterpreterService implements vscode.Disposable {
     // the choice is confirmed, and the walkthrough's step ticks on it (not on the picker opening)
     this.chosen.fire(value);
     void vscode.window.showInformationMessage(
-      versions.torch ? vscode.l10n.t('NN-RAG validates pulled blocks with {0} ({1}).', value, versionsLabel(versions)) : vscode.l10n.t('NN-RAG uses {0}, which has no torch: pulled blocks will not be validated.', value),
+      versions.torch
+        ? vscode.l10n.t('NN-RAG validates pulled blocks with {0} ({1}).', value, versionsLabel(versions))
+        : vscode.l10n.t('NN-RAG uses {0}, which has no torch: pulled blocks will not be validated.', value),
     );
     return scope;
   }

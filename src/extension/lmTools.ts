@@ -19,7 +19,10 @@ interface ToolInvocation<T> {
 }
 interface Tool<T> {
   invoke(options: ToolInvocation<T>, token: vscode.CancellationToken): Promise<unknown>;
-  prepareInvocation?(options: ToolInvocation<T>, token: vscode.CancellationToken): { invocationMessage?: string; confirmationMessages?: { title: string; message: string | vscode.MarkdownString } } | undefined;
+  prepareInvocation?(
+    options: ToolInvocation<T>,
+    token: vscode.CancellationToken,
+  ): { invocationMessage?: string; confirmationMessages?: { title: string; message: string | vscode.MarkdownString } } | undefined;
 }
 interface LmApi {
   registerTool?<T>(name: string, tool: Tool<T>): vscode.Disposable;
@@ -42,8 +45,21 @@ export function registerLanguageModelTools(context: vscode.ExtensionContext, dep
     context.subscriptions.push(
       lm.registerTool<{ query: string; repository?: string; category?: string; limit?: number }>('nnrag_searchBlocks', {
         async invoke({ input }, token) {
-          const hits = await deps.client.request(SearchBlocks, { text: input.query, repo: input.repository, category: input.category, limit: Math.min(50, input.limit ?? 10) }, token);
-          return text(hits.map((h) => ({ target: h.target, signature: `${h.name}${h.signature || '()'}`, summary: h.doc.split('\n')[0] ?? '', category: h.category, validation: h.validation, provenance: `${h.repo} ${h.path}:${h.line}` })));
+          const hits = await deps.client.request(
+            SearchBlocks,
+            { text: input.query, repo: input.repository, category: input.category, limit: Math.min(50, input.limit ?? 10) },
+            token,
+          );
+          return text(
+            hits.map((h) => ({
+              target: h.target,
+              signature: `${h.name}${h.signature || '()'}`,
+              summary: h.doc.split('\n')[0] ?? '',
+              category: h.category,
+              validation: h.validation,
+              provenance: `${h.repo} ${h.path}:${h.line}`,
+            })),
+          );
         },
       }),
       lm.registerTool<{ target: string }>('nnrag_describeBlock', {
@@ -61,7 +77,10 @@ export function registerLanguageModelTools(context: vscode.ExtensionContext, dep
             : vscode.l10n.t('without running it (the workspace is not trusted)');
           return {
             invocationMessage: vscode.l10n.t('Pulling {0}', input.target),
-            confirmationMessages: { title: vscode.l10n.t('Pull {0}?', input.target), message: vscode.l10n.t('NN-RAG will write {0} in the workspace, {1}.', where, runs) },
+            confirmationMessages: {
+              title: vscode.l10n.t('Pull {0}?', input.target),
+              message: vscode.l10n.t('NN-RAG will write {0} in the workspace, {1}.', where, runs),
+            },
           };
         },
         async invoke({ input }) {
@@ -71,7 +90,15 @@ export function registerLanguageModelTools(context: vscode.ExtensionContext, dep
           if (refused) return text(`not pulled: ${refused}`);
           const report = await pullIntoWorkspace(deps, input.target, name, { confirmed: true });
           if (!report) return text('not pulled');
-          return text({ path: report.out, status: report.status, tier: report.tier, category: report.category, message: report.message, validated: report.status === 'validated', trusted: vscode.workspace.isTrusted });
+          return text({
+            path: report.out,
+            status: report.status,
+            tier: report.tier,
+            category: report.category,
+            message: report.message,
+            validated: report.status === 'validated',
+            trusted: vscode.workspace.isTrusted,
+          });
         },
       }),
     );
@@ -83,7 +110,9 @@ export function registerLanguageModelTools(context: vscode.ExtensionContext, dep
     const cli = vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath;
     context.subscriptions.push(
       lm.registerMcpServerDefinitionProvider('nnrag.mcp', {
-        provideMcpServerDefinitions: () => [new Definition('NN-RAG', process.execPath, [cli, 'mcp', '--db', path.join(storageDir, 'index.db')], { ELECTRON_RUN_AS_NODE: '1' })],
+        provideMcpServerDefinitions: () => [
+          new Definition('NN-RAG', process.execPath, [cli, 'mcp', '--db', path.join(storageDir, 'index.db')], { ELECTRON_RUN_AS_NODE: '1' }),
+        ],
       }),
     );
   }

@@ -15,7 +15,10 @@ export interface Verdict {
 /** The 0-based line a failure is about: the last `line N` of its message, else the block's `class NAME`. */
 export function problemLine(text: string, message: string | null | undefined, className: string | undefined): number {
   const lines = text.split('\n');
-  const named = [...(message ?? '').matchAll(/\bline (\d+)\b/g)].map((m) => Number(m[1]) - 1).filter((n) => n >= 0 && n < lines.length).pop();
+  const named = [...(message ?? '').matchAll(/\bline (\d+)\b/g)]
+    .map((m) => Number(m[1]) - 1)
+    .filter((n) => n >= 0 && n < lines.length)
+    .pop();
   if (named !== undefined) return named;
   const cls = className ? lines.findIndex((l) => l.startsWith(`class ${className}(`) || l.startsWith(`class ${className}:`)) : -1;
   return Math.max(0, cls);
@@ -44,7 +47,11 @@ export class ValidationProblems implements vscode.Disposable {
   /** A verdict on the body before an edit: said as information at the block, until the file is validated again. */
   stale(uri: vscode.Uri, text: string, was: VerdictLike, className?: string): void {
     const line = problemLine(text, undefined, className);
-    const d = new vscode.Diagnostic(new vscode.Range(line, 0, line, text.split('\n')[line]?.length ?? 0), `NN-RAG: ${STALE_WORDS} (was ${verdictWords(was)})`, vscode.DiagnosticSeverity.Information);
+    const d = new vscode.Diagnostic(
+      new vscode.Range(line, 0, line, text.split('\n')[line]?.length ?? 0),
+      `NN-RAG: ${STALE_WORDS} (was ${verdictWords(was)})`,
+      vscode.DiagnosticSeverity.Information,
+    );
     d.source = 'NN-RAG';
     d.code = 'stale';
     this.collection.set(uri, [d]);

@@ -39,12 +39,15 @@ export function registerPullCommands(reg: Reg, deps: Deps): void {
   reg('nnrag.insertBlockAtCursor', async (arg, fileName) => {
     const editor = vscode.window.activeTextEditor;
     const folder = editor && editor.document.uri.scheme === 'file' ? vscode.workspace.getWorkspaceFolder(editor.document.uri) : undefined;
-    if (!editor || !folder || editor.document.languageId !== 'python') throw new Error(vscode.l10n.t('Open a Python file of the workspace first: the block is pulled beside it and imported at the cursor'));
+    if (!editor || !folder || editor.document.languageId !== 'python')
+      throw new Error(vscode.l10n.t('Open a Python file of the workspace first: the block is pulled beside it and imported at the cursor'));
     const target = targetOf(arg) ?? (await searchQuickPick(client, '', deps.indexChanged))?.target;
     if (!target) return undefined;
     const here = path.relative(folder.uri.fsPath, path.dirname(editor.document.uri.fsPath)).split(path.sep).join('/');
     const at = editor.selection.active;
-    const report = await pullIntoWorkspace(deps, target, typeof fileName === 'string' ? `${here ? `${here}/` : ''}${fileName}` : undefined, { into: { folder, sub: here } });
+    const report = await pullIntoWorkspace(deps, target, typeof fileName === 'string' ? `${here ? `${here}/` : ''}${fileName}` : undefined, {
+      into: { folder, sub: here },
+    });
     if (!report?.out) return report;
     const statement = importFrom(editor.document.uri.fsPath, report.out, target.split('.').pop() ?? '');
     // the editor that asked, at the line the cursor was on
@@ -123,7 +126,10 @@ async function refuseReplacing(client: Deps['client'], dest: vscode.Uri, existin
   if (!st || st.edited) {
     throw new Error(
       st
-        ? vscode.l10n.t('{0} was edited since it was pulled: NN-RAG: Update Pulled Block keeps your edits (or turn on nnrag.pull.preview to replace it after a diff)', name)
+        ? vscode.l10n.t(
+            '{0} was edited since it was pulled: NN-RAG: Update Pulled Block keeps your edits (or turn on nnrag.pull.preview to replace it after a diff)',
+            name,
+          )
         : vscode.l10n.t('{0} exists and was not pulled by NN-RAG: choose another name (or turn on nnrag.pull.preview to replace it after a diff)', name),
     );
   }
@@ -148,7 +154,11 @@ export async function pullIntoWorkspace(
   // the name may carry a folder (`models/conv_block.py`), relative to the workspace folder
   const check = async (v: string): Promise<string | undefined> => {
     const { dir, base } = splitDestination(v);
-    return folderProblem(dir) ?? checkFileName(base) ?? ((await interpreter.hasModule(base.slice(0, -3))) ? vscode.l10n.t("'{0}' would shadow an installed module", base.slice(0, -3)) : undefined);
+    return (
+      folderProblem(dir) ??
+      checkFileName(base) ??
+      ((await interpreter.hasModule(base.slice(0, -3))) ? vscode.l10n.t("'{0}' would shadow an installed module", base.slice(0, -3)) : undefined)
+    );
   };
   // asked: the folder last chosen in this workspace (or the one given), then the file name
   const startIn = into?.sub ?? deps.session.memory.get<string>(LAST_PULL_FOLDER) ?? configured.sub;
@@ -187,7 +197,11 @@ export async function pullIntoWorkspace(
     // one pull, validated where code may run (a trusted workspace, a sandbox the user accepts)
     const python = (await mayRunCode(deps, vscode.l10n.t('Pulled {0}', className), memoryMb)) ? interpreter.current().path : undefined;
     let report = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: python ? vscode.l10n.t('Validating {0} with {1}', className, python) : vscode.l10n.t('Pulling {0}', className), cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: python ? vscode.l10n.t('Validating {0} with {1}', className, python) : vscode.l10n.t('Pulling {0}', className),
+        cancellable: true,
+      },
       (_progress, token) =>
         client.request(
           PullBlock,
@@ -226,7 +240,13 @@ export async function pullIntoWorkspace(
     await vscode.window.showTextDocument(written);
     await client.request(WriteManifests, { file: dest.fsPath, report, text });
     // a failed validation is in the Problems panel, at the line it is about; a pass clears it
-    if (report.status !== 'extracted') validationProblems().set(dest, text, { ok: report.status === 'validated', tier: report.tier, category: report.category, message: report.message }, className);
+    if (report.status !== 'extracted')
+      validationProblems().set(
+        dest,
+        text,
+        { ok: report.status === 'validated', tier: report.tier, category: report.category, message: report.message },
+        className,
+      );
     // the report names the file written (not the scratch copy validated)
     report = { ...report, out: dest.fsPath };
     log.info(`[pull] ${report.target} -> ${dest.fsPath}: ${report.status} (tier ${report.tier ?? 'none'})`);
@@ -236,10 +256,12 @@ export async function pullIntoWorkspace(
       const req = vscode.l10n.t('Write Requirements');
       const copy = vscode.l10n.t('Copy Import Statement');
       const weaker = report.validation?.weakSandbox ? ` ${vscode.l10n.t('(weaker sandbox: {0})', report.validation.weakSandbox)}` : '';
-      void vscode.window.showInformationMessage(`${vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', name)}${weaker}`, copy, req).then(async (pick) => {
-        if (pick === req) await writeRequirements(deps.session, report, requirementsFile);
-        else if (pick === copy) await vscode.env.clipboard.writeText(importStatement(sub, name, className));
-      });
+      void vscode.window
+        .showInformationMessage(`${vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', name)}${weaker}`, copy, req)
+        .then(async (pick) => {
+          if (pick === req) await writeRequirements(deps.session, report, requirementsFile);
+          else if (pick === copy) await vscode.env.clipboard.writeText(importStatement(sub, name, className));
+        });
     } else if (report.status === 'failed') {
       showFailure(deps, report, requirementsFile);
     }
@@ -264,7 +286,11 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
     const memoryMb = setting('validation.memoryMb', folder.uri);
     const run = (await mayRunCode(deps, vscode.l10n.t('Pulling {0} blocks', targets.length), memoryMb)) ? interpreter.current().path : undefined;
     const result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Pulling {0} blocks together{1}', targets.length, run ? vscode.l10n.t(', validating with {0}', run) : ''), cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: vscode.l10n.t('Pulling {0} blocks together{1}', targets.length, run ? vscode.l10n.t(', validating with {0}', run) : ''),
+        cancellable: true,
+      },
       (_p, token) =>
         client.request(
           PullTogether,
@@ -292,13 +318,22 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
       const existing = await readIfExists(dest);
       if (existing === undefined || i >= result.files.length) continue;
       const st = (await client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
-      if (!st || st.edited) throw new Error(vscode.l10n.t('{0} holds your edits or was not pulled by NN-RAG: pull the blocks into another folder, or one by one', path.basename(dest.fsPath)));
+      if (!st || st.edited)
+        throw new Error(
+          vscode.l10n.t('{0} holds your edits or was not pulled by NN-RAG: pull the blocks into another folder, or one by one', path.basename(dest.fsPath)),
+        );
     }
     const names = dests.map((d) => path.basename(d.fsPath)).join(', ');
     const verdicts = result.reports.filter((r) => r.status === 'validated').length;
     const preview = setting('pull.preview', folder.uri);
     const failures = result.reports.filter((r) => r.status === 'failed').map((r) => `${r.target.split('.').pop()}: ${pullVerdict(r).short}`);
-    if (preview && !(await acceptOrCancel(deps.session, `${vscode.l10n.t('Pull {0} blocks into {1}/: {2} ({3} of {0} validated)', targets.length, sub, names, verdicts)}${failures.length ? `; ${failures.join('; ')}` : ''}`))) {
+    if (
+      preview &&
+      !(await acceptOrCancel(
+        deps.session,
+        `${vscode.l10n.t('Pull {0} blocks into {1}/: {2} ({3} of {0} validated)', targets.length, sub, names, verdicts)}${failures.length ? `; ${failures.join('; ')}` : ''}`,
+      ))
+    ) {
       log.info(`[pull] ${targets.join(', ')}: cancelled; nothing written`);
       return undefined;
     }
@@ -314,11 +349,33 @@ export async function pullSeveral(deps: Deps, targets: string[]): Promise<{ repo
     for (const dest of dests) await (await vscode.workspace.openTextDocument(dest)).save();
     for (const [i, r] of result.reports.entries()) await client.request(WriteManifests, { file: dests[i].fsPath, report: r, text: texts[i] });
     await vscode.window.showTextDocument(dests[0]);
-    log.info(`[pull] ${targets.length} blocks -> ${destDir.fsPath}: ${result.reports.map((r) => `${r.target} ${r.status}${r.tier ? ` (${r.tier})` : ''}`).join(', ')}`);
+    log.info(
+      `[pull] ${targets.length} blocks -> ${destDir.fsPath}: ${result.reports.map((r) => `${r.target} ${r.status}${r.tier ? ` (${r.tier})` : ''}`).join(', ')}`,
+    );
     const failed = result.reports.filter((r) => r.status === 'failed');
-    if (failed.length) void vscode.window.showWarningMessage(vscode.l10n.t('{0} of {1} blocks did not validate: {2}', failed.length, targets.length, failed.map((r) => `${r.target.split('.').pop()} (${r.category})`).join(', ')));
-    else void vscode.window.showInformationMessage(vscode.l10n.t('Pulled {0} blocks into {1}/{2}', targets.length, sub, result.shared ? vscode.l10n.t('; {0} definitions they share are in {1}', result.shared.definitions, path.basename(result.shared.file)) : ''));
-    return { reports: result.reports, files: dests.slice(0, result.files.length).map((d) => d.fsPath), shared: result.shared ? dests[dests.length - 1].fsPath : undefined };
+    if (failed.length)
+      void vscode.window.showWarningMessage(
+        vscode.l10n.t(
+          '{0} of {1} blocks did not validate: {2}',
+          failed.length,
+          targets.length,
+          failed.map((r) => `${r.target.split('.').pop()} (${r.category})`).join(', '),
+        ),
+      );
+    else
+      void vscode.window.showInformationMessage(
+        vscode.l10n.t(
+          'Pulled {0} blocks into {1}/{2}',
+          targets.length,
+          sub,
+          result.shared ? vscode.l10n.t('; {0} definitions they share are in {1}', result.shared.definitions, path.basename(result.shared.file)) : '',
+        ),
+      );
+    return {
+      reports: result.reports,
+      files: dests.slice(0, result.files.length).map((d) => d.fsPath),
+      shared: result.shared ? dests[dests.length - 1].fsPath : undefined,
+    };
   } finally {
     await vscode.workspace.fs.delete(scratchDir, { recursive: true, useTrash: false }).then(undefined, () => undefined);
   }
@@ -346,7 +403,11 @@ export function importFrom(from: string, pulled: string, className: string): str
   if (rel.length === 1) return `from ${existsSync(path.join(path.dirname(from), '__init__.py')) ? '.' : ''}${module} import ${className}`;
   if (rel.some((p) => p === '..')) {
     // above the file's folder: a relative import of the package, written as far as it goes
-    return `from ${'.'.repeat(rel.filter((p) => p === '..').length + 1)}${rel.filter((p) => p !== '..').slice(0, -1).concat(module).join('.')} import ${className}`;
+    return `from ${'.'.repeat(rel.filter((p) => p === '..').length + 1)}${rel
+      .filter((p) => p !== '..')
+      .slice(0, -1)
+      .concat(module)
+      .join('.')} import ${className}`;
   }
   return `from ${[...rel.slice(0, -1), module].join('.')} import ${className}`;
 }
@@ -377,11 +438,13 @@ async function readIfExists(uri: vscode.Uri): Promise<string | undefined> {
 /** Closes the editors (diffs included) that show `uri`. */
 async function closeTabsOf(uri: vscode.Uri): Promise<void> {
   const key = uri.toString();
-  const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => {
-    const input = t.input;
-    if (input instanceof vscode.TabInputTextDiff) return input.modified.toString() === key || input.original.toString() === key;
-    return input instanceof vscode.TabInputText && input.uri.toString() === key;
-  });
+  const tabs = vscode.window.tabGroups.all
+    .flatMap((g) => g.tabs)
+    .filter((t) => {
+      const input = t.input;
+      if (input instanceof vscode.TabInputTextDiff) return input.modified.toString() === key || input.original.toString() === key;
+      return input instanceof vscode.TabInputText && input.uri.toString() === key;
+    });
   if (tabs.length) await vscode.window.tabGroups.close(tabs).then(undefined, () => undefined);
 }
 
@@ -397,7 +460,9 @@ async function acceptOrCancel(session: Session, question: string, show?: () => T
   if (!show || !diff) {
     // nothing to look at (several blocks at once): the notification asks
     const accept = vscode.l10n.t('Accept');
-    void vscode.window.showInformationMessage(question, accept, vscode.l10n.t('Cancel')).then((pick) => pick !== undefined && session.settlePendingPull(pick === accept));
+    void vscode.window
+      .showInformationMessage(question, accept, vscode.l10n.t('Cancel'))
+      .then((pick) => pick !== undefined && session.settlePendingPull(pick === accept));
     return decided;
   }
   await show();
@@ -419,7 +484,11 @@ async function acceptOrCancel(session: Session, question: string, show?: () => T
 /** The verdict a pull diff shows before Accept: the tier, or why it failed (category and message). */
 export function pullVerdict(report: PullReport): { short: string; detail: string } {
   // the words every other place shows for a verdict (CodeLens, views, tree, search)
-  const short = verdictWords({ status: report.status === 'validated' || report.status === 'failed' ? report.status : 'not-validated', tier: report.tier, category: report.category });
+  const short = verdictWords({
+    status: report.status === 'validated' || report.status === 'failed' ? report.status : 'not-validated',
+    tier: report.tier,
+    category: report.category,
+  });
   if (report.status !== 'failed') return { short, detail: '' };
   // a sentence of its own, cut at a word's end: the action text that follows it stays apart
   return { short, detail: sentence(`${short}: ${(report.message ?? '').split('\n')[0]}`, 300) };
@@ -433,7 +502,14 @@ export const PREVIEW_SCHEME = 'nnrag-pull-preview';
  * Shows the pulled text against the destination (empty for a new file) and waits for Accept or Cancel. The right side
  * is read-only: what is shown is what Accept writes (keys typed into an editable scratch file changed it unseen).
  */
-async function confirmInDiff(deps: Deps, text: string, dest: vscode.Uri, existing: string | undefined, report: PullReport, className: string): Promise<boolean> {
+async function confirmInDiff(
+  deps: Deps,
+  text: string,
+  dest: vscode.Uri,
+  existing: string | undefined,
+  report: PullReport,
+  className: string,
+): Promise<boolean> {
   const left = existing === undefined ? vscode.Uri.from({ scheme: EMPTY_SCHEME, path: dest.path }) : dest;
   const right = vscode.Uri.from({ scheme: PREVIEW_SCHEME, path: dest.path, query: String(Date.now()) });
   previewTexts.set(right.toString(), text);
@@ -445,13 +521,36 @@ async function confirmInDiff(deps: Deps, text: string, dest: vscode.Uri, existin
   }
 }
 
-async function confirmPreview(deps: Deps, left: vscode.Uri, scratch: vscode.Uri, dest: vscode.Uri, existing: string | undefined, report: PullReport, className: string): Promise<boolean> {
+async function confirmPreview(
+  deps: Deps,
+  left: vscode.Uri,
+  scratch: vscode.Uri,
+  dest: vscode.Uri,
+  existing: string | undefined,
+  report: PullReport,
+  className: string,
+): Promise<boolean> {
   const verdict = pullVerdict(report);
-  const title = existing === undefined ? vscode.l10n.t('Pull {0} into {1} (new file, {2})', className, path.basename(dest.fsPath), verdict.short) : vscode.l10n.t('Pull {0} into {1} (replaces it, {2})', className, path.basename(dest.fsPath), verdict.short);
+  const title =
+    existing === undefined
+      ? vscode.l10n.t('Pull {0} into {1} (new file, {2})', className, path.basename(dest.fsPath), verdict.short)
+      : vscode.l10n.t('Pull {0} into {1} (replaces it, {2})', className, path.basename(dest.fsPath), verdict.short);
   const st = existing === undefined ? undefined : (await deps.client.request(GetPulledStatus, { files: [{ uri: dest.toString(), text: existing }] }))[0];
-  const warning = existing === undefined ? '' : !st ? ` ${vscode.l10n.t('{0} was not pulled by NN-RAG; Accept replaces it.', path.basename(dest.fsPath))}` : st.edited ? ` ${vscode.l10n.t('It holds your edits; Accept replaces them (Update keeps them).')}` : '';
-  const how = vscode.l10n.t('Accept or Cancel in the diff\'s title bar.');
-  return acceptOrCancel(deps.session, `${title}.${verdict.detail ? ` ${verdict.detail}` : ''}${warning} ${how}`, () => vscode.commands.executeCommand('vscode.diff', left, scratch, title, { preview: false }), scratch);
+  const warning =
+    existing === undefined
+      ? ''
+      : !st
+        ? ` ${vscode.l10n.t('{0} was not pulled by NN-RAG; Accept replaces it.', path.basename(dest.fsPath))}`
+        : st.edited
+          ? ` ${vscode.l10n.t('It holds your edits; Accept replaces them (Update keeps them).')}`
+          : '';
+  const how = vscode.l10n.t("Accept or Cancel in the diff's title bar.");
+  return acceptOrCancel(
+    deps.session,
+    `${title}.${verdict.detail ? ` ${verdict.detail}` : ''}${warning} ${how}`,
+    () => vscode.commands.executeCommand('vscode.diff', left, scratch, title, { preview: false }),
+    scratch,
+  );
 }
 
 /** The empty left side of a new file's diff. */
@@ -470,8 +569,20 @@ export async function writeRequirements(session: Session, report: Pick<PullRepor
     const hasPyproject = pyproject !== undefined && (await readIfExists(pyproject)) !== undefined;
     const pick = await vscode.window.showQuickPick(
       [
-        ...(hasPyproject ? [{ label: vscode.l10n.t("Add to the project's pyproject.toml"), value: 'pyproject', description: vscode.l10n.t('[project] dependencies; entries already there are kept') }] : []),
-        { label: vscode.l10n.t("Add to the project's requirements.txt"), value: 'project', description: vscode.l10n.t('distributions already there keep your line') },
+        ...(hasPyproject
+          ? [
+              {
+                label: vscode.l10n.t("Add to the project's pyproject.toml"),
+                value: 'pyproject',
+                description: vscode.l10n.t('[project] dependencies; entries already there are kept'),
+              },
+            ]
+          : []),
+        {
+          label: vscode.l10n.t("Add to the project's requirements.txt"),
+          value: 'project',
+          description: vscode.l10n.t('distributions already there keep your line'),
+        },
         { label: vscode.l10n.t('A requirements file beside each block'), value: 'beside', description: path.basename(perBlock.fsPath) },
       ],
       { title: vscode.l10n.t('Where do pulled blocks write their requirements? (asked once in this workspace)') },
@@ -486,7 +597,11 @@ export async function writeRequirements(session: Session, report: Pick<PullRepor
     if (merged.added.length && merged.text !== existing) await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(merged.text));
     await vscode.window.showTextDocument(file);
     const name = path.basename(file.fsPath);
-    void vscode.window.showInformationMessage(merged.added.length ? vscode.l10n.t('{0}: added {1}', name, merged.added.join(', ')) : vscode.l10n.t('{0} already names everything {1} needs', name, path.basename(perBlock.fsPath)));
+    void vscode.window.showInformationMessage(
+      merged.added.length
+        ? vscode.l10n.t('{0}: added {1}', name, merged.added.join(', '))
+        : vscode.l10n.t('{0} already names everything {1} needs', name, path.basename(perBlock.fsPath)),
+    );
   };
   if (where === 'pyproject' && pyproject) {
     const existing = await readIfExists(pyproject);
@@ -521,11 +636,9 @@ function showFailure({ log, session }: Pick<Deps, 'log' | 'session'>, report: Pu
   const noTorch = lacksTorch(report);
   const req = report.category === 'missing-package' && !noTorch ? [vscode.l10n.t('Write Requirements')] : [];
   const select = noTorch ? [vscode.l10n.t('Select Interpreter')] : [];
-  void vscode.window
-    .showWarningMessage(`${report.target}: ${pullVerdict(report).detail}`, show, ...req, ...select)
-    .then(async (pick) => {
-      if (pick === show) log.show();
-      else if (pick && pick === req[0]) await writeRequirements(session, report, requirementsFile);
-      else if (pick && pick === select[0]) await vscode.commands.executeCommand('nnrag.selectInterpreter');
-    });
+  void vscode.window.showWarningMessage(`${report.target}: ${pullVerdict(report).detail}`, show, ...req, ...select).then(async (pick) => {
+    if (pick === show) log.show();
+    else if (pick && pick === req[0]) await writeRequirements(session, report, requirementsFile);
+    else if (pick && pick === select[0]) await vscode.commands.executeCommand('nnrag.selectInterpreter');
+  });
 }

@@ -27,7 +27,10 @@ async function documentOf(arg: unknown): Promise<vscode.TextDocument> {
   // a side of Compare with Upstream (its title bar's Update): the pulled file it shows
   if (uri.scheme === UPSTREAM_SCHEME) uri = vscode.Uri.file(uri.path);
   const doc = await vscode.workspace.openTextDocument(uri);
-  if (!hasHeader(doc.getText())) throw new Error(vscode.l10n.t('{0} was not pulled by NN-RAG (it has no provenance header): Compare, Update and Validate work on pulled files', path.basename(uri.fsPath)));
+  if (!hasHeader(doc.getText()))
+    throw new Error(
+      vscode.l10n.t('{0} was not pulled by NN-RAG (it has no provenance header): Compare, Update and Validate work on pulled files', path.basename(uri.fsPath)),
+    );
   return doc;
 }
 
@@ -53,7 +56,18 @@ async function validateAsNext(deps: Deps, doc: vscode.TextDocument, text: string
   const r = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Validating {0} with {1}', name, python), cancellable: true },
     (_p, token) =>
-      client.request(ValidatePulled, { file: doc.uri.fsPath, text, python, timeoutSeconds: setting('validation.timeoutSeconds', folder), memoryMb, allowWeakSandbox: session.weakSandboxAccepted }, token),
+      client.request(
+        ValidatePulled,
+        {
+          file: doc.uri.fsPath,
+          text,
+          python,
+          timeoutSeconds: setting('validation.timeoutSeconds', folder),
+          memoryMb,
+          allowWeakSandbox: session.weakSandboxAccepted,
+        },
+        token,
+      ),
   );
   const v = r.validation;
   log.info(`[validate] ${doc.uri.fsPath}: ${v.ok ? 'passed' : 'failed'} (tier ${v.tier ?? 'none'})${v.category ? ` ${v.category}: ${v.message}` : ''}`);
@@ -68,7 +82,10 @@ async function validateAsNext(deps: Deps, doc: vscode.TextDocument, text: string
   validationProblems().set(doc.uri, r.text, v, v.class ?? undefined);
   // a lower tier than the header recorded says why (an update or an edit that is no longer compared, or differs)
   const before = (await client.request(GetProvenance, { text: doc.getText() }))?.validation;
-  const lower = before && tierRank(v.tier) < tierRank(before.tier) ? ` ${vscode.l10n.t('(was {0}: {1})', verdictWords(before), v.equivalence?.reason ?? v.equivalence?.differences?.[0] ?? v.message ?? v.equivalence?.status ?? '')}` : '';
+  const lower =
+    before && tierRank(v.tier) < tierRank(before.tier)
+      ? ` ${vscode.l10n.t('(was {0}: {1})', verdictWords(before), v.equivalence?.reason ?? v.equivalence?.differences?.[0] ?? v.message ?? v.equivalence?.status ?? '')}`
+      : '';
   const words = verdictWords({ status: v.ok ? 'validated' : 'failed', tier: v.tier, category: v.category });
   if (v.ok && !lower) void vscode.window.showInformationMessage(`${name}: ${words}`);
   else if (v.ok) void vscode.window.showWarningMessage(`${name}: ${words}${lower}`);
@@ -87,11 +104,14 @@ function followPulledDocuments(context: vscode.ExtensionContext, deps: Deps): vo
     if (doc.uri.scheme !== 'file' || doc.languageId !== 'python' || !hasHeader(doc.getText())) return;
     const key = doc.uri.toString();
     clearTimeout(pending.get(key));
-    pending.set(key, setTimeout(() => {
-      pending.delete(key);
-      void syncProblems(client, doc).catch((err: unknown) => log.warn(`[problems] ${doc.uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
-      provider.refresh();
-    }, 300));
+    pending.set(
+      key,
+      setTimeout(() => {
+        pending.delete(key);
+        void syncProblems(client, doc).catch((err: unknown) => log.warn(`[problems] ${doc.uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
+        provider.refresh();
+      }, 300),
+    );
   };
   context.subscriptions.push(
     vscode.workspace.onDidChangeTextDocument((e) => e.contentChanges.length && follow(e.document)),
@@ -110,7 +130,13 @@ async function syncProblems(client: NnragClient, doc: vscode.TextDocument): Prom
   const className = st?.target.split('.').pop();
   if (!st || !v) validationProblems().clear(doc.uri);
   else if (st.stale) validationProblems().stale(doc.uri, text, v, className);
-  else validationProblems().set(doc.uri, text, { ok: v.status !== 'failed' && v.status !== 'error', tier: v.tier, category: v.category, message: v.message }, className);
+  else
+    validationProblems().set(
+      doc.uri,
+      text,
+      { ok: v.status !== 'failed' && v.status !== 'error', tier: v.tier, category: v.category, message: v.message },
+      className,
+    );
 }
 
 /** A pulled file of the workspace, picked (the palette's Write Requirements with no pulled file active). */
@@ -118,7 +144,11 @@ async function pickPulled(provider: PulledBlocksProvider): Promise<string | unde
   const items = await provider.list();
   if (!items.length) throw new Error(vscode.l10n.t('This workspace has no pulled file yet: pull a block first'));
   const picked = await vscode.window.showQuickPick(
-    items.map((i) => ({ label: path.basename(vscode.Uri.parse(i.uri).fsPath), description: vscode.workspace.asRelativePath(vscode.Uri.parse(i.uri)), uri: i.uri })),
+    items.map((i) => ({
+      label: path.basename(vscode.Uri.parse(i.uri).fsPath),
+      description: vscode.workspace.asRelativePath(vscode.Uri.parse(i.uri)),
+      uri: i.uri,
+    })),
     { title: vscode.l10n.t('Write the requirements of which pulled file?'), ignoreFocusOut: true },
   );
   return picked?.uri;
@@ -128,7 +158,12 @@ async function pickPulled(provider: PulledBlocksProvider): Promise<string | unde
  * The merge editor (the command VS Code's git extension opens it with); the markers stay when it is not there. Its
  * three sides are files in the extension's own storage, so the editor VS Code restores after a reload has them.
  */
-async function openMergeEditor(storage: vscode.Uri, log: vscode.LogOutputChannel, file: vscode.Uri, texts: { base: string; yours: string; upstream: string }): Promise<void> {
+async function openMergeEditor(
+  storage: vscode.Uri,
+  log: vscode.LogOutputChannel,
+  file: vscode.Uri,
+  texts: { base: string; yours: string; upstream: string },
+): Promise<void> {
   const folder = vscode.Uri.joinPath(storage, 'merge', createHash('sha256').update(file.toString()).digest('hex').slice(0, 16));
   const side = async (name: string, text: string): Promise<vscode.Uri> => {
     const uri = vscode.Uri.joinPath(folder, `${name}-${path.basename(file.fsPath)}`);
@@ -161,7 +196,10 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
   const upstreamChanged = new vscode.EventEmitter<vscode.Uri>();
   context.subscriptions.push(
     upstreamChanged,
-    vscode.workspace.registerTextDocumentContentProvider(UPSTREAM_SCHEME, { onDidChange: upstreamChanged.event, provideTextDocumentContent: (uri) => upstreamTexts.get(uri.toString()) ?? '' }),
+    vscode.workspace.registerTextDocumentContentProvider(UPSTREAM_SCHEME, {
+      onDidChange: upstreamChanged.event,
+      provideTextDocumentContent: (uri) => upstreamTexts.get(uri.toString()) ?? '',
+    }),
   );
 
   // what upstream changed since the pull: the file as pulled against what a pull gives today (the user's own edits
@@ -180,12 +218,16 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
       upstreamTexts.set(left.toString(), plan.pulled);
       upstreamChanged.fire(left);
     }
-    const title = plan.pulled !== undefined ? vscode.l10n.t('Compare with upstream: {0}, as pulled ↔ what a pull gives now', name) : vscode.l10n.t('Compare with upstream: {0} ↔ what a pull gives now', name);
+    const title =
+      plan.pulled !== undefined
+        ? vscode.l10n.t('Compare with upstream: {0}, as pulled ↔ what a pull gives now', name)
+        : vscode.l10n.t('Compare with upstream: {0} ↔ what a pull gives now', name);
     await vscode.commands.executeCommand('vscode.diff', left, right, title, { preview: true });
     return plan.upstream;
   });
 
-  const validate = (doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> => validateAsNext(deps, doc, text);
+  const validate = (doc: vscode.TextDocument, text: string): Promise<{ validation: ValidationReport; text: string } | undefined> =>
+    validateAsNext(deps, doc, text);
 
   // pulls the block again and keeps the user's edits (three-way merge), validates the result, and applies it as one
   // undoable edit with the verdict in its header; conflicts are written with markers and not run
@@ -203,12 +245,19 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
     await replaceAll(doc, checked?.text ?? plan.next);
     await vscode.window.showTextDocument(doc);
     // conflicts: VS Code's merge editor over the file (with its markers), the pulled base, your text and upstream's
-    if (plan.state === 'conflicts' && plan.pulled !== undefined) await openMergeEditor(context.globalStorageUri, log, doc.uri, { base: plan.pulled, yours, upstream: plan.upstream });
+    if (plan.state === 'conflicts' && plan.pulled !== undefined)
+      await openMergeEditor(context.globalStorageUri, log, doc.uri, { base: plan.pulled, yours, upstream: plan.upstream });
     // the manifest and required_repos.json say what the header now says
     await client.request(WriteManifests, { file: doc.uri.fsPath, base: plan.base, text: doc.getText(), requirements: checked?.validation.requirements });
     provider.refresh();
     if (plan.state === 'conflicts') {
-      void vscode.window.showWarningMessage(vscode.l10n.t('{0}: updated with {1} conflicts between your edits and upstream; resolve them (the merge editor is open), then NN-RAG: Validate Pulled Block', name, plan.conflicts));
+      void vscode.window.showWarningMessage(
+        vscode.l10n.t(
+          '{0}: updated with {1} conflicts between your edits and upstream; resolve them (the merge editor is open), then NN-RAG: Validate Pulled Block',
+          name,
+          plan.conflicts,
+        ),
+      );
     }
     return { state: plan.state, conflicts: plan.conflicts, validation: checked?.validation };
   });
@@ -247,7 +296,10 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
     // the versions the last validation found, from the folder's records (.nnrag/required_repos.json; beside the file
     // where an earlier version wrote it)
     const requirements: Requirement[] = [];
-    for (const where of [vscode.Uri.joinPath(doc.uri, '..', RECORDS_FOLDER, 'required_repos.json'), vscode.Uri.joinPath(doc.uri, '..', 'required_repos.json')]) {
+    for (const where of [
+      vscode.Uri.joinPath(doc.uri, '..', RECORDS_FOLDER, 'required_repos.json'),
+      vscode.Uri.joinPath(doc.uri, '..', 'required_repos.json'),
+    ]) {
       try {
         const req = JSON.parse(new TextDecoder().decode(await vscode.workspace.fs.readFile(where))) as Partial<RequiredRepos>;
         const me = path.basename(doc.uri.fsPath);

@@ -79,10 +79,11 @@ export class PulledBlocksProvider implements vscode.TreeDataProvider<PulledItem>
     item.iconPath = new vscode.ThemeIcon(words.icon);
     const changed = s.changed.map((c) => `- ${c.names.join(', ')} (${c.path}${c.state === 'missing' ? ', gone' : ''})`).join('\n');
     const means = verdictMeaning(s.validation);
-    item.tooltip = new vscode.MarkdownString(`**${s.target}**\n\n${words.label}${means ? `\n\n${means}` : ''}${changed ? `\n\n${vscode.l10n.t('Changed upstream:')}\n${changed}` : ''}${s.reason ? `\n\n${s.reason}` : ''}`);
+    item.tooltip = new vscode.MarkdownString(
+      `**${s.target}**\n\n${words.label}${means ? `\n\n${means}` : ''}${changed ? `\n\n${vscode.l10n.t('Changed upstream:')}\n${changed}` : ''}${s.reason ? `\n\n${s.reason}` : ''}`,
+    );
     item.command = { command: 'vscode.open', title: vscode.l10n.t('Open'), arguments: [uri] };
     item.contextValue = `pulled.${s.state}`;
     return item;
   }
 }
-

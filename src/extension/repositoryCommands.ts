@@ -28,8 +28,9 @@ export function registerRepositoryCommands(reg: Reg, deps: Deps): void {
   reg('nnrag.refreshSharedIndex', async () => {
     const shared = setting('sharedIndex');
     if (!shared) return undefined;
-    const status = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: refreshing the shared index') }, () =>
-      client.request(UseSharedIndex, { location: shared }),
+    const status = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: refreshing the shared index') },
+      () => client.request(UseSharedIndex, { location: shared }),
     );
     tree.refresh();
     return status;
@@ -66,13 +67,25 @@ export function registerRepositoryCommands(reg: Reg, deps: Deps): void {
     const memoryMb = setting('validation.memoryMb');
     if (!(await mayRunCode(deps, name ? vscode.l10n.t('Observing {0}', name) : vscode.l10n.t('Observing the repositories'), memoryMb))) return undefined;
     const summaries = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t("NN-RAG: running {0}'s tests and builders under the observer", name ?? vscode.l10n.t('the repositories')), cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: vscode.l10n.t("NN-RAG: running {0}'s tests and builders under the observer", name ?? vscode.l10n.t('the repositories')),
+        cancellable: true,
+      },
       (_progress, token) =>
-        client.request(ObserveRepositories, { python: interpreter.current().path, memoryMb, repos: name ? [name] : undefined, allowWeakSandbox: deps.session.weakSandboxAccepted }, token),
+        client.request(
+          ObserveRepositories,
+          { python: interpreter.current().path, memoryMb, repos: name ? [name] : undefined, allowWeakSandbox: deps.session.weakSandboxAccepted },
+          token,
+        ),
     );
     const seen = summaries.filter((s) => !s.skipped);
-    const said = seen.map((s) => vscode.l10n.t('{0}: {1} of {2} entries run, {3} classes seen built ({4} also fed)', s.repo, s.ran, s.entries, s.classes, s.fed));
-    void vscode.window.showInformationMessage(said.length ? said.join('; ') : vscode.l10n.t('No local repository to observe: installed packages and git repositories have no tests here to run'));
+    const said = seen.map((s) =>
+      vscode.l10n.t('{0}: {1} of {2} entries run, {3} classes seen built ({4} also fed)', s.repo, s.ran, s.entries, s.classes, s.fed),
+    );
+    void vscode.window.showInformationMessage(
+      said.length ? said.join('; ') : vscode.l10n.t('No local repository to observe: installed packages and git repositories have no tests here to run'),
+    );
     return summaries;
   });
   registerSettingsCommands(reg);
@@ -84,7 +97,12 @@ function registerSettingsCommands(reg: Reg): void {
   reg('nnrag.openRepositorySettings', async () => {
     const { key, target } = repositoriesInEffect();
     const T = vscode.ConfigurationTarget;
-    const command = target === T.Global ? 'workbench.action.openSettingsJson' : target === T.WorkspaceFolder ? 'workbench.action.openFolderSettingsFile' : 'workbench.action.openWorkspaceSettingsFile';
+    const command =
+      target === T.Global
+        ? 'workbench.action.openSettingsJson'
+        : target === T.WorkspaceFolder
+          ? 'workbench.action.openFolderSettingsFile'
+          : 'workbench.action.openWorkspaceSettingsFile';
     await vscode.commands.executeCommand(command);
     return key;
   });
@@ -96,7 +114,9 @@ function registerSettingsCommands(reg: Reg): void {
     const { key, list, target } = repositoriesInEffect();
     const kept = list.filter((r) => !repositoryNames(r).includes(name));
     if (kept.length === list.length) {
-      void vscode.window.showWarningMessage(vscode.l10n.t('{0} is not in nnrag.repositories ({1}): it comes from another settings scope or is being removed already', name, key));
+      void vscode.window.showWarningMessage(
+        vscode.l10n.t('{0} is not in nnrag.repositories ({1}): it comes from another settings scope or is being removed already', name, key),
+      );
       return undefined;
     }
     await vscode.workspace.getConfiguration('nnrag').update('repositories', kept, target);
@@ -113,8 +133,14 @@ function registerSettingsCommands(reg: Reg): void {
       void vscode.window.showWarningMessage(vscode.l10n.t('{0} is not in nnrag.repositories ({1}): it comes from another settings scope', name, key));
       return undefined;
     }
-    await vscode.workspace.getConfiguration('nnrag').update('repositories', list.map((r) => (repositoryNames(r).includes(name) ? { ...r, enabled: false } : r)), target);
-    void vscode.window.showInformationMessage(vscode.l10n.t('Disabled {0} in nnrag.repositories ({1} settings): NN-RAG: Enable Repository indexes it again', name, key));
+    await vscode.workspace.getConfiguration('nnrag').update(
+      'repositories',
+      list.map((r) => (repositoryNames(r).includes(name) ? { ...r, enabled: false } : r)),
+      target,
+    );
+    void vscode.window.showInformationMessage(
+      vscode.l10n.t('Disabled {0} in nnrag.repositories ({1} settings): NN-RAG: Enable Repository indexes it again', name, key),
+    );
     return key;
   });
 
@@ -128,7 +154,12 @@ function registerSettingsCommands(reg: Reg): void {
         void vscode.window.showInformationMessage(vscode.l10n.t('No repository is disabled in nnrag.repositories ({0} settings)', key));
         return undefined;
       }
-      name = (await vscode.window.showQuickPick(disabled.map((r) => ({ label: repositoryNames(r)[0], description: r.location })), { title: vscode.l10n.t('NN-RAG: Enable Repository') }))?.label;
+      name = (
+        await vscode.window.showQuickPick(
+          disabled.map((r) => ({ label: repositoryNames(r)[0], description: r.location })),
+          { title: vscode.l10n.t('NN-RAG: Enable Repository') },
+        )
+      )?.label;
     }
     if (!name) return undefined;
     const enable = (r: SourceConfig): SourceConfig => {
@@ -136,7 +167,11 @@ function registerSettingsCommands(reg: Reg): void {
       return rest;
     };
     if (!disabled.some((r) => repositoryNames(r).includes(name))) return undefined;
-    await vscode.workspace.getConfiguration('nnrag').update('repositories', list.map((r) => (repositoryNames(r).includes(name) ? enable(r) : r)), target);
+    await vscode.workspace.getConfiguration('nnrag').update(
+      'repositories',
+      list.map((r) => (repositoryNames(r).includes(name) ? enable(r) : r)),
+      target,
+    );
     return key;
   });
 }
@@ -152,9 +187,16 @@ export async function offerToKeepInterpreter(before: string, now: string): Promi
   if (!following.length) return;
   const names = following.map((r) => r.location).join(', ');
   const keep = vscode.l10n.t('Keep {0}', before);
-  const pick = await vscode.window.showInformationMessage(vscode.l10n.t('The installed packages {0} are now indexed from {1} (they came from {2}).', names, now, before), keep);
+  const pick = await vscode.window.showInformationMessage(
+    vscode.l10n.t('The installed packages {0} are now indexed from {1} (they came from {2}).', names, now, before),
+    keep,
+  );
   if (pick !== keep) return;
-  await vscode.workspace.getConfiguration('nnrag').update('repositories', list.map((r) => (following.includes(r) ? { ...r, python: before } : r)), target);
+  await vscode.workspace.getConfiguration('nnrag').update(
+    'repositories',
+    list.map((r) => (following.includes(r) ? { ...r, python: before } : r)),
+    target,
+  );
 }
 
 /** `nnrag.repositories` where it takes effect (scopeInEffect): additions and removals go there. */

@@ -10,8 +10,18 @@ import type { Deps, Reg } from './ctx';
 
 function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
   // what the block is, before it is chosen: its verdict (if a pull recorded one), license and first docstring line
-  const facts = [h.repo, h.category, h.abstract ? 'abstract' : '', h.validation ? verdictWords(h.validation) : '', h.license ?? vscode.l10n.t('no license found')];
-  const firstLine = h.doc.split('\n').find((l) => l.trim())?.trim() ?? '';
+  const facts = [
+    h.repo,
+    h.category,
+    h.abstract ? 'abstract' : '',
+    h.validation ? verdictWords(h.validation) : '',
+    h.license ?? vscode.l10n.t('no license found'),
+  ];
+  const firstLine =
+    h.doc
+      .split('\n')
+      .find((l) => l.trim())
+      ?.trim() ?? '';
   return {
     label: `$(symbol-class) ${h.name}`,
     description: `${facts.filter(Boolean).join(' · ')}${h.copies ? ` · ${vscode.l10n.t('{0} copies in {1} repositories', h.copies.count, h.copies.repos)}` : ''}`,
@@ -52,8 +62,19 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
             if (mine !== seq) return;
             qp.items = [
               meant.meant
-                ? { label: `$(lightbulb) ${vscode.l10n.t('Did you mean "{0}"?', meant.meant)}`, detail: vscode.l10n.t('No block matches "{0}". Press Enter to search for "{1}".', text, meant.meant), alwaysShow: true, meant: meant.meant }
-                : { label: `$(info) ${vscode.l10n.t('No block matches "{0}"', text)}`, detail: vscode.l10n.t('Try other words, an abbreviation (attn, bn, FPN) or part of a class name; NN-RAG: Add Repository indexes more code.'), alwaysShow: true },
+                ? {
+                    label: `$(lightbulb) ${vscode.l10n.t('Did you mean "{0}"?', meant.meant)}`,
+                    detail: vscode.l10n.t('No block matches "{0}". Press Enter to search for "{1}".', text, meant.meant),
+                    alwaysShow: true,
+                    meant: meant.meant,
+                  }
+                : {
+                    label: `$(info) ${vscode.l10n.t('No block matches "{0}"', text)}`,
+                    detail: vscode.l10n.t(
+                      'Try other words, an abbreviation (attn, bn, FPN) or part of a class name; NN-RAG: Add Repository indexes more code.',
+                    ),
+                    alwaysShow: true,
+                  },
             ];
           } else {
             qp.items = hits.map(hitItem);

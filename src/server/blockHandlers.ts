@@ -27,7 +27,10 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
     const ws = await service().workspace();
     const report = await ws.pull(params.target, requestOf(params), { out: params.out, signal: signalOf(token) });
     ws.db.scheduleSave(500);
-    log('pull', `${report.target}: ${report.status}${report.tier ? ` (${report.tier})` : ''}${report.category ? ` ${report.category}: ${report.message}` : ''}`);
+    log(
+      'pull',
+      `${report.target}: ${report.status}${report.tier ? ` (${report.tier})` : ''}${report.category ? ` ${report.category}: ${report.message}` : ''}`,
+    );
     return report;
   });
   onRequest(connection, PullTogether, async (params, token) => {
@@ -38,7 +41,10 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
     // the manifests are written beside the files the editor writes (WriteManifests), not in the scratch folder
     const result = await ws.pullTogether(refs, params.dir, { ...requestOf(params), force: false }, { signal: signalOf(token), manifest: false });
     ws.db.scheduleSave(500);
-    log('pull', `${params.targets.length} blocks together: ${result.reports.map((r) => `${r.target} ${r.status}`).join(', ')}${result.shared ? `; ${result.shared.definitions} shared` : ''}`);
+    log(
+      'pull',
+      `${params.targets.length} blocks together: ${result.reports.map((r) => `${r.target} ${r.status}`).join(', ')}${result.shared ? `; ${result.shared.definitions} shared` : ''}`,
+    );
     return result;
   });
   onRequest(connection, GetSandbox, ({ memoryMb }) => describeSandbox(memoryMb));

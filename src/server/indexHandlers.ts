@@ -33,14 +33,22 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
     const { db } = await service().ready();
     if (!parent) {
       // every configured repository has a node: one whose last run failed says why (with what it indexed before, if any)
-      const failing = new Map(service().failing().map((f) => [f.name, f]));
+      const failing = new Map(
+        service()
+          .failing()
+          .map((f) => [f.name, f]),
+      );
       const shared = sharedRepositories(db);
       const configured = (name: string): boolean => service().configured(name) !== undefined;
       // installed packages say which version, from which interpreter
       const installed = new Map(
         db.all("SELECT name, location, commit_id FROM repos WHERE kind = 'python-env'").map((r) => [
           String(r.name),
-          { folder: String(r.location), ...(r.commit_id ? { version: String(r.commit_id) } : {}), ...(service().configured(String(r.name))?.python ? { python: service().configured(String(r.name))!.python } : {}) },
+          {
+            folder: String(r.location),
+            ...(r.commit_id ? { version: String(r.commit_id) } : {}),
+            ...(service().configured(String(r.name))?.python ? { python: service().configured(String(r.name))!.python } : {}),
+          },
         ]),
       );
       const nodes = blocksPerRepo(db).map((r): TreeNode => ({
@@ -64,9 +72,13 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
         .map(([category, n]): TreeNode => ({ kind: 'category', label: category, repo: parent.repo, category, count: n }));
     }
     if (parent.kind === 'category') {
-      return searchBlocks(db, { text: query ?? '', repo: parent.repo, category: parent.category, limit: 1000, group: false }).map(
-        (hit): TreeNode => ({ kind: 'block', label: hit.name, repo: hit.repo, category: hit.category, hit }),
-      );
+      return searchBlocks(db, { text: query ?? '', repo: parent.repo, category: parent.category, limit: 1000, group: false }).map((hit): TreeNode => ({
+        kind: 'block',
+        label: hit.name,
+        repo: hit.repo,
+        category: hit.category,
+        hit,
+      }));
     }
     return [];
   });

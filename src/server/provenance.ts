@@ -56,7 +56,14 @@ export function provenanceHover(text: string, offset: number): Hover | null {
     `- content hash: \`${prov.hash.slice(0, 23)}…\`${edited ? ' — **edited since the pull**' : ''}`,
   ];
   if (word === prov.block) {
-    lines.push(`- dependencies: ${prov.definitions.filter((d) => !d.names.includes(word)).flatMap((d) => d.names).join(', ') || 'none'}`);
+    lines.push(
+      `- dependencies: ${
+        prov.definitions
+          .filter((d) => !d.names.includes(word))
+          .flatMap((d) => d.names)
+          .join(', ') || 'none'
+      }`,
+    );
     lines.push(`- imports: ${prov.imports.join(', ') || 'standard library only'}`);
     if (prov.validation) {
       const v = prov.validation;

@@ -42,7 +42,13 @@ export function registerPulledHandlers(connection: Connection, service: () => In
   });
   onRequest(connection, RemoveManifests, async ({ file }) => {
     // only beside a file that is gone, and only a manifest of ours
-    if (await fsp.stat(file).then(() => true, () => false)) throw new NnragError('bad-source', `${path.basename(file)} still exists`);
+    if (
+      await fsp.stat(file).then(
+        () => true,
+        () => false,
+      )
+    )
+      throw new NnragError('bad-source', `${path.basename(file)} still exists`);
     if (!(await readManifest(file))) return;
     await removeManifests(file);
   });

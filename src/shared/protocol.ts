@@ -85,8 +85,12 @@ export const IndexStatusChanged = method<IndexStatus, void>('nnrag/indexStatusCh
 /** Use the shared index at `location` (none: stop using one); fetched again only when it changed (ETag). */
 export const UseSharedIndex = method<{ location?: string }, IndexStatus>('nnrag/useSharedIndex');
 /** Client -> server: run the local repositories' tests, builders and configs under the observer (all, or `repos`). */
-export const ObserveRepositories = method<{ python: string; memoryMb: number; repos?: string[]; allowWeakSandbox?: boolean }, ObserveSummary[]>('nnrag/observeRepositories');
-export const ReindexRepositories = method<{ repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number; only?: string }, IndexStatus>('nnrag/reindexRepositories');
+export const ObserveRepositories = method<{ python: string; memoryMb: number; repos?: string[]; allowWeakSandbox?: boolean }, ObserveSummary[]>(
+  'nnrag/observeRepositories',
+);
+export const ReindexRepositories = method<{ repositories?: SourceConfig[]; gitFetchIntervalMinutes?: number; only?: string }, IndexStatus>(
+  'nnrag/reindexRepositories',
+);
 /** Client -> server: search blocks for the QuickPick and the tree. */
 export const SearchBlocks = method<SearchQuery, SearchHit[]>('nnrag/searchBlocks');
 /** Client -> server: for a search that found nothing, the query as the index would spell it (typos corrected). */
@@ -119,7 +123,9 @@ export const PlanUpdate = method<
  * without one: the body as written; else the manifest's base is kept). `requirements`: what a validation found (else
  * the report's, else what the last one found is kept).
  */
-export const WriteManifests = method<{ file: string; report?: PullReport; base?: string; text?: string; requirements?: Requirement[] }, void>('nnrag/writeManifests');
+export const WriteManifests = method<{ file: string; report?: PullReport; base?: string; text?: string; requirements?: Requirement[] }, void>(
+  'nnrag/writeManifests',
+);
 /** Client -> server: a pulled file was deleted: its manifest goes, and it leaves required_repos.json. */
 export const RemoveManifests = method<{ file: string }, void>('nnrag/removeManifests');
 /**

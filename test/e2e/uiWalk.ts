@@ -38,7 +38,11 @@ async function palette(page: Page, command: string): Promise<void> {
       const input = page.locator('.quick-input-widget input').first();
       await input.waitFor({ state: 'visible', timeout: T / 4 });
       await page.keyboard.type(command, { delay: 10 });
-      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: command }).first().waitFor({ timeout: T / 2 });
+      await page
+        .locator('.quick-input-list .monaco-list-row')
+        .filter({ hasText: command })
+        .first()
+        .waitFor({ timeout: T / 2 });
       if ((await input.inputValue()) !== `>${command}`) throw new Error(`the palette holds '${await input.inputValue()}'`);
       await page.keyboard.press('Enter');
       return;
@@ -83,7 +87,12 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
 
     await step('01b-first-run-walkthrough', async () => {
       // the Get Started walkthrough opens by itself on the first activation, the interpreter first
-      await page.locator('.gettingStartedContainer').filter({ hasText: 'Get started with NN-RAG' }).filter({ hasText: 'Choose the interpreter that validates' }).first().waitFor({ state: 'visible', timeout: 2 * T });
+      await page
+        .locator('.gettingStartedContainer')
+        .filter({ hasText: 'Get started with NN-RAG' })
+        .filter({ hasText: 'Choose the interpreter that validates' })
+        .first()
+        .waitFor({ state: 'visible', timeout: 2 * T });
     });
 
     await step('01c-palette-over-walkthrough', async () => {
@@ -97,11 +106,17 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]').first().click({ timeout: T });
       const rows = page.locator('.pane-body .monaco-list-row');
       // the repository appears once it is indexed
-      await rows.filter({ hasText: 'tinyblocks' }).first().click({ timeout: 2 * T });
+      await rows
+        .filter({ hasText: 'tinyblocks' })
+        .first()
+        .click({ timeout: 2 * T });
       // categories, then the blocks of the first one
       const category = rows.filter({ hasText: /residual|attention|normalization|mlp|activation|other|regularization|conv/i }).first();
       await category.click({ timeout: T });
-      await rows.filter({ hasText: /ResidualBlock|InvertedResidual|TransformerBlock|DropPath|Mlp|SqueezeExcite|ConvNormAct/ }).first().waitFor({ timeout: T });
+      await rows
+        .filter({ hasText: /ResidualBlock|InvertedResidual|TransformerBlock|DropPath|Mlp|SqueezeExcite|ConvNormAct/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('03-search-quickpick', async () => {
@@ -133,7 +148,11 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         }
       }
       // validated before it is shown: the diff's title says so, and its title bar has Accept and Cancel
-      await page.locator('.tabs-container .tab').filter({ hasText: /Pull ResidualBlock into residual_block\.py \(new file, validated: equivalent\)/ }).first().waitFor({ timeout: 3 * T });
+      await page
+        .locator('.tabs-container .tab')
+        .filter({ hasText: /Pull ResidualBlock into residual_block\.py \(new file, validated: equivalent\)/ })
+        .first()
+        .waitFor({ timeout: 3 * T });
       await page.locator('.editor-actions .action-label[aria-label^="Cancel Pull"]').first().waitFor({ timeout: T });
       await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().waitFor({ timeout: T });
       if (existsSync(dest)) throw new Error(`${dest} was written before Accept`);
@@ -141,38 +160,60 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
 
     await step('05-pulled-and-validated', async () => {
       await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().click({ timeout: T });
-      await page.locator('.tabs-container .tab').filter({ hasText: /^residual_block\.py/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.tabs-container .tab')
+        .filter({ hasText: /^residual_block\.py/ })
+        .first()
+        .waitFor({ timeout: T });
       const t0 = Date.now();
       while (!(existsSync(dest) && /"validation":\{"status":"validated"/.test(readFileSync(dest, 'utf8')))) {
         if (Date.now() - t0 > T) throw new Error(`${dest} was not written validated within a minute of Accept`);
         await page.waitForTimeout(500);
       }
       await palette(page, 'Notifications: Show Notifications');
-      await page.locator('.notifications-center .notification-list-item').filter({ hasText: /ResidualBlock validated: tier equivalent/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.notifications-center .notification-list-item')
+        .filter({ hasText: /ResidualBlock validated: tier equivalent/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('06-provenance-hover', async () => {
       await page.keyboard.press('Escape');
       // bring the class into view: Quick Open with ':' goes to a line
-      const lineNo = readFileSync(dest, 'utf8').split('\n').findIndex((l) => l.startsWith('class ResidualBlock(')) + 1;
+      const lineNo =
+        readFileSync(dest, 'utf8')
+          .split('\n')
+          .findIndex((l) => l.startsWith('class ResidualBlock(')) + 1;
       await page.keyboard.press('F1');
       await page.locator('.quick-input-widget input').first().waitFor({ state: 'visible', timeout: T });
       await page.keyboard.press('Backspace');
       await page.keyboard.type(`:${lineNo}`, { delay: 10 });
       await page.keyboard.press('Enter');
-      const line = page.locator('.view-lines .view-line').filter({ hasText: /^class\sResidualBlock\(/ }).first();
+      const line = page
+        .locator('.view-lines .view-line')
+        .filter({ hasText: /^class\sResidualBlock\(/ })
+        .first();
       await line.waitFor({ timeout: T });
       const hover = page.locator('.monaco-hover').filter({ hasText: 'pulled by NN-RAG' }).first();
       // a hover shows once the pointer rests on the name; a pointer that arrived while the editor still scrolled is
       // moved off and back, as a user would
       for (let attempt = 1; ; attempt++) {
-        await line.locator('span span').filter({ hasText: /^ResidualBlock$/ }).first().hover({ timeout: T });
+        await line
+          .locator('span span')
+          .filter({ hasText: /^ResidualBlock$/ })
+          .first()
+          .hover({ timeout: T });
         try {
           await hover.waitFor({ state: 'visible', timeout: 20_000 });
           break;
         } catch (err) {
           if (attempt === 3) throw err;
-          await line.locator('span span').filter({ hasText: /^class$/ }).first().hover({ timeout: T });
+          await line
+            .locator('span span')
+            .filter({ hasText: /^class$/ })
+            .first()
+            .hover({ timeout: T });
           await page.waitForTimeout(1000);
         }
       }
@@ -183,7 +224,11 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
     });
 
     await step('07-upstream-codelens', async () => {
-      await page.locator('.contentWidgets .codelens-decoration, .codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks · up to date · validated: equivalent/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.contentWidgets .codelens-decoration, .codelens-decoration')
+        .filter({ hasText: /NN-RAG: pulled from tinyblocks · up to date · validated: equivalent/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     // upstream changes the docstring of an inlined dependency; the index takes it in
@@ -192,44 +237,95 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
 
     await step('08-pulled-blocks-view', async () => {
       await palette(page, 'NN-RAG: Re-index');
-      await page.locator('.codelens-decoration').filter({ hasText: /upstream changed since the pull/ }).first().waitFor({ timeout: 2 * T });
+      await page
+        .locator('.codelens-decoration')
+        .filter({ hasText: /upstream changed since the pull/ })
+        .first()
+        .waitFor({ timeout: 2 * T });
       await palette(page, 'NN-RAG: Refresh Pulled Blocks');
-      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /upstream changed/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.pane-body .monaco-list-row')
+        .filter({ hasText: 'residual_block.py' })
+        .filter({ hasText: /upstream changed/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('09-compare-with-upstream', async () => {
-      await page.locator('.codelens-decoration a').filter({ hasText: /^Compare with upstream$/ }).first().click({ timeout: T });
-      await page.locator('.tabs-container .tab').filter({ hasText: /Compare with upstream: residual_block\.py/ }).first().waitFor({ timeout: T });
-      await page.locator('.monaco-diff-editor .view-line').filter({ hasText: /then\sa\snormalization\slayer/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.codelens-decoration a')
+        .filter({ hasText: /^Compare with upstream$/ })
+        .first()
+        .click({ timeout: T });
+      await page
+        .locator('.tabs-container .tab')
+        .filter({ hasText: /Compare with upstream: residual_block\.py/ })
+        .first()
+        .waitFor({ timeout: T });
+      await page
+        .locator('.monaco-diff-editor .view-line')
+        .filter({ hasText: /then\sa\snormalization\slayer/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('10-update', async () => {
       // the file again, from the Pulled Blocks view
       await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).first().click({ timeout: T });
-      await page.locator('.tabs-container .tab').filter({ hasText: /^residual_block\.py/ }).first().waitFor({ timeout: T });
-      await page.locator('.codelens-decoration a').filter({ hasText: /^Update$/ }).first().click({ timeout: T });
+      await page
+        .locator('.tabs-container .tab')
+        .filter({ hasText: /^residual_block\.py/ })
+        .first()
+        .waitFor({ timeout: T });
+      await page
+        .locator('.codelens-decoration a')
+        .filter({ hasText: /^Update$/ })
+        .first()
+        .click({ timeout: T });
       const t0 = Date.now();
       while (!/changed upstream/.test(readFileSync(dest, 'utf8'))) {
         if (Date.now() - t0 > 2 * T) throw new Error(`${dest} was not updated within 2 minutes`);
         await page.waitForTimeout(500);
       }
-      await page.locator('.codelens-decoration').filter({ hasText: /NN-RAG: pulled from tinyblocks · up to date/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.codelens-decoration')
+        .filter({ hasText: /NN-RAG: pulled from tinyblocks · up to date/ })
+        .first()
+        .waitFor({ timeout: T });
       // validated again before it was applied: the verdict is in the header, and the view shows it
       if (!/"validation":\{"status":"validated","tier":"equivalent"/.test(readFileSync(dest, 'utf8'))) throw new Error('the update was not validated');
-      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /up to date · validated/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.pane-body .monaco-list-row')
+        .filter({ hasText: 'residual_block.py' })
+        .filter({ hasText: /up to date · validated/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('10b-edit-marks-verdict-stale', async () => {
       // an edit typed into the pulled file: the verdict recorded before it is marked at once, before any save
-      await page.locator('.tabs-container .tab.active').filter({ hasText: /^residual_block\.py/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.tabs-container .tab.active')
+        .filter({ hasText: /^residual_block\.py/ })
+        .first()
+        .waitFor({ timeout: T });
       await page.locator('.view-lines').first().click({ timeout: T });
       await page.keyboard.press('Control+End');
       await page.keyboard.type('EXTRA_NOTE = 1', { delay: 10 });
       await page.keyboard.press('Enter');
-      await page.locator('.codelens-decoration').filter({ hasText: /edited, not validated since \(was validated: equivalent\)/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.codelens-decoration')
+        .filter({ hasText: /edited, not validated since \(was validated: equivalent\)/ })
+        .first()
+        .waitFor({ timeout: T });
       await page.keyboard.press('Control+S');
       await palette(page, 'NN-RAG: Refresh Pulled Blocks');
-      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /edited, not validated since/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.pane-body .monaco-list-row')
+        .filter({ hasText: 'residual_block.py' })
+        .filter({ hasText: /edited, not validated since/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     /** Enter on a file-name box until the pull's diff shows (the name's check answers asynchronously). */
@@ -267,15 +363,27 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.keyboard.type('models/net.py', { delay: 10 });
       await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'net.py' }).first().waitFor({ timeout: T });
       await page.keyboard.press('Enter');
-      await page.locator('.tabs-container .tab').filter({ hasText: /^net\.py/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.tabs-container .tab')
+        .filter({ hasText: /^net\.py/ })
+        .first()
+        .waitFor({ timeout: T });
       await pullFromSearch('NN-RAG: Insert Block at Cursor', 'squeeze excite', 'SqueezeExcite');
       await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().click({ timeout: T });
-      await page.locator('.view-lines .view-line').filter({ hasText: /from\s\.squeeze_excite\simport\sSqueezeExcite/ }).first().waitFor({ timeout: 2 * T });
+      await page
+        .locator('.view-lines .view-line')
+        .filter({ hasText: /from\s\.squeeze_excite\simport\sSqueezeExcite/ })
+        .first()
+        .waitFor({ timeout: 2 * T });
     });
 
     await step('11b-write-requirements-from-palette', async () => {
       // the user's own file is active: the palette still offers Write Requirements, and asks which pulled file
-      await page.locator('.tabs-container .tab.active').filter({ hasText: /^net\.py/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.tabs-container .tab.active')
+        .filter({ hasText: /^net\.py/ })
+        .first()
+        .waitFor({ timeout: T });
       await palette(page, 'NN-RAG: Write Requirements');
       await page.locator('.quick-input-widget').filter({ hasText: 'Write the requirements of which pulled file?' }).first().waitFor({ timeout: T });
       await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'squeeze_excite.py' }).first().waitFor({ timeout: T });
@@ -289,10 +397,18 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         'from torch import nn\n\n\nclass PretrainedHead(nn.Module):\n    """A head that needs its checkpoint."""\n\n    def __init__(self, dim=8):\n        super().__init__()\n        raise RuntimeError("download the checkpoint first")\n',
       );
       await pullFromSearch('NN-RAG: Pull Block into Workspace', 'PretrainedHead', 'PretrainedHead');
-      await page.locator('.tabs-container .tab').filter({ hasText: /failed: the block could not be built/ }).first().waitFor({ timeout: 3 * T });
+      await page
+        .locator('.tabs-container .tab')
+        .filter({ hasText: /failed: the block could not be built/ })
+        .first()
+        .waitFor({ timeout: 3 * T });
       // the notification that asks says the message (a progress notification: read in the notification center)
       await palette(page, 'Notifications: Show Notifications');
-      await page.locator('.notifications-center .notification-list-item').filter({ hasText: /download the checkpoint first/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.notifications-center .notification-list-item')
+        .filter({ hasText: /download the checkpoint first/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('13-failing-repository-node', async () => {
@@ -302,28 +418,65 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as { 'nnrag.repositories': unknown[] };
       settings['nnrag.repositories'] = [...settings['nnrag.repositories'], { location: 'http://127.0.0.1:9/lab/unreachable.git', name: 'unreachable' }];
       writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
-      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'unreachable' }).filter({ hasText: 'cannot index' }).first().waitFor({ timeout: 2 * T });
+      await page
+        .locator('.pane-body .monaco-list-row')
+        .filter({ hasText: 'unreachable' })
+        .filter({ hasText: 'cannot index' })
+        .first()
+        .waitFor({ timeout: 2 * T });
     });
 
     await step('14-merge-editor', async () => {
       // your edit and upstream's on the same line: Update opens VS Code's merge editor
       writeFileSync(dest, readFileSync(dest, 'utf8').replace('then a normalization layer (changed upstream)', 'then a normalization layer (my edit)'));
-      writeFileSync(conv, readFileSync(conv, 'utf8').replace('then a normalization layer (changed upstream)', 'then a normalization layer (changed upstream again)'));
+      writeFileSync(
+        conv,
+        readFileSync(conv, 'utf8').replace('then a normalization layer (changed upstream)', 'then a normalization layer (changed upstream again)'),
+      );
       await palette(page, 'NN-RAG: Re-index');
       // the file, from the Pulled Blocks view
-      await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'residual_block.py' }).filter({ hasText: /upstream changed/ }).first().click({ timeout: 2 * T });
-      await page.locator('.tabs-container .tab.active').filter({ hasText: /^residual_block\.py/ }).first().waitFor({ timeout: T });
-      await page.locator('.codelens-decoration').filter({ hasText: /upstream changed since the pull/ }).first().waitFor({ timeout: 2 * T });
-      await page.locator('.codelens-decoration a').filter({ hasText: /^Update$/ }).first().click({ timeout: T });
-      await page.locator('.merge-editor').first().waitFor({ state: 'visible', timeout: 2 * T });
-      await page.locator('.merge-editor .view-line').filter({ hasText: /changed\supstream\sagain/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.pane-body .monaco-list-row')
+        .filter({ hasText: 'residual_block.py' })
+        .filter({ hasText: /upstream changed/ })
+        .first()
+        .click({ timeout: 2 * T });
+      await page
+        .locator('.tabs-container .tab.active')
+        .filter({ hasText: /^residual_block\.py/ })
+        .first()
+        .waitFor({ timeout: T });
+      await page
+        .locator('.codelens-decoration')
+        .filter({ hasText: /upstream changed since the pull/ })
+        .first()
+        .waitFor({ timeout: 2 * T });
+      await page
+        .locator('.codelens-decoration a')
+        .filter({ hasText: /^Update$/ })
+        .first()
+        .click({ timeout: T });
+      await page
+        .locator('.merge-editor')
+        .first()
+        .waitFor({ state: 'visible', timeout: 2 * T });
+      await page
+        .locator('.merge-editor .view-line')
+        .filter({ hasText: /changed\supstream\sagain/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('15-interpreter-picker', async () => {
       await page.keyboard.press('Escape');
       // each interpreter with its Python and torch versions
       await palette(page, 'NN-RAG: Select Python Interpreter');
-      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: python }).filter({ hasText: /Python 3\.\d+.* · torch \d/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.quick-input-list .monaco-list-row')
+        .filter({ hasText: python })
+        .filter({ hasText: /Python 3\.\d+.* · torch \d/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('16-interpreter-without-torch', async () => {
@@ -332,10 +485,18 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       writeFileSync(bare, `#!/bin/sh\nexec ${python} -S "$@"\n`, { mode: 0o755 });
       await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Enter a path' }).first().click({ timeout: T });
       // the path box (the picker closed, its prompt shown), filled at once
-      await page.locator('.quick-input-widget').filter({ hasText: 'Path to a Python interpreter with torch' }).first().waitFor({ state: 'visible', timeout: T });
+      await page
+        .locator('.quick-input-widget')
+        .filter({ hasText: 'Path to a Python interpreter with torch' })
+        .first()
+        .waitFor({ state: 'visible', timeout: T });
       await page.locator('.quick-input-widget input').first().fill(bare);
       await page.keyboard.press('Enter');
-      await page.locator('.monaco-dialog-box').filter({ hasText: /has no torch: pulled blocks cannot be validated with it/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.monaco-dialog-box')
+        .filter({ hasText: /has no torch: pulled blocks cannot be validated with it/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     // two interpreters with torch, each with its own copy of one installed package (a version in its metadata)
@@ -345,7 +506,10 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       rmSync(site, { recursive: true, force: true });
       mkdirSync(path.join(site, 'wslayers'), { recursive: true });
       writeFileSync(path.join(site, 'wslayers', '__init__.py'), '');
-      writeFileSync(path.join(site, 'wslayers', 'gates.py'), `import torch\nfrom torch import nn\n\n\nclass WsGate(nn.Module):\n    \"\"\"${doc}\"\"\"\n\n    def forward(self, x):\n        return x * torch.sigmoid(x)\n`);
+      writeFileSync(
+        path.join(site, 'wslayers', 'gates.py'),
+        `import torch\nfrom torch import nn\n\n\nclass WsGate(nn.Module):\n    \"\"\"${doc}\"\"\"\n\n    def forward(self, x):\n        return x * torch.sigmoid(x)\n`,
+      );
       const info = path.join(site, `wslayers-${version}.dist-info`);
       mkdirSync(info);
       writeFileSync(path.join(info, 'METADATA'), `Metadata-Version: 2.1\nName: wslayers\nVersion: ${version}\n`);
@@ -375,18 +539,42 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         st['nnrag.repositories'] = [...(st['nnrag.repositories'] as unknown[]), { location: 'wslayers', kind: 'python-env' }];
       });
       // the node says which version, from which interpreter
-      await treeRow('wslayers').filter({ hasText: `wslayers==2.14.0.dev20261126 · ${interpreters[0]}` }).first().waitFor({ timeout: 2 * T });
+      await treeRow('wslayers')
+        .filter({ hasText: `wslayers==2.14.0.dev20261126 · ${interpreters[0]}` })
+        .first()
+        .waitFor({ timeout: 2 * T });
       await palette(page, 'NN-RAG: Select Python Interpreter');
       await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Enter a path' }).first().click({ timeout: T });
-      await page.locator('.quick-input-widget').filter({ hasText: 'Path to a Python interpreter with torch' }).first().waitFor({ state: 'visible', timeout: T });
+      await page
+        .locator('.quick-input-widget')
+        .filter({ hasText: 'Path to a Python interpreter with torch' })
+        .first()
+        .waitFor({ state: 'visible', timeout: T });
       await page.locator('.quick-input-widget input').first().fill(interpreters[1]);
       await page.keyboard.press('Enter');
       // the installed package follows the new interpreter (no error, no command-line flag), and the user is told
-      await treeRow('wslayers').filter({ hasText: `wslayers==2.14.0.dev20261126 · ${interpreters[1]}` }).first().waitFor({ timeout: 2 * T });
-      if ((await treeRow('wslayers').filter({ hasText: /cannot index/ }).count()) > 0) throw new Error('the installed package cannot be indexed after the switch');
+      await treeRow('wslayers')
+        .filter({ hasText: `wslayers==2.14.0.dev20261126 · ${interpreters[1]}` })
+        .first()
+        .waitFor({ timeout: 2 * T });
+      if (
+        (await treeRow('wslayers')
+          .filter({ hasText: /cannot index/ })
+          .count()) > 0
+      )
+        throw new Error('the installed package cannot be indexed after the switch');
       await palette(page, 'Notifications: Show Notifications');
-      await page.locator('.notifications-center .notification-list-item').filter({ hasText: `NN-RAG validates pulled blocks with ${interpreters[1]}` }).first().waitFor({ timeout: T });
-      await page.locator('.notifications-center .notification-list-item').filter({ hasText: 'The installed packages wslayers are now indexed from' }).filter({ hasText: `Keep ${interpreters[0]}` }).first().waitFor({ timeout: T });
+      await page
+        .locator('.notifications-center .notification-list-item')
+        .filter({ hasText: `NN-RAG validates pulled blocks with ${interpreters[1]}` })
+        .first()
+        .waitFor({ timeout: T });
+      await page
+        .locator('.notifications-center .notification-list-item')
+        .filter({ hasText: 'The installed packages wslayers are now indexed from' })
+        .filter({ hasText: `Keep ${interpreters[0]}` })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('18-compare-after-upgrade', async () => {
@@ -395,23 +583,61 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().click({ timeout: T });
       // (pulled into the folder of the file in the editor before, or the pull folder)
       const gates = ['models', 'blocks'].map((d) => path.join(ws.folder, d, 'ws_gate.py'));
-      for (const t0 = Date.now(); !gates.some((g) => existsSync(g) && readFileSync(g, 'utf8').includes('wslayers==2.14.0.dev20261126')); await page.waitForTimeout(500)) {
+      for (
+        const t0 = Date.now();
+        !gates.some((g) => existsSync(g) && readFileSync(g, 'utf8').includes('wslayers==2.14.0.dev20261126'));
+        await page.waitForTimeout(500)
+      ) {
         if (Date.now() - t0 > 2 * T) throw new Error('ws_gate.py was not written from wslayers 2.14.0.dev20261126');
       }
       // its version whole in the CodeLens (it was cut to 12 characters)
-      await page.locator('.codelens-decoration').filter({ hasText: 'NN-RAG: pulled from wslayers@wslayers==2.14.0.dev20261126 · up to date' }).first().waitFor({ timeout: 2 * T });
+      await page
+        .locator('.codelens-decoration')
+        .filter({ hasText: 'NN-RAG: pulled from wslayers@wslayers==2.14.0.dev20261126 · up to date' })
+        .first()
+        .waitFor({ timeout: 2 * T });
       // the package is upgraded in the interpreter in use (pip install -U): new code, a new version
       installedPackage(1, '2.14.1', 'Gates each value by its sigmoid (upgraded).');
       await palette(page, 'NN-RAG: Re-index');
-      await page.locator('.tabs-container .tab.active').filter({ hasText: /^ws_gate\.py/ }).first().waitFor({ timeout: T });
-      await page.locator('.codelens-decoration').filter({ hasText: /upstream changed since the pull/ }).first().waitFor({ timeout: 2 * T });
-      await page.locator('.codelens-decoration a').filter({ hasText: /^Compare with upstream$/ }).first().click({ timeout: T });
-      await page.locator('.tabs-container .tab').filter({ hasText: /Compare with upstream: ws_gate\.py/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.tabs-container .tab.active')
+        .filter({ hasText: /^ws_gate\.py/ })
+        .first()
+        .waitFor({ timeout: T });
+      await page
+        .locator('.codelens-decoration')
+        .filter({ hasText: /upstream changed since the pull/ })
+        .first()
+        .waitFor({ timeout: 2 * T });
+      await page
+        .locator('.codelens-decoration a')
+        .filter({ hasText: /^Compare with upstream$/ })
+        .first()
+        .click({ timeout: T });
+      await page
+        .locator('.tabs-container .tab')
+        .filter({ hasText: /Compare with upstream: ws_gate\.py/ })
+        .first()
+        .waitFor({ timeout: T });
       // the left side is the file as it was pulled (its own header: the version pulled), the right side upstream now
       const diff = page.locator('.monaco-diff-editor').first();
-      await diff.locator('.editor.original .view-line').filter({ hasText: /wslayers==2\.14\.0\.dev20261126/ }).first().waitFor({ timeout: T });
-      await diff.locator('.editor.modified .view-line').filter({ hasText: /sigmoid\s\(upgraded\)/ }).first().waitFor({ timeout: T });
-      if ((await diff.locator('.editor.original .view-line').filter({ hasText: /sigmoid\s\(upgraded\)/ }).count()) > 0) throw new Error('the "as pulled" side shows the upgraded code');
+      await diff
+        .locator('.editor.original .view-line')
+        .filter({ hasText: /wslayers==2\.14\.0\.dev20261126/ })
+        .first()
+        .waitFor({ timeout: T });
+      await diff
+        .locator('.editor.modified .view-line')
+        .filter({ hasText: /sigmoid\s\(upgraded\)/ })
+        .first()
+        .waitFor({ timeout: T });
+      if (
+        (await diff
+          .locator('.editor.original .view-line')
+          .filter({ hasText: /sigmoid\s\(upgraded\)/ })
+          .count()) > 0
+      )
+        throw new Error('the "as pulled" side shows the upgraded code');
     });
 
     await step('19-reload-with-shared-index', async () => {
@@ -419,23 +645,37 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       const team = path.join(ws.root, 'team', 'teamlib');
       mkdirSync(team, { recursive: true });
       writeFileSync(path.join(team, '__init__.py'), '');
-      writeFileSync(path.join(team, 'mixers.py'), 'from torch import nn\n\n\nclass TeamMixer(nn.Module):\n    \"\"\"Mixes channels (the team\'s).\"\"\"\n\n    def __init__(self, c=8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x):\n        return x + self.proj(x)\n');
+      writeFileSync(
+        path.join(team, 'mixers.py'),
+        'from torch import nn\n\n\nclass TeamMixer(nn.Module):\n    \"\"\"Mixes channels (the team\'s).\"\"\"\n\n    def __init__(self, c=8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x):\n        return x + self.proj(x)\n',
+      );
       const cli = (...args: string[]): string => execFileSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), ...args], { encoding: 'utf8' });
       const teamDb = path.join(ws.root, 'team', 'team.db');
       const archive = path.join(ws.root, 'team', 'team.nnrag.tgz');
       cli('index', team, '--db', teamDb);
       cli('export', '--db', teamDb, '--to', archive);
       editSettings((st) => (st['nnrag.sharedIndex'] = archive));
-      await treeRow('teamlib').filter({ hasText: 'shared' }).first().waitFor({ timeout: 2 * T });
+      await treeRow('teamlib')
+        .filter({ hasText: 'shared' })
+        .first()
+        .waitFor({ timeout: 2 * T });
       const logs = (): string => {
         const walk = (dir: string): string[] =>
-          existsSync(dir) ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)])) : [];
-        return walk(path.join(cs.home, 'user', 'logs')).filter((f) => f.endsWith('NN-RAG.log')).map((f) => readFileSync(f, 'utf8')).join('\n');
+          existsSync(dir)
+            ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]))
+            : [];
+        return walk(path.join(cs.home, 'user', 'logs'))
+          .filter((f) => f.endsWith('NN-RAG.log'))
+          .map((f) => readFileSync(f, 'utf8'))
+          .join('\n');
       };
       const before = logs().length;
       await palette(page, 'Developer: Reload Window');
       await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: T });
-      await treeRow('teamlib').filter({ hasText: 'shared' }).first().waitFor({ timeout: 2 * T });
+      await treeRow('teamlib')
+        .filter({ hasText: 'shared' })
+        .first()
+        .waitFor({ timeout: 2 * T });
       // the window's own repositories are not parsed again: the archive is unchanged, every repository reports 0 changed
       let runs: string[] = [];
       for (const t0 = Date.now(); ; await page.waitForTimeout(500)) {
@@ -446,8 +686,16 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       }
       if (runs.some((r) => !r.endsWith(' 0'))) throw new Error(`a reload with the same shared index parsed files again: ${runs.join(', ')}`);
       // the merge editor left open before the reload comes back whole (its sides are files of the extension's)
-      await page.locator('.tabs-container .tab').filter({ hasText: /^Merging: residual_block\.py/ }).first().click({ timeout: T });
-      await page.locator('.merge-editor .view-line').filter({ hasText: /changed\supstream\sagain/ }).first().waitFor({ timeout: T });
+      await page
+        .locator('.tabs-container .tab')
+        .filter({ hasText: /^Merging: residual_block\.py/ })
+        .first()
+        .click({ timeout: T });
+      await page
+        .locator('.merge-editor .view-line')
+        .filter({ hasText: /changed\supstream\sagain/ })
+        .first()
+        .waitFor({ timeout: T });
     });
 
     await step('20-walkthrough-ticks', async () => {
@@ -457,7 +705,12 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       const container = page.locator('.gettingStartedContainer').filter({ hasText: 'Get started with NN-RAG' }).first();
       await container.waitFor({ state: 'visible', timeout: T });
       for (const title of ['Choose the interpreter that validates', 'Index a repository']) {
-        await container.locator('.getting-started-step').filter({ hasText: title }).locator('[role="checkbox"][aria-checked="true"]').first().waitFor({ state: 'attached', timeout: T });
+        await container
+          .locator('.getting-started-step')
+          .filter({ hasText: title })
+          .locator('[role="checkbox"][aria-checked="true"]')
+          .first()
+          .waitFor({ state: 'attached', timeout: T });
       }
     });
   } finally {
@@ -489,14 +742,26 @@ export async function vsixWalk(h: Harness, python: string, vsix: string): Promis
     try {
       await page.goto(cs.url(ws.folder), { waitUntil: 'domcontentloaded', timeout: T });
       // the installed extension's contributions are loaded: its view container is in the activity bar
-      await page.locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]').first().waitFor({ timeout: 2 * T });
+      await page
+        .locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]')
+        .first()
+        .waitFor({ timeout: 2 * T });
       // a fresh profile: the extension's first activation opens its walkthrough, which takes the focus when it opens
-      await page.locator('.gettingStartedContainer').filter({ hasText: 'Get started with NN-RAG' }).first().waitFor({ state: 'visible', timeout: T }).catch(() => undefined);
+      await page
+        .locator('.gettingStartedContainer')
+        .filter({ hasText: 'Get started with NN-RAG' })
+        .first()
+        .waitFor({ state: 'visible', timeout: T })
+        .catch(() => undefined);
       await palette(page, 'NN-RAG: Search Blocks');
       await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
       await page.keyboard.type('drop path', { delay: 20 });
       // answered once the workspace's repository is indexed
-      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'DropPath' }).first().waitFor({ timeout: 2 * T });
+      await page
+        .locator('.quick-input-list .monaco-list-row')
+        .filter({ hasText: 'DropPath' })
+        .first()
+        .waitFor({ timeout: 2 * T });
       await page.screenshot({ path: shot });
       steps.push({ name: '08-installed-vsix', ok: true, screenshot: shot });
     } catch (err) {

@@ -68,7 +68,10 @@ export class CodeServer {
   ) {}
 
   /** Starts code-server; `trust: false` keeps Workspace Trust on (folders start untrusted, no prompt). */
-  static async start(h: Harness, opts: { trust: boolean; env?: Record<string, string>; settings?: Record<string, unknown>; install?: string }): Promise<CodeServer> {
+  static async start(
+    h: Harness,
+    opts: { trust: boolean; env?: Record<string, string>; settings?: Record<string, unknown>; install?: string },
+  ): Promise<CodeServer> {
     const home = mkdtempSync(path.join(os.tmpdir(), 'nnrag-code-server-'));
     for (const d of ['user', 'extensions', 'xdg', 'tmp', 'home']) mkdirSync(path.join(home, d), { recursive: true });
     mkdirSync(path.join(home, 'user', 'User'), { recursive: true });
@@ -176,7 +179,15 @@ export async function launchBrowser(h: Harness): Promise<{ browser: Browser; pag
   const browser = await pw.chromium.launch({
     executablePath: h.chromium,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();

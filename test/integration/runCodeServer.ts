@@ -63,7 +63,9 @@ function keepLogs(home: string, mode: string): void {
   const out = path.join(ROOT, 'test-results');
   mkdirSync(out, { recursive: true });
   const walk = (dir: string): string[] =>
-    existsSync(dir) ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)])) : [];
+    existsSync(dir)
+      ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]))
+      : [];
   for (const f of walk(path.join(home, 'user', 'logs')).filter((f) => f.endsWith('NN-RAG.log'))) copyFileSync(f, path.join(out, `integration-${mode}.log`));
 }
 
@@ -76,7 +78,9 @@ async function main(): Promise<number> {
   for (const mode of (['trusted', 'untrusted'] as const).filter((m) => !only || m === only)) {
     const r = await runSuite(h, mode);
     for (const t of r.results) {
-      console.log(`[integration] ${t.state === 'passed' ? 'ok  ' : t.state === 'pending' ? 'skip' : 'FAIL'} ${t.title}${t.ms !== undefined ? ` (${t.ms} ms)` : ''}`);
+      console.log(
+        `[integration] ${t.state === 'passed' ? 'ok  ' : t.state === 'pending' ? 'skip' : 'FAIL'} ${t.title}${t.ms !== undefined ? ` (${t.ms} ms)` : ''}`,
+      );
       if (t.error) console.log(t.error.replace(/^/gm, '    '));
     }
     passed += r.results.filter((t) => t.state === 'passed').length;
@@ -89,7 +93,10 @@ async function main(): Promise<number> {
   const vsix = process.argv[process.argv.indexOf('--vsix') + 1];
   if (process.argv.includes('--vsix') && vsix) walks.push(await vsixWalk(h, python, vsix));
   for (const walk of walks) {
-    for (const s of walk.steps) console.log(`[ui-walk] ${s.ok ? 'ok  ' : 'FAIL'} ${s.name}${s.error ? `: ${s.error}` : ''}${s.screenshot ? ` -> ${path.relative(ROOT, s.screenshot)}` : ''}`);
+    for (const s of walk.steps)
+      console.log(
+        `[ui-walk] ${s.ok ? 'ok  ' : 'FAIL'} ${s.name}${s.error ? `: ${s.error}` : ''}${s.screenshot ? ` -> ${path.relative(ROOT, s.screenshot)}` : ''}`,
+      );
     passed += walk.steps.filter((s) => s.ok).length;
     failed += walk.steps.filter((s) => !s.ok).length;
   }

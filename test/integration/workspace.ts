@@ -20,7 +20,16 @@ export function makeWorkspace(python: string, { preview = true }: { preview?: bo
   mkdirSync(path.join(folder, '.vscode'), { recursive: true });
   writeFileSync(
     path.join(folder, '.vscode', 'settings.json'),
-    JSON.stringify({ 'nnrag.repositories': [{ location: fixture, name: 'tinyblocks' }], 'nnrag.pythonPath': python, 'nnrag.pullFolder': 'blocks', 'nnrag.pull.preview': preview }, null, 2),
+    JSON.stringify(
+      {
+        'nnrag.repositories': [{ location: fixture, name: 'tinyblocks' }],
+        'nnrag.pythonPath': python,
+        'nnrag.pullFolder': 'blocks',
+        'nnrag.pull.preview': preview,
+      },
+      null,
+      2,
+    ),
   );
   writeFileSync(path.join(folder, 'train.py'), '"""A user\'s project: pulled blocks go into blocks/."""\n');
   return { root, folder, fixture };

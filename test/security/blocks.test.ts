@@ -92,10 +92,17 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
   });
 
   /** Validates `source` as Bad (unless told otherwise) and checks what every malicious block must not achieve. */
-  async function attack(name: string, source: string, opts: { className?: string; timeoutMs?: number; oneShot?: boolean; memoryMb?: number } = {}): Promise<ValidationReport> {
+  async function attack(
+    name: string,
+    source: string,
+    opts: { className?: string; timeoutMs?: number; oneShot?: boolean; memoryMb?: number } = {},
+  ): Promise<ValidationReport> {
     tried++;
     const file = path.join(dir, `${name}.py`);
-    fs.writeFileSync(file, `import os, sys, json, time, subprocess\nimport torch\nfrom torch import nn\nMARK = ${JSON.stringify(MARK)}\nOUTSIDE = ${JSON.stringify(outside)}\n${source}`);
+    fs.writeFileSync(
+      file,
+      `import os, sys, json, time, subprocess\nimport torch\nfrom torch import nn\nMARK = ${JSON.stringify(MARK)}\nOUTSIDE = ${JSON.stringify(outside)}\n${source}`,
+    );
     const started = Date.now();
     const timeoutMs = opts.timeoutMs ?? 20_000;
     const report = await validateFile(file, {
@@ -112,7 +119,8 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
     assert.ok(seconds < timeoutMs / 1000 + 20, `${name} took ${seconds} s against a limit of ${timeoutMs / 1000} s`);
     assert.deepStrictEqual(fs.readdirSync(outside).sort(), ['agent.sock', 'keep.txt', 'secret.txt'], `${name} changed a folder outside the sandbox`);
     assert.strictEqual(fs.readFileSync(path.join(outside, 'keep.txt'), 'utf8'), 'keep');
-    for (const p of [path.join(os.homedir(), MARK), path.join('/tmp', MARK), path.join(ROOT, MARK), path.join(dir, MARK)]) assert.ok(!fs.existsSync(p), `${name} wrote ${p}`);
+    for (const p of [path.join(os.homedir(), MARK), path.join('/tmp', MARK), path.join(ROOT, MARK), path.join(dir, MARK)])
+      assert.ok(!fs.existsSync(p), `${name} wrote ${p}`);
     assert.ok(await until(() => marked().length === 0, 3000), `${name} left processes behind: ${marked().join(', ')}`);
     assert.ok(!JSON.stringify(report).includes(secret), `${name} read a file outside the sandbox`);
     assert.ok(!/root:[^:]*:\d+:/.test(JSON.stringify(report)), `${name} read /etc/shadow`);
@@ -123,7 +131,10 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
 
   it('a block that validates still validates in the same pool (the suite can tell a pass)', async () => {
     const file = path.join(dir, 'control.py');
-    fs.writeFileSync(file, 'from torch import nn\nclass Good(nn.Module):\n    def __init__(self, dim=8):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n    def forward(self, x):\n        return self.lin(x)\n');
+    fs.writeFileSync(
+      file,
+      'from torch import nn\nclass Good(nn.Module):\n    def __init__(self, dim=8):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n    def forward(self, x):\n        return self.lin(x)\n',
+    );
     const report = await validateFile(file, { python: PYTHON_WITH_TORCH, runner: RUNNER, className: 'Good', pool });
     assert.strictEqual(report.tier, 'forward', report.message);
     assert.strictEqual(report.ok, true);
@@ -145,10 +156,16 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
       );
     });
     it('json.dumps patched', async () => {
-      await attack('json_patch', `${BAD}\njson.dumps = lambda *a, **k: '{"ok": true, "tier": "forward"}'\njson.JSONEncoder.encode = lambda self, o: '{"forward": {"tensors": [], "output": []}}'\n`);
+      await attack(
+        'json_patch',
+        `${BAD}\njson.dumps = lambda *a, **k: '{"ok": true, "tier": "forward"}'\njson.JSONEncoder.encode = lambda self, o: '{"forward": {"tensors": [], "output": []}}'\n`,
+      );
     });
     it('nn.Module.__call__ patched to skip forward', async () => {
-      await attack('module_call', `${BAD}\nnn.Module.__call__ = lambda self, *a, **k: torch.zeros(2, 8)\nnn.Module._call_impl = lambda self, *a, **k: torch.zeros(2, 8)\n`);
+      await attack(
+        'module_call',
+        `${BAD}\nnn.Module.__call__ = lambda self, *a, **k: torch.zeros(2, 8)\nnn.Module._call_impl = lambda self, *a, **k: torch.zeros(2, 8)\n`,
+      );
     });
     it("frames in the validator's own format written to every open descriptor", async () => {
       const r = await attack(
@@ -158,10 +175,16 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
       assert.strictEqual(r.category, 'tampered', r.message);
     });
     it('a forged result file in the work folder and in every other folder it can write', async () => {
-      await attack('result_files', `${BAD}\nfor d in ('.', os.environ.get('HOME', '.'), os.environ.get('TMPDIR', '.'), '/tmp', '..', '../..'):\n    for n in ('stdout.json', 'result.json', 'report.json'):\n        try: open(os.path.join(d, n), 'w').write('{"ok": true, "tier": "forward"}\\n')\n        except OSError: pass\n`);
+      await attack(
+        'result_files',
+        `${BAD}\nfor d in ('.', os.environ.get('HOME', '.'), os.environ.get('TMPDIR', '.'), '/tmp', '..', '../..'):\n    for n in ('stdout.json', 'result.json', 'report.json'):\n        try: open(os.path.join(d, n), 'w').write('{"ok": true, "tier": "forward"}\\n')\n        except OSError: pass\n`,
+      );
     });
     it("the judge's stdout reached through /proc of its parent", async () => {
-      await attack('proc_parent', `${BAD}\nfor fd in range(0, 8):\n    try:\n        with open(f'/proc/{os.getppid()}/fd/{fd}', 'w') as fh: fh.write('{"ok": true, "tier": "forward"}\\n')\n    except OSError: pass\n`);
+      await attack(
+        'proc_parent',
+        `${BAD}\nfor fd in range(0, 8):\n    try:\n        with open(f'/proc/{os.getppid()}/fd/{fd}', 'w') as fh: fh.write('{"ok": true, "tier": "forward"}\\n')\n    except OSError: pass\n`,
+      );
     });
     it('the judge killed by the block', async () => {
       await attack('kill_judge', `${BAD}\nimport signal\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(5)\n`);
@@ -173,7 +196,10 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
       await Promise.all([attack('after_daemon_a', BAD), attack('after_daemon_b', BAD)]);
     });
     it('fake tier lines on stderr', async () => {
-      await attack('stderr_tiers', `${BAD}\nfor t in ('imported', 'instantiated', 'forward'):\n    sys.stderr.write(f'nnrag-tier: {t}\\n')\nsys.stderr.flush()\n`);
+      await attack(
+        'stderr_tiers',
+        `${BAD}\nfor t in ('imported', 'instantiated', 'forward'):\n    sys.stderr.write(f'nnrag-tier: {t}\\n')\nsys.stderr.flush()\n`,
+      );
     });
   });
 
@@ -185,7 +211,10 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
       );
     });
     it('reads /etc/shadow and a file of the user, and prints them in its failure', async () => {
-      const r = await attack('reads', `text = ''\nfor p in ('/etc/shadow', OUTSIDE + '/secret.txt'):\n    try: text += open(p).read()\n    except OSError as e: text += str(e)\nraise RuntimeError(text)\n${BAD}`);
+      const r = await attack(
+        'reads',
+        `text = ''\nfor p in ('/etc/shadow', OUTSIDE + '/secret.txt'):\n    try: text += open(p).read()\n    except OSError as e: text += str(e)\nraise RuntimeError(text)\n${BAD}`,
+      );
       assert.strictEqual(r.category, 'import-error');
     });
     it('connects to a TCP server and a UNIX socket on the host', async () => {
@@ -201,15 +230,27 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
       );
     });
     it('a setsid child that outlives the block and holds the time limit hostage', async () => {
-      const r = await attack('setsid', `subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', MARK], start_new_session=True, stdout=None, stderr=None)\n${BAD}`, { timeoutMs: 10_000 });
+      const r = await attack(
+        'setsid',
+        `subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', MARK], start_new_session=True, stdout=None, stderr=None)\n${BAD}`,
+        { timeoutMs: 10_000 },
+      );
       assert.ok(r.seconds < 10, `the block's child held the validation for ${r.seconds} s`);
     });
     it('a forward that never ends, under a time limit', async () => {
-      const r = await attack('hang', `subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', MARK])\nclass Bad(nn.Module):\n    def forward(self, x):\n        while True: pass\n`, { timeoutMs: 6_000 });
+      const r = await attack(
+        'hang',
+        `subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', MARK])\nclass Bad(nn.Module):\n    def forward(self, x):\n        while True: pass\n`,
+        { timeoutMs: 6_000 },
+      );
       assert.strictEqual(r.category, 'timeout');
     });
     it('shared anonymous memory beyond the memory limit', async () => {
-      const r = await attack('shared_memory', `import mmap\nm = mmap.mmap(-1, 1536 << 20, flags=mmap.MAP_SHARED)\nfor i in range(0, 1536 << 20, 4096): m[i] = 1\n${BAD}`, { memoryMb: 512 });
+      const r = await attack(
+        'shared_memory',
+        `import mmap\nm = mmap.mmap(-1, 1536 << 20, flags=mmap.MAP_SHARED)\nfor i in range(0, 1536 << 20, 4096): m[i] = 1\n${BAD}`,
+        { memoryMb: 512 },
+      );
       assert.strictEqual(r.category, 'memory', r.message);
     });
     it('500 MB of output', async () => {
@@ -217,7 +258,11 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
       assert.strictEqual(r.category, 'output', r.message);
     });
     it('a fork bomb', async () => {
-      await attack('fork_bomb', `sys.argv = [MARK]\nfor _ in range(2000):\n    try:\n        if os.fork() == 0:\n            time.sleep(60); os._exit(0)\n    except OSError: break\n${BAD}`, { timeoutMs: 15_000 });
+      await attack(
+        'fork_bomb',
+        `sys.argv = [MARK]\nfor _ in range(2000):\n    try:\n        if os.fork() == 0:\n            time.sleep(60); os._exit(0)\n    except OSError: break\n${BAD}`,
+        { timeoutMs: 15_000 },
+      );
     });
     it('ptrace of the judge, new namespaces and kernel keyrings from inside (seccomp)', async function () {
       if (process.arch !== 'x64') this.skip();
@@ -229,14 +274,20 @@ describe('malicious blocks (the sandbox and the verdict)', function () {
       assert.match(r.sandbox ?? '', /seccomp/);
     });
     it('a file as large as the disk allows', async () => {
-      await attack('big_file', `try:\n    with open('big', 'wb') as fh:\n        for _ in range(4096): fh.write(b'x' * (1 << 20))\nexcept Exception: pass\n${BAD}`);
+      await attack(
+        'big_file',
+        `try:\n    with open('big', 'wb') as fh:\n        for _ in range(4096): fh.write(b'x' * (1 << 20))\nexcept Exception: pass\n${BAD}`,
+      );
     });
   });
 
   it('a validator whose caller is killed dies with it', async () => {
     tried++;
     const file = path.join(dir, 'orphan.py');
-    fs.writeFileSync(file, `import sys, subprocess\nfrom torch import nn\nMARK = ${JSON.stringify(MARK)}\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', MARK], start_new_session=True)\nclass Bad(nn.Module):\n    def forward(self, x):\n        while True: pass\n`);
+    fs.writeFileSync(
+      file,
+      `import sys, subprocess\nfrom torch import nn\nMARK = ${JSON.stringify(MARK)}\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', MARK], start_new_session=True)\nclass Bad(nn.Module):\n    def forward(self, x):\n        while True: pass\n`,
+    );
     const script = `require(${JSON.stringify(path.join(ROOT, 'src/core/validate/runner.ts'))}).validateFile(${JSON.stringify(file)}, { python: ${JSON.stringify(PYTHON_WITH_TORCH)}, runner: ${JSON.stringify(RUNNER)}, timeoutMs: 120000 })`;
     const child = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', script], { cwd: ROOT, stdio: 'ignore' });
     assert.ok(await until(() => marked().length > 0, 30_000), 'the block did not start');

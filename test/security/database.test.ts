@@ -42,7 +42,7 @@ describe('the database file (hazards)', () => {
     clearError(await cli('index', repoA, '--db', path.join(file, 'sub', 'index.db')), /not a folder/);
   });
 
-  it("follows a symlinked database to its target and keeps the link", async () => {
+  it('follows a symlinked database to its target and keeps the link', async () => {
     const real = path.join(dir, 'real', 'index.db');
     fs.mkdirSync(path.dirname(real));
     const link = path.join(dir, 'link.db');
@@ -69,7 +69,10 @@ describe('the database file (hazards)', () => {
     fs.writeFileSync(notes, '# my notes\n');
     clearError(await cli('index', repoA, '--db', notes), /not an NN-RAG index/);
     assert.strictEqual(fs.readFileSync(notes, 'utf8'), '# my notes\n');
-    assert.deepStrictEqual(fs.readdirSync(dir).filter((f) => f.startsWith('notes.md.corrupt')), []);
+    assert.deepStrictEqual(
+      fs.readdirSync(dir).filter((f) => f.startsWith('notes.md.corrupt')),
+      [],
+    );
   });
 
   it('detects corruption that keeps the size and the modification time', async () => {

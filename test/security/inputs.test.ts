@@ -9,7 +9,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { cli, ROOT, tmpdir, writeTree } from '../unit/helpers';
 
-const BLOCK = 'from torch import nn\n\n\nclass Tiny(nn.Module):\n    """Tiny \x1b[2J\x1b]0;pwned\x07 block\x9b31m."""\n\n    def forward(self, x):\n        return x\n';
+const BLOCK =
+  'from torch import nn\n\n\nclass Tiny(nn.Module):\n    """Tiny \x1b[2J\x1b]0;pwned\x07 block\x9b31m."""\n\n    def forward(self, x):\n        return x\n';
 
 /** Every file under `dir`, relative. */
 function files(dir: string): string[] {
@@ -47,9 +48,19 @@ describe('hostile names and paths', () => {
     const spec = await cli('spec', '--all', '--db', db, '--out-dir', specs);
     assert.strictEqual(spec.code, 0, spec.err);
     const after = files(dir).filter((f) => !f.startsWith(path.join('out', 'pulled')) && !f.startsWith(path.join('out', 'specs')));
-    assert.deepStrictEqual(after.filter((f) => !f.startsWith('index.db')), before.filter((f) => !f.startsWith('index.db')), 'a file was written outside the output folders');
-    assert.ok(files(out).some((f) => f.endsWith('tiny_layers__Tiny.py')), files(out).join(', '));
-    assert.ok(files(specs).some((f) => f.endsWith('tiny.layers.Tiny.json')), files(specs).join(', '));
+    assert.deepStrictEqual(
+      after.filter((f) => !f.startsWith('index.db')),
+      before.filter((f) => !f.startsWith('index.db')),
+      'a file was written outside the output folders',
+    );
+    assert.ok(
+      files(out).some((f) => f.endsWith('tiny_layers__Tiny.py')),
+      files(out).join(', '),
+    );
+    assert.ok(
+      files(specs).some((f) => f.endsWith('tiny.layers.Tiny.json')),
+      files(specs).join(', '),
+    );
   });
 
   it('--out refuses to replace a file that was not pulled, an edited pull, or to write through a link, without --force', async () => {
@@ -103,7 +114,9 @@ describe('hostile names and paths', () => {
 
   it('the language server survives malformed frames over stdio and answers the next good one', async function () {
     this.timeout(60_000);
-    const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/server/main.ts'), '--stdio'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/server/main.ts'), '--stdio'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -116,7 +129,9 @@ describe('hostile names and paths', () => {
       child.stdin.write('Content-Length: abc\r\n\r\n{"jsonrpc":"2.0","id":0,"method":"x"}garbage\r\n\r\n');
       child.stdin.write('Content-Length: 99999999999\r\n\r\n');
       child.stdin.write(`${'x'.repeat(10_000)}\r\n\r\n`);
-      child.stdin.write(frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { processId: null, rootUri: null, capabilities: {}, initializationOptions: {} } }));
+      child.stdin.write(
+        frame({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { processId: null, rootUri: null, capabilities: {}, initializationOptions: {} } }),
+      );
       const end = Date.now() + 45_000;
       while (!/"id":1,"result"/.test(out) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
       assert.match(out, /"id":1,"result":\{"capabilities"/, `no answer after malformed frames; stderr: ${err.slice(-500)}`);
@@ -157,7 +172,10 @@ describe('hostile names and paths', () => {
     assert.match(st.out, /nowhere:no\.Such is not in this index/);
     // recorded sources that are not the real ones: upstream changed, and update writes the header again
     const forged = path.join(dir, 'tamper', 'forged.py');
-    fs.writeFileSync(forged, text.replace(line, `# nnrag-provenance: ${JSON.stringify({ ...prov, definitions: prov.definitions.map((d) => ({ ...d, blob: '0'.repeat(40) })) })}`));
+    fs.writeFileSync(
+      forged,
+      text.replace(line, `# nnrag-provenance: ${JSON.stringify({ ...prov, definitions: prov.definitions.map((d) => ({ ...d, blob: '0'.repeat(40) })) })}`),
+    );
     assert.strictEqual((await cli('status', forged, '--db', db)).code, 1);
     const up = await cli('update', forged, '--db', db);
     assert.strictEqual(up.code, 0, up.err);

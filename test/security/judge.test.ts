@@ -50,12 +50,24 @@ describe('the judge cannot be made to say equivalent, told apart, or reached by 
     console.log(`      judge: ${tried} attacks tried, ${held} held`);
   });
 
-  const original = (): { module: string; class: string; path: string; file: string } => ({ module: 'pk.m', class: 'Blk', path: path.join(dir, 'orig'), file: path.join(dir, 'orig', 'pk', 'm.py') });
+  const original = (): { module: string; class: string; path: string; file: string } => ({
+    module: 'pk.m',
+    class: 'Blk',
+    path: path.join(dir, 'orig'),
+    file: path.join(dir, 'orig', 'pk', 'm.py'),
+  });
 
   async function judged(name: string, source: string, withOriginal = true): Promise<Awaited<ReturnType<typeof validateFile>>> {
     const file = path.join(dir, `${name}.py`);
     fs.writeFileSync(file, source);
-    return validateFile(file, { python: PYTHON_WITH_TORCH, runner: RUNNER, className: 'Blk', pool, timeoutMs: 60_000, original: withOriginal ? original() : undefined });
+    return validateFile(file, {
+      python: PYTHON_WITH_TORCH,
+      runner: RUNNER,
+      className: 'Blk',
+      pool,
+      timeoutMs: 60_000,
+      original: withOriginal ? original() : undefined,
+    });
   }
 
   it('the unchanged copy is equivalent (the suite can tell a pass)', async () => {
@@ -65,12 +77,21 @@ describe('the judge cannot be made to say equivalent, told apart, or reached by 
 
   for (const [name, trick] of [
     ['aliases', "import sys as _s\n_s.modules['pk.m'] = _s.modules[__name__]\n_s.modules['pk'] = _s.modules[__name__]\n"],
-    ['patches', "import sys as _s, importlib as _i\n_real = _i.import_module\ndef _fake(name, *a, _s=_s, _real=_real, **k):\n    return _s.modules[__name__] if name.startswith('pk') else _real(name, *a, **k)\n_i.import_module = _fake\n"],
-    ['replaces', "import os as _o\ntry:\n    _o.makedirs('/tmp/pk', exist_ok=True); open('/tmp/pk/__init__.py', 'w').close(); open('/tmp/pk/m.py', 'w').write(open(__file__).read())\nexcept OSError: pass\n"],
+    [
+      'patches',
+      "import sys as _s, importlib as _i\n_real = _i.import_module\ndef _fake(name, *a, _s=_s, _real=_real, **k):\n    return _s.modules[__name__] if name.startswith('pk') else _real(name, *a, **k)\n_i.import_module = _fake\n",
+    ],
+    [
+      'replaces',
+      "import os as _o\ntry:\n    _o.makedirs('/tmp/pk', exist_ok=True); open('/tmp/pk/__init__.py', 'w').close(); open('/tmp/pk/m.py', 'w').write(open(__file__).read())\nexcept OSError: pass\n",
+    ],
   ]) {
     it(`a copy that ${name} the original and behaves otherwise is not equivalent`, async () => {
       tried++;
-      const forged = ORIGINAL.replace('return x * 2', 'return x * 3').replace('class Blk(nn.Module):\n', `class Blk(nn.Module):\n${trick.replace(/^/gm, '    ')}\n`);
+      const forged = ORIGINAL.replace('return x * 2', 'return x * 3').replace(
+        'class Blk(nn.Module):\n',
+        `class Blk(nn.Module):\n${trick.replace(/^/gm, '    ')}\n`,
+      );
       const r = await judged(name, forged);
       assert.notStrictEqual(r.tier, 'equivalent', JSON.stringify(r));
       assert.strictEqual(r.category, 'differs', JSON.stringify(r));

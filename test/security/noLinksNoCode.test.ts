@@ -74,7 +74,7 @@ describe('trust: no text becomes code, nothing follows a link', function () {
     fs.writeFileSync(own, 'built');
     assert.strictEqual(String(await readOwnFile(own, dir)), 'built');
     const secret = path.join(dir, 'host-secret');
-    fs.writeFileSync(secret, 'the user\'s key');
+    fs.writeFileSync(secret, "the user's key");
     fs.symlinkSync(secret, path.join(dir, 'link.so'));
     await assert.rejects(readOwnFile(path.join(dir, 'link.so')), /symbolic link/);
     fs.linkSync(secret, path.join(dir, 'hard.so'));
@@ -86,7 +86,7 @@ describe('trust: no text becomes code, nothing follows a link', function () {
     const folder = path.join(dir, 'planted-native');
     fs.mkdirSync(path.join(folder, '_nnrag_native'), { recursive: true });
     const secret = path.join(dir, 'planted-secret');
-    fs.writeFileSync(secret, 'the user\'s key');
+    fs.writeFileSync(secret, "the user's key");
     fs.symlinkSync(secret, path.join(folder, '_nnrag_native', 'ops-0123456789ab.so'));
     const file = path.join(folder, 'block.py');
     fs.writeFileSync(file, `${LAYER}\n\ndef _nnrag_native(*a):\n    return None\n\n\n_C = _nnrag_native("ops._C", "ops", "ops-0123456789ab.so")\n`);
@@ -97,24 +97,35 @@ describe('trust: no text becomes code, nothing follows a link', function () {
     const db = path.join(dir, 'tiny.db');
     assert.strictEqual((await cli('index', path.join(ROOT, 'examples', 'tinyblocks'), '--db', db)).code, 0);
     const victim = path.join(dir, 'victim.txt');
-    fs.writeFileSync(victim, 'the user\'s file\n');
+    fs.writeFileSync(victim, "the user's file\n");
     const outDir = path.join(dir, 'req');
     fs.mkdirSync(outDir);
     fs.symlinkSync(victim, path.join(outDir, 'rb.requirements.txt'));
-    const r = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', path.join(outDir, 'rb.py'), '--requirements', '--python', PYTHON_WITH_TORCH, '--no-validate');
+    const r = await cli(
+      'pull',
+      'tinyblocks.blocks.ResidualBlock',
+      '--db',
+      db,
+      '--out',
+      path.join(outDir, 'rb.py'),
+      '--requirements',
+      '--python',
+      PYTHON_WITH_TORCH,
+      '--no-validate',
+    );
     assert.strictEqual(r.code, 0, r.err);
-    assert.strictEqual(fs.readFileSync(victim, 'utf8'), 'the user\'s file\n');
+    assert.strictEqual(fs.readFileSync(victim, 'utf8'), "the user's file\n");
     assert.ok(!fs.lstatSync(path.join(outDir, 'rb.requirements.txt')).isSymbolicLink());
     const specs = path.join(dir, 'specs');
     fs.mkdirSync(specs);
     fs.symlinkSync(victim, path.join(specs, 'index.json'));
     const s = await cli('spec', '--all', '--db', db, '--out-dir', specs, '--json');
     assert.strictEqual(s.code, 0, s.err);
-    assert.strictEqual(fs.readFileSync(victim, 'utf8'), 'the user\'s file\n');
+    assert.strictEqual(fs.readFileSync(victim, 'utf8'), "the user's file\n");
     assert.ok(!fs.lstatSync(path.join(specs, 'index.json')).isSymbolicLink());
   });
 
-  it('the sandbox shows a package-root repository\'s own folder, not the folder above it (a .env beside it)', async function () {
+  it("the sandbox shows a package-root repository's own folder, not the folder above it (a .env beside it)", async function () {
     if (!hasTorch()) this.skip();
     const above = path.join(dir, 'above');
     fs.mkdirSync(above);
@@ -212,10 +223,27 @@ class Knock(nn.Module):
   });
 
   it('a code assistant writes no file that test runners, doc builders or task runners load by convention', () => {
-    for (const f of ['test_blocks.py', 'blocks_test.py', 'conftest.py', 'docs/conf.py', 'conf.py', 'tasks.py', 'fabfile.py', 'dodo.py', 'pavement.py', 'noxfile.py', 'setup.py', 'manage.py', 'tests/blocks.py', 'docs/blocks.py', 'src/tests/x.py']) {
+    for (const f of [
+      'test_blocks.py',
+      'blocks_test.py',
+      'conftest.py',
+      'docs/conf.py',
+      'conf.py',
+      'tasks.py',
+      'fabfile.py',
+      'dodo.py',
+      'pavement.py',
+      'noxfile.py',
+      'setup.py',
+      'manage.py',
+      'tests/blocks.py',
+      'docs/blocks.py',
+      'src/tests/x.py',
+    ]) {
       assert.ok(assistantFileProblem(path.join('/w', f), '/w'), `${f} was accepted`);
     }
-    for (const f of ['blocks/residual.py', 'models/attention.py', 'testing_utils_free/x.py']) assert.strictEqual(assistantFileProblem(path.join('/w', f), '/w'), undefined, f);
+    for (const f of ['blocks/residual.py', 'models/attention.py', 'testing_utils_free/x.py'])
+      assert.strictEqual(assistantFileProblem(path.join('/w', f), '/w'), undefined, f);
   });
 
   it('the Slurm scripts pass SOURCES and WORK as arguments: a quote or $(...) in them runs nothing', async () => {
@@ -245,7 +273,11 @@ echo $RANDOM
       encoding: 'utf8',
     });
     assert.ok(!fs.existsSync(canary), 'a value of SOURCES or WORK ran as shell');
-    const ran = fs.readFileSync(seen, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as string[]);
+    const ran = fs
+      .readFileSync(seen, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as string[]);
     const index = ran.find((a) => a[0] === 'index')!;
     assert.ok(index, JSON.stringify(ran));
     assert.ok(index.includes(`$(touch`) && index.includes('--db') && index[index.indexOf('--db') + 1] === path.join(work, 'index.db'), JSON.stringify(index));

@@ -41,7 +41,9 @@ async function tampered(from: string, to: string, change: (db: IndexDb, file: st
 
 function fixManifest(stage: string): void {
   const manifest = JSON.parse(fs.readFileSync(path.join(stage, 'nnrag-index.json'), 'utf8')) as { sha256: Record<string, string> };
-  manifest.sha256['index.db'] = createHash('sha256').update(fs.readFileSync(path.join(stage, 'index.db'))).digest('hex');
+  manifest.sha256['index.db'] = createHash('sha256')
+    .update(fs.readFileSync(path.join(stage, 'index.db')))
+    .digest('hex');
   fs.writeFileSync(path.join(stage, 'nnrag-index.json'), JSON.stringify(manifest));
 }
 
@@ -67,11 +69,15 @@ describe('trust: a shared index is data', function () {
     // a folder of the user's that an archive names
     canary = path.join(dir, 'private');
     fs.mkdirSync(canary);
-    fs.writeFileSync(path.join(canary, 'secret.txt'), 'the user\'s secret\n');
+    fs.writeFileSync(path.join(canary, 'secret.txt'), "the user's secret\n");
   });
 
   /** Imports `file` into a new index beside the others; the result or the error, and what was left on disk. */
-  const tryImport = async (file: string, name: string, limits?: { maxBytes: number; maxEntries: number }): Promise<{ error?: string; target: string; folder: string }> => {
+  const tryImport = async (
+    file: string,
+    name: string,
+    limits?: { maxBytes: number; maxEntries: number },
+  ): Promise<{ error?: string; target: string; folder: string }> => {
     const folder = path.join(dir, `import-${name}`);
     fs.mkdirSync(folder, { recursive: true });
     const target = path.join(folder, 'index.db');
@@ -101,12 +107,12 @@ describe('trust: a shared index is data', function () {
 
   it('refuses rows that are not plain data: a line break or control character in a license, URL or name', async () => {
     const rows: Record<string, string> = {
-      'license-lf': "UPDATE repos SET license = 'MIT\nimport os; os.system(\"id\")'",
+      'license-lf': 'UPDATE repos SET license = \'MIT\nimport os; os.system("id")\'',
       'license-cr': "UPDATE repos SET license = 'MIT\rimport os'",
       'url-ls': `UPDATE repos SET url = 'https://h.invalid/x${'\u2028'}import os'`,
-      'commit': "UPDATE repos SET commit_id = 'HEAD; rm -rf /'",
-      'name': "UPDATE repos SET name = '../../etc'",
-      'kind': "UPDATE repos SET kind = 'shell'",
+      commit: "UPDATE repos SET commit_id = 'HEAD; rm -rf /'",
+      name: "UPDATE repos SET name = '../../etc'",
+      kind: "UPDATE repos SET kind = 'shell'",
     };
     for (const [what, sql] of Object.entries(rows)) {
       const bad = path.join(dir, `rows-${what}.tgz`);
@@ -125,7 +131,7 @@ describe('trust: a shared index is data', function () {
     assert.strictEqual(r.error, undefined, r.error);
   });
 
-  it('an imported repository names no folder: nothing of the user\'s is mounted, read or imported from a row', async () => {
+  it("an imported repository names no folder: nothing of the user's is mounted, read or imported from a row", async () => {
     // the rows point at a folder of the user's, as the attack did
     const bad = path.join(dir, 'roots.tgz');
     await tampered(archive, bad, (db) => db.run('UPDATE repos SET root = ?, location = ?', [canary, canary]));
@@ -135,7 +141,11 @@ describe('trust: a shared index is data', function () {
     try {
       const repos = [...loadRepoRows(db).values()];
       assert.ok(repos.length > 0 && repos.every((x) => isImported(x) && x.root === ''), JSON.stringify(repos));
-      assert.deepStrictEqual(repos.map(mountRoot), repos.map(() => null), 'no folder of an imported repository is mounted');
+      assert.deepStrictEqual(
+        repos.map(mountRoot),
+        repos.map(() => null),
+        'no folder of an imported repository is mounted',
+      );
       const ws = Workspace.over(db, ASSETS);
       const found = ws.originalOf(ws.target('tinyblocks.blocks.ResidualBlock'));
       assert.ok('unavailable' in found, JSON.stringify(found));
@@ -166,10 +176,21 @@ describe('trust: a shared index is data', function () {
     fs.mkdirSync(folder, { recursive: true });
     const target = path.join(folder, 'index.db');
     await importIndex(archive, target, { sqlWasm: ASSETS.sqlWasm });
-    const before = new Map(listing(folder).filter((f) => fs.statSync(path.join(folder, f)).isFile()).map((f) => [f, fs.readFileSync(path.join(folder, f))]));
-    await assert.rejects(importIndex(bad, target, { sqlWasm: ASSETS.sqlWasm, force: true }), /not a usable NN-RAG index: its database (is damaged|does not open)/);
+    const before = new Map(
+      listing(folder)
+        .filter((f) => fs.statSync(path.join(folder, f)).isFile())
+        .map((f) => [f, fs.readFileSync(path.join(folder, f))]),
+    );
+    await assert.rejects(
+      importIndex(bad, target, { sqlWasm: ASSETS.sqlWasm, force: true }),
+      /not a usable NN-RAG index: its database (is damaged|does not open)/,
+    );
     const names = listing(folder);
-    assert.deepStrictEqual(names.filter((f) => /\.old|\.nnrag-import-|corrupt/.test(f)), [], names.join(', '));
+    assert.deepStrictEqual(
+      names.filter((f) => /\.old|\.nnrag-import-|corrupt/.test(f)),
+      [],
+      names.join(', '),
+    );
     for (const [f, b] of before) assert.ok(fs.readFileSync(path.join(folder, f)).equals(b), `${f} changed`);
   });
 

@@ -80,7 +80,15 @@ describe("trust: what is written is the tool's alone", function () {
   it('report --html escapes and type-checks every value of a report file', async () => {
     const report = path.join(dir, 'report.json');
     const evil = '<script>alert(1)</script>';
-    const summary = { targeted: 1, extracted: 1, validated: 0, pass_rate: 0, tiers: { parsed: evil, forward: evil }, categories: { [evil]: evil }, seconds_per_block: evil };
+    const summary = {
+      targeted: 1,
+      extracted: 1,
+      validated: 0,
+      pass_rate: 0,
+      tiers: { parsed: evil, forward: evil },
+      categories: { [evil]: evil },
+      seconds_per_block: evil,
+    };
     fs.writeFileSync(report, JSON.stringify({ summary, items: [] }));
     const page = path.join(dir, 'report.html');
     const r = await cli('report', '--from', report, '--html', page);
@@ -90,7 +98,12 @@ describe("trust: what is written is the tool's alone", function () {
   });
 
   it('never prints a credential: URLs with user info or a token are refused and shown without them', () => {
-    for (const url of ['https://alice:hunter2@example.invalid/r.git', 'https://example.invalid/r.git?token=hunter2', 'https://example.invalid/r.git#access_token=hunter2', 'htps://alice:hunter2@example.invalid/r.git']) {
+    for (const url of [
+      'https://alice:hunter2@example.invalid/r.git',
+      'https://example.invalid/r.git?token=hunter2',
+      'https://example.invalid/r.git#access_token=hunter2',
+      'htps://alice:hunter2@example.invalid/r.git',
+    ]) {
       let message = '';
       try {
         checkGitUrl(url);
@@ -110,15 +123,25 @@ describe("trust: what is written is the tool's alone", function () {
       root = path.join(dir, 'project');
       await fsp.mkdir(path.join(root, 'pkg'), { recursive: true });
       fs.writeFileSync(path.join(root, 'setup.py'), 'print("the user\'s setup")\n');
-      fs.writeFileSync(path.join(root, 'pkg', '__init__.py'), '# the user\'s package\n');
-      fs.writeFileSync(path.join(root, 'pkg', 'model.py'), '# the user\'s model\n');
+      fs.writeFileSync(path.join(root, 'pkg', '__init__.py'), "# the user's package\n");
+      fs.writeFileSync(path.join(root, 'pkg', 'model.py'), "# the user's model\n");
       const example = path.join(dir, 'example.db');
       assert.strictEqual((await cli('index', path.join(ROOT, 'examples', 'tinyblocks'), '--db', example)).code, 0);
       client = new Client({ name: 'nnrag-trust', version: '1.0.0' });
       await client.connect(
         new StdioClientTransport({
           command: process.execPath,
-          args: [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/cli/main.ts'), 'mcp', '--db', example, '--root', root, '--python', PYTHON_WITH_TORCH],
+          args: [
+            path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'),
+            path.join(ROOT, 'src/cli/main.ts'),
+            'mcp',
+            '--db',
+            example,
+            '--root',
+            root,
+            '--python',
+            PYTHON_WITH_TORCH,
+          ],
           stderr: 'ignore',
         }),
       );
@@ -127,10 +150,26 @@ describe("trust: what is written is the tool's alone", function () {
       await client?.close();
     });
     const pull = async (destination: string, extra: Record<string, unknown> = {}): Promise<ToolResult> =>
-      (await client.callTool({ name: 'pull_block', arguments: { target: 'tinyblocks.blocks.ResidualBlock', destination, validate: false, ...extra } })) as ToolResult;
+      (await client.callTool({
+        name: 'pull_block',
+        arguments: { target: 'tinyblocks.blocks.ResidualBlock', destination, validate: false, ...extra },
+      })) as ToolResult;
 
     it('refuses files that Python tools run or import by themselves, and modules that shadow others', async () => {
-      for (const name of ['conftest.py', 'sitecustomize.py', 'usercustomize.py', 'setup.py', 'pkg/__init__.py', '__main__.py', 'noxfile.py', 'manage.py', 'torch.py', 'os.py', 'json.py', 'sub/torchvision.py']) {
+      for (const name of [
+        'conftest.py',
+        'sitecustomize.py',
+        'usercustomize.py',
+        'setup.py',
+        'pkg/__init__.py',
+        '__main__.py',
+        'noxfile.py',
+        'manage.py',
+        'torch.py',
+        'os.py',
+        'json.py',
+        'sub/torchvision.py',
+      ]) {
         const r = await pull(name);
         assert.strictEqual(r.isError, true, `${name} was written`);
         assert.match(r.content[0].text, /refused/, name);

@@ -14,10 +14,18 @@ describe('a batch run in lanes', () => {
       ran.push(i);
       busy--;
     });
-    assert.deepStrictEqual([...ran].sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6]);
+    assert.deepStrictEqual(
+      [...ran].sort((a, b) => a - b),
+      [0, 1, 2, 3, 4, 5, 6],
+    );
     assert.strictEqual(most, 3);
     const taken: number[] = [];
-    await inLanes(10, 2, async (i) => void taken.push(i), () => taken.length >= 4);
+    await inLanes(
+      10,
+      2,
+      async (i) => void taken.push(i),
+      () => taken.length >= 4,
+    );
     assert.deepStrictEqual(taken, [0, 1, 2, 3]);
     let none = 0;
     await inLanes(0, 4, async () => void none++);

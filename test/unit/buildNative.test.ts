@@ -40,9 +40,22 @@ describe('pull --build-native', function () {
     assert.match(report.message, /opspkg\._C.*--build-native/);
   });
 
-  it('builds the operator from setup.py\'s sources, validates the copy as equivalent, and takes the cache the second time', async () => {
+  it("builds the operator from setup.py's sources, validates the copy as equivalent, and takes the cache the second time", async () => {
     const out = path.join(dir, 'out', 'scaled.py');
-    const r = await cli('pull', 'opspkg.layers.ScaledResidual', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--build-native', '--cache', cache, '--json');
+    const r = await cli(
+      'pull',
+      'opspkg.layers.ScaledResidual',
+      '--db',
+      db,
+      '--out',
+      out,
+      '--python',
+      PYTHON_WITH_TORCH,
+      '--build-native',
+      '--cache',
+      cache,
+      '--json',
+    );
     const report = JSON.parse(r.out);
     assert.strictEqual(report.tier, 'equivalent', r.out + r.err);
     assert.strictEqual(report.natives.length, 1);
@@ -54,7 +67,24 @@ describe('pull --build-native', function () {
     assert.match(text, /^# needs the compiled operator opspkg\._C, built for the CPU from opspkg\/csrc\/ops\.cpp, opspkg\/csrc\/scale\.cpp/m);
     assert.doesNotMatch(text, /from \. import _C|import opspkg/);
 
-    const again = JSON.parse((await cli('pull', 'opspkg.layers.ScaledResidual', '--db', db, '--out', path.join(dir, 'out', 'again.py'), '--python', PYTHON_WITH_TORCH, '--build-native', '--cache', cache, '--json')).out);
+    const again = JSON.parse(
+      (
+        await cli(
+          'pull',
+          'opspkg.layers.ScaledResidual',
+          '--db',
+          db,
+          '--out',
+          path.join(dir, 'out', 'again.py'),
+          '--python',
+          PYTHON_WITH_TORCH,
+          '--build-native',
+          '--cache',
+          cache,
+          '--json',
+        )
+      ).out,
+    );
     assert.strictEqual(again.tier, 'equivalent');
     assert.strictEqual(again.natives[0].cached, true);
     assert.strictEqual(again.natives[0].file, report.natives[0].file, 'the same sources and interpreter: the same build');
@@ -73,14 +103,27 @@ describe('pull --build-native', function () {
   it('a build that replaces its output with a link to a host file carries nothing out of the sandbox', async () => {
     const work = await tmpdir('nnrag-native-swap-');
     const secret = path.join(work, 'host-secret.txt');
-    fs.writeFileSync(secret, 'the user\'s key\n');
+    fs.writeFileSync(secret, "the user's key\n");
     // the operator, when the build loads it once, unlinks itself and leaves a link to a host file in its place
     const swap = `#include <dlfcn.h>\n#include <unistd.h>\nstatic void swap_self() __attribute__((constructor));\nstatic void swap_self() { Dl_info i; if (dladdr((void*)&swap_self, &i) && i.dli_fname) { unlink(i.dli_fname); symlink(${JSON.stringify(secret)}, i.dli_fname); } }\n`;
     await writeTree(path.join(work, 'repo'), { ...NATIVE_REPO, 'opspkg/csrc/scale.cpp': `${swap}${NATIVE_REPO['opspkg/csrc/scale.cpp']}` });
     const sdb = path.join(work, 'index.db');
     assert.strictEqual((await cli('index', path.join(work, 'repo'), '--db', sdb)).code, 0);
     const out = path.join(work, 'out', 'scaled.py');
-    const r = await cli('pull', 'opspkg.layers.ScaledResidual', '--db', sdb, '--out', out, '--python', PYTHON_WITH_TORCH, '--build-native', '--cache', path.join(work, 'cache'), '--json');
+    const r = await cli(
+      'pull',
+      'opspkg.layers.ScaledResidual',
+      '--db',
+      sdb,
+      '--out',
+      out,
+      '--python',
+      PYTHON_WITH_TORCH,
+      '--build-native',
+      '--cache',
+      path.join(work, 'cache'),
+      '--json',
+    );
     const report = JSON.parse(r.out);
     assert.strictEqual(report.category, 'native-extension', r.out);
     assert.match(report.message, /left no ordinary file: .*symbolic link/);
@@ -88,35 +131,67 @@ describe('pull --build-native', function () {
     for (const f of [...everything(path.join(work, 'cache')), ...everything(path.join(work, 'out'))]) {
       const st = fs.lstatSync(f);
       assert.ok(!st.isSymbolicLink(), `${f} is a link`);
-      if (st.isFile()) assert.ok(!fs.readFileSync(f, 'utf8').includes('the user\'s key'), `${f} holds the host file`);
+      if (st.isFile()) assert.ok(!fs.readFileSync(f, 'utf8').includes("the user's key"), `${f} holds the host file`);
     }
   });
 
   it('an operator with only CUDA sources says it cannot be built for the CPU', async () => {
-    const r = await cli('pull', 'opspkg.gates.Gated', '--db', db, '--out', path.join(dir, 'out', 'gated.py'), '--python', PYTHON_WITH_TORCH, '--build-native', '--cache', cache, '--json');
+    const r = await cli(
+      'pull',
+      'opspkg.gates.Gated',
+      '--db',
+      db,
+      '--out',
+      path.join(dir, 'out', 'gated.py'),
+      '--python',
+      PYTHON_WITH_TORCH,
+      '--build-native',
+      '--cache',
+      cache,
+      '--json',
+    );
     const report = JSON.parse(r.out);
     assert.strictEqual(report.category, 'native-extension', r.out);
     assert.match(report.message, /only CUDA sources \(opspkg\/csrc\/cuda\/gate\.cu\)/);
   });
-  it('an operator the code loads by name at run time (mmcv\'s load_ext) is named, then built and registered under that name', async () => {
+  it("an operator the code loads by name at run time (mmcv's load_ext) is named, then built and registered under that name", async () => {
     const work = await tmpdir('nnrag-native-loader-');
     const ldb = path.join(work, 'index.db');
     await writeTree(path.join(work, 'repo'), LOADER_REPO);
     assert.strictEqual((await cli('index', path.join(work, 'repo'), '--db', ldb)).code, 0);
-    const plain = JSON.parse((await cli('pull', 'ldpkg.ops.shift.ShiftAdd', '--db', ldb, '--out', path.join(work, 'plain.py'), '--python', PYTHON_WITH_TORCH, '--json')).out);
+    const plain = JSON.parse(
+      (await cli('pull', 'ldpkg.ops.shift.ShiftAdd', '--db', ldb, '--out', path.join(work, 'plain.py'), '--python', PYTHON_WITH_TORCH, '--json')).out,
+    );
     assert.strictEqual(plain.category, 'native-extension', JSON.stringify(plain));
     assert.match(plain.message, /loads the compiled module ldpkg\._ext by name at run time \(importlib\.import_module\).*--build-native builds it/);
     const out = path.join(work, 'out', 'shift_add.py');
-    const r = await cli('pull', 'ldpkg.ops.shift.ShiftAdd', '--db', ldb, '--out', out, '--python', PYTHON_WITH_TORCH, '--build-native', '--cache', cache, '--json');
+    const r = await cli(
+      'pull',
+      'ldpkg.ops.shift.ShiftAdd',
+      '--db',
+      ldb,
+      '--out',
+      out,
+      '--python',
+      PYTHON_WITH_TORCH,
+      '--build-native',
+      '--cache',
+      cache,
+      '--json',
+    );
     const built = JSON.parse(r.out);
     assert.strictEqual(built.tier, 'equivalent', r.out + r.err);
     // the binding file and the CPU code; the accelerator's source and CUDA's left out; the shared header found
-    assert.deepStrictEqual(built.natives[0].sources, ['ldpkg/ops/csrc/pytorch/cpu/shift.cpp', 'ldpkg/ops/csrc/pytorch/pybind.cpp', 'ldpkg/ops/csrc/pytorch/shift.cpp']);
+    assert.deepStrictEqual(built.natives[0].sources, [
+      'ldpkg/ops/csrc/pytorch/cpu/shift.cpp',
+      'ldpkg/ops/csrc/pytorch/pybind.cpp',
+      'ldpkg/ops/csrc/pytorch/shift.cpp',
+    ]);
     assert.match(fs.readFileSync(out, 'utf8'), /^_nnrag_native\("ldpkg\._ext", "nnrag_ldpkg__ext", "[\w.-]+\.so", True\)$/m);
     const again = JSON.parse((await cli('validate', out, '--db', ldb, '--python', PYTHON_WITH_TORCH, '--json')).out);
     assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));
   });
-  it('observe --build-native builds the operator a repository\'s tests stop without and runs them again with it', async () => {
+  it("observe --build-native builds the operator a repository's tests stop without and runs them again with it", async () => {
     const work = await tmpdir('nnrag-native-observe-');
     const odb = path.join(work, 'index.db');
     await writeTree(path.join(work, 'repo'), {
@@ -135,8 +210,18 @@ describe('pull --build-native', function () {
   });
 });
 
-describe('finding a compiled module\'s sources without setup.py', () => {
-  const row = (location: string): RepoRow => ({ id: 1, name: 'r', kind: 'folder', location, url: null, commit: null, root: location, license: null, config: {} });
+describe("finding a compiled module's sources without setup.py", () => {
+  const row = (location: string): RepoRow => ({
+    id: 1,
+    name: 'r',
+    kind: 'folder',
+    location,
+    url: null,
+    commit: null,
+    root: location,
+    license: null,
+    config: {},
+  });
 
   it('takes the file that binds the module and the C++ files beside and below it, leaving CUDA out', async () => {
     const dir = await tmpdir('nnrag-native-find-');

@@ -81,7 +81,10 @@ describe('builders: how the repository itself builds a block', () => {
     const table = loadModuleTable(db);
     const rec = table.lookup('zoo.net')!;
     const repoId = rec.repoId;
-    assert.deepStrictEqual(new BuilderIndex(table, repoId).buildersOf(rec, 'Net').map((b) => b.name), ['net_small']);
+    assert.deepStrictEqual(
+      new BuilderIndex(table, repoId).buildersOf(rec, 'Net').map((b) => b.name),
+      ['net_small'],
+    );
   });
 
   it('validates a block through its builder when guessed arguments cannot build it', async function () {
@@ -121,7 +124,13 @@ describe('builders: how the repository itself builds a block', () => {
   it('in the editor, stops trying builders at its budget and says which were not tried', async function () {
     if (!hasTorch()) this.skip();
     this.timeout(120_000);
-    const slow = { ...REPO, 'zoo/net.py': REPO['zoo/net.py'].replace('def net_small(*, progress=True, **kwargs):\n', 'def net_small(*, progress=True, **kwargs):\n    import time\n    time.sleep(30)\n') };
+    const slow = {
+      ...REPO,
+      'zoo/net.py': REPO['zoo/net.py'].replace(
+        'def net_small(*, progress=True, **kwargs):\n',
+        'def net_small(*, progress=True, **kwargs):\n    import time\n    time.sleep(30)\n',
+      ),
+    };
     const t0 = Date.now();
     const report = await pullValidated(slow, 'zoo.net.Net', { builderBudgetMs: 500 });
     assert.ok(Date.now() - t0 < 25_000, 'the builder was stopped, not waited for');
@@ -138,19 +147,23 @@ describe('builders: how the repository itself builds a block', () => {
     assert.deepStrictEqual(report.validation?.input_shapes, [[2, 6]], 'the input the Outer model gave it');
   });
 
-  it('validate FILE judges an unedited file inside its builder\'s model again, as its pull did, when no argument set can be written', async function () {
+  it("validate FILE judges an unedited file inside its builder's model again, as its pull did, when no argument set can be written", async function () {
     if (!hasTorch()) this.skip();
     this.timeout(300_000);
     const dir = await tmpdir();
     await writeTree(path.join(dir, 'lam'), {
       'lam/__init__.py': '',
       // the block's argument is a lambda its model makes: no recipe can be written into the header
-      'lam/model.py': 'from torch import nn\n\n\nclass Inner(nn.Module):\n    def __init__(self, act):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n        self.act = act\n\n    def forward(self, x):\n        return self.act(self.fc(x)) + x.sum(-1, keepdim=True) * self.act(x[..., :1])\n\n\nclass Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.stem = nn.Linear(3, 4)\n        self.inner = Inner(lambda t: t * 2 + 1)\n\n    def forward(self, x):\n        return self.inner(self.stem(x))\n\n\ndef outer():\n    return Outer()\n',
+      'lam/model.py':
+        'from torch import nn\n\n\nclass Inner(nn.Module):\n    def __init__(self, act):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n        self.act = act\n\n    def forward(self, x):\n        return self.act(self.fc(x)) + x.sum(-1, keepdim=True) * self.act(x[..., :1])\n\n\nclass Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.stem = nn.Linear(3, 4)\n        self.inner = Inner(lambda t: t * 2 + 1)\n\n    def forward(self, x):\n        return self.inner(self.stem(x))\n\n\ndef outer():\n    return Outer()\n',
     });
     const db = path.join(dir, 'index.db');
     assert.strictEqual((await cli('index', path.join(dir, 'lam'), '--db', db)).code, 0);
     const out = path.join(dir, 'out', 'inner.py');
-    const r = JSON.parse((await cli('pull', 'lam.model.Inner', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json')).out) as { tier: string; validation: { builder?: string } };
+    const r = JSON.parse((await cli('pull', 'lam.model.Inner', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json')).out) as {
+      tier: string;
+      validation: { builder?: string };
+    };
     assert.deepStrictEqual([r.tier, r.validation.builder], ['equivalent', 'lam.model.outer']);
     assert.doesNotMatch(await fs.promises.readFile(out, 'utf8'), /"builtWith"/);
     const again = JSON.parse((await cli('validate', out, '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { tier: string; builder?: string };
@@ -161,4 +174,3 @@ describe('builders: how the repository itself builds a block', () => {
     assert.notStrictEqual(edited.tier, 'equivalent');
   });
 });
-

@@ -12,10 +12,13 @@ import { cli, tmpdir, writeTree } from './helpers';
 describe('a git checkout indexed as a folder', function () {
   this.timeout(60_000);
 
-  it('records HEAD\'s commit and the origin URL (without credentials) in the pulled file', async () => {
+  it("records HEAD's commit and the origin URL (without credentials) in the pulled file", async () => {
     const dir = await tmpdir('nnrag-checkout-');
     const repo = path.join(dir, 'gated');
-    await writeTree(repo, { 'gated/__init__.py': '', 'gated/blocks.py': 'from torch import nn\n\n\nclass Gate(nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n' });
+    await writeTree(repo, {
+      'gated/__init__.py': '',
+      'gated/blocks.py': 'from torch import nn\n\n\nclass Gate(nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n',
+    });
     git(repo, 'init', '-q', '-b', 'main');
     git(repo, 'add', '-A');
     git(repo, '-c', 'user.name=t', '-c', 'user.email=t@example.org', 'commit', '-qm', 'first');

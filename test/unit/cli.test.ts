@@ -13,7 +13,8 @@ describe('command line', () => {
     db = path.join(dir, 'index.db');
     await writeTree(repo, {
       'mylib/__init__.py': '',
-      'mylib/blocks.py': 'from torch import nn\n\nclass SqueezeExcite(nn.Module):\n    """Channel attention."""\n    def __init__(self, ch=8):\n        super().__init__()\n',
+      'mylib/blocks.py':
+        'from torch import nn\n\nclass SqueezeExcite(nn.Module):\n    """Channel attention."""\n    def __init__(self, ch=8):\n        super().__init__()\n',
       'mylib/bad.py': 'print "old"\n',
     });
   });
@@ -46,9 +47,11 @@ describe('command line', () => {
     const depsDb = path.join(dir, 'deps.db');
     await writeTree(lib, {
       'deps/__init__.py': '',
-      'deps/base.py': 'from torch import nn\n\ndef loader(m):\n    return m\n\nclass Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n    def load(self):\n        return loader(self)\n',
+      'deps/base.py':
+        'from torch import nn\n\ndef loader(m):\n    return m\n\nclass Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n    def load(self):\n        return loader(self)\n',
       'deps/act.py': 'from torch import nn\n\ndef gelu(x):\n    return x\n\nclass Act(nn.Module):\n    def forward(self, x):\n        return gelu(x)\n',
-      'deps/block.py': 'from .base import Base\nfrom .act import Act\n\nclass Block(Base):\n    def __init__(self):\n        super().__init__()\n        self.act = Act()\n',
+      'deps/block.py':
+        'from .base import Base\nfrom .act import Act\n\nclass Block(Base):\n    def __init__(self):\n        super().__init__()\n        self.act = Act()\n',
     });
     assert.strictEqual((await cli('index', lib, '--db', depsDb)).code, 0);
     const shown = await cli('show', '--deps', 'deps.block.Block', '--db', depsDb, '--json');

@@ -145,14 +145,20 @@ describe('the dependency closure, called directly', function () {
     const r = await close('lab.blocks', 'Block');
     const names = unitNames(r);
     for (const want of ['lab.blocks.Block', 'lab.helpers.Gate', 'lab.helpers.scale']) assert.ok(names.includes(want), `${want} in ${names.join(', ')}`);
-    assert.ok([...r.externals.values()].some((e) => e.module === 'torch' && e.name === 'nn'), 'torch.nn stays an import');
+    assert.ok(
+      [...r.externals.values()].some((e) => e.module === 'torch' && e.name === 'nn'),
+      'torch.nn stays an import',
+    );
     assert.deepStrictEqual(r.problems, []);
   });
 
   it('leaves out the methods of a helper class that nothing reaches, and keeps those reached through self', async () => {
     const r = await close('lab.blocks', 'Block');
     const gate = [...r.units.values()].find((n) => n.rec.facts.units[n.unit].name === 'Gate')!;
-    assert.deepStrictEqual((gate.dropped ?? []).map((m) => m.name), ['unused_helper']);
+    assert.deepStrictEqual(
+      (gate.dropped ?? []).map((m) => m.name),
+      ['unused_helper'],
+    );
     // what only the dropped method used is not taken in
     assert.ok(![...r.externals.values()].some((e) => e.module === 'math'), 'math went with unused_helper');
   });
@@ -160,7 +166,10 @@ describe('the dependency closure, called directly', function () {
   it('leaves a registration out when nothing in the file builds from the registry', async () => {
     const r = await close('lab.blocks', 'Block');
     const block = r.root;
-    assert.ok(block.edits.some((e) => e.text?.includes('registration left out by NN-RAG')), 'the decorator becomes a comment');
+    assert.ok(
+      block.edits.some((e) => e.text?.includes('registration left out by NN-RAG')),
+      'the decorator becomes a comment',
+    );
     assert.ok(!unitNames(r).includes('lab.registry.MODELS'), 'the registry is not taken in');
   });
 
@@ -187,10 +196,17 @@ describe('the dependency closure, called directly', function () {
 
   it('names a compiled module without source as a problem, and imports it from its build when there is one', async () => {
     const plain = await close('lab.blocks', 'Fused');
-    assert.deepStrictEqual(plain.problems.map((p) => [p.kind, p.name]), [['native-extension', 'lab._C']]);
+    assert.deepStrictEqual(
+      plain.problems.map((p) => [p.kind, p.name]),
+      [['native-extension', 'lab._C']],
+    );
     const built = await close('lab.blocks', 'Fused', { natives: new Map([['lab._C', { file: 'lab_C-1.so', name: 'lab_C' }]]) });
     assert.deepStrictEqual(built.problems, []);
     const native = [...built.externals.values()].find((e) => e.native);
-    assert.deepStrictEqual(native && { module: native.module, bound: native.bound, native: native.native }, { module: 'lab._C', bound: '_C', native: { file: 'lab_C-1.so', name: 'lab_C' } });
+    assert.deepStrictEqual(native && { module: native.module, bound: native.bound, native: native.native }, {
+      module: 'lab._C',
+      bound: '_C',
+      native: { file: 'lab_C-1.so', name: 'lab_C' },
+    });
   });
 });

@@ -86,7 +86,7 @@ describe('blocks built from a configuration object', function () {
     if (!hasTorch()) this.skip();
   });
 
-  it('Block(config): the module\'s configuration class is pulled whole and built from its defaults on both sides', async () => {
+  it("Block(config): the module's configuration class is pulled whole and built from its defaults on both sides", async () => {
     const report = await pullValidated({ 'gptpkg/__init__.py': '', 'gptpkg/model.py': GPT }, 'gptpkg.model.Block');
     assert.strictEqual(report.tier, 'equivalent', JSON.stringify(report));
     const text = fs.readFileSync(report.out!, 'utf8');
@@ -106,7 +106,7 @@ describe('graphs given as dense tensors', function () {
     if (!hasTorch()) this.skip();
   });
 
-  it('forward(nodes, edges): node features [b, n, d] and per-pair edge features [b, n, n, e], each of its layer\'s width', async () => {
+  it("forward(nodes, edges): node features [b, n, d] and per-pair edge features [b, n, n, e], each of its layer's width", async () => {
     const report = await pullValidated(
       {
         'graphpkg/__init__.py': '',

@@ -42,7 +42,10 @@ class DropPath(nn.Module):
 `;
 
 /** The same code, other comments, docstring and formatting. */
-const EXACT_COPY = DROP_PATH.replace('"""Drop paths (Stochastic Depth) per sample, in the main path of residual blocks."""', '# copied from timm\n    """Stochastic depth."""')
+const EXACT_COPY = DROP_PATH.replace(
+  '"""Drop paths (Stochastic Depth) per sample, in the main path of residual blocks."""',
+  '# copied from timm\n    """Stochastic depth."""',
+)
   .replace('self.drop_prob = drop_prob', 'self.drop_prob = drop_prob  # probability')
   .replace('x.new_empty(shape).bernoulli_(keep_prob)', 'x.new_empty( shape ).bernoulli_( keep_prob )\n')
   .replace('def forward(self, x):', 'def forward(self,\n                x):');
@@ -139,7 +142,15 @@ describe('duplicates: exact, lexical and structural groups', function () {
     const struct = groupOf(db, 'dup_struct');
     const lex = groupOf(db, 'dup_lex');
     assert.deepStrictEqual(struct, {
-      orig: 'fork4', near: 'fork4', other: 'other', fork1: 'fork4', fork2: 'fork4', fork3: 'fork4', fork4: 'fork4', fork5: 'fork4', fork6: 'fork4',
+      orig: 'fork4',
+      near: 'fork4',
+      other: 'other',
+      fork1: 'fork4',
+      fork2: 'fork4',
+      fork3: 'fork4',
+      fork4: 'fork4',
+      fork5: 'fork4',
+      fork6: 'fork4',
     });
     for (const k of [1, 2, 3, 5, 6]) assert.strictEqual(lex[`fork${k}`], `fork${k}`, 'renamed forks are not lexical copies');
     assert.strictEqual(indexStats(db).uniqueness.structural_unique, 2);

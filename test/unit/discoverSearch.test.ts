@@ -34,15 +34,23 @@ describe('discovery', () => {
     const dir = await tmpdir();
     await writeTree(dir, {
       'pkg/__init__.py': 'from .base import Base\n__all__ = ["Base"]\n',
-      'pkg/base.py': 'import torch.nn as nn\nif True:\n    from torch.nn import Identity\n\nclass Base(nn.Module):\n    def f(self):\n        import math\n        return Identity(), helper()\n\ndef helper():\n    return Base\n',
+      'pkg/base.py':
+        'import torch.nn as nn\nif True:\n    from torch.nn import Identity\n\nclass Base(nn.Module):\n    def f(self):\n        import math\n        return Identity(), helper()\n\ndef helper():\n    return Base\n',
       'pkg/user.py': 'from pkg import Base\nfrom . import base\n\nclass User(base.Base):\n    pass\n\nclass Other(Base):\n    x = Base()\n',
     });
     const db = await memoryDb();
     await indexFolder(db, dir);
-    const state = () => db.all('SELECT name, is_block, uses FROM classes ORDER BY name').map((r) => `${String(r.name)} ${Number(r.is_block)} ${Number(r.uses)}`);
+    const state = () =>
+      db.all('SELECT name, is_block, uses FROM classes ORDER BY name').map((r) => `${String(r.name)} ${Number(r.is_block)} ${Number(r.uses)}`);
     const withSlim = state();
-    assert.deepStrictEqual(withSlim.map((r) => r.split(' ').slice(0, 2).join(' ')), ['Base 1', 'Other 1', 'User 1']);
-    assert.ok(withSlim.some((r) => Number(r.split(' ')[2]) > 0), `uses counted: ${withSlim.join(', ')}`);
+    assert.deepStrictEqual(
+      withSlim.map((r) => r.split(' ').slice(0, 2).join(' ')),
+      ['Base 1', 'Other 1', 'User 1'],
+    );
+    assert.ok(
+      withSlim.some((r) => Number(r.split(' ')[2]) > 0),
+      `uses counted: ${withSlim.join(', ')}`,
+    );
     for (const r of db.all("SELECT facts, slim FROM files WHERE status = 'parsed'")) {
       const full = decodeFacts(r.facts);
       assert.deepStrictEqual(decodeSlim(r.slim as Uint8Array), { facts: slimFacts(full), uses: usesOf(full) });
@@ -91,18 +99,20 @@ describe('search', () => {
     const dir = await tmpdir();
     await writeTree(dir, {
       'zoo/__init__.py': '',
-      'zoo/attn.py': [
-        'from torch import nn',
-        'class Attention(nn.Module):',
-        '    """Multi-head self attention."""',
-        'class AttentionPool(nn.Module):',
-        '    """Pooling by attention."""',
-        'class CrossAttn(nn.Module):',
-        '    """Cross attention between two sequences."""',
-        'class WindowAttention(nn.Module):',
-        '    pass',
-      ].join('\n    pass\n') + '\n',
-      'zoo/conv.py': 'from torch import nn\nclass ConvBNAct(nn.Module):\n    """Convolution, batch norm, activation."""\n    def __init__(self, in_ch, out_ch, k=3):\n        super().__init__()\n',
+      'zoo/attn.py':
+        [
+          'from torch import nn',
+          'class Attention(nn.Module):',
+          '    """Multi-head self attention."""',
+          'class AttentionPool(nn.Module):',
+          '    """Pooling by attention."""',
+          'class CrossAttn(nn.Module):',
+          '    """Cross attention between two sequences."""',
+          'class WindowAttention(nn.Module):',
+          '    pass',
+        ].join('\n    pass\n') + '\n',
+      'zoo/conv.py':
+        'from torch import nn\nclass ConvBNAct(nn.Module):\n    """Convolution, batch norm, activation."""\n    def __init__(self, in_ch, out_ch, k=3):\n        super().__init__()\n',
       'zoo/norm.py': 'from torch import nn\nclass RMSNorm(nn.Module):\n    """Root mean square normalization."""\n',
       'zoo/util.py': 'class Attention:\n    """Not a module."""\n',
     });
@@ -130,12 +140,18 @@ describe('search', () => {
 
   it('filters by repository, category and kind', async () => {
     const db = await corpus();
-    assert.deepStrictEqual(searchBlocks(db, { text: '', category: 'normalization' }).map((h) => h.name), ['RMSNorm']);
+    assert.deepStrictEqual(
+      searchBlocks(db, { text: '', category: 'normalization' }).map((h) => h.name),
+      ['RMSNorm'],
+    );
     assert.strictEqual(searchBlocks(db, { text: 'attention', repo: 'nope' }).length, 0);
     const all = searchBlocks(db, { text: 'Attention', kind: 'class' }).map((h) => `${h.module}.${h.name}`);
     assert.ok(all.includes('zoo.util.Attention'), 'kind=class includes plain classes');
     db.run(`UPDATE classes SET validation = '{"status":"validated","tier":"forward"}' WHERE name = 'RMSNorm'`);
-    assert.deepStrictEqual(searchBlocks(db, { text: '', validation: 'validated' }).map((h) => h.name), ['RMSNorm']);
+    assert.deepStrictEqual(
+      searchBlocks(db, { text: '', validation: 'validated' }).map((h) => h.name),
+      ['RMSNorm'],
+    );
     // the record as an object in JSON, not a string inside it
     assert.deepStrictEqual(searchBlocks(db, { text: 'RMSNorm' })[0].validation, { status: 'validated', tier: 'forward' });
     assert.ok(!searchBlocks(db, { text: '', validation: 'none' }).some((h) => h.name === 'RMSNorm'));
@@ -151,6 +167,6 @@ describe('search', () => {
     for (const q of ['"', 'AND OR NOT', '*', 'a:b', "'); DROP TABLE classes; --", 'NEAR/3']) {
       assert.doesNotThrow(() => searchBlocks(db, { text: q }), q);
     }
-    assert.ok(db.all('SELECT count(*) AS n FROM classes')[0].n as number > 0);
+    assert.ok((db.all('SELECT count(*) AS n FROM classes')[0].n as number) > 0);
   });
 });

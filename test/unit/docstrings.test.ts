@@ -54,7 +54,18 @@ describe('docstrings of what a pull brings', () => {
 
   it('cuts at the right place after letters outside ASCII', () => {
     const text = ['def café(x):', '    """Café — crème.', '', '    Ünïcode details 😀.', '    """', '    return "ü"', ''].join('\n');
-    assert.strictEqual(shorten(text), ['def café(x):', '    """Café — crème.', '', '    (shortened by NN-RAG: the whole docstring is in the source the header names)', '    """', '    return "ü"', ''].join('\n'));
+    assert.strictEqual(
+      shorten(text),
+      [
+        'def café(x):',
+        '    """Café — crème.',
+        '',
+        '    (shortened by NN-RAG: the whole docstring is in the source the header names)',
+        '    """',
+        '    return "ü"',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('leaves one-paragraph docstrings, strings that are not docstrings, and f-strings alone', () => {
@@ -79,7 +90,7 @@ describe('docstrings of what a pull brings', () => {
 
 describe('docstrings read at run time', function () {
   this.timeout(120_000);
-  it('are kept whole in a file whose code reads __doc__ (a decorator that parses a class\'s Args section)', async function () {
+  it("are kept whole in a file whose code reads __doc__ (a decorator that parses a class's Args section)", async function () {
     if (!hasTorch()) this.skip();
     const report = await pullValidated(
       {

@@ -21,7 +21,7 @@ describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function 
     root = await tmpdir('nnrag-git-');
     work = path.join(root, 'work');
     await writeTree(work, {
-      'LICENSE': MIT,
+      LICENSE: MIT,
       'netlib/__init__.py': '',
       'netlib/layers.py': 'from torch import nn\n\nclass Block(nn.Module):\n    pass\n',
       'netlib/other.py': 'X = 1\n',
@@ -79,7 +79,10 @@ describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function 
 
   it('fails clearly for a repository that does not exist, and leaves no half clone', async () => {
     const cache = await tmpdir('nnrag-cache-');
-    await assert.rejects(openGit({ location: server.url('missing.git') }, { cacheDir: cache }), (err: unknown) => err instanceof NnragError && err.code === 'git' && /cannot clone/.test(err.message));
+    await assert.rejects(
+      openGit({ location: server.url('missing.git') }, { cacheDir: cache }),
+      (err: unknown) => err instanceof NnragError && err.code === 'git' && /cannot clone/.test(err.message),
+    );
     const left = await fsp.readdir(path.join(cache, 'git')).catch(() => []);
     assert.deepStrictEqual(left, []);
   });
@@ -96,13 +99,20 @@ describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function 
       await assert.rejects(
         openGit(
           { location: url, name: 'private' },
-          { cacheDir: await tmpdir('nnrag-cache-'), onAuth: (u) => (asked.push(u), { username: 'alice', password: 'wrong' }), onAuthFailure: (u) => refused.push(u) },
+          {
+            cacheDir: await tmpdir('nnrag-cache-'),
+            onAuth: (u) => (asked.push(u), { username: 'alice', password: 'wrong' }),
+            onAuthFailure: (u) => refused.push(u),
+          },
         ),
         /cannot clone/,
       );
       assert.deepStrictEqual([asked, refused], [[url], [url]]);
       // the right ones, given asynchronously (as the extension's secret storage does)
-      const ok = await openGit({ location: url, name: 'private' }, { cacheDir: await tmpdir('nnrag-cache-'), onAuth: async () => ({ username: 'alice', password: 's3cret' }) });
+      const ok = await openGit(
+        { location: url, name: 'private' },
+        { cacheDir: await tmpdir('nnrag-cache-'), onAuth: async () => ({ username: 'alice', password: 's3cret' }) },
+      );
       assert.strictEqual(ok.info.commit, git(root, '--git-dir', 'served.git', 'rev-parse', 'main'));
     } finally {
       await secret.close();
@@ -111,7 +121,11 @@ describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function 
 
   it('rejects bad URLs before any network use', () => {
     for (const bad of ['ftp://host/x.git', 'file:///etc', 'not a url', '--upload-pack=evil', 'https://user:pw@host/x.git', 'ssh://git@host/x.git']) {
-      assert.throws(() => checkGitUrl(bad), (err: unknown) => err instanceof NnragError && err.code === 'bad-url', bad);
+      assert.throws(
+        () => checkGitUrl(bad),
+        (err: unknown) => err instanceof NnragError && err.code === 'bad-url',
+        bad,
+      );
     }
     assert.strictEqual(checkGitUrl('https://example.org/a/b.git/'), 'https://example.org/a/b.git');
   });
@@ -139,7 +153,10 @@ describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function 
       setTimeout(() => abort.abort(), 300);
       started = Date.now();
       const cache = await tmpdir('nnrag-cache-');
-      await assert.rejects(openGit({ location: `${base}/drip.git` }, { cacheDir: cache, signal: abort.signal }), (err: unknown) => err instanceof CancelledError);
+      await assert.rejects(
+        openGit({ location: `${base}/drip.git` }, { cacheDir: cache, signal: abort.signal }),
+        (err: unknown) => err instanceof CancelledError,
+      );
       assert.ok(Date.now() - started < 3000, 'the cancel was not honoured at once');
       assert.deepStrictEqual(await fsp.readdir(path.join(cache, 'git')).catch(() => []), [], 'a half clone was left');
     } finally {

@@ -54,7 +54,10 @@ describe('index: incremental updates', () => {
     assert.strictEqual(names.length, 2);
     assert.deepStrictEqual(removeRepositoriesExcept(db, new Set([names[0]])), [names[1]]);
     assert.deepStrictEqual(removeRepositoriesExcept(db, new Set([names[0]])), [], 'nothing more to remove');
-    assert.deepStrictEqual(db.all('SELECT name FROM classes').map((r) => String(r.name)), ['Net']);
+    assert.deepStrictEqual(
+      db.all('SELECT name FROM classes').map((r) => String(r.name)),
+      ['Net'],
+    );
     assert.strictEqual(Number(db.get('SELECT count(*) AS n FROM files')!.n), 1);
     assert.strictEqual(db.all("SELECT docid FROM classes_fts WHERE classes_fts MATCH 'other'").length, 0);
   });
@@ -115,13 +118,19 @@ describe('index: incremental updates', () => {
     await writeTree(dir, { 'src/lib/__init__.py': '', 'src/lib/layers.py': BLOCK });
     const db = await memoryDb();
     await indexFolder(db, dir);
-    assert.deepStrictEqual(db.all('SELECT module FROM files ORDER BY module').map((r) => r.module), ['lib', 'lib.layers']);
+    assert.deepStrictEqual(
+      db.all('SELECT module FROM files ORDER BY module').map((r) => r.module),
+      ['lib', 'lib.layers'],
+    );
 
     const pkgParent = await tmpdir();
     await writeTree(pkgParent, { 'vision/__init__.py': '', 'vision/models/__init__.py': '', 'vision/models/net.py': BLOCK });
     const db2 = await memoryDb();
     await indexFolder(db2, path.join(pkgParent, 'vision'));
-    assert.deepStrictEqual(db2.all('SELECT module FROM files ORDER BY module').map((r) => r.module), ['vision', 'vision.models', 'vision.models.net']);
+    assert.deepStrictEqual(
+      db2.all('SELECT module FROM files ORDER BY module').map((r) => r.module),
+      ['vision', 'vision.models', 'vision.models.net'],
+    );
     assert.strictEqual(db2.get('SELECT name FROM repos')!.name, 'vision');
   });
 
@@ -217,11 +226,22 @@ describe('index: batched writes', () => {
     await indexSource(db, source, {
       parser: await parser(),
       // before the run ends (and its transaction commits): what a search answers after each file
-      onProgress: () => seen.push(searchBlocks(db, { text: 'block' }).map((h) => h.name).sort()),
+      onProgress: () =>
+        seen.push(
+          searchBlocks(db, { text: 'block' })
+            .map((h) => h.name)
+            .sort(),
+        ),
     });
     assert.deepStrictEqual(seen.at(-1), ['AlphaBlock', 'BetaBlock']);
-    assert.ok(seen.some((names) => names.length === 1), `one block found before the other: ${JSON.stringify(seen)}`);
-    assert.deepStrictEqual(searchBlocks(db, { text: 'alpha channels' }).map((h) => h.name), ['AlphaBlock']);
+    assert.ok(
+      seen.some((names) => names.length === 1),
+      `one block found before the other: ${JSON.stringify(seen)}`,
+    );
+    assert.deepStrictEqual(
+      searchBlocks(db, { text: 'alpha channels' }).map((h) => h.name),
+      ['AlphaBlock'],
+    );
   });
 
   it('commits a batch on a save and goes on; a failure rolls back only what is not committed', async () => {
@@ -271,7 +291,10 @@ describe('index: batched writes', () => {
     finishRun(db, {}, { light: true });
     assert.ok(segments() < before && lowest() > 0, `merged: ${segments()} segments from ${before}, lowest level ${lowest()}`);
     for (const name of ['LiveEdit0', 'LiveEdit1', 'LiveEdit2']) assert.strictEqual(searchBlocks(db, { text: name })[0]?.name, name);
-    assert.deepStrictEqual(searchBlocks(db, { text: 'OtherNet' }).map((h) => h.name), ['OtherNet']);
+    assert.deepStrictEqual(
+      searchBlocks(db, { text: 'OtherNet' }).map((h) => h.name),
+      ['OtherNet'],
+    );
     // the rows the updates replaced are gone from the merged index too: Net once (in live.py), and OtherNet
     assert.strictEqual(db.get("SELECT count(*) AS n FROM classes_fts WHERE classes_fts MATCH 'name:net'")?.n, 1);
   });
@@ -290,7 +313,10 @@ describe('index: the database file', () => {
     assert.deepStrictEqual(leftovers, []);
     const { db: again, recovered } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
     assert.strictEqual(recovered, undefined);
-    assert.deepStrictEqual(again.all('SELECT name FROM classes').map((r) => r.name), ['Net']);
+    assert.deepStrictEqual(
+      again.all('SELECT name FROM classes').map((r) => r.name),
+      ['Net'],
+    );
     assert.deepStrictEqual(again.appliedMigrations(), ['0001-initial', '0002-duplicates', '0003-slim-facts', '0004-observed-calls']);
     again.close();
   });
@@ -315,7 +341,13 @@ describe('index: the database file', () => {
     await db.save();
     db.close();
     const stamp = JSON.parse(await fsp.readFile(`${file}.saved`, 'utf8')) as { sha256: string };
-    assert.strictEqual(stamp.sha256, createHash('sha256').update(await fsp.readFile(file)).digest('hex'), 'the save stamps the file it wrote');
+    assert.strictEqual(
+      stamp.sha256,
+      createHash('sha256')
+        .update(await fsp.readFile(file))
+        .digest('hex'),
+      'the save stamps the file it wrote',
+    );
     // damage past the header, same size: only a full check sees it
     const bytes = await fsp.readFile(file);
     bytes.fill(0x5a, 1024, bytes.length);

@@ -18,7 +18,8 @@ describe('export and import of an index', function () {
   let db: string;
   let archive: string;
   let src: string;
-  const search = async (file: string): Promise<string[]> => (JSON.parse((await cli('search', 'residual', '--db', file, '--json')).out) as { target: string }[]).map((h) => h.target);
+  const search = async (file: string): Promise<string[]> =>
+    (JSON.parse((await cli('search', 'residual', '--db', file, '--json')).out) as { target: string }[]).map((h) => h.target);
 
   before(async () => {
     dir = await tmpdir('nnrag-share-');
@@ -34,8 +35,14 @@ describe('export and import of an index', function () {
     assert.strictEqual(r.code, 0, r.err);
     const m = JSON.parse(r.out) as { repositories: { name: string }[]; blocks: number; sha256: Record<string, string> };
     assert.deepStrictEqual([m.repositories.map((x) => x.name), m.blocks], [['tinyblocks'], 7]);
-    assert.ok(Object.keys(m.sha256).some((k) => k.startsWith('index.db.units/')), 'the units cache travels with the index');
-    assert.ok(Object.keys(m.sha256).some((k) => k.startsWith('index.db.sources/')), 'the indexed sources travel with the index');
+    assert.ok(
+      Object.keys(m.sha256).some((k) => k.startsWith('index.db.units/')),
+      'the units cache travels with the index',
+    );
+    assert.ok(
+      Object.keys(m.sha256).some((k) => k.startsWith('index.db.sources/')),
+      'the indexed sources travel with the index',
+    );
   });
 
   it('an imported index pulls on a machine that has none of its repositories', async () => {
@@ -47,7 +54,12 @@ describe('export and import of an index', function () {
       const out = path.join(dir, 'elsewhere', 'rb.py');
       const pulled = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', mine, '--out', out, '--no-validate');
       assert.strictEqual(pulled.code, 0, pulled.err);
-      const body = (f: string): string => fs.readFileSync(f, 'utf8').split('\n').filter((l) => !l.startsWith('#')).join('\n');
+      const body = (f: string): string =>
+        fs
+          .readFileSync(f, 'utf8')
+          .split('\n')
+          .filter((l) => !l.startsWith('#'))
+          .join('\n');
       assert.strictEqual(body(out), body(path.join(dir, 'rb.py')));
       // and the same index, exported again from there, still carries every source
       const again = await cli('export', '--db', mine, '--to', path.join(dir, 'again.tgz'), '--json');
@@ -115,7 +127,12 @@ describe('export and import of an index', function () {
     assert.deepStrictEqual(await search(mine), await search(db));
     const pulled = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', mine, '--out', path.join(dir, 'rb2.py'), '--no-validate');
     assert.strictEqual(pulled.code, 0, pulled.err);
-    const body = (f: string): string => fs.readFileSync(f, 'utf8').split('\n').filter((l) => !l.startsWith('#')).join('\n');
+    const body = (f: string): string =>
+      fs
+        .readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => !l.startsWith('#'))
+        .join('\n');
     assert.strictEqual(body(path.join(dir, 'rb2.py')), body(path.join(dir, 'rb.py')));
     // an existing index is replaced only when asked
     const again = await cli('import', archive, '--db', mine);
@@ -128,14 +145,21 @@ describe('export and import of an index', function () {
     const src = await tmpdir('nnrag-share-other-');
     fs.mkdirSync(path.join(src, 'otherlib'));
     fs.writeFileSync(path.join(src, 'otherlib', '__init__.py'), '');
-    fs.writeFileSync(path.join(src, 'otherlib', 'res.py'), 'from torch import nn\n\n\nclass ResidualStack(nn.Module):\n    """A residual stack."""\n\n    def forward(self, x):\n        return x\n');
+    fs.writeFileSync(
+      path.join(src, 'otherlib', 'res.py'),
+      'from torch import nn\n\n\nclass ResidualStack(nn.Module):\n    """A residual stack."""\n\n    def forward(self, x):\n        return x\n',
+    );
     assert.strictEqual((await cli('index', src, '--db', other)).code, 0);
     const r = await cli('search', 'residual', '--db', db, '--db', other, '--json');
     assert.strictEqual(r.code, 0, r.err);
     const hits = JSON.parse(r.out) as { target: string; index: string; score: number }[];
     assert.deepStrictEqual([...new Set(hits.map((h) => h.index))].sort(), [db, other].sort());
     assert.ok(hits.some((h) => h.target.endsWith('ResidualStack') && h.index === other));
-    assert.deepStrictEqual(hits.map((h) => h.score), [...hits.map((h) => h.score)].sort((a, b) => b - a), 'merged by score');
+    assert.deepStrictEqual(
+      hits.map((h) => h.score),
+      [...hits.map((h) => h.score)].sort((a, b) => b - a),
+      'merged by score',
+    );
     // one index alone is searched as before
     assert.ok((JSON.parse((await cli('search', 'residual', '--db', db, '--json')).out) as { index?: string }[]).every((h) => h.index === undefined));
   });

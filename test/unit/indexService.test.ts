@@ -14,7 +14,13 @@ async function service(folder: string): Promise<{ svc: IndexService; statuses: I
   const failed: string[] = [];
   let changed = 0;
   const svc = new IndexService(
-    { ...ASSETS, storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: [{ location: folder }, { location: path.join(storage, 'missing') }] },
+    {
+      ...ASSETS,
+      storageDir: storage,
+      cacheDir: path.join(storage, 'cache'),
+      maxFileKb: 2048,
+      repositories: [{ location: folder }, { location: path.join(storage, 'missing') }],
+    },
     { log: () => undefined, status: (s) => statuses.push(s), failed: (m) => failed.push(m), changed: () => void changed++ },
   );
   return { svc, statuses, failed, changed: () => changed };
@@ -47,11 +53,17 @@ describe('the index service, in process (what the language server runs)', functi
       const done = await svc.reindex();
       assert.strictEqual(done.state, 'ready');
       assert.ok(done.blocks > 0 && done.repos === 1, JSON.stringify(done));
-      assert.ok(statuses.some((s) => s.state === 'indexing'), 'progress is reported');
+      assert.ok(
+        statuses.some((s) => s.state === 'indexing'),
+        'progress is reported',
+      );
       assert.strictEqual(failed.length, 1);
       assert.match(failed[0], /cannot index .*missing/);
       assert.strictEqual(done.failing, 1);
-      assert.deepStrictEqual(svc.failing().map((f) => [f.name, /does not exist|no such|not found|cannot/i.test(f.message)]), [['missing', true]]);
+      assert.deepStrictEqual(
+        svc.failing().map((f) => [f.name, /does not exist|no such|not found|cannot/i.test(f.message)]),
+        [['missing', true]],
+      );
       // the same failure again is not said again (the tree shows it); it stays listed
       const twice = await svc.reindex();
       assert.strictEqual(failed.length, 1, failed.join('\n'));
@@ -67,7 +79,10 @@ describe('the index service, in process (what the language server runs)', functi
       assert.strictEqual(report.status, 'extracted');
 
       // a new file in the watched folder: searchable without a full run
-      await fsp.writeFile(path.join(folder, 'tinyblocks', 'gates.py'), 'import torch\n\n\nclass SquishGate(torch.nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n');
+      await fsp.writeFile(
+        path.join(folder, 'tinyblocks', 'gates.py'),
+        'import torch\n\n\nclass SquishGate(torch.nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n',
+      );
       await until(() => (searchBlocks(db, { text: 'SquishGate', limit: 5 }).some((h) => h.name === 'SquishGate') ? true : undefined));
       const ws = await svc.workspace();
       await until(() => (ws.session() !== session ? true : undefined));
@@ -85,7 +100,11 @@ describe('the index service, in process (what the language server runs)', functi
       for (const target of ['tinyblocks.blocks.ResidualBlock', 'tinyblocks.layers.se.SqueezeExcite']) {
         // (a single validating pull of the service's workspace runs in its warm validator)
         const ws = await svc.workspace();
-        const report = await ws.pull(target, { validate: true, python: PYTHON_WITH_TORCH, memoryMb: 4096, allowWeakSandbox: true }, { out: path.join(out, `${target.split('.').pop()}.py`) });
+        const report = await ws.pull(
+          target,
+          { validate: true, python: PYTHON_WITH_TORCH, memoryMb: 4096, allowWeakSandbox: true },
+          { out: path.join(out, `${target.split('.').pop()}.py`) },
+        );
         assert.strictEqual(report.status, 'validated', `${target}: ${report.category}: ${report.message}`);
         assert.strictEqual(report.tier, 'equivalent');
       }
@@ -125,7 +144,10 @@ describe('the index service under a burst of requests (a busy index never breaks
     const filler = Array.from({ length: 40 }, (_, i) => `    def helper_${i}(self, x):\n        return x * ${i + 1}\n`).join('\n');
     await Promise.all(
       Array.from({ length: n }, (_, i) =>
-        fsp.writeFile(path.join(root, 'burst', `m${i}.py`), `import torch\nfrom torch import nn\n\n\nclass Block${i}(nn.Module):\n    def forward(self, x):\n        return x + ${i}\n\n${filler}`),
+        fsp.writeFile(
+          path.join(root, 'burst', `m${i}.py`),
+          `import torch\nfrom torch import nn\n\n\nclass Block${i}(nn.Module):\n    def forward(self, x):\n        return x + ${i}\n\n${filler}`,
+        ),
       ),
     );
     return root;
@@ -136,7 +158,14 @@ describe('the index service under a burst of requests (a busy index never breaks
     const storage = await tmpdir('nnrag-svc-');
     const failed: string[] = [];
     const svc = new IndexService(
-      { ...ASSETS, parseWorker: path.join(ROOT, 'src', 'core', 'analysis', 'worker.ts'), storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: [{ location: folder }] },
+      {
+        ...ASSETS,
+        parseWorker: path.join(ROOT, 'src', 'core', 'analysis', 'worker.ts'),
+        storageDir: storage,
+        cacheDir: path.join(storage, 'cache'),
+        maxFileKb: 2048,
+        repositories: [{ location: folder }],
+      },
       { log: () => undefined, status: () => undefined, failed: (m) => failed.push(m), changed: () => undefined },
     );
     try {
@@ -146,7 +175,10 @@ describe('the index service under a burst of requests (a busy index never breaks
         await new Promise((r) => setTimeout(r, 150 + 100 * i));
       }
       const outcomes = await Promise.allSettled(runs);
-      assert.deepStrictEqual(outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason)), []);
+      assert.deepStrictEqual(
+        outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason)),
+        [],
+      );
       assert.deepStrictEqual(failed, []);
       const last = (outcomes[4] as PromiseFulfilledResult<IndexStatus>).value;
       assert.strictEqual(last.state, 'ready');
@@ -168,7 +200,8 @@ describe('a shared index under the index service', function () {
     const team = path.join(await tmpdir('nnrag-svc-team-'), 'teamlib');
     await fsp.mkdir(team, { recursive: true });
     await fsp.writeFile(path.join(team, '__init__.py'), '');
-    const layer = (name: string): string => `\n\nclass ${name}(nn.Module):\n    """A team layer."""\n\n    def __init__(self, c: int = 4):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x):\n        return self.proj(x)\n`;
+    const layer = (name: string): string =>
+      `\n\nclass ${name}(nn.Module):\n    """A team layer."""\n\n    def __init__(self, c: int = 4):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x):\n        return self.proj(x)\n`;
     await fsp.writeFile(path.join(team, 'layers.py'), `from torch import nn${layer('TeamMixer')}`);
     const teamDb = path.join(path.dirname(team), 'team.db');
     const archive = path.join(path.dirname(team), 'team.nnrag.tgz');
@@ -186,7 +219,10 @@ describe('a shared index under the index service', function () {
       { ...ASSETS, storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: [{ location: folder }], sharedIndex: archive },
       { log: () => undefined, status: () => undefined, failed: (m) => failed.push(m), changed: () => undefined },
     );
-    const names = async (): Promise<string[]> => searchBlocks((await svc.ready()).db, { text: '', limit: 1000 }).map((h) => h.name).sort();
+    const names = async (): Promise<string[]> =>
+      searchBlocks((await svc.ready()).db, { text: '', limit: 1000 })
+        .map((h) => h.name)
+        .sort();
     try {
       const first = await svc.reindex();
       assert.strictEqual(first.repos, 2, JSON.stringify(first));
@@ -217,8 +253,7 @@ describe('a shared index under the index service', function () {
     }
   });
 
-
-  it('a window opened again parses none of the user\'s files: not with the same archive, not with a new one (their rows are carried over)', async () => {
+  it("a window opened again parses none of the user's files: not with the same archive, not with a new one (their rows are carried over)", async () => {
     const team = path.join(await tmpdir('nnrag-svc-team-'), 'teamlib');
     await fsp.mkdir(team, { recursive: true });
     await fsp.writeFile(path.join(team, '__init__.py'), '');
@@ -257,7 +292,10 @@ describe('a shared index under the index service', function () {
     await fsp.appendFile(path.join(team, 'layers.py'), layer('TeamGate'));
     await publish();
     const next = await open();
-    assert.ok(next.logs.some((l) => /the index starts from the shared index/.test(l)), next.logs.join('\n'));
+    assert.ok(
+      next.logs.some((l) => /the index starts from the shared index/.test(l)),
+      next.logs.join('\n'),
+    );
     assert.match(ownRun(next.logs) ?? '', /tinyblocks: \d+ files, 0 changed/, next.logs.join('\n'));
     assert.ok(next.names.includes('TeamGate') && next.names.includes('ResidualBlock'), next.names.join(', '));
     assert.deepStrictEqual(next.names.filter((n) => n === 'ResidualBlock').length, first.names.filter((n) => n === 'ResidualBlock').length);
@@ -275,10 +313,15 @@ describe('installed-package repositories under the index service', function () {
       const pkg = path.join(work, `site${i}`, 'mylayers');
       await fsp.mkdir(pkg, { recursive: true });
       await fsp.writeFile(path.join(pkg, '__init__.py'), '');
-      await fsp.writeFile(path.join(pkg, 'blocks.py'), `from torch import nn\n\n\nclass Gate${i}(nn.Module):\n    """${doc}"""\n\n    def forward(self, x):\n        return x\n`);
+      await fsp.writeFile(
+        path.join(pkg, 'blocks.py'),
+        `from torch import nn\n\n\nclass Gate${i}(nn.Module):\n    """${doc}"""\n\n    def forward(self, x):\n        return x\n`,
+      );
       const venv = path.join(work, `venv${i}`);
       execFileSync('python3', ['-m', 'venv', '--without-pip', venv]);
-      const site = execFileSync(path.join(venv, 'bin', 'python'), ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
+      const site = execFileSync(path.join(venv, 'bin', 'python'), ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], {
+        encoding: 'utf8',
+      }).trim();
       await fsp.writeFile(path.join(site, 'mine.pth'), `${path.join(work, `site${i}`)}\n`);
       interpreters.push(path.join(venv, 'bin', 'python'));
     }
@@ -289,18 +332,20 @@ describe('installed-package repositories under the index service', function () {
       { ...ASSETS, storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: config(interpreters[0]) },
       { log: () => undefined, status: () => undefined, failed: (m) => failed.push(m), changed: () => undefined },
     );
-    const names = async (): Promise<string[]> => searchBlocks((await svc.ready()).db, { text: '', limit: 100 }).map((h) => h.name).sort();
+    const names = async (): Promise<string[]> =>
+      searchBlocks((await svc.ready()).db, { text: '', limit: 100 })
+        .map((h) => h.name)
+        .sort();
     try {
       assert.strictEqual((await svc.reindex()).failing, 0, failed.join('\n'));
       assert.deepStrictEqual(await names(), ['Gate0']);
       svc.configure({ repositories: config(interpreters[1]) });
       const second = await svc.reindex();
       assert.deepStrictEqual([second.failing, second.repos], [0, 1], failed.join('\n'));
-      assert.deepStrictEqual(await names(), ['Gate1'], 'the other interpreter\'s copy replaced the first');
+      assert.deepStrictEqual(await names(), ['Gate1'], "the other interpreter's copy replaced the first");
       assert.doesNotMatch(failed.join('\n'), /--name/);
     } finally {
       await svc.dispose();
     }
   });
 });
-

@@ -30,7 +30,11 @@ describe('index shards merged into one index', function () {
       const s = await cli('index', ...sources(), '--db', db, '--shard', `${k}/4`, '--json');
       assert.strictEqual(s.code, 0, s.err);
       const names = (JSON.parse(s.out) as { runs: { repo: string }[] }).runs.map((x) => x.repo);
-      assert.deepStrictEqual(names, ['tinyblocks', 'torchvision'].filter((n) => inShard(n, { index: k - 1, count: 4 })), `shard ${k}`);
+      assert.deepStrictEqual(
+        names,
+        ['tinyblocks', 'torchvision'].filter((n) => inShard(n, { index: k - 1, count: 4 })),
+        `shard ${k}`,
+      );
       shardDbs.push(db);
     }
     merged = path.join(dir, 'merged.db');
@@ -41,7 +45,12 @@ describe('index shards merged into one index', function () {
 
   it('has the same repositories, files, blocks and duplicate groups', async () => {
     const stats = async (db: string): Promise<unknown> => {
-      const s = JSON.parse((await cli('stats', '--db', db, '--json')).out) as { repos: { name: string; parsed: number; skipped: number; blocks: number }[]; files: number; modules: number; blocks: number };
+      const s = JSON.parse((await cli('stats', '--db', db, '--json')).out) as {
+        repos: { name: string; parsed: number; skipped: number; blocks: number }[];
+        files: number;
+        modules: number;
+        blocks: number;
+      };
       return { repos: s.repos.map((r) => [r.name, r.parsed, r.skipped, r.blocks]).sort(), files: s.files, modules: s.modules, blocks: s.blocks };
     };
     assert.deepStrictEqual(await stats(merged), await stats(one));
@@ -50,14 +59,26 @@ describe('index shards merged into one index', function () {
   it('answers the same searches (scores and duplicate groups too)', async () => {
     for (const q of ['residual block', 'attention', 'squeeze excitation', 'drop path', 'feature pyramid', 'normalization']) {
       const hits = async (db: string): Promise<string[]> =>
-        (JSON.parse((await cli('search', q, '--db', db, '--limit', '20', '--json')).out) as { target: string; score: number; copies?: { count: number } }[]).map((h) => `${h.target} ${h.score.toFixed(6)} ${h.copies?.count ?? 1}`);
+        (
+          JSON.parse((await cli('search', q, '--db', db, '--limit', '20', '--json')).out) as { target: string; score: number; copies?: { count: number } }[]
+        ).map((h) => `${h.target} ${h.score.toFixed(6)} ${h.copies?.count ?? 1}`);
       assert.deepStrictEqual(await hits(merged), await hits(one), q);
     }
   });
 
   it('pulls the same files', async () => {
-    const body = (f: string): string => fs.readFileSync(f, 'utf8').split('\n').filter((l) => !l.startsWith('#')).join('\n');
-    for (const target of ['tinyblocks.blocks.ResidualBlock', 'torchvision.ops.misc.SqueezeExcitation', 'torchvision.models.resnet.Bottleneck', 'torchvision.ops.feature_pyramid_network.FeaturePyramidNetwork']) {
+    const body = (f: string): string =>
+      fs
+        .readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => !l.startsWith('#'))
+        .join('\n');
+    for (const target of [
+      'tinyblocks.blocks.ResidualBlock',
+      'torchvision.ops.misc.SqueezeExcitation',
+      'torchvision.models.resnet.Bottleneck',
+      'torchvision.ops.feature_pyramid_network.FeaturePyramidNetwork',
+    ]) {
       const out = (db: string): string => path.join(dir, `${path.basename(db)}-${target}.py`);
       for (const db of [one, merged]) {
         const r = await cli('pull', target, '--db', db, '--out', out(db), '--no-validate');
@@ -81,8 +102,14 @@ describe('index shards merged into one index', function () {
     fs.mkdirSync(path.join(repo, 'obs'), { recursive: true });
     fs.mkdirSync(path.join(repo, 'tests'), { recursive: true });
     fs.writeFileSync(path.join(repo, 'obs', '__init__.py'), '');
-    fs.writeFileSync(path.join(repo, 'obs', 'layers.py'), 'from torch import nn\n\n\nclass Gate(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n        self.lin = nn.Linear(width, width)\n\n    def forward(self, x):\n        return self.lin(x).sigmoid() * x\n');
-    fs.writeFileSync(path.join(repo, 'tests', 'test_gate.py'), 'import torch\n\nfrom obs.layers import Gate\n\n\ndef test_gate():\n    assert Gate(5)(torch.randn(2, 5)).shape == (2, 5)\n');
+    fs.writeFileSync(
+      path.join(repo, 'obs', 'layers.py'),
+      'from torch import nn\n\n\nclass Gate(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n        self.lin = nn.Linear(width, width)\n\n    def forward(self, x):\n        return self.lin(x).sigmoid() * x\n',
+    );
+    fs.writeFileSync(
+      path.join(repo, 'tests', 'test_gate.py'),
+      'import torch\n\nfrom obs.layers import Gate\n\n\ndef test_gate():\n    assert Gate(5)(torch.randn(2, 5)).shape == (2, 5)\n',
+    );
     const shard = path.join(work, 'shard.db');
     assert.strictEqual((await cli('index', repo, '--db', shard)).code, 0);
     assert.strictEqual((await cli('observe', '--db', shard, '--python', PYTHON_WITH_TORCH)).code, 0);
@@ -92,4 +119,3 @@ describe('index shards merged into one index', function () {
     assert.match(shown.out, /in tests\/test_gate\.py::test_gate\n {4}built with \(width=5\)\n {4}forward got \(x=float32\[2, 5\]/, shown.out);
   });
 });
-

@@ -23,7 +23,18 @@ describe('nn-rag mcp: the index for code assistants (the SDK client over stdio, 
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/cli/main.ts'), 'mcp', '--db', db, '--root', root, '--allow-validate', '--python', PYTHON_WITH_TORCH],
+        args: [
+          path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'),
+          path.join(ROOT, 'src/cli/main.ts'),
+          'mcp',
+          '--db',
+          db,
+          '--root',
+          root,
+          '--allow-validate',
+          '--python',
+          PYTHON_WITH_TORCH,
+        ],
         stderr: 'ignore',
       }),
     );
@@ -38,7 +49,14 @@ describe('nn-rag mcp: the index for code assistants (the SDK client over stdio, 
 
   it('lists its tools with input schemas, searches, describes and reports the index', async () => {
     const { tools } = await client.listTools();
-    assert.deepStrictEqual(tools.map((t) => t.name).sort(), ['describe_block', 'get_context', 'index_status', 'list_repositories', 'pull_block', 'search_blocks']);
+    assert.deepStrictEqual(tools.map((t) => t.name).sort(), [
+      'describe_block',
+      'get_context',
+      'index_status',
+      'list_repositories',
+      'pull_block',
+      'search_blocks',
+    ]);
     const search = tools.find((t) => t.name === 'search_blocks')!;
     assert.ok((search.inputSchema.properties as Record<string, unknown>).query, 'the query is described to the model');
     assert.ok(search.description && search.description.length > 80);
@@ -50,13 +68,19 @@ describe('nn-rag mcp: the index for code assistants (the SDK client over stdio, 
     assert.strictEqual(hits[0].provenance.repository, 'tinyblocks');
 
     const spec = JSON.parse((await call('describe_block', { target: hits[0].target })).content[0].text);
-    assert.ok(spec.constructor_params.some((p: { name: string }) => p.name === 'channels'), JSON.stringify(spec.constructor_params));
+    assert.ok(
+      spec.constructor_params.some((p: { name: string }) => p.name === 'channels'),
+      JSON.stringify(spec.constructor_params),
+    );
     assert.strictEqual(spec.provenance.license, 'MIT');
 
     const status = JSON.parse((await call('index_status', {})).content[0].text);
     assert.ok(status.blocks > 0 && status.repos === 1);
     const repos = JSON.parse((await call('list_repositories', {})).content[0].text);
-    assert.deepStrictEqual(repos.map((r: { name: string }) => r.name), ['tinyblocks']);
+    assert.deepStrictEqual(
+      repos.map((r: { name: string }) => r.name),
+      ['tinyblocks'],
+    );
 
     const context = JSON.parse((await call('get_context', { query: 'residual block', limit: 2 })).content[0].text);
     assert.strictEqual(context[0].name, 'ResidualBlock');

@@ -75,7 +75,11 @@ describe('the mutation bench', function () {
       const before = FILE.split('\n');
       const after = m.text.split('\n');
       assert.strictEqual(after.length, before.length);
-      assert.deepStrictEqual(after.map((l, i) => (l === before[i] ? 0 : 1)).reduce((a: number, b) => a + b, 0), 1, m.kind);
+      assert.deepStrictEqual(
+        after.map((l, i) => (l === before[i] ? 0 : 1)).reduce((a: number, b) => a + b, 0),
+        1,
+        m.kind,
+      );
     }
   });
 
@@ -91,8 +95,8 @@ describe('the mutation bench', function () {
     assert.strictEqual(await unreadDefault(PYTHON, file, ...at('nn.GELU'), 'Mlp'), '');
   });
 
-  it('counts a default a call may use: the block\'s own, or a helper called without it', async () => {
-    assert.strictEqual(await unreadDefault(PYTHON, file, ...at('1e-6'), 'Block'), '', 'the block\'s own defaults are the judge\'s to use');
+  it("counts a default a call may use: the block's own, or a helper called without it", async () => {
+    assert.strictEqual(await unreadDefault(PYTHON, file, ...at('1e-6'), 'Block'), '', "the block's own defaults are the judge's to use");
     assert.strictEqual(await unreadDefault(PYTHON, file, ...at('1e-5'), 'Block'), '', 'Scale(dim) uses init_values');
     assert.strictEqual(await unreadDefault(PYTHON, file, ...at('x + 1'), 'Block'), '', 'not a default at all');
   });

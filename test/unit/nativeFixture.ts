@@ -16,8 +16,10 @@ setup(
 )
 `,
   'opspkg/__init__.py': '',
-  'opspkg/csrc/scale.h': '#pragma once\n#include <torch/extension.h>\ntorch::Tensor scaled_add(const torch::Tensor& x, const torch::Tensor& y, double alpha);\n',
-  'opspkg/csrc/scale.cpp': '#include "scale.h"\ntorch::Tensor scaled_add(const torch::Tensor& x, const torch::Tensor& y, double alpha) { return x + alpha * y; }\n',
+  'opspkg/csrc/scale.h':
+    '#pragma once\n#include <torch/extension.h>\ntorch::Tensor scaled_add(const torch::Tensor& x, const torch::Tensor& y, double alpha);\n',
+  'opspkg/csrc/scale.cpp':
+    '#include "scale.h"\ntorch::Tensor scaled_add(const torch::Tensor& x, const torch::Tensor& y, double alpha) { return x + alpha * y; }\n',
   'opspkg/csrc/ops.cpp': '#include "scale.h"\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("scaled_add", &scaled_add, "x + alpha * y"); }\n',
   'opspkg/csrc/cuda/gate.cu': '// a CUDA kernel only\n',
   'opspkg/layers.py': `from torch import nn

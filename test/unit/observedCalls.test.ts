@@ -55,7 +55,7 @@ def test_needs_a_fixture(request):
 `,
 };
 
-describe('observed calls: blocks built and fed as their repository\'s tests do', function () {
+describe("observed calls: blocks built and fed as their repository's tests do", function () {
   this.timeout(600_000);
   before(function () {
     if (!hasTorch()) this.skip();
@@ -79,7 +79,11 @@ describe('observed calls: blocks built and fed as their repository\'s tests do',
     assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.classes, summary.fed], [2, 2, 1, 1, 1], observed.out);
 
     const shown = await cli('show', 'pkg.layers.Head', '--calls', '--db', db);
-    assert.match(shown.out, /in tests\/test_layers\.py::test_head\n {4}built with \(spec=Spec\(width=6, out=3, scale=0\.5\)\)\n {4}forward got \(batch=\{feats: float32\[5, 6\], index: int64\[3\] in 0\.\.4\}\)/, shown.out);
+    assert.match(
+      shown.out,
+      /in tests\/test_layers\.py::test_head\n {4}built with \(spec=Spec\(width=6, out=3, scale=0\.5\)\)\n {4}forward got \(batch=\{feats: float32\[5, 6\], index: int64\[3\] in 0\.\.4\}\)/,
+      shown.out,
+    );
 
     const out = path.join(dir, 'after.py');
     const after = await cli('pull', 'pkg.layers.Head', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json');
@@ -104,7 +108,7 @@ describe('observed calls: blocks built and fed as their repository\'s tests do',
     assert.deepStrictEqual([rerun[0].ran, rerun[0].cached], [2, 0]);
   });
 
-  it('a builder that needs no argument is run and what it built is fed; a program\'s main is not run; a test class runs its mixins\' tests', async () => {
+  it("a builder that needs no argument is run and what it built is fed; a program's main is not run; a test class runs its mixins' tests", async () => {
     const dir = await tmpdir();
     const repo = path.join(dir, 'repo');
     await writeTree(repo, {
@@ -182,9 +186,17 @@ class HeadTests(HeadChecks, unittest.TestCase):
     // is a program, not a builder, and the mixin alone is not a test class
     assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.classes, summary.fed], [3, 3, 0, 3, 3], observed.out);
     const shown = await cli('show', 'toy.model.Head', '--calls', '--db', db);
-    assert.match(shown.out, /in toy\/model\.py::net_small\n {4}built with \(width=4, classes=5\)\n {4}forward got \(x=float32\[\d+, 4, \d+, \d+\]\)/, shown.out);
+    assert.match(
+      shown.out,
+      /in toy\/model\.py::net_small\n {4}built with \(width=4, classes=5\)\n {4}forward got \(x=float32\[\d+, 4, \d+, \d+\]\)/,
+      shown.out,
+    );
     assert.match(shown.out, /in toy\/model\.py::Net\n/, shown.out);
-    assert.match(shown.out, /in tests\/test_head\.py::HeadTests::test_shape\n {4}built with \(width=6, classes=2\)\n {4}forward got \(x=float32\[1, 6, 2, 2\]/, shown.out);
+    assert.match(
+      shown.out,
+      /in tests\/test_head\.py::HeadTests::test_shape\n {4}built with \(width=6, classes=2\)\n {4}forward got \(x=float32\[1, 6, 2, 2\]/,
+      shown.out,
+    );
 
     // a batch pull observes first: here nothing changed since, so nothing runs again
     const batch = await cli('pull', '--all', '--db', db, '--out-dir', path.join(dir, 'all'), '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
@@ -198,7 +210,20 @@ class HeadTests(HeadChecks, unittest.TestCase):
     await writeTree(repo, REPO);
     const db = path.join(dir, 'index.db');
     assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
-    const without = await cli('pull', '--all', '--no-observe', '--db', db, '--out-dir', path.join(dir, 'without'), '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
+    const without = await cli(
+      'pull',
+      '--all',
+      '--no-observe',
+      '--db',
+      db,
+      '--out-dir',
+      path.join(dir, 'without'),
+      '--python',
+      PYTHON_WITH_TORCH,
+      '--jobs',
+      '1',
+      '--json',
+    );
     assert.doesNotMatch(without.err, /\[observe\]/);
     assert.notStrictEqual((JSON.parse(without.out) as { raw: { equivalent: number } }).raw.equivalent, 1, without.out);
     const batch = await cli('pull', '--all', '--db', db, '--out-dir', path.join(dir, 'all'), '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
@@ -206,7 +231,7 @@ class HeadTests(HeadChecks, unittest.TestCase):
     assert.strictEqual((JSON.parse(batch.out) as { raw: { equivalent: number } }).raw.equivalent, 1, batch.out);
   });
 
-  it('the README\'s code blocks that use the repository are run as written, and what they built is observed', async () => {
+  it("the README's code blocks that use the repository are run as written, and what they built is observed", async () => {
     const dir = await tmpdir();
     const repo = path.join(dir, 'repo');
     await writeTree(repo, {
@@ -262,7 +287,11 @@ x = torch.randn(2)
     // the code block that imports the repository (the one of torch alone is not the repository's use)
     assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.classes, summary.fed], [1, 1, 0, 2, 2], observed.out);
     const shown = await cli('show', 'vitlite.vit.Patches', '--calls', '--db', db);
-    assert.match(shown.out, /in README\.md::example-1-[0-9a-f]{12}\n {4}built with \(patch=8, dim=24\)\n {4}forward got \(img=float32\[1, 3, 32, 32\]\)/, shown.out);
+    assert.match(
+      shown.out,
+      /in README\.md::example-1-[0-9a-f]{12}\n {4}built with \(patch=8, dim=24\)\n {4}forward got \(img=float32\[1, 3, 32, 32\]\)/,
+      shown.out,
+    );
   });
 
   it('a src/ layout: its package imports from src/, its tests from the root, and its original is compared', async () => {
@@ -301,7 +330,7 @@ def test_gate():
     assert.strictEqual(report.validation?.observed, 'tests/test_gate.py::test_gate');
   });
 
-  it('a configuration file\'s model is built by the repository\'s registry (its _base_ merged) and fed', async () => {
+  it("a configuration file's model is built by the repository's registry (its _base_ merged) and fed", async () => {
     const dir = await tmpdir();
     const repo = path.join(dir, 'repo');
     await writeTree(repo, {
@@ -374,10 +403,17 @@ model = dict(backbone=dict(width=4), head=dict(width=4))
     const [summary] = JSON.parse(observed.out) as { entries: number; ran: number; failed: number; fed: number }[];
     assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.fed], [2, 2, 0, 3], observed.out);
     const shown = await cli('show', 'mini.models.Head', '--calls', '--db', db);
-    assert.match(shown.out, /in configs\/tiny\/tiny_w4\.py::model\n {4}built with \(width=4, classes=3\)\n {4}forward got \(feats=float32\[\d+, 4, \d+, \d+\]\)/, shown.out);
+    assert.match(
+      shown.out,
+      /in configs\/tiny\/tiny_w4\.py::model\n {4}built with \(width=4, classes=3\)\n {4}forward got \(feats=float32\[\d+, 4, \d+, \d+\]\)/,
+      shown.out,
+    );
     assert.match(shown.out, /in configs\/_base_\/models\/tiny\.py::model\n {4}built with \(width=8, classes=3\)/, shown.out);
     // the base file is part of what the derived config's observation depends on
-    await fsp.writeFile(path.join(repo, 'configs/_base_/models/tiny.py'), 'model = dict(type="Classifier", backbone=dict(type="Backbone", width=8), head=dict(type="Head", width=8, classes=2))\n');
+    await fsp.writeFile(
+      path.join(repo, 'configs/_base_/models/tiny.py'),
+      'model = dict(type="Classifier", backbone=dict(type="Backbone", width=8), head=dict(type="Head", width=8, classes=2))\n',
+    );
     assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
     const rerun = JSON.parse((await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { ran: number; cached: number }[];
     assert.deepStrictEqual([rerun[0].ran, rerun[0].cached], [2, 0]);
@@ -389,8 +425,10 @@ describe('which entries a capped observation runs', () => {
     if (!hasTorch()) this.skip();
     this.timeout(120_000);
     const dir = await tmpdir();
-    const layer = (name: string): string => `from torch import nn\n\n\nclass ${name}(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n        self.lin = nn.Linear(width, width)\n\n    def forward(self, x):\n        return self.lin(x)\n`;
-    const test = (name: string): string => `import torch\n\nfrom pk.layers_${name.toLowerCase()} import ${name}\n\n\ndef test_${name.toLowerCase()}():\n    ${name}(5)(torch.randn(2, 5))\n`;
+    const layer = (name: string): string =>
+      `from torch import nn\n\n\nclass ${name}(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n        self.lin = nn.Linear(width, width)\n\n    def forward(self, x):\n        return self.lin(x)\n`;
+    const test = (name: string): string =>
+      `import torch\n\nfrom pk.layers_${name.toLowerCase()} import ${name}\n\n\ndef test_${name.toLowerCase()}():\n    ${name}(5)(torch.randn(2, 5))\n`;
     const files: Record<string, string> = { 'pk/__init__.py': '' };
     for (const n of ['Alpha', 'Beta', 'Gamma', 'Delta']) {
       files[`pk/layers_${n.toLowerCase()}.py`] = layer(n);
@@ -402,11 +440,19 @@ describe('which entries a capped observation runs', () => {
     const ws = Workspace.over(db, ASSETS, { runner: ASSETS.runner });
     const [summary] = await ws.observe({ python: PYTHON_WITH_TORCH, maxEntries: 1, focus: new Set(['Gamma']), allowWeakSandbox: true });
     assert.strictEqual(summary.ran, 1, JSON.stringify(summary));
-    assert.deepStrictEqual(observedEntries(db, 1).map((e) => e.entry), ['tests/test_gamma.py::test_gamma']);
+    assert.deepStrictEqual(
+      observedEntries(db, 1).map((e) => e.entry),
+      ['tests/test_gamma.py::test_gamma'],
+    );
   });
 
   it('in turn across files, configs by folder, the files that name more blocks first', () => {
-    const e = (id: string, kind?: 'config'): { id: string; module: string; function: string; kind?: 'config' } => ({ id, module: 'm', function: 'f', ...(kind ? { kind } : {}) });
+    const e = (id: string, kind?: 'config'): { id: string; module: string; function: string; kind?: 'config' } => ({
+      id,
+      module: 'm',
+      function: 'f',
+      ...(kind ? { kind } : {}),
+    });
     const entries = [
       e('configs/a/x.py::model', 'config'),
       e('configs/a/y.py::model', 'config'),
@@ -419,7 +465,15 @@ describe('which entries a capped observation runs', () => {
     const weight = (file: string): number => (file === 'tests/test_model.py' ? 3 : 0);
     assert.deepStrictEqual(
       spreadAcrossFiles(entries, weight).map((x) => x.id),
-      ['tests/test_model.py::test_1', 'configs/a/x.py::model', 'configs/b/z.py::model', 'tests/test_tok.py::test_1', 'tests/test_model.py::test_2', 'configs/a/y.py::model', 'tests/test_tok.py::test_2'],
+      [
+        'tests/test_model.py::test_1',
+        'configs/a/x.py::model',
+        'configs/b/z.py::model',
+        'tests/test_tok.py::test_1',
+        'tests/test_model.py::test_2',
+        'configs/a/y.py::model',
+        'tests/test_tok.py::test_2',
+      ],
     );
   });
 });

@@ -72,13 +72,22 @@ describe('packages only code inside functions uses', function () {
     assert.match(text, /^# used only inside functions, imported where installed: cfgkit, fancyfmt$/m);
     assert.match(text, /try:\n {4}from fancyfmt import table\nexcept ModuleNotFoundError as _nnrag_error:\n {4}table = _NnragMissing\(_nnrag_error\)/);
     const run = (code: string, env: NodeJS.ProcessEnv = {}): string =>
-      execFileSync(PYTHON_WITH_TORCH, ['-c', `import sys; sys.path.insert(0, ${JSON.stringify(path.dirname(out))})\nimport head\n${code}`], { encoding: 'utf8', env: { ...process.env, ...env } }).trim();
+      execFileSync(PYTHON_WITH_TORCH, ['-c', `import sys; sys.path.insert(0, ${JSON.stringify(path.dirname(out))})\nimport head\n${code}`], {
+        encoding: 'utf8',
+        env: { ...process.env, ...env },
+      }).trim();
     // missing: the file imports, the block runs, the config entry point fails with the import's own error
     assert.strictEqual(run('import torch; print(tuple(head.Head()(torch.randn(1, 8, 4, 4)).shape))'), '(1, 8, 4, 4)');
-    assert.strictEqual(run('try:\n    head.Head.from_config({"c": 4})\nexcept ModuleNotFoundError as e:\n    print(e.name, e)'), "cfgkit No module named 'cfgkit'");
+    assert.strictEqual(
+      run('try:\n    head.Head.from_config({"c": 4})\nexcept ModuleNotFoundError as e:\n    print(e.name, e)'),
+      "cfgkit No module named 'cfgkit'",
+    );
     // installed: the real modules, imported when the file is, as the original does
     const withSite = { PYTHONPATH: site };
-    assert.strictEqual(run('print(head.Head.from_config({"c": 4}).conv.in_channels, head.Head().describe(), head.cfgkit.__name__)', withSite), '4 table of (8, 8, 3, 3) cfgkit');
+    assert.strictEqual(
+      run('print(head.Head.from_config({"c": 4}).conv.in_channels, head.Head().describe(), head.cfgkit.__name__)', withSite),
+      '4 table of (8, 8, 3, 3) cfgkit',
+    );
   });
 
   it('a package a definition needs while the file is imported (a base class) stays a plain import', async () => {

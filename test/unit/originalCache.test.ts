@@ -27,10 +27,24 @@ describe("the originals' runs, kept", function () {
     const cache = path.join(work, 'cache');
     assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
     const pull = async (out: string): Promise<Verdict> => {
-      const r = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', path.join(work, out), '--python', PYTHON_WITH_TORCH, '--cache', cache, '--force', '--json');
+      const r = await cli(
+        'pull',
+        'tinyblocks.blocks.ResidualBlock',
+        '--db',
+        db,
+        '--out',
+        path.join(work, out),
+        '--python',
+        PYTHON_WITH_TORCH,
+        '--cache',
+        cache,
+        '--force',
+        '--json',
+      );
       return (JSON.parse(r.out) as { validation: Verdict }).validation;
     };
-    const validate = async (file: string): Promise<Verdict> => JSON.parse((await cli('validate', path.join(work, file), '--db', db, '--python', PYTHON_WITH_TORCH, '--cache', cache, '--json')).out) as Verdict;
+    const validate = async (file: string): Promise<Verdict> =>
+      JSON.parse((await cli('validate', path.join(work, file), '--db', db, '--python', PYTHON_WITH_TORCH, '--cache', cache, '--json')).out) as Verdict;
     const first = await pull('a.py');
     assert.strictEqual(first.tier, 'equivalent', JSON.stringify(first));
     assert.notStrictEqual(first.original_cached, true);
@@ -40,13 +54,31 @@ describe("the originals' runs, kept", function () {
     assert.deepStrictEqual([second.tier, second.equivalence?.status, second.original_cached], ['equivalent', 'equivalent', true]);
     // a Sequential's module tree (children "0", "1" beside named settings): the kept run replays in its own order
     for (const out of ['s1.py', 's2.py']) {
-      const r = await cli('pull', 'tinyblocks.layers.conv.ConvNormAct', '--db', db, '--out', path.join(work, out), '--python', PYTHON_WITH_TORCH, '--cache', cache, '--json');
+      const r = await cli(
+        'pull',
+        'tinyblocks.layers.conv.ConvNormAct',
+        '--db',
+        db,
+        '--out',
+        path.join(work, out),
+        '--python',
+        PYTHON_WITH_TORCH,
+        '--cache',
+        cache,
+        '--json',
+      );
       const v = (JSON.parse(r.out) as { validation: Verdict }).validation;
       assert.deepStrictEqual([v.tier, v.original_cached === true], ['equivalent', out === 's2.py'], JSON.stringify(v));
     }
     // an edit of the copy is judged against the kept original: the difference is found
     const file = path.join(work, 'b.py');
-    await fsp.writeFile(file, (await fsp.readFile(file, 'utf8')).replace('return self.act(self.shortcut(x) + self.drop_path(y))', 'return self.act(self.shortcut(x) + 2 * self.drop_path(y))'));
+    await fsp.writeFile(
+      file,
+      (await fsp.readFile(file, 'utf8')).replace(
+        'return self.act(self.shortcut(x) + self.drop_path(y))',
+        'return self.act(self.shortcut(x) + 2 * self.drop_path(y))',
+      ),
+    );
     const edited = await validate('b.py');
     assert.strictEqual(edited.category, 'differs', JSON.stringify(edited));
     assert.strictEqual(edited.original_cached, true);

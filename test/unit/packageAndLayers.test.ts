@@ -26,7 +26,11 @@ describe('package.json against the code', () => {
       assert.strictEqual(c.category, 'NN-RAG', `${c.command} has no category`);
       assert.match(c.command, /^nnrag\.[a-z][A-Za-z]+$/);
     }
-    for (const id of registered) assert.ok(contributed.some((c) => c.command === id), `${id} is registered but not contributed`);
+    for (const id of registered)
+      assert.ok(
+        contributed.some((c) => c.command === id),
+        `${id} is registered but not contributed`,
+      );
   });
 
   it('every menu entry names a contributed command, and every viewItem is a contextValue the tree sets', () => {
@@ -38,21 +42,31 @@ describe('package.json against the code', () => {
     for (const p of prefixes) for (const st of states) values.add(`${p}${st}`);
     for (const [menu, entries] of Object.entries<{ command: string; when?: string }[]>(pkg.contributes.menus)) {
       for (const e of entries) {
-        assert.ok(contributed.some((c) => c.command === e.command), `${menu}: ${e.command} is not contributed`);
+        assert.ok(
+          contributed.some((c) => c.command === e.command),
+          `${menu}: ${e.command} is not contributed`,
+        );
         for (const m of (e.when ?? '').matchAll(/viewItem == ([\w.-]+)/g)) assert.ok(values.has(m[1]), `${menu}: no tree item sets contextValue '${m[1]}'`);
         for (const m of (e.when ?? '').matchAll(/viewItem =~ (\/[^/]+\/)/g)) {
           const re = new RegExp(m[1].slice(1, -1));
-          assert.ok([...values].some((v) => re.test(v)), `${menu}: no tree item sets a contextValue that ${m[1]} matches`);
+          assert.ok(
+            [...values].some((v) => re.test(v)),
+            `${menu}: no tree item sets a contextValue that ${m[1]} matches`,
+          );
         }
       }
     }
   });
 
-  const extensionSources = (): string => readdirSync(path.join(ROOT, 'src', 'extension')).map((f) => readFileSync(path.join(ROOT, 'src', 'extension', f), 'utf8')).join('\n');
+  const extensionSources = (): string =>
+    readdirSync(path.join(ROOT, 'src', 'extension'))
+      .map((f) => readFileSync(path.join(ROOT, 'src', 'extension', f), 'utf8'))
+      .join('\n');
 
   it('the walkthrough: its media are packaged files, its links and completion events name contributed commands and settings', () => {
     const ignore = readFileSync(path.join(ROOT, '.vscodeignore'), 'utf8');
-    const walks: { steps: { title: string; description: string; media: { markdown?: string }; completionEvents?: string[] }[] }[] = pkg.contributes.walkthroughs;
+    const walks: { steps: { title: string; description: string; media: { markdown?: string }; completionEvents?: string[] }[] }[] =
+      pkg.contributes.walkthroughs;
     assert.ok(walks.length > 0 && walks[0].steps.length >= 3);
     for (const step of walks[0].steps) {
       assert.ok(text(step.title) && text(step.description), 'titled and described');
@@ -84,12 +98,16 @@ describe('package.json against the code', () => {
     const used = [...raw.matchAll(/"%([^"%]+)%"/g)].map((m) => m[1]);
     for (const k of used) assert.ok(nls[k], `package.nls.json has no '${k}'`);
     for (const k of Object.keys(nls)) assert.ok(used.includes(k), `'${k}' in package.nls.json is not used`);
-    for (const c of pkg.contributes.commands as { command: string; title: string }[]) assert.match(c.title, /^%.+%$/, `${c.command}'s title is not localizable`);
-    for (const s of Object.values<{ markdownDescription?: string }>(pkg.contributes.configuration.properties)) assert.match(s.markdownDescription ?? '', /^%.+%$/);
+    for (const c of pkg.contributes.commands as { command: string; title: string }[])
+      assert.match(c.title, /^%.+%$/, `${c.command}'s title is not localizable`);
+    for (const s of Object.values<{ markdownDescription?: string }>(pkg.contributes.configuration.properties))
+      assert.match(s.markdownDescription ?? '', /^%.+%$/);
   });
 
   it('declares each setting the extension reads, with the default the extension assumes', () => {
-    const declared = Object.fromEntries(Object.entries<{ default: unknown }>(pkg.contributes.configuration.properties).map(([k, v]) => [k.replace(/^nnrag\./, ''), v.default]));
+    const declared = Object.fromEntries(
+      Object.entries<{ default: unknown }>(pkg.contributes.configuration.properties).map(([k, v]) => [k.replace(/^nnrag\./, ''), v.default]),
+    );
     assert.deepStrictEqual(declared, DEFAULTS);
   });
 
@@ -127,11 +145,21 @@ describe('package.json against the code', () => {
     assert.deepStrictEqual(errors, []);
     const crossing = async (file: string, text: string): Promise<string[]> =>
       (await eslint.lintText(text, { filePath: path.join(ROOT, file) })).flatMap((r) => r.messages.map((m) => m.ruleId ?? ''));
-    assert.ok((await crossing('src/core/parse/probe.ts', "import { indexSource } from '../index/indexer';\nexport const x = indexSource;\n")).includes('no-restricted-imports'));
+    assert.ok(
+      (await crossing('src/core/parse/probe.ts', "import { indexSource } from '../index/indexer';\nexport const x = indexSource;\n")).includes(
+        'no-restricted-imports',
+      ),
+    );
     assert.ok((await crossing('src/core/store/probe.ts', "import * as vscode from 'vscode';\nexport const x = vscode;\n")).includes('no-restricted-imports'));
-    assert.ok((await crossing('src/core/pull/probe.ts', "import { runCli } from '../../cli/cli';\nexport const x = runCli;\n")).includes('no-restricted-imports'));
+    assert.ok(
+      (await crossing('src/core/pull/probe.ts', "import { runCli } from '../../cli/cli';\nexport const x = runCli;\n")).includes('no-restricted-imports'),
+    );
     // facts.ts imports fingerprint.ts, so fingerprint.ts importing facts.ts closes a cycle.
-    assert.ok((await crossing('src/core/parse/fingerprint.ts', "import { extractFacts } from './facts';\nexport const x = extractFacts;\n")).includes('import/no-cycle'));
+    assert.ok(
+      (await crossing('src/core/parse/fingerprint.ts', "import { extractFacts } from './facts';\nexport const x = extractFacts;\n")).includes(
+        'import/no-cycle',
+      ),
+    );
     assert.deepStrictEqual(await crossing('src/core/index/probe.ts', "import { NnragError } from '../base/errors';\nexport const x = NnragError;\n"), []);
     // a front pulls and indexes through the core API, never the pieces below it
     for (const [file, text] of [
@@ -146,12 +174,18 @@ describe('package.json against the code', () => {
       assert.ok((await crossing(file, text)).includes('no-restricted-imports'), text);
     }
     assert.deepStrictEqual(await crossing('src/cli/probe.ts', "import { Workspace } from '../core/workspace/workspace';\nexport const x = Workspace;\n"), []);
-    assert.deepStrictEqual(await crossing('scripts/probe.ts', "import { Workspace } from '../src/core/workspace/workspace';\nexport const x = Workspace;\n"), []);
+    assert.deepStrictEqual(
+      await crossing('scripts/probe.ts', "import { Workspace } from '../src/core/workspace/workspace';\nexport const x = Workspace;\n"),
+      [],
+    );
   });
 
   it('has no import circle in src, type-only imports counted', () => {
     const graph = importGraph(path.join(ROOT, 'src'));
-    assert.deepStrictEqual(circles(graph).map((c) => c.map((f) => path.relative(ROOT, f))), []);
+    assert.deepStrictEqual(
+      circles(graph).map((c) => c.map((f) => path.relative(ROOT, f))),
+      [],
+    );
     // the check sees one: a circle made of type imports alone
     graph.set('/a.ts', ['/b.ts']);
     graph.set('/b.ts', ['/a.ts']);

@@ -18,7 +18,8 @@ describe('the package used as a module object', function () {
     await writeTree(path.join(dir, 'src'), {
       'mypkg/__init__.py': '__version__ = "1.2.0"\nfrom . import utils\n',
       'mypkg/utils.py': 'def helper(x):\n    return x * 2\n\n\nSCALE = 3\n',
-      'mypkg/aggr.py': 'from torch import nn\n\n\nclass Aggregation(nn.Module):\n    pass\n\n\nclass SumAggregation(Aggregation):\n    def forward(self, x):\n        return x.sum(dim=0)\n\n\nclass MeanAggregation(Aggregation):\n    def forward(self, x):\n        return x.mean(dim=0)\n',
+      'mypkg/aggr.py':
+        'from torch import nn\n\n\nclass Aggregation(nn.Module):\n    pass\n\n\nclass SumAggregation(Aggregation):\n    def forward(self, x):\n        return x.sum(dim=0)\n\n\nclass MeanAggregation(Aggregation):\n    def forward(self, x):\n        return x.mean(dim=0)\n',
       'mypkg/resolve.py':
         'import mypkg.aggr\nfrom mypkg import aggr\nfrom mypkg.aggr import Aggregation, SumAggregation\n\n\ndef resolve(query):\n    # the classes of a module found by scanning its namespace, or by a name held in data\n    found = [c for c in vars(aggr).values() if isinstance(c, type) and issubclass(c, Aggregation) and c.__name__.lower().startswith(query)]\n    return found[0]() if found else getattr(mypkg.aggr, query)()\n',
       'mypkg/conv.py':
@@ -33,7 +34,11 @@ describe('the package used as a module object', function () {
     const out = path.join(dir, 'uses_pkg.py');
     const r = await cli('pull', 'mypkg.blocks.UsesPkg', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json');
     assert.strictEqual(JSON.parse(r.out).tier, 'equivalent', r.out);
-    const body = fs.readFileSync(out, 'utf8').split('\n').filter((l) => !l.startsWith('#')).join('\n');
+    const body = fs
+      .readFileSync(out, 'utf8')
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .join('\n');
     assert.match(body, /^__version__ = "1\.2\.0"$/m);
     assert.doesNotMatch(body, /\bmypkg\b/);
   });
@@ -46,7 +51,10 @@ describe('the package used as a module object', function () {
     // MeanAggregation is named by no code, only found by the scan
     assert.match(body, /^class MeanAggregation\(Aggregation\):/m);
     assert.match(body, /^_nnrag_module_mypkg_aggr = __import__\("types"\)\.ModuleType\("mypkg\.aggr"\)/m);
-    assert.match(body, /^_nnrag_module_mypkg_aggr\.__dict__\.update\(\{"Aggregation": Aggregation, "SumAggregation": SumAggregation, "MeanAggregation": MeanAggregation\}\)$/m);
+    assert.match(
+      body,
+      /^_nnrag_module_mypkg_aggr\.__dict__\.update\(\{"Aggregation": Aggregation, "SumAggregation": SumAggregation, "MeanAggregation": MeanAggregation\}\)$/m,
+    );
   });
 
   it('the module itself as a value: a module object of what it defines, compared (its other attributes are not there)', async () => {
@@ -64,7 +72,10 @@ describe('the package used as a module object', function () {
     type Item = { target: string; status: string; tier: string | null; original_reached?: string | null };
     const byName = new Map((report.items as Item[]).map((i) => [i.target.split('.').pop(), i] as const));
     // KeepsModule's copy runs and differs (its stand-in lacks the package's other attributes): an honest verdict
-    assert.deepStrictEqual([byName.get('KeepsModule')?.status, byName.get('KeepsModule')?.tier, byName.get('KeepsModule')?.original_reached], ['failed', 'forward', 'forward']);
+    assert.deepStrictEqual(
+      [byName.get('KeepsModule')?.status, byName.get('KeepsModule')?.tier, byName.get('KeepsModule')?.original_reached],
+      ['failed', 'forward', 'forward'],
+    );
     assert.deepStrictEqual([byName.get('UsesPkg')?.tier, byName.get('UsesPkg')?.original_reached], ['equivalent', 'forward']);
     assert.deepStrictEqual([byName.get('Conv')?.tier, byName.get('Conv')?.original_reached], ['equivalent', 'forward']);
     assert.deepStrictEqual([report.summary.originals.run, report.summary.originals.imported], [6, 6]);

@@ -99,7 +99,10 @@ describe('parse: definitions', () => {
     assert.strictEqual(a.startLine, 6);
     const unitA = unitNamed(m, 'A');
     assert.strictEqual(unitA.startLine, 5, 'a decorated class starts at its decorator');
-    assert.ok(m.facts.classes.some((c) => c.name === 'B' && c.bases[0] === 'A'), 'class inside a top-level if');
+    assert.ok(
+      m.facts.classes.some((c) => c.name === 'B' && c.bases[0] === 'A'),
+      'class inside a top-level if',
+    );
     const compound = m.facts.units.find((u) => u.kind === 'compound')!;
     assert.deepStrictEqual(compound.binds.sort(), ['B']);
     assert.strictEqual(compound.guard, 'if');
@@ -170,7 +173,10 @@ describe('parse: scope rules (free names of each top-level definition)', () => {
   });
 
   it('global and nonlocal declarations', async () => {
-    const r = await free('def f():\n    global COUNTER\n    COUNTER = 1\n    x = 0\n    def g():\n        nonlocal x\n        x = helper()\n    return g\n', 'f');
+    const r = await free(
+      'def f():\n    global COUNTER\n    COUNTER = 1\n    x = 0\n    def g():\n        nonlocal x\n        x = helper()\n    return g\n',
+      'f',
+    );
     assert.deepStrictEqual(r.call, ['COUNTER', 'helper']);
   });
 
@@ -193,7 +199,10 @@ describe('parse: scope rules (free names of each top-level definition)', () => {
   });
 
   it('except targets, with targets and for targets are locals', async () => {
-    const r = await free('def f(p):\n    with open(p) as fh:\n        for i, line in enumerate(fh):\n            pass\n    try:\n        pass\n    except Err as e:\n        return e, i, line\n', 'f');
+    const r = await free(
+      'def f(p):\n    with open(p) as fh:\n        for i, line in enumerate(fh):\n            pass\n    try:\n        pass\n    except Err as e:\n        return e, i, line\n',
+      'f',
+    );
     assert.deepStrictEqual(r.call, ['Err', 'enumerate', 'open']);
   });
 
@@ -253,7 +262,9 @@ describe('parse: hostile input', () => {
   it('reads a module whose only error is a construct newer than the grammar inside a function body', async () => {
     const p = await parser();
     // CPython compiles `return a, *(gen)`; tree-sitter-python 0.25 does not
-    const out = p.parseText('import re\n\n\ndef f(x):\n    return x, *(int(y) for y in x)\n\n\nclass A:\n    def g(self):\n        return re.sub("a", "b", "c")\n');
+    const out = p.parseText(
+      'import re\n\n\ndef f(x):\n    return x, *(int(y) for y in x)\n\n\nclass A:\n    def g(self):\n        return re.sub("a", "b", "c")\n',
+    );
     assert.ok(out.ok, JSON.stringify(out));
     assert.deepStrictEqual(out.ok && out.facts.classes.map((c) => c.name), ['A']);
     // an error in the module's own statements, or in a signature, still skips the file
@@ -296,9 +307,15 @@ describe('parse: warming the thread parser', () => {
     for (let k = 0; k < 8; k++) {
       assert.ok(classes.includes(`Block${k}`) && classes.includes(`Head${k}`), `Block${k}/Head${k} in ${classes.join(',')}`);
     }
-    assert.ok(m.facts.imports.some((i) => i.level === 1), 'a relative import');
+    assert.ok(
+      m.facts.imports.some((i) => i.level === 1),
+      'a relative import',
+    );
     // scopes walked: the builder's names split by when they are needed
-    assert.ok(['List', 'Block0'].every((n) => unitNamed(m, 'build0').defNames.includes(n)), unitNamed(m, 'build0').defNames.join(','));
+    assert.ok(
+      ['List', 'Block0'].every((n) => unitNamed(m, 'build0').defNames.includes(n)),
+      unitNamed(m, 'build0').defNames.join(','),
+    );
     assert.ok(unitNamed(m, 'build0').callNames.includes('_REGISTRY0'), unitNamed(m, 'build0').callNames.join(','));
     await warmUpParser(await parser(), 1);
   });
@@ -361,7 +378,11 @@ describe('parse: the shapes optimised code depends on', () => {
         const bytes = new TextEncoder().encode(warmUpSample());
         for (let i = 0; i < 60; i++) { if (!p.parse(bytes).ok) throw new Error('no facts'); global.gc(); console.log('FILE ' + i); }
       });`;
-    const run = spawnSync(process.execPath, ['--expose-gc', '--trace-opt', '--trace-deopt', '-e', script], { cwd: ROOT, encoding: 'utf8', maxBuffer: 256 << 20 });
+    const run = spawnSync(process.execPath, ['--expose-gc', '--trace-opt', '--trace-deopt', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      maxBuffer: 256 << 20,
+    });
     assert.strictEqual(run.status, 0, run.stderr);
     // the functions of the walk, the extractor and the fingerprints
     const ours = new Set<string>();
@@ -371,7 +392,12 @@ describe('parse: the shapes optimised code depends on', () => {
     }
     const named = (line: string): string | undefined => /<(?:JSFunction|SharedFunctionInfo) (?:get )?([\w$]+)/.exec(line)?.[1];
     const lines = run.stdout.split('\n');
-    const optimised = new Set(lines.filter((l) => l.startsWith('[completed compiling')).map(named).filter((n) => n && ours.has(n)));
+    const optimised = new Set(
+      lines
+        .filter((l) => l.startsWith('[completed compiling'))
+        .map(named)
+        .filter((n) => n && ours.has(n)),
+    );
     // V8 did optimise them (else there is nothing to throw away and the check below proves nothing)
     for (const hot of ['walk', 'visit']) assert.ok(optimised.has(hot), `${hot} was not optimised: ${[...optimised].join(', ')}`);
     // code thrown away because a class's hidden class died with the last file's objects (233 of them before, after

@@ -35,7 +35,10 @@ describe('parse workers', () => {
       const first = await pool.parse({ file });
       assert.strictEqual(first.kind, 'parsed');
       if (first.kind !== 'parsed') return;
-      assert.deepStrictEqual(first.classes.map((c) => c.name), ['Block']);
+      assert.deepStrictEqual(
+        first.classes.map((c) => c.name),
+        ['Block'],
+      );
       assert.ok(first.facts.length > 0, 'the encoded facts come back');
       const again = await pool.parse({ file, knownHash: first.hash });
       assert.deepStrictEqual(again, { kind: 'same', hash: first.hash, size: first.size });
@@ -75,7 +78,10 @@ describe('parse workers', () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-pp-'));
     // a worker that starts, then dies on every file: what a runtime the workers cannot run in looks like
     const script = path.join(dir, 'dies.js');
-    await fsp.writeFile(script, "const { parentPort } = require('worker_threads');\nparentPort.on('message', () => process.exit(3));\nparentPort.postMessage({ ready: true });\n");
+    await fsp.writeFile(
+      script,
+      "const { parentPort } = require('worker_threads');\nparentPort.on('message', () => process.exit(3));\nparentPort.postMessage({ ready: true });\n",
+    );
     const files = await Promise.all(
       ['a', 'b', 'c', 'd', 'e'].map(async (n) => {
         const file = path.join(dir, `${n}.py`);

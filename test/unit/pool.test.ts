@@ -91,7 +91,10 @@ describe('validation in a pool of warm interpreters', function () {
   it('reports a missing interpreter clearly', async () => {
     const pool = new ValidatorPool('/nonexistent/python3', RUNNER, 1);
     try {
-      await assert.rejects(pool.validate(path.join(ROOT, 'examples', 'tinyblocks', 'tinyblocks', 'blocks.py'), { python: '/nonexistent/python3', runner: RUNNER }), /not found|cannot run|ended unexpectedly/);
+      await assert.rejects(
+        pool.validate(path.join(ROOT, 'examples', 'tinyblocks', 'tinyblocks', 'blocks.py'), { python: '/nonexistent/python3', runner: RUNNER }),
+        /not found|cannot run|ended unexpectedly/,
+      );
     } finally {
       await pool.close();
     }

@@ -19,8 +19,16 @@ describe('provenance a reviewer can check: manifest, SWHID, license, required_re
     const dir = await tmpdir('nnrag-prov-');
     const repos: Record<string, string> = { mitlib: 'MIT', bsdlib: 'BSD-3-Clause', apachelib: 'Apache-2.0' };
     // mitlib's block uses a helper from bsdlib and one from apachelib, both inlined
-    await writeTree(path.join(dir, 'apachelib'), { LICENSE: LICENSES['Apache-2.0'], 'apachelib/__init__.py': '', 'apachelib/act.py': 'def act(x):\n    return x.clamp(min=0)\n' });
-    await writeTree(path.join(dir, 'bsdlib'), { LICENSE: LICENSES['BSD-3-Clause'], 'bsdlib/__init__.py': '', 'bsdlib/width.py': 'def width(c):\n    return max(8, int(c))\n' });
+    await writeTree(path.join(dir, 'apachelib'), {
+      LICENSE: LICENSES['Apache-2.0'],
+      'apachelib/__init__.py': '',
+      'apachelib/act.py': 'def act(x):\n    return x.clamp(min=0)\n',
+    });
+    await writeTree(path.join(dir, 'bsdlib'), {
+      LICENSE: LICENSES['BSD-3-Clause'],
+      'bsdlib/__init__.py': '',
+      'bsdlib/width.py': 'def width(c):\n    return max(8, int(c))\n',
+    });
     await writeTree(path.join(dir, 'mitlib'), {
       LICENSE: LICENSES.MIT,
       'mitlib/__init__.py': '',
@@ -115,7 +123,10 @@ describe('a pulled file header', function () {
     assert.strictEqual(readProvenance(text)?.target, report.target);
     assert.strictEqual(bodyHash(text), readProvenance(text)?.hash, 'the metadata is in the header: the body and its hash are as pulled');
     // PEP 723 after the coding line; torch is not known without an interpreter, so it is named in a comment
-    assert.match(text, /^# -\*- coding: utf-8 -\*-\n# \/\/\/ script\n# dependencies = \[\n# {3}# not installed in the validating interpreter: torch\n# \]\n# \/\/\/\n# Pulled by NN-RAG/);
+    assert.match(
+      text,
+      /^# -\*- coding: utf-8 -\*-\n# \/\/\/ script\n# dependencies = \[\n# {3}# not installed in the validating interpreter: torch\n# \]\n# \/\/\/\n# Pulled by NN-RAG/,
+    );
     // pulled again over it: the file is recognised as an untouched pull, and replaced
     await pullBlock(session, findTarget(db, 'many.block.Block'), { parser: await parser(), out, validate: false });
   });

@@ -18,7 +18,9 @@ const PROV: Provenance = {
   license: 'BSD-3-Clause',
   hash: 'sha256:0000000000000000000000000000000000000000000000000000000000000000',
   pulledAt: '2026-11-26T00:00:00.000Z',
-  definitions: [{ names: ['BasicBlock'], module: 'torchvision.models.resnet', repo: 'torchvision', path: 'models/resnet.py', lines: [59, 100], blob: 'a'.repeat(40) }],
+  definitions: [
+    { names: ['BasicBlock'], module: 'torchvision.models.resnet', repo: 'torchvision', path: 'models/resnet.py', lines: [59, 100], blob: 'a'.repeat(40) },
+  ],
   imports: ['torch'],
   renamed: {},
   validation: { status: 'validated', tier: 'equivalent' },
@@ -31,8 +33,12 @@ describe('provenance words in the editor', () => {
     const hover = provenanceHover(text, text.indexOf('BasicBlock:') + 2);
     const md = JSON.stringify(hover);
     assert.ok(md.includes('torchvision==0.14.1a0+5e8e2f1'), md);
-    const lens = upstreamLens(text, PROV, { target: PROV.target, state: 'up-to-date', edited: false, stale: false,
-      conflicts: 0, changed: [], validation: PROV.validation }, 'file:///x.py');
+    const lens = upstreamLens(
+      text,
+      PROV,
+      { target: PROV.target, state: 'up-to-date', edited: false, stale: false, conflicts: 0, changed: [], validation: PROV.validation },
+      'file:///x.py',
+    );
     assert.match(lens[0].command!.title, /pulled from torchvision@torchvision==0\.14\.1a0\+5e8e2f1 /);
     assert.strictEqual(shortCommit('0123456789abcdef0123456789abcdef01234567'), '0123456789ab');
   });

@@ -55,7 +55,8 @@ describe('pull: resolution and emission', () => {
         'pkg/__init__.py': '',
         'pkg/a.py': 'SCALE = 2\ndef helper(x):\n    return x * SCALE\n',
         'pkg/b.py': 'SCALE = 3\ndef helper(x):\n    return x + SCALE\n',
-        'pkg/main.py': 'from . import a\nfrom .b import helper as hb, SCALE\n\nclass K:\n    def run(self, x):\n        return a.helper(x), hb(x), a.SCALE, SCALE\n',
+        'pkg/main.py':
+          'from . import a\nfrom .b import helper as hb, SCALE\n\nclass K:\n    def run(self, x):\n        return a.helper(x), hb(x), a.SCALE, SCALE\n',
       },
       'pkg.main.K',
     );
@@ -71,12 +72,14 @@ describe('pull: resolution and emission', () => {
     const { code, report, dir } = await pull(
       {
         'lib/__init__.py': '',
-        'lib/lazy.py': 'import os\nSLOW_IMPORT = os.environ.get("SLOW", "") == "1"\n\nclass LazyModule:\n    def __init__(self, name, structure):\n        raise RuntimeError("the package machinery must not be pulled")\n',
+        'lib/lazy.py':
+          'import os\nSLOW_IMPORT = os.environ.get("SLOW", "") == "1"\n\nclass LazyModule:\n    def __init__(self, name, structure):\n        raise RuntimeError("the package machinery must not be pulled")\n',
         'lib/acts/__init__.py': lazyInit('{"gelu": ["GELU", "get_act"]}', 'if TYPE_CHECKING:\n    from .gelu import GELU, get_act'),
         'lib/acts/gelu.py': 'class GELU:\n    def __call__(self, x):\n        return x * 2\n\ndef get_act(name):\n    return GELU()\n',
         'lib/norms/__init__.py': lazyInit('{"rms": ["RMS"]}', 'if TYPE_CHECKING or SLOW_IMPORT:\n    from .rms import RMS'),
         'lib/norms/rms.py': 'class RMS:\n    def __call__(self, x):\n        return x + 1\n',
-        'lib/block.py': 'from .acts import get_act\nfrom .norms import RMS\n\nclass Block:\n    def __init__(self):\n        self.act, self.norm = get_act("gelu"), RMS()\n    def run(self, x):\n        return self.norm(self.act(x))\n',
+        'lib/block.py':
+          'from .acts import get_act\nfrom .norms import RMS\n\nclass Block:\n    def __init__(self):\n        self.act, self.norm = get_act("gelu"), RMS()\n    def run(self, x):\n        return self.norm(self.act(x))\n',
       },
       'lib.block.Block',
     );
@@ -96,7 +99,10 @@ describe('pull: resolution and emission', () => {
     const plain = await pull(files, 'reg.blocks.Plain');
     assert.strictEqual(plain.report.status, 'extracted');
     assert.doesNotMatch(plain.code, /class Registry|^from \.registry|^MODELS/m, 'the registry came with a block that does not build from it');
-    assert.match(plain.code, /# @MODELS\.register_module\(name="Plain"\): registration left out by NN-RAG \(nothing here builds from MODELS; registered in reg\.blocks\)\nclass Plain:/);
+    assert.match(
+      plain.code,
+      /# @MODELS\.register_module\(name="Plain"\): registration left out by NN-RAG \(nothing here builds from MODELS; registered in reg\.blocks\)\nclass Plain:/,
+    );
     assert.strictEqual(run(plain.dir, "print(ns['Plain']().run(1))"), '2');
     const outer = await pull(files, 'reg.blocks.Outer');
     assert.strictEqual(outer.report.status, 'extracted');
@@ -129,7 +135,10 @@ describe('pull: resolution and emission', () => {
     await writeTree(path.join(dir, 'helperlib'), { 'helperlib/__init__.py': '', 'helperlib/ops.py': 'def double(x):\n    return 2 * x\n' });
     // a repository whose package the interpreter has (the standard library's `json`): it stays an import
     await writeTree(path.join(dir, 'jsonfork'), { 'json/__init__.py': 'def dumps(x):\n    return "fork"\n' });
-    await writeTree(path.join(dir, 'app'), { 'app/__init__.py': '', 'app/block.py': 'from helperlib.ops import double\nfrom json import dumps\n\nclass Block:\n    def run(self, x):\n        return dumps(double(x))\n' });
+    await writeTree(path.join(dir, 'app'), {
+      'app/__init__.py': '',
+      'app/block.py': 'from helperlib.ops import double\nfrom json import dumps\n\nclass Block:\n    def run(self, x):\n        return dumps(double(x))\n',
+    });
     const db = await memoryDb();
     for (const r of ['helperlib', 'jsonfork', 'app']) await indexFolder(db, path.join(dir, r));
     const session = openPullSession(db, loadModuleTable(db));
@@ -141,15 +150,30 @@ describe('pull: resolution and emission', () => {
     assert.match(code, /^def double\(x\):/m);
     assert.match(code, /^from json import dumps$/m);
     assert.strictEqual(run(dir, "print(ns['Block']().run(4))"), '8');
-    const none = await pullBlock(session, findTarget(db, 'app.block.Block'), { parser: await parser(), out, validate: false, python: 'python3', inline: 'none', force: true });
+    const none = await pullBlock(session, findTarget(db, 'app.block.Block'), {
+      parser: await parser(),
+      out,
+      validate: false,
+      python: 'python3',
+      inline: 'none',
+      force: true,
+    });
     assert.strictEqual(none.inlinedRepos, undefined);
     assert.match(await fsp.readFile(out, 'utf8'), /^from helperlib\.ops import double$/m);
   });
 
   it('compares a block that inlines another indexed repository with its original, which imports that repository from its folder', async () => {
     const dir = await tmpdir();
-    await writeTree(path.join(dir, 'baselib'), { 'baselib/__init__.py': '', 'baselib/layers.py': 'from torch import nn\n\n\nclass Scale(nn.Module):\n    def __init__(self, k=3.0):\n        super().__init__()\n        self.k = k\n\n    def forward(self, x):\n        return x * self.k\n' });
-    await writeTree(path.join(dir, 'model'), { 'model/__init__.py': '', 'model/block.py': 'from torch import nn\n\nfrom baselib.layers import Scale\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.scale = Scale()\n\n    def forward(self, x):\n        return self.scale(self.lin(x))\n' });
+    await writeTree(path.join(dir, 'baselib'), {
+      'baselib/__init__.py': '',
+      'baselib/layers.py':
+        'from torch import nn\n\n\nclass Scale(nn.Module):\n    def __init__(self, k=3.0):\n        super().__init__()\n        self.k = k\n\n    def forward(self, x):\n        return x * self.k\n',
+    });
+    await writeTree(path.join(dir, 'model'), {
+      'model/__init__.py': '',
+      'model/block.py':
+        'from torch import nn\n\nfrom baselib.layers import Scale\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.scale = Scale()\n\n    def forward(self, x):\n        return self.scale(self.lin(x))\n',
+    });
     const db = path.join(dir, 'index.db');
     assert.strictEqual((await cli('index', path.join(dir, 'baselib'), path.join(dir, 'model'), '--db', db)).code, 0);
     const r = await cli('pull', 'model.block.Block', '--db', db, '--out', path.join(dir, 'out', 'block.py'), '--python', PYTHON_WITH_TORCH, '--json');
@@ -163,19 +187,24 @@ describe('pull: resolution and emission', () => {
 
   it('a name registered in a library the file inlines is found by string: in the code, and in the config dict a test built the block with', async () => {
     const dir = await tmpdir();
-    const registry = 'class Registry:\n    def __init__(self):\n        self.items = {}\n\n    def register_module(self, name=None, module=None):\n        if module is not None:\n            self.items[name or module.__name__] = module\n            return module\n\n        def wrap(cls):\n            self.items[name or cls.__name__] = cls\n            return cls\n        return wrap\n\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.items[cfg.pop("type")](**cfg)\n\n\nMODELS = Registry()\n';
+    const registry =
+      'class Registry:\n    def __init__(self):\n        self.items = {}\n\n    def register_module(self, name=None, module=None):\n        if module is not None:\n            self.items[name or module.__name__] = module\n            return module\n\n        def wrap(cls):\n            self.items[name or cls.__name__] = cls\n            return cls\n        return wrap\n\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.items[cfg.pop("type")](**cfg)\n\n\nMODELS = Registry()\n';
     await writeTree(path.join(dir, 'fwlib'), {
       // the library registers its layers when it is imported, as OpenMMLab's do
       'fwlib/__init__.py': 'from . import acts, norms  # noqa: F401\n',
       // torch's own layers registered under names: by a positional name in a guarded block, and in a loop
-      'fwlib/norms.py': 'import torch\nfrom torch import nn\n\nfrom .registry import MODELS\n\nif torch.__version__ >= "1":\n    MODELS.register_module("LN", module=nn.LayerNorm)\nelse:\n    MODELS.register_module("LN", module=nn.Identity)\n\nfor layer in [nn.ReLU, nn.GELU]:\n    MODELS.register_module(module=layer)\n\n\ndef unrelated():\n    return 1\n',
+      'fwlib/norms.py':
+        'import torch\nfrom torch import nn\n\nfrom .registry import MODELS\n\nif torch.__version__ >= "1":\n    MODELS.register_module("LN", module=nn.LayerNorm)\nelse:\n    MODELS.register_module("LN", module=nn.Identity)\n\nfor layer in [nn.ReLU, nn.GELU]:\n    MODELS.register_module(module=layer)\n\n\ndef unrelated():\n    return 1\n',
       'fwlib/registry.py': registry,
-      'fwlib/acts.py': 'import torch\nfrom torch import nn\n\nfrom .registry import MODELS\n\n\n@MODELS.register_module()\nclass Swish(nn.Module):\n    def forward(self, x):\n        return x * torch.sigmoid(x)\n\n\n@MODELS.register_module(name="Cube")\nclass CubeAct(nn.Module):\n    def forward(self, x):\n        return x ** 3\n',
+      'fwlib/acts.py':
+        'import torch\nfrom torch import nn\n\nfrom .registry import MODELS\n\n\n@MODELS.register_module()\nclass Swish(nn.Module):\n    def forward(self, x):\n        return x * torch.sigmoid(x)\n\n\n@MODELS.register_module(name="Cube")\nclass CubeAct(nn.Module):\n    def forward(self, x):\n        return x ** 3\n',
     });
     await writeTree(path.join(dir, 'app'), {
       'app/__init__.py': '',
-      'app/block.py': 'from torch import nn\n\nfrom fwlib.registry import MODELS\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4, act_cfg=dict(type="Swish"), norm_cfg=dict(type="LN"), out_act="GELU"):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.act = MODELS.build(act_cfg)\n        self.norm = MODELS.build(dict(norm_cfg, normalized_shape=dim))\n        self.out = MODELS.build(dict(type=out_act))\n\n    def forward(self, x):\n        return self.out(self.norm(self.act(self.lin(x))))\n',
-      'tests/test_block.py': 'import torch\n\nfrom app.block import Block\n\n\ndef test_cube():\n    block = Block(dim=3, act_cfg=dict(type="Cube"))\n    assert block(torch.randn(2, 3)).shape == (2, 3)\n',
+      'app/block.py':
+        'from torch import nn\n\nfrom fwlib.registry import MODELS\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4, act_cfg=dict(type="Swish"), norm_cfg=dict(type="LN"), out_act="GELU"):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.act = MODELS.build(act_cfg)\n        self.norm = MODELS.build(dict(norm_cfg, normalized_shape=dim))\n        self.out = MODELS.build(dict(type=out_act))\n\n    def forward(self, x):\n        return self.out(self.norm(self.act(self.lin(x))))\n',
+      'tests/test_block.py':
+        'import torch\n\nfrom app.block import Block\n\n\ndef test_cube():\n    block = Block(dim=3, act_cfg=dict(type="Cube"))\n    assert block(torch.randn(2, 3)).shape == (2, 3)\n',
     });
     const db = path.join(dir, 'index.db');
     assert.strictEqual((await cli('index', path.join(dir, 'fwlib'), path.join(dir, 'app'), '--db', db)).code, 0);
@@ -199,7 +228,8 @@ describe('pull: resolution and emission', () => {
     const dir = await tmpdir();
     await writeTree(path.join(dir, 'buggy'), {
       'buggy/__init__.py': '',
-      'buggy/layers.py': 'from torch import nn\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n\n    def forward(self, x, sparse=False):\n        if sparse:\n            return x[:n_i]\n        return self.lin(x)\n',
+      'buggy/layers.py':
+        'from torch import nn\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n\n    def forward(self, x, sparse=False):\n        if sparse:\n            return x[:n_i]\n        return self.lin(x)\n',
     });
     const db = path.join(dir, 'index.db');
     assert.strictEqual((await cli('index', path.join(dir, 'buggy'), '--db', db)).code, 0);
@@ -210,7 +240,7 @@ describe('pull: resolution and emission', () => {
     assert.match(report.message, /name 'n_i' is not defined/);
   });
 
-  it('feeds a block the inputs the repository\'s own test builds and calls it with (a mask as booleans, by keyword)', async () => {
+  it("feeds a block the inputs the repository's own test builds and calls it with (a mask as booleans, by keyword)", async () => {
     const dir = await tmpdir();
     await writeTree(path.join(dir, 'geo'), {
       'geo/__init__.py': '',
@@ -224,7 +254,10 @@ describe('pull: resolution and emission', () => {
     const r = await cli('pull', 'geo.layers.PointBlock', '--db', db, '--out', path.join(dir, 'out', 'point.py'), '--python', PYTHON_WITH_TORCH, '--json');
     const report = JSON.parse(r.out);
     assert.strictEqual(report.tier, 'equivalent', r.out);
-    assert.deepStrictEqual(report.validation.input_shapes.slice(0, 2), [[1, 7, 16], [1, 7, 3]]);
+    assert.deepStrictEqual(report.validation.input_shapes.slice(0, 2), [
+      [1, 7, 16],
+      [1, 7, 3],
+    ]);
   });
 
   it('orders a statement that runs at import after what the functions it calls read (Hugging Face activations)', async () => {
@@ -248,11 +281,13 @@ describe('pull: resolution and emission', () => {
         'fw/registry/registry.py':
           'from ..heavy import Config, print_log\nfrom .build_functions import build_from_cfg\n\nclass Registry:\n    def __init__(self, name, build_func=None, parent=None, scope=None, locations=None):\n        self.cfg = Config(name)\n    def register_module(self, name=None, force=False, module=None):\n        print_log(name)\n    def get(self, key):\n        return print_log(key)\n    def build(self, cfg):\n        return build_from_cfg(cfg, self)\n',
         'fw/registry/root.py': 'from .registry import Registry\n\nMODELS = Registry("model")\n',
-        'fw/norm.py': 'from .registry.root import MODELS\n\nclass Norm:\n    def __init__(self, eps=0.1):\n        self.eps = eps\n\nMODELS.register_module("N", module=Norm)\n\ndef build_norm(cfg):\n    return MODELS.build(cfg)\n',
+        'fw/norm.py':
+          'from .registry.root import MODELS\n\nclass Norm:\n    def __init__(self, eps=0.1):\n        self.eps = eps\n\nMODELS.register_module("N", module=Norm)\n\ndef build_norm(cfg):\n    return MODELS.build(cfg)\n',
         'fw/logging/__init__.py': 'from .logger import MMLogger, print_log\n',
         'fw/logging/logger.py':
           'import logging\nfrom ..heavy import colored\n\nclass MMLogger(logging.Logger):\n    @classmethod\n    def get_current_instance(cls):\n        return colored(cls)\n\ndef print_log(msg, logger=None, level=logging.INFO):\n    colored(msg)\n',
-        'fw/block.py': 'from .norm import build_norm\nfrom .logging import MMLogger, print_log\n\nclass Block:\n    def __init__(self):\n        self.norm = build_norm(dict(type="N", eps=0.5))\n        print_log("built", logger="current")\n        self.logger = MMLogger.get_current_instance()\n    def run(self):\n        return self.norm.eps\n',
+        'fw/block.py':
+          'from .norm import build_norm\nfrom .logging import MMLogger, print_log\n\nclass Block:\n    def __init__(self):\n        self.norm = build_norm(dict(type="N", eps=0.5))\n        print_log("built", logger="current")\n        self.logger = MMLogger.get_current_instance()\n    def run(self):\n        return self.norm.eps\n',
       },
       'fw.block.Block',
     );
@@ -265,7 +300,10 @@ describe('pull: resolution and emission', () => {
     assert.match(code, /^MODELS\.register_module\("N", module=Norm\)$/m);
     assert.strictEqual(run(dir, "print(ns['Block']().run())"), '0.5');
     // a child registry is among its parent's children, as code that walks the registry tree reads them
-    assert.strictEqual(run(dir, "child = ns['Registry']('model', parent=ns['MODELS'], scope='mine')\nprint(ns['MODELS'].children['mine'] is child, child.children)"), 'True {}');
+    assert.strictEqual(
+      run(dir, "child = ns['Registry']('model', parent=ns['MODELS'], scope='mine')\nprint(ns['MODELS'].children['mine'] is child, child.children)"),
+      'True {}',
+    );
   });
 
   it("writes a minimal PretrainedInit and master_only in place of a framework's checkpoint and distributed machinery", async () => {
@@ -278,7 +316,8 @@ describe('pull: resolution and emission', () => {
         'fw/runner/__init__.py': '',
         'fw/runner/checkpoint.py': 'from ..heavy import *\n\ndef load_checkpoint(module, filename, **kwargs):\n    return heavy_load(module, filename)\n',
         'fw/dist/__init__.py': 'from .utils import master_only\n',
-        'fw/dist/utils.py': 'from ..heavy import *\n\ndef master_only(func):\n    def wrapper(*args, **kwargs):\n        if heavy_rank() == 0:\n            return func(*args, **kwargs)\n    return wrapper\n',
+        'fw/dist/utils.py':
+          'from ..heavy import *\n\ndef master_only(func):\n    def wrapper(*args, **kwargs):\n        if heavy_rank() == 0:\n            return func(*args, **kwargs)\n    return wrapper\n',
         'fw/model/__init__.py': '',
         'fw/model/weight_init.py':
           'from ..registry import build_from_cfg\nfrom ..registry.root import WEIGHT_INITIALIZERS\n\n\ndef initialize(module, init_cfg):\n    build_from_cfg(init_cfg, WEIGHT_INITIALIZERS)(module)\n\n\n@WEIGHT_INITIALIZERS.register_module(name="Pretrained")\nclass PretrainedInit:\n    def __init__(self, checkpoint, prefix=None, map_location="cpu"):\n        self.checkpoint = checkpoint\n\n    def __call__(self, module):\n        from ..runner.checkpoint import load_checkpoint\n        load_checkpoint(module, self.checkpoint)\n',
@@ -288,7 +327,10 @@ describe('pull: resolution and emission', () => {
       'fw.net.Net',
     );
     assert.strictEqual(report.status, 'extracted', JSON.stringify(report.problems));
-    assert.match(code, /^@WEIGHT_INITIALIZERS\.register_module\(name="Pretrained"\)\nclass PretrainedInit:\n {4}"""A minimal PretrainedInit written by NN-RAG in place of fw\.model\.weight_init\.PretrainedInit/m);
+    assert.match(
+      code,
+      /^@WEIGHT_INITIALIZERS\.register_module\(name="Pretrained"\)\nclass PretrainedInit:\n {4}"""A minimal PretrainedInit written by NN-RAG in place of fw\.model\.weight_init\.PretrainedInit/m,
+    );
     assert.match(code, /^def master_only\(func\):\n {4}"""A minimal master_only written by NN-RAG in place of fw\.dist\.utils\.master_only/m);
     assert.doesNotMatch(code, /heavy_|load_checkpoint|Config\(/, "the framework's machinery was pulled");
     // the registry is made before the class registers into it
@@ -375,7 +417,8 @@ describe('pull: resolution and emission', () => {
     assert.doesNotMatch(code, /load_checkpoint|init_cfg_apply|def from_pretrained|def unused/, 'a method nothing reaches was kept');
     assert.match(code, /class Wrapper:\n {4}"""A stand-in written by NN-RAG for fw\.base\.Wrapper/);
     assert.strictEqual(code.match(/def init_weights/g)?.length, 1, "only Other's init_weights is reached");
-    for (const kept of ['def helper', 'def twice', 'def by_string', 'def __repr__', 'def never_called_but_kept', 'def scale']) assert.ok(code.includes(kept), `${kept} is missing`);
+    for (const kept of ['def helper', 'def twice', 'def by_string', 'def __repr__', 'def never_called_but_kept', 'def scale'])
+      assert.ok(code.includes(kept), `${kept} is missing`);
     assert.match(code, /# NN-RAG left out methods nothing in this file reaches: init_weights, from_pretrained/);
     // a class left with no statement still has a body
     assert.match(code, /class Only:\n {4}# NN-RAG left out a method nothing in this file reaches: unused\n {4}pass\n/);
@@ -453,11 +496,12 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(run(dir, "print(ns['Block'](ns['BlockConfig'](2)).stride)"), '2');
   });
 
-  it('names a block defined under an `if` (mmcv\'s `if IS_MLU_AVAILABLE: class ..._MLU`) in the header, so a pull again replaces its own file', async () => {
+  it("names a block defined under an `if` (mmcv's `if IS_MLU_AVAILABLE: class ..._MLU`) in the header, so a pull again replaces its own file", async () => {
     const { report, dir } = await pull(
       {
         'pk/__init__.py': '',
-        'pk/ops.py': 'from torch import nn\n\nHAS_DEVICE = True\n\nif HAS_DEVICE:\n    def helper(x):\n        return x\n\n    class DeviceConv(nn.Module):\n        def forward(self, x):\n            return helper(x)\n',
+        'pk/ops.py':
+          'from torch import nn\n\nHAS_DEVICE = True\n\nif HAS_DEVICE:\n    def helper(x):\n        return x\n\n    class DeviceConv(nn.Module):\n        def forward(self, x):\n            return helper(x)\n',
       },
       'pk.ops.DeviceConv',
     );
@@ -467,7 +511,11 @@ describe('pull: resolution and emission', () => {
     // the file is NN-RAG's own: a second pull over it is not refused
     const db = await memoryDb();
     await indexFolder(db, path.join(dir, 'repo'));
-    const again = await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'pk.ops.DeviceConv'), { parser: await parser(), out, validate: false });
+    const again = await pullBlock(openPullSession(db, loadModuleTable(db)), findTarget(db, 'pk.ops.DeviceConv'), {
+      parser: await parser(),
+      out,
+      validate: false,
+    });
     assert.strictEqual(again.status, 'extracted');
   });
 
@@ -476,7 +524,8 @@ describe('pull: resolution and emission', () => {
       {
         'pk/__init__.py': '',
         'pk/outputs.py': 'class Output:\n    def __init__(self, sample):\n        self.sample = sample\n',
-        'pk/legacy.py': 'from .outputs import Output\n\n\nclass Output(Output):\n    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n        self.legacy = True\n',
+        'pk/legacy.py':
+          'from .outputs import Output\n\n\nclass Output(Output):\n    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n        self.legacy = True\n',
         'pk/block.py': 'from .legacy import Output\n\nclass Block:\n    def run(self, x):\n        return Output(sample=x)\n',
       },
       'pk.block.Block',
@@ -492,7 +541,8 @@ describe('pull: resolution and emission', () => {
         'pk/__init__.py': '',
         'pk/models/__init__.py': '',
         'pk/models/auto.py': 'SCALE = 3\n\ndef make(x):\n    return x * SCALE\n\ndef unused():\n    raise RuntimeError("not read through the module")\n',
-        'pk/block.py': 'class Block:\n    def run(self, x):\n        import pk.models.auto as auto_module\n        return auto_module.make(x) + auto_module.SCALE\n',
+        'pk/block.py':
+          'class Block:\n    def run(self, x):\n        import pk.models.auto as auto_module\n        return auto_module.make(x) + auto_module.SCALE\n',
       },
       'pk.block.Block',
     );
@@ -540,7 +590,8 @@ describe('pull: resolution and emission', () => {
         'lib/deco.py': 'REG = []\ndef register(cls):\n    REG.append(cls.__name__)\n    return cls\n',
         'lib/base.py': 'from .consts import WIDTH\nclass Base:\n    width = WIDTH\n',
         'lib/consts.py': 'WIDTH = 7\nDEFAULT = WIDTH * 2\n',
-        'lib/top.py': 'from .base import Base\nfrom .deco import register, REG\nfrom .consts import DEFAULT\n\n@register\nclass Top(Base):\n    def f(self, d=DEFAULT):\n        return d + self.width, list(REG)\n',
+        'lib/top.py':
+          'from .base import Base\nfrom .deco import register, REG\nfrom .consts import DEFAULT\n\n@register\nclass Top(Base):\n    def f(self, d=DEFAULT):\n        return d + self.width, list(REG)\n',
       },
       'lib.top.Top',
     );
@@ -596,7 +647,8 @@ describe('pull: resolution and emission', () => {
     const { code } = await pull(
       {
         'm/__init__.py': '',
-        'm/x.py': 'import os, sys\nimport numpy as np\nfrom collections import OrderedDict, defaultdict\n\nclass X:\n    def f(self):\n        return np.zeros(2), OrderedDict(), os.sep\n',
+        'm/x.py':
+          'import os, sys\nimport numpy as np\nfrom collections import OrderedDict, defaultdict\n\nclass X:\n    def f(self):\n        return np.zeros(2), OrderedDict(), os.sep\n',
       },
       'm.x.X',
     );
@@ -621,9 +673,12 @@ describe('pull: resolution and emission', () => {
     const { code, dir } = await pull(
       {
         'rg/__init__.py': 'from . import heads\n',
-        'rg/registry.py': 'class Registry:\n    def __init__(self):\n        self.m = {}\n    def register_module(self, name=None):\n        def deco(cls):\n            self.m[name or cls.__name__] = cls\n            return cls\n        return deco\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.m[cfg.pop("type")](**cfg)\nMODELS = Registry()\n',
-        'rg/heads.py': 'from .registry import MODELS\n@MODELS.register_module(name="Fancy")\nclass FancyHead:\n    def __init__(self, k=1):\n        self.k = k\n@MODELS.register_module()\nclass Unused:\n    pass\n',
-        'rg/model.py': 'from .registry import MODELS\nclass Model:\n    def __init__(self, head=dict(type="Fancy", k=3)):\n        self.head = MODELS.build(head)\n',
+        'rg/registry.py':
+          'class Registry:\n    def __init__(self):\n        self.m = {}\n    def register_module(self, name=None):\n        def deco(cls):\n            self.m[name or cls.__name__] = cls\n            return cls\n        return deco\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.m[cfg.pop("type")](**cfg)\nMODELS = Registry()\n',
+        'rg/heads.py':
+          'from .registry import MODELS\n@MODELS.register_module(name="Fancy")\nclass FancyHead:\n    def __init__(self, k=1):\n        self.k = k\n@MODELS.register_module()\nclass Unused:\n    pass\n',
+        'rg/model.py':
+          'from .registry import MODELS\nclass Model:\n    def __init__(self, head=dict(type="Fancy", k=3)):\n        self.head = MODELS.build(head)\n',
       },
       'rg.model.Model',
     );
@@ -672,11 +727,18 @@ describe('pull: resolution and emission', () => {
     const prov = readProvenance(code)!;
     assert.strictEqual(prov.block, 'Q');
     assert.strictEqual(prov.target, report.target);
-    assert.deepStrictEqual(prov.definitions.map((d) => [d.path, d.lines]), [['p/q.py', [1, 2]]]);
+    assert.deepStrictEqual(
+      prov.definitions.map((d) => [d.path, d.lines]),
+      [['p/q.py', [1, 2]]],
+    );
     assert.match(prov.hash, /^sha256:[0-9a-f]{64}$/);
     // the header says where the code comes from, one line per source file
     const grouped = await pull(
-      { 'p/__init__.py': '', 'p/h.py': 'A = 1\nB = 2\nC = 3\n\ndef f():\n    return A + B + C\n', 'p/q.py': 'from .h import f\n\nclass Q:\n    def run(self):\n        return f()\n' },
+      {
+        'p/__init__.py': '',
+        'p/h.py': 'A = 1\nB = 2\nC = 3\n\ndef f():\n    return A + B + C\n',
+        'p/q.py': 'from .h import f\n\nclass Q:\n    def run(self):\n        return f()\n',
+      },
       'p.q.Q',
     );
     assert.match(grouped.code, /^# {3}repo p\/h\.py \([0-9a-f]{12}\): A 1; B 2; C 3; f 5-6$/m);
@@ -775,11 +837,34 @@ describe('pull: what the index kept of each file', () => {
     assert.ok(files.length > 3 && refs > 50 && attrs > 10, `a real sample: ${files.length} files, ${refs} references, ${attrs} with attributes`);
     // references out of source order and a string literal that is not ASCII come back as they were
     const odd: UnitDetail = {
-      refs: [[{ name: 'b', start: 40, end: 41, timing: 'call', attrs: ['x', 'ÿ'], attrEnds: [43, 45] }, { name: 'a', start: 2, end: 3, timing: 'def', attrs: [], attrEnds: [] }]],
-      bindSites: [[{ name: 'é', start: 9, end: 10 }, { name: 'c', start: 0, end: 1 }]],
-      strings: [[{ value: 'MLPHead', timing: 'call', at: 50 }, { value: 'ünï', timing: 'def', at: 12 }]],
+      refs: [
+        [
+          { name: 'b', start: 40, end: 41, timing: 'call', attrs: ['x', 'ÿ'], attrEnds: [43, 45] },
+          { name: 'a', start: 2, end: 3, timing: 'def', attrs: [], attrEnds: [] },
+        ],
+      ],
+      bindSites: [
+        [
+          { name: 'é', start: 9, end: 10 },
+          { name: 'c', start: 0, end: 1 },
+        ],
+      ],
+      strings: [
+        [
+          { value: 'MLPHead', timing: 'call', at: 50 },
+          { value: 'ünï', timing: 'def', at: 12 },
+        ],
+      ],
       importRanges: [{ unit: 0, start: 5, end: 30, imports: [0, 1] }],
-      bodies: [{ statements: 3, methods: [{ name: 'forward', start: 20, end: 60 }, { name: 'ǵ', start: 8, end: 9 }] }],
+      bodies: [
+        {
+          statements: 3,
+          methods: [
+            { name: 'forward', start: 20, end: 60 },
+            { name: 'ǵ', start: 8, end: 9 },
+          ],
+        },
+      ],
     };
     assert.deepStrictEqual(decodeUnits(encodeUnits(odd)), odd);
     // a range that ends before it starts is a bug upstream: no entry, never a wrong one

@@ -5,7 +5,15 @@ import type { PulledFileStatus } from '../../src/core/pull/update';
 import { FAILURE_CATEGORIES } from '../../src/core/validate/report';
 import { sentence } from '../../src/core/base/text';
 
-const base: PulledFileStatus = { target: 't:m.Block', state: 'up-to-date', edited: false, stale: false, conflicts: 0, changed: [], validation: { status: 'validated', tier: 'equivalent', category: null } };
+const base: PulledFileStatus = {
+  target: 't:m.Block',
+  state: 'up-to-date',
+  edited: false,
+  stale: false,
+  conflicts: 0,
+  changed: [],
+  validation: { status: 'validated', tier: 'equivalent', category: null },
+};
 
 describe('the words for a pulled file', () => {
   it('says conflicts, edits and failures wherever it is shown, each with its icon', () => {
@@ -13,7 +21,11 @@ describe('the words for a pulled file', () => {
     assert.deepStrictEqual(describePulled({ ...base, edited: true }).parts, ['up to date', 'edited locally', 'validated: equivalent']);
     assert.strictEqual(describePulled({ ...base, edited: true }).icon, 'edit');
     // a verdict on the body before the edit is not the file's: said so, and a failure before the edit is no warning
-    assert.deepStrictEqual(describePulled({ ...base, edited: true, stale: true }).parts, ['up to date', 'edited locally', 'edited, not validated since (was validated: equivalent)']);
+    assert.deepStrictEqual(describePulled({ ...base, edited: true, stale: true }).parts, [
+      'up to date',
+      'edited locally',
+      'edited, not validated since (was validated: equivalent)',
+    ]);
     const staleFailure = describePulled({ ...base, edited: true, stale: true, validation: { status: 'failed', tier: 'imported', category: 'instantiate' } });
     assert.strictEqual(staleFailure.icon, 'edit');
     const conflicted = describePulled({ ...base, state: 'conflicted', conflicts: 2, edited: true });
@@ -28,7 +40,12 @@ describe('the words for a pulled file', () => {
     assert.strictEqual(verdictWords({ status: 'validated', tier: 'forward' }), 'validated: forward');
     assert.strictEqual(verdictWords({ status: 'failed', tier: null, category: 'syntax' }), 'failed: the file does not parse');
     // no tier id or category key reaches a person: every category has its words
-    for (const c of FAILURE_CATEGORIES) assert.doesNotMatch(verdictWords({ status: 'failed', tier: 'names-closed', category: c }), /names-closed|instantiate\b|missing-package|native-extension|import-error/, c);
+    for (const c of FAILURE_CATEGORIES)
+      assert.doesNotMatch(
+        verdictWords({ status: 'failed', tier: 'names-closed', category: c }),
+        /names-closed|instantiate\b|missing-package|native-extension|import-error/,
+        c,
+      );
     assert.strictEqual(verdictWords(undefined), 'not validated');
     assert.strictEqual(verdictWords({ status: 'extracted', tier: null }), 'not validated');
     assert.ok(tierRank('forward') < tierRank('equivalent') && tierRank(null) < tierRank('parsed'));

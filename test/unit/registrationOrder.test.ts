@@ -40,9 +40,12 @@ describe('registrations keep the order the original imports made', function () {
     await writeTree(path.join(dir, 'src'), {
       'regpkg/__init__.py': 'from . import conv, wrappers\n',
       'regpkg/registry.py': REGISTRY,
-      'regpkg/conv.py': 'from torch import nn\n\nfrom .registry import MODELS\n\nMODELS.register_module("Conv3d", module=nn.Conv3d)\n\n\ndef build_conv(cfg, *args, **kwargs):\n    return MODELS.build(dict(cfg, **kwargs)) if not args else MODELS._modules[cfg["type"]](*args, **kwargs)\n',
-      'regpkg/wrappers.py': 'from torch import nn\n\nfrom .registry import MODELS\n\n\n@MODELS.register_module("Conv3d", force=True)\nclass Conv3d(nn.Conv3d):\n    def forward(self, x):\n        return super().forward(x) * 2\n',
-      'regpkg/block.py': 'from torch import nn\n\nfrom .conv import build_conv\nfrom .wrappers import Conv3d  # noqa: F401 (registers the wrapper)\n\n\nclass Block(nn.Module):\n    def __init__(self, channels=2):\n        super().__init__()\n        self.conv = build_conv(dict(type="Conv3d"), channels, channels, 1)\n\n    def forward(self, x):\n        return self.conv(x)\n',
+      'regpkg/conv.py':
+        'from torch import nn\n\nfrom .registry import MODELS\n\nMODELS.register_module("Conv3d", module=nn.Conv3d)\n\n\ndef build_conv(cfg, *args, **kwargs):\n    return MODELS.build(dict(cfg, **kwargs)) if not args else MODELS._modules[cfg["type"]](*args, **kwargs)\n',
+      'regpkg/wrappers.py':
+        'from torch import nn\n\nfrom .registry import MODELS\n\n\n@MODELS.register_module("Conv3d", force=True)\nclass Conv3d(nn.Conv3d):\n    def forward(self, x):\n        return super().forward(x) * 2\n',
+      'regpkg/block.py':
+        'from torch import nn\n\nfrom .conv import build_conv\nfrom .wrappers import Conv3d  # noqa: F401 (registers the wrapper)\n\n\nclass Block(nn.Module):\n    def __init__(self, channels=2):\n        super().__init__()\n        self.conv = build_conv(dict(type="Conv3d"), channels, channels, 1)\n\n    def forward(self, x):\n        return self.conv(x)\n',
     });
     assert.strictEqual((await cli('index', path.join(dir, 'src'), '--db', db)).code, 0);
     const out = path.join(dir, 'block.py');

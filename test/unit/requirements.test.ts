@@ -34,12 +34,23 @@ describe('requirements a pulled file can be installed with (PEP 440)', () => {
       ],
       ['torch', 'yaml', 'einops'],
     );
-    assert.strictEqual(block, ['# /// script', '# dependencies = [', '#   "PyYAML~=6.0",', '#   "torch~=1.13.0a0",', '#   # not installed in the validating interpreter: einops', '# ]', '# ///'].join('\n'));
+    assert.strictEqual(
+      block,
+      [
+        '# /// script',
+        '# dependencies = [',
+        '#   "PyYAML~=6.0",',
+        '#   "torch~=1.13.0a0",',
+        '#   # not installed in the validating interpreter: einops',
+        '# ]',
+        '# ///',
+      ].join('\n'),
+    );
   });
 });
 
-describe('requirements merged into the project\'s file', () => {
-  it('keeps the user\'s line for a distribution the file names, appends the others once, and modules without one as a comment', () => {
+describe("requirements merged into the project's file", () => {
+  it("keeps the user's line for a distribution the file names, appends the others once, and modules without one as a comment", () => {
     const existing = '# my project\nTorch==2.1.0\nnumpy>=1.24 ; python_version > "3.8"\n';
     const adding = 'einops>=0.7\nnumpy>=1.26\nmystery  # not installed in the validating interpreter\ntorch>=1.13\n';
     const once = mergeRequirements(existing, adding);
@@ -55,11 +66,15 @@ describe('requirements merged into the project\'s file', () => {
 
   it("adds to pyproject.toml's [project] dependencies, leaving the rest of the file as the user wrote it", () => {
     const adding = 'einops>=0.7\nnumpy>=1.26\nmystery  # not installed in the validating interpreter\n';
-    const multi = '[build-system]\nrequires = ["setuptools"]\n\n[project]\nname = "mine"  # the name\ndependencies = [\n  "numpy>=1.24",  # pinned for CUDA\n  "torch==2.1.0"\n]\n\n[tool.ruff]\nline-length = 120\n';
+    const multi =
+      '[build-system]\nrequires = ["setuptools"]\n\n[project]\nname = "mine"  # the name\ndependencies = [\n  "numpy>=1.24",  # pinned for CUDA\n  "torch==2.1.0"\n]\n\n[tool.ruff]\nline-length = 120\n';
     const r = mergePyproject(multi, adding);
     assert.ok('text' in r, JSON.stringify(r));
     assert.deepStrictEqual(r.added, ['einops>=0.7', '# mystery  # not installed in the validating interpreter']);
-    assert.strictEqual(r.text, '[build-system]\nrequires = ["setuptools"]\n\n[project]\nname = "mine"  # the name\ndependencies = [\n  "numpy>=1.24",  # pinned for CUDA\n  "torch==2.1.0",\n  "einops>=0.7",\n  # mystery  # not installed in the validating interpreter\n]\n\n[tool.ruff]\nline-length = 120\n');
+    assert.strictEqual(
+      r.text,
+      '[build-system]\nrequires = ["setuptools"]\n\n[project]\nname = "mine"  # the name\ndependencies = [\n  "numpy>=1.24",  # pinned for CUDA\n  "torch==2.1.0",\n  "einops>=0.7",\n  # mystery  # not installed in the validating interpreter\n]\n\n[tool.ruff]\nline-length = 120\n',
+    );
     // again: nothing more
     const again = mergePyproject(r.text, adding);
     assert.deepStrictEqual(again, { text: r.text, added: [] });

@@ -13,7 +13,7 @@ describe('scope rules of a class body', function () {
     if (!hasTorch()) this.skip();
   });
 
-  it('an annotation naming a method defined by that very def (`def device(self) -> device`) is the module\'s name', async () => {
+  it("an annotation naming a method defined by that very def (`def device(self) -> device`) is the module's name", async () => {
     const report = await pullValidated(
       {
         'scopepkg/__init__.py': '',
@@ -40,7 +40,7 @@ class OnDevice(nn.Module):
     assert.match(fs.readFileSync(report.out!, 'utf8'), /^from torch import (?:device, nn|nn, device)$|^from torch import device$/m);
   });
 
-  it('a default that names a class attribute bound earlier in the body is the class\'s, not the module\'s', async () => {
+  it("a default that names a class attribute bound earlier in the body is the class's, not the module's", async () => {
     const report = await pullValidated(
       {
         'scopepkg/__init__.py': '',
@@ -64,6 +64,6 @@ class Scaled(nn.Module):
       'scopepkg.scaled.Scaled',
     );
     assert.strictEqual(report.tier, 'equivalent', JSON.stringify(report.validation));
-    assert.doesNotMatch(fs.readFileSync(report.out!, 'utf8'), /^scale = 100\.0$/m, 'the module\'s scale is not needed');
+    assert.doesNotMatch(fs.readFileSync(report.out!, 'utf8'), /^scale = 100\.0$/m, "the module's scale is not needed");
   });
 });

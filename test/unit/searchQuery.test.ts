@@ -3,7 +3,17 @@ import { searchBlocks, searchSuggestion } from '../../src/core/search/search';
 import { correct, splitCompound, understand, vocabularyOf } from '../../src/core/search/query';
 import { indexFolder, memoryDb, tmpdir, writeTree } from './helpers';
 
-const NAMES = ['MultiheadAttention', 'ResidualBlock', 'ConvBnReLU2d', 'DropPath', 'BatchNorm2d', 'FeaturePyramidNetwork', 'ColorJitter', 'InvertedResidual', 'SqueezeExcitation'];
+const NAMES = [
+  'MultiheadAttention',
+  'ResidualBlock',
+  'ConvBnReLU2d',
+  'DropPath',
+  'BatchNorm2d',
+  'FeaturePyramidNetwork',
+  'ColorJitter',
+  'InvertedResidual',
+  'SqueezeExcitation',
+];
 
 describe('search: what a query means', () => {
   const v = vocabularyOf(NAMES);
@@ -18,7 +28,7 @@ describe('search: what a query means', () => {
     assert.deepStrictEqual(understand('FPN', v).meanings, [['feature', 'pyramid', 'network']]);
   });
 
-  it('knows the field\'s synonyms', () => {
+  it("knows the field's synonyms", () => {
     assert.ok(['drop', 'path'].every((w) => terms('stochastic depth').includes(w)));
     assert.ok(['stochastic', 'depth'].every((w) => terms('droppath').includes(w)));
     assert.ok(['inverted', 'residual'].every((w) => terms('MBConv').includes(w)));
@@ -63,9 +73,12 @@ describe('search: ranking what the query means', () => {
     await writeTree(dir, {
       'zoo/__init__.py': '',
       'zoo/conv.py': `from torch import nn\n\n${conv('Conv2dNormActivation', '2d')}\n${conv('Conv3dNormActivation', '3d')}`,
-      'zoo/attn.py': 'from torch import nn\n\nclass MultiheadAttention(nn.Module):\n    """Attention over heads."""\n    def __init__(\n        self,\n        # sizes\n        dim=8,\n        heads=2,  # per layer\n    ):\n        super().__init__()\n\nclass ASPP(nn.Module):\n    """Pyramid of dilated convolutions."""\n\nclass ASPPPooling(nn.Module):\n    """The pooling branch of ASPP."""\n',
-      'zoo/models.py': 'from torch import nn\n\nclass ConvNeXt(nn.Module):\n    """A ConvNeXt model with blocks."""\n    def __init__(self, num_classes=1000):\n        super().__init__()\n\nclass CNBlock(nn.Module):\n    """The ConvNeXt block."""\n',
-      'zoo/transforms.py': 'from torch import nn\n\nclass ObjectDetection(nn.Module):\n    """Presets for detection: the head of the pipeline."""\n\nclass DetectionHead(nn.Module):\n    """A detection head."""\n',
+      'zoo/attn.py':
+        'from torch import nn\n\nclass MultiheadAttention(nn.Module):\n    """Attention over heads."""\n    def __init__(\n        self,\n        # sizes\n        dim=8,\n        heads=2,  # per layer\n    ):\n        super().__init__()\n\nclass ASPP(nn.Module):\n    """Pyramid of dilated convolutions."""\n\nclass ASPPPooling(nn.Module):\n    """The pooling branch of ASPP."""\n',
+      'zoo/models.py':
+        'from torch import nn\n\nclass ConvNeXt(nn.Module):\n    """A ConvNeXt model with blocks."""\n    def __init__(self, num_classes=1000):\n        super().__init__()\n\nclass CNBlock(nn.Module):\n    """The ConvNeXt block."""\n',
+      'zoo/transforms.py':
+        'from torch import nn\n\nclass ObjectDetection(nn.Module):\n    """Presets for detection: the head of the pipeline."""\n\nclass DetectionHead(nn.Module):\n    """A detection head."""\n',
     });
     const db = await memoryDb();
     await indexFolder(db, dir);
@@ -107,7 +120,10 @@ describe('search: ranking what the query means', () => {
     const db = await zoo();
     assert.strictEqual(searchSuggestion(db, 'squeezz excitation'), undefined, 'no such words yet');
     const more = await tmpdir();
-    await writeTree(more, { 'extra/__init__.py': '', 'extra/se.py': 'from torch import nn\n\nclass SqueezeExcitation(nn.Module):\n    """Channel gates."""\n' });
+    await writeTree(more, {
+      'extra/__init__.py': '',
+      'extra/se.py': 'from torch import nn\n\nclass SqueezeExcitation(nn.Module):\n    """Channel gates."""\n',
+    });
     await indexFolder(db, more);
     // the vocabulary grows by the new rows only, and says what it was told
     assert.strictEqual(searchSuggestion(db, 'squeezz excitation'), 'squeeze excitation');

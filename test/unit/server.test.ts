@@ -7,7 +7,18 @@ import type { MessageConnection } from 'vscode-jsonrpc/node';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import type { PullReport } from '../../src/core/pull/pull';
 import type { SearchHit } from '../../src/core/search/search';
-import { GetIndexStatus, GetPulledStatus, IndexStatusChanged, ListTree, PlanUpdate, PullBlock, ReindexRepositories, SearchBlocks, ValidatePulled, WriteManifests } from '../../src/shared/protocol';
+import {
+  GetIndexStatus,
+  GetPulledStatus,
+  IndexStatusChanged,
+  ListTree,
+  PlanUpdate,
+  PullBlock,
+  ReindexRepositories,
+  SearchBlocks,
+  ValidatePulled,
+  WriteManifests,
+} from '../../src/shared/protocol';
 import type { IndexStatus, InitOptions, TreeNode } from '../../src/shared/protocol';
 import { git, startGitServer } from './gitServer';
 import { ASSETS, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
@@ -22,7 +33,9 @@ describe('language server over stdio (the real server process)', function () {
 
   before(async () => {
     storage = await tmpdir('nnrag-server-');
-    child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/server/main.ts'), '--stdio'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/server/main.ts'), '--stdio'], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     conn = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
     conn.onNotification(IndexStatusChanged.method, (s: IndexStatus) => {
       statuses.push(s);
@@ -71,8 +84,14 @@ describe('language server over stdio (the real server process)', function () {
   it('indexes the configured repositories, reports progress, and survives a bad one', async () => {
     const s = await whenReady();
     assert.strictEqual(s.blocks, 7);
-    assert.ok(statuses.some((x) => x.state === 'indexing'), 'progress was pushed while indexing');
-    assert.ok(shown.some((m) => /cannot index .*missing-folder: no such folder/.test(m)), `the bad repository is reported: ${shown.join(' | ')}`);
+    assert.ok(
+      statuses.some((x) => x.state === 'indexing'),
+      'progress was pushed while indexing',
+    );
+    assert.ok(
+      shown.some((m) => /cannot index .*missing-folder: no such folder/.test(m)),
+      `the bad repository is reported: ${shown.join(' | ')}`,
+    );
     await fsp.access(path.join(storage, 'index.db')).catch(async () => {
       await new Promise((r) => setTimeout(r, 1000));
       await fsp.access(path.join(storage, 'index.db'));
@@ -85,7 +104,13 @@ describe('language server over stdio (the real server process)', function () {
     assert.strictEqual(hits[0].name, 'SqueezeExcite');
     const repos = await conn.sendRequest<TreeNode[]>(ListTree.method, {});
     // every configured repository has a node; the one that cannot be indexed says why
-    assert.deepStrictEqual(repos.map((r) => [r.label, /no such folder/.test(r.error ?? '')]), [['tinyblocks', false], ['missing-folder', true]]);
+    assert.deepStrictEqual(
+      repos.map((r) => [r.label, /no such folder/.test(r.error ?? '')]),
+      [
+        ['tinyblocks', false],
+        ['missing-folder', true],
+      ],
+    );
     const cats = await conn.sendRequest<TreeNode[]>(ListTree.method, { parent: repos[0] });
     assert.ok(cats.some((c) => c.category === 'attention'));
     const blocks = await conn.sendRequest<TreeNode[]>(ListTree.method, { parent: cats.find((c) => c.category === 'attention') });
@@ -95,14 +120,23 @@ describe('language server over stdio (the real server process)', function () {
   it('pulls a block and gives a provenance hover on the pulled file', async () => {
     await whenReady();
     const out = path.join(storage, 'ws', 'se.py');
-    const report = await conn.sendRequest<PullReport>(PullBlock.method, { target: 'tinyblocks.layers.se.SqueezeExcite', out, validate: false, timeoutSeconds: 60, memoryMb: 2048 });
+    const report = await conn.sendRequest<PullReport>(PullBlock.method, {
+      target: 'tinyblocks.layers.se.SqueezeExcite',
+      out,
+      validate: false,
+      timeoutSeconds: 60,
+      memoryMb: 2048,
+    });
     assert.strictEqual(report.status, 'extracted');
     const text = await fsp.readFile(out, 'utf8');
     const uri = `file://${out}`;
     conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'python', version: 1, text } });
     const lines = text.split('\n');
     const line = lines.findIndex((l) => l.startsWith('def make_divisible'));
-    const hover = await conn.sendRequest<{ contents: { value: string } } | null>('textDocument/hover', { textDocument: { uri }, position: { line, character: 6 } });
+    const hover = await conn.sendRequest<{ contents: { value: string } } | null>('textDocument/hover', {
+      textDocument: { uri },
+      position: { line, character: 6 },
+    });
     assert.ok(hover, 'a hover over an inlined helper');
     assert.match(hover.contents.value, /tinyblocks\/helpers\.py/);
     assert.match(hover.contents.value, /license: MIT/);
@@ -118,7 +152,13 @@ describe('language server over stdio (the real server process)', function () {
     this.timeout(180_000);
     await whenReady();
     const out = path.join(storage, 'ws2', 'drop.py');
-    await conn.sendRequest<PullReport>(PullBlock.method, { target: 'tinyblocks.layers.drop.DropPath', out, validate: false, timeoutSeconds: 60, memoryMb: 2048 });
+    await conn.sendRequest<PullReport>(PullBlock.method, {
+      target: 'tinyblocks.layers.drop.DropPath',
+      out,
+      validate: false,
+      timeoutSeconds: 60,
+      memoryMb: 2048,
+    });
     const text = await fsp.readFile(out, 'utf8');
     const edited = `${text}\n# mine\n`;
     const states = await conn.sendRequest<{ uri: string; state: string; edited: boolean }[]>(GetPulledStatus.method, {
@@ -153,7 +193,14 @@ describe('language server over stdio (the real server process)', function () {
       });
     }
     if (!existsSync(PYTHON_WITH_TORCH)) return;
-    const checked = await conn.sendRequest<{ validation: { ok: boolean; tier: string }; text: string }>(ValidatePulled.method, { file: out, text, python: PYTHON_WITH_TORCH, timeoutSeconds: 120, memoryMb: 4096, allowWeakSandbox: true });
+    const checked = await conn.sendRequest<{ validation: { ok: boolean; tier: string }; text: string }>(ValidatePulled.method, {
+      file: out,
+      text,
+      python: PYTHON_WITH_TORCH,
+      timeoutSeconds: 120,
+      memoryMb: 4096,
+      allowWeakSandbox: true,
+    });
     assert.deepStrictEqual([checked.validation.ok, checked.validation.tier], [true, 'equivalent']);
     assert.match(checked.text, /"validation":\{"status":"validated","tier":"equivalent"/);
     // the body, and the file on disk, are untouched: the client applies the text
@@ -166,7 +213,10 @@ describe('language server over stdio (the real server process)', function () {
     const big = await tmpdir('nnrag-big-');
     for (let i = 0; i < 1500; i++) {
       await fsp.mkdir(path.join(big, `pkg${i % 30}`), { recursive: true });
-      await fsp.writeFile(path.join(big, `pkg${i % 30}`, `m${i}.py`), `from torch import nn\n\nclass Layer${i}(nn.Module):\n    def forward(self, x):\n        return x * ${i}\n`);
+      await fsp.writeFile(
+        path.join(big, `pkg${i % 30}`, `m${i}.py`),
+        `from torch import nn\n\nclass Layer${i}(nn.Module):\n    def forward(self, x):\n        return x * ${i}\n`,
+      );
     }
     const tiny = { location: path.join(ROOT, 'examples', 'tinyblocks') };
     const cts = new CancellationTokenSource();
@@ -189,7 +239,11 @@ describe('language server over stdio (the real server process)', function () {
     assert.match(outcome, /cancelled/i);
     const after = await whenReady();
     assert.ok(after.files < 1500 + 8, `the cancelled run stopped early (${after.files} files)`);
-    assert.strictEqual((await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: 'squeeze' }))[0]?.name, 'SqueezeExcite', 'what was indexed stays searchable');
+    assert.strictEqual(
+      (await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: 'squeeze' }))[0]?.name,
+      'SqueezeExcite',
+      'what was indexed stays searchable',
+    );
   });
 
   it('keeps the index whole under bursts of re-index, remove and enable requests (the busy index of issue 35)', async function () {
@@ -198,15 +252,26 @@ describe('language server over stdio (the real server process)', function () {
     const big = await tmpdir('nnrag-burst-');
     for (let i = 0; i < 600; i++) {
       await fsp.mkdir(path.join(big, `pkg${i % 20}`), { recursive: true });
-      await fsp.writeFile(path.join(big, `pkg${i % 20}`, `m${i}.py`), `from torch import nn\n\nclass Burst${i}(nn.Module):\n    def forward(self, x):\n        return x * ${i}\n`);
+      await fsp.writeFile(
+        path.join(big, `pkg${i % 20}`, `m${i}.py`),
+        `from torch import nn\n\nclass Burst${i}(nn.Module):\n    def forward(self, x):\n        return x * ${i}\n`,
+      );
     }
     const tiny = { location: path.join(ROOT, 'examples', 'tinyblocks') };
     const both = [tiny, { location: big, name: 'burst' }];
     const bursts: { label: string; requests: { repositories: unknown[] }[]; blocks: number }[] = [
       // add a repository and re-index it four times, 400 ms apart, while the first run is under way
-      { label: 'add, then re-index', requests: [{ repositories: both }, { repositories: both }, { repositories: both }, { repositories: both }, { repositories: both }], blocks: 7 + 600 },
+      {
+        label: 'add, then re-index',
+        requests: [{ repositories: both }, { repositories: both }, { repositories: both }, { repositories: both }, { repositories: both }],
+        blocks: 7 + 600,
+      },
       // remove it, enable it again, remove it, enable it again
-      { label: 'remove and enable', requests: [{ repositories: [tiny] }, { repositories: both }, { repositories: [tiny] }, { repositories: both }], blocks: 7 + 600 },
+      {
+        label: 'remove and enable',
+        requests: [{ repositories: [tiny] }, { repositories: both }, { repositories: [tiny] }, { repositories: both }],
+        blocks: 7 + 600,
+      },
       { label: 'remove', requests: [{ repositories: both }, { repositories: [tiny] }], blocks: 7 },
     ];
     for (const burst of bursts) {
@@ -219,9 +284,17 @@ describe('language server over stdio (the real server process)', function () {
       await Promise.all(runs);
       const s = await whenReady();
       assert.strictEqual(s.blocks, burst.blocks, `${burst.label}: ${JSON.stringify(s)}`);
-      assert.deepStrictEqual(shown.filter((m) => /cannot index|UNIQUE/.test(m)), [], burst.label);
+      assert.deepStrictEqual(
+        shown.filter((m) => /cannot index|UNIQUE/.test(m)),
+        [],
+        burst.label,
+      );
       const hits = await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: 'Burst599', limit: 3 });
-      assert.strictEqual(hits.some((h) => h.name === 'Burst599'), burst.blocks > 7, burst.label);
+      assert.strictEqual(
+        hits.some((h) => h.name === 'Burst599'),
+        burst.blocks > 7,
+        burst.label,
+      );
     }
   });
 
@@ -230,7 +303,9 @@ describe('language server over stdio (the real server process)', function () {
     const live = await tmpdir('nnrag-live-');
     await fsp.mkdir(path.join(live, 'pkg'), { recursive: true });
     await fsp.writeFile(path.join(live, 'pkg', '__init__.py'), '');
-    await conn.sendRequest(ReindexRepositories.method, { repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }, { location: live, name: 'live' }] });
+    await conn.sendRequest(ReindexRepositories.method, {
+      repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }, { location: live, name: 'live' }],
+    });
     const until = async (text: string, present: boolean, module?: string): Promise<number> => {
       const t0 = Date.now();
       for (;;) {
@@ -254,11 +329,21 @@ describe('language server over stdio (the real server process)', function () {
     await until('LiveDerived', true, 'pkg.derived');
     // pulls share the server's module table until the index changes: a pull after a live update sees the new code
     const pulled = path.join(storage, 'ws', 'live_derived.py');
-    const pull = () => conn.sendRequest<PullReport>(PullBlock.method, { target: 'live:pkg.derived.LiveDerived', out: pulled, validate: false, timeoutSeconds: 60, memoryMb: 2048 });
+    const pull = () =>
+      conn.sendRequest<PullReport>(PullBlock.method, {
+        target: 'live:pkg.derived.LiveDerived',
+        out: pulled,
+        validate: false,
+        timeoutSeconds: 60,
+        memoryMb: 2048,
+      });
     assert.strictEqual((await pull()).status, 'extracted');
     assert.doesNotMatch(await fsp.readFile(pulled, 'utf8'), /return 41/);
     assert.strictEqual((await pull()).status, 'extracted', 'a second pull from the shared table');
-    await fsp.writeFile(path.join(live, 'pkg', 'base.py'), 'from torch import nn\n\n\nclass LiveBase(nn.Module):\n    def forward(self, x):\n        return 41\n\n\nclass LiveMarker(nn.Module):\n    pass\n');
+    await fsp.writeFile(
+      path.join(live, 'pkg', 'base.py'),
+      'from torch import nn\n\n\nclass LiveBase(nn.Module):\n    def forward(self, x):\n        return 41\n\n\nclass LiveMarker(nn.Module):\n    pass\n',
+    );
     await until('LiveMarker', true);
     assert.strictEqual((await pull()).status, 'extracted');
     assert.match(await fsp.readFile(pulled, 'utf8'), /return 41/, 'the pull after the change inlines the changed base');
@@ -282,8 +367,12 @@ describe('language server over stdio (the real server process)', function () {
     const server = await startGitServer(root);
     try {
       // every 0.6 s, for the test (the setting counts in minutes)
-      await conn.sendRequest(ReindexRepositories.method, { repositories: [{ location: server.url('served.git'), name: 'netlib' }], gitFetchIntervalMinutes: 0.01 });
-      const found = async (name: string): Promise<boolean> => (await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: name, group: false })).some((h) => h.name === name);
+      await conn.sendRequest(ReindexRepositories.method, {
+        repositories: [{ location: server.url('served.git'), name: 'netlib' }],
+        gitFetchIntervalMinutes: 0.01,
+      });
+      const found = async (name: string): Promise<boolean> =>
+        (await conn.sendRequest<SearchHit[]>(SearchBlocks.method, { text: name, group: false })).some((h) => h.name === name);
       assert.ok(await found('FirstNet'));
       await writeTree(work, { 'netlib/b.py': 'from torch import nn\n\n\nclass UpstreamNet(nn.Module):\n    pass\n' });
       git(work, 'add', '-A');
@@ -295,7 +384,10 @@ describe('language server over stdio (the real server process)', function () {
         await new Promise((r) => setTimeout(r, 100));
       }
     } finally {
-      await conn.sendRequest(ReindexRepositories.method, { repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }], gitFetchIntervalMinutes: 0 });
+      await conn.sendRequest(ReindexRepositories.method, {
+        repositories: [{ location: path.join(ROOT, 'examples', 'tinyblocks') }],
+        gitFetchIntervalMinutes: 0,
+      });
       await server.close();
     }
   });

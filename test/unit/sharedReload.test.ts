@@ -13,7 +13,7 @@ import { ASSETS, cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 describe('a reload with a shared index set', function () {
   this.timeout(300_000);
 
-  it('reports 0 files changed in the user\'s own repository when nothing changed', async () => {
+  it("reports 0 files changed in the user's own repository when nothing changed", async () => {
     const team = path.join(await tmpdir('nnrag-reload-team-'), 'teamlib');
     await fsp.mkdir(team, { recursive: true });
     await fsp.writeFile(path.join(team, '__init__.py'), '');
@@ -36,7 +36,14 @@ describe('a reload with a shared index set', function () {
     const open = async (): Promise<string[]> => {
       const logs: string[] = [];
       const svc = new IndexService(
-        { ...ASSETS, storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: [{ location: folder }, { location: 'torchvision', kind: 'python-env', python: PYTHON_WITH_TORCH }], sharedIndex: url },
+        {
+          ...ASSETS,
+          storageDir: storage,
+          cacheDir: path.join(storage, 'cache'),
+          maxFileKb: 2048,
+          repositories: [{ location: folder }, { location: 'torchvision', kind: 'python-env', python: PYTHON_WITH_TORCH }],
+          sharedIndex: url,
+        },
         { log: (_a, m) => logs.push(m), status: () => undefined, failed: () => undefined, changed: () => undefined },
       );
       try {
@@ -48,7 +55,10 @@ describe('a reload with a shared index set', function () {
     };
     try {
       const first = await open();
-      assert.ok(first.some((l) => /^tinyblocks: \d+ files, [1-9]\d* changed/.test(l)), first.join('\n'));
+      assert.ok(
+        first.some((l) => /^tinyblocks: \d+ files, [1-9]\d* changed/.test(l)),
+        first.join('\n'),
+      );
       const again = await open();
       for (const repo of ['tinyblocks', 'torchvision']) {
         const line = again.find((l) => l.startsWith(`${repo}:`));

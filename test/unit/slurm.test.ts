@@ -47,13 +47,15 @@ describe('a real Slurm run of the shards', function () {
     const missing = BINARIES.filter((b) => !fs.existsSync(b));
     if (missing.length || !isRoot || !fs.existsSync(PYTHON_WITH_TORCH)) {
       // eslint-disable-next-line no-console
-      console.log(`    (skipped: ${missing.length ? `${missing.join(', ')} not installed (apt-get install slurm-wlm munge)` : !isRoot ? 'the one-node cluster runs its daemons as root' : `${PYTHON_WITH_TORCH} not found`})`);
+      console.log(
+        `    (skipped: ${missing.length ? `${missing.join(', ')} not installed (apt-get install slurm-wlm munge)` : !isRoot ? 'the one-node cluster runs its daemons as root' : `${PYTHON_WITH_TORCH} not found`})`,
+      );
       this.skip();
     }
     dir = await tmpdir('nnrag-slurm-');
     for (const d of ['munge', 'spool', 'state', 'log', 'work']) fs.mkdirSync(path.join(dir, d));
     const [ctld, slurmd] = [await freePort(), await freePort()];
-    const memoryMb = Math.floor(Number(execFileSync('awk', ['/MemTotal/ {print $2}', '/proc/meminfo'], { encoding: 'utf8' })) / 1024 * 0.8);
+    const memoryMb = Math.floor((Number(execFileSync('awk', ['/MemTotal/ {print $2}', '/proc/meminfo'], { encoding: 'utf8' })) / 1024) * 0.8);
     const conf = path.join(dir, 'slurm.conf');
     fs.writeFileSync(
       conf,
@@ -90,8 +92,20 @@ describe('a real Slurm run of the shards', function () {
       const p = spawn(cmd, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
       daemons.push(p);
     };
-    start('/usr/sbin/munged', ['-F', '--force', `--socket=${dir}/munge/munge.sock`, '--key-file=/etc/munge/munge.key', `--pid-file=${dir}/munge/munged.pid`, `--log-file=${dir}/munge/munged.log`, `--seed-file=${dir}/munge/seed`]);
-    await until(() => (fs.existsSync(`${dir}/munge/munge.sock`) ? true : undefined), 20_000, () => 'munged did not start');
+    start('/usr/sbin/munged', [
+      '-F',
+      '--force',
+      `--socket=${dir}/munge/munge.sock`,
+      '--key-file=/etc/munge/munge.key',
+      `--pid-file=${dir}/munge/munged.pid`,
+      `--log-file=${dir}/munge/munged.log`,
+      `--seed-file=${dir}/munge/seed`,
+    ]);
+    await until(
+      () => (fs.existsSync(`${dir}/munge/munge.sock`) ? true : undefined),
+      20_000,
+      () => 'munged did not start',
+    );
     start('/usr/sbin/slurmctld', ['-D', '-f', conf]);
     await new Promise((r) => setTimeout(r, 2000));
     start('/usr/sbin/slurmd', ['-D', '-f', conf]);
@@ -134,11 +148,17 @@ describe('a real Slurm run of the shards', function () {
       1_000_000,
       () => `jobs: index ${state(ids![1])}, merge ${state(ids![3])}; logs: ${fs.readdirSync(path.join(work, 'logs')).join(', ')}`,
     );
-    const logs = fs.readdirSync(path.join(work, 'logs')).map((f) => `${f}: ${fs.readFileSync(path.join(work, 'logs', f), 'utf8').slice(-400)}`).join('\n');
+    const logs = fs
+      .readdirSync(path.join(work, 'logs'))
+      .map((f) => `${f}: ${fs.readFileSync(path.join(work, 'logs', f), 'utf8').slice(-400)}`)
+      .join('\n');
     assert.strictEqual(state(ids[3]), 'COMPLETED', logs);
     const shardReports = fs.readdirSync(path.join(work, 'pulled')).filter((f) => /^report\.shard-\d-of-4\.json$/.test(f));
     assert.strictEqual(shardReports.length, 4, logs);
-    const report = JSON.parse(fs.readFileSync(merged, 'utf8')) as { shards: { given: number[] }; items: { target: string; tier: string | null; equivalence?: string }[] };
+    const report = JSON.parse(fs.readFileSync(merged, 'utf8')) as {
+      shards: { given: number[] };
+      items: { target: string; tier: string | null; equivalence?: string }[];
+    };
     assert.deepStrictEqual(report.shards.given, [1, 2, 3, 4]);
     assert.ok(report.items.length >= 16, `${report.items.length} blocks`);
     // one machine, the same blocks
@@ -146,8 +166,11 @@ describe('a real Slurm run of the shards', function () {
     fs.writeFileSync(list, JSON.stringify(report.items.map((i) => i.target)));
     const db = path.join(work, 'index.db');
     const single = await cli('pull', '--from', list, '--db', db, '--out-dir', path.join(dir, 'single'), '--python', PYTHON_WITH_TORCH, '--json');
-    const one = JSON.parse(fs.readFileSync(JSON.parse(single.out).report, 'utf8')) as { items: { target: string; tier: string | null; equivalence?: string }[] };
-    const rows = (items: { target: string; tier: string | null; equivalence?: string }[]): string[] => items.map((i) => `${i.target} ${i.tier} ${i.equivalence}`).sort();
+    const one = JSON.parse(fs.readFileSync(JSON.parse(single.out).report, 'utf8')) as {
+      items: { target: string; tier: string | null; equivalence?: string }[];
+    };
+    const rows = (items: { target: string; tier: string | null; equivalence?: string }[]): string[] =>
+      items.map((i) => `${i.target} ${i.tier} ${i.equivalence}`).sort();
     assert.deepStrictEqual(rows(report.items), rows(one.items));
   });
 });

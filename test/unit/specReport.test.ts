@@ -36,7 +36,14 @@ describe('neutral specifications and the extraction report', function () {
     );
     assert.deepStrictEqual(
       spec.layers.map((l: { attribute: string; type: string }) => `${l.attribute}=${l.type}`),
-      ['conv1=ConvNormAct', 'conv2=ConvNormAct', 'se=SqueezeExcite | nn.Identity', 'shortcut=nn.Identity | ConvNormAct', 'drop_path=DropPath | nn.Identity', 'act=nn.ReLU'],
+      [
+        'conv1=ConvNormAct',
+        'conv2=ConvNormAct',
+        'se=SqueezeExcite | nn.Identity',
+        'shortcut=nn.Identity | ConvNormAct',
+        'drop_path=DropPath | nn.Identity',
+        'act=nn.ReLU',
+      ],
     );
     const names = spec.dependencies.nodes.map((n: { names: string[] }) => n.names[0]);
     for (const dep of ['ConvNormAct', 'SqueezeExcite', 'DropPath', 'ResidualBlock']) assert.ok(names.includes(dep), `${dep} is in the graph`);
@@ -53,7 +60,16 @@ describe('neutral specifications and the extraction report', function () {
   });
 
   it('adds the tensors the validator saw once the block was pulled and validated; the batch form writes one file per block', async () => {
-    const pulled = await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', db, '--out', path.join(dir, 'p', 'residual_block.py'), '--python', PYTHON_WITH_TORCH);
+    const pulled = await cli(
+      'pull',
+      'tinyblocks.blocks.ResidualBlock',
+      '--db',
+      db,
+      '--out',
+      path.join(dir, 'p', 'residual_block.py'),
+      '--python',
+      PYTHON_WITH_TORCH,
+    );
     assert.strictEqual(pulled.code, 0, pulled.out + pulled.err);
     const spec = JSON.parse((await cli('spec', 'tinyblocks.blocks.ResidualBlock', '--db', db)).out);
     assert.deepStrictEqual(validateSchema(schema, spec), []);
@@ -75,11 +91,17 @@ describe('neutral specifications and the extraction report', function () {
   it('the schema checker rejects what the schema forbids', () => {
     const bad = { schema: 'nn-rag/spec@1', target: 'no colon', name: '1bad' };
     const errors = validateSchema(schema, bad);
-    assert.ok(errors.some((e) => /must have required property 'layers'/.test(e)), errors.join('\n'));
-    assert.ok(errors.some((e) => /^\/target must match pattern/.test(e)), errors.join('\n'));
+    assert.ok(
+      errors.some((e) => /must have required property 'layers'/.test(e)),
+      errors.join('\n'),
+    );
+    assert.ok(
+      errors.some((e) => /^\/target must match pattern/.test(e)),
+      errors.join('\n'),
+    );
   });
 
-  it('reports a batch as the paper\'s tables, and as a page with charts', async () => {
+  it("reports a batch as the paper's tables, and as a page with charts", async () => {
     const out = path.join(dir, 'batch');
     const batch = await cli('pull', '--all', '--db', db, '--out-dir', out, '--python', PYTHON_WITH_TORCH, '--json');
     assert.ok(batch.code === 0 || batch.code === 1, batch.err);
@@ -110,7 +132,10 @@ describe('neutral specifications and the extraction report', function () {
     const sdb = path.join(work, 'index.db');
     assert.strictEqual((await cli('index', repo, '--db', sdb)).code, 0);
     const pulled = path.join(work, 'blocks');
-    assert.strictEqual((await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', sdb, '--out', path.join(pulled, 'residual_block.py'), '--no-validate')).code, 0);
+    assert.strictEqual(
+      (await cli('pull', 'tinyblocks.blocks.ResidualBlock', '--db', sdb, '--out', path.join(pulled, 'residual_block.py'), '--no-validate')).code,
+      0,
+    );
     const fresh = await cli('status', pulled, '--db', sdb);
     assert.strictEqual(fresh.code, 0, fresh.out + fresh.err);
     assert.match(fresh.out, /residual_block\.py {2}tinyblocks:tinyblocks\.blocks\.ResidualBlock {2}up to date/);
@@ -120,6 +145,9 @@ describe('neutral specifications and the extraction report', function () {
     assert.strictEqual(stale.code, 1);
     const rows = JSON.parse(stale.out);
     assert.strictEqual(rows[0].state, 'changed');
-    assert.deepStrictEqual(rows[0].changed.map((c: { path: string }) => c.path), ['tinyblocks/layers/se.py']);
+    assert.deepStrictEqual(
+      rows[0].changed.map((c: { path: string }) => c.path),
+      ['tinyblocks/layers/se.py'],
+    );
   });
 });

@@ -75,7 +75,7 @@ describe('three-way merge and nn-rag update', function () {
     assert.strictEqual((await cli('status', file, '--db', db)).code, 0, 'up to date again');
   });
 
-  it('a verdict goes stale when the body changes after it, and is the file\'s again once validated', async () => {
+  it("a verdict goes stale when the body changes after it, and is the file's again once validated", async () => {
     const { file, db } = await setup();
     const judged = (text: string): string => withValidation(text, { ok: true, tier: 'equivalent' } as ValidationReport);
     const stale = async (): Promise<boolean> => (JSON.parse((await cli('status', file, '--db', db, '--json')).out) as { stale: boolean }[])[0].stale;
@@ -86,7 +86,7 @@ describe('three-way merge and nn-rag update', function () {
     assert.strictEqual(await stale(), true, 'the verdict was on the body before the edit');
     assert.match((await cli('status', file, '--db', db)).out, /edited locally; edited, not validated since/);
     await fsp.writeFile(file, judged(edited));
-    assert.strictEqual(await stale(), false, 'validated after the edit: its verdict is the file\'s');
+    assert.strictEqual(await stale(), false, "validated after the edit: its verdict is the file's");
     await fsp.writeFile(file, `${judged(edited)}\n# another edit\n`);
     assert.strictEqual(await stale(), true);
   });
@@ -168,19 +168,37 @@ describe('several blocks pulled together (pull A B C --out-dir D)', function () 
     const torch = existsSync(PYTHON_WITH_TORCH);
     const r = await cli('pull', ...targets, '--out-dir', dir, '--db', db, '--json', ...(torch ? ['--python', PYTHON_WITH_TORCH] : ['--no-validate']));
     assert.strictEqual(r.code, 0, r.err + r.out);
-    const { shared, reports } = JSON.parse(r.out) as { shared: { file: string; names: string[] }; reports: { status: string; tier: string | null; out: string }[] };
+    const { shared, reports } = JSON.parse(r.out) as {
+      shared: { file: string; names: string[] };
+      reports: { status: string; tier: string | null; out: string }[];
+    };
     assert.strictEqual(shared.file, path.join(dir, '_nnrag_common.py'));
-    assert.deepStrictEqual(reports.map((x) => path.basename(x.out)), ['inverted_residual.py', 'residual_block.py', 'transformer_block.py']);
-    if (torch) assert.deepStrictEqual(reports.map((x) => [x.status, x.tier]), Array(3).fill(['validated', 'equivalent']));
+    assert.deepStrictEqual(
+      reports.map((x) => path.basename(x.out)),
+      ['inverted_residual.py', 'residual_block.py', 'transformer_block.py'],
+    );
+    if (torch)
+      assert.deepStrictEqual(
+        reports.map((x) => [x.status, x.tier]),
+        Array(3).fill(['validated', 'equivalent']),
+      );
     // ConvNormAct (needed by two of the blocks) is defined once in the folder, in the shared module
-    const texts = await Promise.all(['_nnrag_common.py', 'inverted_residual.py', 'residual_block.py', 'transformer_block.py'].map((f) => fsp.readFile(path.join(dir, f), 'utf8')));
-    assert.deepStrictEqual(texts.map((t) => (t.match(/^class ConvNormAct\(/gm) ?? []).length), [1, 0, 0, 0]);
+    const texts = await Promise.all(
+      ['_nnrag_common.py', 'inverted_residual.py', 'residual_block.py', 'transformer_block.py'].map((f) => fsp.readFile(path.join(dir, f), 'utf8')),
+    );
+    assert.deepStrictEqual(
+      texts.map((t) => (t.match(/^class ConvNormAct\(/gm) ?? []).length),
+      [1, 0, 0, 0],
+    );
     assert.match(texts[2], /^try:\n {4}from \._nnrag_common import .*ConvNormAct/m);
     assert.ok(shared.names.includes('ConvNormAct'));
     // status reads them as pulled files, up to date
     assert.match((await cli('status', dir, '--db', db)).out, /residual_block\.py +tinyblocks:tinyblocks\.blocks\.ResidualBlock +up to date/);
     // an update pulls the block again importing the same shared definitions: nothing to do
-    assert.match((await cli('update', path.join(dir, 'residual_block.py'), '--db', db, '--no-validate')).out, /up to date with tinyblocks:tinyblocks\.blocks\.ResidualBlock/);
+    assert.match(
+      (await cli('update', path.join(dir, 'residual_block.py'), '--db', db, '--no-validate')).out,
+      /up to date with tinyblocks:tinyblocks\.blocks\.ResidualBlock/,
+    );
     // pulled together again: the shared module is ours and replaced; edited, it is not without --force
     assert.strictEqual((await cli('pull', ...targets, '--out-dir', dir, '--db', db, '--no-validate')).code, 0);
     await fsp.appendFile(path.join(dir, '_nnrag_common.py'), '\n# mine\n');

@@ -31,7 +31,7 @@ describe('nn-rag validate FILE compares with the original', function () {
     assert.deepStrictEqual([hit?.license, hit?.validation?.tier], ['MIT', 'equivalent']);
   });
 
-  it('judges an unedited file as its pull did: with the inputs the repository\'s tests feed the block', async () => {
+  it("judges an unedited file as its pull did: with the inputs the repository's tests feed the block", async () => {
     const repo = path.join(dir, 'odd');
     fs.mkdirSync(path.join(repo, 'oddpkg'), { recursive: true });
     fs.mkdirSync(path.join(repo, 'tests'));
@@ -40,7 +40,10 @@ describe('nn-rag validate FILE compares with the original', function () {
       path.join(repo, 'oddpkg', 'layers.py'),
       'from torch import nn\n\n\nclass SevenTokens(nn.Module):\n    def __init__(self, dim=8):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n\n    def forward(self, x):\n        assert x.shape[-2] == 7, "seven tokens"\n        return self.lin(x)\n',
     );
-    fs.writeFileSync(path.join(repo, 'tests', 'test_layers.py'), 'import torch\n\nfrom oddpkg.layers import SevenTokens\n\n\ndef test_seven():\n    m = SevenTokens(8)\n    x = torch.randn(2, 7, 8)\n    assert m(x).shape == (2, 7, 8)\n');
+    fs.writeFileSync(
+      path.join(repo, 'tests', 'test_layers.py'),
+      'import torch\n\nfrom oddpkg.layers import SevenTokens\n\n\ndef test_seven():\n    m = SevenTokens(8)\n    x = torch.randn(2, 7, 8)\n    assert m(x).shape == (2, 7, 8)\n',
+    );
     const odb = path.join(dir, 'odd.db');
     assert.strictEqual((await cli('index', repo, '--db', odb)).code, 0);
     const out = path.join(dir, 'seven_tokens.py');
@@ -59,7 +62,7 @@ describe('nn-rag validate FILE compares with the original', function () {
     assert.strictEqual(report.edited, false);
   });
 
-  it('a semantic edit differs, says what differed and that it is the user\'s edit', async () => {
+  it("a semantic edit differs, says what differed and that it is the user's edit", async () => {
     const edited = path.join(dir, 'edited', 'residual_block.py');
     fs.mkdirSync(path.dirname(edited));
     const text = fs.readFileSync(file, 'utf8');

@@ -26,7 +26,10 @@ const RULES: [Category, RegExp][] = [
   ['head', /^(head|heads|classifier|cls|decoder|predictor|neck|fpn|detect|detection|segmentation)$/],
   ['activation', /^(relu|gelu|silu|swish|mish|sigmoid|tanh|softmax|activation|act|hardswish|hardsigmoid|elu|prelu|glu|softplus)$/],
   ['convolution', /^(conv|convolution|conv1d|conv2d|conv3d|depthwise|separable|deform|dw|pw|pointwise|bottleneck|residual|inverted)$/],
-  ['backbone', /^(net|network|model|backbone|encoder|resnet|resnext|vgg|vit|efficientnet|mobilenet|densenet|inception|googlenet|regnet|convnext|swin|unet|alexnet|shufflenet|squeezenet|mnasnet|wide|darknet|yolo|raft|ssd|rcnn|retinanet|fcn|deeplabv3|lraspp)$/],
+  [
+    'backbone',
+    /^(net|network|model|backbone|encoder|resnet|resnext|vgg|vit|efficientnet|mobilenet|densenet|inception|googlenet|regnet|convnext|swin|unet|alexnet|shufflenet|squeezenet|mnasnet|wide|darknet|yolo|raft|ssd|rcnn|retinanet|fcn|deeplabv3|lraspp)$/,
+  ],
 ];
 
 /** Name words of parts of a model that take a class count too (a classification head is a head). */

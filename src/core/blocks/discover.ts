@@ -7,9 +7,15 @@ import { makeMatcher } from '../sources/glob';
 import { loadModuleTable } from '../resolve/loadTable';
 import type { ModuleTable, Target } from '../resolve/moduleTable';
 
-const TORCH_NN_CLASS = /^torch\.nn\.(?:modules\.[a-z_0-9.]+\.|parallel\.(?:[a-z_]+\.)?|quantized\.(?:[a-z_.]+\.)?|intrinsic\.(?:[a-z_.]+\.)?|qat\.(?:[a-z_.]+\.)?)?([A-Z]\w*)$/;
+const TORCH_NN_CLASS =
+  /^torch\.nn\.(?:modules\.[a-z_0-9.]+\.|parallel\.(?:[a-z_]+\.)?|quantized\.(?:[a-z_.]+\.)?|intrinsic\.(?:[a-z_.]+\.)?|qat\.(?:[a-z_.]+\.)?)?([A-Z]\w*)$/;
 const NOT_MODULES = new Set(['Parameter', 'UninitializedParameter', 'UninitializedBuffer', 'Buffer', 'ParameterList_', 'PackedSequence']);
-const OTHER_ROOTS = new Set(['torch.jit.ScriptModule', 'torch.jit.RecursiveScriptModule', 'torch.ao.quantization.QuantStub', 'torch.ao.quantization.DeQuantStub']);
+const OTHER_ROOTS = new Set([
+  'torch.jit.ScriptModule',
+  'torch.jit.RecursiveScriptModule',
+  'torch.ao.quantization.QuantStub',
+  'torch.ao.quantization.DeQuantStub',
+]);
 
 /** True for a qualified name of torch's own nn.Module classes. */
 export function isTorchModuleClass(qualname: string): boolean {
@@ -50,18 +56,16 @@ export function discoverBlocks(db: IndexDb): number {
       for (const [n, count] of names) uses.set(n, (uses.get(n) ?? 0) + count);
     },
   });
-  const rows: ClassRow[] = db
-    .all('SELECT id, file_id, repo_id, module, name, bases, is_block, uses FROM classes ORDER BY id')
-    .map((r) => ({
-      id: Number(r.id),
-      fileId: Number(r.file_id),
-      repoId: Number(r.repo_id),
-      module: String(r.module),
-      name: String(r.name),
-      bases: JSON.parse(String(r.bases)) as string[],
-      isBlock: Number(r.is_block) === 1,
-      uses: Number(r.uses),
-    }));
+  const rows: ClassRow[] = db.all('SELECT id, file_id, repo_id, module, name, bases, is_block, uses FROM classes ORDER BY id').map((r) => ({
+    id: Number(r.id),
+    fileId: Number(r.file_id),
+    repoId: Number(r.repo_id),
+    module: String(r.module),
+    name: String(r.name),
+    bases: JSON.parse(String(r.bases)) as string[],
+    isBlock: Number(r.is_block) === 1,
+    uses: Number(r.uses),
+  }));
   const classIds = new Map<string, number>();
   for (const r of rows) classIds.set(`${r.fileId}:${r.name}`, r.id);
   const recordOf = new Map<number, ReturnType<ModuleTable['lookupIn']>>();

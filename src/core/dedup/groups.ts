@@ -111,7 +111,13 @@ export function groupDuplicates(db: IndexDb, given: DedupOptions = {}): { exact:
       `SELECT c.id, c.exact_hash, c.lex_sig, c.struct_sig, c.tokens FROM classes c JOIN repos r ON r.id = c.repo_id
        WHERE c.is_block = 1 ORDER BY r.priority DESC, r.id, c.id`,
     )
-    .map((r) => ({ id: Number(r.id), exact: r.exact_hash === null ? null : String(r.exact_hash), lex: sigOf(r.lex_sig), struct: sigOf(r.struct_sig), tokens: Number(r.tokens) }));
+    .map((r) => ({
+      id: Number(r.id),
+      exact: r.exact_hash === null ? null : String(r.exact_hash),
+      lex: sigOf(r.lex_sig),
+      struct: sigOf(r.struct_sig),
+      tokens: Number(r.tokens),
+    }));
   const order = new Map(rows.map((r, i) => [r.id, i]));
 
   // exact: the same normalised text

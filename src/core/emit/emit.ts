@@ -18,7 +18,6 @@ import type { Provenance, ProvenanceEntry } from './pulledFile';
 /** Code that reads docstrings at run time. */
 const DOCSTRINGS_READ = /\b__doc__\b|\bgetdoc\s*\(/;
 
-
 export interface SourceInfo {
   repo: string;
   url: string | null;
@@ -66,7 +65,6 @@ export interface EmitContext {
   /** Definitions (piece ids) a module beside the file provides: imported from it, not written. */
   provided?: { module: string; ids: ReadonlySet<string> };
 }
-
 
 function importLine(e: ExternalImport, as: string): string {
   if (e.name !== undefined) return `from ${e.module} import ${e.name}${as !== e.name ? ` as ${as}` : ''}`;
@@ -185,10 +183,23 @@ function importBlock(
   if (guarded.size) {
     const blocks = [...guarded.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([, g]) => `try:\n${g.lines.sort().map((l) => `    ${l}`).join('\n')}\nexcept ModuleNotFoundError as _nnrag_error:\n${g.bound.map((b) => `    ${b} = _NnragMissing(_nnrag_error)`).join('\n')}`);
+      .map(
+        ([, g]) =>
+          `try:\n${g.lines
+            .sort()
+            .map((l) => `    ${l}`)
+            .join('\n')}\nexcept ModuleNotFoundError as _nnrag_error:\n${g.bound.map((b) => `    ${b} = _NnragMissing(_nnrag_error)`).join('\n')}`,
+      );
     groups.push(`\n${MISSING_STAND_IN}\n\n\n${blocks.join('\n')}`);
   }
-  const thirdParty = [...new Set(externals.filter((e) => !e.native).map((e) => e.module.split('.')[0]).filter((m) => !isStdlib(m, stdlib)))].sort();
+  const thirdParty = [
+    ...new Set(
+      externals
+        .filter((e) => !e.native)
+        .map((e) => e.module.split('.')[0])
+        .filter((m) => !isStdlib(m, stdlib)),
+    ),
+  ].sort();
   return { text: groups.join('\n\n'), thirdParty, optional: [...optional].sort() };
 }
 
@@ -231,7 +242,8 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
   for (const e of node.edits) {
     if (e.imports) {
       const stmts = e.imports.map(({ bound, boundKey, to, attrs }) => {
-        if (attrs) return `${bound} = __import__("types").SimpleNamespace(${attrs.map((x) => `${x.attr}=${x.to.startsWith(MODULE_OBJECT) ? moduleObjectName(x.to.slice(MODULE_OBJECT.length)) : (names.get(x.to) ?? x.attr)}`).join(', ')})`;
+        if (attrs)
+          return `${bound} = __import__("types").SimpleNamespace(${attrs.map((x) => `${x.attr}=${x.to.startsWith(MODULE_OBJECT) ? moduleObjectName(x.to.slice(MODULE_OBJECT.length)) : (names.get(x.to) ?? x.attr)}`).join(', ')})`;
         const left = (boundKey && names.get(boundKey)) || bound;
         const right = to.startsWith(MODULE_OBJECT) ? moduleObjectName(to.slice(MODULE_OBJECT.length)) : (names.get(to) ?? bound);
         return left === right ? 'pass' : `${left} = ${right}`;
@@ -295,11 +307,20 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
 
 /** The imports of a file some of whose definitions come from a shared module: only what the rest uses, of the
  * packages and of the shared module. */
-function importsLeft(body: string[], providedNames: string[], externals: ExternalImport[], names: Map<string, string>, future: boolean, ctx: EmitContext): string {
+function importsLeft(
+  body: string[],
+  providedNames: string[],
+  externals: ExternalImport[],
+  names: Map<string, string>,
+  future: boolean,
+  ctx: EmitContext,
+): string {
   const words = new Set(body.join('\n').match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
   const used = providedNames.filter((n) => words.has(n));
   const externalsLeft = externals.filter((e) => e.native?.register || words.has((names.get(e.key) ?? e.bound).split('.')[0]));
-  return [importBlock(externalsLeft, names, future, ctx.stdlib).text, sharedImport(ctx.provided!.module, used.length ? used : providedNames)].filter(Boolean).join('\n\n');
+  return [importBlock(externalsLeft, names, future, ctx.stdlib).text, sharedImport(ctx.provided!.module, used.length ? used : providedNames)]
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 /** Inlined modules used as objects: an empty module object for each after the imports, given its definitions at the end. */
@@ -307,8 +328,20 @@ function moduleObjects(closure: ClosureResult, names: Map<string, string>): { ma
   const objects = [...(closure.modulesAsObjects ?? new Map<string, { name: string; key: string }[]>())].sort(([a], [b]) => (a < b ? -1 : 1));
   if (!objects.length) return undefined;
   return {
-    made: objects.map(([m]) => `${moduleObjectName(m)} = __import__("types").ModuleType(${JSON.stringify(m)})  # stands in for the module ${m}, whose code is in this file`).join('\n'),
-    filled: objects.map(([m, symbols]) => `${moduleObjectName(m)}.__dict__.update({${symbols.filter((x) => names.has(x.key)).map((x) => `${JSON.stringify(x.name)}: ${names.get(x.key)}`).join(', ')}})`).join('\n'),
+    made: objects
+      .map(
+        ([m]) => `${moduleObjectName(m)} = __import__("types").ModuleType(${JSON.stringify(m)})  # stands in for the module ${m}, whose code is in this file`,
+      )
+      .join('\n'),
+    filled: objects
+      .map(
+        ([m, symbols]) =>
+          `${moduleObjectName(m)}.__dict__.update({${symbols
+            .filter((x) => names.has(x.key))
+            .map((x) => `${JSON.stringify(x.name)}: ${names.get(x.key)}`)
+            .join(', ')}})`,
+      )
+      .join('\n'),
   };
 }
 
@@ -433,22 +466,26 @@ function fileHeader(
   rootSrc: { repo: string; url: string | null; location: string; commit: string | null; license: string | null },
   { notes, optional, sharedIds, hash }: { notes: string[]; optional: string[]; sharedIds: number; hash: string },
 ): string {
-  return [
-    // an explicit coding line: otherwise a block named like `PositionalEncoding:` would read as one (PEP 263)
-    '# -*- coding: utf-8 -*-',
-    `# Pulled by NN-RAG: ${headerText(provenance.block)} from ${headerText(rootSrc.repo)} (${headerText(rootSrc.url ?? rootSrc.location)})`,
-    `# commit ${headerText(rootSrc.commit ?? 'unknown (not a git checkout)')}; license ${headerText(rootSrc.license ?? 'not declared')}`,
-    ...notes.map((n) => `# ${headerText(n)}`),
-    ...(optional.length ? [`# used only inside functions, imported where installed: ${optional.map(headerText).join(', ')}`] : []),
-    ...(provenance.shared ? [`# shared with the blocks pulled beside it: ${sharedIds} definitions imported from ${headerText(provenance.shared.module)}.py`] : []),
-    '# inlined from (repository path, git blob: definitions and their lines; the manifest and the record below list each):',
-    ...sourceLines(provenance.definitions),
-    `# content sha256 of everything below this header: ${hash}`,
-    provenanceLine(provenance),
-  ]
-    // (no header line can read as a tool's marker either: each value is one line, and is indented when it would)
-    .map((l) => withoutMarkers(l))
-    .join('\n');
+  return (
+    [
+      // an explicit coding line: otherwise a block named like `PositionalEncoding:` would read as one (PEP 263)
+      '# -*- coding: utf-8 -*-',
+      `# Pulled by NN-RAG: ${headerText(provenance.block)} from ${headerText(rootSrc.repo)} (${headerText(rootSrc.url ?? rootSrc.location)})`,
+      `# commit ${headerText(rootSrc.commit ?? 'unknown (not a git checkout)')}; license ${headerText(rootSrc.license ?? 'not declared')}`,
+      ...notes.map((n) => `# ${headerText(n)}`),
+      ...(optional.length ? [`# used only inside functions, imported where installed: ${optional.map(headerText).join(', ')}`] : []),
+      ...(provenance.shared
+        ? [`# shared with the blocks pulled beside it: ${sharedIds} definitions imported from ${headerText(provenance.shared.module)}.py`]
+        : []),
+      '# inlined from (repository path, git blob: definitions and their lines; the manifest and the record below list each):',
+      ...sourceLines(provenance.definitions),
+      `# content sha256 of everything below this header: ${hash}`,
+      provenanceLine(provenance),
+    ]
+      // (no header line can read as a tool's marker either: each value is one line, and is indented when it would)
+      .map((l) => withoutMarkers(l))
+      .join('\n')
+  );
 }
 
 /** Imports a file's shared definitions from the module beside it: as a package member, else from the folder. */
@@ -457,4 +494,3 @@ function sharedImport(module: string, names: string[]): string {
   const items = list.join(', ').length > 70 ? `(\n        ${list.join(',\n        ')},\n    )` : list.join(', ');
   return `try:\n    from .${module} import ${items}\nexcept ImportError:\n    from ${module} import ${items}`;
 }
-

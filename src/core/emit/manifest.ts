@@ -41,7 +41,10 @@ export interface Manifest {
 
 export interface RequiredRepos {
   schema: 'nn-rag/required-repos@1';
-  distributions: Record<string, { version: string | null; location: string | null; installer: string | null; url: string | null; modules: string[]; needed_by: string[] }>;
+  distributions: Record<
+    string,
+    { version: string | null; location: string | null; installer: string | null; url: string | null; modules: string[]; needed_by: string[] }
+  >;
   /** Modules the interpreter does not have (or that were not checked: no validation ran). */
   missing: Record<string, { needed_by: string[] }>;
 }
@@ -96,7 +99,13 @@ const locks = new Map<string, Promise<unknown>>();
  * does not. `requirements` undefined (no validation ran): what the previous write found for the file's imports is
  * kept, not turned into "missing"; `baseBody` undefined: the previous manifest's base is kept.
  */
-export async function writeManifests(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string, root?: string): Promise<{ manifest: string; requiredRepos: string }> {
+export async function writeManifests(
+  file: string,
+  prov: Provenance,
+  requirements: Requirement[] | undefined,
+  baseBody?: string,
+  root?: string,
+): Promise<{ manifest: string; requiredRepos: string }> {
   const key = path.dirname(path.resolve(file));
   const previous = locks.get(key) ?? Promise.resolve();
   const mine = previous.catch(() => undefined).then(() => writeManifestsNow(file, prov, requirements, baseBody, root));
@@ -108,7 +117,13 @@ export async function writeManifests(file: string, prov: Provenance, requirement
   }
 }
 
-async function writeManifestsNow(file: string, prov: Provenance, requirements: Requirement[] | undefined, baseBody?: string, root?: string): Promise<{ manifest: string; requiredRepos: string }> {
+async function writeManifestsNow(
+  file: string,
+  prov: Provenance,
+  requirements: Requirement[] | undefined,
+  baseBody?: string,
+  root?: string,
+): Promise<{ manifest: string; requiredRepos: string }> {
   // the records folder is checked from the file's folder down (a link in its place is refused)
   const within = root ?? path.dirname(path.resolve(file));
   const manifest = manifestPath(file);
@@ -123,14 +138,22 @@ async function writeManifestsNow(file: string, prov: Provenance, requirements: R
   const before = new Map<string, Requirement>();
   for (const [name, d] of Object.entries(merged.distributions)) {
     if (!d.needed_by.includes(me)) continue;
-    for (const module of d.modules) before.set(module, { module, distribution: name, version: d.version, location: d.location, installer: d.installer, url: d.url });
+    for (const module of d.modules)
+      before.set(module, { module, distribution: name, version: d.version, location: d.location, installer: d.installer, url: d.url });
   }
   dropFile(merged, me);
   const known = requirements ? new Map(requirements.map((r) => [r.module, r])) : before;
   for (const mod of prov.imports) {
     const r = known.get(mod);
     if (r?.distribution && r.version) {
-      const d = (merged.distributions[r.distribution] ??= { version: r.version, location: r.location ?? null, installer: r.installer ?? null, url: r.url ?? null, modules: [], needed_by: [] });
+      const d = (merged.distributions[r.distribution] ??= {
+        version: r.version,
+        location: r.location ?? null,
+        installer: r.installer ?? null,
+        url: r.url ?? null,
+        modules: [],
+        needed_by: [],
+      });
       if (!d.modules.includes(mod)) d.modules.push(mod);
       if (!d.needed_by.includes(me)) d.needed_by.push(me);
     } else {
@@ -150,19 +173,21 @@ async function writeManifestsNow(file: string, prov: Provenance, requirements: R
 export async function removeManifests(file: string): Promise<void> {
   const key = path.dirname(path.resolve(file));
   const previous = locks.get(key) ?? Promise.resolve();
-  const mine = previous.catch(() => undefined).then(async () => {
-    await fsp.rm(manifestPath(file), { force: true });
-    await fsp.rm(legacyManifestPath(file), { force: true });
-    for (const requiredRepos of [requiredReposPath(file), legacyRequiredReposPath(file)]) {
-      if (!fs.existsSync(requiredRepos)) continue;
-      const merged = await readRequiredRepos(requiredRepos);
-      dropFile(merged, path.basename(file));
-      if (!Object.keys(merged.distributions).length && !Object.keys(merged.missing).length) await fsp.rm(requiredRepos, { force: true });
-      else await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, path.dirname(path.resolve(file)));
-    }
-    // the records folder goes with the last file it kept records of
-    await fsp.rmdir(path.join(path.dirname(file), RECORDS_FOLDER)).catch(() => undefined);
-  });
+  const mine = previous
+    .catch(() => undefined)
+    .then(async () => {
+      await fsp.rm(manifestPath(file), { force: true });
+      await fsp.rm(legacyManifestPath(file), { force: true });
+      for (const requiredRepos of [requiredReposPath(file), legacyRequiredReposPath(file)]) {
+        if (!fs.existsSync(requiredRepos)) continue;
+        const merged = await readRequiredRepos(requiredRepos);
+        dropFile(merged, path.basename(file));
+        if (!Object.keys(merged.distributions).length && !Object.keys(merged.missing).length) await fsp.rm(requiredRepos, { force: true });
+        else await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, path.dirname(path.resolve(file)));
+      }
+      // the records folder goes with the last file it kept records of
+      await fsp.rmdir(path.join(path.dirname(file), RECORDS_FOLDER)).catch(() => undefined);
+    });
   locks.set(key, mine);
   try {
     await mine;

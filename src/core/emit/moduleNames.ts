@@ -2,7 +2,20 @@
 import { STDLIB } from './stdlib';
 
 /** Packages of the PyTorch world a pulled file must not shadow (besides the standard library). */
-export const PROTECTED_PACKAGES: ReadonlySet<string> = new Set(['torch', 'torchvision', 'torchaudio', 'numpy', 'timm', 'transformers', 'einops', 'scipy', 'PIL', 'mmcv', 'mmdet', 'mmengine']);
+export const PROTECTED_PACKAGES: ReadonlySet<string> = new Set([
+  'torch',
+  'torchvision',
+  'torchaudio',
+  'numpy',
+  'timm',
+  'transformers',
+  'einops',
+  'scipy',
+  'PIL',
+  'mmcv',
+  'mmdet',
+  'mmengine',
+]);
 
 /** `ResidualBlock` -> `residual_block`, `SEBlock` -> `se_block`. */
 export function snakeCase(name: string): string {
@@ -14,7 +27,16 @@ export function snakeCase(name: string): string {
 
 /** Module names that Python tools run or import by themselves (pytest, site, setuptools, nox, Django, packages):
  * a pulled file named so would run the block's code outside the sandbox. */
-export const RESERVED_MODULES: ReadonlySet<string> = new Set(['conftest', 'sitecustomize', 'usercustomize', 'setup', '__init__', '__main__', 'noxfile', 'manage']);
+export const RESERVED_MODULES: ReadonlySet<string> = new Set([
+  'conftest',
+  'sitecustomize',
+  'usercustomize',
+  'setup',
+  '__init__',
+  '__main__',
+  'noxfile',
+  'manage',
+]);
 
 /** Files that test runners, documentation builders and task runners import or run by convention (pytest, Sphinx,
  * invoke, fabric, doit, paver, nox, setuptools, Django), and folders whose files they do. */
@@ -29,7 +51,10 @@ export function assistantFileProblem(file: string, root: string): string | undef
   const name = file.split(/[\\/]/).pop() ?? file;
   if (RUN_BY_CONVENTION.test(name)) return `'${name}' is a name test runners, documentation builders or task runners load by themselves`;
   const rel = file.startsWith(root) ? file.slice(root.length) : file;
-  const folder = rel.split(/[\\/]/).slice(0, -1).find((p) => RUN_BY_CONVENTION_FOLDERS.has(p.toLowerCase()));
+  const folder = rel
+    .split(/[\\/]/)
+    .slice(0, -1)
+    .find((p) => RUN_BY_CONVENTION_FOLDERS.has(p.toLowerCase()));
   if (folder) return `a file in a folder named '${folder}' is loaded by test runners or documentation builders; choose another folder`;
   return undefined;
 }

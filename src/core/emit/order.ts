@@ -51,8 +51,7 @@ function registrations(units: UnitNode[], text: ((n: UnitNode) => string) | unde
 /** Dependencies first (def-time ones strictly), the block last; source order where nothing constrains. `text`: a
  * unit's source (registrations keep the original's order by it). */
 export function orderUnits(closure: ClosureResult, text?: (n: UnitNode) => string): UnitNode[] {
-  const byOrder = (keys: Iterable<string>): UnitNode[] =>
-    [...keys].map((k) => closure.units.get(k)!).sort((a, b) => a.order - b.order);
+  const byOrder = (keys: Iterable<string>): UnitNode[] => [...keys].map((k) => closure.units.get(k)!).sort((a, b) => a.order - b.order);
   // 1. a readable order: depth-first over every dependency, from the block (then from what only an extra
   //    root such as a validation builder reaches)
   let readable: UnitNode[] = [];
@@ -127,8 +126,7 @@ export function assignNames(closure: ClosureResult, order: UnitNode[]): Map<stri
     taken.set(b, symbolKey(root.rec, b));
   }
   // `import torch` and `import torch.fx` both bind `torch` to the same module: one name, no rename
-  const valueOf = (e: ExternalImport): string =>
-    e.name !== undefined ? `${e.module}.${e.name}` : e.plainDotted ? e.module.split('.')[0] : e.module;
+  const valueOf = (e: ExternalImport): string => (e.name !== undefined ? `${e.module}.${e.name}` : e.plainDotted ? e.module.split('.')[0] : e.module);
   const byValue = new Map<string, string>();
   for (const e of [...closure.externals.values()].sort((a, b) => a.key.localeCompare(b.key))) {
     const shared = byValue.get(`${valueOf(e)}|${e.bound}`);

@@ -140,7 +140,7 @@ export function readProvenance(text: string): Provenance | undefined {
 export function parseProvenance(text: string): { provenance?: Provenance; damaged?: string } {
   // in the header: the comment lines the file starts with (one per source file, so a large pull's runs long)
   let line: string | undefined;
-  for (let at = 0; at < text.length; ) {
+  for (let at = 0; at < text.length;) {
     const end = text.indexOf('\n', at);
     const l = text.slice(at, end < 0 ? text.length : end);
     if (l.startsWith(PROVENANCE_PREFIX)) {
@@ -182,7 +182,8 @@ function provenanceProblem(r: unknown): string | undefined {
     if (!Array.isArray(e.lines) || e.lines.length !== 2 || !e.lines.every((n) => Number.isInteger(n))) return 'a provenance definition has no lines';
   }
   if (!Array.isArray(p.imports) || !p.imports.every(isText)) return 'the provenance record has no imports list';
-  if (!p.renamed || typeof p.renamed !== 'object' || Array.isArray(p.renamed) || !Object.values(p.renamed).every(isText)) return 'the provenance record has no renames';
+  if (!p.renamed || typeof p.renamed !== 'object' || Array.isArray(p.renamed) || !Object.values(p.renamed).every(isText))
+    return 'the provenance record has no renames';
   return undefined;
 }
 

@@ -55,9 +55,7 @@ export function fileSizes(graph: DependencyGraph, blockModule: string, blockName
     for (let at = id; at >= 0; at = parent.get(at)!) out.unshift(label(at));
     return out;
   };
-  const deps = nodes
-    .filter((d) => d.id !== rootId)
-    .map((d) => ({ names: d.names, module: d.module, repo: d.repo, lines: d.lines, chain: chainOf(d.id) }));
+  const deps = nodes.filter((d) => d.id !== rootId).map((d) => ({ names: d.names, module: d.module, repo: d.repo, lines: d.lines, chain: chainOf(d.id) }));
   return {
     block: rootId >= 0 ? nodes[rootId].lines : 0,
     pulled: deps.reduce((n, d) => n + d.lines, 0),

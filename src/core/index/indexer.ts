@@ -156,7 +156,13 @@ function existingFiles(db: IndexDb, repoId: number): Map<string, ExistingFile> {
  * cancelled or one fails) before this returns: a file still in flight must not land after the run, under the next
  * run's feet (which would then add the same file again).
  */
-async function inFlight(todo: SourceFile[], lanes: number, hereMax: number, work: (file: SourceFile, inThisThread?: boolean) => Promise<void>, signal?: AbortSignal): Promise<void> {
+async function inFlight(
+  todo: SourceFile[],
+  lanes: number,
+  hereMax: number,
+  work: (file: SourceFile, inThisThread?: boolean) => Promise<void>,
+  signal?: AbortSignal,
+): Promise<void> {
   let next = 0;
   let end = todo.length;
   const fromLarge = async (): Promise<void> => {
@@ -177,7 +183,9 @@ async function inFlight(todo: SourceFile[], lanes: number, hereMax: number, work
     next = end;
     throw err;
   };
-  const ended = await Promise.allSettled([...Array.from({ length: lanes }, fromLarge), ...(hereMax > 0 ? [fromSmall()] : [])].map((lane) => lane.catch(stopOthers)));
+  const ended = await Promise.allSettled(
+    [...Array.from({ length: lanes }, fromLarge), ...(hereMax > 0 ? [fromSmall()] : [])].map((lane) => lane.catch(stopOthers)),
+  );
   const failure = ended.find((e): e is PromiseRejectedResult => e.status === 'rejected');
   if (failure) throw failure.reason;
 }
@@ -196,7 +204,20 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
   const paths = only ? [...existing.keys(), ...files.map((f) => f.path)] : files.map((f) => f.path);
   const srcLayout = !info.modulePrefix && paths.some((p) => p.startsWith('src/')) && !paths.includes('src/__init__.py');
   const seen = new Set<string>();
-  const stats: IndexRunStats = { repo: info.name, files: files.length, parsed: 0, skipped: 0, computed: 0, kept: 0, deleted: 0, changed: 0, seconds: 0, parseSeconds: 0, commit: info.commit, failed: { count: 0, first: [] } };
+  const stats: IndexRunStats = {
+    repo: info.name,
+    files: files.length,
+    parsed: 0,
+    skipped: 0,
+    computed: 0,
+    kept: 0,
+    deleted: 0,
+    changed: 0,
+    seconds: 0,
+    parseSeconds: 0,
+    commit: info.commit,
+    failed: { count: 0, first: [] },
+  };
 
   stats.changed += recordSkipped(db, repoId, skipped, existing, seen, (p) => modulePathOf(p, info.modulePrefix, srcLayout));
 
@@ -276,10 +297,7 @@ async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOpti
   stats.changed += stats.computed + stats.deleted;
   const repoRow = db.get('SELECT indexed_at, commit_id, license FROM repos WHERE id = ?', [repoId])!;
   const unchanged =
-    stats.changed === 0 &&
-    repoRow.indexed_at !== null &&
-    repoRow.commit_id === (info.commit ?? null) &&
-    repoRow.license === (info.license ?? null);
+    stats.changed === 0 && repoRow.indexed_at !== null && repoRow.commit_id === (info.commit ?? null) && repoRow.license === (info.license ?? null);
   // a run that found nothing new writes nothing, so a warm start leaves the database file alone
   if (!unchanged) {
     db.run('UPDATE repos SET indexed_at = ?, commit_id = ?, license = ?, last_run = ? WHERE id = ?', [
@@ -329,7 +347,10 @@ export function finishRun(db: IndexDb, dedup: DedupOptions = {}, { light = false
 export function removeRepositoriesExcept(db: IndexDb, keep: Set<string>): string[] {
   const gone = db.all('SELECT id, name FROM repos').filter((r) => !keep.has(String(r.name)));
   if (!gone.length) return [];
-  dropRepositories(db, gone.map((r) => Number(r.id)));
+  dropRepositories(
+    db,
+    gone.map((r) => Number(r.id)),
+  );
   return gone.map((r) => String(r.name));
 }
 
@@ -403,13 +424,40 @@ function writeFile(db: IndexDb, repoId: number, oldId: number | undefined, f: Fi
     deleteClasses(db, oldId);
     db.run(
       'UPDATE files SET module = ?, is_package = ?, size = ?, mtime = ?, hash = ?, status = ?, reason = ?, detail = ?, facts = ?, slim = ?, parse_ms = ? WHERE id = ?',
-      [f.module, f.isPackage ? 1 : 0, f.size, f.mtime, f.hash, f.status, f.reason ?? null, f.detail ?? null, f.facts ?? null, f.slim ?? null, f.parseMs ?? null, oldId],
+      [
+        f.module,
+        f.isPackage ? 1 : 0,
+        f.size,
+        f.mtime,
+        f.hash,
+        f.status,
+        f.reason ?? null,
+        f.detail ?? null,
+        f.facts ?? null,
+        f.slim ?? null,
+        f.parseMs ?? null,
+        oldId,
+      ],
     );
     return oldId;
   }
   db.run(
     'INSERT INTO files (repo_id, path, module, is_package, size, mtime, hash, status, reason, detail, facts, slim, parse_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [repoId, f.path, f.module, f.isPackage ? 1 : 0, f.size, f.mtime, f.hash, f.status, f.reason ?? null, f.detail ?? null, f.facts ?? null, f.slim ?? null, f.parseMs ?? null],
+    [
+      repoId,
+      f.path,
+      f.module,
+      f.isPackage ? 1 : 0,
+      f.size,
+      f.mtime,
+      f.hash,
+      f.status,
+      f.reason ?? null,
+      f.detail ?? null,
+      f.facts ?? null,
+      f.slim ?? null,
+      f.parseMs ?? null,
+    ],
   );
   return db.lastId();
 }
@@ -447,7 +495,18 @@ function storeOutcome(
   const { hash, size } = outcome;
   db.transaction(() => {
     if (outcome.kind === 'skipped') {
-      writeFile(db, repoId, oldId, { path: file.path, module, isPackage, size, mtime: file.mtimeMs ?? null, hash, status: 'skipped', reason: outcome.reason, detail: outcome.detail, parseMs });
+      writeFile(db, repoId, oldId, {
+        path: file.path,
+        module,
+        isPackage,
+        size,
+        mtime: file.mtimeMs ?? null,
+        hash,
+        status: 'skipped',
+        reason: outcome.reason,
+        detail: outcome.detail,
+        parseMs,
+      });
       return;
     }
     const fileId = writeFile(db, repoId, oldId, {

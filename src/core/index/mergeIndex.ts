@@ -40,16 +40,31 @@ export function copyRepositories(to: IndexDb, from: IndexDb, file: string, keep:
       if (to.get('SELECT id FROM repos WHERE name = ?', [name])) {
         throw new NnragError('usage', `${file} and another index both hold the repository ${name}: shards of one index hold each repository once`);
       }
-      to.run(`INSERT INTO repos (${repoCols.join(', ')}) VALUES (${repoCols.map(() => '?').join(', ')})`, repoCols.map((c) => repo[c]));
+      to.run(
+        `INSERT INTO repos (${repoCols.join(', ')}) VALUES (${repoCols.map(() => '?').join(', ')})`,
+        repoCols.map((c) => repo[c]),
+      );
       const repoId = Number(to.get('SELECT id FROM repos WHERE name = ?', [name])!.id);
       names.push(name);
       for (const f of from.all('SELECT * FROM files WHERE repo_id = ? ORDER BY id', [repo.id])) {
         to.run(`INSERT INTO files (repo_id, ${fileCols.join(', ')}) VALUES (?, ${fileCols.map(() => '?').join(', ')})`, [repoId, ...fileCols.map((c) => f[c])]);
         const fileId = Number(to.get('SELECT id FROM files WHERE repo_id = ? AND path = ?', [repoId, f.path])!.id);
         for (const c of from.all('SELECT * FROM classes WHERE file_id = ? ORDER BY id', [f.id])) {
-          to.run(`INSERT INTO classes (file_id, repo_id, ${classCols.join(', ')}) VALUES (?, ?, ${classCols.map(() => '?').join(', ')})`, [fileId, repoId, ...classCols.map((k) => c[k])]);
+          to.run(`INSERT INTO classes (file_id, repo_id, ${classCols.join(', ')}) VALUES (?, ?, ${classCols.map(() => '?').join(', ')})`, [
+            fileId,
+            repoId,
+            ...classCols.map((k) => c[k]),
+          ]);
           const id = Number(to.get('SELECT last_insert_rowid() AS id')!.id);
-          to.run('INSERT INTO classes_fts (docid, name, words, doc, signature, path, repo) VALUES (?, ?, ?, ?, ?, ?, ?)', [id, c.name, c.words, c.doc, c.signature, c.path, c.repo]);
+          to.run('INSERT INTO classes_fts (docid, name, words, doc, signature, path, repo) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+            id,
+            c.name,
+            c.words,
+            c.doc,
+            c.signature,
+            c.path,
+            c.repo,
+          ]);
         }
       }
       // the catalog of observed calls (keyed by the blobs of the files it read, which the merge keeps)
@@ -71,12 +86,21 @@ export async function mergeIndexes(shards: string[], out: string, sqlWasm?: stri
   const result: MergeResult = { shards: [], repositories: 0, files: 0, blocks: 0 };
   try {
     for (const file of shards) {
-      if (!(await fsp.stat(file).then((s) => s.isFile(), () => false))) throw new NnragError('usage', `${file} is not an index file`);
+      if (
+        !(await fsp.stat(file).then(
+          (s) => s.isFile(),
+          () => false,
+        ))
+      )
+        throw new NnragError('usage', `${file} is not an index file`);
       const shard = (await IndexDb.open(file, { sqlWasm, readOnly: true })).db;
       try {
         const parser = shard.getMeta('parser_version');
         if (parser !== undefined && parser !== PARSER_VERSION) {
-          throw new NnragError('usage', `${file} was indexed by another version of NN-RAG's parser (${parser}; this one is ${PARSER_VERSION}): index that shard again`);
+          throw new NnragError(
+            'usage',
+            `${file} was indexed by another version of NN-RAG's parser (${parser}; this one is ${PARSER_VERSION}): index that shard again`,
+          );
         }
         result.shards.push({ file, repositories: copyRepositories(db, shard, file) });
       } finally {

@@ -2,9 +2,7 @@
  * Turns the bytes of a .py file into text the way CPython would (PEP 263 / PEP 3120), or says why not.
  */
 
-export type DecodeResult =
-  | { ok: true; text: string; encoding: string }
-  | { ok: false; reason: 'binary' | 'encoding'; detail: string };
+export type DecodeResult = { ok: true; text: string; encoding: string } | { ok: false; reason: 'binary' | 'encoding'; detail: string };
 
 const CODING_RE = /^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)/;
 

@@ -133,9 +133,7 @@ function definitionOf(node: Node): Node {
 }
 
 function decoratorsOf(node: Node): Node[] {
-  return node.type === 'decorated_definition'
-    ? (node.namedChildren.filter((c) => c?.type === 'decorator') as Node[])
-    : [];
+  return node.type === 'decorated_definition' ? (node.namedChildren.filter((c) => c?.type === 'decorator') as Node[]) : [];
 }
 
 /** Text of a dotted expression (`a.b.c`), or undefined if it is not one. */
@@ -302,11 +300,7 @@ class Extractor {
       const def = definitionOf(child);
       if (def.type === 'class_definition') this.noteClass(child, def);
       else if (def.type === 'function_definition') this.noteFunction(def);
-      else if (
-        ['block', 'else_clause', 'elif_clause', 'except_clause', 'finally_clause', 'except_group_clause'].includes(
-          child.type,
-        )
-      ) {
+      else if (['block', 'else_clause', 'elif_clause', 'except_clause', 'finally_clause', 'except_group_clause'].includes(child.type)) {
         this.noteNested(child);
       }
     }
@@ -363,7 +357,10 @@ class Extractor {
       methods.push(mname);
       if (mname) members.methods.push({ name: mname, start: stmt.startIndex, end: stmt.endIndex });
       // without the source's comments (strings kept as they are): a signature reads on one line
-      const params = (mdef.childForFieldName('parameters')?.text ?? '()').replace(/("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g, (m, str: string | undefined) => str ?? '');
+      const params = (mdef.childForFieldName('parameters')?.text ?? '()').replace(
+        /("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|#[^\n]*/g,
+        (m, str: string | undefined) => str ?? '',
+      );
       const sig = collapse(params.replace(/^\(\s*self\s*,?\s*/, '('), 300);
       if (mname === '__init__') signature = sig;
       if (mname === 'forward') forwardSignature = sig;
@@ -419,7 +416,15 @@ class Extractor {
    */
   private noteRegistrationCall(stmt: Node, loop?: { variable: string; classes: string[] }, depth = 0): void {
     if (depth > 4) return;
-    if (stmt.type === 'if_statement' || stmt.type === 'try_statement' || stmt.type === 'else_clause' || stmt.type === 'elif_clause' || stmt.type === 'block' || stmt.type === 'except_clause' || stmt.type === 'finally_clause') {
+    if (
+      stmt.type === 'if_statement' ||
+      stmt.type === 'try_statement' ||
+      stmt.type === 'else_clause' ||
+      stmt.type === 'elif_clause' ||
+      stmt.type === 'block' ||
+      stmt.type === 'except_clause' ||
+      stmt.type === 'finally_clause'
+    ) {
       for (const child of stmt.namedChildren) if (child) this.noteRegistrationCall(child, loop, depth + 1);
       return;
     }
@@ -765,11 +770,7 @@ class Extractor {
         return;
       case 'for_statement':
         this.visitTarget(node.childForFieldName('left'), scope, timing);
-        this.visitAll(
-          [node.childForFieldName('right'), node.childForFieldName('body'), node.childForFieldName('alternative')],
-          scope,
-          timing,
-        );
+        this.visitAll([node.childForFieldName('right'), node.childForFieldName('body'), node.childForFieldName('alternative')], scope, timing);
         return;
       case 'as_pattern_target':
         for (const c of node.namedChildren) this.visitTarget(c, scope, timing);

@@ -19,7 +19,15 @@ export const DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024;
 
 /** Python 2 constructs, looked for on the line where the parse failed (and the one before): a file is Python 2 only
  * where Python 3 cannot read it and a Python 2 form stands there. */
-const PY2_HINTS = [/^\s*print\s+[^\s(=,)]/, /^\s*except\s+[\w.]+\s*,\s*\w+\s*:/, /^\s*exec\s+["'\w]/, /\b0+[1-7][0-7]*L?\b/, /\b\d+[lL]\b/, /`[^`\n]+`/, /^\s*raise\s+[\w.]+\s*,/];
+const PY2_HINTS = [
+  /^\s*print\s+[^\s(=,)]/,
+  /^\s*except\s+[\w.]+\s*,\s*\w+\s*:/,
+  /^\s*exec\s+["'\w]/,
+  /\b0+[1-7][0-7]*L?\b/,
+  /\b\d+[lL]\b/,
+  /`[^`\n]+`/,
+  /^\s*raise\s+[\w.]+\s*,/,
+];
 /** CPython's tokenizer refuses the line that would open this many indentation levels (its MAXINDENT). */
 const MAX_INDENT_LEVELS = 100;
 

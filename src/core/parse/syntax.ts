@@ -256,11 +256,7 @@ function walk(step: Step, make: () => SyntaxNode): SyntaxNode {
  * whole walk: any getter copies it there first); otherwise `viaPublic` gets the cursor and a `step` through
  * web-tree-sitter's public API. A `step` moves (0 first child, 1 next sibling, 2 parent) and says whether it could.
  */
-export function withCursor<T>(
-  tree: Tree,
-  viaDirect: (c: CursorExports, handle: number, step: Step) => T,
-  viaPublic: (cursor: TreeCursor, step: Step) => T,
-): T {
+export function withCursor<T>(tree: Tree, viaDirect: (c: CursorExports, handle: number, step: Step) => T, viaPublic: (cursor: TreeCursor, step: Step) => T): T {
   const cursor = tree.walk();
   try {
     if (!direct) {
@@ -270,12 +266,15 @@ export function withCursor<T>(
     const handle = (tree as unknown as { 0: number })[0];
     void cursor.nodeTypeId; // copies the cursor into the transfer buffer
     try {
-      return viaDirect(c, handle, (move) =>
-        (move === 0
-          ? c._ts_tree_cursor_goto_first_child_wasm(handle)
-          : move === 1
-            ? c._ts_tree_cursor_goto_next_sibling_wasm(handle)
-            : c._ts_tree_cursor_goto_parent_wasm(handle)) === 1,
+      return viaDirect(
+        c,
+        handle,
+        (move) =>
+          (move === 0
+            ? c._ts_tree_cursor_goto_first_child_wasm(handle)
+            : move === 1
+              ? c._ts_tree_cursor_goto_next_sibling_wasm(handle)
+              : c._ts_tree_cursor_goto_parent_wasm(handle)) === 1,
       );
     } finally {
       // the cursor's stack may have moved while it grew: give the JavaScript object the state it must free

@@ -91,7 +91,13 @@ export function summarise(items: BatchItem[], targeted: number, seconds: number,
   const failed = items.filter((i) => i.status === 'failed' || i.status === 'error').length;
   const percent = (n: number): number => (items.length ? Math.round((10000 * n) / items.length) / 100 : 0);
   return {
-    raw: { blocks: items.length, forward: tiers.forward ?? 0, equivalent: tiers.equivalent ?? 0, forward_share: percent(tiers.forward ?? 0), equivalent_share: percent(tiers.equivalent ?? 0) },
+    raw: {
+      blocks: items.length,
+      forward: tiers.forward ?? 0,
+      equivalent: tiers.equivalent ?? 0,
+      forward_share: percent(tiers.forward ?? 0),
+      equivalent_share: percent(tiers.equivalent ?? 0),
+    },
     targeted,
     attempted: items.length,
     extracted: items.filter((i) => i.status !== 'error').length,
@@ -109,7 +115,6 @@ export function summarise(items: BatchItem[], targeted: number, seconds: number,
   };
 }
 
-
 function fidelityOf(items: BatchItem[]): Pick<BatchSummary, 'compared' | 'equivalent' | 'differs' | 'fidelity' | 'tool_faults'> {
   const equivalent = items.filter((i) => i.equivalence === 'equivalent').length;
   const differs = items.filter((i) => i.equivalence === 'differs').length;
@@ -125,7 +130,13 @@ function originalsOf(items: BatchItem[]): BatchSummary['originals'] {
   const compared = imported.filter((i) => i.equivalence === 'equivalent' || i.equivalence === 'differs').length;
   const copyForward = forward.filter((i) => i.tier && tierAtLeast(i.tier as (typeof TIERS)[number], 'forward')).length;
   const share = (n: number, of: number): number | null => (of ? Math.round((10000 * n) / of) / 100 : null);
-  return { run: run.length, imported: imported.length, forward: forward.length, compared_share: share(compared, imported.length), forward_share: share(copyForward, forward.length) };
+  return {
+    run: run.length,
+    imported: imported.length,
+    forward: forward.length,
+    compared_share: share(compared, imported.length),
+    forward_share: share(copyForward, forward.length),
+  };
 }
 
 /** A batch report as `pull --all` writes it (a shard's says which). */

@@ -143,7 +143,9 @@ async function staged(module: string, repo: string, bindName: string, sources: s
   for (const rel of [...cpu, ...headers]) files.set(rel, await all.get(rel)!());
   const include = new Set<string>();
   for (const bytes of files.values()) {
-    for (const m of Buffer.from(bytes).toString('utf8').matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) {
+    for (const m of Buffer.from(bytes)
+      .toString('utf8')
+      .matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) {
       const wanted = path.posix.normalize(m[1]);
       if (wanted.startsWith('..')) continue;
       for (const h of headers) if (h.endsWith(`/${wanted}`)) include.add(h.slice(0, -wanted.length - 1));
@@ -152,4 +154,3 @@ async function staged(module: string, repo: string, bindName: string, sources: s
   const buildName = bindName === 'TORCH_EXTENSION_NAME' ? `nnrag_${module.replace(/\W/g, '_')}` : bindName;
   return { module, repo, buildName, sources: cpu, cudaLeftOut: cuda, files, include: [...include].sort() };
 }
-

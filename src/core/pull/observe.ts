@@ -11,7 +11,17 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { blobsOf, forgetObserved, observedClasses, observedEntries, observedSize, recordObserved, stillTrue, type ObservedCall, type ObservedEntry } from '../store/observed';
+import {
+  blobsOf,
+  forgetObserved,
+  observedClasses,
+  observedEntries,
+  observedSize,
+  recordObserved,
+  stillTrue,
+  type ObservedCall,
+  type ObservedEntry,
+} from '../store/observed';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
 import { BuilderIndex, callableWithoutArguments } from '../resolve/builders';
 import type { ClassFact } from '../parse/types';
@@ -221,7 +231,16 @@ function focusedFirst(entries: EntryPoint[], table: ModuleTable, repoId: number,
   if (!focus?.size) return spreadAcrossFiles(entries, weight);
   const naming = filesNaming(table, repoId, focus);
   const fileOf = (e: EntryPoint): string => e.id.slice(0, e.id.indexOf('::'));
-  return [...spreadAcrossFiles(entries.filter((e) => naming.has(fileOf(e))), weight), ...spreadAcrossFiles(entries.filter((e) => !naming.has(fileOf(e))), weight)];
+  return [
+    ...spreadAcrossFiles(
+      entries.filter((e) => naming.has(fileOf(e))),
+      weight,
+    ),
+    ...spreadAcrossFiles(
+      entries.filter((e) => !naming.has(fileOf(e))),
+      weight,
+    ),
+  ];
 }
 
 /** The repository's files (by path) that import or call one of `names`. */
@@ -254,8 +273,12 @@ function blocksNamedBy(table: ModuleTable, repoId: number, blocks: ReadonlySet<s
 
 /** What an entry's observations depend on: the interpreter, the observer, and the files it imported as they are now. */
 function keyOf(interpreter: string, files: Record<string, string>): string {
-  const sorted = Object.keys(files).sort().map((p) => [p, files[p]]);
-  return createHash('sha256').update(JSON.stringify([OBSERVER_VERSION, interpreter, sorted])).digest('hex');
+  const sorted = Object.keys(files)
+    .sort()
+    .map((p) => [p, files[p]]);
+  return createHash('sha256')
+    .update(JSON.stringify([OBSERVER_VERSION, interpreter, sorted]))
+    .digest('hex');
 }
 
 /**
@@ -299,14 +322,30 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
     options.onProgress?.(`${repo.name}: running ${chosen.length} of its ${all.length} tests and builders under the observer`);
     // the other indexed repositories it imports that the interpreter does not have: after its own folders
     const companions = await companionRoots(session, repo.id, options.python);
-    const spec: ObserveSpec = { root: repo.root, path: folder, also: [...also, ...companions.roots.filter((r) => r !== folder && !also.includes(r))], entry_s: options.entrySeconds ?? 20, entries: chosen };
-    const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [mount, ...companions.mounts.filter((m) => m !== mount)]);
+    const spec: ObserveSpec = {
+      root: repo.root,
+      path: folder,
+      also: [...also, ...companions.roots.filter((r) => r !== folder && !also.includes(r))],
+      entry_s: options.entrySeconds ?? 20,
+      entries: chosen,
+    };
+    const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [
+      mount,
+      ...companions.mounts.filter((m) => m !== mount),
+    ]);
     try {
       const limits = { timeoutMs: (options.repositorySeconds ?? 600) * 1000, memoryMb: options.memoryMb, signal: options.signal };
       const answer = await judge.observe(spec, limits);
       const known = new Set(chosen.map((e) => e.id));
       const records = answer.observed.filter((o) => typeof o.entry === 'string' && known.has(o.entry)).map((o) => recordOf(o, blobs, interpreter));
-      const built = options.buildNative ? await nativesMissing(session, repo, records.map((r) => r.entry.error ?? ''), { ...options, buildNative: options.buildNative }) : [];
+      const built = options.buildNative
+        ? await nativesMissing(
+            session,
+            repo,
+            records.map((r) => r.entry.error ?? ''),
+            { ...options, buildNative: options.buildNative },
+          )
+        : [];
       if (built.length) {
         // every entry that stopped, again, with them loaded (a test may say only "skipped: requires compilation")
         const again = new Set(records.filter((r) => r.entry.error).map((r) => r.entry.entry));
@@ -339,7 +378,12 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
  * module of the package that the index has no Python source for), built from its C++ sources (nativeSources.ts);
  * one that does not build is said and left out.
  */
-async function nativesMissing(session: PullSession, repo: RepoRow, errors: string[], options: ObserveOptions & { buildNative: { cacheDir: string } }): Promise<NativeBuild[]> {
+async function nativesMissing(
+  session: PullSession,
+  repo: RepoRow,
+  errors: string[],
+  options: ObserveOptions & { buildNative: { cacheDir: string } },
+): Promise<NativeBuild[]> {
   const wanted = new Set<string>();
   for (const error of errors) {
     for (const m of error.matchAll(/No module named '([\w.]+)'/g)) {
@@ -354,8 +398,15 @@ async function nativesMissing(session: PullSession, repo: RepoRow, errors: strin
     const sources = await findNativeSources(scan, name);
     if (!sources) continue;
     try {
-      const build = await buildNative(sources, { python: options.python, runner: options.runner, cacheDir: options.buildNative.cacheDir, signal: options.signal });
-      options.onProgress?.(`${repo.name}: ${name} ${build.cached ? 'taken from the cache' : `built in ${build.seconds.toFixed(1)} s`}; its entries run again with it`);
+      const build = await buildNative(sources, {
+        python: options.python,
+        runner: options.runner,
+        cacheDir: options.buildNative.cacheDir,
+        signal: options.signal,
+      });
+      options.onProgress?.(
+        `${repo.name}: ${name} ${build.cached ? 'taken from the cache' : `built in ${build.seconds.toFixed(1)} s`}; its entries run again with it`,
+      );
       out.push(build);
     } catch (err) {
       if (err instanceof CancelledError) throw err;
@@ -366,13 +417,24 @@ async function nativesMissing(session: PullSession, repo: RepoRow, errors: strin
 }
 
 /** One entry's answer as the catalog keeps it: its calls checked for shape, its files with their blob ids now. */
-function recordOf(o: { entry: string; seconds?: number; error?: string | null; calls?: unknown[]; files?: unknown[] }, blobs: Map<string, string>, interpreter: string): { entry: ObservedEntry; calls: ObservedCall[] } {
+function recordOf(
+  o: { entry: string; seconds?: number; error?: string | null; calls?: unknown[]; files?: unknown[] },
+  blobs: Map<string, string>,
+  interpreter: string,
+): { entry: ObservedEntry; calls: ObservedCall[] } {
   const files: Record<string, string> = {};
   for (const f of o.files ?? []) if (typeof f === 'string' && blobs.has(f)) files[f] = blobs.get(f)!;
   const calls: ObservedCall[] = [];
   for (const c of o.calls ?? []) {
     const call = c as Partial<ObservedCall>;
-    if (typeof call.module !== 'string' || typeof call.name !== 'string' || !Array.isArray(call.args) || typeof call.kwargs !== 'object' || call.kwargs === null) continue;
+    if (
+      typeof call.module !== 'string' ||
+      typeof call.name !== 'string' ||
+      !Array.isArray(call.args) ||
+      typeof call.kwargs !== 'object' ||
+      call.kwargs === null
+    )
+      continue;
     calls.push({ entry: o.entry, module: call.module, name: call.name, args: call.args, kwargs: call.kwargs, ...(call.inputs ? { inputs: call.inputs } : {}) });
   }
   const error = typeof o.error === 'string' ? o.error.slice(0, 300) : null;

@@ -168,7 +168,19 @@ export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
   }
   const store = sourcesDirOf(db);
   const sources = store && fs.existsSync(store) ? store : undefined;
-  return { db, table, repos: loadRepoRows(db), files, skipped, parsed: new Map(), builders: new Map(), shortened: new Map(), sources, readmes: new Map(), observed: new Map() };
+  return {
+    db,
+    table,
+    repos: loadRepoRows(db),
+    files,
+    skipped,
+    parsed: new Map(),
+    builders: new Map(),
+    shortened: new Map(),
+    sources,
+    readmes: new Map(),
+    observed: new Map(),
+  };
 }
 
 async function parseRecord(session: PullSession, parser: PythonParser, rec: ModuleRecord): Promise<ParsedModule> {
@@ -265,7 +277,8 @@ export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterabl
   const repo = session.repos.get(ref.repoId);
   if (!repo) return { unavailable: 'its repository is not in the index' };
   if (repo.kind === 'python-env') return { module: ref.module, class: ref.name, path: null };
-  if (isImported(repo) && repo.kind === 'folder') return { unavailable: 'its repository came with an imported index, which names no folder on this machine to import the original from' };
+  if (isImported(repo) && repo.kind === 'folder')
+    return { unavailable: 'its repository came with an imported index, which names no folder on this machine to import the original from' };
   const [folder, ...rest] = importRoots(repo);
   if (!folder) return { unavailable: `a ${repo.kind} source has no checkout to import the original from` };
   if (!fs.existsSync(repo.root)) return { unavailable: `its repository's folder ${repo.root} is not on this machine` };
@@ -291,7 +304,8 @@ export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterabl
  */
 export function explained(report: ValidationReport, original: OriginalClass | { unavailable: string } | undefined, edited = false): ValidationReport {
   let out = report;
-  if (original && 'unavailable' in original && out.ok && !out.equivalence) out = { ...out, equivalence: { status: 'unavailable', reason: original.unavailable } };
+  if (original && 'unavailable' in original && out.ok && !out.equivalence)
+    out = { ...out, equivalence: { status: 'unavailable', reason: original.unavailable } };
   if (edited && out.category === 'differs') out = { ...out, message: `differs from the original (your edits): ${out.message ?? ''}` };
   return out;
 }
@@ -353,7 +367,13 @@ function failureOf(problems: Problem[]): { category: FailureCategory; message: s
   if (unparsed.length) return { category: 'unresolved', message: unparsed.map((p) => p.detail).join('; ') };
   // `import pkg` then `pkg` itself as a value (`pkg.__dict__`, passed along): its code is inlined, no module remains
   const objects = problems.filter((p) => p.kind === 'module-object');
-  if (objects.length) return { category: 'unresolved', message: objects.map((p) => `${p.detail}: its code is inlined into this file, so no module ${p.name} exists to use (the names it defines are used directly)`).join('; ') };
+  if (objects.length)
+    return {
+      category: 'unresolved',
+      message: objects
+        .map((p) => `${p.detail}: its code is inlined into this file, so no module ${p.name} exists to use (the names it defines are used directly)`)
+        .join('; '),
+    };
   return undefined;
 }
 
@@ -404,7 +424,12 @@ function signatureParameters(signature: string): { name: string; annotation?: st
  * `Optional["BertConfig"]`), or named `config`/`cfg` where the block's module defines exactly one; taken into the
  * file whole, so that the judge builds an object of it from its defaults on both sides and the user has it.
  */
-export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: ClassFact, depth = 0): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
+export function configRoots(
+  table: ModuleTable,
+  rec: ModuleRecord,
+  fact: ClassFact,
+  depth = 0,
+): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
   const out: { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] = [];
   // a class without an __init__ of its own is built by its first base's (GemmaMLP(LLaMAMLP))
   if (!fact.methods.includes('__init__')) {
@@ -418,7 +443,10 @@ export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: ClassFa
   for (const p of signatureParameters(fact.signature.trim().replace(/^\(([\s\S]*)\)$/, '$1'))) {
     let name: string | undefined;
     if (p.annotation) {
-      const bare = p.annotation.replace(/['"]/g, '').replace(/^(?:typing\.)?Optional\[(.*)\]$/, '$1').trim();
+      const bare = p.annotation
+        .replace(/['"]/g, '')
+        .replace(/^(?:typing\.)?Optional\[(.*)\]$/, '$1')
+        .trim();
       if (/^[\w.]+$/.test(bare) && CONFIG_CLASS.test(bare)) name = bare;
     } else if (CONFIG_PARAMETERS.has(p.name)) {
       const own = rec.facts.classes.filter((c) => CONFIG_CLASS.test(c.name));
@@ -438,7 +466,12 @@ export function configRoots(table: ModuleTable, rec: ModuleRecord, fact: ClassFa
  * the copy can be built as the repository's tests built it; and the classes registered under a name a config dict of
  * those calls gives (`norm_cfg={"type": "BN"}`, in `registries`), whole: the copy's registry builds them by that name.
  */
-function observedRoots(session: PullSession, rec: ModuleRecord, name: string, registries: ReadonlyMap<string, RegisteredName>): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
+function observedRoots(
+  session: PullSession,
+  rec: ModuleRecord,
+  name: string,
+  registries: ReadonlyMap<string, RegisteredName>,
+): { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] {
   const out: { rec: ModuleRecord; unit: number; methodsOnDemand: boolean }[] = [];
   const visit = (v: unknown): void => {
     if (Array.isArray(v)) return v.forEach(visit);
@@ -502,7 +535,10 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
   let natives: NativeBuild[] = [];
   // what --build-native builds: the compiled modules the file needs, and those imported inside functions (kept as
   // written without it: they fail only where the code runs them)
-  const compiled = [...closure.problems, ...closure.keptMissing.map((name): Problem => ({ kind: 'native-extension', name, detail: `${name} is imported inside a function` }))];
+  const compiled = [
+    ...closure.problems,
+    ...closure.keptMissing.map((name): Problem => ({ kind: 'native-extension', name, detail: `${name} is imported inside a function` })),
+  ];
   if (options.buildNative && compiled.some((p) => p.kind === 'native-extension')) {
     const made = await buildNatives(session, ref.repoId, compiled, { ...options, cacheDir: options.buildNative.cacheDir });
     natives = made.builds;
@@ -520,10 +556,15 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
   const t1 = performance.now();
   const inlinedRepos = inlinedNames(session, closure, ref.repoId);
   const notes = inlinedRepos.length
-    ? [`also inlined: code of ${inlinedRepos.join(', ')} (${options.inline === 'all' ? 'as asked' : `indexed, and not importable by ${options.python ?? 'the interpreter'}`})`]
+    ? [
+        `also inlined: code of ${inlinedRepos.join(', ')} (${options.inline === 'all' ? 'as asked' : `indexed, and not importable by ${options.python ?? 'the interpreter'}`})`,
+      ]
     : [];
   notes.push(...natives.map(nativeNote));
-  if (closure.keptMissing.length) notes.push(`imported inside functions as written, found nowhere (compiled, or gone): ${closure.keptMissing.join(', ')}; only code that runs them needs them`);
+  if (closure.keptMissing.length)
+    notes.push(
+      `imported inside functions as written, found nowhere (compiled, or gone): ${closure.keptMissing.join(', ')}; only code that runs them needs them`,
+    );
   const emitted = emitFile(closure, { ...emitCtx, notes, provided: options.shared }, target);
   const t2 = performance.now();
   return { target, rec, unit: fact.unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, natives, timings: { t0, t1, t2 } };
@@ -619,10 +660,24 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       // installed package's builders would build, and register, the installed classes)
       const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
       const budgetMs = Math.min(options.builderBudgetMs ?? Infinity, left() - MIN_JUDGE_MS);
-      const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, unit, ref.name, target, { ...options, builderBudgetMs: budgetMs }, 'module' in original ? original : undefined);
-      if (built.report) v = left() > MIN_JUDGE_MS ? await replayed(built.report, options.out, { ...request, timeoutMs: left() }) : { ...built.report, recipe: undefined };
+      const built = await validateWithBuilder(
+        session,
+        builderCtx,
+        emitCtx,
+        rec,
+        unit,
+        ref.name,
+        target,
+        { ...options, builderBudgetMs: budgetMs },
+        'module' in original ? original : undefined,
+      );
+      if (built.report)
+        v = left() > MIN_JUDGE_MS ? await replayed(built.report, options.out, { ...request, timeoutMs: left() }) : { ...built.report, recipe: undefined };
       else if (built.untried.length) {
-        const within = options.builderBudgetMs !== undefined && options.builderBudgetMs <= left() ? `${Math.round(options.builderBudgetMs / 100) / 10} s (nn-rag pull tries them all)` : `the block's time limit of ${Math.round(limitMs / 1000)} s`;
+        const within =
+          options.builderBudgetMs !== undefined && options.builderBudgetMs <= left()
+            ? `${Math.round(options.builderBudgetMs / 100) / 10} s (nn-rag pull tries them all)`
+            : `the block's time limit of ${Math.round(limitMs / 1000)} s`;
         v = { ...v, message: `${v.message ?? ''}; the repository's builders ${built.untried.map((b) => `${b}()`).join(', ')} were not tried within ${within}` };
       }
     }
@@ -633,7 +688,11 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     }
     if (runtime) {
       const buildable = !options.buildNative && (await nativeSourcesOf(session, ref.repoId, runtime));
-      v = { ...v, category: 'native-extension', message: `${runtimeNativeDetail(runtime)} in the indexed package ${runtime.split('.')[0]}${buildable ? ' (nn-rag pull --build-native builds it from the C++ sources of the repository)' : ''}; ${v.message ?? ''}` };
+      v = {
+        ...v,
+        category: 'native-extension',
+        message: `${runtimeNativeDetail(runtime)} in the indexed package ${runtime.split('.')[0]}${buildable ? ' (nn-rag pull --build-native builds it from the C++ sources of the repository)' : ''}; ${v.message ?? ''}`,
+      };
     }
     v = explained(v, original);
     settleVerdict(report, v, emitted.provenance);
@@ -741,7 +800,12 @@ async function judging(session: PullSession, rec: ModuleRecord, name: string, op
  * How the repository builds and calls block `name` of `rec`: the calls its own tests made (the catalog of observed
  * calls, while the files they imported are unchanged), its call sites' arguments, its README's, its tests' text.
  */
-async function repositoryUses(session: PullSession, rec: ModuleRecord, name: string, parser: PythonParser): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
+async function repositoryUses(
+  session: PullSession,
+  rec: ModuleRecord,
+  name: string,
+  parser: PythonParser,
+): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
   const readme = await readmeUses(session, rec, name, parser);
   return {
     candidates: [
@@ -759,7 +823,11 @@ async function repositoryUses(session: PullSession, rec: ModuleRecord, name: str
  * arguments its header records first, then the repository's own calls and examples of its original (when the index
  * still holds it), so that an unedited file gets the verdict its pull gave.
  */
-export async function judgingPulled(session: PullSession, prov: Provenance | undefined, parser: PythonParser): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
+export async function judgingPulled(
+  session: PullSession,
+  prov: Provenance | undefined,
+  parser: PythonParser,
+): Promise<Pick<ValidateOptions, 'candidates' | 'examples'>> {
   const recorded = recordedArguments(prov) ?? [];
   if (!prov) return {};
   let uses: Pick<ValidateOptions, 'candidates' | 'examples'> = {};
@@ -825,7 +893,8 @@ async function validateWithBuilder(
   // a builder may make a model without this block inside (efficientnet_b0 has no FusedMBConv): try a few
   const builders = index.buildersOf(rec, name).slice(0, 4);
   for (const [i, b] of builders.entries()) {
-    if (options.builderBudgetMs !== undefined && performance.now() - t0 > options.builderBudgetMs - MIN_JUDGE_MS / 2) return { untried: builders.slice(i).map((u) => u.name) };
+    if (options.builderBudgetMs !== undefined && performance.now() - t0 > options.builderBudgetMs - MIN_JUDGE_MS / 2)
+      return { untried: builders.slice(i).map((u) => u.name) };
     const combined = await computeClosure(closureCtx, rec, unit, [{ rec: b.rec, unit: b.unit }]);
     if (failureOf(combined.problems)) continue;
     const emitted = emitFile(combined, emitCtx, target);
@@ -840,7 +909,10 @@ async function validateWithBuilder(
         className: name,
         builder,
         // within the budget: a builder's run is a forked worker of the judge, stopped at no cost to the next pull
-        timeoutMs: options.builderBudgetMs === undefined ? options.timeoutMs : Math.max(1000, Math.min(options.timeoutMs ?? Infinity, options.builderBudgetMs - (performance.now() - t0))),
+        timeoutMs:
+          options.builderBudgetMs === undefined
+            ? options.timeoutMs
+            : Math.max(1000, Math.min(options.timeoutMs ?? Infinity, options.builderBudgetMs - (performance.now() - t0))),
         memoryMb: options.memoryMb,
         signal: options.signal,
         pool: options.pool,
@@ -942,7 +1014,10 @@ export async function exampleTexts(session: PullSession, rec: ModuleRecord, name
     const test = /(?:^|\/)tests?(?:\/|_)|_test\.py$/.test(file.path);
     for (const u of us) found.push({ text: decoded.text.slice(m.facts.units[u].start, m.facts.units[u].end).slice(0, EXAMPLE_CHARS), test });
   }
-  return found.sort((a, b) => Number(b.test) - Number(a.test)).slice(0, 3).map((f) => f.text);
+  return found
+    .sort((a, b) => Number(b.test) - Number(a.test))
+    .slice(0, 3)
+    .map((f) => f.text);
 }
 
 const EXAMPLE_CHARS = 4000;

@@ -40,7 +40,7 @@ const FAILURE_WORDS: Record<string, string> = {
   timeout: 'it ran out of time',
   memory: 'it ran out of memory',
   interpreter: 'the interpreter could not run it',
-  tampered: 'it wrote into the validator\'s own channel',
+  tampered: "it wrote into the validator's own channel",
   output: 'it printed more than the validator reads',
   differs: 'it differs from the original',
 };

@@ -26,10 +26,13 @@ export function parseShard(spec: string, env: Record<string, string | undefined>
     const k8s = int(env.JOB_COMPLETION_INDEX);
     if (id !== undefined && n !== undefined) shard = { index: id - (int(env.SLURM_ARRAY_TASK_MIN) ?? 0), count: n };
     else if (k8s !== undefined) {
-      if (count === undefined) throw new NnragError('usage', '--shard auto under a Kubernetes Indexed Job needs --shard-count N (the job\'s completions)');
+      if (count === undefined) throw new NnragError('usage', "--shard auto under a Kubernetes Indexed Job needs --shard-count N (the job's completions)");
       shard = { index: k8s, count };
     } else {
-      throw new NnragError('usage', '--shard auto found no shard in the environment (SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or JOB_COMPLETION_INDEX): give --shard K/N');
+      throw new NnragError(
+        'usage',
+        '--shard auto found no shard in the environment (SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, or JOB_COMPLETION_INDEX): give --shard K/N',
+      );
     }
   } else {
     const m = /^(\d+)\/(\d+)$/.exec(spec.trim());
@@ -37,7 +40,10 @@ export function parseShard(spec: string, env: Record<string, string | undefined>
     shard = { index: Number(m[1]) - 1, count: Number(m[2]) };
   }
   if (!(shard.count >= 1) || shard.index < 0 || shard.index >= shard.count) {
-    throw new NnragError('usage', `shard ${shard.index + 1} of ${shard.count} does not exist (a Slurm array from another index than 0 or 1 needs SLURM_ARRAY_TASK_MIN)`);
+    throw new NnragError(
+      'usage',
+      `shard ${shard.index + 1} of ${shard.count} does not exist (a Slurm array from another index than 0 or 1 needs SLURM_ARRAY_TASK_MIN)`,
+    );
   }
   return shard;
 }

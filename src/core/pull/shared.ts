@@ -39,7 +39,7 @@ export function planShared(emissions: Emission[], files: string[]): SharedPlan {
   }
   const ids = new Set([...count].filter(([, n]) => n >= 2).map(([id]) => id));
   // closed under what the definitions need, in every file that holds them
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const e of emissions) {
       const pieces = e.emitted.pieces;
@@ -103,7 +103,9 @@ export function planShared(emissions: Emission[], files: string[]): SharedPlan {
   const header = [
     '# -*- coding: utf-8 -*-',
     SHARED_MARKER,
-    ...wrap(`(${files.join(', ')}), held once and imported by each. Where each definition comes from is in those files' headers; pulling the blocks together again writes this file again.`),
+    ...wrap(
+      `(${files.join(', ')}), held once and imported by each. Where each definition comes from is in those files' headers; pulling the blocks together again writes this file again.`,
+    ),
     `${HASH_PREFIX}${sha256(body)}`,
   ].join('\n');
   return { ids, text: `${header}\n\n${body}`, names };
@@ -179,7 +181,10 @@ export async function pullTogether(
   // what each file would hold alone, and so what they share
   const emissions: Emission[] = [];
   for (const ref of refs) emissions.push(await emitBlock(session, ref, { ...options, validate: false }));
-  const plan = planShared(emissions, files.map((f) => path.basename(f)));
+  const plan = planShared(
+    emissions,
+    files.map((f) => path.basename(f)),
+  );
   const sharedFile = path.join(dir, `${SHARED_MODULE}.py`);
   if (plan.text !== undefined) {
     const problem = await sharedReplaceProblem(sharedFile);

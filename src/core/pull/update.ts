@@ -92,7 +92,8 @@ export async function planUpdate(
   try {
     const out = path.join(fresh, `${ref.name}.py`);
     // a file pulled with others keeps importing what their shared module holds (as long as it is the same code)
-    const shared = prov.shared && folder ? { module: prov.shared.module, ids: new Set(prov.shared.ids), file: path.join(folder, `${prov.shared.module}.py`) } : undefined;
+    const shared =
+      prov.shared && folder ? { module: prov.shared.module, ids: new Set(prov.shared.ids), file: path.join(folder, `${prov.shared.module}.py`) } : undefined;
     await pullBlock(session, ref, { parser, out, validate: false, manifest: false, shared });
     freshText = await fsp.readFile(out, 'utf8');
   } finally {
@@ -110,15 +111,25 @@ export async function planUpdate(
   const plan = { upstream: freshText, provenance: freshProv, ref, conflicts: 0 };
   if (freshProv.hash === prov.hash) {
     // the same code, but the header may record other sources (an edited header): it is written again
-    if (JSON.stringify(freshProv.definitions) !== JSON.stringify(prov.definitions)) return { ...plan, state: 'header-refreshed', next: `${upstream.header}${mine.body}` };
+    if (JSON.stringify(freshProv.definitions) !== JSON.stringify(prov.definitions))
+      return { ...plan, state: 'header-refreshed', next: `${upstream.header}${mine.body}` };
     return { ...plan, state: 'up-to-date' };
   }
   if (!edited) return { ...plan, state: 'updated', next: freshText, base: upstream.body };
   if (baseBody === undefined) {
-    throw new NnragError('bad-source', `${label} was edited since the pull and its manifest keeps no base to merge against; pull again into another file and compare`);
+    throw new NnragError(
+      'bad-source',
+      `${label} was edited since the pull and its manifest keeps no base to merge against; pull again into another file and compare`,
+    );
   }
   const merged = merge3(baseBody, mine.body, upstream.body);
-  return { ...plan, state: merged.conflicts ? 'conflicts' : 'merged', next: `${upstream.header}${merged.text}`, base: upstream.body, conflicts: merged.conflicts };
+  return {
+    ...plan,
+    state: merged.conflicts ? 'conflicts' : 'merged',
+    next: `${upstream.header}${merged.text}`,
+    base: upstream.body,
+    conflicts: merged.conflicts,
+  };
 }
 
 /** The pulled file's text with `v` recorded in its header as the validation (the body, and so its hash, unchanged). */

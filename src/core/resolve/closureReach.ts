@@ -93,7 +93,13 @@ export function reachedIn(parsed: ParsedModule, unit: number, start: number, end
  * `super().x` and strings reach only that class, its bases and its subclasses; other attributes reach every class.
  * Bare names count only where `bare` accepts them (a class's own statements, not its methods).
  */
-export function reachesOf(list: Reached[], into: Reach[], family: string | undefined, take: (at: number) => boolean, bare: (at: number) => boolean = () => false): void {
+export function reachesOf(
+  list: Reached[],
+  into: Reach[],
+  family: string | undefined,
+  take: (at: number) => boolean,
+  bare: (at: number) => boolean = () => false,
+): void {
   for (const r of list) {
     if (!take(r.at)) continue;
     if (r.kind === 'attribute') into.push({ name: r.name, family: r.own ? family : undefined });
@@ -219,7 +225,11 @@ export class MethodDeferral {
       if (!list) continue;
       const now = list.filter((w) => !from || this.related(from, w.node.key, w.node));
       if (now.length === list.length) this.waiting.delete(name);
-      else this.waiting.set(name, list.filter((w) => !now.includes(w)));
+      else
+        this.waiting.set(
+          name,
+          list.filter((w) => !now.includes(w)),
+        );
       for (const { node, member, parsed, where } of now) {
         node.dropped = node.dropped?.filter((m) => m !== member);
         this.takeIn(node, parsed, where, (at) => at >= member.start && at < member.end, member);

@@ -28,7 +28,11 @@ export interface RegistrationWalk {
  * class. A name registered in the root repository `repoId` wins over the others' (a framework's `BN`, `DropPath` in the
  * library it builds on are found when the root registers no such name).
  */
-export function registryIndex(table: ModuleTable, repoId: number, takes: (rec: ModuleRecord) => boolean = (rec) => rec.repoId === repoId): Map<string, RegisteredName> {
+export function registryIndex(
+  table: ModuleTable,
+  repoId: number,
+  takes: (rec: ModuleRecord) => boolean = (rec) => rec.repoId === repoId,
+): Map<string, RegisteredName> {
   const out = new Map<string, RegisteredName>();
   const own = new Set<string>();
   for (const list of table.modules()) {
@@ -176,6 +180,10 @@ export async function settleRegistrations(walk: RegistrationWalk): Promise<void>
   }
   for (const r of walk.registrations) {
     const registered = r.node.rec.module;
-    r.node.edits.push({ start: r.start, end: r.end, text: `# ${oneLine(r.text.replace(/\s*\n\s*/g, ' '))}: registration left out by NN-RAG (nothing here builds from ${r.registry}; registered in ${registered})\n` });
+    r.node.edits.push({
+      start: r.start,
+      end: r.end,
+      text: `# ${oneLine(r.text.replace(/\s*\n\s*/g, ' '))}: registration left out by NN-RAG (nothing here builds from ${r.registry}; registered in ${registered})\n`,
+    });
   }
 }

@@ -21,7 +21,8 @@ function nativeOf(natives: ClosureContext['natives'], qualname: string): { modul
   if (!natives) return undefined;
   for (const [module, native] of natives) {
     if (qualname === module) return { module, native };
-    if (qualname.startsWith(`${module}.`) && !qualname.slice(module.length + 1).includes('.')) return { module, name: qualname.slice(module.length + 1), native };
+    if (qualname.startsWith(`${module}.`) && !qualname.slice(module.length + 1).includes('.'))
+      return { module, name: qualname.slice(module.length + 1), native };
   }
   return undefined;
 }
@@ -80,7 +81,13 @@ export class ClosureWalk {
     readonly typeOnly: TypeOnly,
   ) {
     this.table = ctx.table;
-    this.deferral = new MethodDeferral(ctx.table, this.units, (rec, repo) => ctx.inlines(rec, repo), rootRec.repoId, (node, parsed, where, inside, member) => this.takeIn(node, parsed, where, inside, undefined, member));
+    this.deferral = new MethodDeferral(
+      ctx.table,
+      this.units,
+      (rec, repo) => ctx.inlines(rec, repo),
+      rootRec.repoId,
+      (node, parsed, where, inside, member) => this.takeIn(node, parsed, where, inside, undefined, member),
+    );
     this.root = this.need(rootRec, rootUnit);
     for (const extra of extraRoots) this.need(extra.rec, extra.unit);
     this.wholeUnits = new Set([this.root.key, ...extraRoots.filter((e) => !e.methodsOnDemand).map((e) => unitKey(e.rec, e.unit))]);
@@ -212,7 +219,8 @@ export class ClosureWalk {
   placeRef(node: UnitNode, ref: Ref, where: string, text?: string): void {
     let t = this.table.resolveName(node.rec, ref.name);
     // a definition that reads its own name while it is made reads the binding before it (`class Output(Output):`)
-    if (ref.timing === 'def' && t.kind === 'symbol' && t.mod === node.rec && t.unit === node.unit) t = this.table.resolveNameBefore(node.rec, ref.name, node.unit);
+    if (ref.timing === 'def' && t.kind === 'symbol' && t.mod === node.rec && t.unit === node.unit)
+      t = this.table.resolveNameBefore(node.rec, ref.name, node.unit);
     let end = ref.end;
     if (t.kind === 'module' && ref.attrs.length && this.ctx.inlines(t.mod, this.rootRec.repoId)) {
       // `a.init_weights`, `pkg.sub.f`: the module attribute becomes a plain name in the output
@@ -252,7 +260,11 @@ export class ClosureWalk {
     const strings = parsed.strings[unit].filter((s) => inside(s.at));
     if (strings.length) {
       // the root repository's registrations, then those of the repositories whose code the file inlines
-      this.registries ??= registryIndex(this.table, this.rootRec.repoId, (rec) => rec.repoId === this.rootRec.repoId || this.ctx.inlines(rec, this.rootRec.repoId));
+      this.registries ??= registryIndex(
+        this.table,
+        this.rootRec.repoId,
+        (rec) => rec.repoId === this.rootRec.repoId || this.ctx.inlines(rec, this.rootRec.repoId),
+      );
       for (const s of strings) {
         const hit = this.registries.get(s.value);
         if (!hit) continue;
@@ -301,7 +313,14 @@ export class ClosureWalk {
           lines.push({ bound, to: '', attrs });
           continue;
         }
-        const to = this.place(node, t, bound, imp.inFunction ? 'call' : 'def', where, imp.inFunction ? () => localUse(parsed.text, bound, range.end, rec.facts.units[unit].end) : undefined);
+        const to = this.place(
+          node,
+          t,
+          bound,
+          imp.inFunction ? 'call' : 'def',
+          where,
+          imp.inFunction ? () => localUse(parsed.text, bound, range.end, rec.facts.units[unit].end) : undefined,
+        );
         if (to) lines.push({ bound, boundKey: imp.inFunction ? undefined : symbolKey(rec, bound), to });
       }
       node.edits.push({ start: range.start, end: range.end, imports: lines });
@@ -325,7 +344,10 @@ export class ClosureWalk {
     const standIn = own ? compactStandIn(rec, unit) : undefined;
     if (standIn) {
       const refs: Record<string, string> = u.name ? { [u.name]: symbolKey(rec, u.name) } : {};
-      const needs = [...standIn.needs.map((name) => ({ name, timing: 'call' as const })), ...(standIn.needsAtDefinition ?? []).map((name) => ({ name, timing: 'def' as const }))];
+      const needs = [
+        ...standIn.needs.map((name) => ({ name, timing: 'call' as const })),
+        ...(standIn.needsAtDefinition ?? []).map((name) => ({ name, timing: 'def' as const })),
+      ];
       for (const { name, timing } of needs) {
         // a name the original imports inside a method (mmengine's Registry and its build_from_cfg)
         let t = this.table.resolveName(rec, name);

@@ -186,9 +186,12 @@ export function compactStandIn(rec: ModuleRecord, unit: number): StandIn | undef
     // its registration is kept: the framework builds initialisers from `dict(type="Pretrained", ...)`
     const registered = rec.facts.imports.some((i) => (i.bound ?? i.name) === 'WEIGHT_INITIALIZERS');
     const source = PRETRAINED_INIT.replace('{where}', where);
-    return registered ? { source: `@WEIGHT_INITIALIZERS.register_module(name="Pretrained")\n${source}`, needs: [], needsAtDefinition: ['WEIGHT_INITIALIZERS'] } : { source, needs: [] };
+    return registered
+      ? { source: `@WEIGHT_INITIALIZERS.register_module(name="Pretrained")\n${source}`, needs: [], needsAtDefinition: ['WEIGHT_INITIALIZERS'] }
+      : { source, needs: [] };
   }
-  if (/(^|\.)dist(\.|$)/.test(rec.module) && u.kind === 'function' && u.name === 'master_only') return { source: MASTER_ONLY.replace('{where}', where), needs: [] };
+  if (/(^|\.)dist(\.|$)/.test(rec.module) && u.kind === 'function' && u.name === 'master_only')
+    return { source: MASTER_ONLY.replace('{where}', where), needs: [] };
   if (/(^|\.)logging(\.|$)/.test(rec.module)) {
     if (u.kind === 'function' && u.name === 'print_log') return { source: PRINT_LOG.replace('{where}', where), needs: [] };
     const fact = u.kind === 'class' ? rec.facts.classes.find((c) => c.unit === unit) : undefined;

@@ -46,7 +46,11 @@ const SYNONYMS = new Map<string, string[]>(
 
 /** A word as British English spells it, in the American spelling code bases use (`colour`, `normalisation`). */
 function american(word: string): string {
-  return word.replace(/isation$/, 'ization').replace(/ise$/, 'ize').replace(/our$/, 'or').replace(/tre$/, 'ter');
+  return word
+    .replace(/isation$/, 'ization')
+    .replace(/ise$/, 'ize')
+    .replace(/our$/, 'or')
+    .replace(/tre$/, 'ter');
 }
 
 /** The index's own words: every word of every block name, split (see VOCABULARY_LIMIT). */

@@ -35,7 +35,9 @@ function validationOf(raw: SqlValue): HitValidation | null {
   if (raw === null || raw === undefined) return null;
   try {
     const v = JSON.parse(String(raw)) as Partial<HitValidation>;
-    return typeof v.status === 'string' ? { status: v.status, tier: typeof v.tier === 'string' ? v.tier : null, ...(typeof v.category === 'string' ? { category: v.category } : {}) } : null;
+    return typeof v.status === 'string'
+      ? { status: v.status, tier: typeof v.tier === 'string' ? v.tier : null, ...(typeof v.category === 'string' ? { category: v.category } : {}) }
+      : null;
   } catch {
     return null;
   }
@@ -254,9 +256,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const terms = understood.terms;
   if (terms.length === 0) {
     const where = f.sql.length ? `WHERE ${f.sql.join(' AND ')}` : '';
-    return db
-      .all(`${SELECT} ${where} ORDER BY c.repo, c.module, c.name LIMIT ? OFFSET ?`, [...f.params, limit, offset])
-      .map((r) => hitOf(r, 0));
+    return db.all(`${SELECT} ${where} ORDER BY c.repo, c.module, c.name LIMIT ? OFFSET ?`, [...f.params, limit, offset]).map((r) => hitOf(r, 0));
   }
   // prefix matching for words of three letters or more; shorter ones match whole words only
   const pattern = (t: string): string => (t.length >= 3 ? `${t}*` : t);
@@ -279,7 +279,10 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const enough = words.length === 1 ? rows.length > 0 : rows.length >= offset + limit;
   const anded = enough;
   if (!enough) rows = candidates(terms.map(pattern).join(' OR '));
-  const query = q.text.trim().toLowerCase().replace(/[\s\-_]+/g, '');
+  const query = q.text
+    .trim()
+    .toLowerCase()
+    .replace(/[\s\-_]+/g, '');
   const queryWords = new Set(terms);
   const wantsBlock = understood.typed.some((w) => BLOCK_WORDS.has(w));
   const wantsTransform = understood.typed.some((w) => TRANSFORM_WORDS.test(w));
@@ -340,7 +343,10 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const copies = new Map(
     groups.length
       ? db
-          .all(`SELECT dup_lex, count(*) AS n, count(DISTINCT repo_id) AS repos FROM classes WHERE is_block = 1 AND dup_lex IN (${groups.map(() => '?').join(',')}) GROUP BY dup_lex`, groups)
+          .all(
+            `SELECT dup_lex, count(*) AS n, count(DISTINCT repo_id) AS repos FROM classes WHERE is_block = 1 AND dup_lex IN (${groups.map(() => '?').join(',')}) GROUP BY dup_lex`,
+            groups,
+          )
           .map((r) => [Number(r.dup_lex), { count: Number(r.n), repos: Number(r.repos) }])
       : [],
   );

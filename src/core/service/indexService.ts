@@ -324,14 +324,23 @@ export class IndexService {
           replaceInstalled: true,
           onProgress: (pr) => {
             if (pr.step % 25 === 0 || pr.step === pr.total) {
-              this.setStatus({ ...this.current, state: 'indexing', message: `Indexing ${source.info.name}`, progress: { step: pr.step, total: pr.total, repo: source.info.name } });
+              this.setStatus({
+                ...this.current,
+                state: 'indexing',
+                message: `Indexing ${source.info.name}`,
+                progress: { step: pr.step, total: pr.total, repo: source.info.name },
+              });
             }
           },
         }),
         onRun: async (r) => {
           changed += r.changed;
           events.log('index', `${r.repo}: ${r.files} files, ${r.computed} changed, ${r.deleted} removed, ${r.seconds.toFixed(2)} s`);
-          if (r.failed.count) events.log('index', `${r.repo}: ${r.failed.count} files could not be read or parsed, e.g. ${r.failed.first.map((f) => `${f.path}: ${f.detail}`).join('; ')}`);
+          if (r.failed.count)
+            events.log(
+              'index',
+              `${r.repo}: ${r.failed.count} files could not be read or parsed, e.g. ${r.failed.first.map((f) => `${f.path}: ${f.detail}`).join('; ')}`,
+            );
           // let requests be answered between repositories
           await new Promise((resolve) => setImmediate(resolve));
         },
@@ -372,7 +381,12 @@ export class IndexService {
       if (changed && live) this.scheduleFinish(db);
       else if (changed) finishRun(db);
       db.scheduleSave(500, (err) => events.log('index', `save failed: ${errorMessage(err)}`));
-      const s: IndexStatus = { state: 'ready', message: `${live ? 'Updated' : 'Indexed'} in ${((Date.now() - t0) / 1000).toFixed(live ? 3 : 1)} s`, ...indexCounts(db), failing: this.failing().length };
+      const s: IndexStatus = {
+        state: 'ready',
+        message: `${live ? 'Updated' : 'Indexed'} in ${((Date.now() - t0) / 1000).toFixed(live ? 3 : 1)} s`,
+        ...indexCounts(db),
+        failing: this.failing().length,
+      };
       if (live) events.log('index', `live update: ${changed} files changed, searchable after ${Date.now() - t0} ms`);
       this.setStatus(s);
       // upstream code may have changed under pulled files

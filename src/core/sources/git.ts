@@ -37,7 +37,10 @@ export function checkGitUrl(raw: string): string {
   }
   if (!url.hostname) throw new NnragError('bad-url', `no host in '${shown}'`);
   if (url.username || url.password || url.search || url.hash) {
-    throw new NnragError('bad-url', `'${url.origin}${url.pathname}': do not put credentials or a query in the URL; they would be stored in plain text (use a credential helper or the token prompt)`);
+    throw new NnragError(
+      'bad-url',
+      `'${url.origin}${url.pathname}': do not put credentials or a query in the URL; they would be stored in plain text (use a credential helper or the token prompt)`,
+    );
   }
   return url.toString().replace(/\/$/, '');
 }
@@ -87,14 +90,17 @@ export function guardedHttp(signal: AbortSignal | undefined, limits: GitTimeouts
   let stopped: string | undefined;
   const race = <T>(promise: Promise<T>, what: () => string | undefined): Promise<T> =>
     new Promise<T>((resolve, reject) => {
-      const check = setInterval(() => {
-        const why = signal?.aborted ? 'cancelled' : what();
-        if (why) {
-          clearInterval(check);
-          stopped = why;
-          reject(signal?.aborted ? new CancelledError() : new Error(why));
-        }
-      }, Math.min(250, limits.idleMs / 4));
+      const check = setInterval(
+        () => {
+          const why = signal?.aborted ? 'cancelled' : what();
+          if (why) {
+            clearInterval(check);
+            stopped = why;
+            reject(signal?.aborted ? new CancelledError() : new Error(why));
+          }
+        },
+        Math.min(250, limits.idleMs / 4),
+      );
       promise.then(
         (v) => {
           clearInterval(check);
@@ -113,7 +119,9 @@ export function guardedHttp(signal: AbortSignal | undefined, limits: GitTimeouts
     async request(req) {
       throwIfAborted(signal);
       const asked = Date.now();
-      const res = await race(http.request(req), () => (Date.now() - asked > limits.idleMs ? `no answer from the server in ${limits.idleMs / 1000} s` : undefined));
+      const res = await race(http.request(req), () =>
+        Date.now() - asked > limits.idleMs ? `no answer from the server in ${limits.idleMs / 1000} s` : undefined,
+      );
       const body = res.body;
       if (!body) return res;
       let last = Date.now();
@@ -170,7 +178,10 @@ export interface GitCredentials {
 const CURRENT_REF = 'refs/nnrag/current';
 
 /** isomorphic-git's credential callbacks for `url`: ask the front (a cancel when it has nothing), tell it of a refusal. */
-function authCallbacks(url: string, options: GitOptions): { onAuth?: () => Promise<GitCredentials | { cancel: true }>; onAuthFailure?: () => { cancel: true } } {
+function authCallbacks(
+  url: string,
+  options: GitOptions,
+): { onAuth?: () => Promise<GitCredentials | { cancel: true }>; onAuthFailure?: () => { cancel: true } } {
   const ask = options.onAuth;
   const failed = options.onAuthFailure;
   return {
@@ -192,8 +203,7 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
   const http = guardedHttp(options.signal, { ...GIT_TIMEOUTS, ...options.timeouts });
   const isCommit = !!config.ref && /^[0-9a-f]{40}$/i.test(config.ref);
   const onProgress = options.onMessage
-    ? (p: { phase: string; loaded: number; total?: number }) =>
-        options.onMessage!(`${p.phase} ${p.loaded}${p.total ? `/${p.total}` : ''}`)
+    ? (p: { phase: string; loaded: number; total?: number }) => options.onMessage!(`${p.phase} ${p.loaded}${p.total ? `/${p.total}` : ''}`)
     : undefined;
   const { onAuth, onAuthFailure } = authCallbacks(url, options);
 
@@ -246,7 +256,9 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
     } else {
       // no half clone left behind (retried: a failed clone may still be finishing a write, ENOTEMPTY)
       await fs.promises.rm(gitdir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }).catch(() => undefined);
-      throw new NnragError('git', `cannot clone ${redactUrls(url)}${config.ref ? ` at ${config.ref}` : ''}: ${serverSaid(http.stopped ?? errorMessage(err))}`, { cause: err });
+      throw new NnragError('git', `cannot clone ${redactUrls(url)}${config.ref ? ` at ${config.ref}` : ''}: ${serverSaid(http.stopped ?? errorMessage(err))}`, {
+        cause: err,
+      });
     }
   }
   try {

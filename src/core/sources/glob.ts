@@ -24,7 +24,11 @@ export function globToRegExp(glob: string): RegExp {
         re += '\\{';
         continue;
       }
-      re += `(?:${glob.slice(i + 1, close).split(',').map(escape).join('|')})`;
+      re += `(?:${glob
+        .slice(i + 1, close)
+        .split(',')
+        .map(escape)
+        .join('|')})`;
       i = close;
     } else {
       re += escape(c);

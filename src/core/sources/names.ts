@@ -13,7 +13,11 @@ export function defaultGitName(url: string): string {
  */
 export function repositoryNames(config: SourceConfig): string[] {
   if (config.name) return [config.name];
-  if (config.kind === 'python-env') return config.location.split(',').map((p) => p.trim()).filter(Boolean);
+  if (config.kind === 'python-env')
+    return config.location
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean);
   if (config.kind === 'git' || /^[a-z][a-z0-9+.-]*:\/\//i.test(config.location)) {
     try {
       return [defaultGitName(config.location)];

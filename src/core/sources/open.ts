@@ -43,7 +43,10 @@ export async function sourceFromArgument(arg: string, extra: Partial<SourceConfi
  */
 export function localOrRefused(location: string): string | undefined {
   if (/^ssh:\/\//i.test(location) || /^[\w.-]+@[\w.-]+:/.test(location)) {
-    throw new NnragError('bad-url', `'${redactUrls(location)}' is an ssh URL, which NN-RAG cannot fetch (its git client speaks http): give the https URL, or clone it and add the folder`);
+    throw new NnragError(
+      'bad-url',
+      `'${redactUrls(location)}' is an ssh URL, which NN-RAG cannot fetch (its git client speaks http): give the https URL, or clone it and add the folder`,
+    );
   }
   if (!/^file:\/\//i.test(location)) return undefined;
   let dir: string;
@@ -66,15 +69,26 @@ export async function openSource(config: SourceConfig, options: OpenOptions): Pr
     case 'git':
       return [await openGit(config, options)];
     case 'python-env': {
-      if (!config.python) throw new NnragError('bad-source', `no interpreter given for the installed package '${config.location}': set "python" in its entry, or select the interpreter (NN-RAG: Select Python Interpreter)`);
-      return openPythonPackages(config.python, config.location.split(',').map((s) => s.trim()).filter(Boolean), {
-        include: config.include,
-        exclude: config.exclude,
-        symbols: config.symbols,
-        priority: config.priority,
-        inline: config.inline,
-        name: config.name,
-      });
+      if (!config.python)
+        throw new NnragError(
+          'bad-source',
+          `no interpreter given for the installed package '${config.location}': set "python" in its entry, or select the interpreter (NN-RAG: Select Python Interpreter)`,
+        );
+      return openPythonPackages(
+        config.python,
+        config.location
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+        {
+          include: config.include,
+          exclude: config.exclude,
+          symbols: config.symbols,
+          priority: config.priority,
+          inline: config.inline,
+          name: config.name,
+        },
+      );
     }
     default:
       return [await openFolder(config, await checkoutOf(config.location))];
@@ -88,7 +102,13 @@ export async function openSource(config: SourceConfig, options: OpenOptions): Pr
  */
 export async function checkoutOf(folder: string): Promise<{ commit?: string; url?: string }> {
   const dir = path.resolve(folder);
-  if (!(await fsp.stat(path.join(dir, '.git')).then((s) => s.isDirectory(), () => false))) return {};
+  if (
+    !(await fsp.stat(path.join(dir, '.git')).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ))
+  )
+    return {};
   try {
     const commit = await git.resolveRef({ fs, dir, ref: 'HEAD' });
     const origin = (await git.getConfig({ fs, dir, path: 'remote.origin.url' })) as unknown;

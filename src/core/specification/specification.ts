@@ -55,7 +55,16 @@ export interface BlockSpec {
   } | null;
   dependencies: DependencyGraph & { third_party: string[] };
   duplicates: { copies: number; repositories: number; original: string | null };
-  provenance: { repository: string; url: string | null; commit: string | null; license: string | null; path: string; lines: [number, number]; blob: string; swhid: string };
+  provenance: {
+    repository: string;
+    url: string | null;
+    commit: string | null;
+    license: string | null;
+    path: string;
+    lines: [number, number];
+    blob: string;
+    swhid: string;
+  };
 }
 
 const short = (s: string, max = 160): string => {
@@ -143,12 +152,17 @@ function layersOf(init: Node | null): LayerSpec[] {
 }
 
 /** Parameters and layers from the class's own text (dedented, parsed alone). */
-export function shapeOfClass(parser: PythonParser, classText: string): { init: ParamSpec[]; forward: ParamSpec[]; returns: string | null; layers: LayerSpec[] } {
+export function shapeOfClass(
+  parser: PythonParser,
+  classText: string,
+): { init: ParamSpec[]; forward: ParamSpec[]; returns: string | null; layers: LayerSpec[] } {
   const lines = classText.split('\n');
   const indent = Math.min(...lines.filter((l) => l.trim()).map((l) => /^\s*/.exec(l)![0].length));
   const text = lines.map((l) => l.slice(indent)).join('\n');
   return parser.withTree(text, (root) => {
-    const cls = root.namedChildren.map((c) => (c?.type === 'decorated_definition' ? c.childForFieldName('definition') : c)).find((c) => c?.type === 'class_definition');
+    const cls = root.namedChildren
+      .map((c) => (c?.type === 'decorated_definition' ? c.childForFieldName('definition') : c))
+      .find((c) => c?.type === 'class_definition');
     const methods = new Map<string, Node>();
     for (const stmt of cls?.childForFieldName('body')?.namedChildren ?? []) {
       const def = stmt?.type === 'decorated_definition' ? stmt.childForFieldName('definition') : stmt;
@@ -165,10 +179,18 @@ export function shapeOfClass(parser: PythonParser, classText: string): { init: P
   });
 }
 
-export async function blockSpec(db: IndexDb, ref: ClassRef, parser: PythonParser, session: PullSession = openPullSession(db, loadModuleTable(db))): Promise<BlockSpec> {
+export async function blockSpec(
+  db: IndexDb,
+  ref: ClassRef,
+  parser: PythonParser,
+  session: PullSession = openPullSession(db, loadModuleTable(db)),
+): Promise<BlockSpec> {
   const details = describeClass(db, ref, session.table);
   const { text, blob } = await readClassFile(db, ref);
-  const classText = text.split('\n').slice(ref.line - 1, ref.endLine).join('\n');
+  const classText = text
+    .split('\n')
+    .slice(ref.line - 1, ref.endLine)
+    .join('\n');
   const shape = classText ? shapeOfClass(parser, classText) : { init: [], forward: [], returns: null, layers: [] };
   // the closure as a pull computes it, in memory (no file, no validation)
   const pulled = await pullBlock(session, ref, { parser, validate: false });
@@ -205,6 +227,15 @@ export async function blockSpec(db: IndexDb, ref: ClassRef, parser: PythonParser
       repositories: Number(copies?.r ?? 1),
       original: original ? `${String(original.repo)}:${String(original.module)}.${String(original.name)}` : null,
     },
-    provenance: { repository: details.repo, url: details.url, commit: details.commit, license: details.license, path: details.path, lines: [details.line, details.endLine], blob, swhid: `swh:1:cnt:${blob}` },
+    provenance: {
+      repository: details.repo,
+      url: details.url,
+      commit: details.commit,
+      license: details.license,
+      path: details.path,
+      lines: [details.line, details.endLine],
+      blob,
+      swhid: `swh:1:cnt:${blob}`,
+    },
   };
 }

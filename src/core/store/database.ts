@@ -378,7 +378,8 @@ export function checkDbPath(file: string): string {
   }
   // as given and as resolved: /proc/self/fd/1 leads to whatever file standard output is
   for (const p of [path.resolve(file), target]) {
-    if (SPECIAL.some((s) => p === s || p.startsWith(`${s}/`))) throw new NnragError('bad-db', `${file}: an index cannot live under ${p.split('/').slice(0, 2).join('/')}`);
+    if (SPECIAL.some((s) => p === s || p.startsWith(`${s}/`)))
+      throw new NnragError('bad-db', `${file}: an index cannot live under ${p.split('/').slice(0, 2).join('/')}`);
   }
   let st: fs.Stats | undefined;
   try {

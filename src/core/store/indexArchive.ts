@@ -93,7 +93,16 @@ export async function exportIndex(dbFile: string, to: string, sqlWasm?: string):
     const names = [DB_NAME, ...units.map((f) => `${UNITS}/${f}`), ...kept.map((f) => `${SOURCES}/${f}`)];
     const sha256: Record<string, string> = {};
     for (const n of names) sha256[n] = await fileSha256(path.join(stage, n));
-    const manifest: ArchiveManifest = { format: ARCHIVE_FORMAT, parser_version: parser, exported_at: new Date().toISOString(), repositories, files, blocks, sources, sha256 };
+    const manifest: ArchiveManifest = {
+      format: ARCHIVE_FORMAT,
+      parser_version: parser,
+      exported_at: new Date().toISOString(),
+      repositories,
+      files,
+      blocks,
+      sources,
+      sha256,
+    };
     await fsp.writeFile(path.join(stage, MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
     const tmp = `${to}.${process.pid}.tmp`;
     await tar.create({ gzip: true, file: tmp, cwd: stage, portable: true, noMtime: true }, [MANIFEST, ...names]);
@@ -115,7 +124,14 @@ async function stageSources(db: IndexDb, dir: string): Promise<{ kept: number; m
     const repo = repos.get(Number(r.repo_id));
     const hash = String(r.hash);
     const to = sourcePathIn(dir, hash);
-    if (!repo || (await fsp.stat(to).then(() => true, () => false))) continue;
+    if (
+      !repo ||
+      (await fsp.stat(to).then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
     try {
       const bytes = await readIndexedFile(repo, String(r.path), hash, own);
       await fsp.mkdir(path.dirname(to), { recursive: true });
@@ -133,7 +149,8 @@ async function checkedArchive(archive: string, stage: string, sqlWasm: string | 
   const refuse = (why: string): never => {
     throw new NnragError('bad-source', `${archive} is not a usable NN-RAG index: ${why}; the index in use is unchanged`);
   };
-  const allowed = (p: string): boolean => p === MANIFEST || p === DB_NAME || ((p.startsWith(`${UNITS}/`) || p.startsWith(`${SOURCES}/`)) && !p.split('/').includes('..'));
+  const allowed = (p: string): boolean =>
+    p === MANIFEST || p === DB_NAME || ((p.startsWith(`${UNITS}/`) || p.startsWith(`${SOURCES}/`)) && !p.split('/').includes('..'));
   const odd: string[] = [];
   let bytes = 0;
   let entries = 0;
@@ -147,12 +164,15 @@ async function checkedArchive(archive: string, stage: string, sqlWasm: string | 
       // more bytes or files than the limits (the sizes are the entries' own headers, read before any byte is written)
       filter: (p, entry) => {
         const type = (entry as { type?: string }).type;
-        const ok = (type === 'File' || type === 'Directory') && (type === 'Directory' ? [UNITS, SOURCES].includes(p.replace(/\/$/, '')) || allowed(p.replace(/\/$/, '')) : allowed(p));
+        const ok =
+          (type === 'File' || type === 'Directory') &&
+          (type === 'Directory' ? [UNITS, SOURCES].includes(p.replace(/\/$/, '')) || allowed(p.replace(/\/$/, '')) : allowed(p));
         if (!ok) odd.push(p);
         if (!ok || over) return false;
         bytes += Number((entry as { size?: number }).size ?? 0);
         entries++;
-        if (bytes > limits.maxBytes) over = `it unpacks to more than ${megabytes(limits.maxBytes)} (the limit; raise it with --max-size-mb or nnrag.sharedIndexMaxSizeMB)`;
+        if (bytes > limits.maxBytes)
+          over = `it unpacks to more than ${megabytes(limits.maxBytes)} (the limit; raise it with --max-size-mb or nnrag.sharedIndexMaxSizeMB)`;
         else if (entries > limits.maxEntries) over = `it holds more than ${limits.maxEntries} files`;
         return !over;
       },
@@ -172,7 +192,11 @@ async function checkedArchive(archive: string, stage: string, sqlWasm: string | 
   if (manifest.parser_version !== PARSER_VERSION) {
     refuse(`it was made by another version of NN-RAG's parser (${manifest.parser_version}; this one is ${PARSER_VERSION}): export it again with this version`);
   }
-  const present = [DB_NAME, ...(await listFiles(path.join(stage, UNITS))).map((f) => `${UNITS}/${f}`), ...(await listFiles(path.join(stage, SOURCES))).map((f) => `${SOURCES}/${f}`)];
+  const present = [
+    DB_NAME,
+    ...(await listFiles(path.join(stage, UNITS))).map((f) => `${UNITS}/${f}`),
+    ...(await listFiles(path.join(stage, SOURCES))).map((f) => `${SOURCES}/${f}`),
+  ];
   const listed = Object.keys(manifest.sha256 ?? {}).sort();
   if (JSON.stringify(present.sort()) !== JSON.stringify(listed)) refuse('its files are not those its manifest lists');
   for (const n of listed) {
@@ -210,7 +234,10 @@ export async function importIndex(
   dbFile: string,
   { force = false, sqlWasm, limits = DEFAULT_IMPORT_LIMITS }: { force?: boolean; sqlWasm?: string; limits?: ImportLimits } = {},
 ): Promise<ArchiveManifest> {
-  const exists = await fsp.stat(dbFile).then(() => true, () => false);
+  const exists = await fsp.stat(dbFile).then(
+    () => true,
+    () => false,
+  );
   if (exists && !force) throw new NnragError('usage', `${dbFile} exists: import replaces it with the archive's index only with --force`);
   const dir = path.dirname(path.resolve(dbFile));
   await fsp.mkdir(dir, { recursive: true });
@@ -249,7 +276,12 @@ async function swapIn(stage: string, dbFile: string): Promise<void> {
   try {
     for (const [i, [, to]] of parts.entries()) {
       const keep = path.join(aside, String(i));
-      if (await fsp.lstat(to).then(() => true, () => false)) {
+      if (
+        await fsp.lstat(to).then(
+          () => true,
+          () => false,
+        )
+      ) {
         await fsp.rename(to, keep);
         moved.push([keep, to]);
       }
@@ -280,7 +312,7 @@ async function ourSchema(sqlWasm?: string): Promise<Map<string, string>> {
 
 function schemaOf(db: IndexDb): Map<string, string> {
   const out = new Map<string, string>();
-  for (const r of db.all("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")) {
+  for (const r of db.all('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name')) {
     out.set(`${String(r.type)} ${String(r.name)}`, `${String(r.tbl_name)}\u0000${String(r.sql ?? '').replace(/\s+/g, ' ')}`);
   }
   return out;
@@ -308,7 +340,8 @@ function repositoryRowProblem(db: IndexDb): string | undefined {
   for (const r of db.all('SELECT name, kind, location, url, ref, commit_id, module_prefix, license, config FROM repos')) {
     const name = String(r.name);
     // (a folder's name may hold spaces; never a separator, a control character or a line break, nor be . or ..)
-    if (!name || name.length > 200 || breaksLine(name) || /[\\/]/.test(name) || /^\.{1,2}$/.test(name)) return `a repository's name is not a plain name (${JSON.stringify(name.slice(0, 60))})`;
+    if (!name || name.length > 200 || breaksLine(name) || /[\\/]/.test(name) || /^\.{1,2}$/.test(name))
+      return `a repository's name is not a plain name (${JSON.stringify(name.slice(0, 60))})`;
     if (!KINDS.has(String(r.kind))) return `repository ${name} has an unknown kind (${JSON.stringify(String(r.kind).slice(0, 40))})`;
     if (r.commit_id !== null && !/^[0-9a-f]{4,64}$/.test(String(r.commit_id))) return `repository ${name} has a commit that is not a git id`;
     for (const col of ['location', 'url', 'ref', 'module_prefix', 'license', 'config'] as const) {

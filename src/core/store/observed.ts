@@ -52,7 +52,13 @@ export function recordObserved(db: IndexDb, repoId: number, entries: { entry: Ob
       ]);
       for (const c of calls) {
         const { module, name, ...call } = c;
-        db.run('INSERT INTO observed_calls (repo_id, entry, module, name, call) VALUES (?, ?, ?, ?, ?)', [repoId, entry.entry, module, name, JSON.stringify(call)]);
+        db.run('INSERT INTO observed_calls (repo_id, entry, module, name, call) VALUES (?, ?, ?, ?, ?)', [
+          repoId,
+          entry.entry,
+          module,
+          name,
+          JSON.stringify(call),
+        ]);
       }
     }
   });
@@ -78,7 +84,14 @@ export function observedCallsOf(db: IndexDb, repoId: number, module: string, nam
     if (!fresh(entry)) continue;
     const call = parseObject(String(r.call));
     if (!Array.isArray(call.args) || typeof call.kwargs !== 'object' || call.kwargs === null) continue;
-    out.push({ entry, module, name, args: call.args, kwargs: call.kwargs as Record<string, unknown>, ...(isInputs(call.inputs) ? { inputs: call.inputs } : {}) });
+    out.push({
+      entry,
+      module,
+      name,
+      args: call.args,
+      kwargs: call.kwargs as Record<string, unknown>,
+      ...(isInputs(call.inputs) ? { inputs: call.inputs } : {}),
+    });
   }
   // fed ones first, the lightest of them first (a test's tiny model before the one it loads at full size)
   return out.sort((a, b) => Number(!!b.inputs) - Number(!!a.inputs) || weight(a) - weight(b));
@@ -100,8 +113,13 @@ function weight(call: ObservedCall): number {
 
 /** How many entries and calls the catalog holds for a repository, and the bytes of its rows. */
 export function observedSize(db: IndexDb, repoId: number): { entries: number; calls: number; bytes: number } {
-  const e = db.get('SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(files) + LENGTH(key) + LENGTH(entry)), 0) AS b FROM observed_entries WHERE repo_id = ?', [repoId]);
-  const c = db.get('SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(call) + LENGTH(module) + LENGTH(name) + LENGTH(entry)), 0) AS b FROM observed_calls WHERE repo_id = ?', [repoId]);
+  const e = db.get('SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(files) + LENGTH(key) + LENGTH(entry)), 0) AS b FROM observed_entries WHERE repo_id = ?', [
+    repoId,
+  ]);
+  const c = db.get(
+    'SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(call) + LENGTH(module) + LENGTH(name) + LENGTH(entry)), 0) AS b FROM observed_calls WHERE repo_id = ?',
+    [repoId],
+  );
   return { entries: Number(e?.n ?? 0), calls: Number(c?.n ?? 0), bytes: Number(e?.b ?? 0) + Number(c?.b ?? 0) };
 }
 

@@ -42,7 +42,10 @@ async function fetchBounded(url: string, headers: Record<string, string>, signal
     const next = new URL(to, at);
     if (!/^https?:$/.test(next.protocol)) throw new NnragError('bad-source', `the server redirects to ${redactUrls(next.href)}, which is not http(s)`);
     if (next.origin !== at.origin && !allowRedirects) {
-      throw new NnragError('bad-source', `the server redirects to another origin (${redactUrls(next.origin)}); allow it with --allow-redirects or nnrag.sharedIndexFollowRedirects`);
+      throw new NnragError(
+        'bad-source',
+        `the server redirects to another origin (${redactUrls(next.origin)}); allow it with --allow-redirects or nnrag.sharedIndexFollowRedirects`,
+      );
     }
     at = next;
   }
@@ -97,7 +100,14 @@ export async function refreshShared(
   const { sqlWasm, signal } = options;
   const shown = redactUrls(location);
   const before = await readState(dbFile);
-  const have = before?.location === shown && (await fsp.stat(dbFile).then(() => true, () => false)) ? before : undefined;
+  const have =
+    before?.location === shown &&
+    (await fsp.stat(dbFile).then(
+      () => true,
+      () => false,
+    ))
+      ? before
+      : undefined;
   const kept = have ? '; the copy fetched before stays in use' : '';
   const cannotFetch = (why: string): NnragError => new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${why}${kept}`);
   await fsp.mkdir(path.dirname(path.resolve(dbFile)), { recursive: true });
@@ -122,7 +132,11 @@ export async function refreshShared(
       idle = idleTimer();
     };
     const failed = (err: unknown, during: string): NnragError =>
-      cannotFetch(err instanceof NnragError ? err.message : (why ?? `${during} (${err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err)})`));
+      cannotFetch(
+        err instanceof NnragError
+          ? err.message
+          : (why ?? `${during} (${err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err)})`),
+      );
     try {
       let res: Response;
       try {
@@ -163,7 +177,12 @@ export async function refreshShared(
       signal?.removeEventListener('abort', onAbort);
     }
     archive = download!;
-  } else if (!(await fsp.stat(location).then((s) => s.isFile(), () => false))) {
+  } else if (
+    !(await fsp.stat(location).then(
+      (s) => s.isFile(),
+      () => false,
+    ))
+  ) {
     throw new NnragError('bad-source', `the shared index ${location} is not a file${kept}`);
   }
   try {
@@ -224,7 +243,13 @@ async function copyTree(from: string, to: string): Promise<void> {
  * writes it (that one layers it). `carry` may copy what the index before held into the new one (the user's own
  * repositories, so they are not parsed again). Call before opening it.
  */
-export async function layerShared(sharedFile: string, workFile: string, refresh: SharedRefresh, sqlWasm?: string, carry?: (layered: IndexDb, before: IndexDb) => void): Promise<boolean> {
+export async function layerShared(
+  sharedFile: string,
+  workFile: string,
+  refresh: SharedRefresh,
+  sqlWasm?: string,
+  carry?: (layered: IndexDb, before: IndexDb) => void,
+): Promise<boolean> {
   let work: IndexDb;
   try {
     work = (await IndexDb.open(workFile, { sqlWasm, write: 'try' })).db;

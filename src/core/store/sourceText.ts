@@ -8,7 +8,6 @@ import type { IndexDb } from './database';
 import { decodePython } from '../parse/decode';
 import { readGitBlob } from '../sources/git';
 
-
 export interface RepoRow {
   id: number;
   name: string;
@@ -80,7 +79,10 @@ export async function readIndexedFile(repo: RepoRow, relPath: string, hash: stri
     if (bytes && blobId(bytes) === hash) return bytes;
   }
   if (isImported(repo)) {
-    throw new NnragError('not-found', `${repo.name}/${relPath} is not in the imported index's sources (${bytes ? 'its bytes do not match their blob id' : 'missing'}); import the archive again`);
+    throw new NnragError(
+      'not-found',
+      `${repo.name}/${relPath} is not in the imported index's sources (${bytes ? 'its bytes do not match their blob id' : 'missing'}); import the archive again`,
+    );
   }
   if (repo.kind === 'git') {
     bytes = await readGitBlob(repo.root, hash);

@@ -77,9 +77,7 @@ export function indexStats(db: IndexDb): IndexStats {
     skipped_by_reason[String(r.reason)] = Number(r.n);
   }
   const skipped_files = db
-    .all(
-      "SELECT r.name AS repo, f.path, f.reason, f.detail FROM files f JOIN repos r ON r.id = f.repo_id WHERE f.status = 'skipped' ORDER BY r.name, f.path",
-    )
+    .all("SELECT r.name AS repo, f.path, f.reason, f.detail FROM files f JOIN repos r ON r.id = f.repo_id WHERE f.status = 'skipped' ORDER BY r.name, f.path")
     .map((r) => ({ repo: String(r.repo), path: String(r.path), reason: String(r.reason), detail: String(r.detail ?? '') }));
   const sum = (k: keyof RepoStats): number => repos.reduce((a, r) => a + Number(r[k]), 0);
   const modules = Number(db.get("SELECT count(DISTINCT repo_id || ':' || module) AS n FROM files WHERE status = 'parsed'")?.n ?? 0);

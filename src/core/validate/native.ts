@@ -50,7 +50,9 @@ async function buildKey(spec: NativeSources, python: string): Promise<string> {
   for (const s of spec.sources) h.update(`src:${s}\0`);
   for (const d of spec.include ?? []) h.update(`inc:${d}\0`);
   const info = await interpreterInfo(python);
-  h.update(info.executable).update('\0').update(await torchVersionKey(python));
+  h.update(info.executable)
+    .update('\0')
+    .update(await torchVersionKey(python));
   return h.digest('hex').slice(0, 24);
 }
 
@@ -58,19 +60,32 @@ async function buildKey(spec: NativeSources, python: string): Promise<string> {
  * Builds `spec` with `python` in the sandbox (or takes the cached build); the result is a shared object in
  * `cacheDir/<key>/`. Throws a 'native-build' error naming the compiler's last lines when it does not build.
  */
-export async function buildNative(spec: NativeSources, options: { python: string; runner: string; cacheDir: string; signal?: AbortSignal; timeoutMs?: number }): Promise<NativeBuild> {
+export async function buildNative(
+  spec: NativeSources,
+  options: { python: string; runner: string; cacheDir: string; signal?: AbortSignal; timeoutMs?: number },
+): Promise<NativeBuild> {
   const started = Date.now();
   const key = await buildKey(spec, options.python);
   const folder = path.join(options.cacheDir, key);
   const so = path.join(folder, `${spec.buildName}.so`);
   const fileName = `${spec.buildName}-${key.slice(0, 12)}.so`;
   const result = (cached: boolean): NativeBuild => ({
-    module: spec.module, buildName: spec.buildName, file: so, fileName, key, cached, seconds: (Date.now() - started) / 1000,
-    sources: spec.sources, cudaLeftOut: spec.cudaLeftOut,
+    module: spec.module,
+    buildName: spec.buildName,
+    file: so,
+    fileName,
+    key,
+    cached,
+    seconds: (Date.now() - started) / 1000,
+    sources: spec.sources,
+    cudaLeftOut: spec.cudaLeftOut,
   });
   if (fs.existsSync(path.join(folder, 'built.json')) && fs.existsSync(so)) return result(true);
   if (!spec.sources.length) {
-    throw new NnragError('native-build', `${spec.module} of ${spec.repo} has only CUDA sources (${spec.cudaLeftOut.join(', ')}): it cannot be built for the CPU`);
+    throw new NnragError(
+      'native-build',
+      `${spec.module} of ${spec.repo} has only CUDA sources (${spec.cudaLeftOut.join(', ')}): it cannot be built for the CPU`,
+    );
   }
   await fsp.mkdir(options.cacheDir, { recursive: true });
   const stage = await fsp.mkdtemp(path.join(options.cacheDir, '.stage-'));
@@ -88,7 +103,14 @@ export async function buildNative(spec: NativeSources, options: { python: string
     const run = await runInSandbox(options.python, path.join(path.dirname(path.resolve(options.runner)), 'build_native.py'), {
       inHost: src,
       workHost: out,
-      args: (inDir, workDir) => [JSON.stringify({ name: spec.buildName, sources: spec.sources.map((s) => `${inDir}/${s}`), include: ['.', ...includes].map((d) => `${inDir}/${d}`), out: workDir })],
+      args: (inDir, workDir) => [
+        JSON.stringify({
+          name: spec.buildName,
+          sources: spec.sources.map((s) => `${inDir}/${s}`),
+          include: ['.', ...includes].map((d) => `${inDir}/${d}`),
+          out: workDir,
+        }),
+      ],
       timeoutMs: options.timeoutMs ?? 900_000,
       signal: options.signal,
     });
@@ -104,11 +126,17 @@ export async function buildNative(spec: NativeSources, options: { python: string
     await fsp.mkdir(folder, { recursive: true });
     // only a regular file the build made in its own folder leaves it (a link to a host file would carry that file)
     const bytes = await readOwnFile(built, out).catch((err: unknown) => {
-      throw new NnragError('native-build', `building ${spec.module} of ${spec.repo} left no ordinary file: ${err instanceof Error ? err.message : String(err)}`);
+      throw new NnragError(
+        'native-build',
+        `building ${spec.module} of ${spec.repo} left no ordinary file: ${err instanceof Error ? err.message : String(err)}`,
+      );
     });
     await fsp.rm(so, { force: true });
     await fsp.writeFile(so, bytes, { flag: 'wx' });
-    await fsp.writeFile(path.join(folder, 'built.json'), JSON.stringify({ module: spec.module, repo: spec.repo, sources: spec.sources, python: options.python }, null, 2));
+    await fsp.writeFile(
+      path.join(folder, 'built.json'),
+      JSON.stringify({ module: spec.module, repo: spec.repo, sources: spec.sources, python: options.python }, null, 2),
+    );
     return result(false);
   } finally {
     await fsp.rm(stage, { recursive: true, force: true }).catch(() => undefined);

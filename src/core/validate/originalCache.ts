@@ -26,7 +26,10 @@ function judgeVersion(runner: string): string {
   if (v === undefined) {
     const folder = path.join(path.dirname(runner), 'nnrag_judge');
     const h = createHash('sha256').update(readFileSync(runner));
-    for (const f of readdirSync(folder).filter((n) => n.endsWith('.py')).sort()) h.update(f).update(readFileSync(path.join(folder, f)));
+    for (const f of readdirSync(folder)
+      .filter((n) => n.endsWith('.py'))
+      .sort())
+      h.update(f).update(readFileSync(path.join(folder, f)));
     v = h.digest('hex');
     judgeVersions.set(runner, v);
   }

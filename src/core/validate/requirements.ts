@@ -69,7 +69,12 @@ function lineName(line: string): string | undefined {
  * have is appended as a comment once. Returns the new text and the lines added.
  */
 export function mergeRequirements(existing: string, adding: string): { text: string; added: string[] } {
-  const have = new Set(existing.split('\n').map(lineName).filter((n): n is string => !!n));
+  const have = new Set(
+    existing
+      .split('\n')
+      .map(lineName)
+      .filter((n): n is string => !!n),
+  );
   const lines = new Set(existing.split('\n').map((l) => l.trim()));
   const added: string[] = [];
   for (const raw of adding.split('\n')) {
@@ -121,9 +126,11 @@ export function mergePyproject(existing: string, adding: string): { text: string
     return { problem: `pyproject.toml is not valid TOML (${err instanceof Error ? err.message.split('\n')[0] : String(err)})` };
   }
   const project = doc.project as { dependencies?: unknown } | undefined;
-  if (!project || typeof project !== 'object') return { problem: 'pyproject.toml has no [project] table (a Poetry or other tool\'s layout): add the requirements there yourself' };
+  if (!project || typeof project !== 'object')
+    return { problem: "pyproject.toml has no [project] table (a Poetry or other tool's layout): add the requirements there yourself" };
   const deps = project.dependencies;
-  if (deps !== undefined && (!Array.isArray(deps) || deps.some((d) => typeof d !== 'string'))) return { problem: 'pyproject.toml\'s [project] dependencies is not a list of strings' };
+  if (deps !== undefined && (!Array.isArray(deps) || deps.some((d) => typeof d !== 'string')))
+    return { problem: "pyproject.toml's [project] dependencies is not a list of strings" };
   // (a module without a distribution is a comment in the array: there already when its line is)
   const added = mergeRequirements(((deps as string[] | undefined) ?? []).join('\n'), adding).added.filter((a) => !(a.startsWith('#') && existing.includes(a)));
   if (!added.length) return { text: existing, added };
@@ -142,7 +149,7 @@ export function mergePyproject(existing: string, adding: string): { text: string
   } else {
     const open = tableStart + key.index + key[0].length - 1;
     const close = arrayEnd(existing, open);
-    if (close < 0) return { problem: 'pyproject.toml\'s dependencies array has no end' };
+    if (close < 0) return { problem: "pyproject.toml's dependencies array has no end" };
     const inside = existing.slice(open + 1, close);
     const multiline = inside.includes('\n');
     const body = inside.replace(/\s+$/, '');

@@ -67,18 +67,33 @@ function askPython<T>(python: string, code: string, args: string[] = []): Promis
   let known = asked.get(key) as Promise<T> | undefined;
   if (!known) {
     known = new Promise<T>((resolve, reject) => {
-      execFile(python, ['-I', '-c', code, ...args], { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } }, (err, stdout, stderr) => {
-        if (err) {
-          const errno = (err as NodeJS.ErrnoException).code;
-          reject(new NnragError('interpreter', errno === 'ENOENT' ? `Python interpreter not found: ${python}` : `cannot run ${python}: ${String(stderr || err.message).trim().split('\n').pop()}`));
-          return;
-        }
-        try {
-          resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '') as T);
-        } catch {
-          reject(new NnragError('interpreter', `${python} does not answer like a Python interpreter`));
-        }
-      });
+      execFile(
+        python,
+        ['-I', '-c', code, ...args],
+        { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' } },
+        (err, stdout, stderr) => {
+          if (err) {
+            const errno = (err as NodeJS.ErrnoException).code;
+            reject(
+              new NnragError(
+                'interpreter',
+                errno === 'ENOENT'
+                  ? `Python interpreter not found: ${python}`
+                  : `cannot run ${python}: ${String(stderr || err.message)
+                      .trim()
+                      .split('\n')
+                      .pop()}`,
+              ),
+            );
+            return;
+          }
+          try {
+            resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '') as T);
+          } catch {
+            reject(new NnragError('interpreter', `${python} does not answer like a Python interpreter`));
+          }
+        },
+      );
     });
     asked.set(key, known);
     known.catch(() => asked.delete(key));
@@ -119,7 +134,8 @@ export function sandboxKind(): Promise<SandboxKind> {
   kindProbe ??= (async (): Promise<SandboxKind> => {
     const wanted = process.env.NNRAG_SANDBOX;
     if (process.platform !== 'linux' || wanted === 'none') return 'none';
-    if (wanted !== 'unshare' && (await works('bwrap', [...systemBinds(), '--unshare-all', '--die-with-parent', '--proc', '/proc', 'true']))) return 'bubblewrap';
+    if (wanted !== 'unshare' && (await works('bwrap', [...systemBinds(), '--unshare-all', '--die-with-parent', '--proc', '/proc', 'true'])))
+      return 'bubblewrap';
     if (await works('unshare', ['-rn', '--pid', '--fork', '--kill-child', '--mount-proc', 'true'])) return 'unshare';
     return 'none';
   })();
@@ -149,7 +165,8 @@ export async function describeSandbox(memoryMb = DEFAULT_MEMORY_MB): Promise<San
   return { kind, weaker, memory, label };
 }
 
-const TORCH_VERSION = 'import hashlib, importlib.util, json, os\nspec = importlib.util.find_spec("torch")\nloc = list(spec.submodule_search_locations or []) if spec else []\nfile = os.path.join(loc[0], "version.py") if loc else ""\nprint(json.dumps(hashlib.sha256(open(file, "rb").read()).hexdigest() if file and os.path.exists(file) else ""))';
+const TORCH_VERSION =
+  'import hashlib, importlib.util, json, os\nspec = importlib.util.find_spec("torch")\nloc = list(spec.submodule_search_locations or []) if spec else []\nfile = os.path.join(loc[0], "version.py") if loc else ""\nprint(json.dumps(hashlib.sha256(open(file, "rb").read()).hexdigest() if file and os.path.exists(file) else ""))';
 
 /** What identifies the interpreter's torch for a cache key (its version.py, read without importing torch). */
 export async function torchVersionKey(python: string): Promise<string> {
@@ -180,7 +197,13 @@ export async function runInSandbox(
   const pyArgs = [info.executable, '-I', '-B', path.join(mounts.runnerDir, path.basename(script)), ...options.args(mounts.inDir, mounts.workDir)];
   const cgroup = Cgroup.create(options.memoryMb ?? DEFAULT_MEMORY_MB);
   const argv = sandboxArgv(sandbox.kind, info, mounts, [], pyArgs, cgroup);
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: mounts.workDir, LANG: 'C.UTF-8', TMPDIR: mounts.workDir, MAX_JOBS: String(Math.max(1, os.cpus().length)) };
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: mounts.workDir,
+    LANG: 'C.UTF-8',
+    TMPDIR: mounts.workDir,
+    MAX_JOBS: String(Math.max(1, os.cpus().length)),
+  };
   const program = inside ? seccompProgram() : undefined;
   const child = spawn(argv[0], argv.slice(1), { cwd: options.workHost, env, stdio: ['ignore', 'pipe', 'pipe', ...(program ? ['pipe' as const] : [])] });
   if (program) {
@@ -219,10 +242,13 @@ export async function runInSandbox(
 function sandboxArgv(kind: SandboxKind, info: InterpreterInfo, mounts: Mounts, roots: string[], pyArgs: string[], cgroup: Cgroup | undefined): string[] {
   let argv: string[];
   if (kind === 'bubblewrap') argv = ['bwrap', ...bubblewrapArgs(info, mounts, roots), ...pyArgs];
-  else if (kind === 'unshare') argv = ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'unshare', '-rn', '--pid', '--fork', '--kill-child', '--mount-proc', ...pyArgs];
+  else if (kind === 'unshare')
+    argv = ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'unshare', '-rn', '--pid', '--fork', '--kill-child', '--mount-proc', ...pyArgs];
   else argv = pyArgs;
   // the shell joins the group, then becomes the sandbox: nothing runs outside the group for a moment
-  return cgroup ? ['/bin/sh', '-c', 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"', 'sh', ...cgroup.procs, '--', ...argv] : argv;
+  return cgroup
+    ? ['/bin/sh', '-c', 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"', 'sh', ...cgroup.procs, '--', ...argv]
+    : argv;
 }
 
 /** Read-only system folders, symlinks kept as symlinks (merged /usr). */
@@ -325,12 +351,26 @@ export class Cgroup {
     const v1 = byController.get('memory');
     if (v1 !== undefined && fs.existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes')) {
       const dir = path.join('/sys/fs/cgroup/memory', v1, name);
-      if (attempt(dir, [['memory.limit_in_bytes', bytes], ['memory.memsw.limit_in_bytes', bytes]])) memoryFile = path.join(dir, 'memory.failcnt');
+      if (
+        attempt(dir, [
+          ['memory.limit_in_bytes', bytes],
+          ['memory.memsw.limit_in_bytes', bytes],
+        ])
+      )
+        memoryFile = path.join(dir, 'memory.failcnt');
       const pids = byController.get('pids');
-      if (memoryFile && pids !== undefined && fs.existsSync('/sys/fs/cgroup/pids')) attempt(path.join('/sys/fs/cgroup/pids', pids, name), [['pids.max', '512']]);
+      if (memoryFile && pids !== undefined && fs.existsSync('/sys/fs/cgroup/pids'))
+        attempt(path.join('/sys/fs/cgroup/pids', pids, name), [['pids.max', '512']]);
     } else if (byController.has('') && fs.existsSync('/sys/fs/cgroup/cgroup.controllers')) {
       const dir = path.join('/sys/fs/cgroup', byController.get('') ?? '', name);
-      if (attempt(dir, [['memory.max', bytes], ['memory.swap.max', '0'], ['pids.max', '512']])) memoryFile = path.join(dir, 'memory.events');
+      if (
+        attempt(dir, [
+          ['memory.max', bytes],
+          ['memory.swap.max', '0'],
+          ['pids.max', '512'],
+        ])
+      )
+        memoryFile = path.join(dir, 'memory.events');
     }
     if (!memoryFile) {
       for (const dir of made.reverse()) tryRmdir(dir);
@@ -498,10 +538,21 @@ export class Judge {
     const argv = sandboxArgv(this.sandbox.kind, info, this.mounts, this.roots, pyArgs, this.cgroup);
     // in bubblewrap, /tmp is the sandbox's own (emptied before each worker); elsewhere temporary files go to the work
     // folder, which is emptied the same way
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: this.mounts.workDir, LANG: 'C.UTF-8', OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: this.mounts.workDir,
+      LANG: 'C.UTF-8',
+      OMP_NUM_THREADS: '1',
+      MKL_NUM_THREADS: '1',
+    };
     if (!inside) env.TMPDIR = this.mounts.workDir;
     const program = this.sandbox.kind === 'bubblewrap' ? seccompProgram() : undefined;
-    const child = spawn(argv[0], argv.slice(1), { cwd: host.workHost, env, detached: this.sandbox.kind === 'none', stdio: ['pipe', 'pipe', 'pipe', ...(program ? ['pipe' as const] : [])] });
+    const child = spawn(argv[0], argv.slice(1), {
+      cwd: host.workHost,
+      env,
+      detached: this.sandbox.kind === 'none',
+      stdio: ['pipe', 'pipe', 'pipe', ...(program ? ['pipe' as const] : [])],
+    });
     this.child = child;
     if (program) {
       // bubblewrap reads the filter from this descriptor before it starts the judge
@@ -525,7 +576,10 @@ export class Judge {
     const ended = new Promise<void>((resolve) => {
       child.on('error', (err) => {
         const code = (err as NodeJS.ErrnoException).code;
-        this.startError = new NnragError('interpreter', code === 'ENOENT' ? `cannot start the sandbox: ${argv[0]} not found` : `cannot start the sandbox: ${err.message}`);
+        this.startError = new NnragError(
+          'interpreter',
+          code === 'ENOENT' ? `cannot start the sandbox: ${argv[0]} not found` : `cannot start the sandbox: ${err.message}`,
+        );
         resolve();
       });
       child.on('close', () => resolve());
@@ -557,7 +611,14 @@ export class Judge {
   }
 
   private lastError(): string {
-    return this.stderr.trim().split('\n').filter((l) => !l.startsWith('nnrag-tier:')).pop()?.slice(0, 300) ?? 'it printed nothing';
+    return (
+      this.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => !l.startsWith('nnrag-tier:'))
+        .pop()
+        ?.slice(0, 300) ?? 'it printed nothing'
+    );
   }
 
   /** Validates one file; the report says which sandbox held it. */
@@ -604,17 +665,45 @@ export class Judge {
         const memory = this.cgroup?.hitLimit();
         const tier = lastTier() as ValidationReport['tier'];
         this.kill();
-        if (memory) return { ok: false, tier, category: 'memory', message: `the sandbox hit its memory limit (${options.memoryMb ?? DEFAULT_MEMORY_MB} MB)`, seconds, sandbox: this.sandbox.label };
+        if (memory)
+          return {
+            ok: false,
+            tier,
+            category: 'memory',
+            message: `the sandbox hit its memory limit (${options.memoryMb ?? DEFAULT_MEMORY_MB} MB)`,
+            seconds,
+            sandbox: this.sandbox.label,
+          };
         if (got === undefined && Date.now() - started >= timeoutMs + GRACE_MS - 100) {
-          return { ok: false, tier, category: 'timeout', message: `no result within ${timeoutMs / 1000} s (last tier reached: ${tier ?? 'none'})`, seconds, sandbox: this.sandbox.label };
+          return {
+            ok: false,
+            tier,
+            category: 'timeout',
+            message: `no result within ${timeoutMs / 1000} s (last tier reached: ${tier ?? 'none'})`,
+            seconds,
+            sandbox: this.sandbox.label,
+          };
         }
         if (got?.error) throw new NnragError('internal', `the validator refused the job: ${got.error}`);
         // the judge was ready and died during the job: only the block's code was running beside it
-        return { ok: false, tier, category: 'tampered', message: `the validator was killed while the block ran: ${this.lastError()}`, seconds, sandbox: this.sandbox.label };
+        return {
+          ok: false,
+          tier,
+          category: 'tampered',
+          message: `the validator was killed while the block ran: ${this.lastError()}`,
+          seconds,
+          sandbox: this.sandbox.label,
+        };
       }
       const report = got.report;
       if ((report.category as string) === 'cancelled') throw new CancelledError('validation cancelled');
-      return { ...report, file: undefined, seconds, sandbox: this.sandbox.label, ...(this.sandbox.weaker ? { weakSandbox: this.sandbox.weaker } : {}) } as ValidationReport;
+      return {
+        ...report,
+        file: undefined,
+        seconds,
+        sandbox: this.sandbox.label,
+        ...(this.sandbox.weaker ? { weakSandbox: this.sandbox.weaker } : {}),
+      } as ValidationReport;
     } finally {
       await fsp.rm(inFolder, { recursive: true, force: true }).catch(() => undefined);
     }
@@ -640,7 +729,9 @@ export class Judge {
    * Puts built compiled operators where the observer loads them from (`spec.native_folder`), read as themselves
    * (never through a link); returns the fields to add to an ObserveSpec.
    */
-  async stageNatives(natives: { module: string; buildName: string; file: string; fileName: string }[]): Promise<Pick<ObserveSpec, 'natives' | 'native_folder'>> {
+  async stageNatives(
+    natives: { module: string; buildName: string; file: string; fileName: string }[],
+  ): Promise<Pick<ObserveSpec, 'natives' | 'native_folder'>> {
     const folder = `natives-${this.nextId++}`;
     await fsp.mkdir(path.join(this.mounts.inHost, folder, NATIVE_FOLDER), { recursive: true });
     for (const n of natives) {

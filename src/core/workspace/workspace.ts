@@ -112,7 +112,10 @@ export class Workspace {
   /** The pull options `request` means for this workspace's front (a single validating pull takes its warm validator). */
   async options(request: PullRequest, how: PullHow = {}): Promise<PullOptions> {
     const base = pullOptionsFor(request, this.front, await this.parser());
-    const warm = !how.pool && request.validate && request.python && this.front.warm ? this.front.warm(request.python, request.memoryMb ?? DEFAULT_MEMORY_MB, this.originalRoots()) : undefined;
+    const warm =
+      !how.pool && request.validate && request.python && this.front.warm
+        ? this.front.warm(request.python, request.memoryMb ?? DEFAULT_MEMORY_MB, this.originalRoots())
+        : undefined;
     return { ...base, ...how, pool: how.pool ?? warm };
   }
 
@@ -165,9 +168,10 @@ export class Workspace {
    */
   async batch(targets: string[], request: PullRequest, how: BatchHow): Promise<BatchItem[]> {
     const { outDir, jobs, signal } = how;
-    const pool = request.validate && how.pooled && request.python && this.front.runner
-      ? this.validatorPool(request.python, this.front.runner, jobs, request.memoryMb ?? DEFAULT_MEMORY_MB)
-      : undefined;
+    const pool =
+      request.validate && how.pooled && request.python && this.front.runner
+        ? this.validatorPool(request.python, this.front.runner, jobs, request.memoryMb ?? DEFAULT_MEMORY_MB)
+        : undefined;
     const items: BatchItem[] = new Array(targets.length);
     let done = 0;
     let fatal: unknown;
@@ -219,7 +223,7 @@ export class Workspace {
    */
   async validatePulled(file: string, text: string, given: Omit<Parameters<typeof validatePulled>[3], 'runner'> & { runner?: string }): Promise<PulledVerdict> {
     const runner = given.runner ?? this.front.runner;
-    if (!runner) throw new NnragError('usage', 'validating needs the judge\'s runner script');
+    if (!runner) throw new NnragError('usage', "validating needs the judge's runner script");
     const options = { ...given, runner };
     const warm = !options.pool && this.front.warm ? this.front.warm(options.python, options.memoryMb ?? DEFAULT_MEMORY_MB, this.originalRoots()) : undefined;
     const originalCacheDir = options.originalCacheDir ?? (this.front.cacheDir ? path.join(this.front.cacheDir, 'originals') : undefined);
@@ -235,7 +239,13 @@ export class Workspace {
    * Validates a file an update just wrote (`text`, holding block `ref`), judged as its pull was; compared with the
    * block's current original when `compare` (an update that kept the user's edits is meant to differ: not compared).
    */
-  async validateUpdated(file: string, text: string, ref: ClassRef | undefined, compare: boolean, options: Omit<ValidateOptions, 'original' | 'className'>): Promise<ValidationReport> {
+  async validateUpdated(
+    file: string,
+    text: string,
+    ref: ClassRef | undefined,
+    compare: boolean,
+    options: Omit<ValidateOptions, 'original' | 'className'>,
+  ): Promise<ValidationReport> {
     const original = ref && compare ? this.originalOf(ref) : undefined;
     return validateFile(file, {
       ...(await judgingPulled(this.session(), readProvenance(text), await this.parser())),
@@ -256,7 +266,7 @@ export class Workspace {
    */
   async observe(options: Omit<ObserveOptions, 'runner'> & { runner?: string }, repos: string[] = []): Promise<ObserveSummary[]> {
     const runner = options.runner ?? this.front.runner;
-    if (!runner) throw new NnragError('usage', 'observing needs the judge\'s runner script');
+    if (!runner) throw new NnragError('usage', "observing needs the judge's runner script");
     const summaries = await observeRepositories(this.session(), { parser: await this.parser(), ...options, runner }, repos);
     if (!this.front.session) this.session(true);
     return summaries;

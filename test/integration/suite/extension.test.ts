@@ -122,7 +122,10 @@ describe('trusted workspace', function () {
     assert.ok(!existsSync(dest));
     // Enter on the search result, then on "Pull into Workspace", then on the proposed file name (the runner turns
     // the Refactor Preview off: in the extension-test mode it resolves without applying; the UI walk clicks Apply)
-    const outcome = await drive(vscode.commands.executeCommand<{ target: string; action: string; result?: PullReport }>('nnrag.searchBlocks', 'residual block'), [ACCEPT]);
+    const outcome = await drive(
+      vscode.commands.executeCommand<{ target: string; action: string; result?: PullReport }>('nnrag.searchBlocks', 'residual block'),
+      [ACCEPT],
+    );
     assert.ok(outcome, 'a block was chosen');
     assert.match(outcome.target, /^tinyblocks:tinyblocks\.blocks\.ResidualBlock$/);
     assert.strictEqual(outcome.action, 'Pull into Workspace');
@@ -149,7 +152,10 @@ describe('trusted workspace', function () {
 
   it('takes the first answer to a query typed with a typo in the QuickPick, Enter pressed at once', async () => {
     await ready(nnrag);
-    const outcome = await drive(vscode.commands.executeCommand<{ target: string; action: string; result?: PullReport }>('nnrag.searchBlocks', 'squeze excitation'), [ACCEPT]);
+    const outcome = await drive(
+      vscode.commands.executeCommand<{ target: string; action: string; result?: PullReport }>('nnrag.searchBlocks', 'squeze excitation'),
+      [ACCEPT],
+    );
     assert.ok(outcome, 'a block was chosen');
     assert.strictEqual(outcome.target, 'tinyblocks:tinyblocks.layers.se.SqueezeExcite');
     assert.strictEqual(outcome.result?.status, 'validated', `${outcome.result?.category}: ${outcome.result?.message}`);
@@ -158,10 +164,10 @@ describe('trusted workspace', function () {
   it('shows what a pull brings with a block, and why, as a tree in the Dependencies view', async () => {
     await ready(nnrag);
     const target = 'tinyblocks:tinyblocks.blocks.ResidualBlock';
-    const explained = await vscode.commands.executeCommand<{ target: string; sizes: { total: number; block: number; pulled: number; largest: { names: string[]; chain: string[] }[] } }>(
-      'nnrag.showDependencies',
-      target,
-    );
+    const explained = await vscode.commands.executeCommand<{
+      target: string;
+      sizes: { total: number; block: number; pulled: number; largest: { names: string[]; chain: string[] }[] };
+    }>('nnrag.showDependencies', target);
     assert.ok(explained, 'the command answered');
     assert.strictEqual(explained.target, target);
     const { sizes } = explained;
@@ -177,7 +183,10 @@ describe('trusted workspace', function () {
     const doc = await vscode.workspace.openTextDocument(dest);
     await vscode.window.showTextDocument(doc);
     const hoverAt = async (name: string): Promise<string> => {
-      const line = doc.getText().split('\n').findIndex((l) => l.startsWith(`class ${name}(`) || l.startsWith(`def ${name}(`));
+      const line = doc
+        .getText()
+        .split('\n')
+        .findIndex((l) => l.startsWith(`class ${name}(`) || l.startsWith(`def ${name}(`));
       assert.ok(line >= 0, `${name} is defined in the pulled file`);
       const col = doc.lineAt(line).text.indexOf(name) + 1;
       const hovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', doc.uri, new vscode.Position(line, col));
@@ -206,10 +215,23 @@ describe('trusted workspace', function () {
     const dep = await hoverAt('ConvNormAct');
     assert.match(dep, /source: `tinyblocks\/layers\/conv\.py`/);
     // over a use of an inlined name (not its definition): no provenance hover stacked on the editor's own
-    const useLine = doc.getText().split('\n').findIndex((l) => /\bConvNormAct\(/.test(l) && !l.startsWith('class '));
+    const useLine = doc
+      .getText()
+      .split('\n')
+      .findIndex((l) => /\bConvNormAct\(/.test(l) && !l.startsWith('class '));
     assert.ok(useLine >= 0);
-    const useHovers = await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', doc.uri, new vscode.Position(useLine, doc.lineAt(useLine).text.indexOf('ConvNormAct') + 2));
-    assert.doesNotMatch(useHovers.flatMap((h) => h.contents).map((c) => (typeof c === 'string' ? c : c.value)).join('\n'), /pulled by NN-RAG/);
+    const useHovers = await vscode.commands.executeCommand<vscode.Hover[]>(
+      'vscode.executeHoverProvider',
+      doc.uri,
+      new vscode.Position(useLine, doc.lineAt(useLine).text.indexOf('ConvNormAct') + 2),
+    );
+    assert.doesNotMatch(
+      useHovers
+        .flatMap((h) => h.contents)
+        .map((c) => (typeof c === 'string' ? c : c.value))
+        .join('\n'),
+      /pulled by NN-RAG/,
+    );
     // nnrag.hover.enabled: false turns it off
     const config = vscode.workspace.getConfiguration('nnrag');
     await config.update('hover.enabled', false, vscode.ConfigurationTarget.Workspace);
@@ -227,7 +249,12 @@ describe('trusted workspace', function () {
     const lensTitles = async (): Promise<string[]> =>
       ((await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', doc.uri)) ?? []).map((l) => l.command?.title ?? '');
     const states = async (): Promise<Record<string, string>> =>
-      Object.fromEntries(((await vscode.commands.executeCommand<{ uri: string; state: string; edited: boolean; validation?: { status: string } }[]>('nnrag.refreshPulled')) ?? []).map((s) => [path.basename(vscode.Uri.parse(s.uri).fsPath), `${s.state}${s.edited ? ' edited' : ''} ${s.validation?.status ?? '-'}`]));
+      Object.fromEntries(
+        (
+          (await vscode.commands.executeCommand<{ uri: string; state: string; edited: boolean; validation?: { status: string } }[]>('nnrag.refreshPulled')) ??
+          []
+        ).map((s) => [path.basename(vscode.Uri.parse(s.uri).fsPath), `${s.state}${s.edited ? ' edited' : ''} ${s.validation?.status ?? '-'}`]),
+      );
     assert.deepStrictEqual(
       (await lensTitles()).filter((t) => t.includes('NN-RAG')).map((t) => /up to date/.test(t)),
       [true],
@@ -237,7 +264,10 @@ describe('trusted workspace', function () {
     const conv = path.join(fixture(), 'tinyblocks', 'layers', 'conv.py');
     const upstreamDoc = '"""A KxK convolution followed by a normalization layer and an activation."""';
     assert.ok(readFileSync(conv, 'utf8').includes(upstreamDoc));
-    writeFileSync(conv, readFileSync(conv, 'utf8').replace(upstreamDoc, '"""A KxK convolution, then a normalization layer and an activation (changed upstream)."""'));
+    writeFileSync(
+      conv,
+      readFileSync(conv, 'utf8').replace(upstreamDoc, '"""A KxK convolution, then a normalization layer and an activation (changed upstream)."""'),
+    );
     await vscode.commands.executeCommand('nnrag.reindex');
     const titles = await lensTitles();
     assert.ok(
@@ -255,7 +285,8 @@ describe('trusted workspace', function () {
     const edited = (await lensTitles()).find((t) => t.includes('NN-RAG')) ?? '';
     // the verdict was on the body before the edit: it is not the file's any more, in the CodeLens and in Problems
     assert.match(edited, /upstream changed since the pull: .* · edited locally · edited, not validated since \(was validated: equivalent\)/);
-    const staleEntry = async (): Promise<boolean> => vscode.languages.getDiagnostics(doc.uri).some((d) => d.code === 'stale' && /edited, not validated since/.test(d.message));
+    const staleEntry = async (): Promise<boolean> =>
+      vscode.languages.getDiagnostics(doc.uri).some((d) => d.code === 'stale' && /edited, not validated since/.test(d.message));
     for (const t0 = Date.now(); !(await staleEntry()); await sleep(100)) {
       if (Date.now() - t0 > 15_000) throw new Error('the Problems panel does not say the verdict is stale after an edit');
     }
@@ -264,7 +295,9 @@ describe('trusted workspace', function () {
     assert.match(upstream ?? '', /\(changed upstream\)/);
     assert.doesNotMatch(upstream ?? '', /my own note/);
     // three-way: the file as pulled against upstream; the user's own note is on neither side
-    const diffTab = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.path === doc.uri.path);
+    const diffTab = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.path === doc.uri.path);
     assert.ok(diffTab, 'Compare opened a diff editor');
     const asPulled = await vscode.workspace.openTextDocument((diffTab.input as vscode.TabInputTextDiff).original);
     assert.notStrictEqual(asPulled.uri.toString(), doc.uri.toString(), 'the left side is the file as pulled, not as edited');
@@ -275,7 +308,10 @@ describe('trusted workspace', function () {
     assert.strictEqual(recordOf(asPulled.getText()), recordOf(doc.getText()), 'the left side has the header the file was pulled with');
     assert.notStrictEqual(recordOf(asPulled.getText()), recordOf(upstream ?? ''), 'the header of the source today is on the right only');
     // Update: both changes kept, one edit, validated again
-    const updated = await drive(vscode.commands.executeCommand<{ state: string; validation?: { ok: boolean; tier: string } }>('nnrag.updatePulled', doc.uri.toString()), []);
+    const updated = await drive(
+      vscode.commands.executeCommand<{ state: string; validation?: { ok: boolean; tier: string } }>('nnrag.updatePulled', doc.uri.toString()),
+      [],
+    );
     assert.strictEqual(updated?.state, 'merged');
     // the copy with the user's edits in it is still compared with its original: a comment changes no behaviour
     assert.deepStrictEqual([updated?.validation?.ok, updated?.validation?.tier], [true, 'equivalent'], JSON.stringify(updated));
@@ -283,13 +319,20 @@ describe('trusted workspace', function () {
     assert.match(after, /\(changed upstream\)/);
     assert.match(after, /# my own note/);
     // one truth: the manifest and required_repos.json say what the header now says
-    const record = JSON.parse(/^# nnrag-provenance: (.*)$/m.exec(after)![1]) as { hash: string; validation?: { tier?: string }; definitions: { blob: string }[] };
+    const record = JSON.parse(/^# nnrag-provenance: (.*)$/m.exec(after)![1]) as {
+      hash: string;
+      validation?: { tier?: string };
+      definitions: { blob: string }[];
+    };
     const manifest = JSON.parse(readFileSync(manifestOf(dest), 'utf8')) as typeof record & { content_hash: string };
     assert.deepStrictEqual(
       [manifest.content_hash, manifest.validation?.tier, manifest.definitions.map((d) => d.blob)],
       [record.hash, record.validation?.tier, record.definitions.map((d) => d.blob)],
     );
-    const required = JSON.parse(readFileSync(path.join(path.dirname(dest), '.nnrag', 'required_repos.json'), 'utf8')) as { distributions: Record<string, { needed_by: string[] }>; missing: Record<string, unknown> };
+    const required = JSON.parse(readFileSync(path.join(path.dirname(dest), '.nnrag', 'required_repos.json'), 'utf8')) as {
+      distributions: Record<string, { needed_by: string[] }>;
+      missing: Record<string, unknown>;
+    };
     assert.ok(required.distributions.torch?.needed_by.includes('residual_block.py') && !required.missing.torch, JSON.stringify(required));
     assert.strictEqual((await states())['residual_block.py'], 'up-to-date edited validated');
     // validated again by Update: the verdict is the file's again
@@ -308,11 +351,17 @@ describe('trusted workspace', function () {
     await config.update('pull.preview', true, vscode.ConfigurationTarget.Workspace);
     const dest = pulledPath('drop_path_diff.py');
     const diffShown = (): boolean =>
-      vscode.window.tabGroups.all.flatMap((g) => g.tabs).some((t) => t.input instanceof vscode.TabInputTextDiff && path.basename(t.input.modified.fsPath) === 'drop_path_diff.py');
+      vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .some((t) => t.input instanceof vscode.TabInputTextDiff && path.basename(t.input.modified.fsPath) === 'drop_path_diff.py');
     try {
       const settle = async (accept: boolean): Promise<PullReport | undefined> => {
         let sawDiff = false;
-        const pull = vscode.commands.executeCommand<PullReport | undefined>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_diff.py');
+        const pull = vscode.commands.executeCommand<PullReport | undefined>(
+          'nnrag.pullBlock',
+          'tinyblocks:tinyblocks.layers.drop.DropPath',
+          'drop_path_diff.py',
+        );
         const t0 = Date.now();
         for (;;) {
           sawDiff ||= diffShown();
@@ -326,11 +375,17 @@ describe('trusted workspace', function () {
       };
       assert.strictEqual(await settle(false), undefined);
       // closing the diff cancels too: nothing is written, and no pull is left waiting for a later Accept
-      const closing = vscode.commands.executeCommand<PullReport | undefined>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_diff.py');
+      const closing = vscode.commands.executeCommand<PullReport | undefined>(
+        'nnrag.pullBlock',
+        'tinyblocks:tinyblocks.layers.drop.DropPath',
+        'drop_path_diff.py',
+      );
       for (const t0 = Date.now(); !diffShown(); await sleep(200)) {
         if (Date.now() - t0 > 150_000) throw new Error('the diff did not show');
       }
-      const tab = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && path.basename(t.input.modified.fsPath) === 'drop_path_diff.py');
+      const tab = vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .find((t) => t.input instanceof vscode.TabInputTextDiff && path.basename(t.input.modified.fsPath) === 'drop_path_diff.py');
       await vscode.window.tabGroups.close(tab!);
       assert.strictEqual(await closing, undefined);
       assert.strictEqual(await vscode.commands.executeCommand<boolean>('nnrag.acceptPull'), false, 'no pull waits');
@@ -341,7 +396,11 @@ describe('trusted workspace', function () {
       assert.match(text, /"validation":\{"status":"validated"/);
       assert.match(text, /^class DropPath\(nn\.Module\):/m);
       assert.ok(existsSync(manifestOf(dest)), 'the manifest is written into .nnrag/');
-      assert.deepStrictEqual(readdirSync(path.dirname(dest)).filter((f) => f.startsWith(path.basename(dest, '.py'))), [path.basename(dest)], 'one file');
+      assert.deepStrictEqual(
+        readdirSync(path.dirname(dest)).filter((f) => f.startsWith(path.basename(dest, '.py'))),
+        [path.basename(dest)],
+        'one file',
+      );
       // deleted: its manifest goes with it
       await vscode.workspace.fs.delete(vscode.Uri.file(dest));
       for (const t0 = Date.now(); existsSync(manifestOf(dest)); await sleep(100)) {
@@ -357,14 +416,31 @@ describe('trusted workspace', function () {
     const before = config.inspect<string>('pullFolder')?.workspaceValue;
     await config.update('pullFolder', 'together', vscode.ConfigurationTarget.Workspace);
     try {
-      const nodes = ['InvertedResidual', 'ResidualBlock', 'TransformerBlock'].map((n) => ({ kind: 'block', label: n, repo: 'tinyblocks', hit: { target: `tinyblocks:tinyblocks.blocks.${n}` } }));
-      const r = await drive(vscode.commands.executeCommand<{ reports: PullReport[]; files: string[]; shared?: string }>('nnrag.pullBlock', nodes[0], nodes), []);
+      const nodes = ['InvertedResidual', 'ResidualBlock', 'TransformerBlock'].map((n) => ({
+        kind: 'block',
+        label: n,
+        repo: 'tinyblocks',
+        hit: { target: `tinyblocks:tinyblocks.blocks.${n}` },
+      }));
+      const r = await drive(
+        vscode.commands.executeCommand<{ reports: PullReport[]; files: string[]; shared?: string }>('nnrag.pullBlock', nodes[0], nodes),
+        [],
+      );
       assert.ok(r, 'pulled');
-      assert.deepStrictEqual(r.reports.map((x) => [x.status, x.tier]), Array(3).fill(['validated', 'equivalent']), JSON.stringify(r.reports.map((x) => x.message)));
+      assert.deepStrictEqual(
+        r.reports.map((x) => [x.status, x.tier]),
+        Array(3).fill(['validated', 'equivalent']),
+        JSON.stringify(r.reports.map((x) => x.message)),
+      );
       const dir = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, 'together');
-      assert.deepStrictEqual(r.files.map((f) => path.basename(f)), ['inverted_residual.py', 'residual_block.py', 'transformer_block.py']);
+      assert.deepStrictEqual(
+        r.files.map((f) => path.basename(f)),
+        ['inverted_residual.py', 'residual_block.py', 'transformer_block.py'],
+      );
       assert.strictEqual(r.shared, path.join(dir, '_nnrag_common.py'));
-      const defs = ['_nnrag_common.py', 'inverted_residual.py', 'residual_block.py', 'transformer_block.py'].map((f) => (readFileSync(path.join(dir, f), 'utf8').match(/^class ConvNormAct\(/gm) ?? []).length);
+      const defs = ['_nnrag_common.py', 'inverted_residual.py', 'residual_block.py', 'transformer_block.py'].map(
+        (f) => (readFileSync(path.join(dir, f), 'utf8').match(/^class ConvNormAct\(/gm) ?? []).length,
+      );
       assert.deepStrictEqual(defs, [1, 0, 0, 0]);
       assert.ok(existsSync(path.join(dir, '.nnrag', 'residual_block.manifest.json')));
     } finally {
@@ -377,12 +453,16 @@ describe('trusted workspace', function () {
     if (!lm) this.skip();
     const names = lm!.tools.map((t) => t.name);
     for (const n of ['nnrag_searchBlocks', 'nnrag_describeBlock', 'nnrag_pullBlock']) assert.ok(names.includes(n), `${n} in ${names.join(', ')}`);
-    const hits = JSON.parse(toolText(await lm!.invokeTool('nnrag_searchBlocks', { input: { query: 'squeeze excitation', limit: 3 }, toolInvocationToken: undefined })));
+    const hits = JSON.parse(
+      toolText(await lm!.invokeTool('nnrag_searchBlocks', { input: { query: 'squeeze excitation', limit: 3 }, toolInvocationToken: undefined })),
+    );
     assert.strictEqual(hits[0].target, 'tinyblocks:tinyblocks.layers.se.SqueezeExcite');
     const details = JSON.parse(toolText(await lm!.invokeTool('nnrag_describeBlock', { input: { target: hits[0].target }, toolInvocationToken: undefined })));
     assert.strictEqual(details.name, 'SqueezeExcite');
     const pulled = JSON.parse(
-      toolText(await drive(lm!.invokeTool('nnrag_pullBlock', { input: { target: hits[0].target, fileName: 'se_from_tool.py' }, toolInvocationToken: undefined }), [])),
+      toolText(
+        await drive(lm!.invokeTool('nnrag_pullBlock', { input: { target: hits[0].target, fileName: 'se_from_tool.py' }, toolInvocationToken: undefined }), []),
+      ),
     );
     assert.deepStrictEqual([pulled.status, pulled.trusted], ['validated', true], JSON.stringify(pulled));
     assert.match(readFileSync(pulledPath('se_from_tool.py'), 'utf8'), /^class SqueezeExcite\(nn\.Module\):/m);
@@ -393,7 +473,10 @@ describe('trusted workspace', function () {
     const userBefore = config().inspect<unknown[]>('repositories')?.globalValue;
     const extra = mkdtempSync(path.join(tmpdir(), 'nnrag-extra-'));
     mkdirSync(path.join(extra, 'extrablocks'));
-    writeFileSync(path.join(extra, 'extrablocks', 'gates.py'), 'import torch\n\n\nclass SquishGate(torch.nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n');
+    writeFileSync(
+      path.join(extra, 'extrablocks', 'gates.py'),
+      'import torch\n\n\nclass SquishGate(torch.nn.Module):\n    def forward(self, x):\n        return x.sigmoid() * x\n',
+    );
     const key = await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: extra, name: 'extrablocks' });
     assert.strictEqual(key, 'workspace');
     assert.ok((config().inspect<{ name?: string }[]>('repositories')?.workspaceValue ?? []).some((r) => r.name === 'extrablocks'));
@@ -404,23 +487,35 @@ describe('trusted workspace', function () {
     const repoNode = (await nnrag.request(ListTree, {})).find((n) => n.repo === 'extrablocks');
     assert.ok(repoNode);
     // re-indexing one repository from the tree leaves the other in the index
-    writeFileSync(path.join(extra, 'extrablocks', 'more.py'), 'import torch\n\n\nclass TwiceGate(torch.nn.Module):\n    def forward(self, x):\n        return 2 * x\n');
+    writeFileSync(
+      path.join(extra, 'extrablocks', 'more.py'),
+      'import torch\n\n\nclass TwiceGate(torch.nn.Module):\n    def forward(self, x):\n        return 2 * x\n',
+    );
     const again = await vscode.commands.executeCommand<{ state: string; repos: number }>('nnrag.reindexRepository', repoNode);
     assert.deepStrictEqual([again?.state, again?.repos], ['ready', 2]);
     assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'TwiceGate', limit: 3 }))[0]?.name, 'TwiceGate');
     assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'squeeze excitation', limit: 3 }))[0]?.name, 'SqueezeExcite');
     // disabled: kept in the settings, out of the index; enabled: indexed again
     assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.disableRepository', repoNode), 'workspace');
-    assert.strictEqual((config().inspect<{ name?: string; enabled?: boolean }[]>('repositories')?.workspaceValue ?? []).find((r) => r.name === 'extrablocks')?.enabled, false);
+    assert.strictEqual(
+      (config().inspect<{ name?: string; enabled?: boolean }[]>('repositories')?.workspaceValue ?? []).find((r) => r.name === 'extrablocks')?.enabled,
+      false,
+    );
     await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
-    assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 })).some((h) => h.name === 'SquishGate'), false);
+    assert.strictEqual(
+      (await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 })).some((h) => h.name === 'SquishGate'),
+      false,
+    );
     assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.enableRepository', 'extrablocks'), 'workspace');
     await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 2);
     assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 }))[0]?.name, 'SquishGate');
     assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.removeRepository', repoNode), 'workspace');
     assert.ok(!(config().inspect<{ name?: string }[]>('repositories')?.workspaceValue ?? []).some((r) => r.name === 'extrablocks'));
     await nnrag.waitForStatus((s) => s.state === 'ready' && s.repos === 1);
-    assert.strictEqual((await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 })).some((h) => h.name === 'SquishGate'), false);
+    assert.strictEqual(
+      (await nnrag.request(SearchBlocks, { text: 'SquishGate', limit: 3 })).some((h) => h.name === 'SquishGate'),
+      false,
+    );
   });
 
   it('keeps the index whole when re-index requests arrive while one runs (a busy index)', async () => {
@@ -441,7 +536,10 @@ describe('trusted workspace', function () {
     const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('nnrag');
     const before = nnrag.status().repos;
     // what the quick pick writes: the package names only
-    assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: 'json', kind: 'python-env', name: 'stdjson' }), 'workspace');
+    assert.strictEqual(
+      await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: 'json', kind: 'python-env', name: 'stdjson' }),
+      'workspace',
+    );
     try {
       const entry = (config().inspect<{ name?: string; python?: string }[]>('repositories')?.workspaceValue ?? []).find((r) => r.name === 'stdjson');
       assert.ok(entry && entry.python === undefined, 'the settings keep the entry as written');
@@ -455,7 +553,7 @@ describe('trusted workspace', function () {
     }
   });
 
-  it('installed packages follow the interpreter selected: another interpreter\'s copy replaces them, and the node says which', async () => {
+  it("installed packages follow the interpreter selected: another interpreter's copy replaces them, and the node says which", async () => {
     const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('nnrag');
     const picked = config().inspect<string>('pythonPath')?.workspaceValue;
     const before = nnrag.status().repos;
@@ -464,7 +562,10 @@ describe('trusted workspace', function () {
     const interpreters = [0, 1].map((i) => {
       mkdirSync(path.join(work, `site${i}`, 'mylayers'), { recursive: true });
       writeFileSync(path.join(work, `site${i}`, 'mylayers', '__init__.py'), '');
-      writeFileSync(path.join(work, `site${i}`, 'mylayers', 'blocks.py'), `from torch import nn\n\n\nclass Gate${i}(nn.Module):\n    def forward(self, x):\n        return x\n`);
+      writeFileSync(
+        path.join(work, `site${i}`, 'mylayers', 'blocks.py'),
+        `from torch import nn\n\n\nclass Gate${i}(nn.Module):\n    def forward(self, x):\n        return x\n`,
+      );
       execFileSync('python3', ['-m', 'venv', '--without-pip', path.join(work, `venv${i}`)]);
       const python = path.join(work, `venv${i}`, 'bin', 'python');
       const site = execFileSync(python, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], { encoding: 'utf8' }).trim();
@@ -479,7 +580,11 @@ describe('trusted workspace', function () {
       assert.strictEqual((await node())?.installed?.python, interpreters[0], JSON.stringify(await node()));
       // another interpreter: its copy is indexed in place of the first, no error asks for a command-line flag
       assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.selectInterpreter', interpreters[1]), 'workspace');
-      const gates = async (): Promise<string> => (await nnrag.request(SearchBlocks, { text: 'Gate', limit: 5 })).filter((h) => h.repo === 'mylayers').map((h) => h.name).join();
+      const gates = async (): Promise<string> =>
+        (await nnrag.request(SearchBlocks, { text: 'Gate', limit: 5 }))
+          .filter((h) => h.repo === 'mylayers')
+          .map((h) => h.name)
+          .join();
       for (const t0 = Date.now(); (await gates()) !== 'Gate1'; await sleep(200)) {
         if (Date.now() - t0 > 30_000) throw new Error(`the repository did not follow the interpreter: ${await gates()} ${JSON.stringify(await node())}`);
       }
@@ -498,14 +603,31 @@ describe('trusted workspace', function () {
     const repo = path.join(fixture(), 'tinyblocks');
     const test = path.join(repo, 'tests', 'test_se.py');
     mkdirSync(path.dirname(test), { recursive: true });
-    writeFileSync(test, 'import torch\n\nfrom tinyblocks.layers.se import SqueezeExcite\n\n\ndef test_se():\n    se = SqueezeExcite(12, rd_ratio=0.5)\n    assert se(torch.randn(2, 12, 5, 5)).shape == (2, 12, 5, 5)\n');
+    writeFileSync(
+      test,
+      'import torch\n\nfrom tinyblocks.layers.se import SqueezeExcite\n\n\ndef test_se():\n    se = SqueezeExcite(12, rd_ratio=0.5)\n    assert se(torch.randn(2, 12, 5, 5)).shape == (2, 12, 5, 5)\n',
+    );
     try {
-      for (const t0 = Date.now(); !(await vscode.commands.executeCommand<{ repo: string; entries: number }[]>('nnrag.observeRepositories', 'tinyblocks'))?.some((s) => s.entries === 1); await sleep(500)) {
+      for (
+        const t0 = Date.now();
+        !(await vscode.commands.executeCommand<{ repo: string; entries: number }[]>('nnrag.observeRepositories', 'tinyblocks'))?.some((s) => s.entries === 1);
+        await sleep(500)
+      ) {
         if (Date.now() - t0 > 30_000) throw new Error('the new test file was not indexed and observed');
       }
-      const again = await vscode.commands.executeCommand<{ repo: string; entries: number; ran: number; cached: number; classes: number; fed: number }[]>('nnrag.observeRepositories', 'tinyblocks');
-      assert.deepStrictEqual(again?.map((s) => [s.repo, s.entries, s.ran, s.cached, s.classes, s.fed]), [['tinyblocks', 1, 0, 1, 1, 1]], JSON.stringify(again));
-      const report = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.se.SqueezeExcite', 'se_observed.py'), []);
+      const again = await vscode.commands.executeCommand<{ repo: string; entries: number; ran: number; cached: number; classes: number; fed: number }[]>(
+        'nnrag.observeRepositories',
+        'tinyblocks',
+      );
+      assert.deepStrictEqual(
+        again?.map((s) => [s.repo, s.entries, s.ran, s.cached, s.classes, s.fed]),
+        [['tinyblocks', 1, 0, 1, 1, 1]],
+        JSON.stringify(again),
+      );
+      const report = await drive(
+        vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.se.SqueezeExcite', 'se_observed.py'),
+        [],
+      );
       assert.strictEqual(report?.validation?.observed, 'tinyblocks/tests/test_se.py::test_se', JSON.stringify(report?.validation));
     } finally {
       rmSync(path.dirname(test), { recursive: true, force: true });
@@ -514,7 +636,10 @@ describe('trusted workspace', function () {
 
   it('shows a repository that cannot be indexed as a node with its error, and removes it from there', async () => {
     const before = nnrag.status().repos;
-    assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: 'http://127.0.0.1:9/nothing.git', name: 'unreachable' }), 'workspace');
+    assert.strictEqual(
+      await vscode.commands.executeCommand<string>('nnrag.addRepository', { location: 'http://127.0.0.1:9/nothing.git', name: 'unreachable' }),
+      'workspace',
+    );
     try {
       const s = await nnrag.waitForStatus((st) => st.state === 'ready' && st.failing === 1);
       assert.strictEqual(s.repos, before, 'the others are still indexed');
@@ -537,9 +662,13 @@ describe('trusted workspace', function () {
     const team = path.join(work, 'teamlib');
     mkdirSync(team);
     writeFileSync(path.join(team, '__init__.py'), '');
-    writeFileSync(path.join(team, 'mixers.py'), 'import torch\nfrom torch import nn\n\n\nclass TeamMixer(nn.Module):\n    """Mixes channels with one linear layer (the team\'s)."""\n\n    def __init__(self, c: int = 8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x + self.proj(x)\n');
+    writeFileSync(
+      path.join(team, 'mixers.py'),
+      'import torch\nfrom torch import nn\n\n\nclass TeamMixer(nn.Module):\n    """Mixes channels with one linear layer (the team\'s)."""\n\n    def __init__(self, c: int = 8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x + self.proj(x)\n',
+    );
     const cliJs = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
-    const run = (...args: string[]): string => execFileSync(process.execPath, [cliJs, ...args], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, encoding: 'utf8' });
+    const run = (...args: string[]): string =>
+      execFileSync(process.execPath, [cliJs, ...args], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, encoding: 'utf8' });
     run('index', team, '--db', path.join(work, 'team.db'));
     run('export', '--db', path.join(work, 'team.db'), '--to', path.join(work, 'team.tgz'));
     rmSync(team, { recursive: true });
@@ -565,7 +694,9 @@ describe('trusted workspace', function () {
       assert.strictEqual(hits[0]?.target, 'teamlib:teamlib.mixers.TeamMixer', JSON.stringify(hits.map((h) => h.target)));
       // the workspace's own repository is indexed on top
       assert.ok((await nnrag.request(SearchBlocks, { text: 'residual', limit: 5 })).some((h) => h.repo === 'tinyblocks'));
-      const pulled = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'teamlib:teamlib.mixers.TeamMixer', 'team_mixer.py'), ['nnrag.acceptPull']);
+      const pulled = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'teamlib:teamlib.mixers.TeamMixer', 'team_mixer.py'), [
+        'nnrag.acceptPull',
+      ]);
       assert.ok(pulled?.out && readFileSync(pulled.out, 'utf8').includes('class TeamMixer(nn.Module)'), JSON.stringify(pulled));
       assert.strictEqual(pulled.status, 'validated', `${pulled.category}: ${pulled.message}`);
       // Refresh Shared Index: the server says it has not changed, nothing is downloaded again
@@ -612,7 +743,10 @@ describe('trusted workspace', function () {
       // the picker keeps offering the one used before the switch, after the one in use
       assert.deepStrictEqual(nnrag.interpreterCandidates().slice(0, 2), [other, picked]);
       assert.strictEqual(nnragConfig.inspect<string>('pythonPath')?.globalValue, undefined, 'the user settings are untouched');
-      const report = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_pick.py'), []);
+      const report = await drive(
+        vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_pick.py'),
+        [],
+      );
       assert.strictEqual(report?.status, 'validated', JSON.stringify(report));
     } finally {
       await vscode.workspace.getConfiguration('nnrag').update('pythonPath', picked, vscode.ConfigurationTarget.Workspace);
@@ -622,7 +756,7 @@ describe('trusted workspace', function () {
     }
   });
 
-  it('says in its own words that a file of the user\'s is not a pulled one, for every command that takes a pulled file', async () => {
+  it("says in its own words that a file of the user's is not a pulled one, for every command that takes a pulled file", async () => {
     const mine = path.join(vscode.workspace.workspaceFolders![0].uri.fsPath, 'my_own_model.py');
     writeFileSync(mine, 'import torch\n\n\nclass Mine(torch.nn.Module):\n    pass\n');
     try {
@@ -640,7 +774,7 @@ describe('trusted workspace', function () {
     }
   });
 
-  it('inserts a block at the cursor: pulled beside the file being edited, its import at the cursor\'s line', async () => {
+  it("inserts a block at the cursor: pulled beside the file being edited, its import at the cursor's line", async () => {
     const root = vscode.workspace.workspaceFolders![0].uri.fsPath;
     mkdirSync(path.join(root, 'models'), { recursive: true });
     writeFileSync(path.join(root, 'models', '__init__.py'), '');
@@ -649,7 +783,14 @@ describe('trusted workspace', function () {
     try {
       const editor = await vscode.window.showTextDocument(vscode.Uri.file(mine));
       editor.selection = new vscode.Selection(1, 0, 1, 0);
-      const r = await drive(vscode.commands.executeCommand<PullReport & { inserted?: string }>('nnrag.insertBlockAtCursor', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path.py'), ['nnrag.acceptPull']);
+      const r = await drive(
+        vscode.commands.executeCommand<PullReport & { inserted?: string }>(
+          'nnrag.insertBlockAtCursor',
+          'tinyblocks:tinyblocks.layers.drop.DropPath',
+          'drop_path.py',
+        ),
+        ['nnrag.acceptPull'],
+      );
       assert.strictEqual(r?.out, path.join(root, 'models', 'drop_path.py'), JSON.stringify(r));
       assert.ok(existsSync(path.join(root, 'models', 'drop_path.py')));
       assert.strictEqual(r?.inserted, 'from .drop_path import DropPath');
@@ -664,9 +805,15 @@ describe('trusted workspace', function () {
   it('pulls into a folder named with the file, inside the workspace only', async () => {
     const root = vscode.workspace.workspaceFolders![0].uri.fsPath;
     try {
-      const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'layers/extra/drop_path_here.py'), ['nnrag.acceptPull']);
+      const r = await drive(
+        vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'layers/extra/drop_path_here.py'),
+        ['nnrag.acceptPull'],
+      );
       assert.strictEqual(r?.out, path.join(root, 'layers', 'extra', 'drop_path_here.py'));
-      assert.strictEqual(await vscode.commands.executeCommand('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'layers/../../escape.py'), undefined);
+      assert.strictEqual(
+        await vscode.commands.executeCommand('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'layers/../../escape.py'),
+        undefined,
+      );
       assert.ok(!existsSync(path.join(root, '..', 'escape.py')));
     } finally {
       rmSync(path.join(root, 'layers'), { recursive: true, force: true });
@@ -679,7 +826,9 @@ describe('trusted workspace', function () {
     const mine = '[project]\nname = "my-models"\ndependencies = [\n    "numpy>=1.24",  # mine\n]\n\n[tool.ruff]\nline-length = 100\n';
     writeFileSync(pyproject, mine);
     try {
-      const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_req.py'), ['nnrag.acceptPull']);
+      const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_req.py'), [
+        'nnrag.acceptPull',
+      ]);
       assert.ok(r?.out, JSON.stringify(r));
       // asked once where requirements go: the first choice offered is the project's pyproject.toml
       await drive(vscode.commands.executeCommand('nnrag.writeRequirements', r.out), [ACCEPT]);
@@ -697,11 +846,16 @@ describe('trusted workspace', function () {
   });
 
   it('puts a failed validation in the Problems panel, and takes it out when the file validates again', async () => {
-    const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_problem.py'), ['nnrag.acceptPull']);
+    const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_problem.py'), [
+      'nnrag.acceptPull',
+    ]);
     const file = vscode.Uri.file(r!.out!);
     try {
       const doc = await vscode.workspace.openTextDocument(file);
-      const forward = doc.getText().split('\n').findIndex((l) => /^\s+def forward\(self, x\b/.test(l));
+      const forward = doc
+        .getText()
+        .split('\n')
+        .findIndex((l) => /^\s+def forward\(self, x\b/.test(l));
       assert.ok(forward > 0);
       const edit = new vscode.WorkspaceEdit();
       edit.insert(file, new vscode.Position(forward + 1, 0), '        raise RuntimeError("broken on purpose")\n');
@@ -719,7 +873,10 @@ describe('trusted workspace', function () {
       await doc.save();
       const passed = await drive(vscode.commands.executeCommand<{ ok: boolean }>('nnrag.validatePulled', file.toString()), []);
       assert.strictEqual(passed?.ok, true);
-      assert.deepStrictEqual(vscode.languages.getDiagnostics(file).filter((d) => d.source === 'NN-RAG'), []);
+      assert.deepStrictEqual(
+        vscode.languages.getDiagnostics(file).filter((d) => d.source === 'NN-RAG'),
+        [],
+      );
       // what the pull's success message offered is there later too
       assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.copyImport', file.toString()), 'from blocks.drop_path_problem import DropPath');
       assert.strictEqual(await vscode.env.clipboard.readText(), 'from blocks.drop_path_problem import DropPath');
@@ -728,8 +885,10 @@ describe('trusted workspace', function () {
     }
   });
 
-  it('opens VS Code\'s merge editor when an update conflicts with the user\'s edit', async () => {
-    const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.se.SqueezeExcite', 'se_conflict.py'), ['nnrag.acceptPull']);
+  it("opens VS Code's merge editor when an update conflicts with the user's edit", async () => {
+    const r = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.se.SqueezeExcite', 'se_conflict.py'), [
+      'nnrag.acceptPull',
+    ]);
     const file = vscode.Uri.file(r!.out!);
     const se = path.join(fixture(), 'tinyblocks', 'layers', 'se.py');
     const original = readFileSync(se, 'utf8');
@@ -747,11 +906,19 @@ describe('trusted workspace', function () {
       const updated = await drive(vscode.commands.executeCommand<{ state: string; conflicts: number }>('nnrag.updatePulled', file.toString()), []);
       assert.strictEqual(updated?.state, 'conflicts', JSON.stringify(updated));
       // (a merge editor's tab input has base, input1, input2 and result; the 1.90 types do not name its class)
-      const merge = vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => {
-        const input = t.input as { result?: vscode.Uri; input1?: vscode.Uri } | undefined;
-        return input?.input1 !== undefined && input.result?.toString() === file.toString();
-      });
-      assert.ok(merge, `tabs: ${vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => t.label).join(', ')}`);
+      const merge = vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .find((t) => {
+          const input = t.input as { result?: vscode.Uri; input1?: vscode.Uri } | undefined;
+          return input?.input1 !== undefined && input.result?.toString() === file.toString();
+        });
+      assert.ok(
+        merge,
+        `tabs: ${vscode.window.tabGroups.all
+          .flatMap((g) => g.tabs)
+          .map((t) => t.label)
+          .join(', ')}`,
+      );
       assert.match(readFileSync(file.fsPath, 'utf8'), /^<<<<<<< /m);
     } finally {
       writeFileSync(se, original);
@@ -837,7 +1004,15 @@ describe('untrusted workspace', function () {
     const lm = lmTools();
     if (!lm) this.skip();
     const pulled = JSON.parse(
-      toolText(await drive(lm!.invokeTool('nnrag_pullBlock', { input: { target: 'tinyblocks:tinyblocks.layers.drop.DropPath', fileName: 'drop_from_tool.py' }, toolInvocationToken: undefined }), [])),
+      toolText(
+        await drive(
+          lm!.invokeTool('nnrag_pullBlock', {
+            input: { target: 'tinyblocks:tinyblocks.layers.drop.DropPath', fileName: 'drop_from_tool.py' },
+            toolInvocationToken: undefined,
+          }),
+          [],
+        ),
+      ),
     );
     assert.deepStrictEqual([pulled.status, pulled.trusted, pulled.validated], ['extracted', false, false], JSON.stringify(pulled));
     assert.ok(existsSync(pulledPath('drop_from_tool.py')));

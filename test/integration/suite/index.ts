@@ -10,7 +10,10 @@ import Mocha from 'mocha';
 export function run(): Promise<void> {
   const mode = process.env.NNRAG_IT_MODE ?? 'trusted';
   const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 120_000, grep: new RegExp(`^${mode}\\b.*${process.env.NNRAG_IT_GREP ?? ''}`) });
-  for (const f of readdirSync(__dirname).filter((n) => n.endsWith('.test.js')).sort()) mocha.addFile(path.join(__dirname, f));
+  for (const f of readdirSync(__dirname)
+    .filter((n) => n.endsWith('.test.js'))
+    .sort())
+    mocha.addFile(path.join(__dirname, f));
   const results: { title: string; state: string; error?: string; ms?: number }[] = [];
   return new Promise((resolve, reject) => {
     const runner = mocha.run((failures) => {
