@@ -60,10 +60,13 @@ class OriginalSide:
         self.probes: List[Frame] = []
         self.probed: Optional[Dict[str, Any]] = None
         self.how: Optional[str] = None
+        # the worker itself said why the original cannot be compared (it was not cut short)
+        self.said = False
 
 
 def on_unavailable(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
     side.reason = str(header[UNAVAILABLE])[:600]
+    side.said = True
     return False
 
 
@@ -73,6 +76,7 @@ def on_origin(side: OriginalSide, header: Dict[str, Any], _blob: bytes, original
     if not isinstance(origin, dict):
         return False
     side.reason = origin_problem(origin, original)
+    side.said = bool(side.reason)
     how = origin.get("how")
     if isinstance(how, str) and how != "imported":
         side.how = how[:300]
@@ -83,6 +87,7 @@ def on_reached(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _origin
     side.reached = str(header[REACHED])
     if header.get("error"):
         side.reason = f"the original does not reach forward with the arguments tried: {str(header['error'])[:400]}"
+        side.said = True
     return False
 
 
@@ -107,6 +112,7 @@ def on_probed(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _origina
 def on_failure(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
     if isinstance(header[FAILURE], dict):
         side.reason = f"the original fails: {str(header[FAILURE].get('message', ''))[:400]}"
+        side.said = True
     return False
 
 
@@ -126,6 +132,7 @@ def read_original(job: Job, original: Dict[str, Any]) -> OriginalSide:
     if job.problem is not None:
         side.reason = f"the original did not finish: {job.problem[1]}"
         side.plan = None
+        side.said = False
     elif side.plan is None and side.reason is None:
         side.reason = f"the original's process ended without a plan: {last_line(tail_text(job))}"
     return side
@@ -228,9 +235,10 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
             if job.problem is not None and job.problem[0] == "cancelled":
                 raise Failure("cancelled", job.problem[1])
             side = read_original(job, original)
-            # kept only when the original ran whole and gave its plan: a failure of the original may be the
-            # interpreter's (a package installed later, an operator built later), not the original's
-            if cached is None and keep and job.problem is None and side.reason is None and side.plan is not None:
+            # kept when the original's worker ended of itself: with its plan, or with the reason it gave none (the
+            # caller's key holds what such a reason may depend on: the interpreter's packages, the operators built);
+            # never after a limit or a crash, which the machine's load or a fault outside the block decides
+            if cached is None and keep and job.problem is None and (side.plan is not None if side.reason is None else side.said):
                 report["original_frames"] = kept_original(job)
             report["original_reached"] = side.reached
         copy_path = place.fresh(path)

@@ -7,7 +7,8 @@ import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { gunzipSync, gzipSync } from 'zlib';
-import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
+import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
+import { environmentStamp } from '../../src/core/validate/originalCache';
 
 interface Verdict {
   tier: string;
@@ -92,5 +93,62 @@ describe("the originals' runs, kept", function () {
     assert.deepStrictEqual([foreign.tier, foreign.original_cached], ['equivalent', undefined]);
     // and replaced by the run just made
     assert.strictEqual((await pull('e.py')).original_cached, true);
+  });
+
+  it("an original that fails of itself is kept too (its key holds the interpreter's packages: see the next test)", async () => {
+    const work = await tmpdir('nnrag-originals-failing-');
+    // a block whose original (and copy) stop at forward whatever input the judge tries
+    await writeTree(path.join(work, 'repo'), {
+      'pk/__init__.py': '',
+      'pk/blocks.py':
+        'from torch import nn\n\n\nclass Picky(nn.Module):\n    def __init__(self, width=4):\n        super().__init__()\n        self.lin = nn.Linear(width, width)\n\n    def forward(self, x):\n        assert x.dim() == 7, "seven dimensions"\n        return self.lin(x)\n',
+    });
+    const db = path.join(work, 'index.db');
+    const cache = path.join(work, 'cache');
+    assert.strictEqual((await cli('index', path.join(work, 'repo'), '--db', db)).code, 0);
+    const pull = async (out: string): Promise<{ category?: string; validation: Verdict & { original_reached?: string } }> =>
+      JSON.parse(
+        (
+          await cli(
+            'pull',
+            'pk.blocks.Picky',
+            '--db',
+            db,
+            '--out',
+            path.join(work, out),
+            '--python',
+            PYTHON_WITH_TORCH,
+            '--cache',
+            cache,
+            '--no-observe',
+            '--json',
+          )
+        ).out,
+      ) as { category?: string; validation: Verdict & { original_reached?: string } };
+    const first = await pull('a.py');
+    assert.strictEqual(first.category, 'forward', JSON.stringify(first));
+    assert.notStrictEqual(first.validation.original_cached, true);
+    const second = await pull('b.py');
+    assert.deepStrictEqual(
+      [second.category, second.validation.original_reached, second.validation.original_cached],
+      ['forward', first.validation.original_reached, true],
+      JSON.stringify(second),
+    );
+  });
+
+  it("the interpreter's environment stamp changes when a package is installed in one of its folders", async () => {
+    const work = await tmpdir('nnrag-stamp-');
+    const site = path.join(work, 'site-packages');
+    await fsp.mkdir(site);
+    // an interpreter that says where it lives (the probe's answer), as a venv's python would
+    const python = path.join(work, 'python');
+    await fsp.writeFile(python, `#!/bin/sh\necho '{"executable": "${python}", "version": "3.11.0", "hasTorch": true, "folders": ["${site}"]}'\n`, {
+      mode: 0o755,
+    });
+    const before = await environmentStamp(python);
+    assert.strictEqual(await environmentStamp(python), before);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await fsp.mkdir(path.join(site, 'newpkg-1.0.dist-info'));
+    assert.notStrictEqual(await environmentStamp(python), before);
   });
 });

@@ -13,6 +13,7 @@ import * as path from 'path';
 import { promisify } from 'util';
 import * as zlib from 'zlib';
 import type { ValidateOptions } from './report';
+import { interpreterInfo } from './sandbox';
 
 const MAX_BYTES = 1024 ** 3;
 const EXT = '.json.gz';
@@ -36,13 +37,28 @@ function judgeVersion(runner: string): string {
   return v;
 }
 
-/** The key of a job's original run, undefined when the job keeps none (no original, or only the original runs). */
-export function originalKey(options: ValidateOptions): string | undefined {
+/**
+ * What the interpreter can import now, as a digest: the modification times of its folders (its prefixes and its
+ * `sys.path`): installing, upgrading or removing a package changes its site-packages folder's. A kept original that
+ * failed for want of a package is then run again.
+ */
+export async function environmentStamp(python: string): Promise<string> {
+  const { folders } = await interpreterInfo(python);
+  const times = await Promise.all(folders.map(async (f) => `${f}\0${(await fsp.stat(f).catch(() => undefined))?.mtimeMs ?? '-'}`));
+  return createHash('sha256').update(times.join('\n')).digest('hex');
+}
+
+/**
+ * The key of a job's original run, undefined when the job keeps none (no original, or only the original runs);
+ * `environment`: the interpreter's `environmentStamp`.
+ */
+export function originalKey(options: ValidateOptions, environment: string): string | undefined {
   const cache = options.originalCache;
   if (!cache || !options.original || options.originalOnly) return undefined;
   const job = {
     judge: judgeVersion(options.runner),
     python: options.python,
+    environment,
     original: options.original,
     class: options.className ?? null,
     candidates: options.candidates ?? [],

@@ -6,7 +6,7 @@
 import { NnragError } from '../base/errors';
 import { Judge, describeSandbox, nativesBeside } from './sandbox';
 import { DEFAULT_MEMORY_MB } from './limits';
-import { keepOriginal, keptOriginal, originalKey } from './originalCache';
+import { environmentStamp, keepOriginal, keptOriginal, originalKey } from './originalCache';
 
 export * from './report';
 import { TIERS } from './report';
@@ -39,7 +39,7 @@ export async function validateFile(file: string, options: ValidateOptions): Prom
   // the original's run of an identical earlier job: only the copy runs (originalCache.ts); the compiled operators
   // beside the file are part of the job
   if (options.originalCache && options.natives === undefined) options = { ...options, natives: await nativesBeside(file) };
-  const key = originalKey(options);
+  const key = options.originalCache && options.original && !options.originalOnly ? originalKey(options, await environmentStamp(options.python)) : undefined;
   const dir = options.originalCache?.dir;
   const kept = key && dir ? await keptOriginal(dir, key) : undefined;
   // (sent back whenever the original ran: a kept run the judge refused, made with another torch, is replaced)
