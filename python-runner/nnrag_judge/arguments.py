@@ -12,12 +12,16 @@ import textwrap
 from typing import Any, Dict, List, Optional, Tuple
 
 
+# the width a guessed argument gives a layer (its channels, features, dimension), and the one inputs are given where the
+# block's layers say none (inputs.py)
+GUESSED_WIDTH = 16
+
 GUESSES: List[Tuple[Tuple[str, ...], Any]] = [
     (("in_channels", "in_chans", "in_ch", "inplanes", "in_planes", "inp", "c1", "in_dim", "input_dim", "channels",
       "num_channels", "in_features", "dim", "d_model", "embed_dim", "hidden_dim", "hidden_size", "width", "planes",
-      "num_features", "features", "input_size", "c", "ch", "chs", "dim_in", "n_embd", "hidden_channels"), 16),
+      "num_features", "features", "input_size", "c", "ch", "chs", "dim_in", "n_embd", "hidden_channels"), GUESSED_WIDTH),
     (("out_channels", "out_chans", "out_ch", "oup", "c2", "out_dim", "output_dim", "out_features", "out_planes",
-      "dim_out", "output_size", "outplanes"), 16),
+      "dim_out", "output_size", "outplanes"), GUESSED_WIDTH),
     (("kernel_size", "k", "ksize", "kernel"), 3),
     (("stride", "s", "dilation", "groups", "g", "expand_ratio", "expansion", "depth", "num_layers", "n",
       "layers", "repeats"), 1),
@@ -31,7 +35,7 @@ GUESSES: List[Tuple[Tuple[str, ...], Any]] = [
     (("eps",), 1e-5),
     (("num_embeddings", "vocab_size", "num_tokens", "n_vocab"), 32),
     (("embedding_dim", "squeeze_channels", "mid_channels", "hidden_features", "mlp_dim", "dim_feedforward",
-      "intermediate_size", "expand_channels", "bottleneck_channels", "block_size"), 16),
+      "intermediate_size", "expand_channels", "bottleneck_channels", "block_size"), GUESSED_WIDTH),
     (("seq_len", "max_len", "num_patches", "max_seq_len", "tokens", "num_tokens", "window_size"), 8),
     (("img_size", "image_size", "input_resolution", "resolution", "size"), 32),
     (("patch_size",), 4),
@@ -102,7 +106,7 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
     numbers = re.fullmatch(r"(?:typing\.)?(?:List|Sequence|Tuple|list|tuple)\[((?:\s*(?:int|float)\s*,?)+)\]", str(text).strip())
     if numbers and "..." not in str(text):
         kinds = [k.strip() for k in numbers.group(1).split(",") if k.strip()]
-        item = by_name if isinstance(by_name, (int, float)) and not isinstance(by_name, bool) else (16 if kinds[0] == "int" else 1.0)
+        item = by_name if isinstance(by_name, (int, float)) and not isinstance(by_name, bool) else (GUESSED_WIDTH if kinds[0] == "int" else 1.0)
         count = len(kinds) if re.match(r"(?:typing\.)?[Tt]uple\[", str(text).strip()) else 2
         return [item] * count
     if by_name is not None:
@@ -115,7 +119,7 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
     if name in FACTORIES or (name.endswith("_layer") and not name.startswith(("n_", "num_"))):
         return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
     if "Union" in str(text) and "int" in str(text):
-        return 16
+        return GUESSED_WIDTH
     if "List[int]" in str(text) or "Sequence[int]" in str(text) or "List[float]" in str(text):
         return [2, 2] if "int" in str(text) else [1.0, 1.0]
     if "Module" in str(text) and "Callable" not in str(text):
@@ -127,18 +131,18 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
         return sys.modules["torch"].float32
     # containers before scalars: Tuple[int, int] is a pair, not an int
     if "Tuple" in str(text) or "List" in str(text) or "Sequence" in str(text) or "list" in str(text):
-        return [16, 16]
+        return [GUESSED_WIDTH, GUESSED_WIDTH]
     if "bool" in str(text):
         return False
     if "float" in str(text):
         return 0.1
     if "int" in str(text):
-        return 16
+        return GUESSED_WIDTH
     if name.endswith(("_channels", "_dim", "_features", "_size", "_planes")):
-        return 16
+        return GUESSED_WIDTH
     if name.startswith(("num_", "n_")):
         return 2
-    return 16
+    return GUESSED_WIDTH
 
 
 # the packages whose loaded modules an observed call may name its classes from: the original's own (set by the
@@ -246,11 +250,11 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
         if any(is_norm_factory(k) for k in required):
             out.append(([], {k: (None if is_norm_factory(k) else v) for k, v in required.items()}))
         # an input width four times the inner width (ResNet's Bottleneck keeps its identity shortcut)
-        if any(k.startswith(("in", "inp")) for k in required) and any(isinstance(v, int) and v == 16 for v in required.values()):
-            out.append(([], {k: (64 if k.startswith(("in", "inp")) and v == 16 else v) for k, v in required.items()}))
+        if any(k.startswith(("in", "inp")) for k in required) and any(isinstance(v, int) and v == GUESSED_WIDTH for v in required.values()):
+            out.append(([], {k: (64 if k.startswith(("in", "inp")) and v == GUESSED_WIDTH else v) for k, v in required.items()}))
         # widths divisible by GroupNorm's 32 groups and by head counts, and by three or six heads (a ViT-S default)
         for width in (64, 32, 96):
-            out.append(([], {k: (width if isinstance(v, int) and not isinstance(v, bool) and v == 16 else v) for k, v in required.items()}))
+            out.append(([], {k: (width if isinstance(v, int) and not isinstance(v, bool) and v == GUESSED_WIDTH else v) for k, v in required.items()}))
     return out
 
 
@@ -285,7 +289,7 @@ def given_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
         for i, v in enumerate(g.get("args", [])):
             ok, value = resolve_given(v, namespace)
             if not ok:
-                value = guess_value(positional[i], nn, namespace) if i < len(positional) else 16
+                value = guess_value(positional[i], nn, namespace) if i < len(positional) else GUESSED_WIDTH
             args.append(value)
         kwargs: Dict[str, Any] = {}
         for k, v in dict(g.get("kwargs", {})).items():

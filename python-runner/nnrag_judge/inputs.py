@@ -9,6 +9,8 @@ import re
 import textwrap
 from typing import Any, Callable, Dict, List, Optional
 
+from .arguments import GUESSED_WIDTH
+
 
 SEQ_NAMES = ("tokens", "num_tokens", "seq_len", "max_len", "num_patches", "max_seq_len", "seq_length", "n_tokens",
              "max_position_embeddings", "block_size", "context_length", "n_ctx")
@@ -375,7 +377,7 @@ def dense_graph_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
     if not any(n.lower() in PAIR_NAMES + COORD_NAMES for n in names[1:]):
         return []
     entered = routes(model, nn)
-    default = first_width(model) or 16
+    default = first_width(model) or GUESSED_WIDTH
     out: List[List[Any]] = []
     for nodes in GRAPH_NODES:
         values: List[Any] = []
@@ -469,7 +471,7 @@ def data_object_inputs(model: Any, torch: Any) -> List[List[Any]]:
     read = fields_read(model, required[0].name)
     if not any(f in GRAPH_FIELDS for f in read):
         return []
-    widths = [w for w in dict.fromkeys([first_width(model), 16]) if w]
+    widths = [w for w in dict.fromkeys([first_width(model), GUESSED_WIDTH]) if w]
     nodes = GRAPH_BATCH_NODES
     return [[GraphBatch(**{f: graph_field(f, nodes, 2 * nodes, width, torch) for f in read})] for width in widths]
 
