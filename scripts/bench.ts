@@ -1,5 +1,6 @@
 /**
- * The performance record: indexes a fixed corpus that builds offline (Debian's torch, torchvision and torchaudio
+ * The performance record (the scenarios other than the record itself live in bench/: children.ts, mcpLatency.ts,
+ * nativeRun.ts, mutationRun.ts, observeRun.ts, revalidate.ts; what they share in bench/common.ts): indexes a fixed corpus that builds offline (Debian's torch, torchvision and torchaudio
  * sources, copied to a temporary folder), then measures the parse-only floor (and above it the walk and analysis
  * floors), the cold index and its first search result, warm start, one changed file (searchable, and saved), search
  * and pull latencies over every block, validation time per block, peak memory and database size; then, in a child
@@ -19,7 +20,7 @@
  *        tsx scripts/bench.ts --synthetic-child CORPUS_DIR N   (the child: prints one JSON line)
  */
 import { execFileSync, spawnSync } from 'child_process';
-import { promises as fsp, readFileSync } from 'fs';
+import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
@@ -27,515 +28,41 @@ import { findTarget, listBlockTargets } from '../src/core/store/target';
 import { IndexDb } from '../src/core/store/database';
 // eslint-disable-next-line no-restricted-imports -- the bench times one source's indexing alone (live updates, floors)
 import { finishRun, indexSource } from '../src/core/index/indexer';
-import { indexSources } from '../src/core/index/indexSources';
 import { PythonParser } from '../src/core/parse/parser';
 import { lazyPool } from '../src/core/analysis/parsePool';
 import { warmUpParser } from '../src/core/analysis/warmUp';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { merge3 } from '../src/core/emit/merge';
-import type { FloorInput } from '../bench/floorWorker';
 import { linesOf } from '../src/core/emit/why';
-import { inLanes } from '../src/core/pull/batch';
 import { searchBlocks } from '../src/core/search/search';
 import { openFolder } from '../src/core/sources/folder';
 import { IndexService } from '../src/core/service/indexService';
 import { EDITOR_BUILDER_BUDGET_S } from '../src/shared/protocol';
-import { judgeMutants, score } from '../bench/mutants';
 import { mergeRecords } from '../bench/records';
 import { Workspace } from '../src/core/workspace/workspace';
-import { NATIVE_REPO } from '../test/unit/nativeFixture';
 import type { BenchRecord } from '../bench/records';
-import type { MutantResult } from '../bench/mutants';
-
-const ROOT = path.resolve(__dirname, '..');
-const ASSETS = {
-  treeSitterWasm: path.join(ROOT, 'node_modules/web-tree-sitter/web-tree-sitter.wasm'),
-  pythonWasm: path.join(ROOT, 'node_modules/tree-sitter-python/tree-sitter-python.wasm'),
-  sqlWasm: path.join(ROOT, 'node_modules/sql.js/dist/sql-wasm.wasm'),
-};
-const DIST = '/usr/lib/python3/dist-packages';
-const RUNNER = path.join(ROOT, 'python-runner', 'judge.py');
-const PYTHON = '/usr/bin/python3';
-
-function percentile(values: number[], p: number): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : 0;
-}
-
-const r2 = (x: number): number => Math.round(x * 100) / 100;
-
-/** Copies the .py files of a package folder (nothing else) into `dest`. */
-async function copyPython(src: string, dest: string): Promise<{ files: number; bytes: number }> {
-  let files = 0;
-  let bytes = 0;
-  const stack = [''];
-  while (stack.length) {
-    const rel = stack.pop()!;
-    for (const e of await fsp.readdir(path.join(src, rel), { withFileTypes: true })) {
-      const r = path.join(rel, e.name);
-      if (e.isDirectory() && e.name !== '__pycache__') stack.push(r);
-      else if (e.isFile() && e.name.endsWith('.py')) {
-        await fsp.mkdir(path.join(dest, rel), { recursive: true });
-        await fsp.copyFile(path.join(src, r), path.join(dest, r));
-        files++;
-        bytes += (await fsp.stat(path.join(src, r))).size;
-      }
-    }
-  }
-  return { files, bytes };
-}
-
-interface Timing {
-  wall_ms: number;
-  cpu_ms: number;
-}
-
-/** The middle value (the mean of the two middle ones for an even count). */
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
-async function timed<T>(fn: () => Promise<T> | T): Promise<{ value: T; wall_ms: number; cpu_ms: number }> {
-  const c0 = process.cpuUsage();
-  const t0 = performance.now();
-  const value = await fn();
-  const wall = performance.now() - t0;
-  const c = process.cpuUsage(c0);
-  return { value, wall_ms: r2(wall), cpu_ms: r2((c.user + c.system) / 1000) };
-}
-
-/** A parse worker: the bundle's when built (npm run bench builds first), else the TypeScript one. */
-function workerScript(bundled: string, source: string): Promise<string> {
-  return fsp
-    .stat(path.join(ROOT, 'dist', bundled))
-    .then(() => path.join(ROOT, 'dist', bundled))
-    .catch(() => path.join(ROOT, source));
-}
-
-/** A request for one of the floors (bench/floorWorker.ts). */
-function floorInput(file: string, floor: 'parse' | 'walk'): FloorInput {
-  return { file, floor };
-}
-
-/** Every file of every root, absolute. */
-async function listAll(roots: string[]): Promise<string[]> {
-  const out: string[] = [];
-  for (const root of roots) {
-    const src = await openFolder({ location: root });
-    const { files } = await src.list();
-    for (const f of files) out.push(src.localPath!(f));
-  }
-  return out;
-}
-
-/** Cold index of `roots` (named `names`) into `dbFile`, as the language server runs it; polls a search meanwhile. */
-async function coldIndex(
-  dbFile: string,
-  roots: string[],
-  names: (string | undefined)[],
-  indexOptions: Parameters<typeof indexSource>[2],
-  release: () => Promise<void>,
-  /** A query the corpus answers: polled until it finds something (the first search result's time). */
-  firstQuery = 'conv',
-): Promise<{ wall_ms: number; cpu_ms: number; firstResultMs: number }> {
-  let firstResultMs: number | undefined;
-  const coldStart = performance.now();
-  const cold = await timed(async () => {
-    const { db } = await IndexDb.open(dbFile, { sqlWasm: ASSETS.sqlWasm });
-    const polling = setInterval(() => {
-      if (firstResultMs !== undefined) return;
-      if (searchBlocks(db, { text: firstQuery, limit: 1 }).length) firstResultMs = performance.now() - coldStart;
-    }, 20);
-    // the indexing loop of `nn-rag index` and the server, with the server's rediscovery while files land
-    const folders = roots.map((location, i) => ({ location, name: names[i], kind: 'folder' as const }));
-    await indexSources(db, folders, { open: { cacheDir: os.tmpdir() }, index: () => indexOptions, rediscover: true });
-    clearInterval(polling);
-    // the parse workers end before the finish, as they do there
-    await release();
-    finishRun(db);
-    firstResultMs ??= performance.now() - coldStart;
-    await db.save();
-    db.close();
-  });
-  return { wall_ms: cold.wall_ms, cpu_ms: cold.cpu_ms, firstResultMs: firstResultMs ?? 0 };
-}
-
-/** The synthetic corpus, in a process of its own: `scale` forks of the corpus under `corpusDir`, indexed cold. */
-async function syntheticChild(corpusDir: string, scale: number): Promise<void> {
-  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-bench-synth-'));
-  try {
-    const packages = (await fsp.readdir(corpusDir)).sort();
-    const roots: string[] = [];
-    const names: string[] = [];
-    let bytes = 0;
-    for (let k = 0; k < scale; k++) {
-      for (const p of packages) {
-        const dest = path.join(work, `fork${k}`, p);
-        bytes += (await copyPython(path.join(corpusDir, p), dest)).bytes;
-        roots.push(dest);
-        names.push(`${p}-fork${k}`);
-      }
-    }
-    const files = (await listAll(roots)).length;
-    const parser = await PythonParser.create(ASSETS);
-    const pool = lazyPool(await workerScript('parseWorker.js', 'src/core/analysis/worker.ts'), ASSETS, parser);
-    const cold = await coldIndex(
-      path.join(work, 'index.db'),
-      roots,
-      names,
-      { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes },
-      pool.close,
-    );
-    await pool.close();
-    const db = (await fsp.stat(path.join(work, 'index.db'))).size;
-    console.log(
-      JSON.stringify({
-        files,
-        source_bytes: bytes,
-        cold_index_s: r2(cold.wall_ms / 1000),
-        cold_index_cpu_s: r2(cold.cpu_ms / 1000),
-        peak_rss_mb: r2(process.resourceUsage().maxRSS / 1024),
-        db_bytes: db,
-      }),
-    );
-  } finally {
-    await fsp.rm(work, { recursive: true, force: true });
-  }
-}
-
-/** `count` small generated files (one block each, near copies of one another), indexed cold in a process of its own:
- * what many small files cost (duplicate grouping, rediscovery, the save) apart from what large ones cost. */
-async function smallFilesChild(count: number): Promise<void> {
-  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-bench-small-'));
-  try {
-    const root = path.join(work, 'small');
-    for (let i = 0; i < count; i++) {
-      const dir = path.join(root, 'pkg', `m${Math.floor(i / 1000)}`);
-      if (i % 1000 === 0) {
-        await fsp.mkdir(dir, { recursive: true });
-        await fsp.writeFile(path.join(dir, '__init__.py'), '');
-      }
-      await fsp.writeFile(
-        path.join(dir, `f${i}.py`),
-        `from torch import nn\n\n\nclass Block${i}(nn.Module):\n    """Small block ${i}."""\n\n    def __init__(self, channels=16, hidden=${(i % 7) + 8}):\n        super().__init__()\n        self.conv = nn.Conv2d(channels, hidden, 3, padding=1)\n        self.norm = nn.BatchNorm2d(hidden)\n        self.proj = nn.Conv2d(hidden, channels, 1)\n\n    def forward(self, x):\n        return x + self.proj(self.norm(self.conv(x)).relu())\n`,
-      );
-    }
-    const parser = await PythonParser.create(ASSETS);
-    const pool = lazyPool(await workerScript('parseWorker.js', 'src/core/analysis/worker.ts'), ASSETS, parser);
-    // (the generated blocks say "small block"; a query they never answer was searched every 20 ms for the whole run)
-    const cold = await coldIndex(
-      path.join(work, 'index.db'),
-      [root],
-      ['small'],
-      { parser, parse: pool.parse, concurrency: pool.inFlight, hereMaxBytes: pool.hereMaxBytes },
-      pool.close,
-      'small block',
-    );
-    await pool.close();
-    console.log(JSON.stringify({ files: count, cold_index_s: r2(cold.wall_ms / 1000), peak_rss_mb: r2(process.resourceUsage().maxRSS / 1024) }));
-  } finally {
-    await fsp.rm(work, { recursive: true, force: true });
-  }
-}
-
-/**
- * `nn-rag update`'s three-way merge on a 23,000-line file made of the corpus's own lines, one edit on each side
- * (near the top in yours, near the end upstream), in a child process so its peak memory is its own.
- */
-async function mergeChild(corpusDir: string): Promise<void> {
-  const files = (await listAll([corpusDir])).filter((f) => f.endsWith('.py'));
-  const lines: string[] = [];
-  for (const f of files) {
-    if (lines.length >= 23_000) break;
-    lines.push(...(await fsp.readFile(f, 'utf8')).split('\n'));
-  }
-  const base = lines.slice(0, 23_000);
-  const ours = base.slice();
-  ours.splice(500, 1, '    # an edit of yours');
-  const theirs = base.slice();
-  theirs.splice(21_000, 1, '    # an edit upstream');
-  const rssBefore = process.resourceUsage().maxRSS / 1024;
-  const t0 = performance.now();
-  const merged = merge3(base.join('\n'), ours.join('\n'), theirs.join('\n'));
-  const ms = performance.now() - t0;
-  if (merged.conflicts !== 0 || !merged.text.includes('an edit of yours') || !merged.text.includes('an edit upstream'))
-    throw new Error('the merge lost an edit');
-  console.log(
-    JSON.stringify({
-      update_merge_lines: base.length,
-      update_merge_ms: Math.round(ms * 10) / 10,
-      update_merge_peak_mb_added: Math.round(process.resourceUsage().maxRSS / 1024 - rssBefore),
-    }),
-  );
-}
-
-/** Latency of search_blocks (the labeled queries) and describe_block (the first hit of 20 of them) through `nn-rag mcp`. */
-async function mcpLatency(dbFile: string, queries: string[]): Promise<Record<string, number>> {
-  const cliJs = path.join(ROOT, 'dist', 'cli.js');
-  const client = new Client({ name: 'nnrag-bench', version: '1' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [cliJs, 'mcp', '--db', dbFile], stderr: 'ignore' }));
-  try {
-    const searchMs: number[] = [];
-    const targets: string[] = [];
-    for (const q of queries) {
-      const t0 = performance.now();
-      const r = (await client.callTool({ name: 'search_blocks', arguments: { query: q, limit: 10 } })) as { content: { text: string }[] };
-      searchMs.push(performance.now() - t0);
-      const first = (JSON.parse(r.content[0].text) as { target: string }[])[0];
-      if (first && targets.length < 20) targets.push(first.target);
-    }
-    const describeMs: number[] = [];
-    for (const target of targets) {
-      const t0 = performance.now();
-      await client.callTool({ name: 'describe_block', arguments: { target } });
-      describeMs.push(performance.now() - t0);
-    }
-    return {
-      mcp_search_p50_ms: r2(percentile(searchMs, 50)),
-      mcp_search_p95_ms: r2(percentile(searchMs, 95)),
-      mcp_describe_p50_ms: r2(percentile(describeMs, 50)),
-      mcp_describe_p95_ms: r2(percentile(describeMs, 95)),
-    };
-  } finally {
-    await client.close();
-  }
-}
-
-function hasTorch(): boolean {
-  try {
-    execFileSync(PYTHON, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * --native: `pull --build-native` on the test's repository with its own C++ operator: the pull that builds it (an
- * empty cache), and the same pull again (the cached build), each with validation; `--python P` builds with P's torch.
- */
-async function nativeBench(argv: string[]): Promise<void> {
-  const python = argv.includes('--python') ? argv[argv.indexOf('--python') + 1] : PYTHON;
-  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-native-'));
-  const cli = path.join(ROOT, 'dist', 'cli.js');
-  try {
-    for (const [rel, text] of Object.entries(NATIVE_REPO)) {
-      await fsp.mkdir(path.dirname(path.join(work, 'repo', rel)), { recursive: true });
-      await fsp.writeFile(path.join(work, 'repo', rel), text);
-    }
-    const db = path.join(work, 'index.db');
-    execFileSync(process.execPath, [cli, 'index', path.join(work, 'repo'), '--db', db], { stdio: 'ignore' });
-    const pull = (name: string): { seconds: number; report: { tier: string | null; natives?: { seconds: number; cached: boolean }[] } } => {
-      const t0 = performance.now();
-      const r = spawnSync(
-        process.execPath,
-        [
-          cli,
-          'pull',
-          'opspkg.layers.ScaledResidual',
-          '--db',
-          db,
-          '--out',
-          path.join(work, 'out', `${name}.py`),
-          '--python',
-          python,
-          '--build-native',
-          '--cache',
-          path.join(work, 'cache'),
-          '--json',
-        ],
-        { encoding: 'utf8' },
-      );
-      return { seconds: (performance.now() - t0) / 1000, report: JSON.parse(r.stdout) };
-    };
-    const cold = pull('cold');
-    const warm = pull('cached');
-    console.log(
-      JSON.stringify({
-        native: {
-          python,
-          cold_pull_s: r2(cold.seconds),
-          build_s: r2(cold.report.natives?.[0]?.seconds ?? NaN),
-          cold_tier: cold.report.tier,
-          cached_pull_s: r2(warm.seconds),
-          cached: warm.report.natives?.[0]?.cached ?? false,
-          cached_tier: warm.report.tier,
-        },
-      }),
-    );
-  } finally {
-    await fsp.rm(work, { recursive: true, force: true });
-  }
-}
-
-/**
- * --mutants: the mutation bench over a batch pull. `--mutants-from DIR --db DB` takes a finished `pull --all` (its
- * report.json); without them, Debian's torchvision is indexed and pulled with validation here. `--python P` judges
- * with P; `--mutant-blocks N` (40) limits the blocks mutated, taken in target order from those judged equivalent.
- */
-async function mutationBench(argv: string[]): Promise<void> {
-  const value = (name: string): string | undefined => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-  const python = value('--python') ?? PYTHON;
-  const limit = Number(value('--mutant-blocks') ?? 40);
-  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-mutants-'));
-  const cli = path.join(ROOT, 'dist', 'cli.js');
-  let dbFile = value('--db');
-  let from = value('--mutants-from');
-  if (!dbFile || !from) {
-    dbFile = path.join(work, 'index.db');
-    from = path.join(work, 'pulled');
-    execFileSync(process.execPath, [cli, 'index', '--python-env', python, '--packages', 'torchvision', '--db', dbFile], { stdio: 'inherit' });
-    spawnSync(process.execPath, [cli, 'pull', '--all', '--db', dbFile, '--out-dir', from, '--python', python, '--json'], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-  }
-  const report = JSON.parse(await fsp.readFile(path.join(from, 'report.json'), 'utf8')) as { items: { target: string; tier: string | null; out: string }[] };
-  const chosen = report.items
-    .filter((i) => i.tier === 'equivalent')
-    .sort((a, b) => a.target.localeCompare(b.target))
-    .slice(0, limit);
-  const { db } = await IndexDb.open(dbFile, { sqlWasm: ASSETS.sqlWasm });
-  const ws = Workspace.over(db, ASSETS);
-  const session = ws.session();
-  const pool = ws.validatorPool(python, RUNNER, Math.max(1, os.cpus().length));
-  const results: MutantResult[] = [];
-  let judged = 0;
-  const t0 = performance.now();
-  try {
-    await inLanes(chosen.length, pool.size, async (i) => {
-      const item = chosen[i];
-      const got = await judgeMutants(session, item.out, python, RUNNER, pool, path.join(work, 'judged', String(i + 1)));
-      if (!got) return;
-      judged++;
-      results.push(...got);
-      process.stderr.write(`[mutants] ${item.target}: ${got.map((r) => `${r.kind} ${r.outcome}`).join(', ')}\n`);
-    });
-  } finally {
-    await pool.close();
-    db.close();
-  }
-  const seconds = (performance.now() - t0) / 1000;
-  console.log(
-    JSON.stringify({
-      mutation: { python, source: from, blocks_chosen: chosen.length, blocks_judged: judged, seconds: r2(seconds), ...score(results), results },
-    }),
-  );
-  await fsp.rm(work, { recursive: true, force: true });
-}
-
-/**
- * What the catalog of observed calls costs: `nn-rag observe` on a repository (`--observe-repo DIR`, else a generated
- * one of `--observe-blocks N` modules, 24, each with a block and a test that builds and calls it) from an empty catalog
- * (cold) and again with no file changed (warm: every test cached), and the catalog's size in the index.
- */
-async function observeBench(work: string, argv: string[]): Promise<Record<string, number>> {
-  const cli = path.join(ROOT, 'dist', 'cli.js');
-  const python = argv.includes('--python') ? argv[argv.indexOf('--python') + 1] : PYTHON;
-  let repo = argv.includes('--observe-repo') ? path.resolve(argv[argv.indexOf('--observe-repo') + 1]) : undefined;
-  if (!repo) {
-    repo = path.join(work, 'observed', 'obspkg_repo');
-    const n = argv.includes('--observe-blocks') ? Number(argv[argv.indexOf('--observe-blocks') + 1]) : 24;
-    await fsp.mkdir(path.join(repo, 'obspkg'), { recursive: true });
-    await fsp.mkdir(path.join(repo, 'tests'), { recursive: true });
-    await fsp.writeFile(path.join(repo, 'obspkg', '__init__.py'), '');
-    for (let i = 0; i < n; i++) {
-      await fsp.writeFile(
-        path.join(repo, 'obspkg', `layer${i}.py`),
-        `import torch\nfrom torch import nn\n\n\nclass Layer${i}(nn.Module):\n    def __init__(self, spec):\n        super().__init__()\n        self.proj = nn.Linear(spec["width"], spec["out"])\n\n    def forward(self, x, index):\n        return self.proj(x)[index]\n`,
-      );
-      await fsp.writeFile(
-        path.join(repo, 'tests', `test_layer${i}.py`),
-        `import torch\n\nfrom obspkg.layer${i} import Layer${i}\n\n\ndef test_layer${i}():\n    layer = Layer${i}({"width": ${8 + i}, "out": 4})\n    assert layer(torch.randn(6, ${8 + i}), torch.tensor([0, 5])).shape == (2, 4)\n`,
-      );
-    }
-  }
-  const db = path.join(work, 'observed', 'index.db');
-  await fsp.mkdir(path.dirname(db), { recursive: true });
-  execFileSync(process.execPath, [cli, 'index', repo, '--db', db], { stdio: 'ignore' });
-  const run = (): { wall_s: number; summary: { entries: number; ran: number; cached: number; classes: number; fed: number; bytes: number } } => {
-    const t0 = performance.now();
-    const out = execFileSync(process.execPath, [cli, 'observe', '--db', db, '--python', python, '--json'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    return {
-      wall_s: (performance.now() - t0) / 1000,
-      summary: (JSON.parse(out) as { entries: number; ran: number; cached: number; classes: number; fed: number; bytes: number }[])[0],
-    };
-  };
-  const cold = run();
-  const warm = run();
-  return {
-    observe_tests: cold.summary.entries,
-    observe_tests_run: cold.summary.ran,
-    observe_classes: cold.summary.classes,
-    observe_classes_fed: cold.summary.fed,
-    observe_cold_s: r2(cold.wall_s),
-    observe_warm_s: r2(warm.wall_s),
-    observe_warm_cached: warm.summary.cached,
-    observe_catalog_bytes: cold.summary.bytes,
-  };
-}
-
-/**
- * `nn-rag validate FILE` on the unedited files a `pull --all` wrote (all, or a seeded sample of N): the tier and
- * equivalence each gives against what its pull gave. What the editor's Validate and Update rely on.
- */
-function revalidateBench(argv: string[]): {
-  checked: number;
-  same: number;
-  seconds: { p50: number; max: number };
-  differing: { target: string; pull: string; again: string }[];
-} {
-  const value = (flag: string): string | undefined => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
-  const reportFile = value('--revalidate')!;
-  const db = value('--db')!;
-  const python = value('--python') ?? 'python3';
-  const report = JSON.parse(readFileSync(reportFile, 'utf8')) as {
-    items: { target: string; out?: string; tier: string | null; equivalence?: string; status: string }[];
-  };
-  let items = report.items.filter((i) => i.out && (i.status === 'validated' || i.status === 'failed'));
-  const sample = value('--sample');
-  if (sample) {
-    // a seeded shuffle (the same sample every run)
-    let seed = 47;
-    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-    items = items
-      .map((i) => ({ i, k: rand() }))
-      .sort((a, b) => a.k - b.k)
-      .slice(0, Number(sample))
-      .map((x) => x.i);
-  }
-  const differing: { target: string; pull: string; again: string }[] = [];
-  const seconds: number[] = [];
-  for (const item of items) {
-    const t0 = performance.now();
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), 'validate', item.out!, '--db', db, '--python', python, '--json'], {
-      encoding: 'utf8',
-      maxBuffer: 64 << 20,
-    });
-    seconds.push((performance.now() - t0) / 1000);
-    let again: { tier?: string | null; equivalence?: { status?: string } } = {};
-    try {
-      again = JSON.parse(r.stdout) as typeof again;
-    } catch {
-      again = { tier: `no answer: ${r.stderr.slice(0, 200)}` };
-    }
-    const pull = `${item.tier ?? 'none'}/${item.equivalence ?? '-'}`;
-    const now = `${again.tier ?? 'none'}/${again.equivalence?.status ?? '-'}`;
-    if (pull !== now) differing.push({ target: item.target, pull, again: now });
-  }
-  seconds.sort((a, b) => a - b);
-  return {
-    checked: items.length,
-    same: items.length - differing.length,
-    seconds: { p50: Math.round((seconds[Math.floor(seconds.length / 2)] ?? 0) * 100) / 100, max: Math.round((seconds[seconds.length - 1] ?? 0) * 100) / 100 },
-    differing,
-  };
-}
+import {
+  ASSETS,
+  DIST,
+  PYTHON,
+  ROOT,
+  RUNNER,
+  coldIndex,
+  copyPython,
+  floorInput,
+  hasTorch,
+  listAll,
+  median,
+  percentile,
+  r2,
+  timed,
+  workerScript,
+} from '../bench/common';
+import type { Timing } from '../bench/common';
+import { mergeChild, smallFilesChild, syntheticChild } from '../bench/children';
+import { mcpLatency } from '../bench/mcpLatency';
+import { mutationBench } from '../bench/mutationRun';
+import { nativeBench } from '../bench/nativeRun';
+import { observeBench } from '../bench/observeRun';
+import { revalidateBench } from '../bench/revalidate';
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
