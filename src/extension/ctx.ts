@@ -11,6 +11,7 @@ import type { NnragClient } from './client';
 import type { DependencyTreeProvider } from './dependencyTree';
 import type { InterpreterService } from './interpreter';
 import type { PulledBlocksProvider } from './pulledView';
+import type { ValidationProblems } from './problems';
 
 /** This window's session of the extension: created once at activation, passed to every command. */
 export class Session {
@@ -56,6 +57,8 @@ export interface Deps {
   dependencyView: vscode.TreeView<unknown>;
   /** The Pulled Blocks view. */
   pulled: PulledBlocksProvider;
+  /** The Problems panel's entries of pulled files (their verdicts). */
+  problems: ValidationProblems;
   /** The index state as the server reports it. */
   indexChanged: vscode.Event<IndexStatus>;
   session: Session;

@@ -24,7 +24,7 @@ import { GitCredentialService } from './credentials';
 import { describeInterpreter, InterpreterService, versionsLabel, withInterpreter } from './interpreter';
 import type { Interpreter } from './interpreter';
 import { PulledBlocksProvider } from './pulledView';
-import { validationProblems } from './problems';
+import { ValidationProblems } from './problems';
 import { offerToKeepInterpreter } from './repositoryCommands';
 
 /**
@@ -59,7 +59,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<NnragA
 }
 
 /** The Pulled Blocks view follows the workspace's Python files; pulled sources and previews are shown read-only. */
-function watchFiles(context: vscode.ExtensionContext, client: NnragClient, pulled: PulledBlocksProvider, log: vscode.LogOutputChannel): void {
+function watchFiles(
+  context: vscode.ExtensionContext,
+  client: NnragClient,
+  pulled: PulledBlocksProvider,
+  problems: ValidationProblems,
+  log: vscode.LogOutputChannel,
+): void {
   // the view follows the files: pulls, updates, edits saved, files deleted
   const pyWatcher = vscode.workspace.createFileSystemWatcher('**/*.py');
   context.subscriptions.push(
@@ -68,7 +74,7 @@ function watchFiles(context: vscode.ExtensionContext, client: NnragClient, pulle
     pyWatcher.onDidChange(() => pulled.refresh()),
     pyWatcher.onDidDelete((uri) => {
       pulled.refresh();
-      validationProblems().clear(uri);
+      problems.clear(uri);
       // a pulled file deleted takes its manifest and its entries in required_repos.json with it
       if (uri.scheme === 'file')
         client
@@ -213,9 +219,10 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
   context.subscriptions.push(dependencyView);
 
   const pulled = new PulledBlocksProvider(client);
-  context.subscriptions.push(validationProblems());
+  const problems = new ValidationProblems();
+  context.subscriptions.push(problems);
   context.subscriptions.push(vscode.window.createTreeView('nnrag.pulled', { treeDataProvider: pulled }));
-  watchFiles(context, client, pulled, log);
+  watchFiles(context, client, pulled, problems, log);
 
   const status = languageStatus(context, interpreter, tree, pulled);
   const showStatus = status.show;
@@ -271,6 +278,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     dependencies,
     dependencyView,
     pulled,
+    problems,
     indexChanged: statusChanged.event,
     session,
   };

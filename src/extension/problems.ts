@@ -65,10 +65,3 @@ export class ValidationProblems implements vscode.Disposable {
     this.collection.dispose();
   }
 }
-
-/** One collection for the extension, made when it starts. */
-let shared: ValidationProblems | undefined;
-export function validationProblems(): ValidationProblems {
-  shared ??= new ValidationProblems();
-  return shared;
-}

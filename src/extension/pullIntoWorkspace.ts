@@ -14,7 +14,6 @@ import { EDITOR_BUILDER_BUDGET_S, GetPulledStatus, GetSandbox, PullBlock, PullTo
 import { snakeCase } from '../core/emit/moduleNames';
 import { lacksTorch } from './interpreter';
 import { verdictWords } from '../core/pull/pulledState';
-import { validationProblems } from './problems';
 import { checkFileName, targetOf } from './ctx';
 import type { Deps, Reg, Session } from './ctx';
 import { searchQuickPick } from './searchCommands';
@@ -241,12 +240,7 @@ export async function pullIntoWorkspace(
     await client.request(WriteManifests, { file: dest.fsPath, report, text });
     // a failed validation is in the Problems panel, at the line it is about; a pass clears it
     if (report.status !== 'extracted')
-      validationProblems().set(
-        dest,
-        text,
-        { ok: report.status === 'validated', tier: report.tier, category: report.category, message: report.message },
-        className,
-      );
+      deps.problems.set(dest, text, { ok: report.status === 'validated', tier: report.tier, category: report.category, message: report.message }, className);
     // the report names the file written (not the scratch copy validated)
     report = { ...report, out: dest.fsPath };
     log.info(`[pull] ${report.target} -> ${dest.fsPath}: ${report.status} (tier ${report.tier ?? 'none'})`);

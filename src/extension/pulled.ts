@@ -11,7 +11,7 @@ import { GetProvenance, GetPulledStatus, PlanUpdate, ValidatePulled, WriteManife
 import type { NnragClient } from './client';
 import { setting } from './config';
 import { tierRank, verdictWords } from '../core/pull/pulledState';
-import { validationProblems } from './problems';
+import type { ValidationProblems } from './problems';
 import { importFromWorkspace, mayRunCode, writeRequirements } from './pullIntoWorkspace';
 import { hasHeader, type PulledBlocksProvider, type PulledItem } from './pulledView';
 import type { Deps, Reg } from './ctx';
@@ -79,7 +79,7 @@ async function validateAsNext(deps: Deps, doc: vscode.TextDocument, text: string
       .then((pick) => pick === select && vscode.commands.executeCommand('nnrag.selectInterpreter'));
     return undefined;
   }
-  validationProblems().set(doc.uri, r.text, v, v.class ?? undefined);
+  deps.problems.set(doc.uri, r.text, v, v.class ?? undefined);
   // a lower tier than the header recorded says why (an update or an edit that is no longer compared, or differs)
   const before = (await client.request(GetProvenance, { text: doc.getText() }))?.validation;
   const lower =
@@ -108,7 +108,9 @@ function followPulledDocuments(context: vscode.ExtensionContext, deps: Deps): vo
       key,
       setTimeout(() => {
         pending.delete(key);
-        void syncProblems(client, doc).catch((err: unknown) => log.warn(`[problems] ${doc.uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`));
+        void syncProblems(client, deps.problems, doc).catch((err: unknown) =>
+          log.warn(`[problems] ${doc.uri.fsPath}: ${err instanceof Error ? err.message : String(err)}`),
+        );
         provider.refresh();
       }, 300),
     );
@@ -123,20 +125,14 @@ function followPulledDocuments(context: vscode.ExtensionContext, deps: Deps): vo
 
 /** The Problems entry of a pulled file as its header says: a failure judged on this body, a verdict the body changed
  * since (information, not an error of this body), or none. */
-async function syncProblems(client: NnragClient, doc: vscode.TextDocument): Promise<void> {
+async function syncProblems(client: NnragClient, problems: ValidationProblems, doc: vscode.TextDocument): Promise<void> {
   const text = doc.getText();
   const [st] = await client.request(GetPulledStatus, { files: [{ uri: doc.uri.toString(), text }] });
   const v = st?.validation;
   const className = st?.target.split('.').pop();
-  if (!st || !v) validationProblems().clear(doc.uri);
-  else if (st.stale) validationProblems().stale(doc.uri, text, v, className);
-  else
-    validationProblems().set(
-      doc.uri,
-      text,
-      { ok: v.status !== 'failed' && v.status !== 'error', tier: v.tier, category: v.category, message: v.message },
-      className,
-    );
+  if (!st || !v) problems.clear(doc.uri);
+  else if (st.stale) problems.stale(doc.uri, text, v, className);
+  else problems.set(doc.uri, text, { ok: v.status !== 'failed' && v.status !== 'error', tier: v.tier, category: v.category, message: v.message }, className);
 }
 
 /** A pulled file of the workspace, picked (the palette's Write Requirements with no pulled file active). */
