@@ -7,7 +7,7 @@ import inspect
 import math
 import re
 import textwrap
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .arguments import GUESSED_WIDTH
 
@@ -34,34 +34,52 @@ def sequence_lengths(model: Any, built_with: Dict[str, Any]) -> List[int]:
     return lengths
 
 
+def layer_kinds(nn: Any) -> Dict[str, Tuple[Any, ...]]:
+    """The torch layers whose input the judge knows how to shape, by what they take (one table for every source)."""
+    return {
+        "conv": (nn.Conv1d, nn.Conv2d, nn.Conv3d),
+        "conv_transpose": (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d),
+        "linear": (nn.Linear,),
+        "embedding": (nn.Embedding,),
+        "layer_norm": (nn.LayerNorm,),
+        "batch_norm": (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d),
+        "group_norm": (nn.GroupNorm,),
+        "rnn": (nn.RNNBase,),
+    }
+
+
+def kinds_of(nn: Any, *names: str) -> Tuple[Any, ...]:
+    """The layer classes of the kinds named (`layer_kinds`)."""
+    table = layer_kinds(nn)
+    return tuple(cls for name in names for cls in table[name])
+
+
 def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[str, Any]] = None) -> List[List[Any]]:
-    """Inputs to try, inferred from the first layers the block built, then common shapes."""
+    """Inputs to try, inferred from the first layers the block built (each shaped as `shaped_for` shapes what that
+    layer takes), then common shapes."""
     cands: List[List[Any]] = []
     seqs = sequence_lengths(model, built_with or {})
-    layers = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Linear,
-              nn.Embedding, nn.LayerNorm, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm, nn.RNNBase)
+    layers = kinds_of(nn, "conv", "conv_transpose", "linear", "embedding", "layer_norm", "batch_norm", "group_norm", "rnn")
     for m in model.modules():
         # the block itself counts when it is a torch layer (Conv3DSimple(nn.Conv3d), LayerNorm2d(nn.LayerNorm))
         if m is model and not isinstance(m, layers):
             continue
-        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
-            dims = 1 if isinstance(m, (nn.Conv1d, nn.ConvTranspose1d)) else 3 if isinstance(m, (nn.Conv3d, nn.ConvTranspose3d)) else 2
-            cands.append([torch.randn(2, m.in_channels, *([16] * dims))])
-            cands.append([torch.randn(2, m.in_channels, *([32] * dims))])
+        if isinstance(m, kinds_of(nn, "conv", "conv_transpose")):
+            cands.append([shaped_for(m, nn, torch, 16)])
+            cands.append([shaped_for(m, nn, torch, 32)])
             break
         if isinstance(m, nn.Linear):
-            cands.extend([torch.randn(2, n, m.in_features)] for n in seqs)
+            cands.extend([shaped_for(m, nn, torch, 2 * n)] for n in seqs)
             cands.append([torch.randn(2, m.in_features)])
-            cands.append([torch.randn(2, 8, m.in_features)])
+            cands.append([shaped_for(m, nn, torch, 16)])
             break
         if isinstance(m, nn.Embedding):
-            cands.append([torch.randint(0, m.num_embeddings, (2, 8))])
+            cands.append([shaped_for(m, nn, torch, 16)])
             break
         if isinstance(m, nn.LayerNorm):
-            shape = tuple(m.normalized_shape)
-            cands.extend([torch.randn(2, n, *shape)] for n in seqs)
-            cands.append([torch.randn(2, 8, *shape)])
-            cands.append([torch.randn(2, *shape)])
+            cands.extend([shaped_for(m, nn, torch, 2 * n)] for n in seqs)
+            cands.append([shaped_for(m, nn, torch, 16)])
+            cands.append([torch.randn(2, *tuple(m.normalized_shape))])
             break
         if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm2d)):
             extra = {nn.BatchNorm1d: [8], nn.BatchNorm2d: [8, 8], nn.BatchNorm3d: [4, 4, 4]}.get(type(m), [8, 8])
@@ -278,18 +296,18 @@ def documented_inputs(model: Any, torch: Any) -> List[List[Any]]:
 def entry_layer(module: Any, nn: Any) -> Optional[Any]:
     """The first layer of a submodule that fixes the shape of what enters it (a convolution, a linear layer, an
     embedding, a norm), or None."""
-    kinds = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.Embedding, nn.LayerNorm, nn.BatchNorm1d, nn.BatchNorm2d,
-             nn.BatchNorm3d, nn.GroupNorm)
+    kinds = kinds_of(nn, "conv", "linear", "embedding", "layer_norm", "batch_norm", "group_norm")
     return next((m for m in module.modules() if isinstance(m, kinds)), None) if isinstance(module, nn.Module) else None
 
 
 def shaped_for(layer: Any, nn: Any, torch: Any, side: int) -> Optional[Any]:
-    """A tensor the layer takes: images for a 2-d convolution or norm, sequences for a 1-d one, tokens for a linear
-    layer or a layer norm, indices for an embedding."""
-    if isinstance(layer, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
-        dims = 1 if isinstance(layer, nn.Conv1d) else 3 if isinstance(layer, nn.Conv3d) else 2
+    """A tensor the layer takes: images for a 2-d convolution or norm, sequences for a 1-d one, volumes for a 3-d one
+    (`side` on each spatial axis), tokens (`side // 2` of them) for a linear layer or a layer norm, indices for an
+    embedding."""
+    if isinstance(layer, kinds_of(nn, "conv", "conv_transpose")):
+        dims = 1 if isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)) else 3 if isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)) else 2
         return torch.randn(2, layer.in_channels, *([side] * dims))
-    if isinstance(layer, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+    if isinstance(layer, kinds_of(nn, "batch_norm")):
         dims = {nn.BatchNorm1d: 1, nn.BatchNorm2d: 2, nn.BatchNorm3d: 3}[type(layer)]
         return torch.randn(2, layer.num_features, *([side] * dims))
     if isinstance(layer, nn.GroupNorm):
