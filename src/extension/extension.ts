@@ -21,7 +21,7 @@ import { registerCommands } from './commands';
 import { Session } from './ctx';
 import { EMPTY_SCHEME, PREVIEW_SCHEME, previewTexts } from './pullIntoWorkspace';
 import { GitCredentialService } from './credentials';
-import { describeInterpreter, InterpreterService, versionsLabel, withInterpreter } from './interpreter';
+import { InterpreterService, versionsLabel, withInterpreter } from './interpreter';
 import type { Interpreter } from './interpreter';
 import { PulledBlocksProvider } from './pulledView';
 import { ValidationProblems } from './problems';
@@ -118,7 +118,7 @@ function languageStatus(
     pythonItem.text = `$(symbol-misc) ${i.path}`;
     pythonItem.detail = vscode.l10n.t('validates pulled blocks ({0})', i.source);
     pythonItem.severity = vscode.LanguageStatusSeverity.Information;
-    void describeInterpreter(i.path).then((v) => {
+    void interpreter.describe(i.path).then((v) => {
       if (interpreter.current().path !== i.path) return;
       pythonItem.detail = `${versionsLabel(v)} · ${vscode.l10n.t('validates pulled blocks ({0})', i.source)}`;
       // without torch nothing validates: the item says so, and its command picks another

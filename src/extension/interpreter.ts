@@ -31,28 +31,21 @@ export interface InterpreterVersions {
   error?: string;
 }
 
-const asked = new Map<string, Promise<InterpreterVersions>>();
-
-/** The Python and torch versions of an interpreter, read from its metadata (torch is not imported); asked once per path. */
+/** The Python and torch versions of an interpreter, read from its metadata (torch is not imported). */
 export function describeInterpreter(python: string): Promise<InterpreterVersions> {
-  let answer = asked.get(python);
-  if (!answer) {
-    answer = new Promise((resolve) => {
-      const code =
-        'import json, platform\ntry:\n    from importlib.metadata import version\n    t = version("torch")\nexcept Exception:\n    t = None\nprint(json.dumps({"python": platform.python_version(), "torch": t}))';
-      execFile(python, ['-I', '-c', code], { timeout: 15_000 }, (err, stdout) => {
-        if (err) return resolve({ error: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : err.message.split('\n')[0] });
-        try {
-          const v = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { python?: string; torch?: string | null };
-          resolve({ python: v.python, torch: v.torch ?? undefined });
-        } catch {
-          resolve({ error: 'not a Python interpreter' });
-        }
-      });
+  return new Promise<InterpreterVersions>((resolve) => {
+    const code =
+      'import json, platform\ntry:\n    from importlib.metadata import version\n    t = version("torch")\nexcept Exception:\n    t = None\nprint(json.dumps({"python": platform.python_version(), "torch": t}))';
+    execFile(python, ['-I', '-c', code], { timeout: 15_000 }, (err, stdout) => {
+      if (err) return resolve({ error: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : err.message.split('\n')[0] });
+      try {
+        const v = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { python?: string; torch?: string | null };
+        resolve({ python: v.python, torch: v.torch ?? undefined });
+      } catch {
+        resolve({ error: 'not a Python interpreter' });
+      }
     });
-    asked.set(python, answer);
-  }
-  return answer;
+  });
 }
 
 /** Whether a failed validation says only that the interpreter has no torch (nothing about the file). */
@@ -81,10 +74,25 @@ export class InterpreterService implements vscode.Disposable {
   private api: PythonExtension | undefined;
   /** interpreter path -> module name -> installed? */
   private readonly installed = new Map<string, Map<string, Promise<boolean>>>();
+  /** interpreter path -> its Python and torch versions, asked once while the interpreter in use stays the same */
+  private readonly versions = new Map<string, Promise<InterpreterVersions>>();
 
   /** `seen`: where the interpreters the user used are remembered (the extension's global state), so the picker keeps
    * offering them after a switch. */
-  constructor(private readonly seen?: vscode.Memento) {}
+  constructor(private readonly seen?: vscode.Memento) {
+    // a change of interpreter (or of its packages, when the user re-selects it) asks the versions again
+    this.disposables.push(this.changed.event(() => this.versions.clear()));
+  }
+
+  /** The Python and torch versions of `python` (`describeInterpreter`), asked once until the interpreter changes. */
+  describe(python: string): Promise<InterpreterVersions> {
+    let answer = this.versions.get(python);
+    if (!answer) {
+      answer = describeInterpreter(python);
+      this.versions.set(python, answer);
+    }
+    return answer;
+  }
 
   /** What the picker offers: the one in use, those used before (most recent first), the environments the Python
    * extension knows, then the usual ones. */
@@ -180,7 +188,7 @@ export class InterpreterService implements vscode.Disposable {
     const withTorch = new Set<string>();
     void Promise.all(
       candidates.map(async (p) => {
-        const v = await describeInterpreter(p);
+        const v = await this.describe(p);
         if (v.torch) withTorch.add(p);
         described.set(p, versionsLabel(v));
         render();
@@ -205,7 +213,7 @@ export class InterpreterService implements vscode.Disposable {
       value = typed;
     }
     // one without torch (or that does not run) validates nothing: said before it is taken
-    const versions = await describeInterpreter(value);
+    const versions = await this.describe(value);
     if (!versions.torch) {
       const use = vscode.l10n.t('Use Anyway');
       const other = vscode.l10n.t('Choose Another');
