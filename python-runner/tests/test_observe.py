@@ -32,6 +32,21 @@ def write_tree(root: str, files: dict) -> None:
             fh.write(textwrap.dedent(text))
 
 
+# a block the repositories of several tests below define, built from one number
+SCALE = """
+from torch import nn
+
+
+class Scale(nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+"""
+
+
 class Parametrize(unittest.TestCase):
     def test_the_first_values_of_each_mark(self) -> None:
         marks = observe.Marks()
@@ -60,17 +75,7 @@ class Observing(unittest.TestCase):
             write_tree(other, {"tests/__init__.py": ""})
             write_tree(root, {
                 "pkg/__init__.py": "",
-                "pkg/layers.py": """
-                    from torch import nn
-
-                    class Scale(nn.Module):
-                        def __init__(self, factor):
-                            super().__init__()
-                            self.factor = factor
-
-                        def forward(self, x):
-                            return x * self.factor
-                    """,
+                "pkg/layers.py": SCALE,
                 "tests/test_ops/test_scale.py": """
                     import torch
                     from pkg.layers import Scale
@@ -95,17 +100,7 @@ class Observing(unittest.TestCase):
         with tempfile.TemporaryDirectory() as root:
             write_tree(root, {
                 "pkg/__init__.py": "",
-                "pkg/layers.py": """
-                    from torch import nn
-
-                    class Scale(nn.Module):
-                        def __init__(self, factor):
-                            super().__init__()
-                            self.factor = factor
-
-                        def forward(self, x):
-                            return x * self.factor
-                    """,
+                "pkg/layers.py": SCALE,
                 "tests/test_scale.py": """
                     import torch
                     from pkg.layers import Scale
@@ -171,17 +166,7 @@ class Observing(unittest.TestCase):
         with tempfile.TemporaryDirectory() as root:
             write_tree(root, {
                 "pkg/__init__.py": "",
-                "pkg/layers.py": """
-                    from torch import nn
-
-                    class Scale(nn.Module):
-                        def __init__(self, factor):
-                            super().__init__()
-                            self.factor = factor
-
-                        def forward(self, x):
-                            return x * self.factor
-                    """,
+                "pkg/layers.py": SCALE,
                 "tests/data/factor.txt": "3\n",
                 "tests/test_scale.py": """
                     import torch
