@@ -225,22 +225,17 @@ export async function readmeEntries(session: PullSession, repo: RepoRow, parser:
   return out;
 }
 
-/** The entries in the order they run: those of files that name a block of `focus` first, each part spread. */
+/**
+ * The entries in the order they run, in turn across files; in each turn the files that name a block of `focus` come
+ * first, then those that name more of the repository's blocks: every file keeps its turn, since the tests of whole
+ * models build and feed the blocks inside them.
+ */
 function focusedFirst(entries: EntryPoint[], table: ModuleTable, repoId: number, blocks: ReadonlySet<string>, focus?: ReadonlySet<string>): EntryPoint[] {
   const weight = blocksNamedBy(table, repoId, blocks);
   if (!focus?.size) return spreadAcrossFiles(entries, weight);
   const naming = filesNaming(table, repoId, focus);
-  const fileOf = (e: EntryPoint): string => e.id.slice(0, e.id.indexOf('::'));
-  return [
-    ...spreadAcrossFiles(
-      entries.filter((e) => naming.has(fileOf(e))),
-      weight,
-    ),
-    ...spreadAcrossFiles(
-      entries.filter((e) => !naming.has(fileOf(e))),
-      weight,
-    ),
-  ];
+  // (a file's weight counts its blocks; naming a block about to be pulled outweighs any count)
+  return spreadAcrossFiles(entries, (file) => (naming.has(file) ? 1_000_000 : 0) + weight(file));
 }
 
 /** The repository's files (by path) that import or call one of `names`. */
