@@ -32,9 +32,9 @@ import { readmeBlocks } from './readmeExamples';
 import { Judge, torchVersionKey, type ObserveEntry, type ObserveSpec } from '../validate/sandbox';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
 import { companionRoots, importRoots, mountRoot, type PullSession } from './pull';
-import { findNativeSources, scanRepository } from './nativeSources';
-import { buildNative, type NativeBuild } from '../validate/native';
-import { CancelledError, errorMessage } from '../base/errors';
+import { buildNatives } from './natives';
+import type { NativeBuild } from '../validate/native';
+import { CancelledError } from '../base/errors';
 
 /** Bumped when what the observer records changes: every entry is then observed again. */
 export const OBSERVER_VERSION = '9';
@@ -387,28 +387,17 @@ async function nativesMissing(
     }
   }
   if (!wanted.size) return [];
-  const scan = await scanRepository(repo);
-  const out: NativeBuild[] = [];
-  for (const name of [...wanted].sort()) {
-    const sources = await findNativeSources(scan, name);
-    if (!sources) continue;
-    try {
-      const build = await buildNative(sources, {
-        python: options.python,
-        runner: options.runner,
-        cacheDir: options.buildNative.cacheDir,
-        signal: options.signal,
-      });
-      options.onProgress?.(
-        `${repo.name}: ${name} ${build.cached ? 'taken from the cache' : `built in ${build.seconds.toFixed(1)} s`}; its entries run again with it`,
-      );
-      out.push(build);
-    } catch (err) {
-      if (err instanceof CancelledError) throw err;
-      options.onProgress?.(`${repo.name}: ${name} did not build: ${errorMessage(err)}`);
-    }
+  // (found and built as a pull's are: the session's scans, the block's own repository first)
+  const problems = [...wanted].sort().map((name) => ({ kind: 'native-extension' as const, name, detail: `${repo.name} stopped without ${name}` }));
+  const { builds, failed } = await buildNatives(session, repo.id, problems, { ...options, cacheDir: options.buildNative.cacheDir });
+  if (options.signal?.aborted) throw new CancelledError('observation cancelled');
+  for (const b of builds) {
+    options.onProgress?.(
+      `${repo.name}: ${b.module} ${b.cached ? 'taken from the cache' : `built in ${b.seconds.toFixed(1)} s`}; its entries run again with it`,
+    );
   }
-  return out;
+  for (const [name, why] of failed) options.onProgress?.(`${repo.name}: ${name} did not build: ${why}`);
+  return builds;
 }
 
 /** One entry's answer as the catalog keeps it: its calls checked for shape, its files with their blob ids now. */
