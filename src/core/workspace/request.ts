@@ -39,6 +39,11 @@ export interface Front {
   cacheDir?: string;
 }
 
+/** Where a front keeps the originals' runs (validate/originalCache.ts), when it has a cache folder. */
+export function originalsDir(front: Front): string | undefined {
+  return front.cacheDir ? path.join(front.cacheDir, 'originals') : undefined;
+}
+
 /** The pull options a request means, for a front. */
 export function pullOptionsFor(request: PullRequest, front: Front, parser: PythonParser): Omit<PullOptions, 'out'> {
   const seconds = (s: number | undefined): number | undefined => (s === undefined ? undefined : s * 1000);
@@ -58,6 +63,6 @@ export function pullOptionsFor(request: PullRequest, front: Front, parser: Pytho
     builderBudgetMs: seconds(request.builderBudgetSeconds),
     buildNative: request.buildNative && front.cacheDir ? { cacheDir: path.join(front.cacheDir, 'native') } : undefined,
     // a block validated again (the same original, interpreter and arguments) runs only its copy
-    originalCache: front.cacheDir ? path.join(front.cacheDir, 'originals') : undefined,
+    originalCache: originalsDir(front),
   };
 }

@@ -6,7 +6,6 @@
  * session, find the target, start validators, pull, judge) is here. The parser and the pull session are made once,
  * on first use, or handed in by the index service, which keeps them while its index does not change.
  */
-import * as path from 'path';
 import { performance } from 'perf_hooks';
 import type { IndexDb } from '../store/database';
 import { PythonParser } from '../parse/parser';
@@ -29,7 +28,7 @@ import { observeRepositories } from '../pull/observe';
 import type { ObserveOptions, ObserveSummary } from '../pull/observe';
 import { freshEntries, observedCallsOf } from '../store/observed';
 import type { ObservedCall } from '../store/observed';
-import { pullOptionsFor } from './request';
+import { originalsDir, pullOptionsFor } from './request';
 import type { Front, PullRequest } from './request';
 import type { ValidatorPoolLike } from '../validate/runner';
 import { isToolFault } from '../validate/runner';
@@ -112,11 +111,13 @@ export class Workspace {
   /** The pull options `request` means for this workspace's front (a single validating pull takes its warm validator). */
   async options(request: PullRequest, how: PullHow = {}): Promise<PullOptions> {
     const base = pullOptionsFor(request, this.front, await this.parser());
-    const warm =
-      !how.pool && request.validate && request.python && this.front.warm
-        ? this.front.warm(request.python, request.memoryMb ?? DEFAULT_MEMORY_MB, this.originalRoots())
-        : undefined;
+    const warm = !how.pool && request.validate && request.python ? this.warm(request.python, request.memoryMb) : undefined;
     return { ...base, ...how, pool: how.pool ?? warm };
+  }
+
+  /** The front's warm validator for `python` (the index service's), able to import every original; none without one. */
+  private warm(python: string, memoryMb: number | undefined): ValidatorPoolLike | undefined {
+    return this.front.warm?.(python, memoryMb ?? DEFAULT_MEMORY_MB, this.originalRoots());
   }
 
   /** The block a target names (`repo:module.Class`, `module.Class` or `Class`); a clear error when none or several. */
@@ -225,8 +226,8 @@ export class Workspace {
     const runner = given.runner ?? this.front.runner;
     if (!runner) throw new NnragError('usage', "validating needs the judge's runner script");
     const options = { ...given, runner };
-    const warm = !options.pool && this.front.warm ? this.front.warm(options.python, options.memoryMb ?? DEFAULT_MEMORY_MB, this.originalRoots()) : undefined;
-    const originalCacheDir = options.originalCacheDir ?? (this.front.cacheDir ? path.join(this.front.cacheDir, 'originals') : undefined);
+    const warm = options.pool ? undefined : this.warm(options.python, options.memoryMb);
+    const originalCacheDir = options.originalCacheDir ?? originalsDir(this.front);
     return validatePulled({ session: this.session(), parser: await this.parser() }, file, text, { ...options, pool: options.pool ?? warm, originalCacheDir });
   }
 
