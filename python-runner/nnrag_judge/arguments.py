@@ -4,6 +4,7 @@ flipped, each numeric default perturbed). Runs only in a worker."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import inspect
 import re
@@ -56,15 +57,40 @@ CONFIG_SIZES = {"hidden_size": 32, "d_model": 32, "embed_dim": 32, "n_embd": 32,
                 "image_size": 32, "patch_size": 4}
 
 
+def is_configuration(cls: Any) -> bool:
+    """Whether a class is a configuration a block is built from: named so (`BertConfig`; also as the pulled file renames
+    one, `Config_adapter`), or a dataclass that is not a module (`ModelDimensions`, `ShapeSpec`)."""
+    if not inspect.isclass(cls):
+        return False
+    torch = sys.modules.get("torch")
+    if torch is not None and issubclass(cls, torch.nn.Module):
+        return False
+    names = (cls.__name__, re.sub(r"_[A-Za-z0-9]+$", "", cls.__name__))
+    return any(n.endswith(("Config", "Configuration")) for n in names) or dataclasses.is_dataclass(cls)
+
+
+def named_configuration(namespace: Dict[str, Any]) -> Any:
+    """The one configuration class an unannotated `config` parameter means: of the classes named `*Config` in the
+    block's module, those no other of them derives from (a hub's `BertConfig`, not its base `PretrainedConfig`), the
+    module's own first, then those it imports (`from .configuration_bert import BertConfig`); None unless exactly one.
+    The copy, which defines what it took in, and the original, which imports it, find the same class."""
+    classes = [v for k, v in namespace.items() if inspect.isclass(v) and is_configuration(v) and re.sub(r"_[A-Za-z0-9]+$", "", k).endswith(("Config", "Configuration"))]
+    derived = [c for c in classes if not any(o is not c and issubclass(o, c) for o in classes)]
+    own = [c for c in derived if c.__module__ == namespace.get("__name__")]
+    for found in (own, derived):
+        if found:
+            return found[0] if len(set(found)) == 1 else None
+    return None
+
+
 def config_instance(param: inspect.Parameter, namespace: Dict[str, Any]) -> Any:
     """For a parameter annotated with (or named after) a configuration class of the file (`config: BertConfig`), an
     instance of it with its defaults and the sizes shrunk consistently; None when there is no such class."""
     ann = None if param.annotation is param.empty else param.annotation
     cls = namespace.get(ann) if isinstance(ann, str) else ann if inspect.isclass(ann) else None
     if cls is None and param.name in ("config", "cfg", "model_config", "configs"):
-        found = [v for k, v in namespace.items() if inspect.isclass(v) and k.endswith("Config") and v.__module__ == namespace.get("__name__")]
-        cls = found[-1] if len(found) == 1 else None
-    if not inspect.isclass(cls) or not cls.__name__.endswith(("Config", "Configuration")):
+        cls = named_configuration(namespace)
+    if cls is None or not is_configuration(cls):
         return None
     # small sizes given to the constructor first: a configuration that derives fields from them when it is made
     # (`head_size = n_embd // n_head` in __post_init__) stays consistent

@@ -141,12 +141,12 @@ class Digest:
         """`repr(value)` with addresses left out and the copy's renamed names as the original's."""
         try:
             # a class prints with its module, which is the copy's file on one side and the repository's on the other
-            text = CLASS_PATH.sub(r"<class '\1'>", ADDRESS.sub("0x?", repr(value)))[:CONFIG_TEXT]
+            text = CLASS_PATH.sub(r"<class '\1'>", ADDRESS.sub("0x?", repr(value)))
         except Exception as exc:  # noqa: BLE001 - a repr that fails is compared as such
             return f"repr fails: {type(exc).__name__}"
         for new, old in self.names.items():
             text = re.sub(rf"\b{re.escape(new)}\b", old, text)
-        return text
+        return text[:CONFIG_TEXT]  # cut after the names are the original's: a renamed name changes the length
 
     def named(self, thing: Any) -> str:
         name = str(getattr(thing, "__qualname__", None) or getattr(thing, "__name__", "?"))

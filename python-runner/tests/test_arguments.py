@@ -241,3 +241,85 @@ class WrappedLoss(unittest.TestCase):
         # YOLO's FocalLoss(loss_fcn): before, loss_fcn was 16 ("'int' object has no attribute 'reduction'")
         report = judged(WRAPPED_LOSS, WRAPPED_LOSS, "FocalLoss")
         self.assertEqual(report["tier"], "equivalent", report)
+
+
+DIMENSIONS = '''
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class ModelDimensions:
+    n_state: int
+    n_head: int
+    n_layer: int
+
+
+class Encoder(nn.Module):
+    def __init__(self, dims: ModelDimensions):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Linear(dims.n_state, dims.n_state) for _ in range(dims.n_layer))
+        self.heads = dims.n_head
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x).relu()
+        return x
+'''
+
+BASE_CONFIG = '''
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Config:
+    n_embd: int = 4096
+    n_layer: int = 1
+
+
+@dataclass
+class {name}(Config):
+    adapter_length: int = 2
+
+
+class Adapter(nn.Module):
+    def __init__(self, config: {name}):
+        super().__init__()
+        self.proj = nn.Linear(config.n_embd, config.n_embd)
+        self.prefix = nn.Parameter(torch.zeros(config.adapter_length, config.n_embd))
+
+    def forward(self, x):
+        return self.proj(x) + self.prefix.sum(0)
+'''
+
+
+@needs_torch
+class ConfigurationObjects(unittest.TestCase):
+    def test_a_dataclass_of_required_sizes(self) -> None:
+        # whisper's `Whisper(dims: ModelDimensions)`: before, dims was 16 ("'int' object has no attribute 'n_mels'")
+        report = judged(DIMENSIONS, DIMENSIONS, "Encoder")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_configuration_the_pulled_file_renamed(self) -> None:
+        # litgpt's adapter `Config(BaseConfig)` is `Config_adapter` in the pulled file: it is still a configuration
+        # (its header maps the name back, as a pull writes it)
+        header = '# nnrag-provenance: {"renamed": {"pk.m.AdapterConfig": "Config_adapter"}}\n'
+        copy = header + BASE_CONFIG.replace("{name}", "Config_adapter")
+        original = BASE_CONFIG.replace("{name}", "AdapterConfig")
+        report = judged(copy, original, "Adapter")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_renamed_configuration_that_prints_long(self) -> None:
+        # litgpt's Config prints past the length the judge keeps of a repr: the copy's name (Config_adapter) is
+        # longer, so cut before its name was mapped back it ended elsewhere and read 'differs' (7 litgpt blocks)
+        header = '# nnrag-provenance: {"renamed": {"pk.m.AdapterConfig": "Config_adapter"}}\n'
+        long = BASE_CONFIG.replace("n_layer: int = 1", "n_layer: int = 1\n    notes: str = 'x' * 1500")
+        copy = header + long.replace("{name}", "Config_adapter")
+        original = long.replace("{name}", "AdapterConfig")
+        report = judged(copy, original, "Adapter")
+        self.assertEqual(report["tier"], "equivalent", report)
