@@ -80,6 +80,46 @@ class Attention(nn.Module):
 `,
 };
 
+// a hub's layout: the configuration in its own module, derived from the hub's base; the layer's `config` unannotated
+const HUB = {
+  'hubpkg/__init__.py': '',
+  'hubpkg/configuration_utils.py': `class PretrainedConfig:
+    def __init__(self, **kwargs):
+        self.output_attentions = kwargs.pop("output_attentions", False)
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+`,
+  'hubpkg/configuration_tiny.py': `from .configuration_utils import PretrainedConfig
+
+
+class TinyConfig(PretrainedConfig):
+    def __init__(self, hidden_size=768, num_attention_heads=12, intermediate_size=3072, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+`,
+  'hubpkg/modeling_tiny.py': `import torch
+from torch import nn
+
+from .configuration_tiny import TinyConfig
+from .configuration_utils import PretrainedConfig
+
+
+class TinyLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        if config.hidden_size % config.num_attention_heads != 0:
+            raise ValueError("hidden size is not a multiple of the heads")
+        self.heads = config.num_attention_heads
+        self.up = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, hidden_states):
+        return hidden_states + self.down(torch.relu(self.up(hidden_states)))
+`,
+};
+
 describe('blocks built from a configuration object', function () {
   this.timeout(300_000);
   before(function () {
@@ -97,6 +137,13 @@ describe('blocks built from a configuration object', function () {
     const report = await pullValidated(ANNOTATED, 'cfgpkg.model.Attention');
     assert.strictEqual(report.tier, 'equivalent', JSON.stringify(report));
     assert.match(fs.readFileSync(report.out!, 'utf8'), /def __post_init__\(self\):/);
+  });
+
+  it("Layer(config) whose module imports its configuration (a hub's modeling file): the imported class, not its base", async () => {
+    // before: the file had no TinyConfig and the judge passed a number ('int' object has no attribute 'hidden_size')
+    const report = await pullValidated(HUB, 'hubpkg.modeling_tiny.TinyLayer');
+    assert.strictEqual(report.tier, 'equivalent', JSON.stringify(report));
+    assert.match(fs.readFileSync(report.out!, 'utf8'), /^class TinyConfig\(PretrainedConfig\):/m);
   });
 });
 

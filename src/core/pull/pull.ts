@@ -420,6 +420,31 @@ function signatureParameters(signature: string): { name: string; annotation?: st
 }
 
 /**
+ * The one configuration class an unannotated `config` parameter means (as `arguments.named_configuration` finds it in
+ * the judge): of the module's classes named `*Config`, those no other of them derives from; else of the classes it
+ * imports so named (a hub's `from .configuration_bert import BertConfig`); undefined unless exactly one.
+ */
+function namedConfiguration(table: ModuleTable, rec: ModuleRecord): string | undefined {
+  // a class as it is defined (`class BertConfig(PretrainedConfig)`: bases by their last name) and as the module names it
+  type Candidate = { defined: string; bases: string[]; bound: string };
+  const mostDerived = (found: Candidate[]) => found.filter((c) => !found.some((o) => o !== c && o.bases.includes(c.defined)));
+  const lastName = (b: string) => b.replace(/\[[\s\S]*$/, '').replace(/^.*\./, '');
+  const own = mostDerived(
+    rec.facts.classes.filter((c) => CONFIG_CLASS.test(c.name)).map((c) => ({ defined: c.name, bases: c.bases.map(lastName), bound: c.name })),
+  );
+  if (own.length) return own.length === 1 ? own[0].bound : undefined;
+  const imported: Candidate[] = [];
+  for (const imp of rec.facts.imports) {
+    if (imp.kind !== 'from' || imp.inFunction || imp.typeChecking || !imp.bound || !CONFIG_CLASS.test(imp.bound)) continue;
+    const t = table.resolveDotted(rec, imp.bound);
+    const fact = t.kind === 'symbol' ? t.mod.facts.classes.find((c) => c.name === t.name) : undefined;
+    if (fact) imported.push({ defined: fact.name, bases: fact.bases.map(lastName), bound: imp.bound });
+  }
+  const derived = mostDerived(imported);
+  return derived.length === 1 ? derived[0].bound : undefined;
+}
+
+/**
  * The configuration classes block `fact` is built from: a parameter annotated with one (`config: GPTConfig`,
  * `Optional["BertConfig"]`), or named `config`/`cfg` where the block's module defines exactly one; taken into the
  * file whole, so that the judge builds an object of it from its defaults on both sides and the user has it.
@@ -448,10 +473,7 @@ export function configRoots(
         .replace(/^(?:typing\.)?Optional\[(.*)\]$/, '$1')
         .trim();
       if (/^[\w.]+$/.test(bare) && CONFIG_CLASS.test(bare)) name = bare;
-    } else if (CONFIG_PARAMETERS.has(p.name)) {
-      const own = rec.facts.classes.filter((c) => CONFIG_CLASS.test(c.name));
-      if (own.length === 1) name = own[0].name;
-    }
+    } else if (CONFIG_PARAMETERS.has(p.name)) name = namedConfiguration(table, rec);
     if (!name) continue;
     const t = table.resolveDotted(rec, name);
     // its fields and dunders whole; its other methods (a factory that looks up the model module) only when reached
