@@ -72,10 +72,11 @@ def plain(value: Any, torch: Any) -> Any:
     return t.contiguous()
 
 
-def raw_bytes(t: Any, torch: Any) -> bytes:
-    """The bytes of a plain tensor (numpy when there, else through float64)."""
+def raw_bytes(t: Any, torch: Any) -> Any:
+    """The bytes of a plain tensor, as a buffer over its memory (numpy when there: hashed in place, not copied first),
+    else through float64."""
     try:
-        return t.numpy().tobytes()
+        return memoryview(t.numpy().reshape(-1)).cast("B")
     except Exception:  # noqa: BLE001 - no numpy in this interpreter
         return array("d", t.reshape(-1).to(torch.float64).tolist()).tobytes()
 

@@ -448,3 +448,21 @@ class StrictJson(unittest.TestCase):
         report = judged(copy, parse_constant=refuse)
         self.assertEqual(report["category"], "differs", report)
         self.assertEqual(report["equivalence"]["largest_difference"], "inf")
+
+
+@needs_torch
+class TensorDigests(unittest.TestCase):
+    def test_a_tensor_is_hashed_in_place_as_its_bytes(self) -> None:
+        # the state of a large model is hashed through a buffer over its memory, not a copy: the same digest as its
+        # bytes for every kind of tensor the probes send (a scalar, an empty one, a transposed one, complex, bf16, bool)
+        import hashlib
+
+        import torch
+
+        from nnrag_judge.evidence import plain, raw_bytes
+
+        cases = [torch.tensor(3.5), torch.zeros(0, 4), torch.arange(10), torch.ones(3, dtype=torch.bool), torch.randn(4, 5).t(),
+                 torch.randn(2, 3, dtype=torch.complex64), torch.randn(3, dtype=torch.bfloat16), torch.randint(0, 255, (5,), dtype=torch.uint8)]
+        for t in cases:
+            p = plain(t, torch)
+            self.assertEqual(hashlib.sha256(raw_bytes(p, torch)).hexdigest(), hashlib.sha256(p.numpy().tobytes()).hexdigest(), t.dtype)
