@@ -335,15 +335,58 @@ def routes(model: Any, nn: Any) -> Dict[str, Any]:
     entered: Dict[str, Any] = {}
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
     for call in calls:
-        target = call.func.value if isinstance(call.func, ast.Subscript) else call.func
-        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
-            continue
         first = call.args[0] if call.args else None
         if isinstance(first, ast.Name) and first.id in params and first.id not in entered:
-            layer = entry_layer(getattr(model, target.attr, None), nn)
+            layer = entry_layer(submodule_called(model, call.func), nn)
             if layer is not None:
                 entered[first.id] = layer
     return entered
+
+
+def submodule_called(model: Any, func: ast.expr) -> Any:
+    """The submodule a call in forward's source names: `self.proj`, `self.transformer.wte` (a chain of attributes),
+    `self.blocks[0]`, `self.heads["cls"]`, `self.layers[i]` (the first of a container); None for anything else.
+    Read with getattr and indexing only (a property that raises is the caller's guard's)."""
+    steps: List[Any] = []
+    node = func
+    while True:
+        if isinstance(node, ast.Attribute):
+            steps.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            key = node.slice.value if isinstance(node.slice, ast.Constant) else None  # a computed index: the first item
+            steps.append((key,))
+            node = node.value
+        else:
+            break
+    if not (isinstance(node, ast.Name) and node.id == "self") or not steps:
+        return None
+    value: Any = model
+    for step in reversed(steps):
+        if isinstance(step, str):
+            value = getattr(value, step, None)
+        else:
+            items = list(value.values()) if hasattr(value, "values") else list(value) if hasattr(value, "__iter__") else []
+            key = step[0]
+            if key is None:
+                value = items[0] if items else None
+            elif hasattr(value, "keys"):
+                value = value[key] if key in value.keys() else None
+            else:
+                value = items[key] if isinstance(key, int) and -len(items) <= key < len(items) else None
+        if value is None:
+            return None
+    return value
+
+
+def entered_input(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
+    """For a forward of one input, that input shaped for the first submodule forward's source passes it to
+    (`self.transformer.wte(idx)`: token indices for a model whose first registered layer is its output head)."""
+    required = required_inputs(model)
+    if required is None or len(required) != 1:
+        return []
+    layer = routes(model, nn).get(required[0].name)
+    return [[v] for v in (shaped_for(layer, nn, torch, side) for side in (16, 32)) if v is not None] if layer is not None else []
 
 
 def routed_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:

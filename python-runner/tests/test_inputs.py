@@ -404,3 +404,32 @@ class ShapedInputsAndArguments(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent", report)
         edited = SHAPED.replace("return self.lin(x)", "return self.lin(x) * 1.01")
         self.assertEqual(judged(edited, SHAPED, "Head").get("category"), "differs")
+
+
+TOKENS = """
+import torch
+from torch import nn
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab=50, dim=16, layers=2):
+        super().__init__()
+        self.lm_head = nn.Linear(dim, vocab, bias=False)  # registered first: its width is not what forward takes
+        self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(vocab, dim), h=nn.ModuleList(nn.Linear(dim, dim) for _ in range(layers))))
+
+    def forward(self, idx):
+        x = self.transformer.wte(idx)
+        for block in self.transformer.h:
+            x = x + block(x).relu()
+        return self.lm_head(x)
+"""
+
+
+@needs_torch
+class EnteredInputs(unittest.TestCase):
+    def test_one_input_shaped_for_the_layer_a_chain_of_attributes_names(self) -> None:
+        # litgpt's GPT: `self.transformer.wte(idx)`, its first registered layer the output head; before: float inputs
+        # of the head's width ("Expected tensor for argument #1 'indices' to have one of the following scalar types")
+        report = judged(TOKENS, TOKENS, "TinyLM")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["input_shapes"], [[2, 8]], report)
