@@ -57,6 +57,22 @@ CONFIG_SIZES = {"hidden_size": 32, "d_model": 32, "embed_dim": 32, "n_embd": 32,
                 "image_size": 32, "patch_size": 4}
 
 
+# a builder's parameters that would fetch weights (torchvision's `weights_backbone` defaults to ImageNet's): given so
+# that it builds without a download, by the observer and by the pull's builder alike
+NO_DOWNLOAD = {"pretrained": False, "pretrained_backbone": False, "progress": False, "download": False,
+               "checkpoint": None, "ckpt": None, "checkpoint_path": None, "pretrained_path": None, "weights": None,
+               "weights_backbone": None}
+
+
+def without_download(builder: Any) -> Dict[str, Any]:
+    """The keyword arguments of NO_DOWNLOAD that `builder` names among its parameters."""
+    try:
+        names = inspect.signature(builder).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {k: v for k, v in NO_DOWNLOAD.items() if k in names}
+
+
 def is_configuration(cls: Any) -> bool:
     """Whether a class is a configuration a block is built from: named so (`BertConfig`; also as the pulled file renames
     one, `Config_adapter`), or a dataclass that is not a module (`ModelDimensions`, `ShapeSpec`)."""

@@ -29,6 +29,7 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .arguments import without_download
 from .inputs import entry_layer, lighter
 from .loading import develop_distributions, load_natives
 from .protocol import OBSERVED, frame
@@ -332,10 +333,6 @@ def xunit_call(cls: Any, instance: Any, method: Any, call: Callable[[], Any]) ->
         of_class("teardown_class")
 
 
-# a builder's parameters that would fetch weights: given so that it builds without a download
-NO_DOWNLOAD = {"pretrained": False, "pretrained_backbone": False, "progress": False, "download": False,
-               "checkpoint": None, "ckpt": None, "checkpoint_path": None, "pretrained_path": None, "weights": None,
-               "weights_backbone": None}
 # inputs tried on what a builder built, at most, and the side of the image a whole image model is fed last
 FEEDS = 6
 WHOLE_IMAGE = 224
@@ -355,11 +352,7 @@ def built_and_fed(make: Callable[[], Any], observer: "Observer", feeder: Feeder)
     if isinstance(target, torch.nn.Module):
         built = target
     else:
-        try:
-            names = inspect.signature(target).parameters
-        except (TypeError, ValueError):
-            names = {}
-        built = target(**{k: v for k, v in NO_DOWNLOAD.items() if k in names})
+        built = target(**without_download(target))
     if not isinstance(built, torch.nn.Module):
         return
     input_list, module_call = feeder

@@ -26,7 +26,7 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, OWN_PACKAGES, called_methods, constructor_candidates, given_candidates, guess_value,
-                        in_form, jsonable, resolve_given, takes_a_list, variants)
+                        in_form, jsonable, resolve_given, takes_a_list, variants, without_download)
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import (containers, data_object_inputs, dense_graph_inputs, docstring_inputs, documented_inputs, entered_input, filled, gridded, input_candidates,
                      lighter, pyramid_inputs, routed_inputs, shapes, shrunk, signature_inputs, spatial_sides, LARGE_SIDE)
@@ -132,11 +132,13 @@ def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str],
     namespace = getattr(factory, "__globals__", None)
     calls = None
     try:
+        # its defaults, but never a download of weights (it has no network here): random weights, alike on both sides
+        no_download = without_download(factory)
         if isinstance(namespace, dict) and recipe is not None:
             with recording(namespace, str(getattr(factory, "__module__", ""))) as calls:
-                model = constructed(factory, torch)
+                model = constructed(lambda: factory(**no_download), torch)
         else:
-            model = constructed(factory, torch)
+            model = constructed(lambda: factory(**no_download), torch)
     except MemoryError:
         raise Failure("memory", f"out of memory while building {cls.__name__}")
     except Exception as exc:  # noqa: BLE001

@@ -138,6 +138,24 @@ describe('builders: how the repository itself builds a block', () => {
     assert.match(report.message ?? '', /the repository's builders net_small\(\) were not tried within 0\.5 s \(nn-rag pull tries them all\)/);
   });
 
+  it("calls a builder without a download of weights: a default that fetches a backbone's weights is given None", async function () {
+    // torchvision's segmentation and detection builders default to `weights_backbone=...IMAGENET1K_V1`: called with
+    // their defaults in the sandbox (no network), they failed, and so did the blocks only they build
+    if (!hasTorch()) this.skip();
+    this.timeout(120_000);
+    const fetching = {
+      ...REPO,
+      'zoo/net.py': REPO['zoo/net.py'].replace(
+        'def net_small(*, progress=True, **kwargs):\n',
+        'def net_small(*, progress=True, weights_backbone="IMAGENET1K_V1", **kwargs):\n' +
+          '    if weights_backbone is not None:\n        raise RuntimeError(f"downloading {weights_backbone}: no network")\n',
+      ),
+    };
+    const report = await pullValidated(fetching, 'zoo.net.Net');
+    assert.strictEqual(report.status, 'validated', JSON.stringify(report.validation));
+    assert.strictEqual(report.validation?.builder, 'zoo.net.net_small');
+  });
+
   it('validates a block that only a bigger model builds, on the inputs that model gives it', async function () {
     if (!hasTorch()) this.skip();
     this.timeout(120_000);
