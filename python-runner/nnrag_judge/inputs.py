@@ -559,6 +559,56 @@ def signature_inputs(model: Any) -> List[List[Any]]:
     return []
 
 
+# regions of a feature map a pooler crops (`forward(input, rois)`, `forward(x, boxes, image_shapes)`): boxes in the
+# coordinates of an image of REGION_IMAGE pixels, REGION_COUNT per image
+REGION_NAMES = ("rois", "roi", "boxes", "bboxes", "proposals")
+IMAGE_SIZE_NAMES = ("image_shapes", "image_sizes", "img_shapes", "image_size", "img_size")
+REGION_IMAGE = 64
+REGION_COUNT = 3
+
+
+def region_inputs(model: Any, torch: Any) -> List[List[Any]]:
+    """For a pooler over regions of interest: the feature map (a tensor; a dict keyed by the pooler's `featmap_names`
+    where forward takes a dict; a list of levels where it takes a sequence), the regions (a [K, 5] tensor of batch
+    index and box, or a list of [K, 4] boxes per image where forward takes a list) and the images' sizes when asked.
+    Its channels are a multiple of its bins (a position-sensitive pooler takes as many per output channel)."""
+    required = required_inputs(model)
+    if not required or len(required) < 2:
+        return []
+    names = [p.name.lower() for p in required]
+    at = next((i for i, n in enumerate(names) if n in REGION_NAMES), 0)
+    if at != 1 or any(n not in IMAGE_SIZE_NAMES for n in names[2:]):
+        return []
+    texts = [p.annotation if isinstance(p.annotation, str) else repr(p.annotation) if p.annotation is not p.empty else "" for p in required]
+    size = getattr(model, "output_size", None)
+    sizes = [size] * 2 if isinstance(size, int) else list(size) if isinstance(size, (tuple, list)) else []
+    bins = math.prod(int(v) for v in sizes) if sizes and all(isinstance(v, int) and v > 0 for v in sizes) else 0
+    channels = 2 * bins if bins else 8
+    scale = getattr(model, "spatial_scale", None)
+    batch = 2
+    generator = torch.Generator().manual_seed(0)
+
+    def boxes() -> Any:
+        corner = torch.rand(REGION_COUNT, 2, generator=generator) * (REGION_IMAGE / 2)
+        extent = torch.rand(REGION_COUNT, 2, generator=generator) * (REGION_IMAGE / 2 - 1) + 1
+        return torch.cat([corner, corner + extent], dim=1)
+
+    if "Dict" in texts[0]:
+        keys = getattr(model, "featmap_names", None)
+        keys = [k for k in keys if isinstance(k, str)] if isinstance(keys, (list, tuple)) else []
+        features: Any = {k: torch.randn(batch, channels, REGION_IMAGE >> (2 + i), REGION_IMAGE >> (2 + i)) for i, k in enumerate(keys[:4] or ["0"])}
+    else:
+        # a map of the pooler's scale (1/16: 4 x 4 of a 64 px image), at least 8 on a side
+        side = max(8, int(REGION_IMAGE * scale)) if isinstance(scale, float) and 0 < scale <= 1 else 16
+        levels = [torch.randn(batch, channels, side >> i, side >> i) for i in range(4)]
+        features = levels if re.search(r"List|Tuple|Sequence", texts[0]) or names[0] in ("feats", "features") else levels[0]
+    if re.search(r"List|Sequence", texts[1]):
+        regions: Any = [boxes() for _ in range(batch)]
+    else:
+        regions = torch.cat([torch.cat([torch.full((REGION_COUNT, 1), float(b)), boxes()], dim=1) for b in range(batch)])
+    return [[features, regions] + [[(REGION_IMAGE, REGION_IMAGE)] * batch for _ in names[2:]]]
+
+
 def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:
     """When forward's first parameter is annotated as a list or a dict of tensors (feature pyramids, poolers),
     the candidates are given in that form too."""

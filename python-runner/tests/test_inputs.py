@@ -433,3 +433,59 @@ class EnteredInputs(unittest.TestCase):
         report = judged(TOKENS, TOKENS, "TinyLM")
         self.assertEqual(report["tier"], "equivalent", report)
         self.assertEqual(report["input_shapes"], [[2, 8]], report)
+
+
+REGIONS = """
+from typing import Dict, List, Tuple
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+
+class RoIMean(nn.Module):
+    def __init__(self, output_size=2, spatial_scale=0.25):
+        super().__init__()
+        self.output_size = output_size
+        self.spatial_scale = spatial_scale
+        self.proj = nn.Conv2d(8, 4, 1)
+
+    def forward(self, input, rois):
+        assert rois.dim() == 2 and rois.size(1) == 5, "The boxes tensor shape is not correct as Tensor[K, 5]"
+        crops = []
+        for r in rois:
+            x1, y1, x2, y2 = (r[1:] * self.spatial_scale).long().tolist()
+            crops.append(F.adaptive_avg_pool2d(input[int(r[0]), :, y1:y2 + 1, x1:x2 + 1], self.output_size))
+        return self.proj(torch.stack(crops))
+
+
+class LevelPooler(nn.Module):
+    def __init__(self, featmap_names=("p2", "p3"), output_size=2):
+        super().__init__()
+        self.featmap_names = list(featmap_names)
+        self.output_size = output_size
+
+    def forward(self, x: Dict[str, Tensor], boxes: List[Tensor], image_shapes: List[Tuple[int, int]]):
+        first = x[self.featmap_names[0]]
+        scale = first.shape[-1] / image_shapes[0][1]
+        crops = []
+        for i, per_image in enumerate(boxes):
+            for x1, y1, x2, y2 in (per_image * scale).long().tolist():
+                crops.append(F.adaptive_avg_pool2d(first[i, :, y1:y2 + 1, x1:x2 + 1], self.output_size))
+        return torch.stack(crops) * x[self.featmap_names[1]].mean()
+"""
+
+
+@needs_torch
+class RegionInputs(unittest.TestCase):
+    # torchvision's RoIAlign, RoIPool, PSRoIAlign and MultiScaleRoIAlign, mmcv's and a detection framework's poolers:
+    # before, every input failed ("The boxes tensor shape is not correct as Tensor[K, 5]", "'Tensor' object has no
+    # attribute 'items'")
+    def test_a_pooler_of_a_map_and_regions_with_their_batch_index(self) -> None:
+        report = judged(REGIONS, REGIONS, "RoIMean")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["input_shapes"], [[2, 8, 16, 16], [6, 5]], report)
+
+    def test_a_pooler_of_named_levels_boxes_per_image_and_image_sizes(self) -> None:
+        report = judged(REGIONS, REGIONS, "LevelPooler")
+        self.assertEqual(report["tier"], "equivalent", report)
