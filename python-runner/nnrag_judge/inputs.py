@@ -609,6 +609,36 @@ def region_inputs(model: Any, torch: Any) -> List[List[Any]]:
     return [[features, regions] + [[(REGION_IMAGE, REGION_IMAGE)] * batch for _ in names[2:]]]
 
 
+def offset_inputs(model: Any, torch: Any) -> List[List[Any]]:
+    """For a deformable convolution (`forward(x, offset[, mask])`): the offsets one per kernel tap and axis, and the
+    modulation masks one per tap, for each deformable group, on the map its output has (kernel, stride, padding and
+    dilation read from the block)."""
+    required = required_inputs(model)
+    if not required or len(required) < 2 or required[1].name.lower() not in ("offset", "offsets"):
+        return []
+    geometry: List[Tuple[int, int]] = []
+    for name, default in (("kernel_size", None), ("stride", 1), ("padding", 0), ("dilation", 1)):
+        v = getattr(model, name, default)
+        v = (v, v) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else ()
+        if len(v) != 2 or not all(isinstance(i, int) for i in v):
+            return []
+        geometry.append((int(v[0]), int(v[1])))
+    kernel, stride, padding, dilation = geometry
+    channels = getattr(model, "in_channels", None)
+    if not isinstance(channels, int):
+        return []
+    groups = next((g for g in (getattr(model, n, None) for n in ("deform_groups", "deformable_groups", "offset_groups")) if isinstance(g, int) and g > 0), 1)
+    side = 16
+    out = [(side + 2 * p - d * (k - 1) - 1) // s + 1 for k, s, p, d in zip(kernel, stride, padding, dilation)]
+    if min(out) < 1:
+        return []
+    taps = groups * kernel[0] * kernel[1]
+    values = [torch.randn(2, channels, side, side), torch.randn(2, 2 * taps, *out) * 0.5]
+    if len(required) > 2:
+        values.append(torch.rand(2, taps, *out))
+    return [values] if len(required) <= 3 else []
+
+
 def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:
     """When forward's first parameter is annotated as a list or a dict of tensors (feature pyramids, poolers),
     the candidates are given in that form too."""

@@ -489,3 +489,34 @@ class RegionInputs(unittest.TestCase):
     def test_a_pooler_of_named_levels_boxes_per_image_and_image_sizes(self) -> None:
         report = judged(REGIONS, REGIONS, "LevelPooler")
         self.assertEqual(report["tier"], "equivalent", report)
+
+
+DEFORMABLE = """
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class DeformLike(nn.Module):
+    def __init__(self, in_channels=4, out_channels=6, kernel_size=3, stride=1, padding=0, deform_groups=2):
+        super().__init__()
+        self.in_channels, self.kernel_size, self.stride, self.padding = in_channels, (kernel_size, kernel_size), stride, padding
+        self.deform_groups = deform_groups
+        self.weight = nn.Parameter(torch.randn(out_channels, in_channels, kernel_size, kernel_size) * 0.1)
+
+    def forward(self, x, offset):
+        out = F.conv2d(x, self.weight, stride=self.stride, padding=self.padding)
+        taps = self.deform_groups * self.kernel_size[0] * self.kernel_size[1]
+        if offset.shape[1] != 2 * taps or offset.shape[-2:] != out.shape[-2:]:
+            raise RuntimeError(f"offset.shape[1] is not valid: got: {offset.shape[1]} expected: {2 * taps}")
+        return out + offset.mean(1, keepdim=True)
+"""
+
+
+@needs_torch
+class OffsetInputs(unittest.TestCase):
+    def test_a_deformable_convolution_gets_offsets_per_tap_on_its_output_map(self) -> None:
+        # torchvision's and mmcv's DeformConv2d: before, "offset.shape[1] is not valid: got: 32 expected: 18"
+        report = judged(DEFORMABLE, DEFORMABLE, "DeformLike")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["input_shapes"], [[2, 4, 16, 16], [2, 36, 14, 14]], report)
