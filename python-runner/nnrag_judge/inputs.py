@@ -6,8 +6,9 @@ import ast
 import inspect
 import math
 import re
+import sys
 import textwrap
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from .arguments import GUESSED_WIDTH
 
@@ -857,4 +858,67 @@ def filled(model: Any, inputs: List[Any], torch: Any) -> List[Any]:
         index = index_input(params[i], out, torch)
         if index is not None and hasattr(out[i], "dtype") and out[i].dtype.is_floating_point and out[i].dim() < 4:
             out[i] = index
+    # a diffusion step (`timestep`, `sigma`, `guidance`): one number per sample, whatever the candidate held there
+    batch = next((int(v.shape[0]) for v in out if hasattr(v, "shape") and len(v.shape) > 1), 2)
+    for i in range(min(len(out), len(params))):
+        if params[i].name.lower() in TIME_NAMES and not (hasattr(out[i], "dim") and out[i].dim() == 1):
+            out[i] = time_steps(batch, torch)
+    # an optional parameter forward passes to a layer whatever it holds (`self.guidance_embedder(guidance)` with
+    # `guidance=None`): a value, and the defaults of the optional ones before it
+    used = unguarded_optional(model)
+    if used and len(out) >= len(required):
+        given = len(out)
+        last = max(i for i, p in enumerate(params) if p.name in used)
+        for i in range(len(out), last + 1):
+            p = params[i]
+            if p.name not in used:
+                out.append(p.default)
+            elif p.name.lower() in TIME_NAMES:
+                out.append(time_steps(batch, torch))
+            else:
+                value = shaped_for(used[p.name], torch.nn, torch, 16) if used[p.name] is not None else None
+                if value is None:
+                    return out[:given]  # no value to give it: the candidate as it was
+                out.append(value)
     return out
+
+
+# a diffusion model's step, given one per sample
+TIME_NAMES = ("timestep", "timesteps", "time_step", "time_steps", "sigma", "sigmas", "noise_level", "guidance")
+
+
+def time_steps(batch: int, torch: Any) -> Any:
+    return torch.rand(batch) * 999 + 1
+
+
+def unguarded_optional(model: Any) -> Dict[str, Any]:
+    """forward's optional parameters (default None) that its source passes to one of the block's submodules without a
+    test of them and without binding them again (`self.guidance_embedder(guidance)`): each with the first layer of
+    that submodule (None when it has none: a sinusoidal embedding). The original fails on None there as the copy
+    does; a value lets both run."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is None]
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
+    except (TypeError, ValueError, OSError, SyntaxError):
+        return {}
+    names = {p.name for p in params}
+    if not names:
+        return {}
+    tested: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
+            tested |= {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.BoolOp):
+            tested |= {n.id for v in node.values[:-1] for n in ast.walk(v) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            tested.add(node.id)
+    nn = sys.modules["torch"].nn
+    found: Dict[str, Any] = {}
+    for call in ast.walk(tree):
+        first = call.args[0] if isinstance(call, ast.Call) and call.args else None
+        if isinstance(first, ast.Name) and first.id in names - tested and first.id not in found:
+            module = submodule_called(model, call.func)  # type: ignore[union-attr]
+            if isinstance(module, nn.Module):
+                found[first.id] = entry_layer(module, nn)
+    return found

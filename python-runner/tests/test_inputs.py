@@ -520,3 +520,47 @@ class OffsetInputs(unittest.TestCase):
         report = judged(DEFORMABLE, DEFORMABLE, "DeformLike")
         self.assertEqual(report["tier"], "equivalent", report)
         self.assertEqual(report["input_shapes"], [[2, 4, 16, 16], [2, 36, 14, 14]], report)
+
+
+STEPS = """
+import math
+
+import torch
+from torch import nn
+
+
+class SinusoidalProj(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, timesteps):
+        assert len(timesteps.shape) == 1, "Timesteps should be a 1d-array"
+        freqs = torch.exp(-math.log(10000) * torch.arange(self.dim // 2) / (self.dim // 2))
+        angles = timesteps[:, None].float() * freqs[None]
+        return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+class StepGuidanceEmbedding(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.time_proj = SinusoidalProj(dim)
+        self.timestep_embedder = nn.Linear(dim, dim)
+        self.guidance_condition_proj = SinusoidalProj(dim)
+        self.guidance_embedder = nn.Linear(dim, dim)
+
+    def forward(self, timestep, guidance=None, hidden_dtype=None):
+        emb = self.timestep_embedder(self.time_proj(timestep).to(dtype=hidden_dtype))
+        guide = self.guidance_embedder(self.guidance_condition_proj(guidance).to(dtype=hidden_dtype))
+        return emb + guide
+"""
+
+
+@needs_torch
+class DiffusionSteps(unittest.TestCase):
+    def test_a_step_and_an_optional_guidance_used_without_a_test(self) -> None:
+        # diffusers' SanaCombinedTimestepGuidanceEmbeddings: before, "Timesteps should be a 1d-array", and with it a
+        # guidance of None (its default, passed to a layer untested) failed the original and the copy alike
+        report = judged(STEPS, STEPS, "StepGuidanceEmbedding")
+        self.assertEqual(report["tier"], "equivalent", report)
+        self.assertEqual(report["input_shapes"][:2], [[2], [2]], report)
