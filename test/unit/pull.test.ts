@@ -568,6 +568,26 @@ describe('pull: resolution and emission', () => {
     assert.match(await fsp.readFile(out, 'utf8'), /^class Conv2dNormActivation/m);
   });
 
+  it("imports an indexed torch's own code rather than inlining it, without --python too, and the compiled names its source lacks", async function () {
+    // before: pulled without --python, torch's LayerNorm was 18,680 lines of torch's internals that failed on 100
+    // compiled names (`torch.Size`, `torch._C`...); with --python, `from torch import Size` was a native-extension problem
+    this.timeout(120_000);
+    const dir = await tmpdir();
+    const db = path.join(dir, 'torch.db');
+    const idx = await cli('index', '--python-env', PYTHON_WITH_TORCH, '--packages', 'torch', '--db', db);
+    assert.strictEqual(idx.code, 0, idx.err);
+    for (const extra of [[], ['--python', PYTHON_WITH_TORCH]]) {
+      const out = path.join(dir, `ln${extra.length}.py`);
+      const r = await cli('pull', 'torch.nn.modules.normalization.LayerNorm', '--db', db, '--out', out, '--no-validate', '--json', ...extra);
+      assert.strictEqual(r.code, 0, r.out + r.err);
+      assert.deepStrictEqual(JSON.parse(r.out).problems, []);
+      const text = await fsp.readFile(out, 'utf8');
+      assert.match(text, /^from torch import Size$/m);
+      assert.match(text, /^from torch\.nn\.modules\.module import Module$/m);
+      assert.doesNotMatch(text, /^class Module/m);
+    }
+  });
+
   it('renames a third-party import kept under a guard when its name collides (every binding, every branch)', async () => {
     const guarded = (value: string): string => `try:\n    import json\nexcept ImportError:\n    json = None\n\n\ndef f():\n    return ${value}\n`;
     const { report, dir } = await pull(

@@ -228,8 +228,11 @@ function inlinedNames(session: PullSession, closure: ClosureResult, rootRepo: nu
 /** Whether the block's repository is an installed package the interpreter imports, so that it stays an import. */
 async function rootIsInstalled(session: PullSession, rootRepo: number, options: PullOptions): Promise<boolean> {
   const repo = session.repos.get(rootRepo);
-  if (!repo || repo.kind !== 'python-env' || !options.python || (options.inline ?? 'auto') !== 'auto' || repo.config.inline === true) return false;
+  if (!repo || repo.kind !== 'python-env' || (options.inline ?? 'auto') !== 'auto' || repo.config.inline === true) return false;
   const tops = session.table.topLevelNames(rootRepo);
+  // torch is where every pulled file runs (each imports it): an indexed torch is installed, whatever interpreter is named
+  if (tops.includes('torch')) return true;
+  if (!options.python) return false;
   const importable = await importableModules(options.python, tops);
   return tops.some((n) => importable.has(n));
 }

@@ -196,6 +196,11 @@ export class ClosureWalk {
         this.builtinsUsed.add(t.name);
         return undefined;
       case 'missing': {
+        // a name a module the file imports (not inlines) has only once it runs (an installed torch's `Size`, from its
+        // compiled part): imported from it as written, as the interpreter that imports the package finds it
+        if (t.from && !this.ctx.inlines(t.from, this.rootRec.repoId)) {
+          return this.external({ module: t.from.module, name: t.qualname.slice(t.from.module.length + 1), plainDotted: false, bound, indexed: true }, timing);
+        }
         const built = nativeOf(this.ctx.natives, t.qualname);
         if (built) return this.external({ module: built.module, name: built.name, plainDotted: false, bound, native: built.native }, 'def');
         const reason = this.ctx.skippedReason(t.qualname, this.rootRec.repoId);

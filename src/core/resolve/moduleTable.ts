@@ -48,7 +48,9 @@ export type Target =
       plainDotted?: boolean;
     }
   | { kind: 'builtin'; name: string }
-  | { kind: 'missing'; qualname: string; repo: string }
+  /** `from` the module it is missing from, when that module is in the index (`from torch import Size`: torch's source
+   * does not define the compiled `Size`). */
+  | { kind: 'missing'; qualname: string; repo: string; from?: ModuleRecord }
   | { kind: 'unresolved'; name: string };
 
 export interface RepoRecord {
@@ -265,7 +267,7 @@ export class ModuleTable {
       if (t.kind !== 'unresolved' && t.kind !== 'builtin') return t;
       const sub = this.lookup(`${abs}.${name}`, rec.repoId);
       if (sub) return { kind: 'module', mod: sub };
-      return { kind: 'missing', qualname: `${abs}.${name}`, repo: rec.repo };
+      return { kind: 'missing', qualname: `${abs}.${name}`, repo: rec.repo, from: rec };
     }
     const sub = this.lookup(`${abs}.${name}`, from.repoId);
     if (sub) return { kind: 'module', mod: sub };
