@@ -55,6 +55,25 @@ def kinds_of(nn: Any, *names: str) -> Tuple[Any, ...]:
     return tuple(cls for name in names for cls in table[name])
 
 
+# the copy's own classes that are copies of torch's (a block pulled from an indexed torch: its `Linear` is not
+# `nn.Linear`), each with torch's class it copies, so that the copy's side shapes its inputs as the original's side
+# does; filled by the copy's worker only (worker.torch_twins), empty on the original's side
+TWINS: Dict[Any, Any] = {}
+
+
+def is_a(module: Any, classes: Any) -> bool:
+    """`isinstance(module, classes)`, a copy of one of torch's classes counting as that class (TWINS)."""
+    if isinstance(module, classes):
+        return True
+    twin = TWINS.get(type(module))
+    return twin is not None and issubclass(twin, classes)
+
+
+def kind_of(module: Any) -> Any:
+    """The class a layer is, as torch's classes go (its twin for a copy of one of them)."""
+    return TWINS.get(type(module), type(module))
+
+
 def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[str, Any]] = None) -> List[List[Any]]:
     """Inputs to try, inferred from the first layers the block built (each shaped as `shaped_for` shapes what that
     layer takes), then common shapes."""
@@ -63,40 +82,40 @@ def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[
     layers = kinds_of(nn, "conv", "conv_transpose", "linear", "embedding", "layer_norm", "batch_norm", "group_norm", "rnn")
     for m in model.modules():
         # the block itself counts when it is a torch layer (Conv3DSimple(nn.Conv3d), LayerNorm2d(nn.LayerNorm))
-        if m is model and not isinstance(m, layers):
+        if m is model and not is_a(m, layers):
             continue
-        if isinstance(m, kinds_of(nn, "conv", "conv_transpose")):
+        if is_a(m, kinds_of(nn, "conv", "conv_transpose")):
             cands.append([shaped_for(m, nn, torch, 16)])
             cands.append([shaped_for(m, nn, torch, 32)])
             break
-        if isinstance(m, nn.Linear):
+        if is_a(m, nn.Linear):
             cands.extend([shaped_for(m, nn, torch, 2 * n)] for n in seqs)
             cands.append([torch.randn(2, m.in_features)])
             cands.append([shaped_for(m, nn, torch, 16)])
             break
-        if isinstance(m, nn.Embedding):
+        if is_a(m, nn.Embedding):
             cands.append([shaped_for(m, nn, torch, 16)])
             break
-        if isinstance(m, nn.LayerNorm):
+        if is_a(m, nn.LayerNorm):
             cands.extend([shaped_for(m, nn, torch, 2 * n)] for n in seqs)
             cands.append([shaped_for(m, nn, torch, 16)])
             cands.append([torch.randn(2, *tuple(m.normalized_shape))])
             break
-        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm2d)):
-            extra = {nn.BatchNorm1d: [8], nn.BatchNorm2d: [8, 8], nn.BatchNorm3d: [4, 4, 4]}.get(type(m), [8, 8])
+        if is_a(m, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm2d)):
+            extra = {nn.BatchNorm1d: [8], nn.BatchNorm2d: [8, 8], nn.BatchNorm3d: [4, 4, 4]}.get(kind_of(m), [8, 8])
             cands.append([torch.randn(2, m.num_features, *extra)])
             break
-        if isinstance(m, nn.GroupNorm):
+        if is_a(m, nn.GroupNorm):
             # a video block (3-d convolutions after the norm, or a norm that folds time into the batch) takes 5-d
             video = [torch.randn(2, m.num_channels, 4, 8, 8)]
-            three_d = any(isinstance(c, (nn.Conv3d, nn.ConvTranspose3d)) for c in model.modules())
+            three_d = any(is_a(c, (nn.Conv3d, nn.ConvTranspose3d)) for c in model.modules())
             cands.extend([video, [torch.randn(2, m.num_channels, 8, 8)]] if three_d else [[torch.randn(2, m.num_channels, 8, 8)], video])
             break
-        if isinstance(m, nn.MultiheadAttention):
+        if is_a(m, nn.MultiheadAttention):
             x = torch.randn(8, 2, m.embed_dim)
             cands.append([x, x, x])
             break
-        if isinstance(m, (nn.RNNBase,)):
+        if is_a(m, (nn.RNNBase,)):
             shape = (2, 8, m.input_size) if m.batch_first else (8, 2, m.input_size)
             cands.append([torch.randn(*shape)])
             break
@@ -298,26 +317,26 @@ def entry_layer(module: Any, nn: Any) -> Optional[Any]:
     """The first layer of a submodule that fixes the shape of what enters it (a convolution, a linear layer, an
     embedding, a norm), or None."""
     kinds = kinds_of(nn, "conv", "linear", "embedding", "layer_norm", "batch_norm", "group_norm")
-    return next((m for m in module.modules() if isinstance(m, kinds)), None) if isinstance(module, nn.Module) else None
+    return next((m for m in module.modules() if is_a(m, kinds)), None) if isinstance(module, nn.Module) else None
 
 
 def shaped_for(layer: Any, nn: Any, torch: Any, side: int) -> Optional[Any]:
     """A tensor the layer takes: images for a 2-d convolution or norm, sequences for a 1-d one, volumes for a 3-d one
     (`side` on each spatial axis), tokens (`side // 2` of them) for a linear layer or a layer norm, indices for an
     embedding."""
-    if isinstance(layer, kinds_of(nn, "conv", "conv_transpose")):
-        dims = 1 if isinstance(layer, (nn.Conv1d, nn.ConvTranspose1d)) else 3 if isinstance(layer, (nn.Conv3d, nn.ConvTranspose3d)) else 2
+    if is_a(layer, kinds_of(nn, "conv", "conv_transpose")):
+        dims = 1 if is_a(layer, (nn.Conv1d, nn.ConvTranspose1d)) else 3 if is_a(layer, (nn.Conv3d, nn.ConvTranspose3d)) else 2
         return torch.randn(2, layer.in_channels, *([side] * dims))
-    if isinstance(layer, kinds_of(nn, "batch_norm")):
-        dims = {nn.BatchNorm1d: 1, nn.BatchNorm2d: 2, nn.BatchNorm3d: 3}[type(layer)]
+    if is_a(layer, kinds_of(nn, "batch_norm")):
+        dims = {nn.BatchNorm1d: 1, nn.BatchNorm2d: 2, nn.BatchNorm3d: 3}[kind_of(layer)]
         return torch.randn(2, layer.num_features, *([side] * dims))
-    if isinstance(layer, nn.GroupNorm):
+    if is_a(layer, nn.GroupNorm):
         return torch.randn(2, layer.num_channels, side, side)
-    if isinstance(layer, nn.Linear):
+    if is_a(layer, nn.Linear):
         return torch.randn(2, side // 2, layer.in_features)
-    if isinstance(layer, nn.LayerNorm):
+    if is_a(layer, nn.LayerNorm):
         return torch.randn(2, side // 2, *layer.normalized_shape)
-    if isinstance(layer, nn.Embedding):
+    if is_a(layer, nn.Embedding):
         return torch.randint(0, layer.num_embeddings, (2, side // 2))
     return None
 
@@ -421,9 +440,9 @@ GRAPH_NODES = (6, 4)
 
 def layer_width(layer: Any, nn: Any) -> Optional[int]:
     """The last dimension a linear layer or a layer norm takes (None for another layer)."""
-    if isinstance(layer, nn.Linear):
+    if is_a(layer, nn.Linear):
         return int(layer.in_features)
-    if isinstance(layer, nn.LayerNorm) and layer.normalized_shape:
+    if is_a(layer, nn.LayerNorm) and layer.normalized_shape:
         return int(layer.normalized_shape[-1])
     return None
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, OWN_PACKAGES, called_methods, constructor_candidates, given_candidates, guess_value,
                         in_form, jsonable, resolve_given, takes_a_list, variants, without_download)
 from .evidence import probe_variant, seed_all, tensor_evidence
-from .inputs import (containers, data_object_inputs, dense_graph_inputs, docstring_inputs, documented_inputs, entered_input, filled, gridded, input_candidates,
+from .inputs import (TWINS, containers, data_object_inputs, dense_graph_inputs, docstring_inputs, documented_inputs, entered_input, filled, gridded, input_candidates,
                      lighter, offset_inputs, pyramid_inputs, region_inputs, routed_inputs, shapes, shrunk, signature_inputs, spatial_sides, LARGE_SIDE)
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, PROBED, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
@@ -467,20 +467,45 @@ def covering(path: str) -> Tuple[Callable[[], None], Set[int]]:
     return (lambda: sys.setprofile(None)), seen
 
 
-def renames_of(path: str) -> Dict[str, str]:
-    """The names the pulled file gave definitions whose names collided (its provenance record's `renamed`), mapped
-    to the original names: the copy's module tree is compared by the original's class names."""
+def torch_twins(path: str, namespace: Dict[str, Any], nn: Any) -> Dict[Any, Any]:
+    """The pulled file's classes that are copies of torch's own (its provenance record names a module of torch, loaded
+    here as torch is), each with torch's class: a block pulled from an indexed torch is shaped for as torch's is."""
+    twins: Dict[Any, Any] = {}
+    record = provenance_of(path)
+    renamed = record.get("renamed") if isinstance(record.get("renamed"), dict) else {}
+    for d in record.get("definitions") or []:
+        module = d.get("module") if isinstance(d, dict) else None
+        if not isinstance(module, str) or not (module == "torch" or module.startswith("torch.")) or module not in sys.modules:
+            continue
+        for name in d.get("names") or []:
+            if not isinstance(name, str):
+                continue
+            copy, twin = namespace.get(str(renamed.get(f"{module}.{name}", name))), getattr(sys.modules[module], name, None)
+            if inspect.isclass(copy) and inspect.isclass(twin) and issubclass(twin, nn.Module) and copy is not twin:
+                twins[copy] = twin
+    return twins
+
+
+def provenance_of(path: str) -> Dict[str, Any]:
+    """The pulled file's provenance record (its header's `# nnrag-provenance:` line), or {}."""
     try:
         with open(path, encoding="utf-8") as fh:
             for line in fh:
                 if line.startswith("# nnrag-provenance: "):
-                    renamed = json.loads(line[len("# nnrag-provenance: "):]).get("renamed") or {}
-                    return {str(v): str(k).rsplit(".", 1)[-1] for k, v in renamed.items() if isinstance(v, str)}
+                    record = json.loads(line[len("# nnrag-provenance: "):])
+                    return record if isinstance(record, dict) else {}
                 if not line.startswith("#"):
                     break
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError):
         pass
     return {}
+
+
+def renames_of(path: str) -> Dict[str, str]:
+    """The names the pulled file gave definitions whose names collided (its provenance record's `renamed`), mapped
+    to the original names: the copy's module tree is compared by the original's class names."""
+    renamed = provenance_of(path).get("renamed")
+    return {str(v): str(k).rsplit(".", 1)[-1] for k, v in renamed.items() if isinstance(v, str)} if isinstance(renamed, dict) else {}
 
 
 def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], factory: Any, plan: Dict[str, Any],
@@ -557,6 +582,7 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
     then the probes of the original's plan, when one was given."""
     module = import_file(req["file"], req.get("native", []))
     send(frame(TIER, "imported"))
+    TWINS.update(torch_twins(req["file"], vars(module), nn))
     cls = find_block(module, req.get("class"), nn)
     try:
         source = inspect.getsourcefile(cls)

@@ -564,3 +564,79 @@ class DiffusionSteps(unittest.TestCase):
         report = judged(STEPS, STEPS, "StepGuidanceEmbedding")
         self.assertEqual(report["tier"], "equivalent", report)
         self.assertEqual(report["input_shapes"][:2], [[2], [2]], report)
+
+
+TORCH_LINEAR_COPY = """
+# nnrag-provenance: {"target": "torch:torch.nn.modules.linear.Linear", "definitions": [{"names": ["Linear"], "module": "torch.nn.modules.linear"}]}
+import math
+
+import torch
+from torch.nn import functional as F, init
+from torch.nn.modules.module import Module
+from torch.nn.parameter import Parameter
+
+
+class Linear(Module):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(torch.empty((out_features, in_features), **factory_kwargs))
+        if bias:
+            self.bias = Parameter(torch.empty(out_features, **factory_kwargs))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return "in_features={}, out_features={}, bias={}".format(self.in_features, self.out_features, self.bias is not None)
+"""
+
+
+@needs_torch
+class TorchOwnLayers(unittest.TestCase):
+    def test_a_copy_of_torchs_own_layer_is_fed_as_torchs_layer_is(self) -> None:
+        # torch's Linear pulled from an indexed torch: the copy's Linear is not nn.Linear, so its side shaped other
+        # inputs than the original's and read 'differs' ("mat1 and mat2 shapes cannot be multiplied ... in the copy")
+        import importlib.util
+        import os
+        import tempfile
+        import textwrap
+
+        import torch
+
+        from nnrag_judge import inputs
+        from nnrag_judge.worker import torch_twins
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "linear_copy.py")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(textwrap.dedent(TORCH_LINEAR_COPY).lstrip())
+            spec = importlib.util.spec_from_file_location("linear_copy", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            twins = torch_twins(path, vars(module), torch.nn)
+        self.assertEqual(twins, {module.Linear: torch.nn.Linear})
+
+        def shapes(model: object) -> list:
+            torch.manual_seed(0)
+            return [[tuple(t.shape) for t in c] for c in inputs.input_candidates(model, torch, torch.nn)]
+
+        original = shapes(torch.nn.Linear(16, 16))
+        inputs.TWINS.update(twins)
+        try:
+            self.assertEqual(shapes(module.Linear(16, 16)), original)
+        finally:
+            inputs.TWINS.clear()
