@@ -19,7 +19,7 @@ describe('docstrings of what a pull brings', () => {
       '        dim (int): channels',
       '    """',
       '',
-      '    def forward(self, x):',
+      '    def apply(self, x):',
       "        '''Applies it.",
       '        Over the last dimension.',
       '',
@@ -38,7 +38,7 @@ describe('docstrings of what a pull brings', () => {
         '    (shortened by NN-RAG: the whole docstring is in the source the header names)',
         '    """',
         '',
-        '    def forward(self, x):',
+        '    def apply(self, x):',
         "        '''Applies it.",
         '        Over the last dimension.',
         '',
@@ -50,6 +50,22 @@ describe('docstrings of what a pull brings', () => {
     );
     // still Python, with the same code
     assert.ok(parser.parseText(out).ok);
+  });
+
+  it("keeps a forward's docstring whole: the judge reads the shapes it gives on both sides", () => {
+    // litgpt's adapter GPT inherits its forward ("idx: ... shape `(B, T)`"): shortened in the copy, the copy's side had one
+    // input fewer than the original's, and the inputs the plan named by position differed (a false 'differs')
+    const text = [
+      'class Base(nn.Module):',
+      '    def forward(self, idx):',
+      '        """Logits.',
+      '',
+      '        idx: shape `(B, T)`.',
+      '        """',
+      '        return idx',
+      '',
+    ].join('\n');
+    assert.strictEqual(shorten(text), text);
   });
 
   it('cuts at the right place after letters outside ASCII', () => {

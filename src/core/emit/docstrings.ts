@@ -1,7 +1,8 @@
 /**
  * Docstrings of the definitions a pull brings with a block are cut to their first paragraph: a helper's summary stays
  * with it, its argument lists and examples stay in the source the header names. The block's own docstrings are kept
- * whole, and `--full-docstrings` keeps every one.
+ * whole, and `--full-docstrings` keeps every one; so is every `forward`'s (the judge reads the shapes a forward's
+ * docstring gives, on the original's side and the copy's alike: a forward a block inherits keeps them too).
  */
 import type { DocstringSpan } from '../parse/parser';
 
@@ -15,6 +16,7 @@ export function shortenDocstrings(text: string, find: FindDocstrings): string {
   if (!text.includes('"""') && !text.includes("'''")) return text;
   const cuts: { start: number; end: number; text: string }[] = [];
   for (const str of find(text)) {
+    if (str.owner === 'forward') continue;
     const m = /^([rRuU]?)("""|''')([^]*)\2$/.exec(str.text);
     if (!m) continue;
     const paragraphs = m[3].split(/\n[ \t]*\n/);

@@ -50,6 +50,8 @@ export interface DocstringSpan {
   end: number;
   column: number;
   text: string;
+  /** The name of the function or class whose docstring it is. */
+  owner?: string;
 }
 
 export class PythonParser {
@@ -103,7 +105,13 @@ export class PythonParser {
     this.docQuery ??= new Query(this.parser.language!, DOCSTRING_QUERY);
     const query = this.docQuery;
     return this.withRawTree(text, (tree) =>
-      query.captures(tree.rootNode).map((c) => ({ start: c.node.startIndex, end: c.node.endIndex, column: c.node.startPosition.column, text: c.node.text })),
+      query.captures(tree.rootNode).map((c) => ({
+        start: c.node.startIndex,
+        end: c.node.endIndex,
+        column: c.node.startPosition.column,
+        text: c.node.text,
+        owner: c.node.parent?.parent?.parent?.childForFieldName('name')?.text,
+      })),
     );
   }
 
