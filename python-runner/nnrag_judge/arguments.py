@@ -82,7 +82,7 @@ def is_configuration(cls: Any) -> bool:
     if torch is not None and issubclass(cls, torch.nn.Module):
         return False
     names = (cls.__name__, re.sub(r"_[A-Za-z0-9]+$", "", cls.__name__))
-    return any(n.endswith(("Config", "Configuration")) for n in names) or dataclasses.is_dataclass(cls)
+    return any(n.endswith(("Config", "Configuration", "Cfg")) for n in names) or dataclasses.is_dataclass(cls)
 
 
 def named_configuration(namespace: Dict[str, Any]) -> Any:
@@ -90,7 +90,7 @@ def named_configuration(namespace: Dict[str, Any]) -> Any:
     block's module, those no other of them derives from (a hub's `BertConfig`, not its base `PretrainedConfig`), the
     module's own first, then those it imports (`from .configuration_bert import BertConfig`); None unless exactly one.
     The copy, which defines what it took in, and the original, which imports it, find the same class."""
-    classes = [v for k, v in namespace.items() if inspect.isclass(v) and is_configuration(v) and re.sub(r"_[A-Za-z0-9]+$", "", k).endswith(("Config", "Configuration"))]
+    classes = [v for k, v in namespace.items() if inspect.isclass(v) and is_configuration(v) and re.sub(r"_[A-Za-z0-9]+$", "", k).endswith(("Config", "Configuration", "Cfg"))]
     derived = [c for c in classes if not any(o is not c and issubclass(o, c) for o in classes)]
     own = [c for c in derived if c.__module__ == namespace.get("__name__")]
     for found in (own, derived):

@@ -323,3 +323,33 @@ class ConfigurationObjects(unittest.TestCase):
         original = long.replace("{name}", "AdapterConfig")
         report = judged(copy, original, "Adapter")
         self.assertEqual(report["tier"], "equivalent", report)
+
+
+CFG = '''
+import torch
+from torch import nn
+
+
+class NetCfg:
+    def __init__(self, width=8, depth=2):
+        self.width = width
+        self.depth = depth
+
+
+class Net(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.layers = nn.Sequential(*[nn.Linear(cfg.width, cfg.width) for _ in range(cfg.depth)])
+
+    def forward(self, x):
+        return self.layers(x)
+'''
+
+
+@needs_torch
+class CfgClasses(unittest.TestCase):
+    def test_a_configuration_class_named_cfg(self) -> None:
+        # the pull takes a module's one `*Cfg` class in for an unannotated `cfg`, as it does a `*Config`: the judge
+        # now builds it too (before: 'int' object has no attribute 'width')
+        report = judged(CFG, CFG, "Net")
+        self.assertEqual(report["tier"], "equivalent", report)
