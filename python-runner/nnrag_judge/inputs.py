@@ -341,10 +341,15 @@ def shaped_for(layer: Any, nn: Any, torch: Any, side: int) -> Optional[Any]:
     return None
 
 
-def routes(model: Any, nn: Any) -> Dict[str, Any]:
-    """For each of forward's required parameters, the layer it enters first in forward's source (`self.to_kv(context)`
-    gives `context` the first layer of `to_kv`), where forward's source says so."""
-    required = required_inputs(model)
+def routes(model: Any, nn: Any, optional: bool = False) -> Dict[str, Any]:
+    """For each of forward's required parameters (and its optional ones too with `optional`), the layer it enters
+    first in forward's source (`self.to_kv(context)` gives `context` the first layer of `to_kv`), where forward's
+    source says so."""
+    try:
+        required = [p for p in inspect.signature(model.forward).parameters.values()
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and (optional or p.default is p.empty)]
+    except (TypeError, ValueError):
+        return {}
     if not required:
         return {}
     try:
@@ -870,7 +875,8 @@ def filled(model: Any, inputs: List[Any], torch: Any) -> List[Any]:
     for i in range(len(inputs), arity):
         index = index_input(required[i], out, torch) if i < len(required) else None
         grid = grid_value(required[i], out) if i < len(required) and index is None else None
-        out.append(index if index is not None else grid if grid is not None else scalars.get(i, inputs[0]))
+        edge = edge_features(model, required[i], out, torch) if i < len(required) and index is None and grid is None else None
+        out.append(index if index is not None else grid if grid is not None else edge if edge is not None else scalars.get(i, inputs[0]))
     # a candidate whose second input is a tensor of features where an index is wanted: the index instead (not for
     # per-pair features of a dense graph, [batch, nodes, nodes, width])
     for i in range(1, min(len(out), len(params))):
@@ -894,12 +900,45 @@ def filled(model: Any, inputs: List[Any], torch: Any) -> List[Any]:
                 out.append(p.default)
             elif p.name.lower() in TIME_NAMES:
                 out.append(time_steps(batch, torch))
+            elif edge_features(model, p, out, torch) is not None:
+                out.append(edge_features(model, p, out, torch))
             else:
                 value = shaped_for(used[p.name], torch.nn, torch, 16) if used[p.name] is not None else None
                 if value is None:
                     return out[:given]  # no value to give it: the candidate as it was
                 out.append(value)
     return out
+
+
+# features per edge of a graph (`forward(x, edge_index, edge_attr)`), one row per column of the edge index
+EDGE_FEATURE_NAMES = ("edge_attr", "edge_attrs", "edge_features", "edge_feat", "edge_weight", "edge_weights", "edge_type")
+
+
+def edge_features(model: Any, param: inspect.Parameter, inputs: List[Any], torch: Any) -> Optional[Any]:
+    """For a parameter named as features of edges, when an edge index is among the inputs already: a weight per edge
+    (`edge_weight`), a type per edge (`edge_type`, below the block's `num_relations`), else features of the width the
+    layer they enter takes (`self.lin_edge(edge_attr)`), or the block's `edge_dim`, else the nodes' width."""
+    name = param.name.lower()
+    if name not in EDGE_FEATURE_NAMES:
+        return None
+    index = next((v for v in inputs if hasattr(v, "dtype") and not v.dtype.is_floating_point and v.dim() == 2 and v.shape[0] == 2), None)
+    if index is None:
+        return None
+    edges = int(index.shape[1])
+    if name in ("edge_weight", "edge_weights"):
+        return torch.rand(edges)
+    if name == "edge_type":
+        relations = getattr(model, "num_relations", None)
+        return torch.randint(0, relations if isinstance(relations, int) and relations > 0 else 2, (edges,))
+    nn = sys.modules["torch"].nn
+    layer = routes(model, nn, optional=True).get(param.name)
+    width = layer_width(layer, nn) if layer is not None else None
+    dim = getattr(model, "edge_dim", None)
+    if width is None and isinstance(dim, int) and not isinstance(dim, bool) and dim > 0:
+        width = dim
+    if width is None:
+        width = next((int(v.shape[-1]) for v in inputs if hasattr(v, "dtype") and v.dtype.is_floating_point and v.dim() == 2), GUESSED_WIDTH)
+    return torch.randn(edges, width)
 
 
 # a diffusion model's step, given one per sample

@@ -640,3 +640,48 @@ class TorchOwnLayers(unittest.TestCase):
             self.assertEqual(shapes(module.Linear(16, 16)), original)
         finally:
             inputs.TWINS.clear()
+
+
+EDGES = """
+import torch
+from torch import nn
+
+
+class EdgeConv(nn.Module):
+    def __init__(self, in_channels=12, out_channels=8, edge_dim=5):
+        super().__init__()
+        self.edge_dim = edge_dim
+        self.lin = nn.Linear(in_channels, out_channels)
+        self.lin_edge = nn.Linear(edge_dim, in_channels)
+
+    def forward(self, x, edge_index, edge_attr):
+        src, dst = edge_index
+        messages = (x[src] + self.lin_edge(edge_attr)).relu()
+        return self.lin(torch.zeros_like(x).index_add_(0, dst, messages))
+
+
+class WeightedConv(nn.Module):
+    def __init__(self, in_channels=12, out_channels=8):
+        super().__init__()
+        self.lin = nn.Linear(in_channels, out_channels)
+
+    def forward(self, x, edge_index, edge_weight):
+        src, dst = edge_index
+        return self.lin(torch.zeros_like(x).index_add_(0, dst, x[src] * edge_weight.view(-1, 1)))
+"""
+
+
+@needs_torch
+class EdgeFeatures(unittest.TestCase):
+    # a graph library's convolutions that take features or weights per edge: before, the node features were given
+    # again in their place (as many rows as nodes, not edges)
+    def test_features_per_edge_of_the_width_their_layer_takes(self) -> None:
+        report = judged(EDGES, EDGES, "EdgeConv")
+        self.assertEqual(report["tier"], "equivalent", report)
+        nodes, edges = report["input_shapes"][0][0], report["input_shapes"][1][1]
+        self.assertEqual(report["input_shapes"][2], [edges, 5], report)
+        self.assertNotEqual(nodes, edges)
+
+    def test_a_weight_per_edge(self) -> None:
+        report = judged(EDGES, EDGES, "WeightedConv")
+        self.assertEqual(report["tier"], "equivalent", report)
