@@ -883,30 +883,6 @@ def filled(model: Any, inputs: List[Any], torch: Any) -> List[Any]:
         index = index_input(params[i], out, torch)
         if index is not None and hasattr(out[i], "dtype") and out[i].dtype.is_floating_point and out[i].dim() < 4:
             out[i] = index
-    # a diffusion step (`timestep`, `sigma`, `guidance`): one number per sample, whatever the candidate held there
-    batch = next((int(v.shape[0]) for v in out if hasattr(v, "shape") and len(v.shape) > 1), 2)
-    for i in range(min(len(out), len(params))):
-        if params[i].name.lower() in TIME_NAMES and not (hasattr(out[i], "dim") and out[i].dim() == 1):
-            out[i] = time_steps(batch, torch)
-    # an optional parameter forward passes to a layer whatever it holds (`self.guidance_embedder(guidance)` with
-    # `guidance=None`): a value, and the defaults of the optional ones before it
-    used = unguarded_optional(model)
-    if used and len(out) >= len(required):
-        given = len(out)
-        last = max(i for i, p in enumerate(params) if p.name in used)
-        for i in range(len(out), last + 1):
-            p = params[i]
-            if p.name not in used:
-                out.append(p.default)
-            elif p.name.lower() in TIME_NAMES:
-                out.append(time_steps(batch, torch))
-            elif edge_features(model, p, out, torch) is not None:
-                out.append(edge_features(model, p, out, torch))
-            else:
-                value = shaped_for(used[p.name], torch.nn, torch, 16) if used[p.name] is not None else None
-                if value is None:
-                    return out[:given]  # no value to give it: the candidate as it was
-                out.append(value)
     return out
 
 
@@ -947,6 +923,32 @@ TIME_NAMES = ("timestep", "timesteps", "time_step", "time_steps", "sigma", "sigm
 
 def time_steps(batch: int, torch: Any) -> Any:
     return torch.rand(batch) * 999 + 1
+
+
+def step_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
+    """For a forward that takes a diffusion step (`timestep`, `sigma`, `guidance`): one per sample, the other required
+    inputs shaped for the layer each enters, and an optional step forward passes to a submodule untested (Sana's
+    `self.guidance_embedder(guidance)` with `guidance=None`) one too, the optional inputs before it their defaults.
+    Tried after every other source: a parameter so named may hold something else (an embedding, steps per frame)."""
+    try:
+        params = [p for p in inspect.signature(model.forward).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return []
+    required = [p for p in params if p.default is p.empty]
+    used = unguarded_optional(model)
+    optional = [i for i, p in enumerate(params) if p.default is None and p.name in used and p.name.lower() in TIME_NAMES]
+    if not any(p.name.lower() in TIME_NAMES for p in required) and not optional:
+        return []
+    entered = routes(model, nn)
+    values: List[Any] = []
+    for p in required:
+        value = time_steps(2, torch) if p.name.lower() in TIME_NAMES else shaped_for(entered[p.name], nn, torch, 16) if p.name in entered else None
+        if value is None:
+            return []
+        values.append(value)
+    for i in range(len(values), max(optional, default=-1) + 1):
+        values.append(time_steps(2, torch) if i in optional else params[i].default)
+    return [values]
 
 
 def unguarded_optional(model: Any) -> Dict[str, Any]:

@@ -29,7 +29,7 @@ from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, OW
                         in_form, jsonable, resolve_given, takes_a_list, variants, without_download)
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import (TWINS, containers, data_object_inputs, dense_graph_inputs, docstring_inputs, documented_inputs, entered_input, filled, gridded, input_candidates,
-                     lighter, offset_inputs, pyramid_inputs, region_inputs, routed_inputs, shapes, shrunk, signature_inputs, spatial_sides, LARGE_SIDE)
+                     lighter, offset_inputs, pyramid_inputs, region_inputs, routed_inputs, shapes, shrunk, signature_inputs, spatial_sides, step_inputs, LARGE_SIDE)
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
 from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, PROBED, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
 from .observe import observed_inputs, run_observe
@@ -266,6 +266,7 @@ INPUT_SOURCES: List[Tuple[str, Callable[[Any, Any, Any, Dict[str, Any]], List[Li
     ("offsets for a deformable convolution", lambda m, t, _n, _k: offset_inputs(m, t)),
     ("the block's first layers, then common shapes", lambda m, t, n, k: gridded(m, containers(m, input_candidates(m, t, n, k)))),
     ("forward's one input shaped for the layer it enters", lambda m, t, n, _k: entered_input(m, t, n)),
+    ("a diffusion step, one per sample", lambda m, t, n, _k: step_inputs(m, t, n)),
 ]
 
 
