@@ -15,16 +15,25 @@ import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 const BINARIES = ['/usr/sbin/munged', '/usr/sbin/slurmctld', '/usr/sbin/slurmd', '/usr/bin/sbatch', '/etc/munge/munge.key'];
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
-/** A free TCP port on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as net.AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
+/**
+ * `count` free TCP ports on 127.0.0.1, all different: each is held open until all are taken (one port taken and
+ * released, then another, can be the same port twice: "slurmctld is talking with itself. SlurmctldPort == SlurmdPort").
+ */
+async function freePorts(count: number): Promise<number[]> {
+  const servers: net.Server[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const server = net.createServer();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.on('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve());
+      });
+    }
+    return servers.map((s) => (s.address() as net.AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  }
 }
 
 async function until<T>(what: () => T | undefined, ms: number, why: () => string): Promise<T> {
@@ -54,7 +63,7 @@ describe('a real Slurm run of the shards', function () {
     }
     dir = await tmpdir('nnrag-slurm-');
     for (const d of ['munge', 'spool', 'state', 'log', 'work']) fs.mkdirSync(path.join(dir, d));
-    const [ctld, slurmd] = [await freePort(), await freePort()];
+    const [ctld, slurmd] = await freePorts(2);
     const memoryMb = Math.floor((Number(execFileSync('awk', ['/MemTotal/ {print $2}', '/proc/meminfo'], { encoding: 'utf8' })) / 1024) * 0.8);
     const conf = path.join(dir, 'slurm.conf');
     fs.writeFileSync(
