@@ -576,9 +576,18 @@ describe('pull: resolution and emission', () => {
     const db = path.join(dir, 'torch.db');
     const idx = await cli('index', '--python-env', PYTHON_WITH_TORCH, '--packages', 'torch', '--db', db);
     assert.strictEqual(idx.code, 0, idx.err);
-    for (const extra of [[], ['--python', PYTHON_WITH_TORCH]]) {
-      const out = path.join(dir, `ln${extra.length}.py`);
-      const r = await cli('pull', 'torch.nn.modules.normalization.LayerNorm', '--db', db, '--out', out, '--no-validate', '--json', ...extra);
+    // and torch's sources indexed as a folder (the bench's corpus): its LayerNorm was 18,680 lines there too
+    const folderDb = path.join(dir, 'torch-folder.db');
+    const torchDir = execFileSync(PYTHON_WITH_TORCH, ['-c', 'import torch, os; print(os.path.dirname(torch.__file__))'], { encoding: 'utf8' }).trim();
+    const folder = await cli('index', torchDir, '--db', folderDb);
+    assert.strictEqual(folder.code, 0, folder.err);
+    for (const [extra, index] of [
+      [[], db],
+      [['--python', PYTHON_WITH_TORCH], db],
+      [[], folderDb],
+    ] as [string[], string][]) {
+      const out = path.join(dir, `ln${extra.length}${index === db ? '' : 'f'}.py`);
+      const r = await cli('pull', 'torch.nn.modules.normalization.LayerNorm', '--db', index, '--out', out, '--no-validate', '--json', ...extra);
       assert.strictEqual(r.code, 0, r.out + r.err);
       assert.deepStrictEqual(JSON.parse(r.out).problems, []);
       const text = await fsp.readFile(out, 'utf8');

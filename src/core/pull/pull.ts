@@ -228,11 +228,12 @@ function inlinedNames(session: PullSession, closure: ClosureResult, rootRepo: nu
 /** Whether the block's repository is an installed package the interpreter imports, so that it stays an import. */
 async function rootIsInstalled(session: PullSession, rootRepo: number, options: PullOptions): Promise<boolean> {
   const repo = session.repos.get(rootRepo);
-  if (!repo || repo.kind !== 'python-env' || (options.inline ?? 'auto') !== 'auto' || repo.config.inline === true) return false;
+  if (!repo || (options.inline ?? 'auto') !== 'auto' || repo.config.inline === true) return false;
   const tops = session.table.topLevelNames(rootRepo);
-  // torch is where every pulled file runs (each imports it): an indexed torch is installed, whatever interpreter is named
+  // torch is where every pulled file runs (each imports it): an indexed torch, installed or a folder of its sources, is
+  // imported from the torch installed, whatever interpreter is named (its Python needs that torch's compiled part)
   if (tops.includes('torch')) return true;
-  if (!options.python) return false;
+  if (repo.kind !== 'python-env' || !options.python) return false;
   const importable = await importableModules(options.python, tops);
   return tops.some((n) => importable.has(n));
 }
