@@ -350,22 +350,28 @@ def routes(model: Any, nn: Any, optional: bool = False) -> Dict[str, Any]:
                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and (optional or p.default is p.empty)]
     except (TypeError, ValueError):
         return {}
-    if not required:
-        return {}
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
-    except (TypeError, ValueError, OSError, SyntaxError):
+    read = forward_calls(model) if required else None
+    if read is None:
         return {}
     params = [p.name for p in required]
     entered: Dict[str, Any] = {}
-    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
-    for call in calls:
-        first = call.args[0] if call.args else None
-        if isinstance(first, ast.Name) and first.id in params and first.id not in entered:
-            layer = entry_layer(submodule_called(model, call.func), nn)
+    for name, func in read[1]:
+        if name in params and name not in entered:
+            layer = entry_layer(submodule_called(model, func), nn)
             if layer is not None:
-                entered[first.id] = layer
+                entered[name] = layer
     return entered
+
+
+def forward_calls(model: Any) -> Optional[Tuple[ast.AST, List[Tuple[str, ast.expr]]]]:
+    """forward's source parsed, and its calls whose first argument is a name, in source order: (that name, what the
+    call calls); None when the source cannot be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
+    except (TypeError, ValueError, OSError, SyntaxError):
+        return None
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    return tree, [(c.args[0].id, c.func) for c in calls if c.args and isinstance(c.args[0], ast.Name)]
 
 
 def submodule_called(model: Any, func: ast.expr) -> Any:
@@ -601,8 +607,8 @@ def region_inputs(model: Any, torch: Any) -> List[List[Any]]:
     if not required or len(required) < 2:
         return []
     names = [p.name.lower() for p in required]
-    at = next((i for i, n in enumerate(names) if n in REGION_NAMES), 0)
-    if at != 1 or any(n not in IMAGE_SIZE_NAMES for n in names[2:]):
+    # (the regions second, the map first: `forward(input, rois)`; then only the images' sizes)
+    if names[0] in REGION_NAMES or names[1] not in REGION_NAMES or any(n not in IMAGE_SIZE_NAMES for n in names[2:]):
         return []
     texts = [p.annotation if isinstance(p.annotation, str) else repr(p.annotation) if p.annotation is not p.empty else "" for p in required]
     size = getattr(model, "output_size", None)
@@ -639,7 +645,7 @@ def offset_inputs(model: Any, torch: Any) -> List[List[Any]]:
     modulation masks one per tap, for each deformable group, on the map its output has (kernel, stride, padding and
     dilation read from the block)."""
     required = required_inputs(model)
-    if not required or len(required) < 2 or required[1].name.lower() not in ("offset", "offsets"):
+    if not required or not 2 <= len(required) <= 3 or required[1].name.lower() not in ("offset", "offsets"):
         return []
     geometry: List[Tuple[int, int]] = []
     for name, default in (("kernel_size", None), ("stride", 1), ("padding", 0), ("dilation", 1)):
@@ -661,7 +667,7 @@ def offset_inputs(model: Any, torch: Any) -> List[List[Any]]:
     values = [torch.randn(2, channels, side, side), torch.randn(2, 2 * taps, *out) * 0.5]
     if len(required) > 2:
         values.append(torch.rand(2, taps, *out))
-    return [values] if len(required) <= 3 else []
+    return [values]
 
 
 def containers(model: Any, candidates: List[List[Any]]) -> List[List[Any]]:
@@ -951,20 +957,19 @@ def step_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
     return [values]
 
 
-def unguarded_optional(model: Any) -> Dict[str, Any]:
+def unguarded_optional(model: Any) -> Set[str]:
     """forward's optional parameters (default None) that its source passes to one of the block's submodules without a
-    test of them and without binding them again (`self.guidance_embedder(guidance)`): each with the first layer of
-    that submodule (None when it has none: a sinusoidal embedding). The original fails on None there as the copy
-    does; a value lets both run."""
+    test of them and without binding them again (`self.guidance_embedder(guidance)`). The original fails on None there
+    as the copy does; a value lets both run."""
     try:
-        params = [p for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is None]
-        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
-    except (TypeError, ValueError, OSError, SyntaxError):
-        return {}
-    names = {p.name for p in params}
-    if not names:
-        return {}
+        names = {p.name for p in inspect.signature(model.forward).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is None}
+    except (TypeError, ValueError):
+        return set()
+    read = forward_calls(model) if names else None
+    if read is None:
+        return set()
+    tree, calls = read
     tested: Set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
@@ -974,11 +979,8 @@ def unguarded_optional(model: Any) -> Dict[str, Any]:
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             tested.add(node.id)
     nn = sys.modules["torch"].nn
-    found: Dict[str, Any] = {}
-    for call in ast.walk(tree):
-        first = call.args[0] if isinstance(call, ast.Call) and call.args else None
-        if isinstance(first, ast.Name) and first.id in names - tested and first.id not in found:
-            module = submodule_called(model, call.func)  # type: ignore[union-attr]
-            if isinstance(module, nn.Module):
-                found[first.id] = entry_layer(module, nn)
+    found: Set[str] = set()
+    for name, func in calls:
+        if name in names - tested and name not in found and isinstance(submodule_called(model, func), nn.Module):
+            found.add(name)
     return found
