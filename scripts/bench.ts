@@ -16,7 +16,7 @@
  *        tsx scripts/bench.ts --native [--python P]   (pull --build-native: the build, and the cached second pull)
  *        tsx scripts/bench.ts --index-only [--corpus DIR...] [--rounds N]
  *        tsx scripts/bench.ts --observe-only [--observe-repo DIR | --observe-blocks N] [--python P]   (the catalog alone)
- *        tsx scripts/bench.ts --revalidate REPORT --db DB --python P [--sample N]   (validate FILE against the pull)
+ *        tsx scripts/bench.ts --revalidate REPORT --db DB --python P [--sample N] [--warm] [--cache DIR]   (validate FILE against the pull)
  *        tsx scripts/bench.ts --synthetic-child CORPUS_DIR N   (the child: prints one JSON line)
  */
 import { execFileSync, spawnSync } from 'child_process';
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
     return;
   }
   if (argv.includes('--revalidate')) {
-    console.log(JSON.stringify(revalidateBench(argv)));
+    console.log(JSON.stringify(await revalidateBench(argv)));
     return;
   }
   const scale = argv.includes('--scale') ? Number(argv[argv.indexOf('--scale') + 1]) : 10;

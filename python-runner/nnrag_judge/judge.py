@@ -171,6 +171,35 @@ def kept_original(job: Job) -> str:
     return json.dumps({"versions": interpreter_versions(), "frames": [[header, base64.b64encode(blob).decode("ascii")] for header, blob in job.frames]})
 
 
+def original_template(request: Dict[str, Any], original: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """What the original's workers import first, for their template (supervise.Template): its package, from the path
+    the worker would import it from. None when compiled operators must be loaded before it."""
+    if request.get("natives"):
+        return None
+    return {"original": {"path": original.get("path"), "also": original.get("also") or []},
+            "package": str(original["module"]).split(".")[0]}
+
+
+def copy_template(tree: Any) -> Optional[Dict[str, Any]]:
+    """What the copy's workers import first, for their template: the modules the file imports before any statement
+    of its own (so in the same order as the file), but torch (loaded already) and the standard library; None when
+    that leaves nothing."""
+    modules: List[str] = []
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue
+        if isinstance(node, ast.Import):
+            modules += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module != "__future__":
+                modules.append(node.module)
+        else:
+            break
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    wanted = [m for m in dict.fromkeys(modules) if m.split(".")[0] != "torch" and m.split(".")[0] not in stdlib]
+    return {"modules": wanted} if wanted else None
+
+
 def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, report: Optional[Dict[str, Any]] = None) -> Any:
     """Parse, compile and check names; returns the code tree. `upstream`: names the original's own module reads and
     never defines (its bug, not the copy's): left undefined as there, and said in `report`."""
@@ -229,7 +258,7 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
             job = cached
             if job is None:
                 job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb,
-                                 max(1.0, timeout_s * ORIGINAL_SHARE), control)
+                                 max(1.0, timeout_s * ORIGINAL_SHARE), control, original_template(request, original))
             else:
                 report["original_cached"] = True
             if job.problem is not None and job.problem[0] == "cancelled":
@@ -243,7 +272,7 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
             report["original_reached"] = side.reached
         copy_path = place.fresh(path)
         plan = copy_plan(side)
-        job = run_worker("copy", dict(request, file=copy_path, plan=plan), memory_mb, left(), control)
+        job = run_worker("copy", dict(request, file=copy_path, plan=plan), memory_mb, left(), control, copy_template(tree))
         try:
             result = verdict(job, report, reach)
         except Failure as failure:
@@ -273,7 +302,8 @@ def original_alone(path: str, request: Dict[str, Any], place: Place, memory_mb: 
                    control: Optional[int], original: Dict[str, Any], report: Dict[str, Any], started: float) -> Dict[str, Any]:
     """Only how far the original gets with the tool's arguments (for a copy that cannot be run: the figures of a
     batch count the blocks whose original reaches forward); nothing of the copy runs."""
-    job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb, timeout_s, control)
+    job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb, timeout_s, control,
+                     original_template(request, original))
     if job.problem is not None and job.problem[0] == "cancelled":
         report.update(category="cancelled", message=job.problem[1])
         return report

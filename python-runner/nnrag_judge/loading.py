@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 import types
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .protocol import Failure
 
@@ -217,20 +217,32 @@ def develop_distributions(folders: List[str]) -> None:
     sys.meta_path.append(Finder())
 
 
-def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
-    """The original's module, from the folder it was indexed from (first on the path), and how it was imported. When
-    the package's `__init__` fails (an optional dependency, a lazy loader), the module is imported again with its
-    parent packages as bare namespaces. Raises ImportError naming the module and both causes."""
-    folder, module = original.get("path"), str(original["module"])
-    # the folders of the other repositories the copy inlines, then the block's own first: the original uses the
-    # same code as the copy, not another version installed in site-packages
+# the folders whose packages' metadata this process has (`original_path`)
+DEVELOPED: Set[Tuple[str, ...]] = set()
+
+
+def original_path(original: Dict[str, Any]) -> None:
+    """The path the original imports from: the folders of the other repositories the copy inlines, then the block's
+    own first (the original uses the same code as the copy, not another version installed in site-packages), with
+    their packages' metadata. Done once in a process (a template's worker finds it done)."""
+    folder = original.get("path")
     for other in reversed([a for a in original.get("also") or [] if isinstance(a, str)]):
         if other not in sys.path:
             sys.path.insert(0, other)
     if folder and folder not in sys.path:
         sys.path.insert(0, folder)
-    if folder:
-        develop_distributions([folder] + [a for a in original.get("also") or [] if isinstance(a, str)])
+    developed = tuple([folder] + [a for a in original.get("also") or [] if isinstance(a, str)]) if folder else ()
+    if developed and developed not in DEVELOPED:
+        DEVELOPED.add(developed)
+        develop_distributions(list(developed))
+
+
+def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
+    """The original's module, from the folder it was indexed from (first on the path), and how it was imported. When
+    the package's `__init__` fails (an optional dependency, a lazy loader), the module is imported again with its
+    parent packages as bare namespaces. Raises ImportError naming the module and both causes."""
+    folder, module = original.get("path"), str(original["module"])
+    original_path(original)
     try:
         return importlib.import_module(module), "imported"
     except BaseException as exc:  # noqa: BLE001 - any failure is a reason, said below

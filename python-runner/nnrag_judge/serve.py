@@ -161,6 +161,19 @@ def main(argv: List[str]) -> int:
     return 0 if report["ok"] else 1
 
 
+def warm_torch() -> None:
+    """torch's own modules every worker imports when it builds a block, imported once here: from torch 2.1 on,
+    `use_deterministic_algorithms` (worker.known_memory) imports the compiler's configuration, about a second each
+    time in a fresh worker (torch's code, as trusted as `import torch`; nothing of it is run or set)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(getattr(torch, "utils", None), "deterministic"):
+        return
+    try:
+        import torch._inductor.config  # noqa: F401
+    except Exception:  # noqa: BLE001 - a worker then imports it itself
+        pass
+
+
 def serve() -> int:
     """--serve: imports torch once (a trusted import, before any block's code); then, for each request on stdin
     ({"id", "file", "class", "candidates", "native", "natives", "builder", "memory_mb", "timeout_s", "original", "work",
@@ -173,6 +186,7 @@ def serve() -> int:
         import torch.nn  # noqa: F401
     except Exception:  # noqa: BLE001 - a torch-less interpreter still serves (and workers report it)
         pass
+    warm_torch()
     answer = sys.stdout
     answer.write(json.dumps({"ready": True}) + "\n")
     answer.flush()

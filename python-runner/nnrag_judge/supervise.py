@@ -8,10 +8,14 @@ import json
 import os
 import select
 import shutil
+import signal
+import socket
+import struct
 import sys
 import time
 import types
-from typing import Any, Dict, List, Optional, Tuple
+from collections import OrderedDict
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .protocol import FRAME, MAX_HEADER, MAX_VALUES
 
@@ -69,9 +73,10 @@ def descendants(root: int) -> List[int]:
 
 
 def kill_descendants() -> None:
-    """Kill and reap everything this process started (and, as a subreaper, what they left behind)."""
+    """Kill and reap everything this process started (and, as a subreaper, what they left behind), but its templates
+    (stopped; anything they started is killed)."""
     for _ in range(50):
-        pids = descendants(os.getpid())
+        pids = [p for p in descendants(os.getpid()) if p not in template_pids()]
         if not pids:
             return
         for pid in pids:
@@ -176,14 +181,15 @@ def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[i
             job.problem = ("timeout", f"no result within {timeout_s:g} s")
         elif memory_mb and now >= next_memory:
             next_memory = now + MEMORY_EVERY_S
-            used = memory_in_use(descendants(os.getpid()))
+            used = memory_in_use([p for p in descendants(os.getpid()) if p not in template_pids()])
             if used > memory_mb << 20:
                 job.problem = ("memory", f"the block used {used >> 20} MB, over the limit of {memory_mb} MB")
 
 
 def private_worker() -> Any:
-    """In a forked worker: the worker modules loaded afresh under a random package name, then removed from
-    `sys.modules` with every module of the judge, and the runner's folder taken off the path. Returns the entry."""
+    """In a forked worker or template: the worker modules loaded afresh under a random package name, then removed
+    from `sys.modules` with every module of the judge, and the runner's folder taken off the path. Returns the worker
+    module (its `entry`, its `prepare`)."""
     package = "_" + os.urandom(6).hex()
     root = types.ModuleType(package)
     root.__path__ = []
@@ -195,37 +201,267 @@ def private_worker() -> Any:
         module.__package__ = package
         sys.modules[module.__name__] = module
         exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - our own source, read at start
-    entry = sys.modules[f"{package}.worker"].entry
+    worker = sys.modules[f"{package}.worker"]
     for name in list(sys.modules):
         if name.split(".")[0] in (package, "nnrag_judge"):
             del sys.modules[name]
     top = os.path.dirname(HERE)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != top]
-    return entry
+    return worker
 
 
-def run_worker(role: str, request: Dict[str, Any], memory_mb: int, timeout_s: float, control: Optional[int]) -> Job:
-    """Fork a worker for `role` with its two pipes, supervise it, then kill whatever is left of it."""
-    events_r, events_w = os.pipe()
-    printed_r, printed_w = os.pipe()
+def worker_stdio(events_w: int, printed_w: int) -> None:
+    """In a new worker: its own session; stdin empty, stdout and stderr on the printed pipe, frames on descriptor 3,
+    every other descriptor closed (the judge's verdict pipe, a template's socket)."""
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(printed_w, 1)
+    os.dup2(printed_w, 2)
+    keep = 3 if events_w == 3 else os.dup2(events_w, 3)
+    os.closerange(keep + 1, 1 << 16)
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+
+
+# Templates: a warm process per role and what that role's workers import first (the original's package, the copy's
+# installed imports), forked from the judge, which forks those workers. A template runs only that import (the
+# original's side runs the repository's package; the copy's side, installed packages the copy imports, never the
+# copy's file), closes every descriptor of the judge first, and is stopped (SIGSTOP) but while it forks: no code of
+# one side runs while the other side's worker does. Its worker is forked through a process that exits at once, so it
+# is the judge's child (a subreaper), supervised and killed as any worker.
+TEMPLATES: "OrderedDict[str, Template]" = OrderedDict()
+REFUSED: Set[str] = set()  # templates whose imports failed: their workers import for themselves
+MAX_TEMPLATES = 4
+START_S = 30.0  # the most a template's imports may take
+SPAWN_S = 10.0  # the most a template may take to fork a worker
+LENGTH = struct.Struct("<I")
+
+
+def template_pids() -> Set[int]:
+    return {t.pid for t in TEMPLATES.values()}
+
+
+def process_state(pid: int) -> Tuple[str, int]:
+    """A process's state letter and its parent, from /proc ('' and 0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return fields[0].decode(), int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return "", 0
+
+
+class Template:
+    """A started template: its pid, a pidfd (signals reach it and no other process of a reused pid), its socket."""
+
+    def __init__(self, pid: int, pidfd: int, sock: socket.socket) -> None:
+        self.pid, self.pidfd, self.sock = pid, pidfd, sock
+
+    def signal(self, sig: int) -> bool:
+        try:
+            signal.pidfd_send_signal(self.pidfd, sig)
+            return True
+        except OSError:
+            return False
+
+    def stop(self) -> bool:
+        """Stopped, with no process of its own left (what its imports started is killed): whether it is usable."""
+        if not self.signal(signal.SIGSTOP):
+            return False
+        deadline = time.monotonic() + 2
+        while process_state(self.pid)[0] not in ("T", "t"):
+            if time.monotonic() > deadline or not process_state(self.pid)[0]:
+                return False
+            time.sleep(0.002)
+        return not descendants(self.pid)
+
+    def close(self) -> None:
+        self.signal(signal.SIGKILL)
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        os.close(self.pidfd)
+        self.sock.close()
+
+    def spawn(self, job: Dict[str, Any], events_w: int, printed_w: int) -> Optional[int]:
+        """A worker forked from this template for `job`, its pid (a child of the judge); None when the template does
+        not answer as it should (it is then closed)."""
+        body = json.dumps(job).encode("utf-8")
+        answer = b""
+        try:
+            if not self.signal(signal.SIGCONT):
+                return None
+            socket.send_fds(self.sock, [LENGTH.pack(len(body))], [events_w, printed_w])
+            self.sock.sendall(body)
+            deadline = time.monotonic() + SPAWN_S
+            while not answer.endswith(b"\n") and len(answer) < 32:
+                if not select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                    break
+                data = self.sock.recv(32)
+                if not data:
+                    break
+                answer += data
+        except OSError:
+            return None
+        finally:
+            usable = self.stop()
+        pid = int(answer) if answer.strip().isdigit() else 0
+        if pid and process_state(pid)[1] == os.getpid() and usable:
+            return pid
+        if pid:  # a worker the judge cannot supervise (not its child: no subreaper) is stopped at once
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        return None
+
+
+def template_main(sock_fd: int, role: str, spec: Dict[str, Any], memory_mb: int) -> None:
+    """A template's whole life (never returns): the judge's descriptors closed, the imports of `spec`, then a worker
+    forked per request until the socket ends."""
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    if sock_fd != 3:
+        os.dup2(sock_fd, 3)
+    os.closerange(4, 1 << 16)
+    sys.stdout = sys.stderr = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: it dies with the judge
+    except (OSError, AttributeError, ImportError):
+        pass
+    sock = socket.socket(fileno=3)
+    worker = private_worker()
+    try:
+        worker.prepare(role, spec, memory_mb)
+    except BaseException:  # noqa: BLE001 - no template: each worker imports for itself
+        sock.sendall(b"refused\n")
+        os._exit(0)
+    sock.sendall(b"ready\n")
+    while True:
+        head, fds, _, _ = socket.recv_fds(sock, LENGTH.size, 2)
+        if len(head) != LENGTH.size or len(fds) != 2:
+            os._exit(0)
+        size, body = LENGTH.unpack(head)[0], b""
+        while len(body) < size:
+            data = sock.recv(size - len(body))
+            if not data:
+                os._exit(0)
+            body += data
+        job = json.loads(body)
+        pid_r, pid_w = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    worker_stdio(fds[0], fds[1])
+                    os.chdir(str(job["cwd"]))
+                    os.environ["HOME"] = str(job["home"])
+                    worker.entry(3, str(job["role"]), job["request"], int(job["memory_mb"]))
+                finally:
+                    os._exit(3)
+            os.write(pid_w, f"{pid}\n".encode())
+            os._exit(0)
+        os.close(pid_w)
+        pid_text = os.read(pid_r, 32)
+        os.close(pid_r)
+        os.waitpid(middle, 0)  # it has exited: its worker is the judge's now
+        for fd in fds:
+            os.close(fd)
+        sock.sendall(pid_text)
+
+
+def drop(template: Template) -> None:
+    """A template that did not answer as it should: closed, and forgotten."""
+    for key, known in list(TEMPLATES.items()):
+        if known is template:
+            del TEMPLATES[key]
+    template.close()
+    kill_descendants()
+
+
+def template_for(role: str, spec: Optional[Dict[str, Any]], memory_mb: int, within_s: float) -> Optional[Template]:
+    """The running template of `role` and `spec`, started (its imports within `within_s`) when there is none; None
+    without a spec, where templates cannot be made (no pidfd), or when its imports failed before."""
+    if spec is None or not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
+        return None
+    key = json.dumps([role, spec, memory_mb], sort_keys=True)
+    known = TEMPLATES.pop(key, None)
+    if known is not None:
+        if process_state(known.pid)[0] in ("T", "t"):
+            TEMPLATES[key] = known
+            return known
+        known.close()
+    if key in REFUSED:
+        return None
+    while len(TEMPLATES) >= MAX_TEMPLATES:
+        TEMPLATES.popitem(last=False)[1].close()
+    ours, theirs = socket.socketpair()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
         try:
-            os.setsid()
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.dup2(printed_w, 1)
-            os.dup2(printed_w, 2)
-            keep = 3 if events_w == 3 else os.dup2(events_w, 3)
-            os.closerange(keep + 1, 1 << 16)
-            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
-            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
-            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
-            private_worker()(3, role, request, memory_mb)
+            ours.close()
+            template_main(theirs.fileno(), role, spec, memory_mb)
         finally:
             os._exit(3)
+    theirs.close()
+    template = Template(pid, os.pidfd_open(pid), ours)
+    answer = b""
+    deadline = time.monotonic() + min(START_S, within_s)
+    while not answer.endswith(b"\n"):
+        if not select.select([ours], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        data = ours.recv(16)
+        if not data:
+            break
+        answer += data
+    if answer == b"ready\n" and template.stop():
+        TEMPLATES[key] = template
+        return template
+    template.close()
+    kill_descendants()
+    if answer == b"refused\n":
+        REFUSED.add(key)
+    return None
+
+
+def run_worker(role: str, request: Dict[str, Any], memory_mb: int, timeout_s: float, control: Optional[int],
+               template: Optional[Dict[str, Any]] = None) -> Job:
+    """Fork a worker for `role` with its two pipes (from the template of `role` and what `template` names to import,
+    when one can be had; else from the judge), supervise it, then kill whatever is left of it."""
+    started = time.monotonic()
+    events_r, events_w = os.pipe()
+    printed_r, printed_w = os.pipe()
+    warm = template_for(role, template, memory_mb, timeout_s / 2)
+    job_spec = {"role": role, "request": request, "memory_mb": memory_mb, "cwd": os.getcwd(), "home": os.environ.get("HOME", "")}
+    pid = warm.spawn(job_spec, events_w, printed_w) if warm is not None else None
+    if warm is not None and pid is None:
+        drop(warm)
+        # whatever the template's worker wrote or holds of these pipes is not read: fresh ones for the judge's fork
+        for fd in (events_r, events_w, printed_r, printed_w):
+            os.close(fd)
+        events_r, events_w = os.pipe()
+        printed_r, printed_w = os.pipe()
+    if pid is None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                worker_stdio(events_w, printed_w)
+                private_worker().entry(3, role, request, memory_mb)
+            finally:
+                os._exit(3)
+    timeout_s = max(1.0, timeout_s - (time.monotonic() - started))
     os.close(events_w)
     os.close(printed_w)
     job = Job()

@@ -30,7 +30,7 @@ from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, OW
 from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import (TWINS, containers, data_object_inputs, dense_graph_inputs, docstring_inputs, documented_inputs, entered_input, filled, gridded, input_candidates,
                      lighter, offset_inputs, pyramid_inputs, region_inputs, routed_inputs, shapes, shrunk, signature_inputs, spatial_sides, step_inputs, LARGE_SIDE)
-from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, set_target, where
+from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, original_path, set_target, where
 from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, PROBED, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
 from .observe import observed_inputs, run_observe
 from .recipe import recipe_of, recording
@@ -700,6 +700,26 @@ def known_memory(torch: Any, on: bool) -> None:
         deterministic.fill_uninitialized_memory = on
     except Exception:  # noqa: BLE001 - an older torch: memory stays as it is
         pass
+
+
+def prepare(role: str, spec: Dict[str, Any], memory_mb: int) -> None:
+    """In a template (supervise.Template), under a worker's limits: what every worker of `role` with `spec` imports
+    first, imported once. The original's: its package, from the path its worker imports it from; the copy's: the
+    installed modules its file imports before any statement of its own (the copy's own code never runs here).
+    Raises when any of it fails (then there is no template, and each worker imports for itself)."""
+    if memory_mb:
+        limit_memory(memory_mb)
+    limit_files()
+    block_network()
+    import torch  # noqa: F401 - the judge's, already loaded
+    if role == "original":
+        original_path(spec["original"])
+        importlib.import_module(str(spec["package"]))
+        return
+    for name in spec["modules"]:
+        # a module not installed is left to the worker (it may sit beside the file, which is on the path only there)
+        if importlib.util.find_spec(str(name).split(".")[0]) is not None:
+            importlib.import_module(str(name))
 
 
 def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:

@@ -944,6 +944,8 @@ async function validateWithBuilder(
         pool: options.pool,
         allowWeakSandbox: options.allowWeakSandbox,
         original: original && { ...original, builder: { module: b.rec.module, name: b.name } },
+        // the builder's original run is kept as a block's is: pulled again, only the copy's side runs
+        ...(options.originalCache ? { originalCache: { dir: options.originalCache, blobs: emitted.provenance.definitions.map((d) => d.blob) } } : {}),
       });
       // a copy that differs from its original is a finding, never hidden behind the failure before it
       if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [] };
