@@ -102,6 +102,33 @@ class TiersWithoutTorch(unittest.TestCase):
         self.assertEqual(report["category"], "missing-package")
 
 
+class Templates(unittest.TestCase):
+    """What a side's template imports before its workers fork from it (supervise.Template)."""
+
+    def test_the_copy_imports_first_only_what_its_file_imports_before_any_statement_of_its_own(self) -> None:
+        import ast
+        tree = ast.parse(textwrap.dedent("""\
+            \"\"\"A pulled block.\"\"\"
+            from __future__ import annotations
+            import os
+            import torch
+            from torch import nn
+            import numpy as np
+            from PIL.Image import Image
+            from . import sibling
+            os.environ["X"] = "1"
+            import einops
+        """))
+        self.assertEqual(judge.copy_template(tree), {"modules": ["numpy", "PIL.Image"]})
+        self.assertIsNone(judge.copy_template(ast.parse("import torch\nimport os\nx = 1\nimport numpy\n")))
+
+    def test_the_original_imports_its_package_from_its_path_and_none_with_compiled_operators_first(self) -> None:
+        original = {"module": "pk.sub.m", "class": "Blk", "path": "/repo", "also": ["/other"]}
+        self.assertEqual(judge.original_template({}, original),
+                         {"original": {"path": "/repo", "also": ["/other"]}, "package": "pk"})
+        self.assertIsNone(judge.original_template({"natives": [{"module": "pk._C", "name": "pk._C", "file": "x.so"}]}, original))
+
+
 class CopyPlan(unittest.TestCase):
     """The copy probes exactly the variants its original probed within the time, never fewer on a busy machine."""
 

@@ -13,7 +13,7 @@ import { pulledFileStatus } from '../core/pull/update';
 import type { PulledFileStatus } from '../core/pull/update';
 import type { ValidationReport } from '../core/validate/runner';
 import { createTwoFilesPatch } from 'diff';
-import { EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
+import { EXIT, cacheDir, flag, intOpt, openDb, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
 import { Workspace } from '../core/workspace/workspace';
 import { warnBeforeValidating } from './pullCommands';
@@ -94,7 +94,7 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-update-'));
   let failed = false;
   try {
-    const ws = Workspace.over(db, env.assets, { runner: env.assets.runner });
+    const ws = Workspace.over(db, env.assets, { runner: env.assets.runner, cacheDir: cacheDir(args, env) });
     for (const file of files) {
       let outcome: UpdateOutcome;
       try {

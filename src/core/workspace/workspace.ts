@@ -248,8 +248,12 @@ export class Workspace {
     options: Omit<ValidateOptions, 'original' | 'className'>,
   ): Promise<ValidationReport> {
     const original = ref && compare ? this.originalOf(ref) : undefined;
+    const prov = readProvenance(text);
+    const dir = originalsDir(this.front);
     return validateFile(file, {
-      ...(await judgingPulled(this.session(), readProvenance(text), await this.parser())),
+      ...(await judgingPulled(this.session(), prov, await this.parser())),
+      // kept as a pull's is, by the blobs the updated header names: validated again, only the copy runs
+      ...(dir && prov ? { originalCache: { dir, blobs: prov.definitions.map((d) => d.blob) } } : {}),
       ...options,
       original: original && 'module' in original ? original : undefined,
       className: ref?.name,
