@@ -44,8 +44,18 @@ export async function validatePulled(
     ...uses,
   });
   if ('session' in index) {
-    const { python, runner, timeoutMs, memoryMb, allowWeakSandbox, signal } = options;
-    report = await judgedByBuilderAgain(index.session, index.parser, prov, text, report, { python, runner, timeoutMs, memoryMb, allowWeakSandbox, signal });
+    const { python, runner, timeoutMs, memoryMb, allowWeakSandbox, signal, pool } = options;
+    // pulled again with the same warm judge and the same kept originals: validated again, only the copies run
+    report = await judgedByBuilderAgain(index.session, index.parser, prov, text, report, {
+      python,
+      runner,
+      timeoutMs,
+      memoryMb,
+      allowWeakSandbox,
+      signal,
+      pool,
+      ...(originalCacheDir ? { originalCache: originalCacheDir } : {}),
+    });
   }
   return { report: explained(report, original, edited), edited };
 }
