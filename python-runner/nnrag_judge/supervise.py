@@ -232,7 +232,7 @@ def worker_stdio(events_w: int, printed_w: int) -> None:
 # one side runs while the other side's worker does. Its worker is forked through a process that exits at once, so it
 # is the judge's child (a subreaper), supervised and killed as any worker.
 TEMPLATES: "OrderedDict[str, Template]" = OrderedDict()
-REFUSED: Set[str] = set()  # templates whose imports failed: their workers import for themselves
+REFUSED: Set[str] = set()  # templates that could not be made: their workers import for themselves
 MAX_TEMPLATES = 4
 START_S = 30.0  # the most a template's imports may take
 SPAWN_S = 10.0  # the most a template may take to fork a worker
@@ -414,7 +414,15 @@ def template_for(role: str, spec: Optional[Dict[str, Any]], memory_mb: int, with
         finally:
             os._exit(3)
     theirs.close()
-    template = Template(pid, os.pidfd_open(pid), ours)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:  # a kernel without pidfds (before Linux 5.3): no templates
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        ours.close()
+        REFUSED.add(key)
+        return None
+    template = Template(pid, pidfd, ours)
     answer = b""
     deadline = time.monotonic() + min(START_S, within_s)
     while not answer.endswith(b"\n"):
@@ -427,10 +435,11 @@ def template_for(role: str, spec: Optional[Dict[str, Any]], memory_mb: int, with
     if answer == b"ready\n" and template.stop():
         TEMPLATES[key] = template
         return template
+    # imports that failed, hung or left a process behind would do the same again: this judge's workers of that
+    # template import for themselves from now on
     template.close()
     kill_descendants()
-    if answer == b"refused\n":
-        REFUSED.add(key)
+    REFUSED.add(key)
     return None
 
 
