@@ -248,7 +248,10 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
         const right = to.startsWith(MODULE_OBJECT) ? moduleObjectName(to.slice(MODULE_OBJECT.length)) : (names.get(to) ?? bound);
         return left === right ? 'pass' : `${left} = ${right}`;
       });
-      edits.push({ start: e.start, end: e.end, text: stmts.length ? [...new Set(stmts)].join('; ') : 'pass' });
+      // what the original's import runs of the repository's modules, run first (closureLazy.ts)
+      const runs = (e.loads ?? []).map((f) => `${f}()`);
+      const bound = [...new Set(stmts)].filter((x) => x !== 'pass' || !runs.length);
+      edits.push({ start: e.start, end: e.end, text: [...runs, ...bound].join('; ') || 'pass' });
     } else if (e.text !== undefined) {
       edits.push({ start: e.start, end: e.end, text: e.text });
     } else if (e.to) {
@@ -323,6 +326,26 @@ function importsLeft(
     .join('\n\n');
 }
 
+/**
+ * A statement the original runs only when a function imports its module (closureLazy.ts), inside a function that
+ * runs it once, called where that import was; the names it binds stay the module's (`global`).
+ */
+function waiting(runner: string, binds: string[], text: string, module: string, line: number): string {
+  const body = text
+    .split('\n')
+    .map((l) => (l.trim() ? `    ${l}` : l))
+    .join('\n');
+  return [
+    `def ${runner}():`,
+    `    # ${module}, line ${line}: run when a function first imports that module, as the original runs it`,
+    ...(binds.length ? [`    global ${[...new Set(binds)].join(', ')}`] : []),
+    `    if "done" in ${runner}.__dict__:`,
+    '        return',
+    body,
+    `    ${runner}.done = True`,
+  ].join('\n');
+}
+
 /** Inlined modules used as objects: an empty module object for each after the imports, given its definitions at the end. */
 function moduleObjects(closure: ClosureResult, names: Map<string, string>): { made: string; filled: string } | undefined {
   const objects = [...(closure.modulesAsObjects ?? new Map<string, { name: string; key: string }[]>())].sort(([a], [b]) => (a < b ? -1 : 1));
@@ -368,9 +391,11 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const shorten = wholes.some((t) => DOCSTRINGS_READ.test(t)) ? undefined : ctx.shorten;
   for (const [at, node] of order.entries()) {
     const isRoot = node.key === closure.root.key;
-    const text = shorten && !isRoot ? shorten(wholes[at]) : wholes[at];
     const u = node.rec.facts.units[node.unit];
     const finalNames = u.binds.map((b) => names.get(symbolKey(node.rec, b)) ?? b);
+    const runner = closure.lazy?.get(node.key);
+    const whole = shorten && !isRoot ? shorten(wholes[at]) : wholes[at];
+    const text = runner ? waiting(runner, finalNames, whole, node.rec.module, u.startLine) : whole;
     const id = `${node.rec.module}:${finalNames.join(',')}:${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
     all.push({ id, names: finalNames, text, root: isRoot, needs: [] });
     if (!isRoot && ctx.provided?.ids.has(id)) {

@@ -9,6 +9,7 @@ import type { ClosureContext, ClosureResult, ExtraRoot } from './closureTypes';
 import { ClosureWalk } from './closureWalk';
 import { settleRegistrations } from './closureRegistrations';
 import { learnTypeOnly } from './closureStandIns';
+import { markLazy } from './closureLazy';
 import type { TypeOnly } from './closureStandIns';
 
 export * from './closureTypes';
@@ -39,5 +40,7 @@ async function closeOnce(
 ): Promise<{ result: ClosureResult; learnt: boolean }> {
   const walk = new ClosureWalk(ctx, rootRec, rootUnit, extraRoots, typeOnly);
   await settleRegistrations(walk);
-  return { result: walk.result(), learnt: learnTypeOnly(walk) };
+  const result = walk.result();
+  await markLazy(ctx, result, walk.rootUnits, rootRec.repoId);
+  return { result, learnt: learnTypeOnly(walk) };
 }

@@ -35,6 +35,10 @@ export interface Edit {
    * of the attributes the function reads (`attrs`, each with what it resolves to), and `to` is empty.
    */
   imports?: { bound: string; boundKey?: string; to: string; attrs?: { attr: string; to: string }[] }[];
+  /** For an import inside a function: the repository modules it imports (their module-level code runs then). */
+  modules?: ModuleRecord[];
+  /** The functions running the statements that import runs in the original, to call first (closureLazy.ts). */
+  loads?: string[];
 }
 
 export interface ExternalImport {
@@ -90,6 +94,9 @@ export interface ClosureResult {
   /** Modules that exist nowhere (compiled, or gone), imported inside functions without a handler of the failed
    * import: kept as written, failing only where the code runs them, as the original's do. */
   keptMissing: string[];
+  /** Statements the original runs only when a function imports their module: by unit key, the function that runs
+   * each (closureLazy.ts); written inside it, called where that import was. */
+  lazy: Map<string, string>;
 }
 
 export interface ClosureContext {

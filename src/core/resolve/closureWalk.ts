@@ -97,7 +97,7 @@ export class ClosureWalk {
   /** What the walk found. */
   result(): ClosureResult {
     const { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects, keptMissing } = this;
-    return { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects, keptMissing: [...keptMissing].sort() };
+    return { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects, keptMissing: [...keptMissing].sort(), lazy: new Map() };
   }
 
   /** Records that `from` needs `to`; a definition-time need wins over a call-time one. */
@@ -328,7 +328,15 @@ export class ClosureWalk {
         );
         if (to) lines.push({ bound, boundKey: imp.inFunction ? undefined : symbolKey(rec, bound), to });
       }
-      node.edits.push({ start: range.start, end: range.end, imports: lines });
+      // the repository modules an import inside a function runs (closureLazy.ts)
+      const modules: ModuleRecord[] = [];
+      for (const { imp } of resolved) {
+        if (!imp.inFunction) continue;
+        const abs = this.table.absoluteModule(rec, imp.level, imp.module);
+        for (const m of [this.table.lookup(abs, rec.repoId), imp.kind === 'from' && imp.name ? this.table.lookup(`${abs}.${imp.name}`, rec.repoId) : undefined])
+          if (m && !modules.includes(m)) modules.push(m);
+      }
+      node.edits.push({ start: range.start, end: range.end, imports: lines, ...(modules.length ? { modules } : {}) });
     }
   }
 
