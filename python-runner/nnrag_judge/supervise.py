@@ -289,7 +289,10 @@ class Template:
     def spawn(self, job: Dict[str, Any], events_w: int, printed_w: int) -> Optional[int]:
         """A worker forked from this template for `job`, its pid (a child of the judge); None when the template does
         not answer as it should (it is then closed)."""
-        body = json.dumps(job).encode("utf-8")
+        try:
+            body = json.dumps(job).encode("utf-8")
+        except (TypeError, ValueError):  # a request that is not plain data: the judge forks the worker itself
+            return None
         answer = b""
         try:
             if not self.signal(signal.SIGCONT):
