@@ -62,6 +62,63 @@ class Special(nn.Module):
         return kernel(x) * self.scale
 `;
 
+const REGISTRY = `class Registry:
+    def __init__(self, name):
+        self.name = name
+        self._module_dict = {}
+
+    def register_module(self, name=None, module=None):
+        def register(cls):
+            self._module_dict[name or cls.__name__] = cls
+            return cls
+
+        return register
+
+    def get(self, key):
+        return self._module_dict.get(key)
+
+    def build(self, cfg):
+        cfg = dict(cfg)
+        return self.get(cfg.pop("type"))(**cfg)
+
+
+MODELS = Registry("models")
+`;
+
+/** A registered class whose module a function imports too: the package registers it when imported (its __init__). */
+const FANCY = `from torch import nn
+
+from .catalog import MODELS
+
+SCALE = float("3")
+
+
+@MODELS.register_module()
+class Fancy(nn.Module):
+    def forward(self, x):
+        return x * SCALE
+`;
+
+const HOLDER = `from torch import nn
+
+from .catalog import MODELS
+
+
+def fancy_class():
+    from .fancy import Fancy
+    return Fancy
+
+
+class Holder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        assert fancy_class().__name__ == "Fancy"
+        self.inner = MODELS.build(dict(type="Fancy"))
+
+    def forward(self, x):
+        return self.inner(x)
+`;
+
 describe('statements of a module imported only inside a function', function () {
   this.timeout(120_000);
   let dir: string;
@@ -105,6 +162,35 @@ print(seq.LOADS)
     assert.strictEqual(r.status, 0, r.stderr);
     // a statement that failed runs again the next time, as Python imports a module that failed again
     assert.deepStrictEqual(r.stdout.trim().split('\n'), ['raised ModuleNotFoundError', 'raised ModuleNotFoundError', '[2]']);
+  });
+
+  it('stay at module level where a class of their module is found through a registry (looked up by a string)', async function () {
+    await writeTree(path.join(dir, 'src'), {
+      'lazyreg/__init__.py': 'from . import fancy\n',
+      'lazyreg/catalog.py': REGISTRY,
+      'lazyreg/fancy.py': FANCY,
+      'lazyreg/holder.py': HOLDER,
+    });
+    assert.strictEqual((await cli('index', path.join(dir, 'src'), '--db', db)).code, 0);
+    const file = path.join(dir, 'out', 'holder.py');
+    const r = await cli('pull', 'lazyreg.holder.Holder', '--db', db, '--out', file, '--no-validate', '--json');
+    assert.strictEqual(r.code, 0, r.out + r.err);
+    const pulled = fs.readFileSync(file, 'utf8');
+    assert.match(pulled, /^SCALE = float\("3"\)$/m, pulled);
+    assert.doesNotMatch(pulled, /_nnrag_import_/);
+    if (!PYTHON_WITH_TORCH) return;
+    const v = await cli(
+      'pull',
+      'lazyreg.holder.Holder',
+      '--db',
+      db,
+      '--out',
+      path.join(dir, 'validated', 'holder.py'),
+      '--python',
+      PYTHON_WITH_TORCH,
+      '--json',
+    );
+    assert.strictEqual((JSON.parse(v.out) as { tier: string }).tier, 'equivalent', v.out);
   });
 
   it('the block validates and is equivalent to its original', async function () {

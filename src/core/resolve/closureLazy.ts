@@ -45,15 +45,25 @@ export async function markLazy(ctx: ClosureContext, result: ClosureResult, roots
     if (!got) below.set(m.fileId, (got = importedAtModuleLevel(table, m, inlined)));
     return got;
   };
-  // the modules that run when the file does: the roots' modules and what they import at module level
+  // the modules that run when the file does: the roots' modules and what they import at module level; and those
+  // whose code is found at run time by other means than an import: a class registered in a registry or a
+  // registration statement the file keeps (looked up by a string; in the original, the package that registers
+  // them has usually imported them already), a module used as an object
   const eager = new Set<number>();
   const queue: ModuleRecord[] = [];
-  for (const key of roots) {
-    const node = result.units.get(key);
-    if (node && !eager.has(node.rec.fileId)) {
-      eager.add(node.rec.fileId);
-      queue.push(node.rec);
-    }
+  const seed = (rec: ModuleRecord): void => {
+    if (eager.has(rec.fileId)) return;
+    eager.add(rec.fileId);
+    queue.push(rec);
+  };
+  const rootKeys = new Set(roots);
+  for (const node of result.units.values()) {
+    const { rec, unit } = node;
+    const registers =
+      rec.facts.units[unit].kind === 'class'
+        ? rec.facts.classes.some((c) => c.unit === unit && !!c.registry)
+        : rec.facts.registrations.some((r) => r.unit === unit);
+    if (rootKeys.has(node.key) || registers || result.modulesAsObjects.has(rec.module)) seed(rec);
   }
   while (queue.length) {
     for (const m of importsOf(queue.pop()!)) {
@@ -85,7 +95,6 @@ export async function markLazy(ctx: ClosureContext, result: ClosureResult, roots
   });
   // candidates: statements that do work, of a module only a function-local import runs, whose text can be indented
   const waiting = new Set<string>();
-  const rootKeys = new Set(roots);
   for (const node of result.units.values()) {
     const u = node.rec.facts.units[node.unit];
     if (rootKeys.has(node.key) || node.replacement || !WAITING_KINDS.has(u.kind) || !reached.has(node.rec.fileId)) continue;
