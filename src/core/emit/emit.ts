@@ -398,7 +398,9 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     const text = runner ? waiting(runner, finalNames, whole, node.rec.module, u.startLine) : whole;
     const id = `${node.rec.module}:${finalNames.join(',')}:${createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
     all.push({ id, names: finalNames, text, root: isRoot, needs: [] });
-    if (!isRoot && ctx.provided?.ids.has(id)) {
+    // (a file with statements that wait for a function keeps every definition: a shared module's copy would read its
+    // own globals, which only this file's functions set)
+    if (!isRoot && !closure.lazy?.size && ctx.provided?.ids.has(id)) {
       providedNames.push(...finalNames);
       providedIds.push(id);
       continue;
