@@ -37,6 +37,8 @@ function importedAtModuleLevel(table: ModuleTable, rec: ModuleRecord, inlined: (
  * those of the modules that import runs, dependencies first). `roots`: the units the file is built around.
  */
 export async function markLazy(ctx: ClosureContext, result: ClosureResult, roots: Iterable<string>, rootRepo: number): Promise<void> {
+  // (most pulls have no import inside a function that reaches repository code: nothing to walk)
+  if (![...result.units.values()].some((node) => node.edits.some((e) => e.modules?.length))) return;
   const table = ctx.table;
   const inlined = (m: ModuleRecord): boolean => m.repoId === rootRepo || ctx.inlines(m, rootRepo);
   const below = new Map<number, ModuleRecord[]>();
