@@ -155,11 +155,7 @@ def example_inputs(model: Any, torch: Any, text: str) -> List[List[Any]]:
             made[m.group(1)] = (lambda lo=low, hi=high, d=dims: torch.randint(lo, hi, tuple(d)))
     if not made:
         return []
-    try:
-        params = [p for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
+    params = positional_parameters(model) or []
     order = [p.name for p in params]
     for call in EXAMPLE_CALL.finditer(text):
         positional: List[str] = []
@@ -198,13 +194,18 @@ def docstring_inputs(model: Any, torch: Any, examples: Optional[List[str]] = Non
     return out
 
 
-def required_inputs(model: Any) -> Optional[List[inspect.Parameter]]:
-    """forward's required positional parameters, in order; None when it has no signature."""
+def positional_parameters(model: Any) -> Optional[List[inspect.Parameter]]:
+    """forward's positional parameters, in order; None when it has no signature."""
     try:
-        return [p for p in inspect.signature(model.forward).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+        return [p for p in inspect.signature(model.forward).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         return None
+
+
+def required_inputs(model: Any) -> Optional[List[inspect.Parameter]]:
+    """forward's required positional parameters, in order; None when it has no signature."""
+    params = positional_parameters(model)
+    return None if params is None else [p for p in params if p.default is p.empty]
 
 
 # the shape a docstring gives a parameter: "of shape `(batch_size, sequence_length, hidden_size)`", "[N, C, H, W]",
@@ -345,11 +346,7 @@ def routes(model: Any, nn: Any, optional: bool = False) -> Dict[str, Any]:
     """For each of forward's required parameters (and its optional ones too with `optional`), the layer it enters
     first in forward's source (`self.to_kv(context)` gives `context` the first layer of `to_kv`), where forward's
     source says so."""
-    try:
-        required = [p for p in inspect.signature(model.forward).parameters.values()
-                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and (optional or p.default is p.empty)]
-    except (TypeError, ValueError):
-        return {}
+    required = [p for p in positional_parameters(model) or [] if optional or p.default is p.empty]
     read = forward_calls(model) if required else None
     if read is None:
         return {}
@@ -869,10 +866,8 @@ def filled(model: Any, inputs: List[Any], torch: Any) -> List[Any]:
     """An input candidate completed to forward's required positional parameters: index tensors where the parameter
     is an index, the tokens' grid where it is one, numbers where it is annotated as one, else the first tensor
     again."""
-    try:
-        params = [p for p in inspect.signature(model.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
+    params = positional_parameters(model)
+    if params is None:
         return inputs
     required = [p for p in params if p.default is p.empty]
     arity = max(len(required), 1)
@@ -936,9 +931,8 @@ def step_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
     inputs shaped for the layer each enters, and an optional step forward passes to a submodule untested (Sana's
     `self.guidance_embedder(guidance)` with `guidance=None`) one too, the optional inputs before it their defaults.
     Tried after every other source: a parameter so named may hold something else (an embedding, steps per frame)."""
-    try:
-        params = [p for p in inspect.signature(model.forward).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
+    params = positional_parameters(model)
+    if params is None:
         return []
     required = [p for p in params if p.default is p.empty]
     used = unguarded_optional(model)
@@ -961,11 +955,7 @@ def unguarded_optional(model: Any) -> Set[str]:
     """forward's optional parameters (default None) that its source passes to one of the block's submodules without a
     test of them and without binding them again (`self.guidance_embedder(guidance)`). The original fails on None there
     as the copy does; a value lets both run."""
-    try:
-        names = {p.name for p in inspect.signature(model.forward).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is None}
-    except (TypeError, ValueError):
-        return set()
+    names = {p.name for p in positional_parameters(model) or [] if p.default is None}
     read = forward_calls(model) if names else None
     if read is None:
         return set()

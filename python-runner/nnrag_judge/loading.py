@@ -225,13 +225,13 @@ def original_path(original: Dict[str, Any]) -> None:
     """The path the original imports from: the folders of the other repositories the copy inlines, then the block's
     own first (the original uses the same code as the copy, not another version installed in site-packages), with
     their packages' metadata. Done once in a process (a template's worker finds it done)."""
-    folder = original.get("path")
-    for other in reversed([a for a in original.get("also") or [] if isinstance(a, str)]):
+    folder, also = original.get("path"), [a for a in original.get("also") or [] if isinstance(a, str)]
+    for other in reversed(also):
         if other not in sys.path:
             sys.path.insert(0, other)
     if folder and folder not in sys.path:
         sys.path.insert(0, folder)
-    developed = tuple([folder] + [a for a in original.get("also") or [] if isinstance(a, str)]) if folder else ()
+    developed = tuple([folder, *also]) if folder else ()
     if developed and developed not in DEVELOPED:
         DEVELOPED.add(developed)
         develop_distributions(list(developed))

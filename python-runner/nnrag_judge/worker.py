@@ -702,15 +702,20 @@ def known_memory(torch: Any, on: bool) -> None:
         pass
 
 
+def limited(memory_mb: int) -> None:
+    """A worker's limits (and a template's, before its imports): memory, files, no network."""
+    if memory_mb:
+        limit_memory(memory_mb)
+    limit_files()
+    block_network()
+
+
 def prepare(role: str, spec: Dict[str, Any], memory_mb: int) -> None:
     """In a template (supervise.Template), under a worker's limits: what every worker of `role` with `spec` imports
     first, imported once. The original's: its package, from the path its worker imports it from; the copy's: the
     installed modules its file imports before any statement of its own (the copy's own code never runs here).
     Raises when any of it fails (then there is no template, and each worker imports for itself)."""
-    if memory_mb:
-        limit_memory(memory_mb)
-    limit_files()
-    block_network()
+    limited(memory_mb)
     import torch  # noqa: F401 - the judge's, already loaded
     if role == "original":
         original_path(spec["original"])
@@ -727,10 +732,7 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
     send = sender(events)
     exit_ = os._exit
     try:
-        if memory_mb:
-            limit_memory(memory_mb)
-        limit_files()
-        block_network()
+        limited(memory_mb)
         global CALL
         set_target(str(req.get("file", "")))
         EXAMPLES[:] = [e for e in req.get("examples") or [] if isinstance(e, str)]
