@@ -43,6 +43,7 @@ import type { RepoRow } from '../store/sourceText';
 import { importableModules, stdlibModules } from '../validate/sandbox';
 import { writeSafely, writeText } from '../emit/writeSafe';
 import { isValidated, validateFile } from '../validate/runner';
+import { keptIn } from '../validate/originalCache';
 import { DEFAULT_TIMEOUT_S } from '../validate/limits';
 import type { NativeBuild } from '../validate/native';
 import { buildNatives, nativeNote, nativeSourcesOf, placeNatives } from './natives';
@@ -672,7 +673,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       upstreamUndefined: [...new Set(closure.problems.filter((p) => p.kind === 'unresolved' && /^\w+$/.test(p.name)).map((p) => p.name))],
       companions: emitted.provenance.shared && options.shared ? [options.shared.file] : undefined,
       natives: natives.map((b) => ({ module: b.module, name: b.buildName, file: b.file, fileName: b.fileName })),
-      ...(options.originalCache ? { originalCache: { dir: options.originalCache, blobs: emitted.provenance.definitions.map((d) => d.blob) } } : {}),
+      ...keptIn(options.originalCache, emitted.provenance.definitions),
     };
     // one time limit for the whole block: its argument sets, its builders and the replay of a builder's arguments
     const limitMs = options.timeoutMs ?? DEFAULT_TIMEOUT_S * 1000;
@@ -945,7 +946,7 @@ async function validateWithBuilder(
         allowWeakSandbox: options.allowWeakSandbox,
         original: original && { ...original, builder: { module: b.rec.module, name: b.name } },
         // the builder's original run is kept as a block's is: pulled again, only the copy's side runs
-        ...(options.originalCache ? { originalCache: { dir: options.originalCache, blobs: emitted.provenance.definitions.map((d) => d.blob) } } : {}),
+        ...keptIn(options.originalCache, emitted.provenance.definitions),
       });
       // a copy that differs from its original is a finding, never hidden behind the failure before it
       if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [] };

@@ -10,6 +10,7 @@ import type { PythonParser } from '../parse/parser';
 import type { ValidateOptions } from '../validate/report';
 import type { ValidationReport } from '../validate/runner';
 import { validateFile } from '../validate/runner';
+import { keptIn } from '../validate/originalCache';
 import { explained, judgedByBuilderAgain, judgingPulled, originalOfPulled } from './pull';
 import type { PullSession } from './pull';
 
@@ -38,7 +39,7 @@ export async function validatePulled(
   let report = await validateFile(file, {
     ...rest,
     // the original's run is kept by the blobs the header says the code comes from (the user's edits change nothing)
-    ...(originalCacheDir ? { originalCache: { dir: originalCacheDir, blobs: prov.definitions.map((d) => d.blob) } } : {}),
+    ...keptIn(originalCacheDir, prov.definitions),
     className: options.className ?? prov.block,
     original: 'module' in original ? original : undefined,
     ...uses,

@@ -8,6 +8,7 @@
  * above a module is not counted as run: the copy is one file, and the judge imports an original whose package fails
  * without it (loading.import_original).
  */
+import type { ImportFact } from '../parse/types';
 import type { ModuleRecord, ModuleTable } from './moduleTable';
 import type { ClosureContext, ClosureResult } from './closureTypes';
 
@@ -19,14 +20,19 @@ export function lazyRunner(rec: ModuleRecord, line: number): string {
   return `_nnrag_import_${rec.module.replace(/\W/g, '_')}_${line}`;
 }
 
+/** The indexed modules an import statement of `rec` runs: the module it names and, for `from M import x`, submodule x. */
+export function modulesImported(table: ModuleTable, rec: ModuleRecord, f: ImportFact): ModuleRecord[] {
+  const abs = table.absoluteModule(rec, f.level, f.module);
+  const found = [table.lookup(abs, rec.repoId), f.kind === 'from' && f.name ? table.lookup(`${abs}.${f.name}`, rec.repoId) : undefined];
+  return found.filter((m): m is ModuleRecord => !!m);
+}
+
 /** The inlined modules a module imports at module level (what runs when it is imported). */
 function importedAtModuleLevel(table: ModuleTable, rec: ModuleRecord, inlined: (m: ModuleRecord) => boolean): ModuleRecord[] {
   const out: ModuleRecord[] = [];
   for (const f of rec.facts.imports) {
     if (f.inFunction || f.typeChecking) continue;
-    const abs = table.absoluteModule(rec, f.level, f.module);
-    const found = [table.lookup(abs, rec.repoId), f.kind === 'from' && f.name ? table.lookup(`${abs}.${f.name}`, rec.repoId) : undefined];
-    for (const m of found) if (m && m.fileId !== rec.fileId && inlined(m) && !out.includes(m)) out.push(m);
+    for (const m of modulesImported(table, rec, f)) if (m.fileId !== rec.fileId && inlined(m) && !out.includes(m)) out.push(m);
   }
   return out;
 }
@@ -38,7 +44,8 @@ function importedAtModuleLevel(table: ModuleTable, rec: ModuleRecord, inlined: (
  */
 export async function markLazy(ctx: ClosureContext, result: ClosureResult, roots: Iterable<string>, rootRepo: number): Promise<void> {
   // (most pulls have no import inside a function that reaches repository code: nothing to walk)
-  if (![...result.units.values()].some((node) => node.edits.some((e) => e.modules?.length))) return;
+  const sites = [...result.units.values()].flatMap((node) => node.edits.filter((e) => e.modules?.length));
+  if (!sites.length) return;
   const table = ctx.table;
   const inlined = (m: ModuleRecord): boolean => m.repoId === rootRepo || ctx.inlines(m, rootRepo);
   const below = new Map<number, ModuleRecord[]>();
@@ -88,12 +95,11 @@ export async function markLazy(ctx: ClosureContext, result: ClosureResult, roots
     for (const m of start) visit(m);
     return order;
   };
-  const sites = [...result.units.values()].flatMap((node) => node.edits.filter((e) => e.modules?.length).map((edit) => ({ node, edit })));
   const reached = new Set<number>();
-  const siteRuns = sites.map(({ node, edit }) => {
+  const siteRuns = sites.map((edit) => {
     const order = runs(edit.modules!);
     for (const m of order) reached.add(m.fileId);
-    return { node, edit, order };
+    return { edit, order };
   });
   // candidates: statements that do work, of a module only a function-local import runs, whose text can be indented
   const waiting = new Set<string>();

@@ -14,6 +14,7 @@ import { codeOnly, droppable, STRINGS, MethodDeferral, outsideOf, reachedIn, rea
 import { registeredUnits, registrationSpan, registryIndex, type RegisteredName } from './closureRegistrations';
 import type { Registration } from './closureRegistrations';
 import { typeOnlyStandIn, useAt } from './closureStandIns';
+import { modulesImported } from './closureLazy';
 import type { TypeOnly, Use } from './closureStandIns';
 
 /** The built compiled module `qualname` is (or is a name of: `pkg._C.op`), if one was built. */
@@ -330,12 +331,7 @@ export class ClosureWalk {
       }
       // the repository modules an import inside a function runs (closureLazy.ts)
       const modules: ModuleRecord[] = [];
-      for (const { imp } of resolved) {
-        if (!imp.inFunction) continue;
-        const abs = this.table.absoluteModule(rec, imp.level, imp.module);
-        for (const m of [this.table.lookup(abs, rec.repoId), imp.kind === 'from' && imp.name ? this.table.lookup(`${abs}.${imp.name}`, rec.repoId) : undefined])
-          if (m && !modules.includes(m)) modules.push(m);
-      }
+      for (const { imp } of resolved) if (imp.inFunction) for (const m of modulesImported(this.table, rec, imp)) if (!modules.includes(m)) modules.push(m);
       node.edits.push({ start: range.start, end: range.end, imports: lines, ...(modules.length ? { modules } : {}) });
     }
   }

@@ -73,6 +73,14 @@ export function originalKey(options: ValidateOptions, environment: string): stri
   return createHash('sha256').update(JSON.stringify(job)).digest('hex');
 }
 
+/**
+ * The `originalCache` option of a job whose code comes from `definitions` (the blobs a pulled file's header names),
+ * with the runs kept in `dir`; none without a folder.
+ */
+export function keptIn(dir: string | undefined, definitions: { blob: string }[] | undefined): Pick<ValidateOptions, 'originalCache'> {
+  return dir && definitions ? { originalCache: { dir, blobs: definitions.map((d) => d.blob) } } : {};
+}
+
 /** The kept run for `key`, if any: the judge's JSON text, as it sent it (the judge refuses a damaged one). */
 export async function keptOriginal(dir: string, key: string): Promise<string | undefined> {
   try {

@@ -16,6 +16,7 @@ import { loadModuleTable } from '../resolve/loadTable';
 import { judgingPulled, mountRoot, openPullSession, originalOf, pullBlock, validationRecord } from '../pull/pull';
 import { readProvenance } from '../emit/pulledFile';
 import { validateFile } from '../validate/runner';
+import { keptIn } from '../validate/originalCache';
 import type { ValidationReport } from '../validate/runner';
 import type { ValidateOptions } from '../validate/report';
 import { validatePulled } from '../pull/validatePulled';
@@ -249,11 +250,10 @@ export class Workspace {
   ): Promise<ValidationReport> {
     const original = ref && compare ? this.originalOf(ref) : undefined;
     const prov = readProvenance(text);
-    const dir = originalsDir(this.front);
     return validateFile(file, {
       ...(await judgingPulled(this.session(), prov, await this.parser())),
       // kept as a pull's is, by the blobs the updated header names: validated again, only the copy runs
-      ...(dir && prov ? { originalCache: { dir, blobs: prov.definitions.map((d) => d.blob) } } : {}),
+      ...keptIn(originalsDir(this.front), prov?.definitions),
       ...options,
       original: original && 'module' in original ? original : undefined,
       className: ref?.name,
