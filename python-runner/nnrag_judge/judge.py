@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional
 from .equivalence import compare, origin_problem
 from .protocol import FAILURE, OBSERVED, ORIGIN, PLAN, PROBE, PROBED, REACHED, UNAVAILABLE, Failure, kind_of
 from .static import imported_top_levels, requirements, undefined_names
-from .supervise import Job, empty, last_line, project_folder, run_worker, tail_text
+from .supervise import VERSIONS, Job, empty, last_line, project_folder, run_worker, tail_text, zygote
 from .verdict import Frame, verdict
 
 # share of the time limit the original's worker may use; the copy gets what is left
@@ -139,9 +139,11 @@ def read_original(job: Job, original: Dict[str, Any]) -> OriginalSide:
 
 
 def interpreter_versions() -> Dict[str, str]:
-    """What a cached original's run depends on of this interpreter: Python's and torch's versions."""
-    torch = sys.modules.get("torch")
-    return {"python": sys.version, "torch": str(getattr(torch, "__version__", "none"))}
+    """What a cached original's run depends on of this interpreter: Python's and torch's versions (as the zygote,
+    which imported torch, said them)."""
+    if not VERSIONS:
+        zygote()
+    return {"python": VERSIONS.get("python", sys.version), "torch": VERSIONS.get("torch", "unknown")}
 
 
 def cached_original(request: Dict[str, Any]) -> Optional[Job]:
@@ -172,7 +174,7 @@ def kept_original(job: Job) -> str:
 
 
 def original_template(request: Dict[str, Any], original: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """What the original's workers import first, for their template (supervise.Template): its package, from the path
+    """What the original's workers import first, for their template (zygote.template_main): its package, from the path
     the worker would import it from. None when compiled operators must be loaded before it."""
     if request.get("natives"):
         return None

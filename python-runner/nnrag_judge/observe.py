@@ -22,7 +22,6 @@ import inspect
 import json
 import math
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from .arguments import without_download
 from .inputs import entry_layer, lighter
 from .loading import develop_distributions, load_natives
-from .protocol import OBSERVED, frame
+from .protocol import OBSERVED, frame, remove_tree
 from .recipe import Recorder, Unwritable, is_scalar, scalar, written
 
 # observations kept per class, and forward calls recorded per class
@@ -813,7 +812,7 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
         send(frame(OBSERVED, {"entry": entry.get("id"), "seconds": round(time.time() - started, 3), "error": error,
                              "calls": observations(observer, real_root), "files": files_imported(real_root, observer.read)}))
         tempfile.tempdir = None
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
         # what the entry built is freed before the next one builds (modules hold reference cycles: a later entry of a
         # long run otherwise meets the memory limit)
         observer = None

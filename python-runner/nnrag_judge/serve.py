@@ -12,7 +12,7 @@ import tempfile
 from typing import Any, Dict, List, Optional
 
 from .judge import Place, judge, observe
-from .supervise import not_dumpable
+from .supervise import not_dumpable, zygote
 
 
 def finite(value: Any) -> Any:
@@ -161,32 +161,14 @@ def main(argv: List[str]) -> int:
     return 0 if report["ok"] else 1
 
 
-def warm_torch() -> None:
-    """torch's own modules every worker imports when it builds a block, imported once here: from torch 2.1 on,
-    `use_deterministic_algorithms` (worker.known_memory) imports the compiler's configuration, about a second each
-    time in a fresh worker (torch's code, as trusted as `import torch`; nothing of it is run or set)."""
-    torch = sys.modules.get("torch")
-    if torch is None or not hasattr(getattr(torch, "utils", None), "deterministic"):
-        return
-    try:
-        import torch._inductor.config  # noqa: F401
-    except Exception:  # noqa: BLE001 - a worker then imports it itself
-        pass
-
-
 def serve() -> int:
-    """--serve: imports torch once (a trusted import, before any block's code); then, for each request on stdin
+    """--serve: starts the zygote (which imports torch once: `zygote.py`); then, for each request on stdin
     ({"id", "file", "class", "candidates", "native", "natives", "builder", "memory_mb", "timeout_s", "original", "work",
-    "scratch"}), validates in workers forked from this warm process, each in a fresh project folder under `work`
+    "scratch"}), validates in workers forked from the zygote or a template, each in a fresh project folder under `work`
     (emptied, with every folder of `scratch`, before each worker), and answers {"id", "report"}. A line on stdin while
     a job runs cancels it; the end of stdin ends everything."""
     not_dumpable()
-    try:
-        import torch  # noqa: F401 - warm: what every worker would import first
-        import torch.nn  # noqa: F401
-    except Exception:  # noqa: BLE001 - a torch-less interpreter still serves (and workers report it)
-        pass
-    warm_torch()
+    zygote()  # warm: torch imported once, in the process every worker is forked from (started again if it dies)
     answer = sys.stdout
     answer.write(json.dumps({"ready": True}) + "\n")
     answer.flush()

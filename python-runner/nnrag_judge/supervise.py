@@ -3,7 +3,6 @@ the other), a fresh private copy of the worker modules (none in `sys.modules`), 
 until the worker ends, the time or memory limit is hit or the caller cancels, then kills everything it left."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import select
@@ -12,24 +11,19 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
-import types
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .protocol import FRAME, MAX_HEADER, MAX_VALUES
+from .protocol import FRAME, MAX_HEADER, MAX_VALUES, remove_tree
 
 OUTPUT_CAP = 16 << 20  # bytes the block may print before it is stopped
 OUTPUT_TAIL = 4000
 POLL_S = 0.1
 MEMORY_EVERY_S = 0.25
 HERE = os.path.dirname(os.path.abspath(__file__))
-# the modules a worker runs, in the order they import each other; read once, loaded afresh in each worker
-WORKER_MODULES = ("protocol", "loading", "arguments", "inputs", "evidence", "recipe", "observe", "repair", "worker")
-SOURCES: Dict[str, Tuple[str, str]] = {}
-for _name in WORKER_MODULES:
-    with open(os.path.join(HERE, f"{_name}.py"), encoding="utf-8") as _fh:
-        SOURCES[_name] = (os.path.join(HERE, f"{_name}.py"), _fh.read())
+RUNNER = os.path.join(os.path.dirname(HERE), "judge.py")
 
 
 def not_dumpable() -> None:
@@ -41,6 +35,15 @@ def not_dumpable() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the block leaves behind stays ours to kill
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def subreaper() -> None:
+    """What a block process leaves behind, and every process the zygote forks, is this process's child."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError, ImportError):
         pass
 
@@ -73,10 +76,11 @@ def descendants(root: int) -> List[int]:
 
 
 def kill_descendants() -> None:
-    """Kill and reap everything this process started (and, as a subreaper, what they left behind), but its templates
-    (stopped; anything they started is killed)."""
+    """Kill and reap everything this process started (and, as a subreaper, what they left behind), but the zygote
+    and the templates (anything they started is killed)."""
     for _ in range(50):
-        pids = [p for p in descendants(os.getpid()) if p not in template_pids()]
+        keep = template_pids()
+        pids = [p for p in descendants(os.getpid()) if p not in keep]
         if not pids:
             return
         for pid in pids:
@@ -87,10 +91,15 @@ def kill_descendants() -> None:
         deadline = time.monotonic() + 1
         while time.monotonic() < deadline:
             try:
-                if os.waitpid(-1, os.WNOHANG) == (0, 0):
-                    time.sleep(0.01)
+                reaped, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
+            if reaped in keep:
+                REAPED.add(reaped)  # a zygote or template that died: its pid is never signalled again
+            if reaped == 0:
+                if not any(process_state(p)[0] not in ("", "Z", "X") or process_state(p)[1] == os.getpid() for p in pids):
+                    break
+                time.sleep(0.005)
 
 
 def memory_in_use(pids: List[int]) -> int:
@@ -186,61 +195,28 @@ def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[i
                 job.problem = ("memory", f"the block used {used >> 20} MB, over the limit of {memory_mb} MB")
 
 
-def private_worker() -> Any:
-    """In a forked worker or template: the worker modules loaded afresh under a random package name, then removed
-    from `sys.modules` with every module of the judge, and the runner's folder taken off the path. Returns the worker
-    module (its `entry`, its `prepare`)."""
-    package = "_" + os.urandom(6).hex()
-    root = types.ModuleType(package)
-    root.__path__ = []
-    sys.modules[package] = root
-    for name in WORKER_MODULES:
-        path, text = SOURCES[name]
-        module = types.ModuleType(f"{package}.{name}")
-        module.__file__ = path
-        module.__package__ = package
-        sys.modules[module.__name__] = module
-        exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - our own source, read at start
-    worker = sys.modules[f"{package}.worker"]
-    for name in list(sys.modules):
-        if name.split(".")[0] in (package, "nnrag_judge"):
-            del sys.modules[name]
-    top = os.path.dirname(HERE)
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != top]
-    return worker
-
-
-def worker_stdio(events_w: int, printed_w: int) -> None:
-    """In a new worker: its own session; stdin empty, stdout and stderr on the printed pipe, frames on descriptor 3,
-    every other descriptor closed (the judge's verdict pipe, a template's socket)."""
-    os.setsid()
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(printed_w, 1)
-    os.dup2(printed_w, 2)
-    keep = 3 if events_w == 3 else os.dup2(events_w, 3)
-    os.closerange(keep + 1, 1 << 16)
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", line_buffering=True)
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
-
-
-# Templates: a warm process per role and what that role's workers import first (the original's package, the copy's
-# installed imports), forked from the judge, which forks those workers. A template runs only that import (the
-# original's side runs the repository's package; the copy's side, installed packages the copy imports, never the
-# copy's file), closes every descriptor of the judge first, and is stopped (SIGSTOP) but while it forks: no code of
-# one side runs while the other side's worker does. Its worker is forked through a process that exits at once, so it
-# is the judge's child (a subreaper), supervised and killed as any worker.
-TEMPLATES: "OrderedDict[str, Template]" = OrderedDict()
-REFUSED: Set[str] = set()  # templates that could not be made: their workers import for themselves
+# Block processes: none is a fork of the judge. The judge starts the **zygote** with exec (`judge.py --zygote`: a fresh
+# interpreter that never receives a job), and every block process is forked from it or from a **template** it forked
+# (a warm process per role and what that role's workers import first: the original's package, the copy's installed
+# imports). A worker gets its descriptors from the judge through the zygote or template, and its job on its own pipe,
+# written by the judge once it runs: no process a block runs in ever held the other side, a verdict, or another job.
+# A template runs only its side's imports and is stopped (SIGSTOP) but while it forks, so no code of one side runs
+# while the other side's worker does. Every one is forked through a process that exits at once, so it is the judge's
+# child (a subreaper), supervised and killed as any worker.
+TEMPLATES: "OrderedDict[str, Forker]" = OrderedDict()
+ZYGOTE: Dict[str, "Forker"] = {}
+VERSIONS: Dict[str, str] = {}
+REFUSED: Set[str] = set()  # templates that could not be made: their workers are forked from the zygote
+REAPED: Set[int] = set()  # pids this judge reaped without asking for them: never signalled again
 MAX_TEMPLATES = 4
 START_S = 30.0  # the most a template's imports may take
-SPAWN_S = 10.0  # the most a template may take to fork a worker
+ZYGOTE_S = 120.0  # the most the zygote's start (torch's import) may take
+SPAWN_S = 10.0  # the most a zygote or template may take to fork a worker
 LENGTH = struct.Struct("<I")
 
 
 def template_pids() -> Set[int]:
-    return {t.pid for t in TEMPLATES.values()}
+    return {t.pid for t in TEMPLATES.values()} | {z.pid for z in ZYGOTE.values()}
 
 
 def process_state(pid: int) -> Tuple[str, int]:
@@ -253,18 +229,39 @@ def process_state(pid: int) -> Tuple[str, int]:
         return "", 0
 
 
-class Template:
-    """A started template: its pid, a pidfd (signals reach it and no other process of a reused pid), its socket."""
+def read_line(sock: socket.socket, within_s: float, cap: int = 1 << 16) -> bytes:
+    """One line from `sock` (without waiting past `within_s`); what came when it did not come whole."""
+    answer = b""
+    deadline = time.monotonic() + within_s
+    while not answer.endswith(b"\n") and len(answer) < cap:
+        if not select.select([sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        data = sock.recv(cap)
+        if not data:
+            break
+        answer += data
+    return answer
 
-    def __init__(self, pid: int, pidfd: int, sock: socket.socket) -> None:
-        self.pid, self.pidfd, self.sock = pid, pidfd, sock
+
+class Forker:
+    """The zygote or a template: a child of the judge that forks block processes on order, over its socket. A
+    template is kept stopped between orders; the zygote, which runs no code of any block, is not."""
+
+    def __init__(self, pid: int, sock: socket.socket, stopped: bool) -> None:
+        self.pid, self.sock, self.stopped = pid, sock, stopped
 
     def signal(self, sig: int) -> bool:
+        if self.pid in REAPED:
+            return False
         try:
-            signal.pidfd_send_signal(self.pidfd, sig)
+            os.kill(self.pid, sig)
             return True
         except OSError:
             return False
+
+    def usable(self) -> bool:
+        state = process_state(self.pid)[0] if self.pid not in REAPED else ""
+        return state in ("T", "t") if self.stopped else state not in ("", "Z", "X", "T", "t")
 
     def stop(self) -> bool:
         """Stopped, with no process of its own left (what its imports started is killed): whether it is usable."""
@@ -279,109 +276,76 @@ class Template:
 
     def close(self) -> None:
         self.signal(signal.SIGKILL)
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
-        os.close(self.pidfd)
+        if self.pid not in REAPED:
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
         self.sock.close()
 
-    def spawn(self, job: Dict[str, Any], events_w: int, printed_w: int) -> Optional[int]:
-        """A worker forked from this template for `job`, its pid (a child of the judge); None when the template does
-        not answer as it should (it is then closed)."""
-        try:
-            body = json.dumps(job).encode("utf-8")
-        except (TypeError, ValueError):  # a request that is not plain data: the judge forks the worker itself
-            return None
+    def order(self, order: Dict[str, Any], fds: List[int]) -> int:
+        """Ask for a process (`order` names what; `fds` are its descriptors): its pid, a child of the judge; 0 when
+        this forker does not answer as it should."""
+        body = json.dumps(order).encode("utf-8")
         answer = b""
         try:
-            if not self.signal(signal.SIGCONT):
-                return None
-            socket.send_fds(self.sock, [LENGTH.pack(len(body))], [events_w, printed_w])
+            if self.stopped and not self.signal(signal.SIGCONT):
+                return 0
+            socket.send_fds(self.sock, [LENGTH.pack(len(body))], fds)
             self.sock.sendall(body)
-            deadline = time.monotonic() + SPAWN_S
-            while not answer.endswith(b"\n") and len(answer) < 32:
-                if not select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                    break
-                data = self.sock.recv(32)
-                if not data:
-                    break
-                answer += data
+            answer = read_line(self.sock, SPAWN_S, 32)
         except OSError:
-            return None
+            return 0
         finally:
-            usable = self.stop()
+            ok = self.stop() if self.stopped else not descendants(self.pid)
         pid = int(answer) if answer.strip().isdigit() else 0
-        if pid and process_state(pid)[1] == os.getpid() and usable:
+        if pid and process_state(pid)[1] == os.getpid() and ok:
             return pid
-        if pid:  # a worker the judge cannot supervise (not its child: no subreaper) is stopped at once
+        if pid:  # a process the judge cannot supervise (not its child) is stopped at once
             try:
                 os.kill(pid, 9)
                 os.waitpid(pid, 0)
             except OSError:
                 pass
+        return 0
+
+
+def zygote() -> Optional[Forker]:
+    """The running zygote, started (exec'd: `judge.py --zygote`) when there is none or it died; None when it cannot
+    start (the report then says why the worker did not run)."""
+    known = ZYGOTE.get("zygote")
+    if known is not None and known.usable():
+        return known
+    subreaper()
+    if known is not None:
+        known.close()
+        del ZYGOTE["zygote"]
+    ours, theirs = socket.socketpair()
+    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0), (os.POSIX_SPAWN_DUP2, theirs.fileno(), 3)]
+    try:
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-B", RUNNER, "--zygote", "3"], dict(os.environ),
+                             file_actions=actions, setsid=True)
+    except OSError:
+        ours.close()
+        theirs.close()
         return None
-
-
-def template_main(sock_fd: int, role: str, spec: Dict[str, Any], memory_mb: int) -> None:
-    """A template's whole life (never returns): the judge's descriptors closed, the imports of `spec`, then a worker
-    forked per request until the socket ends."""
-    os.setsid()
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    if sock_fd != 3:
-        os.dup2(sock_fd, 3)
-    os.closerange(4, 1 << 16)
-    sys.stdout = sys.stderr = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
+    theirs.close()
+    forker = Forker(pid, ours, stopped=False)
+    answer = read_line(ours, ZYGOTE_S)
+    if not answer.startswith(b"ready ") or not answer.endswith(b"\n"):
+        forker.close()
+        return None
     try:
-        import ctypes
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: it dies with the judge
-    except (OSError, AttributeError, ImportError):
-        pass
-    sock = socket.socket(fileno=3)
-    worker = private_worker()
-    try:
-        worker.prepare(role, spec, memory_mb)
-    except BaseException:  # noqa: BLE001 - no template: each worker imports for itself
-        sock.sendall(b"refused\n")
-        os._exit(0)
-    sock.sendall(b"ready\n")
-    while True:
-        head, fds, _, _ = socket.recv_fds(sock, LENGTH.size, 2)
-        if len(head) != LENGTH.size or len(fds) != 2:
-            os._exit(0)
-        size, body = LENGTH.unpack(head)[0], b""
-        while len(body) < size:
-            data = sock.recv(size - len(body))
-            if not data:
-                os._exit(0)
-            body += data
-        job = json.loads(body)
-        pid_r, pid_w = os.pipe()
-        middle = os.fork()
-        if middle == 0:
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    worker_stdio(fds[0], fds[1])
-                    os.chdir(str(job["cwd"]))
-                    os.environ["HOME"] = str(job["home"])
-                    worker.entry(3, str(job["role"]), job["request"], int(job["memory_mb"]))
-                finally:
-                    os._exit(3)
-            os.write(pid_w, f"{pid}\n".encode())
-            os._exit(0)
-        os.close(pid_w)
-        pid_text = os.read(pid_r, 32)
-        os.close(pid_r)
-        os.waitpid(middle, 0)  # it has exited: its worker is the judge's now
-        for fd in fds:
-            os.close(fd)
-        sock.sendall(pid_text)
+        VERSIONS.update({k: str(v) for k, v in json.loads(answer[6:]).items()})
+    except (ValueError, AttributeError):
+        forker.close()
+        return None
+    ZYGOTE["zygote"] = forker
+    return forker
 
 
-def drop(template: Template) -> None:
+def drop(template: Forker) -> None:
     """A template that did not answer as it should: closed, and forgotten."""
     for key, known in list(TEMPLATES.items()):
         if known is template:
@@ -390,93 +354,99 @@ def drop(template: Template) -> None:
     kill_descendants()
 
 
-def template_for(role: str, spec: Optional[Dict[str, Any]], memory_mb: int, within_s: float) -> Optional[Template]:
-    """The running template of `role` and `spec`, started (its imports within `within_s`) when there is none; None
-    without a spec, where templates cannot be made (no pidfd), or when its imports failed before."""
-    if spec is None or not hasattr(os, "pidfd_open") or not hasattr(socket, "send_fds"):
+def template_for(role: str, spec: Optional[Dict[str, Any]], memory_mb: int, within_s: float) -> Optional[Forker]:
+    """The running template of `role` and `spec`, forked by the zygote (its imports within `within_s`) when there is
+    none; None without a spec, or when its imports failed before."""
+    if spec is None:
         return None
     key = json.dumps([role, spec, memory_mb], sort_keys=True)
     known = TEMPLATES.pop(key, None)
     if known is not None:
-        if process_state(known.pid)[0] in ("T", "t"):
+        if known.usable():
             TEMPLATES[key] = known
             return known
         known.close()
     if key in REFUSED:
         return None
+    base = zygote()
+    if base is None:
+        return None
     while len(TEMPLATES) >= MAX_TEMPLATES:
         TEMPLATES.popitem(last=False)[1].close()
     ours, theirs = socket.socketpair()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            ours.close()
-            template_main(theirs.fileno(), role, spec, memory_mb)
-        finally:
-            os._exit(3)
+    pid = base.order({"make": "template", "role": role, "spec": spec, "memory_mb": memory_mb}, [theirs.fileno()])
     theirs.close()
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:  # a kernel without pidfds (before Linux 5.3): no templates
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+    if not pid:
         ours.close()
-        REFUSED.add(key)
         return None
-    template = Template(pid, pidfd, ours)
-    answer = b""
-    deadline = time.monotonic() + min(START_S, within_s)
-    while not answer.endswith(b"\n"):
-        if not select.select([ours], [], [], max(0.0, deadline - time.monotonic()))[0]:
-            break
-        data = ours.recv(16)
-        if not data:
-            break
-        answer += data
+    template = Forker(pid, ours, stopped=True)
+    answer = read_line(ours, min(START_S, within_s), 16)
     if answer == b"ready\n" and template.stop():
         TEMPLATES[key] = template
         return template
     # imports that failed, hung or left a process behind would do the same again: this judge's workers of that
-    # template import for themselves from now on
+    # template are forked from the zygote from now on
     template.close()
     kill_descendants()
     REFUSED.add(key)
     return None
 
 
+def start_worker(forker: Forker, job_spec: bytes, events_w: int, printed_w: int) -> int:
+    """A worker forked by `forker`, its job written on its own pipe once it runs (by a thread: the worker reads it
+    whole before anything else); its pid, 0 when none was made."""
+    job_r, job_w = os.pipe()
+    pid = forker.order({"make": "worker"}, [events_w, printed_w, job_r])
+    os.close(job_r)
+    if not pid:
+        os.close(job_w)
+        return 0
+
+    def write() -> None:
+        try:
+            with open(job_w, "wb") as fh:
+                fh.write(job_spec)
+        except OSError:  # the worker died before reading: its end says so
+            pass
+
+    threading.Thread(target=write, daemon=True).start()
+    return pid
+
+
 def run_worker(role: str, request: Dict[str, Any], memory_mb: int, timeout_s: float, control: Optional[int],
                template: Optional[Dict[str, Any]] = None) -> Job:
-    """Fork a worker for `role` with its two pipes (from the template of `role` and what `template` names to import,
-    when one can be had; else from the judge), supervise it, then kill whatever is left of it."""
+    """A worker for `role` with its two pipes, forked by the template of `role` and what `template` names to import
+    when one can be had, else by the zygote; supervised, then whatever is left of it killed."""
     started = time.monotonic()
+    job = Job()
+    try:
+        job_spec = json.dumps({"role": role, "request": request, "memory_mb": memory_mb, "cwd": os.getcwd(),
+                               "home": os.environ.get("HOME", "")}).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        job.problem = ("interpreter", f"a request that is not plain data: {exc}")
+        return job
     events_r, events_w = os.pipe()
     printed_r, printed_w = os.pipe()
     warm = template_for(role, template, memory_mb, timeout_s / 2)
-    job_spec = {"role": role, "request": request, "memory_mb": memory_mb, "cwd": os.getcwd(), "home": os.environ.get("HOME", "")}
-    pid = warm.spawn(job_spec, events_w, printed_w) if warm is not None else None
-    if warm is not None and pid is None:
+    pid = start_worker(warm, job_spec, events_w, printed_w) if warm is not None else 0
+    if warm is not None and not pid:
         drop(warm)
-        # whatever the template's worker wrote or holds of these pipes is not read: fresh ones for the judge's fork
+        # whatever the template's worker wrote or holds of these pipes is not read: fresh ones
         for fd in (events_r, events_w, printed_r, printed_w):
             os.close(fd)
         events_r, events_w = os.pipe()
         printed_r, printed_w = os.pipe()
-    if pid is None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                worker_stdio(events_w, printed_w)
-                private_worker().entry(3, role, request, memory_mb)
-            finally:
-                os._exit(3)
-    timeout_s = max(1.0, timeout_s - (time.monotonic() - started))
+    if not pid:
+        base = zygote()
+        pid = start_worker(base, job_spec, events_w, printed_w) if base is not None else 0
     os.close(events_w)
     os.close(printed_w)
-    job = Job()
+    if not pid:
+        os.close(events_r)
+        os.close(printed_r)
+        job.problem = ("interpreter", "the judge could not start a worker (its zygote did not start or answer)")
+        return job
+    timeout_s = max(1.0, timeout_s - (time.monotonic() - started))
     try:
         supervise(job, pid, events_r, printed_r, control, timeout_s, memory_mb)
     finally:
@@ -503,13 +473,7 @@ def empty(folder: str) -> None:
         return
     for entry in entries:
         path = os.path.join(folder, entry)
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
+        remove_tree(path)
 
 
 NATIVE_FOLDER = "_nnrag_native"

@@ -103,7 +103,7 @@ class TiersWithoutTorch(unittest.TestCase):
 
 
 class Templates(unittest.TestCase):
-    """What a side's template imports before its workers fork from it (supervise.Template)."""
+    """What a side's template imports before its workers fork from it (zygote.template_main)."""
 
     def test_the_copy_imports_first_only_what_its_file_imports_before_any_statement_of_its_own(self) -> None:
         import ast

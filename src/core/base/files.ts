@@ -25,3 +25,19 @@ export async function readOwnFile(file: string, folder?: string): Promise<Buffer
     await handle.close();
   }
 }
+
+/**
+ * Removes `top` and everything in it, its folders made writable first: a folder a block or a build left read-only
+ * (mode 0500) would otherwise keep what is in it on the host. Links are removed, never followed. Never throws: what
+ * cannot be removed stays, and the caller's next start empties it again.
+ */
+export async function removeTree(top: string): Promise<void> {
+  const open = async (dir: string): Promise<void> => {
+    await fsp.chmod(dir, 0o700).catch(() => undefined);
+    const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) if (e.isDirectory()) await open(`${dir}/${e.name}`);
+  };
+  const st = await fsp.lstat(top).catch(() => undefined);
+  if (st?.isDirectory()) await open(top);
+  await fsp.rm(top, { recursive: true, force: true }).catch(() => undefined);
+}

@@ -4,7 +4,7 @@
  * user's interpreter (its torch headers, g++ and ninja), and cached by the sources' content and the interpreter.
  * Which sources: pull/nativeSources.ts.
  */
-import { readOwnFile } from '../base/files';
+import { readOwnFile, removeTree } from '../base/files';
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
@@ -139,6 +139,6 @@ export async function buildNative(
     );
     return result(false);
   } finally {
-    await fsp.rm(stage, { recursive: true, force: true }).catch(() => undefined);
+    await removeTree(stage);
   }
 }

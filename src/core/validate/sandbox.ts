@@ -14,7 +14,7 @@
  * plain home folder, and the judge empties the work folder (and the private /tmp and /dev/shm) before every worker,
  * so no job sees what another left.
  */
-import { readOwnFile } from '../base/files';
+import { readOwnFile, removeTree } from '../base/files';
 import { execFile, spawn } from 'child_process';
 import type { ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -134,13 +134,28 @@ export function sandboxKind(): Promise<SandboxKind> {
   kindProbe ??= (async (): Promise<SandboxKind> => {
     const wanted = process.env.NNRAG_SANDBOX;
     if (process.platform !== 'linux' || wanted === 'none') return 'none';
-    if (wanted !== 'unshare' && (await works('bwrap', [...systemBinds(), '--unshare-all', '--die-with-parent', '--proc', '/proc', 'true'])))
-      return 'bubblewrap';
+    if (wanted !== 'unshare') {
+      const base = [...systemBinds(), '--unshare-all', '--die-with-parent', '--proc', '/proc'];
+      // an unprivileged user of its own, whoever starts the tool (root included), when the kernel and bubblewrap allow
+      for (const flags of [UNPRIVILEGED, ['--cap-drop', 'ALL']])
+        if (await works('bwrap', [...base, ...flags, 'true'])) {
+          privilegeFlags = flags;
+          return 'bubblewrap';
+        }
+    }
     if (await works('unshare', ['-rn', '--pid', '--fork', '--kill-child', '--mount-proc', 'true'])) return 'unshare';
     return 'none';
   })();
   return kindProbe;
 }
+
+/** The uid and gid a block runs as inside the sandbox: never 0, and not the id the kernel shows for what is not
+ * mapped (65534), so a process that is not dumpable (owned by "nobody" in /proc) is told from one of ours. */
+const SANDBOX_ID = '1000';
+/** No capability, in a user namespace of its own mapped to an unprivileged id, that can make no further one. */
+const UNPRIVILEGED = ['--unshare-user', '--uid', SANDBOX_ID, '--gid', SANDBOX_ID, '--disable-userns', '--cap-drop', 'ALL'];
+/** What this machine's bubblewrap takes of UNPRIVILEGED (found by the probe; --cap-drop ALL at least). */
+let privilegeFlags: string[] = ['--cap-drop', 'ALL'];
 
 /** Whether this process may make a cgroup (asked once). */
 let cgroups: boolean | undefined;
@@ -161,7 +176,10 @@ export async function describeSandbox(memoryMb = DEFAULT_MEMORY_MB): Promise<San
         ? 'no file-system isolation: the block can read and write what you can (install bubblewrap)'
         : 'no namespaces: the block can use the network and read and write what you can (install bubblewrap)';
   const filter = seccompProgram() ? 'seccomp; ' : '';
-  const label = weaker ? `weaker sandbox: ${weaker}` : `bubblewrap (user, PID, network and mount namespaces; ${filter}memory by ${memory})`;
+  const user = privilegeFlags.includes('--uid') ? 'an unprivileged user, ' : '';
+  const label = weaker
+    ? `weaker sandbox: ${weaker}`
+    : `bubblewrap (${user}no capabilities; user, PID, network and mount namespaces; ${filter}memory by ${memory})`;
   return { kind, weaker, memory, label };
 }
 
@@ -280,7 +298,7 @@ function bubblewrapArgs(info: InterpreterInfo, mounts: Mounts, roots: string[]):
   // repository roots the originals of pulled blocks are imported from, read-only (never a whole home)
   for (const root of roots) if (!NEVER_WHOLE.has(path.resolve(root)) && fs.existsSync(root)) args.push('--ro-bind', fs.realpathSync(root), path.resolve(root));
   args.push('--ro-bind', mounts.runnerHost, mounts.runnerDir, '--ro-bind', mounts.inHost, mounts.inDir, '--bind', mounts.workHost, mounts.workDir);
-  args.push('--chdir', mounts.workDir, '--unshare-all', '--die-with-parent', '--new-session');
+  args.push('--chdir', mounts.workDir, '--unshare-all', ...privilegeFlags, '--as-pid-1', '--die-with-parent', '--new-session');
   if (seccompProgram()) args.push('--seccomp', String(SECCOMP_FD));
   return args;
 }
@@ -500,7 +518,8 @@ export class Judge {
   private constructor(
     private readonly python: string,
     private readonly runner: string,
-    private readonly roots: string[],
+    /** The repository folders shown to it, read-only (`Judge.key` names the set). */
+    readonly roots: string[],
   ) {}
 
   /** Starts a judge; resolves once it has imported what it warms (torch) and can take jobs. `roots`: repository
@@ -705,7 +724,7 @@ export class Judge {
         ...(this.sandbox.weaker ? { weakSandbox: this.sandbox.weaker } : {}),
       } as ValidationReport;
     } finally {
-      await fsp.rm(inFolder, { recursive: true, force: true }).catch(() => undefined);
+      await removeTree(inFolder);
     }
   }
 
@@ -787,7 +806,7 @@ export class Judge {
       clearTimeout(timer);
     }
     this.cgroup?.release();
-    if (this.root) await fsp.rm(this.root, { recursive: true, force: true }).catch(() => undefined);
+    if (this.root) await removeTree(this.root);
   }
 }
 
