@@ -43,6 +43,19 @@ describe("trust: what is written is the tool's alone", function () {
     assert.strictEqual((await cli('index', path.join(dir, 'src', 'planted'), '--db', db)).code, 0);
   });
 
+  it("a pull never deletes the user's own files named as an earlier version's records (app.manifest.json, required_repos.json)", async () => {
+    const proj = path.join(dir, 'proj');
+    const mine = { 'app.manifest.json': '{"name": "my app", "version": 3}\n', 'required_repos.json': '["my", "own", "list"]\n' };
+    await writeTree(proj, mine);
+    const r = await cli('pull', 'planted.layers.Planted', '--db', db, '--out', path.join(proj, 'app.py'), '--no-validate');
+    assert.strictEqual(r.code, 0, r.err);
+    for (const [name, text] of Object.entries(mine)) assert.strictEqual(fs.readFileSync(path.join(proj, name), 'utf8'), text, name);
+    assert.ok(fs.existsSync(path.join(proj, '.nnrag', 'app.manifest.json')), "the pull's own records are in .nnrag/");
+    // and when the file goes, they stay too
+    await (await import('../../src/core/emit/manifest')).removeManifests(path.join(proj, 'app.py'));
+    for (const [name, text] of Object.entries(mine)) assert.strictEqual(fs.readFileSync(path.join(proj, name), 'utf8'), text, name);
+  });
+
   it('a PEP 723 block in indexed code is not one in the pulled file; with --pep723 the file holds exactly one', async () => {
     const out = path.join(dir, 'planted_block.py');
     const r = await cli('pull', 'planted.layers.Planted', '--db', db, '--out', out, '--no-validate');

@@ -90,6 +90,26 @@ function legacyRequiredReposPath(file: string): string {
   return path.join(path.dirname(file), 'required_repos.json');
 }
 
+/** A record an earlier version wrote beside `file`: read and removed only when its content proves it ours (its schema,
+ * and for a manifest the file it describes); anything else of that name is the user's and stays. */
+async function legacyRecord(where: string, file: string): Promise<Manifest | RequiredRepos | undefined> {
+  try {
+    const st = await fsp.lstat(where);
+    if (!st.isFile()) return undefined;
+    const got = JSON.parse(await fsp.readFile(where, 'utf8')) as { schema?: string; file?: unknown; distributions?: unknown; missing?: unknown } | null;
+    if (got?.schema === MANIFEST_SCHEMA && got.file === path.basename(file)) return got as unknown as Manifest;
+    if (got?.schema === REQUIRED_REPOS_SCHEMA && typeof got.distributions === 'object' && typeof got.missing === 'object')
+      return got as unknown as RequiredRepos;
+  } catch {
+    // not there, not JSON: not ours
+  }
+  return undefined;
+}
+
+async function removeLegacy(where: string, file: string): Promise<void> {
+  if (await legacyRecord(where, file)) await fsp.rm(where, { force: true });
+}
+
 /** One writer at a time per required_repos.json (batch pulls run concurrently). */
 const locks = new Map<string, Promise<unknown>>();
 
@@ -129,10 +149,10 @@ async function writeManifestsNow(
   const manifest = manifestPath(file);
   const base = baseBody ?? (await readManifest(file))?.base_body;
   await writeText(manifest, `${JSON.stringify(manifestOf(file, prov, base), null, 2)}\n`, within);
-  await fsp.rm(legacyManifestPath(file), { force: true });
+  await removeLegacy(legacyManifestPath(file), file);
 
   const requiredRepos = requiredReposPath(file);
-  const merged = await readRequiredRepos(fs.existsSync(requiredRepos) ? requiredRepos : legacyRequiredReposPath(file));
+  const merged = fs.existsSync(requiredRepos) ? await readRequiredRepos(requiredRepos) : await readLegacyRequiredRepos(file);
   const me = path.basename(file);
   // what was found for this file before, by module: kept when no validation ran this time
   const before = new Map<string, Requirement>();
@@ -162,7 +182,7 @@ async function writeManifestsNow(
     }
   }
   await writeText(requiredRepos, `${JSON.stringify(merged, null, 2)}\n`, within);
-  await fsp.rm(legacyRequiredReposPath(file), { force: true });
+  await removeLegacy(legacyRequiredReposPath(file), file);
   return { manifest, requiredRepos };
 }
 
@@ -177,9 +197,9 @@ export async function removeManifests(file: string): Promise<void> {
     .catch(() => undefined)
     .then(async () => {
       await fsp.rm(manifestPath(file), { force: true });
-      await fsp.rm(legacyManifestPath(file), { force: true });
+      await removeLegacy(legacyManifestPath(file), file);
       for (const requiredRepos of [requiredReposPath(file), legacyRequiredReposPath(file)]) {
-        if (!fs.existsSync(requiredRepos)) continue;
+        if (!fs.existsSync(requiredRepos) || (requiredRepos !== requiredReposPath(file) && !(await legacyRecord(requiredRepos, file)))) continue;
         const merged = await readRequiredRepos(requiredRepos);
         dropFile(merged, path.basename(file));
         if (!Object.keys(merged.distributions).length && !Object.keys(merged.missing).length) await fsp.rm(requiredRepos, { force: true });
@@ -197,15 +217,14 @@ export async function removeManifests(file: string): Promise<void> {
 }
 
 export async function readManifest(file: string): Promise<Manifest | undefined> {
-  for (const where of [manifestPath(file), legacyManifestPath(file)]) {
-    try {
-      const m = JSON.parse(await fsp.readFile(where, 'utf8')) as Manifest;
-      if (m.schema === MANIFEST_SCHEMA) return m;
-    } catch {
-      // not there (or unreadable): the other place, else none
-    }
+  try {
+    const m = JSON.parse(await fsp.readFile(manifestPath(file), 'utf8')) as Manifest;
+    if (m.schema === MANIFEST_SCHEMA) return m;
+  } catch {
+    // not there (or unreadable): the place earlier versions wrote it, else none
   }
-  return undefined;
+  const legacy = await legacyRecord(legacyManifestPath(file), file);
+  return legacy?.schema === MANIFEST_SCHEMA ? legacy : undefined;
 }
 
 /** The folder's requirements of its pulled files (in RECORDS_FOLDER). */
@@ -213,8 +232,15 @@ export function requiredReposPath(file: string): string {
   return path.join(path.dirname(file), RECORDS_FOLDER, 'required_repos.json');
 }
 
+const REQUIRED_REPOS_SCHEMA = 'nn-rag/required-repos@1';
+
+async function readLegacyRequiredRepos(file: string): Promise<RequiredRepos> {
+  const legacy = await legacyRecord(legacyRequiredReposPath(file), file);
+  return legacy?.schema === REQUIRED_REPOS_SCHEMA ? (legacy as RequiredRepos) : { schema: REQUIRED_REPOS_SCHEMA, distributions: {}, missing: {} };
+}
+
 async function readRequiredRepos(file: string): Promise<RequiredRepos> {
-  const empty: RequiredRepos = { schema: 'nn-rag/required-repos@1', distributions: {}, missing: {} };
+  const empty: RequiredRepos = { schema: REQUIRED_REPOS_SCHEMA, distributions: {}, missing: {} };
   try {
     const old = JSON.parse(await fsp.readFile(file, 'utf8')) as RequiredRepos;
     return old.schema === empty.schema ? old : empty;
