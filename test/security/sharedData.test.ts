@@ -159,6 +159,29 @@ describe('trust: a shared index is data', function () {
     assert.strictEqual(pulled.code, 0, pulled.err);
   });
 
+  it("an imported repository stays imported: indexing the user's folder it names never adopts its rows", async () => {
+    // the archive names the user's own folder, by its name and its location (predictable in a dev container)
+    const src = path.join(dir, 'src', 'tinyblocks');
+    const bad = path.join(dir, 'adopt.tgz');
+    await tampered(archive, bad, (db) => db.run('UPDATE repos SET location = ?', [src]));
+    const r = await tryImport(bad, 'adopt');
+    assert.strictEqual(r.error, undefined, r.error);
+    const before = fs.readFileSync(r.target);
+    const indexed = await cli('index', src, '--db', r.target);
+    assert.notStrictEqual(indexed.code, 0, indexed.out);
+    assert.match(indexed.err, /came with an imported index/);
+    assert.ok(fs.readFileSync(r.target).equals(before), 'the index is as imported');
+    const { db } = await IndexDb.open(r.target, { sqlWasm: ASSETS.sqlWasm });
+    try {
+      assert.ok([...loadRepoRows(db).values()].every(isImported), 'every repository is still imported');
+    } finally {
+      db.close();
+    }
+    // under another name, the folder is the user's own repository beside the archive's
+    const own = await cli('index', src, '--db', r.target, '--name', 'mine');
+    assert.strictEqual(own.code, 0, own.err);
+  });
+
   it('refuses a damaged database (one that would need recovery); the index in use stays whole, nothing is left', async () => {
     const bad = path.join(dir, 'damaged.tgz');
     await tampered(archive, bad, () => undefined);

@@ -368,6 +368,14 @@ function dropRepositories(db: IndexDb, ids: number[]): void {
   });
 }
 
+function isImportedConfig(config: unknown): boolean {
+  try {
+    return (JSON.parse(String(config ?? '{}')) as { imported?: unknown }).imported === true;
+  } catch {
+    return false;
+  }
+}
+
 function upsertRepo(db: IndexDb, source: OpenedSource, replaceInstalled: boolean): number {
   const { info, config } = source;
   let row = db.get('SELECT id, location, kind, url, ref, root, module_prefix, priority, config FROM repos WHERE name = ?', [info.name]);
@@ -376,6 +384,13 @@ function upsertRepo(db: IndexDb, source: OpenedSource, replaceInstalled: boolean
     // the same packages of another interpreter: what was indexed (and judged) from the old one goes with it
     dropRepositories(db, [Number(row.id)]);
     row = undefined;
+  }
+  if (row && isImportedConfig(row.config)) {
+    // another machine's rows (its catalog, its verdicts) never become this folder's, whatever path the archive named
+    throw new NnragError(
+      'bad-source',
+      `a repository named '${info.name}' came with an imported index; index this folder under another name (--name) or into another database (--db): its rows stay the archive's`,
+    );
   }
   if (row && String(row.location) !== info.location) {
     throw new NnragError(
