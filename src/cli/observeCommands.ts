@@ -65,7 +65,8 @@ export function callsText(target: string, calls: (ObservedCall & { stale: boolea
     lines.push(`    built with ${elided(argumentText(c.args, c.kwargs))}`);
     if (c.inputs) lines.push(`    forward got ${elided(argumentText(c.inputs.args, c.inputs.kwargs))}`);
   }
-  return `${lines.join('\n')}\n`;
+  // what a repository's worker recorded is data: a line break in it never starts a line of ours
+  return `${lines.map((l) => l.replace(/[\r\n\u0085\u2028\u2029]/g, ' ')).join('\n')}\n`;
 }
 
 /** A long text cut in its middle (`--json` has it whole). */

@@ -16,6 +16,7 @@ import {
   forgetObserved,
   observedClasses,
   observedEntries,
+  observedBytesBut,
   observedSize,
   recordObserved,
   stillTrue,
@@ -332,7 +333,11 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       const limits = { timeoutMs: (options.repositorySeconds ?? 600) * 1000, memoryMb: options.memoryMb, signal: options.signal };
       const answer = await judge.observe(spec, limits);
       const known = new Set(chosen.map((e) => e.id));
-      const records = answer.observed.filter((o) => typeof o.entry === 'string' && known.has(o.entry)).map((o) => recordOf(o, blobs, interpreter));
+      // what other entries of the repository keep counts against its catalog's size
+      const budget: CatalogBudget = { bytes: observedBytesBut(db, repo.id, known), perClass: new Map(), dropped: 0 };
+      const records = answer.observed
+        .filter((o) => typeof o.entry === 'string' && known.has(o.entry))
+        .map((o) => recordOf({ ...o, entry: plainText(o.entry, 500) }, blobs, interpreter, budget));
       const built = options.buildNative
         ? await nativesMissing(
             session,
@@ -347,13 +352,17 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
         const second = await judge.observe({ ...spec, entries: chosen.filter((e) => again.has(e.id)), ...(await judge.stageNatives(built)) }, limits);
         for (const o of second.observed) {
           const at = records.findIndex((r) => r.entry.entry === o.entry);
-          if (at >= 0 && again.has(o.entry)) records[at] = recordOf(o, blobs, interpreter);
+          if (at >= 0 && again.has(o.entry)) records[at] = recordOf(o, blobs, interpreter, budget);
         }
       }
       recordObserved(db, repo.id, records);
       summary.ran = records.length;
       summary.failed = records.filter((r) => r.entry.error).length;
-      if (!answer.ok) options.onProgress?.(`${repo.name}: the observer stopped: ${answer.message ?? answer.category ?? 'no reason given'}`);
+      if (budget.dropped)
+        options.onProgress?.(
+          `${repo.name}: ${budget.dropped} observed calls not kept: over the catalog's limits (${CATALOG_LIMITS.callsPerClass} calls a class, ${CATALOG_LIMITS.callBytes >> 10} KB a call, ${CATALOG_LIMITS.entryBytes >> 10} KB an entry, ${CATALOG_LIMITS.repositoryBytes >> 20} MB a repository)`,
+        );
+      if (!answer.ok) options.onProgress?.(`${repo.name}: the observer stopped: ${plainText(answer.message ?? answer.category ?? 'no reason given', 300)}`);
     } finally {
       await judge.close();
     }
@@ -401,15 +410,38 @@ async function nativesMissing(
 }
 
 /** One entry's answer as the catalog keeps it: its calls checked for shape, its files with their blob ids now. */
+/**
+ * The catalog's limits, kept here on the trusted side (the worker that reports the calls runs the repository's code):
+ * bytes of one call's JSON, of one entry's calls, calls kept per class in one run, and bytes of a repository's
+ * catalog. What is over them is dropped, and the run says so.
+ */
+export const CATALOG_LIMITS = { callBytes: 16 << 10, entryBytes: 256 << 10, callsPerClass: 32, repositoryBytes: 4 << 20, errorChars: 300 };
+
+/** Text a worker sent, as data: control characters and line breaks become spaces (printed and rendered as one
+ * line), at most `max` characters. */
+export function plainText(text: string, max: number): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').slice(0, max);
+}
+
+/** What the catalog kept of a run against its limits. */
+interface CatalogBudget {
+  bytes: number;
+  perClass: Map<string, number>;
+  dropped: number;
+}
+
 function recordOf(
   o: { entry: string; seconds?: number; error?: string | null; calls?: unknown[]; files?: unknown[] },
   blobs: Map<string, string>,
   interpreter: string,
+  budget: CatalogBudget,
 ): { entry: ObservedEntry; calls: ObservedCall[] } {
   const files: Record<string, string> = {};
   for (const f of o.files ?? []) if (typeof f === 'string' && blobs.has(f)) files[f] = blobs.get(f)!;
   const calls: ObservedCall[] = [];
-  for (const c of o.calls ?? []) {
+  let entryBytes = 0;
+  for (const c of Array.isArray(o.calls) ? o.calls : []) {
     const call = c as Partial<ObservedCall>;
     if (
       typeof call.module !== 'string' ||
@@ -419,8 +451,31 @@ function recordOf(
       call.kwargs === null
     )
       continue;
-    calls.push({ entry: o.entry, module: call.module, name: call.name, args: call.args, kwargs: call.kwargs, ...(call.inputs ? { inputs: call.inputs } : {}) });
+    const kept: ObservedCall = {
+      entry: o.entry,
+      module: call.module,
+      name: call.name,
+      args: call.args,
+      kwargs: call.kwargs,
+      ...(call.inputs ? { inputs: call.inputs } : {}),
+    };
+    const bytes = JSON.stringify(kept).length;
+    const cls = `${call.module}.${call.name}`;
+    const seen = budget.perClass.get(cls) ?? 0;
+    if (
+      bytes > CATALOG_LIMITS.callBytes ||
+      entryBytes + bytes > CATALOG_LIMITS.entryBytes ||
+      seen >= CATALOG_LIMITS.callsPerClass ||
+      budget.bytes + bytes > CATALOG_LIMITS.repositoryBytes
+    ) {
+      budget.dropped++;
+      continue;
+    }
+    budget.perClass.set(cls, seen + 1);
+    entryBytes += bytes;
+    budget.bytes += bytes;
+    calls.push(kept);
   }
-  const error = typeof o.error === 'string' ? o.error.slice(0, 300) : null;
+  const error = typeof o.error === 'string' ? plainText(o.error, CATALOG_LIMITS.errorChars) : null;
   return { entry: { entry: o.entry, key: keyOf(interpreter, files), files, seconds: typeof o.seconds === 'number' ? o.seconds : null, error }, calls };
 }

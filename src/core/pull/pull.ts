@@ -267,7 +267,28 @@ async function reposToInline(session: PullSession, rootRepo: number, options: Pu
  * repository's own entry points with them, as the original's worker does.
  */
 export async function companionRoots(session: PullSession, repoId: number, python: string): Promise<{ roots: string[]; mounts: string[] }> {
-  return localRoots(session, await reposToInline(session, repoId, { python } as PullOptions));
+  return localRoots(session, dependencies(session, repoId, await reposToInline(session, repoId, { python } as PullOptions)));
+}
+
+/**
+ * Those of `candidates` that `repoId`'s code needs: the repositories it depends on (it imports one of their top-level
+ * names without a guard: `ModuleTable.dependsOn`), and theirs in turn. No other repository's folder is shown to a
+ * sandbox that runs `repoId`'s code (its original, its observed tests), so indexed repositories cannot reach each other.
+ */
+export function dependencies(session: PullSession, repoId: number, candidates: Iterable<number>): Set<number> {
+  const left = new Set(candidates);
+  const found = new Set<number>();
+  const frontier = [repoId];
+  while (frontier.length) {
+    const from = frontier.pop()!;
+    for (const id of [...left])
+      if (session.table.topLevelNames(id).some((top) => session.table.dependsOn(from, top))) {
+        left.delete(id);
+        found.add(id);
+        frontier.push(id);
+      }
+  }
+  return found;
 }
 
 /** The local repositories `ids` that are on this machine: the folders they import from, and those to mount. */
@@ -665,7 +686,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     }
   } else if (options.validate) {
     if (!options.out || !options.python || !options.runner) throw new NnragError('usage', 'validation needs an output file, an interpreter and the runner');
-    const original = originalOf(session, ref, inlined);
+    const original = originalOf(session, ref, dependencies(session, ref.repoId, inlined));
     const request: ValidateOptions = {
       ...(await judging(session, rec, ref.name, options)),
       original: 'module' in original ? original : undefined,
@@ -800,7 +821,7 @@ async function replayed(byBuilder: ValidationReport, file: string, request: Vali
 
 /** How far `ref`'s original gets with the tool's arguments when run alone (null: it is not imported). */
 async function originalAlone(session: PullSession, ref: ClassRef, options: PullOptions, inlined: Set<number>): Promise<ValidationReport['original_reached']> {
-  const original = originalOf(session, ref, inlined);
+  const original = originalOf(session, ref, dependencies(session, ref.repoId, inlined));
   const rec = session.table.lookupIn(ref.module, ref.repoId);
   if (!('module' in original) || !rec) return null;
   const v = await validateFile(options.out!, { ...(await judging(session, rec, ref.name, options)), original, originalOnly: true });

@@ -69,9 +69,16 @@ export class ModuleTable {
   /** Per module: the last module-level import binding each name in each unit, and its star imports. */
   private readonly importsOf = new Map<ModuleRecord, { bindings: Map<string, ModuleFacts['imports'][number]>; stars: ModuleFacts['imports'] }>();
 
+  /** Per repository, its modules; and the top-level names its code imports without a guard (its dependencies). */
+  private readonly byRepo = new Map<number, ModuleRecord[]>();
+  private readonly unguardedTops = new Map<number, Set<string>>();
+
   constructor(records: Iterable<ModuleRecord>, repos: RepoRecord[]) {
     for (const r of repos) this.priority.set(r.id, r.priority);
     for (const rec of records) {
+      let mine = this.byRepo.get(rec.repoId);
+      if (!mine) this.byRepo.set(rec.repoId, (mine = []));
+      mine.push(rec);
       let list = this.byModule.get(rec.module);
       if (!list) this.byModule.set(rec.module, (list = []));
       list.push(rec);
@@ -84,11 +91,30 @@ export class ModuleTable {
     }
   }
 
-  /** The module as seen from `fromRepo`: its own repository first, then others by priority. */
+  /**
+   * The module as seen from `fromRepo`: its own repository first, then others by priority, but only a repository
+   * `fromRepo` depends on (its code imports that top-level name somewhere without a guard). An optional import the
+   * repository guards (`try: import accel` / `except ImportError`) never resolves into an arbitrary other indexed
+   * repository that happens to provide the name: it stays the repository's own, an import as written.
+   */
   lookup(module: string, fromRepo?: number): ModuleRecord | undefined {
     const list = this.byModule.get(module);
     if (!list) return undefined;
-    return (fromRepo !== undefined && list.find((r) => r.repoId === fromRepo)) || list[0];
+    if (fromRepo === undefined) return list[0];
+    return list.find((r) => r.repoId === fromRepo) ?? (this.dependsOn(fromRepo, module.split('.')[0]) ? list[0] : undefined);
+  }
+
+  /** Whether `repoId`'s code imports the top-level name `top` without a guard (not under a top-level `try` or `if`,
+   * not for type checkers only): the name is then one of its dependencies, found in another repository. */
+  dependsOn(repoId: number, top: string): boolean {
+    let tops = this.unguardedTops.get(repoId);
+    if (!tops) {
+      tops = new Set();
+      for (const rec of this.byRepo.get(repoId) ?? [])
+        for (const imp of rec.facts.imports) if (imp.level === 0 && !imp.guarded && !imp.typeChecking && imp.module) tops.add(imp.module.split('.')[0]);
+      this.unguardedTops.set(repoId, tops);
+    }
+    return tops.has(top);
   }
 
   lookupIn(module: string, repoId: number): ModuleRecord | undefined {

@@ -112,6 +112,15 @@ function weight(call: ObservedCall): number {
 }
 
 /** How many entries and calls the catalog holds for a repository, and the bytes of its rows. */
+/** The bytes of a repository's observed calls, but those of `except` (entries about to be observed again). */
+export function observedBytesBut(db: IndexDb, repoId: number, except: ReadonlySet<string>): number {
+  let bytes = 0;
+  db.each('SELECT entry, LENGTH(call) + LENGTH(module) + LENGTH(name) + LENGTH(entry) AS b FROM observed_calls WHERE repo_id = ?', [repoId], (r) => {
+    if (!except.has(String(r.entry))) bytes += Number(r.b);
+  });
+  return bytes;
+}
+
 export function observedSize(db: IndexDb, repoId: number): { entries: number; calls: number; bytes: number } {
   const e = db.get('SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(files) + LENGTH(key) + LENGTH(entry)), 0) AS b FROM observed_entries WHERE repo_id = ?', [
     repoId,
