@@ -8,6 +8,7 @@ import ast
 import base64
 import json
 import os
+import re
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -202,10 +203,26 @@ def copy_template(tree: Any) -> Optional[Dict[str, Any]]:
     return {"modules": wanted} if wanted else None
 
 
+CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def declared_encoding(raw: bytes) -> Optional[str]:
+    """The source encoding the file declares in its first two lines (PEP 263), lower-cased; None when none."""
+    for line in raw.split(b"\n", 2)[:2]:
+        m = CODING.match(line)
+        if m:
+            return m.group(1).decode("ascii", "replace").lower()
+    return None
+
+
 def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, report: Optional[Dict[str, Any]] = None) -> Any:
     """Parse, compile and check names; returns the code tree. `upstream`: names the original's own module reads and
     never defines (its bug, not the copy's): left undefined as there, and said in `report`."""
     raw = open(path, "rb").read()
+    encoding = declared_encoding(raw)
+    if encoding is not None and encoding.replace("_", "-") not in ("utf-8", "utf8"):
+        # the same bytes read as other code under another codec (unicode_escape): pulled files are UTF-8
+        raise Failure("syntax", f"the file declares the source encoding '{encoding}': only UTF-8 is read")
     try:
         tree = ast.parse(raw, path)
     except SyntaxError as exc:
@@ -365,6 +382,9 @@ def not_exercised(tree: Any, probed: Optional[Dict[str, Any]]) -> Optional[List[
     return out[:50]
 
 
+QUIET_GRACE_S = 30.0  # an observer worker's imports, beyond twice an entry's own limit
+
+
 def observe(spec: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float, control: Optional[int]) -> Dict[str, Any]:
     """Run a repository's entry points in workers (observe.py) and gather what each observed. A worker that dies or
     runs out of time loses only the entry it was in: the next worker starts after it. Never runs a block's copy."""
@@ -375,7 +395,9 @@ def observe(spec: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float
         place.clear()
         os.makedirs(place.work, exist_ok=True)
         os.chdir(place.work)
-        job = run_worker("observe", {"observe": dict(spec, entries=entries)}, memory_mb, max(1.0, deadline - time.monotonic()), control)
+        # an entry that ignores its alarm is stopped from outside (its imports count towards its first result)
+        job = run_worker("observe", {"observe": dict(spec, entries=entries)}, memory_mb, max(1.0, deadline - time.monotonic()), control,
+                         quiet_s=QUIET_GRACE_S + 2 * float(spec.get("entry_s", 20.0)))
         done = {}
         for header, _ in job.frames:
             got = header.get(OBSERVED)

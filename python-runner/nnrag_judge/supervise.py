@@ -161,10 +161,12 @@ class Job:
 
 
 def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[int], timeout_s: float,
-              memory_mb: int) -> None:
+              memory_mb: int, quiet_s: Optional[float] = None) -> None:
     """Read the worker's frames and output until it ends, the time or memory limit is hit, or the caller goes away
-    (end of `control`) or cancels (a line on it)."""
+    (end of `control`) or cancels (a line on it). `quiet_s`: the longest the worker may go without a frame (an
+    observed entry's limit, kept from outside: the alarm inside the worker is the repository's to ignore)."""
     deadline = time.monotonic() + timeout_s
+    last_frame = time.monotonic()
     next_memory = 0.0
     fds = [events, printed] + ([control] if control is not None else [])
     while job.problem is None:
@@ -185,9 +187,12 @@ def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[i
                 job.output(data)
             else:
                 job.feed(data)
+                last_frame = time.monotonic()
         now = time.monotonic()
         if now > deadline:
             job.problem = ("timeout", f"no result within {timeout_s:g} s")
+        elif quiet_s is not None and now - last_frame > quiet_s:
+            job.problem = ("timeout", f"stopped from outside after {quiet_s:g} s without a result")
         elif memory_mb and now >= next_memory:
             next_memory = now + MEMORY_EVERY_S
             used = memory_in_use([p for p in descendants(os.getpid()) if p not in template_pids()])
@@ -414,7 +419,7 @@ def start_worker(forker: Forker, job_spec: bytes, events_w: int, printed_w: int)
 
 
 def run_worker(role: str, request: Dict[str, Any], memory_mb: int, timeout_s: float, control: Optional[int],
-               template: Optional[Dict[str, Any]] = None) -> Job:
+               template: Optional[Dict[str, Any]] = None, quiet_s: Optional[float] = None) -> Job:
     """A worker for `role` with its two pipes, forked by the template of `role` and what `template` names to import
     when one can be had, else by the zygote; supervised, then whatever is left of it killed."""
     started = time.monotonic()
@@ -448,7 +453,7 @@ def run_worker(role: str, request: Dict[str, Any], memory_mb: int, timeout_s: fl
         return job
     timeout_s = max(1.0, timeout_s - (time.monotonic() - started))
     try:
-        supervise(job, pid, events_r, printed_r, control, timeout_s, memory_mb)
+        supervise(job, pid, events_r, printed_r, control, timeout_s, memory_mb, quiet_s)
     finally:
         try:
             os.kill(pid, 9)

@@ -335,6 +335,34 @@ class Observing(unittest.TestCase):
             got = observed(root, entries)
         self.assertEqual([o["error"] for o in got["observed"]], [None, None], got)
 
+    def test_an_entry_that_ignores_its_alarm_is_stopped_from_outside_and_the_next_runs(self) -> None:
+        from nnrag_judge import judge
+        with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as work:
+            write_tree(root, {"tests/test_hang.py": """
+                import signal
+
+                def test_hangs():
+                    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    while True:
+                        pass
+
+                def test_after():
+                    pass
+                """})
+            entries = [{"id": f"tests/test_hang.py::{f}", "module": "tests.test_hang", "function": f} for f in ("test_hangs", "test_after")]
+            before, grace = os.getcwd(), judge.QUIET_GRACE_S
+            judge.QUIET_GRACE_S = 1.0
+            try:
+                got = observe_repository({"root": root, "path": root, "entry_s": 1, "entries": entries}, Place(work), 0, 120, None)
+            finally:
+                judge.QUIET_GRACE_S = grace
+                os.chdir(before)
+        errors = [o["error"] for o in got["observed"]]
+        self.assertEqual(len(errors), 2, got)
+        self.assertIn("stopped from outside", errors[0])
+        self.assertIsNone(errors[1], got)
+
     def test_inputs_are_rebuilt_alike_and_in_range(self) -> None:
         import torch
         desc = {"args": [{"$tensor": {"dtype": "int64", "shape": [2, 50], "min": 0, "max": 9}}],
