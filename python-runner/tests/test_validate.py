@@ -32,6 +32,13 @@ def run_file(source: str, *args: str) -> dict:
 class TiersWithoutTorch(unittest.TestCase):
     """Failures that must be reported cleanly whatever the interpreter has."""
 
+    def test_a_source_encoding_other_than_utf8_is_refused(self) -> None:
+        # unicode_escape turns what reads as a comment into code: the judge reads pulled files as UTF-8 only
+        report = run_file("# -*- coding: unicode_escape -*-\nx = 1  # \\u000aimport os\n")
+        self.assertEqual(report["category"], "syntax", report)
+        self.assertIn("unicode_escape", report["message"])
+        self.assertNotIn("source encoding", run_file("# -*- coding: utf-8 -*-\nx = 1\n").get("message") or "")
+
     def test_syntax_error(self) -> None:
         report = run_file("def broken(:\n    pass\n")
         self.assertFalse(report["ok"])

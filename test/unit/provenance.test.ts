@@ -122,6 +122,10 @@ describe('a pulled file header', function () {
     assert.ok(text.split('\n').findIndex((l) => l.startsWith('# nnrag-provenance: ')) > 60);
     assert.strictEqual(readProvenance(text)?.target, report.target);
     assert.strictEqual(bodyHash(text), readProvenance(text)?.hash, 'the metadata is in the header: the body and its hash are as pulled');
+    // a header whose coding line is changed reads the same body as other code: never up to date
+    const recoded = text.replace('# -*- coding: utf-8 -*-', '# -*- coding: unicode_escape -*-');
+    assert.notStrictEqual(bodyHash(recoded), readProvenance(text)?.hash, 'a coding line other than UTF-8 is an edit');
+    assert.strictEqual(bodyHash(text.replace('coding: utf-8', 'coding: utf8')), readProvenance(text)?.hash);
     // PEP 723 after the coding line; torch is not known without an interpreter, so it is named in a comment
     assert.match(
       text,

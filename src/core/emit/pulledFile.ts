@@ -226,7 +226,22 @@ export function splitPulled(text: string): { header: string; body: string } {
   return { header: text.slice(0, idx + 2), body: text.slice(idx + 2) };
 }
 
-/** sha256 of a pulled file's body, to tell whether the user edited it since the pull. */
+/** The source encoding a file declares in its first two lines (PEP 263), lower-cased; undefined when none. */
+export function declaredEncoding(text: string): string | undefined {
+  for (const line of text.split('\n', 2)) {
+    const m = /^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)/.exec(line);
+    if (m) return m[1].toLowerCase();
+  }
+  return undefined;
+}
+
+/**
+ * sha256 of a pulled file's body, to tell whether the user edited it since the pull. The header's encoding line is in
+ * it too when it declares anything but UTF-8 (a `unicode_escape` line turns the same bytes into other code), so such
+ * a file never reads as up to date.
+ */
 export function bodyHash(text: string): string {
-  return `sha256:${createHash('sha256').update(splitPulled(text).body).digest('hex')}`;
+  const encoding = declaredEncoding(text);
+  const other = encoding !== undefined && !/^utf[-_]?8$/.test(encoding) ? `coding: ${encoding}\n` : '';
+  return `sha256:${createHash('sha256').update(other).update(splitPulled(text).body).digest('hex')}`;
 }
