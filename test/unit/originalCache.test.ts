@@ -93,6 +93,11 @@ describe("the originals' runs, kept", function () {
     assert.deepStrictEqual([foreign.tier, foreign.original_cached], ['equivalent', undefined]);
     // and replaced by the run just made
     assert.strictEqual((await pull('e.py')).original_cached, true);
+    // a file of the repository the header does not name (the package's __init__, which the original imports) changed
+    // and indexed again: the original runs again
+    await fsp.appendFile(path.join(repo, 'tinyblocks', '__init__.py'), '\nEXTRA = 1\n');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    assert.notStrictEqual((await pull('f.py')).original_cached, true);
   });
 
   it("an original that fails of itself is kept too (its key holds the interpreter's packages: see the next test)", async () => {

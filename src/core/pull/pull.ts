@@ -297,6 +297,27 @@ function localRoots(session: PullSession, ids: Iterable<number>): { roots: strin
   return { roots: [...new Set(repos.flatMap((r) => importRoots(r)))], mounts: [...new Set(repos.map((r) => r.root))] };
 }
 
+const states = new WeakMap<PullSession, Map<number, string>>();
+
+/** A digest of the path and blob of every indexed file of the repositories `ids` (each read once a session). */
+function repositoryState(session: PullSession, ids: Iterable<number>): string {
+  let known = states.get(session);
+  if (!known) states.set(session, (known = new Map()));
+  const h = createHash('sha256');
+  for (const id of [...new Set(ids)].sort((a, b) => a - b)) {
+    let one = known.get(id);
+    if (one === undefined) {
+      const files = createHash('sha256');
+      session.db.each("SELECT path, hash FROM files WHERE repo_id = ? AND status != 'skipped' ORDER BY path", [id], (r) =>
+        files.update(`${String(r.path)}\0${String(r.hash)}\n`),
+      );
+      known.set(id, (one = files.digest('hex')));
+    }
+    h.update(`${id}:${one}\n`);
+  }
+  return h.digest('hex');
+}
+
 /** Where the original class can be imported from for the equivalence check, or why it cannot. `inlined`: the
  * other repositories whose code the copy inlines (their folders go on the original's path too). */
 export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterable<number> = []): OriginalClass | { unavailable: string } {
@@ -320,6 +341,7 @@ export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterabl
     path: folder,
     ...(also.length ? { also } : {}),
     mounts,
+    state: repositoryState(session, [ref.repoId, ...inlined]),
     ...(source && fs.existsSync(source) ? { file: source, blob: file!.hash } : {}),
   };
 }

@@ -181,6 +181,9 @@ export interface OriginalClass {
    * changed since. */
   file?: string;
   blob?: string;
+  /** A digest of the blob of every indexed file of the repositories mounted for it: a kept run of the original
+   * (originalCache.ts, whose key holds the whole original) is run again when any file it could import changed. */
+  state?: string;
   /** For a block built by a builder function: that function in the original repository. */
   builder?: { module: string; name: string };
 }
