@@ -231,6 +231,28 @@ describe('trust: a shared index is data', function () {
     assert.deepStrictEqual(listing(r.folder), []);
   });
 
+  it('what an import or a download stopped by a signal left (a stage with a read-only folder, a partial file) goes next time', async () => {
+    const folder = path.join(dir, 'import-leftovers');
+    // a pid that no process has: the process that made them is gone
+    const dead = 4_000_000;
+    const stage = path.join(folder, `.nnrag-import-${dead}-abc123`);
+    fs.mkdirSync(path.join(stage, 'index.db.sources', 'ro'), { recursive: true });
+    fs.writeFileSync(path.join(stage, 'index.db.sources', 'ro', 'big'), Buffer.alloc(1 << 20));
+    fs.chmodSync(path.join(stage, 'index.db.sources', 'ro'), 0o500);
+    fs.writeFileSync(path.join(folder, `index.db.download.${dead}.tmp`), 'partial');
+    // one of a live process (this one) is its own: kept
+    const live = path.join(folder, `.nnrag-import-${process.pid}-live`);
+    fs.mkdirSync(live);
+    const r = await tryImport(archive, 'leftovers');
+    assert.strictEqual(r.error, undefined, r.error);
+    assert.ok(!fs.existsSync(stage), 'the stage of a stopped import is gone');
+    assert.ok(fs.existsSync(live), "a live process's stage is kept");
+    fs.rmdirSync(live);
+    // a refresh of the shared index, even one whose server does not answer, removes the partial download
+    await refreshShared('http://127.0.0.1:1/team.tgz', r.target, { sqlWasm: ASSETS.sqlWasm }).catch(() => undefined);
+    assert.ok(!fs.existsSync(path.join(folder, `index.db.download.${dead}.tmp`)), 'the partial download is gone');
+  });
+
   describe('a download is bounded and stays on its server', () => {
     let server: http.Server;
     let other: http.Server;

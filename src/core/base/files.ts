@@ -41,3 +41,28 @@ export async function removeTree(top: string): Promise<void> {
   if (st?.isDirectory()) await open(top);
   await fsp.rm(top, { recursive: true, force: true }).catch(() => undefined);
 }
+
+/** Whether a process of this machine with `pid` is running (ESRCH: it is not). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes what a process of ours left in `dir` when it was stopped by a signal before its own cleanup: entries named
+ * by `pattern`, whose first group is the pid that made them, when that process is gone (a live one's are its own).
+ */
+export async function removeLeftovers(dir: string, pattern: RegExp): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of await fsp.readdir(dir).catch(() => [] as string[])) {
+    const m = pattern.exec(name);
+    if (!m || running(Number(m[1]))) continue;
+    await removeTree(`${dir}/${name}`);
+    removed.push(name);
+  }
+  return removed;
+}

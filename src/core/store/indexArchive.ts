@@ -8,6 +8,7 @@
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { removeLeftovers, removeTree } from '../base/files';
 import * as tar from 'tar';
 import { NnragError } from '../base/errors';
 import { breaksLine } from '../base/text';
@@ -241,8 +242,9 @@ export async function importIndex(
   if (exists && !force) throw new NnragError('usage', `${dbFile} exists: import replaces it with the archive's index only with --force`);
   const dir = path.dirname(path.resolve(dbFile));
   await fsp.mkdir(dir, { recursive: true });
-  // checked beside the target (one file system: the swap is a rename)
-  const stage = await fsp.mkdtemp(path.join(dir, '.nnrag-import-'));
+  // checked beside the target (one file system: the swap is a rename); a stage an import stopped by a signal left goes
+  await removeLeftovers(dir, /^\.nnrag-import-(\d+)-/);
+  const stage = await fsp.mkdtemp(path.join(dir, `.nnrag-import-${process.pid}-`));
   try {
     const manifest = await checkedArchive(archive, stage, sqlWasm, limits);
     await fsp.mkdir(path.join(stage, UNITS), { recursive: true });
@@ -255,7 +257,7 @@ export async function importIndex(
     await fsp.rm(`${dbFile}.saved`, { force: true });
     return manifest;
   } finally {
-    await fsp.rm(stage, { recursive: true, force: true });
+    await removeTree(stage);
   }
 }
 

@@ -7,6 +7,7 @@
  */
 import { createWriteStream, promises as fsp } from 'fs';
 import * as path from 'path';
+import { removeLeftovers } from '../base/files';
 import { Readable } from 'stream';
 import { pipeline } from 'stream/promises';
 import { NnragError } from '../base/errors';
@@ -99,6 +100,8 @@ export async function refreshShared(
 ): Promise<SharedRefresh> {
   const { sqlWasm, signal } = options;
   const shown = redactUrls(location);
+  // what an earlier run stopped by a signal left of its download goes first
+  await removeLeftovers(path.dirname(path.resolve(dbFile)), new RegExp(`^${escapeRegExp(path.basename(dbFile))}\\.download\\.(\\d+)\\.tmp$`));
   const before = await readState(dbFile);
   const have =
     before?.location === shown &&
@@ -205,6 +208,10 @@ async function writeState(dbFile: string, state: SharedState): Promise<void> {
   const tmp = `${stateFile(dbFile)}.${process.pid}.tmp`;
   await fsp.writeFile(tmp, `${JSON.stringify(state, null, 1)}\n`);
   await fsp.rename(tmp, stateFile(dbFile));
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 function layered(db: IndexDb): { sha256?: string; repositories?: string[] } {
