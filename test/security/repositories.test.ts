@@ -150,4 +150,37 @@ def test_bomb():
     assert.ok(summary.bytes < 1 << 20, `a catalog of ${summary.bytes} bytes`);
     assert.match(r.err, /observed calls not kept: over the catalog's limits/);
   });
+
+  it('an entry that hides the files it imported still goes stale when one of them changes (the index knows them)', async () => {
+    const hider = path.join(dir, 'hider');
+    await writeTree(hider, {
+      'hidepkg/__init__.py': '',
+      'hidepkg/layers.py':
+        'from torch import nn\n\n\nclass Hid(nn.Module):\n    def __init__(self, dim=2):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n',
+      'tests/test_hid.py': `import sys
+from hidepkg.layers import Hid
+
+
+def test_hid():
+    Hid()
+    # what the worker reads to say which files the entry imported is the repository's to change
+    for m in list(sys.modules.values()):
+        if 'hidepkg' in str(getattr(m, '__file__', '')):
+            m.__file__ = None
+`,
+    });
+    assert.strictEqual((await cli('index', hider, '--db', db)).code, 0);
+    const observe = async (): Promise<{ ran: number; cached: number }> => {
+      const r = await cli('observe', 'hider', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
+      assert.strictEqual(r.code, 0, r.err);
+      return (JSON.parse(r.out) as { ran: number; cached: number }[])[0];
+    };
+    assert.strictEqual((await observe()).ran, 1);
+    const second = await observe();
+    assert.deepStrictEqual([second.ran, second.cached], [0, 1], 'unchanged: kept');
+    fs.appendFileSync(path.join(hider, 'hidepkg', 'layers.py'), '\nWIDTH = 3\n');
+    assert.strictEqual((await cli('index', hider, '--db', db)).code, 0);
+    const again = await observe();
+    assert.deepStrictEqual([again.ran, again.cached], [1, 0], 'the changed module makes the entry run again');
+  });
 });

@@ -335,9 +335,12 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       const known = new Set(chosen.map((e) => e.id));
       // what other entries of the repository keep counts against its catalog's size
       const budget: CatalogBudget = { bytes: observedBytesBut(db, repo.id, known), perClass: new Map(), dropped: 0 };
+      // the files an entry depends on, as the index knows them (the worker's list is the repository's to write)
+      const entryModules = new Map(chosen.map((e) => [e.id, e.module]));
+      const needed = filesImported(session, repo.id);
       const records = answer.observed
         .filter((o) => typeof o.entry === 'string' && known.has(o.entry))
-        .map((o) => recordOf({ ...o, entry: plainText(o.entry, 500) }, blobs, interpreter, budget));
+        .map((o) => recordOf({ ...o, entry: plainText(o.entry, 500) }, blobs, interpreter, budget, needed(entryModules.get(o.entry))));
       const built = options.buildNative
         ? await nativesMissing(
             session,
@@ -352,7 +355,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
         const second = await judge.observe({ ...spec, entries: chosen.filter((e) => again.has(e.id)), ...(await judge.stageNatives(built)) }, limits);
         for (const o of second.observed) {
           const at = records.findIndex((r) => r.entry.entry === o.entry);
-          if (at >= 0 && again.has(o.entry)) records[at] = recordOf(o, blobs, interpreter, budget);
+          if (at >= 0 && again.has(o.entry)) records[at] = recordOf(o, blobs, interpreter, budget, needed(entryModules.get(o.entry)));
         }
       }
       recordObserved(db, repo.id, records);
@@ -392,7 +395,8 @@ async function nativesMissing(
   for (const error of errors) {
     for (const m of error.matchAll(/No module named '([\w.]+)'/g)) {
       const name = m[1];
-      if (name.includes('.') && session.table.lookup(name.split('.')[0], repo.id) && !session.table.lookup(name, repo.id)) wanted.add(name);
+      // the repository's own package only: an error text (the repository's to write) never builds another's modules
+      if (name.includes('.') && session.table.isInternal(name, repo.id) && !session.table.lookupIn(name, repo.id)) wanted.add(name);
     }
   }
   if (!wanted.size) return [];
@@ -409,7 +413,37 @@ async function nativesMissing(
   return builds;
 }
 
-/** One entry's answer as the catalog keeps it: its calls checked for shape, its files with their blob ids now. */
+/**
+ * For a module of the repository (an entry's), the paths of the repository's files its import runs, as the index
+ * reads them: the module, its packages' `__init__`s, and what each imports (at module level or in a function), in turn.
+ */
+function filesImported(session: PullSession, repoId: number): (module: string | undefined) => string[] {
+  const { table } = session;
+  const memo = new Map<string, string[]>();
+  return (module) => {
+    if (!module) return [];
+    let known = memo.get(module);
+    if (known) return known;
+    const seen = new Set<ModuleRecord>();
+    const visit = (name: string): void => {
+      const parts = name.split('.');
+      for (let i = 1; i <= parts.length; i++) {
+        const rec = table.lookupIn(parts.slice(0, i).join('.'), repoId);
+        if (!rec || seen.has(rec) || seen.size >= 5000) continue;
+        seen.add(rec);
+        for (const imp of rec.facts.imports) {
+          const abs = table.absoluteModule(rec, imp.level, imp.module);
+          if (abs) visit(abs);
+          if (imp.name && abs) visit(`${abs}.${imp.name}`);
+        }
+      }
+    };
+    visit(module);
+    memo.set(module, (known = [...seen].map((r) => r.path)));
+    return known;
+  };
+}
+
 /**
  * The catalog's limits, kept here on the trusted side (the worker that reports the calls runs the repository's code):
  * bytes of one call's JSON, of one entry's calls, calls kept per class in one run, and bytes of a repository's
@@ -431,14 +465,17 @@ interface CatalogBudget {
   dropped: number;
 }
 
+/** One entry's answer as the catalog keeps it: its calls checked for shape and limits, its files with their blob ids
+ * now, its error as one line of plain text. */
 function recordOf(
   o: { entry: string; seconds?: number; error?: string | null; calls?: unknown[]; files?: unknown[] },
   blobs: Map<string, string>,
   interpreter: string,
   budget: CatalogBudget,
+  trusted: Iterable<string> = [],
 ): { entry: ObservedEntry; calls: ObservedCall[] } {
   const files: Record<string, string> = {};
-  for (const f of o.files ?? []) if (typeof f === 'string' && blobs.has(f)) files[f] = blobs.get(f)!;
+  for (const f of [...(Array.isArray(o.files) ? o.files : []), ...trusted]) if (typeof f === 'string' && blobs.has(f)) files[f] = blobs.get(f)!;
   const calls: ObservedCall[] = [];
   let entryBytes = 0;
   for (const c of Array.isArray(o.calls) ? o.calls : []) {
