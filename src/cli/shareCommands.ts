@@ -10,7 +10,11 @@ import { dbPath, EXIT, flag, opt, parse, shortCommit } from './env';
 import type { CliEnv } from './env';
 
 function describe(m: ArchiveManifest): string {
-  return `${m.repositories.length} repositories (${m.repositories.map((r) => `${r.name}${r.commit ? `@${shortCommit(r.commit)}` : ''}`).join(', ') || 'none'}), ${m.files} files, ${m.blocks} blocks, parser ${m.parser_version}`;
+  const n = m.repositories.length;
+  const catalogs = (m.catalogs ?? []).map(
+    (c) => `${c.repository}: ${c.entries} ${c.entries === 1 ? 'entry' : 'entries'}, ${c.calls} ${c.calls === 1 ? 'call' : 'calls'}`,
+  );
+  return `${n} ${n === 1 ? 'repository' : 'repositories'} (${m.repositories.map((r) => `${r.name}${r.commit ? `@${shortCommit(r.commit)}` : ''}`).join(', ') || 'none'}), ${m.files} files, ${m.blocks} blocks, parser ${m.parser_version}${catalogs.length ? `; observed calls of ${catalogs.join('; ')}` : ''}`;
 }
 
 export async function exportCommand(argv: string[], env: CliEnv): Promise<number> {

@@ -183,4 +183,20 @@ def test_hid():
     const again = await observe();
     assert.deepStrictEqual([again.ran, again.cached], [1, 0], 'the changed module makes the entry run again');
   });
+
+  it('an export says which catalogs it carries, and their errors are one short line', async () => {
+    const archive = path.join(dir, 'team.tgz');
+    const r = await cli('export', '--db', db, '--to', archive);
+    assert.strictEqual(r.code, 0, r.err);
+    assert.match(r.out, /observed calls of .*evil: 1 entry/);
+    const imported = path.join(dir, 'imported', 'index.db');
+    assert.strictEqual((await cli('import', archive, '--db', imported)).code, 0);
+    const { db: index } = await IndexDb.open(imported, { sqlWasm: ASSETS.sqlWasm });
+    try {
+      const errors = index.all('SELECT error FROM observed_entries WHERE error IS NOT NULL').map((row) => String(row.error));
+      assert.ok(errors.length > 0 && errors.every((e) => e.length <= 120 && !/[\n\r]/.test(e)), JSON.stringify(errors));
+    } finally {
+      index.close();
+    }
+  });
 });

@@ -44,6 +44,8 @@ export interface ArchiveManifest {
   blocks: number;
   /** Indexed files whose bytes travel in the archive (a pull needs them), and those that could not be read. */
   sources?: { kept: number; missing: string[] };
+  /** The observed calls that travel with it, per repository (their entries' errors shortened to one line). */
+  catalogs?: { repository: string; entries: number; calls: number }[];
   /** sha256 of each file of the archive but this manifest, by its path in the archive. */
   sha256: Record<string, string>;
 }
@@ -82,7 +84,15 @@ export async function exportIndex(dbFile: string, to: string, sqlWasm?: string):
     const files = Number(db.get('SELECT count(*) AS n FROM files')?.n ?? 0);
     const blocks = Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0);
     const parser = db.getMeta('parser_version') ?? 'none';
+    const catalogs = db
+      .all(
+        `SELECT r.name AS name, (SELECT count(*) FROM observed_entries e WHERE e.repo_id = r.id) AS entries,
+           (SELECT count(*) FROM observed_calls c WHERE c.repo_id = r.id) AS calls FROM repos r ORDER BY r.name`,
+      )
+      .map((r) => ({ repository: String(r.name), entries: Number(r.entries), calls: Number(r.calls) }))
+      .filter((c) => c.entries > 0);
     await fsp.copyFile(dbFile, path.join(stage, DB_NAME));
+    await shortenErrors(path.join(stage, DB_NAME), sqlWasm);
     const units = await listFiles(`${dbFile}.units`);
     for (const f of units) {
       await fsp.mkdir(path.dirname(path.join(stage, UNITS, f)), { recursive: true });
@@ -102,6 +112,7 @@ export async function exportIndex(dbFile: string, to: string, sqlWasm?: string):
       files,
       blocks,
       sources,
+      catalogs,
       sha256,
     };
     await fsp.writeFile(path.join(stage, MANIFEST), `${JSON.stringify(manifest, null, 1)}\n`);
@@ -113,6 +124,31 @@ export async function exportIndex(dbFile: string, to: string, sqlWasm?: string):
     db.close();
     await fsp.rm(stage, { recursive: true, force: true });
   }
+}
+
+/** The exported copy's observed entries keep a short error (what a repository's test said is the team's to read, not
+ * a place for what that test could read): one line, at most EXPORTED_ERROR characters. */
+const EXPORTED_ERROR = 120;
+
+async function shortenErrors(file: string, sqlWasm?: string): Promise<void> {
+  const { db } = await IndexDb.open(file, { sqlWasm, write: 'try' });
+  try {
+    const rows = db.all('SELECT repo_id, entry, error FROM observed_entries WHERE error IS NOT NULL');
+    db.transaction(() => {
+      for (const r of rows) {
+        // eslint-disable-next-line no-control-regex
+        const short = String(r.error)
+          .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+          .slice(0, EXPORTED_ERROR);
+        if (short !== r.error) db.run('UPDATE observed_entries SET error = ? WHERE repo_id = ? AND entry = ?', [short, r.repo_id, r.entry]);
+      }
+    });
+    await db.save();
+  } finally {
+    db.close();
+  }
+  await fsp.rm(`${file}.saved`, { force: true });
+  await fsp.rm(`${file}.lock`, { force: true });
 }
 
 /** Copies the bytes of every indexed file into `dir` by blob id; names those that cannot be read (changed, gone). */
