@@ -15,6 +15,12 @@ export function oneLine(value: string): string {
   return value.replace(LINE_ENDING, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+/** Text another process or an archive sent, as data: each run of line endings and control characters becomes one
+ * space (it prints and renders as one line), at most `max` characters. */
+export function plainText(value: string, max: number): string {
+  return value.replace(LINE_ENDING, ' ').replace(/ {2,}/g, ' ').slice(0, max);
+}
+
 /** A git commit shortened to 12 characters; anything else (a package version, `torchvision==0.14.1`) whole. */
 export function shortCommit(commit: string): string {
   return /^[0-9a-f]{40}$/.test(commit) ? commit.slice(0, 12) : commit;

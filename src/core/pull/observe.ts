@@ -24,6 +24,7 @@ import {
   type ObservedEntry,
 } from '../store/observed';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
+import { plainText } from '../base/text';
 import { BuilderIndex, callableWithoutArguments } from '../resolve/builders';
 import type { ClassFact } from '../parse/types';
 import { loadRepoRows, type RepoRow } from '../store/sourceText';
@@ -450,13 +451,6 @@ function filesImported(session: PullSession, repoId: number): (module: string | 
  * catalog. What is over them is dropped, and the run says so.
  */
 export const CATALOG_LIMITS = { callBytes: 16 << 10, entryBytes: 256 << 10, callsPerClass: 32, repositoryBytes: 4 << 20, errorChars: 300 };
-
-/** Text a worker sent, as data: control characters and line breaks become spaces (printed and rendered as one
- * line), at most `max` characters. */
-export function plainText(text: string, max: number): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').slice(0, max);
-}
 
 /** What the catalog kept of a run against its limits. */
 interface CatalogBudget {

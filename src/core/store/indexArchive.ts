@@ -9,6 +9,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { removeLeftovers, removeTree } from '../base/files';
+import { plainText } from '../base/text';
 import * as tar from 'tar';
 import { NnragError } from '../base/errors';
 import { breaksLine } from '../base/text';
@@ -136,10 +137,7 @@ async function shortenErrors(file: string, sqlWasm?: string): Promise<void> {
     const rows = db.all('SELECT repo_id, entry, error FROM observed_entries WHERE error IS NOT NULL');
     db.transaction(() => {
       for (const r of rows) {
-        // eslint-disable-next-line no-control-regex
-        const short = String(r.error)
-          .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
-          .slice(0, EXPORTED_ERROR);
+        const short = plainText(String(r.error), EXPORTED_ERROR);
         if (short !== r.error) db.run('UPDATE observed_entries SET error = ? WHERE repo_id = ? AND entry = ?', [short, r.repo_id, r.entry]);
       }
     });
