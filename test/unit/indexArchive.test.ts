@@ -10,7 +10,9 @@ import * as http from 'http';
 import type { AddressInfo } from 'net';
 import * as path from 'path';
 import * as tar from 'tar';
-import { cli, ROOT, tmpdir } from './helpers';
+import { refreshShared } from '../../src/core/store/sharedIndex';
+import { git, startGitServer } from './gitServer';
+import { ASSETS, cli, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
 
 describe('export and import of an index', function () {
   this.timeout(180_000);
@@ -206,5 +208,48 @@ describe('export and import of an index', function () {
     }
     assert.ok(!fs.readdirSync(path.dirname(mine)).some((f) => f.startsWith('.nnrag-import-')), 'nothing is left behind');
     assert.deepStrictEqual(await search(mine), await search(db));
+  });
+
+  it('what export writes, import takes: an installed package, a folder and a git repository, by file and as a shared index', async () => {
+    const work = await tmpdir('nnrag-share-kinds-');
+    // a git repository served over HTTP on 127.0.0.1
+    const served = path.join(work, 'served');
+    const clone = path.join(work, 'gitwork');
+    await writeTree(clone, { 'netlib/__init__.py': '', 'netlib/layers.py': 'from torch import nn\n\n\nclass Net(nn.Module):\n    pass\n' });
+    git(clone, 'init', '-q', '-b', 'main');
+    git(clone, 'add', '-A');
+    git(clone, 'commit', '-qm', 'first');
+    fs.mkdirSync(served);
+    git(served, 'clone', '-q', '--bare', clone, 'netlib.git');
+    const gitServer = await startGitServer(served);
+    const team = path.join(work, 'team.db');
+    try {
+      const sources = [path.join(ROOT, 'examples', 'tinyblocks'), gitServer.url('netlib.git')];
+      for (const s of sources) assert.strictEqual((await cli('index', s, '--db', team, '--cache', path.join(work, 'cache'))).code, 0);
+      const env = await cli('index', '--python-env', PYTHON_WITH_TORCH, '--packages', 'distro', '--db', team);
+      assert.strictEqual(env.code, 0, env.err);
+    } finally {
+      await gitServer.close();
+    }
+    const archive = path.join(work, 'team.tgz');
+    const exported = await cli('export', '--db', team, '--to', archive, '--json');
+    assert.strictEqual(exported.code, 0, exported.err);
+    const kinds = (JSON.parse(exported.out) as { repositories: { kind: string }[] }).repositories.map((r) => r.kind).sort();
+    assert.deepStrictEqual(kinds, ['folder', 'git', 'python-env']);
+    const mine = path.join(work, 'mine', 'index.db');
+    const imported = await cli('import', archive, '--db', mine);
+    assert.strictEqual(imported.code, 0, imported.err);
+    assert.match(imported.out, /^imported 3 repositories/);
+    // as a team's shared index, served over HTTP: messages name the URL, never the download's temporary file
+    const server = http.createServer((_req, res) => res.writeHead(200).end(fs.readFileSync(archive)));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/team.tgz`;
+      const shared = await refreshShared(url, path.join(work, 'shared', 'index.db'), { sqlWasm: ASSETS.sqlWasm });
+      assert.strictEqual(shared.state, 'downloaded');
+      assert.strictEqual(shared.repositories.length, 3);
+    } finally {
+      server.close();
+    }
   });
 });

@@ -180,9 +180,9 @@ async function stageSources(db: IndexDb, dir: string): Promise<{ kept: number; m
 }
 
 /** Why an archive cannot be used, or its manifest: everything is read and checked in a folder of its own. */
-async function checkedArchive(archive: string, stage: string, sqlWasm: string | undefined, limits: ImportLimits): Promise<ArchiveManifest> {
+async function checkedArchive(archive: string, stage: string, sqlWasm: string | undefined, limits: ImportLimits, shown: string): Promise<ArchiveManifest> {
   const refuse = (why: string): never => {
-    throw new NnragError('bad-source', `${archive} is not a usable NN-RAG index: ${why}; the index in use is unchanged`);
+    throw new NnragError('bad-source', `${shown} is not a usable NN-RAG index: ${why}; the index in use is unchanged`);
   };
   const allowed = (p: string): boolean =>
     p === MANIFEST || p === DB_NAME || ((p.startsWith(`${UNITS}/`) || p.startsWith(`${SOURCES}/`)) && !p.split('/').includes('..'));
@@ -267,7 +267,12 @@ async function checkedArchive(archive: string, stage: string, sqlWasm: string | 
 export async function importIndex(
   archive: string,
   dbFile: string,
-  { force = false, sqlWasm, limits = DEFAULT_IMPORT_LIMITS }: { force?: boolean; sqlWasm?: string; limits?: ImportLimits } = {},
+  {
+    force = false,
+    sqlWasm,
+    limits = DEFAULT_IMPORT_LIMITS,
+    shown = archive,
+  }: { force?: boolean; sqlWasm?: string; limits?: ImportLimits; /** How messages name the archive (a URL, not its download). */ shown?: string } = {},
 ): Promise<ArchiveManifest> {
   const exists = await fsp.stat(dbFile).then(
     () => true,
@@ -280,7 +285,7 @@ export async function importIndex(
   await removeLeftovers(dir, /^\.nnrag-import-(\d+)-/);
   const stage = await fsp.mkdtemp(path.join(dir, `.nnrag-import-${process.pid}-`));
   try {
-    const manifest = await checkedArchive(archive, stage, sqlWasm, limits);
+    const manifest = await checkedArchive(archive, stage, sqlWasm, limits, shown);
     await fsp.mkdir(path.join(stage, UNITS), { recursive: true });
     await fsp.mkdir(path.join(stage, SOURCES), { recursive: true });
     // nobody writes the index in use while it is swapped
@@ -379,7 +384,10 @@ function repositoryRowProblem(db: IndexDb): string | undefined {
     if (!name || name.length > 200 || breaksLine(name) || /[\\/]/.test(name) || /^\.{1,2}$/.test(name))
       return `a repository's name is not a plain name (${JSON.stringify(name.slice(0, 60))})`;
     if (!KINDS.has(String(r.kind))) return `repository ${name} has an unknown kind (${JSON.stringify(String(r.kind).slice(0, 40))})`;
-    if (r.commit_id !== null && !/^[0-9a-f]{4,64}$/.test(String(r.commit_id))) return `repository ${name} has a commit that is not a git id`;
+    // a git id, or for an installed package the version it was indexed at (`torchvision==0.14.1`, as the index writes it)
+    const commit = r.commit_id === null ? null : String(r.commit_id);
+    if (commit !== null && !/^[0-9a-f]{4,64}$/.test(commit) && !(r.kind === 'python-env' && /^[A-Za-z0-9._-]{1,200}==[A-Za-z0-9.+!_-]{1,100}$/.test(commit)))
+      return `repository ${name} has a commit that is neither a git id nor an installed package's version`;
     for (const col of ['location', 'url', 'ref', 'module_prefix', 'license', 'config'] as const) {
       if (r[col] !== null && breaksLine(String(r[col]))) return `repository ${name}'s ${col} holds a control character or a line break`;
     }

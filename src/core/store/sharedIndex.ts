@@ -195,7 +195,12 @@ export async function refreshShared(
       if (etag && etag !== have.etag) await writeState(dbFile, { ...have, etag });
       return { state: 'unchanged', sha256, repositories: have.repositories };
     }
-    const manifest: ArchiveManifest = await importIndex(archive, dbFile, { force: true, sqlWasm, limits: { ...DEFAULT_IMPORT_LIMITS, ...options.limits } });
+    const manifest: ArchiveManifest = await importIndex(archive, dbFile, {
+      force: true,
+      sqlWasm,
+      limits: { ...DEFAULT_IMPORT_LIMITS, ...options.limits },
+      shown: `the shared index ${shown}`,
+    });
     const repositories = manifest.repositories.map((r) => r.name);
     await writeState(dbFile, { location: shown, etag, sha256, fetched_at: new Date().toISOString(), repositories });
     return { state: 'downloaded', sha256, repositories };
