@@ -6,6 +6,7 @@ import type { IndexStatus } from '../shared/protocol';
 import type { NnragClient } from './client';
 import { verdictWords } from '../core/pull/pulledState';
 import { targetOf } from './ctx';
+import { SearchSession } from './searchSession';
 import type { Deps, Reg } from './ctx';
 
 function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
@@ -43,83 +44,58 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
     qp.ignoreFocusOut = true;
     qp.matchOnDetail = false;
     qp.value = initial;
-    let seq = 0;
-    let timer: NodeJS.Timeout | undefined;
-    // Enter pressed while the server answers: the first result of that answer is taken
-    let acceptPending = false;
     const done = (hit: SearchHit): void => {
       resolve(hit);
       qp.hide();
     };
-    const update = (text: string): void => {
-      const mine = ++seq;
-      qp.busy = true;
-      client.request(SearchBlocks, { text, limit: 50 }).then(
-        async (hits) => {
-          if (mine !== seq) return;
-          if (hits.length === 0 && text.trim()) {
-            const meant = await client.request(SuggestSearch, { text }).catch(() => ({ meant: undefined }));
-            if (mine !== seq) return;
-            qp.items = [
-              meant.meant
-                ? {
-                    label: `$(lightbulb) ${vscode.l10n.t('Did you mean "{0}"?', meant.meant)}`,
-                    detail: vscode.l10n.t('No block matches "{0}". Press Enter to search for "{1}".', text, meant.meant),
-                    alwaysShow: true,
-                    meant: meant.meant,
-                  }
-                : {
-                    label: `$(info) ${vscode.l10n.t('No block matches "{0}"', text)}`,
-                    detail: vscode.l10n.t(
-                      'Try other words, an abbreviation (attn, bn, FPN) or part of a class name; NN-RAG: Add Repository indexes more code.',
-                    ),
-                    alwaysShow: true,
-                  },
-            ];
-          } else {
-            qp.items = hits.map(hitItem);
-          }
-          qp.busy = false;
-          if (acceptPending && hits[0]) done(hits[0]);
-          acceptPending = false;
-        },
-        () => {
-          if (mine === seq) qp.busy = false;
-        },
-      );
+    const ask = async (text: string): Promise<Item[]> => {
+      const hits = await client.request(SearchBlocks, { text, limit: 50 });
+      if (hits.length || !text.trim()) return hits.map(hitItem);
+      const meant = await client.request(SuggestSearch, { text }).catch(() => ({ meant: undefined }));
+      return [
+        meant.meant
+          ? {
+              label: `$(lightbulb) ${vscode.l10n.t('Did you mean "{0}"?', meant.meant)}`,
+              detail: vscode.l10n.t('No block matches "{0}". Press Enter to search for "{1}".', text, meant.meant),
+              alwaysShow: true,
+              meant: meant.meant,
+            }
+          : {
+              label: `$(info) ${vscode.l10n.t('No block matches "{0}"', text)}`,
+              detail: vscode.l10n.t('Try other words, an abbreviation (attn, bn, FPN) or part of a class name; NN-RAG: Add Repository indexes more code.'),
+              alwaysShow: true,
+            },
+      ];
     };
-    qp.onDidChangeValue((v) => {
-      if (timer) clearTimeout(timer);
-      // nothing stale: the results of the text before are gone as soon as the text changes
-      qp.items = [];
-      qp.busy = true;
-      acceptPending = false;
-      timer = setTimeout(() => update(v), 60);
-    });
-    qp.onDidAccept(() => {
-      const item = qp.selectedItems[0] ?? qp.activeItems[0];
-      if (item?.meant) {
-        qp.value = item.meant;
-        if (timer) clearTimeout(timer);
-        update(item.meant);
-        return;
-      }
-      if (qp.busy || !item) {
-        acceptPending = qp.busy;
-        return;
-      }
-      if (item.hit) done(item.hit);
-    });
+    // one sequence number per keystroke; Enter acts on the list shown for the text in the box (searchSession.ts)
+    const session = new SearchSession<Item>(
+      ask,
+      {
+        show: (_text, items) => (qp.items = items),
+        clear: () => (qp.items = []),
+        busy: (on) => (qp.busy = on),
+        choose: (item) => {
+          if (item.meant) {
+            qp.value = item.meant;
+            void session.replace(item.meant);
+          } else if (item.hit) done(item.hit);
+        },
+      },
+      initial,
+    );
+    qp.onDidChangeValue((v) => session.typed(v));
+    qp.onDidAccept(() => session.accept(qp.selectedItems[0] ?? qp.activeItems[0]));
     // the index grows while the picker is open (the first index after start): the same text is asked again
     const sub = indexChanged?.((st) => {
-      if (st.state === 'ready') update(qp.value);
+      if (st.state === 'ready') void session.refresh();
     });
     qp.onDidHide(() => {
+      session.close();
       sub?.dispose();
       resolve(undefined);
       qp.dispose();
     });
-    update(initial);
+    void session.refresh();
     qp.show();
   });
 }
