@@ -254,14 +254,15 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
     """Validate one file (`request`: class, candidates, native, builder); return the verdict."""
     report: Dict[str, Any] = {"file": path, "tier": None, "ok": False, "class": request.get("class")}
     started = time.time()
-    deadline = time.monotonic() + timeout_s
+    # the workers' own time counts against the limit, not the machine's load (supervise.supervise)
+    spent: List[float] = []
 
     def reach(tier: str) -> None:
         report["tier"] = tier
         progress(tier)
 
     def left() -> float:
-        return max(1.0, deadline - time.monotonic())
+        return max(1.0, timeout_s - sum(spent))
 
     side: Optional[OriginalSide] = None
     # the original's run kept from an identical earlier job (never shown to a worker)
@@ -278,6 +279,7 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
             if job is None:
                 job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb,
                                  max(1.0, timeout_s * ORIGINAL_SHARE), control, original_template(request, original))
+                spent.append(job.own_s)
             else:
                 report["original_cached"] = True
             if job.problem is not None and job.problem[0] == "cancelled":
@@ -390,14 +392,15 @@ def observe(spec: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float
     runs out of time loses only the entry it was in: the next worker starts after it. Never runs a block's copy."""
     entries = list(spec.get("entries", []))
     results: List[Dict[str, Any]] = []
-    deadline = time.monotonic() + timeout_s
-    while entries and time.monotonic() < deadline:
+    spent = 0.0  # the workers' own time (supervise.supervise): the machine's load does not cut the repository short
+    while entries and spent < timeout_s:
         place.clear()
         os.makedirs(place.work, exist_ok=True)
         os.chdir(place.work)
         # an entry that ignores its alarm is stopped from outside (its imports count towards its first result)
-        job = run_worker("observe", {"observe": dict(spec, entries=entries)}, memory_mb, max(1.0, deadline - time.monotonic()), control,
+        job = run_worker("observe", {"observe": dict(spec, entries=entries)}, memory_mb, max(1.0, timeout_s - spent), control,
                          quiet_s=QUIET_GRACE_S + 2 * float(spec.get("entry_s", 20.0)))
+        spent += max(job.own_s, 0.05)
         done = {}
         for header, _ in job.frames:
             got = header.get(OBSERVED)

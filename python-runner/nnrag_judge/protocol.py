@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import struct
+import time
 from typing import Any, Callable, Dict, Optional
 
 TIERS = ["parsed", "compiled", "names-closed", "imported", "instantiated", "forward", "equivalent"]
@@ -86,3 +87,19 @@ def remove_tree(top: str) -> None:
             except OSError:
                 pass
     shutil.rmtree(top, ignore_errors=True)
+
+
+def run_delay_s(pid: str = "self") -> float:
+    """Seconds the process's main thread has waited for a CPU (the second field of /proc/PID/schedstat): the part of
+    its wall time that the machine's load, not its own work, took. 0 where the kernel does not say."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def steady() -> float:
+    """A clock for limits that do not depend on the machine's load: monotonic time less the time this process waited
+    for a CPU. A budget read with it lets the same work happen under load as on a quiet machine."""
+    return time.monotonic() - run_delay_s()

@@ -16,8 +16,10 @@ import time
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .protocol import FRAME, MAX_HEADER, MAX_VALUES, remove_tree
+from .protocol import FRAME, MAX_HEADER, MAX_VALUES, remove_tree, run_delay_s
 
+WALL_FACTOR = 4  # a worker kept waiting by the machine's load gets this many times its limit in wall time
+WALL_GRACE_S = 30.0
 OUTPUT_CAP = 16 << 20  # bytes the block may print before it is stopped
 OUTPUT_TAIL = 4000
 POLL_S = 0.1
@@ -127,6 +129,8 @@ class Job:
         self.problem: Optional[Tuple[str, str]] = None
         self.status: Optional[int] = None
         self.received = 0
+        # the worker's own time (wall time less what it waited for a CPU): what its job's limit counts
+        self.own_s = 0.0
 
     def feed(self, data: bytes) -> None:
         """Frames from the worker; a malformed or oversized one is a problem, never a result."""
@@ -165,8 +169,12 @@ def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[i
     """Read the worker's frames and output until it ends, the time or memory limit is hit, or the caller goes away
     (end of `control`) or cancels (a line on it). `quiet_s`: the longest the worker may go without a frame (an
     observed entry's limit, kept from outside: the alarm inside the worker is the repository's to ignore)."""
-    deadline = time.monotonic() + timeout_s
-    last_frame = time.monotonic()
+    # the limit counts the worker's own time: wall time less what it waited for a CPU (a batch beside a CPU hog
+    # reaches the verdict a quiet one does); the wall clock stops only a worker held far past it (WALL_FACTOR)
+    started = time.monotonic()
+    waited_before = run_delay_s(str(pid))
+    wall_deadline = started + WALL_FACTOR * timeout_s + WALL_GRACE_S
+    last_frame, waited_at_frame, waited = started, 0.0, 0.0
     next_memory = 0.0
     fds = [events, printed] + ([control] if control is not None else [])
     while job.problem is None:
@@ -187,11 +195,14 @@ def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[i
                 job.output(data)
             else:
                 job.feed(data)
-                last_frame = time.monotonic()
+                last_frame, waited_at_frame = time.monotonic(), max(0.0, run_delay_s(str(pid)) - waited_before)
         now = time.monotonic()
-        if now > deadline:
+        if job.status is None:
+            waited = max(0.0, run_delay_s(str(pid)) - waited_before)
+        job.own_s = now - started - waited
+        if job.own_s > timeout_s or now > wall_deadline:
             job.problem = ("timeout", f"no result within {timeout_s:g} s")
-        elif quiet_s is not None and now - last_frame > quiet_s:
+        elif quiet_s is not None and now - last_frame - (waited - waited_at_frame) > quiet_s:
             job.problem = ("timeout", f"stopped from outside after {quiet_s:g} s without a result")
         elif memory_mb and now >= next_memory:
             next_memory = now + MEMORY_EVERY_S

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import sys
-import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
@@ -31,7 +30,7 @@ from .evidence import probe_variant, seed_all, tensor_evidence
 from .inputs import (TWINS, containers, data_object_inputs, dense_graph_inputs, docstring_inputs, documented_inputs, entered_input, filled, gridded, input_candidates,
                      lighter, offset_inputs, pyramid_inputs, region_inputs, routed_inputs, shapes, shrunk, signature_inputs, spatial_sides, step_inputs, LARGE_SIDE)
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, original_path, set_target, where
-from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, PROBED, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
+from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, PROBED, REACHED, TIER, UNAVAILABLE, Failure, frame, sender, steady
 from .observe import observed_inputs, run_observe
 from .recipe import recipe_of, recording
 from .repair import repaired
@@ -167,13 +166,13 @@ def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str],
 
     lighter(model)
     hook = inner.register_forward_pre_hook(record)
-    started = time.time()
+    started = steady()
     call = module_call(model)
     try:
         seed_all(0, torch)
         with torch.no_grad():
             for inputs in input_candidates(model, torch, nn, {}):
-                if recorded or time.time() - started > FORWARD_BUDGET_S:
+                if recorded or steady() - started > FORWARD_BUDGET_S:
                     break
                 try:
                     call(model, *inputs)
@@ -289,23 +288,32 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
         return False, f"{type(exc).__name__}: {exc}", None, [], -1
     error: Optional[str] = None
     depth = -1
-    started = time.time()
+    started = steady()
     call = module_call(model)
     order = list(range(len(candidates)))
     if 0 <= prefer < len(candidates):
         order.remove(prefer)
         order.insert(0, prefer)
+    elif candidate_at(candidates, prefer, torch) is not None:
+        order.insert(0, prefer)
+    # inputs retyped as a failure's dtype error names (`retyped`), tried after every other input
+    retries: List[int] = []
     with torch.no_grad():
-        for index in order:
-            inputs = candidates[index]
-            if time.time() - started > FORWARD_BUDGET_S:
+        i = 0
+        while i < len(order) + len(retries):
+            index = order[i] if i < len(order) else retries[i - len(order)]
+            i += 1
+            inputs = candidate_at(candidates, index, torch)
+            if inputs is None:
+                continue
+            if steady() - started > FORWARD_BUDGET_S:
                 error = f"{error} (stopped trying inputs after {FORWARD_BUDGET_S} s)"
                 break
             try:
                 seed_all(1, torch)
-                began = time.time()
+                began = steady()
                 out = call(model, *inputs)
-                LAST_FORWARD_S[0] = time.time() - began
+                LAST_FORWARD_S[0] = steady() - began
             except MemoryError:
                 raise Failure("memory", "out of memory in forward")
             except Exception as exc:  # noqa: BLE001
@@ -313,9 +321,67 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
                 frames = len(traceback.extract_tb(exc.__traceback__))
                 if frames > depth:
                     depth, error = frames, f"{type(exc).__name__}: {exc}{where(exc)}"
+                kind = dtype_retry(str(exc))
+                if kind and index < len(candidates):
+                    # one argument at a time, the last first (an index tends to follow what it indexes)
+                    for pos in reversed(range(min(len(inputs), MAX_RETYPED))):
+                        code = index + len(candidates) * (kind + 2 * pos)
+                        if code not in retries and retyped(inputs[pos], kind, torch) is not inputs[pos]:
+                            retries.append(code)
                 continue
             return True, None, out, inputs, index
     return False, error, None, [], -1
+
+
+# a forward's dtype errors and the input they ask for: integers where an index or an embedding consumes a float (1),
+# floats where a matrix product or a float layer meets integers (2)
+TO_INDEX = re.compile(r"'indices' to have one of the following scalar types|tensors used as indices must be|"
+                      r"expected scalar type Long but found|Expected dtype int(?:32|64)(?:/int(?:32|64))? for index|"
+                      r"Expected tensor for argument #\d+ '(?:indices|index)'")
+TO_FLOAT = re.compile(r"must have the same dtype, but got (?:Byte|Long|Int|Bool|Char|Short) and Float|"
+                      r"expected scalar type Float but found (?:Byte|Long|Int|Bool|Char|Short)|not implemented for '(?:Long|Int|Byte)'|"
+                      r"expected m1 and m2 to have the same dtype")
+
+
+def dtype_retry(message: str) -> int:
+    return 1 if TO_INDEX.search(message) else 2 if TO_FLOAT.search(message) else 0
+
+
+def retyped(value: Any, kind: int, torch: Any) -> Any:
+    """An input with its float tensors as indices 0 and 1 (kind 1: valid for any table of two rows or more), or its
+    integer tensors as floats (kind 2); anything else as it is. Made from the input itself: alike on both sides."""
+    if isinstance(value, torch.Tensor):
+        if kind == 1 and value.is_floating_point():
+            return (value > 0).long()
+        if kind == 2 and not value.is_floating_point() and not value.is_complex():
+            return value.float()
+        return value
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        items = [retyped(v, kind, torch) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else type(value)(items)
+    if isinstance(value, dict):
+        changed = {k: retyped(v, kind, torch) for k, v in value.items()}
+        return value if all(changed[k] is value[k] for k in value) else changed
+    return value
+
+
+MAX_RETYPED = 8  # the arguments of an input that may be retyped, from the first
+
+
+def candidate_at(candidates: List[List[Any]], index: Any, torch: Any) -> Optional[List[Any]]:
+    """The input the plan names by `index`: one of `candidates`, or (past them) one of them with one argument retyped
+    (`index = base + len(candidates) * (kind + 2 * position)`, kind 1 or 2: `retyped`); None when it names none."""
+    n = len(candidates)
+    if not isinstance(index, int) or index < 0 or not n:
+        return None
+    if index < n:
+        return candidates[index]
+    code, base = divmod(index, n)
+    kind, pos = 2 - code % 2, (code - 1) // 2
+    inputs = candidates[base]
+    if pos >= min(len(inputs), MAX_RETYPED):
+        return None
+    return [retyped(v, kind, torch) if i == pos else v for i, v in enumerate(inputs)]
 
 
 Attempt = Tuple[Any, List[Any], Dict[str, Any]]  # ("builder" or the index of an argument set, args, kwargs)
@@ -528,20 +594,20 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
             return
         lighter(base)
         candidates = input_list(base, torch, nn, how.get("kwargs", {}), recorded)
-        index = plan.get("input")
-        if not isinstance(index, int) or not 0 <= index < len(candidates):
+        chosen = candidate_at(candidates, plan.get("input"), torch)
+        if chosen is None:
             send(frame(PROBED, {"error": "the input that ran is not among this side's inputs"}))
             return
-        inputs = candidates[index]
+        inputs = chosen
     budget = [MAX_VALUES // 2]
-    started = time.time()
+    started = steady()
     done = []
     stop, seen = covering(coverage) if coverage else (None, set())
     call = module_call(base)
     heavy = bool(plan.get("heavy"))
     names = renames_of(coverage) if coverage else {}
     for i, v in enumerate(plan.get("variants", [])[:HEAVY_VARIANTS if heavy else None]):
-        if i and not plan.get("exact") and time.time() - started > PROBE_BUDGET_S:
+        if i and not plan.get("exact") and steady() - started > PROBE_BUDGET_S:
             break
         overrides = v.get("overrides") or {}
 

@@ -63,6 +63,37 @@ class GraphInputs(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent", report)
 
 
+DTYPES = """
+import torch
+from torch import nn
+
+
+class Pick(nn.Module):
+    # rows of a table chosen by an index forward only uses to index: nothing in its source says it is one
+    def __init__(self, dim=4):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x, which):
+        return self.lin(x)[which.reshape(-1)]
+
+"""
+
+
+@needs_torch
+class DtypeRetries(unittest.TestCase):
+    """A dtype error in forward names the input it wants: the input is tried again with that dtype, alike on both
+    sides (the plan names it by its index past the others)."""
+
+    def test_a_float_used_as_an_index_is_given_as_integers(self) -> None:
+        report = judged(DTYPES, DTYPES, "Pick")
+        self.assertEqual(report["tier"], "equivalent", report)
+
+    def test_a_copy_that_differs_on_the_retyped_input_is_found(self) -> None:
+        report = judged(DTYPES.replace("self.lin(x)[which", "(2 * self.lin(x))[which"), DTYPES, "Pick")
+        self.assertEqual(report["category"], "differs", report)
+
+
 DOCUMENTED = '''
 import torch
 from torch import nn

@@ -363,6 +363,40 @@ class Observing(unittest.TestCase):
         self.assertIn("stopped from outside", errors[0])
         self.assertIsNone(errors[1], got)
 
+    def test_a_package_the_interpreter_lacks_stops_only_the_entries_that_use_it(self) -> None:
+        # a test module imports an optional package at module level for some of its tests (pycocotools in a detection
+        # framework's suite): the others still run; pytest's warns, approx and importorskip work without pytest
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(root, {"pkg/__init__.py": "", "pkg/layers.py": SCALE, "tests/test_opt.py": """
+                import warnings
+                import torch
+                import pytest
+                import not_installed_accel_xyz
+                from not_installed_accel_xyz.ops import fused
+                from pkg.layers import Scale
+
+                def test_plain():
+                    y = Scale(2.0)(torch.ones(2, 3))
+                    assert float(y.sum()) == pytest.approx(12.0000000001)
+                    with pytest.warns(UserWarning):
+                        warnings.warn("careful", UserWarning)
+
+                def test_uses_it():
+                    Scale(3.0)
+                    fused(torch.ones(1))
+
+                def test_skips():
+                    pytest.importorskip("not_installed_other_xyz")
+                """})
+            entries = [{"id": f"tests/test_opt.py::{f}", "module": "tests.test_opt", "function": f} for f in ("test_plain", "test_uses_it", "test_skips")]
+            got = observed(root, entries)
+        errors = {o["entry"].split("::")[1]: o["error"] for o in got["observed"]}
+        self.assertIsNone(errors["test_plain"], got)
+        self.assertIn("No module named 'not_installed_accel_xyz'", errors["test_uses_it"] or "")
+        self.assertIn("not_installed_other_xyz", errors["test_skips"] or "")
+        plain = [o for o in got["observed"] if o["entry"].endswith("test_plain")][0]
+        self.assertEqual([c["name"] for c in plain["calls"]], ["Scale"])
+
     def test_inputs_are_rebuilt_alike_and_in_range(self) -> None:
         import torch
         desc = {"args": [{"$tensor": {"dtype": "int64", "shape": [2, 50], "min": 0, "max": 9}}],

@@ -450,6 +450,11 @@ function tryRmdir(dir: string): void {
 
 /** Time the judge gets beyond a job's own time limit to kill the worker and answer, before we kill the sandbox. */
 const GRACE_MS = 15_000;
+/** The judge counts a job's limit in its workers' own time (not what they waited for a CPU), and stops a worker held
+ * past WALL_FACTOR times it in wall time: the caller waits that long before it gives up on the judge. */
+const WALL_FACTOR = 4;
+const WALL_GRACE_MS = 30_000;
+const wallLimit = (timeoutMs: number): number => WALL_FACTOR * timeoutMs + WALL_GRACE_MS;
 
 interface Answer {
   id?: number;
@@ -677,7 +682,7 @@ export class Judge {
       natives: natives.map((n) => ({ module: n.module, name: n.name, file: n.fileName })),
     };
     try {
-      const got = await this.exchange(request, timeoutMs, options.signal);
+      const got = await this.exchange(request, wallLimit(timeoutMs), options.signal);
       const seconds = (Date.now() - started) / 1000;
       if (options.signal?.aborted) throw new CancelledError('validation cancelled');
       if (!got?.report) {
@@ -693,7 +698,7 @@ export class Judge {
             seconds,
             sandbox: this.sandbox.label,
           };
-        if (got === undefined && Date.now() - started >= timeoutMs + GRACE_MS - 100) {
+        if (got === undefined && Date.now() - started >= wallLimit(timeoutMs) + GRACE_MS - 100) {
           return {
             ok: false,
             tier,
@@ -774,7 +779,7 @@ export class Judge {
       memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
       timeout_s: options.timeoutMs / 1000,
     };
-    const got = await this.exchange(request, options.timeoutMs, options.signal);
+    const got = await this.exchange(request, wallLimit(options.timeoutMs), options.signal);
     if (options.signal?.aborted) throw new CancelledError('observation cancelled');
     const report = got?.report as unknown as ObserveAnswer | undefined;
     if (!report || !Array.isArray(report.observed)) {
