@@ -99,12 +99,21 @@ def named_configuration(namespace: Dict[str, Any]) -> Any:
     return None
 
 
-def config_instance(param: inspect.Parameter, namespace: Dict[str, Any]) -> Any:
+CONFIG_NAMES = ("config", "cfg", "model_config", "configs")
+
+
+def config_instance(param: inspect.Parameter, namespace: Dict[str, Any], owner: Any = None) -> Any:
     """For a parameter annotated with (or named after) a configuration class of the file (`config: BertConfig`), an
-    instance of it with its defaults and the sizes shrunk consistently; None when there is no such class."""
+    instance of it with its defaults and the sizes shrunk consistently; None when there is no such class. The class
+    the block declares its configuration to be (`owner.config_class`, a hub's convention, checked by its base class's
+    constructor) wins over an annotation with its base class (`config: PretrainedConfig`) and over the name."""
     ann = None if param.annotation is param.empty else param.annotation
     cls = namespace.get(ann) if isinstance(ann, str) else ann if inspect.isclass(ann) else None
-    if cls is None and param.name in ("config", "cfg", "model_config", "configs"):
+    declared = getattr(owner, "config_class", None) if inspect.isclass(owner) else None
+    if inspect.isclass(declared) and is_configuration(declared) and (
+            param.name in CONFIG_NAMES or (inspect.isclass(cls) and cls is not declared and issubclass(declared, cls))):
+        cls = declared
+    if cls is None and param.name in CONFIG_NAMES:
         cls = named_configuration(namespace)
     if cls is None or not is_configuration(cls):
         return None
@@ -134,9 +143,9 @@ def config_instance(param: inspect.Parameter, namespace: Dict[str, Any]) -> Any:
     return config
 
 
-def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str, Any]] = None) -> Any:
-    """A plausible value for a required constructor parameter, from its name and annotation."""
-    config = config_instance(param, namespace) if namespace else None
+def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str, Any]] = None, owner: Any = None) -> Any:
+    """A plausible value for a required constructor parameter of `owner` (the class), from its name and annotation."""
+    config = config_instance(param, namespace, owner) if namespace else None
     if config is not None:
         return config
     name = param.name.lower()
@@ -281,7 +290,7 @@ def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
     params = init_parameters(cls)
     out = given_candidates(cls, given, nn, namespace)
     out.append(([], {}))
-    required = {p.name: guess_value(p, nn, namespace) for p in params if p.default is p.empty}
+    required = {p.name: guess_value(p, nn, namespace, cls) for p in params if p.default is p.empty}
     # a model whose default image is large (SAM's encoder: 1024 px, position tables to match) built for 64 px
     large = {p.name: small_image(p.default) for p in params if p.name in IMAGE_SIZES and small_image(p.default) is not None}
     if large:
@@ -331,7 +340,7 @@ def given_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
         for i, v in enumerate(g.get("args", [])):
             ok, value = resolve_given(v, namespace)
             if not ok:
-                value = guess_value(positional[i], nn, namespace) if i < len(positional) else GUESSED_WIDTH
+                value = guess_value(positional[i], nn, namespace, cls) if i < len(positional) else GUESSED_WIDTH
             args.append(value)
         kwargs: Dict[str, Any] = {}
         for k, v in dict(g.get("kwargs", {})).items():
@@ -339,13 +348,13 @@ def given_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
             if not ok:
                 if k not in by_name:
                     continue
-                value = guess_value(by_name[k], nn, namespace)
+                value = guess_value(by_name[k], nn, namespace, cls)
             kwargs[k] = value
         # required parameters the call site passed through **kwargs or a variable: guessed
         taken = {p.name for p in positional[:len(args)]} | set(kwargs)
         for p in params:
             if p.default is p.empty and p.name not in taken:
-                kwargs[p.name] = guess_value(p, nn, namespace)
+                kwargs[p.name] = guess_value(p, nn, namespace, cls)
         out.append((args, kwargs))
     return out
 

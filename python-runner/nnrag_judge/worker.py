@@ -75,7 +75,7 @@ def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any
     a statement of the block's constructor rejects the arguments, change them as it asks (repair.py). `args` and
     `kwargs` then hold the arguments that built it."""
     def guess(param: inspect.Parameter) -> Any:
-        return guess_value(param, nn, getattr(cls.__init__, "__globals__", None))
+        return guess_value(param, nn, getattr(cls.__init__, "__globals__", None), cls)
 
     for _ in range(MAX_REPAIRS):
         try:

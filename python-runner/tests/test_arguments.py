@@ -353,3 +353,58 @@ class CfgClasses(unittest.TestCase):
         # now builds it too (before: 'int' object has no attribute 'width')
         report = judged(CFG, CFG, "Net")
         self.assertEqual(report["tier"], "equivalent", report)
+
+
+HUB = '''
+import torch
+from torch import nn
+
+
+class PretrainedConfig:
+    def __init__(self, **kwargs):
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+
+class BertConfig(PretrainedConfig):
+    def __init__(self, hidden_size=768, vocab_size=30522, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.vocab_size = vocab_size
+
+
+class GPTConfig(PretrainedConfig):
+    def __init__(self, n_embd=768, **kwargs):
+        super().__init__(**kwargs)
+        self.n_embd = n_embd
+
+
+class PreTrainedModel(nn.Module):
+    config_class = None
+
+    def __init__(self, config: PretrainedConfig, *inputs, **kwargs):
+        super().__init__()
+        if not isinstance(config, PretrainedConfig):
+            raise ValueError("Parameter config should be an instance of class `PretrainedConfig`")
+        self.config = config
+
+
+class BertLM(PreTrainedModel):
+    config_class = BertConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.emb = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.lin = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, input_ids):
+        return self.lin(self.emb(input_ids))
+'''
+
+
+@needs_torch
+class DeclaredConfiguration(unittest.TestCase):
+    def test_a_model_is_built_from_the_configuration_class_it_declares(self) -> None:
+        # two configurations in the module and a base class that checks isinstance: `config_class` says which
+        report = judged(HUB, HUB, "BertLM")
+        self.assertEqual(report["tier"], "equivalent", report)
