@@ -169,6 +169,10 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
     # a count of layers (`n_layer`, `num_layer`) is a number, not a layer factory
     if name in FACTORIES or (name.endswith("_layer") and not name.startswith(("n_", "num_"))):
         return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
+    # a parameter the constructor calls (`block_class(...)`, `norm(...)`) is a factory, whatever its name: a norm's
+    # or an activation's class by its name, else Identity (it takes any arguments; the same class on both sides)
+    if ann is param.empty and param.name in called_parameters(owner):
+        return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
     if "Union" in str(text) and "int" in str(text):
         return GUESSED_WIDTH
     if "List[int]" in str(text) or "Sequence[int]" in str(text) or "List[float]" in str(text):
@@ -194,6 +198,20 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
     if name.startswith(("num_", "n_")):
         return 2
     return GUESSED_WIDTH
+
+
+@functools.lru_cache(maxsize=256)
+def called_parameters(owner: Any) -> frozenset:
+    """The parameters of `owner`'s constructor that its body calls by name (`block(...)`, `self.norm = norm(dim)`)."""
+    init: Any = getattr(owner, "__init__", None) if inspect.isclass(owner) else None
+    if init is None:
+        return frozenset()
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+        params = set(inspect.signature(init).parameters)
+    except (OSError, TypeError, ValueError, SyntaxError):
+        return frozenset()
+    return frozenset(n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params)
 
 
 # the packages whose loaded modules an observed call may name its classes from: the original's own (set by the

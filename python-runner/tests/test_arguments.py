@@ -408,3 +408,29 @@ class DeclaredConfiguration(unittest.TestCase):
         # two configurations in the module and a base class that checks isinstance: `config_class` says which
         report = judged(HUB, HUB, "BertLM")
         self.assertEqual(report["tier"], "equivalent", report)
+
+
+FACTORY = '''
+import torch
+from torch import nn
+
+
+class Stem(nn.Module):
+    def __init__(self, width, block_class, norm, depth=2):
+        super().__init__()
+        self.blocks = nn.Sequential(*[block_class(width, width) for _ in range(depth)])
+        self.norm = norm(width)
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.lin(self.norm(self.blocks(x)))
+'''
+
+
+@needs_torch
+class CalledParameters(unittest.TestCase):
+    def test_a_parameter_the_constructor_calls_is_given_a_class(self) -> None:
+        # `block_class` and `norm` guessed as numbers: "'int' object is not callable"
+        report = judged(FACTORY, FACTORY, "Stem")
+        self.assertIn(report["tier"], ("forward", "equivalent"), report)
+        self.assertNotIn("not callable", report.get("message") or "")
