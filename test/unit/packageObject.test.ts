@@ -57,6 +57,28 @@ describe('the package used as a module object', function () {
     );
   });
 
+  it('a package scanned for what it imports from its submodules: the module object holds those classes too', async () => {
+    const src = path.join(dir, 'src2');
+    await writeTree(src, {
+      // a package whose classes are in its submodules, imported into its namespace (as a graph library's aggregations)
+      'mypkg2/aggrs/__init__.py':
+        'from .base import Aggregation\nfrom .basic import MeanAggregation, SumAggregation\n\n__all__ = ["Aggregation", "MeanAggregation", "SumAggregation"]\n',
+      'mypkg2/aggrs/base.py': 'from torch import nn\n\n\nclass Aggregation(nn.Module):\n    pass\n',
+      'mypkg2/aggrs/basic.py':
+        'from .base import Aggregation\n\n\nclass SumAggregation(Aggregation):\n    def forward(self, x):\n        return x.sum(dim=0)\n\n\nclass MeanAggregation(Aggregation):\n    def forward(self, x):\n        return x.mean(dim=0)\n',
+      'mypkg2/conv2.py':
+        'from torch import nn\n\nimport mypkg2.aggrs as aggrs\nfrom mypkg2.aggrs import Aggregation, SumAggregation\n\n\ndef resolve(query):\n    found = [c for c in vars(aggrs).values() if isinstance(c, type) and issubclass(c, Aggregation) and c.__name__.lower().startswith(query)]\n    if not found:\n        raise ValueError(f"Could not resolve {query!r}")\n    return found[0]()\n\n\nclass Conv2(nn.Module):\n    def __init__(self, dim=4, aggr="mean"):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.aggr = resolve(aggr)\n        self.default = SumAggregation()\n\n    def forward(self, x):\n        return self.aggr(self.lin(x)) + self.default(x)\n',
+    });
+    const db2 = path.join(dir, 'index2.db');
+    assert.strictEqual((await cli('index', src, '--db', db2)).code, 0);
+    const out = path.join(dir, 'conv2.py');
+    const r = await cli('pull', 'mypkg2.conv2.Conv2', '--db', db2, '--out', out, '--python', PYTHON_WITH_TORCH, '--json');
+    assert.strictEqual(JSON.parse(r.out).tier, 'equivalent', r.out);
+    const body = fs.readFileSync(out, 'utf8');
+    assert.match(body, /^class MeanAggregation\(Aggregation\):/m);
+    assert.match(body, /^_nnrag_module_mypkg2_aggrs\.__dict__\.update\(\{.*"MeanAggregation": MeanAggregation/m);
+  });
+
   it('the module itself as a value: a module object of what it defines, compared (its other attributes are not there)', async () => {
     const r = await cli('pull', 'mypkg.blocks.KeepsModule', '--db', db, '--out', path.join(dir, 'keeps.py'), '--python', PYTHON_WITH_TORCH, '--json');
     const report = JSON.parse(r.out);

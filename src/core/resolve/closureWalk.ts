@@ -183,8 +183,25 @@ export class ClosureWalk {
           const symbols: { name: string; key: string }[] = [];
           this.modulesAsObjects.set(t.mod.module, symbols);
           const u = t.mod.facts.units;
+          const exported = t.mod.facts.all;
           for (let i = 0; i < u.length; i++) {
-            if ((u[i].kind !== 'class' && u[i].kind !== 'function' && u[i].kind !== 'assign') || !u[i].binds.length || u[i].guard) continue;
+            if (!u[i].binds.length || u[i].guard) continue;
+            if (u[i].kind === 'import') {
+              // a package's namespace holds what it imports too (`from .basic import MeanAggregation`: a resolver that
+              // enumerates it finds the class by a name held in data): its public classes and functions of inlined code
+              for (const b of u[i].binds) {
+                if (symbols.some((x) => x.name === b) || (exported ? !exported.includes(b) : b.startsWith('_'))) continue;
+                const to = this.table.resolveName(t.mod, b);
+                if (to.kind !== 'symbol' || !this.ctx.inlines(to.mod, this.rootRec.repoId)) continue;
+                const kind = to.mod.facts.units[to.unit].kind;
+                if (kind !== 'class' && kind !== 'function') continue;
+                this.wholeUnits.add(unitKey(to.mod, to.unit));
+                this.depend(from, this.need(to.mod, to.unit), 'call');
+                symbols.push({ name: b, key: symbolKey(to.mod, to.name) });
+              }
+              continue;
+            }
+            if (u[i].kind !== 'class' && u[i].kind !== 'function' && u[i].kind !== 'assign') continue;
             // whole: a class found by its name is then built and called as any other
             this.wholeUnits.add(unitKey(t.mod, i));
             this.depend(from, this.need(t.mod, i), 'call');
