@@ -79,6 +79,21 @@ describe('the package used as a module object', function () {
     assert.match(body, /^_nnrag_module_mypkg2_aggrs\.__dict__\.update\(\{.*"MeanAggregation": MeanAggregation/m);
   });
 
+  it("a module's value read into a local of the same name (`flag = pkg.backend.flag`) keeps reading the module's", async () => {
+    const src = path.join(dir, 'src3');
+    await writeTree(src, {
+      'ulpkg/__init__.py': '',
+      'ulpkg/backend.py': 'use_segment_matmul = None\n',
+      'ulpkg/linear.py':
+        'from torch import nn\n\nimport ulpkg.backend\n\n\nclass HeteroLinear(nn.Module):\n    def __init__(self, dim=4):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n\n    def forward(self, x):\n        use_segment_matmul = ulpkg.backend.use_segment_matmul\n        if use_segment_matmul is None:\n            use_segment_matmul = False\n        return self.lin(x) * (2 if use_segment_matmul else 1)\n',
+    });
+    const db3 = path.join(dir, 'index3.db');
+    assert.strictEqual((await cli('index', src, '--db', db3)).code, 0);
+    const r = await cli('pull', 'ulpkg.linear.HeteroLinear', '--db', db3, '--out', path.join(dir, 'hetero.py'), '--python', PYTHON_WITH_TORCH, '--json');
+    // "UnboundLocalError: cannot access local variable 'use_segment_matmul'" when the module's name was kept
+    assert.strictEqual(JSON.parse(r.out).tier, 'equivalent', r.out);
+  });
+
   it('the module itself as a value: a module object of what it defines, compared (its other attributes are not there)', async () => {
     const r = await cli('pull', 'mypkg.blocks.KeepsModule', '--db', db, '--out', path.join(dir, 'keeps.py'), '--python', PYTHON_WITH_TORCH, '--json');
     const report = JSON.parse(r.out);

@@ -114,7 +114,8 @@ export function assignNames(closure: ClosureResult, order: UnitNode[]): Map<stri
   const reserved = closure.builtinsUsed;
   const take = (key: string, desired: string, suffix: string): void => {
     if (names.has(key)) return;
-    const free = (name: string): boolean => (!taken.has(name) || taken.get(name) === key) && !reserved.has(name);
+    const free = (name: string): boolean =>
+      (!taken.has(name) || taken.get(name) === key) && !reserved.has(name) && !(name === desired && closure.shadowed?.has(key));
     let name = desired;
     for (let n = 1; !free(name); n++) name = n === 1 ? `${desired}_${suffix}` : `${desired}_${suffix}${n}`;
     names.set(key, name);

@@ -88,6 +88,9 @@ export interface ClosureResult {
   externals: Map<string, ExternalImport>;
   /** Builtins the emitted code reads: no definition may take these names. */
   builtinsUsed: Set<string>;
+  /** Symbols read through a module attribute (`pkg.backend.flag`) inside code that binds the same name locally
+   * (`flag = pkg.backend.flag`): written as plain names they would read the local, so they are given another name. */
+  shadowed?: Set<string>;
   problems: Problem[];
   /** Inlined modules used as objects: each with the symbols of its definitions taken in (name, symbol key). */
   modulesAsObjects: Map<string, { name: string; key: string }[]>;

@@ -51,6 +51,7 @@ export class ClosureWalk {
   readonly symbols = new Map<string, SymbolBinding>();
   readonly externals = new Map<string, ExternalImport>();
   readonly builtinsUsed = new Set<string>();
+  readonly shadowed = new Set<string>();
   readonly problems: Problem[] = [];
   /** Modules that exist nowhere, imported inside functions without a handler: kept as written (see `keptMissing`). */
   readonly keptMissing = new Set<string>();
@@ -97,8 +98,20 @@ export class ClosureWalk {
 
   /** What the walk found. */
   result(): ClosureResult {
-    const { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects, keptMissing } = this;
-    return { root, units, graph, symbols, externals, builtinsUsed, problems, modulesAsObjects, keptMissing: [...keptMissing].sort(), lazy: new Map() };
+    const { root, units, graph, symbols, externals, builtinsUsed, shadowed, problems, modulesAsObjects, keptMissing } = this;
+    return {
+      root,
+      units,
+      graph,
+      symbols,
+      externals,
+      builtinsUsed,
+      shadowed,
+      problems,
+      modulesAsObjects,
+      keptMissing: [...keptMissing].sort(),
+      lazy: new Map(),
+    };
   }
 
   /** Records that `from` needs `to`; a definition-time need wins over a call-time one. */
@@ -251,6 +264,9 @@ export class ClosureWalk {
       if (r.consumed > 0) {
         t = r.target;
         end = ref.attrEnds[r.consumed - 1];
+        // the plain name would be a local of the code around it (`flag = pkg.backend.flag`): it gets another name
+        if (t.kind === 'symbol' && text && bindsLocally(text.slice(node.rec.facts.units[node.unit].start, node.rec.facts.units[node.unit].end), t.name))
+          this.shadowed.add(symbolKey(t.mod, t.name));
       }
     }
     // a name inside a value only tested against is only tested against; else what the code around it says (asked
@@ -408,4 +424,16 @@ export class ClosureWalk {
     if (deferred.length) this.deferral.wait(node, deferred, parsed, where);
     this.deferral.reachAll();
   }
+}
+
+/** Whether `code` binds `name` as a plain name other than at module level: an assignment, a loop or `with` target,
+ * or a parameter (read from the text: enough to avoid a collision, at worst a rename that was not needed). */
+function bindsLocally(code: string, name: string): boolean {
+  const n = name.replace(/[^\w]/g, '');
+  return (
+    new RegExp(`(?:^|[^.\\w])${n}\\s*(?::[^=\\n]+)?=(?!=)`, 'm').test(code) ||
+    new RegExp(`\\bfor\\s+(?:[\\w, ]*,\\s*)?${n}\\b[^\\n]*\\bin\\b`).test(code) ||
+    new RegExp(`\\bas\\s+${n}\\b`).test(code) ||
+    new RegExp(`\\bdef\\s+\\w+\\s*\\([^)]*\\b${n}\\b`).test(code)
+  );
 }
