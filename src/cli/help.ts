@@ -21,7 +21,8 @@ usage:
                      records how they built and fed its blocks; pulls then build and feed a block that way first;
                      an entry runs again only when a file it imported or read changed;
                      --build-native: builds the repository's compiled operators its tests stop without (as pull does)
-                     and runs those tests again with them
+                     and runs those tests again with them; every entry runs, two judges side by side, unless
+                     --max-entries N caps them (--seconds: the time of each repository, default 3600)
   nn-rag search QUERY [--db F]... [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--validation validated|failed|none] [--all-copies] [--json]
                                                     several --db: searched together, merged by score

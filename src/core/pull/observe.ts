@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import {
   blobsOf,
@@ -56,6 +57,8 @@ export interface ObserveOptions {
   repositorySeconds?: number;
   /** Entries run per repository, at most (400). */
   maxEntries?: number;
+  /** Judges that run the entries side by side (default: two, or one on a machine of one core). */
+  lanes?: number;
   /**
    * The blocks a batch is about to pull (class names): the entries of files that name one of them (an import, a
    * call) run first, so that a cap spent on a large repository's other tests does not leave them unobserved.
@@ -314,7 +317,8 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
     return options.force || !prior || !stillTrue(prior, blobs) || prior.key !== keyOf(interpreter, prior.files);
   });
   summary.cached = all.length - stale.length;
-  const chosen = focusedFirst(stale, table, repo.id, blocks, options.focus).slice(0, options.maxEntries ?? 400);
+  // every entry by default (a cap is the user's choice): the entries that build blocks not yet observed first
+  const chosen = focusedFirst(stale, table, repo.id, blocks, options.focus).slice(0, options.maxEntries ?? Infinity);
   if (chosen.length) {
     options.onProgress?.(`${repo.name}: running ${chosen.length} of its ${all.length} tests and builders under the observer`);
     // the other indexed repositories it imports that the interpreter does not have: after its own folders
@@ -326,13 +330,17 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       entry_s: options.entrySeconds ?? 20,
       entries: chosen,
     };
-    const judge = await Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, [
-      mount,
-      ...companions.mounts.filter((m) => m !== mount),
-    ]);
+    // in lanes, one judge each (a core each by default), the entries dealt out in turn so each lane gets the first ones
+    const lanes = Math.max(1, Math.min(options.lanes ?? Math.min(2, os.cpus().length), chosen.length));
+    const mounts = [mount, ...companions.mounts.filter((m) => m !== mount)];
+    const judges = await Promise.all(
+      Array.from({ length: lanes }, () => Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, mounts)),
+    );
+    const judge = judges[0];
     try {
-      const limits = { timeoutMs: (options.repositorySeconds ?? 600) * 1000, memoryMb: options.memoryMb, signal: options.signal };
-      const answer = await judge.observe(spec, limits);
+      const limits = { timeoutMs: (options.repositorySeconds ?? 3600) * 1000, memoryMb: options.memoryMb, signal: options.signal };
+      const answers = await Promise.all(judges.map((j, lane) => j.observe({ ...spec, entries: chosen.filter((_e, i) => i % lanes === lane) }, limits)));
+      const answer = { ...(answers.find((a) => !a.ok) ?? answers[0]), ok: answers.every((a) => a.ok), observed: answers.flatMap((a) => a.observed) };
       const known = new Set(chosen.map((e) => e.id));
       // what other entries of the repository keep counts against its catalog's size
       const budget: CatalogBudget = { bytes: observedBytesBut(db, repo.id, known), perClass: new Map(), dropped: 0 };
@@ -368,7 +376,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
         );
       if (!answer.ok) options.onProgress?.(`${repo.name}: the observer stopped: ${plainText(answer.message ?? answer.category ?? 'no reason given', 300)}`);
     } finally {
-      await judge.close();
+      await Promise.all(judges.map((j) => j.close()));
     }
   }
   // the session's pulls read the catalog as it is now
