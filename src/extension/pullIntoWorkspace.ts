@@ -177,7 +177,8 @@ export async function pullIntoWorkspace(
   const refused = await check(typed);
   if (refused) throw new Error(refused);
   const { dir: sub, base: name } = splitDestination(typed);
-  if (fileName === undefined) await deps.session.memory.update(LAST_PULL_FOLDER, sub);
+  // remembered for the next pull, but not where Insert at Cursor put a block beside the file being edited
+  if (fileName === undefined && into === undefined) await deps.session.memory.update(LAST_PULL_FOLDER, sub);
   const dest = vscode.Uri.joinPath(folder.uri, sub, name);
   const preview = !confirmed && setting('pull.preview', folder.uri);
   const existing = await readIfExists(dest);

@@ -802,6 +802,32 @@ describe('trusted workspace', function () {
     }
   });
 
+  it('Insert at Cursor leaves the remembered pull folder as it was: the next pull goes where pulls went', async () => {
+    const root = vscode.workspace.workspaceFolders![0].uri.fsPath;
+    mkdirSync(path.join(root, 'models2'), { recursive: true });
+    const mine = path.join(root, 'models2', 'net.py');
+    writeFileSync(mine, 'import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n');
+    try {
+      const editor = await vscode.window.showTextDocument(vscode.Uri.file(mine));
+      editor.selection = new vscode.Selection(1, 0, 1, 0);
+      // the name asked is accepted as proposed (beside the file being edited)
+      const inserted = await drive(
+        vscode.commands.executeCommand<PullReport & { inserted?: string }>('nnrag.insertBlockAtCursor', 'tinyblocks:tinyblocks.layers.drop.DropPath'),
+        [ACCEPT, 'nnrag.acceptPull'],
+      );
+      assert.strictEqual(path.dirname(inserted?.out ?? ''), path.join(root, 'models2'), JSON.stringify(inserted));
+      await vscode.commands.executeCommand('workbench.action.files.revert');
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+      const next = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.se.SqueezeExcite'), [
+        ACCEPT,
+        'nnrag.acceptPull',
+      ]);
+      assert.notStrictEqual(path.dirname(next?.out ?? ''), path.join(root, 'models2'), JSON.stringify(next));
+    } finally {
+      rmSync(path.join(root, 'models2'), { recursive: true, force: true });
+    }
+  });
+
   it('pulls into a folder named with the file, inside the workspace only', async () => {
     const root = vscode.workspace.workspaceFolders![0].uri.fsPath;
     try {
