@@ -433,7 +433,6 @@ def run_worker(role: str, request: Dict[str, Any], memory_mb: int, timeout_s: fl
                template: Optional[Dict[str, Any]] = None, quiet_s: Optional[float] = None) -> Job:
     """A worker for `role` with its two pipes, forked by the template of `role` and what `template` names to import
     when one can be had, else by the zygote; supervised, then whatever is left of it killed."""
-    started = time.monotonic()
     job = Job()
     try:
         job_spec = json.dumps({"role": role, "request": request, "memory_mb": memory_mb, "cwd": os.getcwd(),
@@ -462,7 +461,6 @@ def run_worker(role: str, request: Dict[str, Any], memory_mb: int, timeout_s: fl
         os.close(printed_r)
         job.problem = ("interpreter", "the judge could not start a worker (its zygote did not start or answer)")
         return job
-    timeout_s = max(1.0, timeout_s - (time.monotonic() - started))
     try:
         supervise(job, pid, events_r, printed_r, control, timeout_s, memory_mb, quiet_s)
     finally:

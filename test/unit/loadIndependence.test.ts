@@ -22,7 +22,7 @@ class Busy(nn.Module):
     def __init__(self, dim=8):
         super().__init__()
         total = 0
-        for i in range(4_000_000):
+        for i in range(8_000_000):
             total += i & 7
         self.lin = nn.Linear(dim, dim)
         self.total = total
@@ -36,8 +36,13 @@ describe('verdicts that do not depend on the machine load', function () {
   let dir: string;
   let pool: ValidatorPool;
 
+  const cgroup = process.env.NNRAG_CGROUP;
+
   before(async function () {
     if (!hasTorch()) this.skip();
+    // the judge shares the CPU with the hogs as a process of this one's (a cgroup of its own would shield it from
+    // them where the CPU controller is on, and not on every machine)
+    process.env.NNRAG_CGROUP = 'off';
     dir = await tmpdir('nnrag-load-');
     fs.writeFileSync(path.join(dir, 'busy.py'), BUSY);
     pool = new ValidatorPool(PYTHON_WITH_TORCH, RUNNER, 1);
@@ -45,17 +50,28 @@ describe('verdicts that do not depend on the machine load', function () {
 
   after(async () => {
     await pool?.close();
+    if (cgroup === undefined) delete process.env.NNRAG_CGROUP;
+    else process.env.NNRAG_CGROUP = cgroup;
   });
 
   const judged = async (): Promise<{ tier: string | null; category?: string; seconds?: number }> =>
-    validateFile(path.join(dir, 'busy.py'), { python: PYTHON_WITH_TORCH, runner: RUNNER, className: 'Busy', pool, timeoutMs: 10_000 });
+    validateFile(path.join(dir, 'busy.py'), { python: PYTHON_WITH_TORCH, runner: RUNNER, className: 'Busy', pool, timeoutMs: 4_000 });
 
-  it('a block judged beside CPU hogs (three times as many busy processes as cores) gets the verdict it gets alone', async () => {
+  it('a block judged beside CPU hogs (three times as many busy processes as cores, given more CPU weight) gets the verdict it gets alone', async () => {
     const quiet = await judged();
     assert.strictEqual(quiet.tier, 'forward', JSON.stringify(quiet));
     const hogs: ChildProcess[] = [];
     try {
-      for (let i = 0; i < 6; i++) hogs.push(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
+      // in a session of their own with ten times the CPU weight of another (a worker runs in a session of its own
+      // too, which autogroup scheduling would otherwise shield from them)
+      for (let i = 0; i < 6; i++) hogs.push(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore', detached: true }));
+      for (const h of hogs) {
+        try {
+          fs.writeFileSync(`/proc/${h.pid}/autogroup`, '-10');
+        } catch {
+          // not root: the hogs compete with their usual weight
+        }
+      }
       const loaded = await judged();
       assert.deepStrictEqual([loaded.tier, loaded.category], [quiet.tier, quiet.category], JSON.stringify(loaded));
     } finally {
