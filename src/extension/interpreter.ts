@@ -5,6 +5,7 @@
  */
 import { execFile } from 'child_process';
 import { PythonExtension } from '@vscode/python-extension';
+import { promises as fsp } from 'fs';
 import * as vscode from 'vscode';
 import type { SourceConfig } from '../core/sources/types';
 import { affects, setting, updateSetting } from './config';
@@ -32,12 +33,20 @@ export interface InterpreterVersions {
 }
 
 /** The Python and torch versions of an interpreter, read from its metadata (torch is not imported). */
-export function describeInterpreter(python: string): Promise<InterpreterVersions> {
+export async function describeInterpreter(python: string): Promise<InterpreterVersions> {
+  // what the path is, said in words before anything runs it (a folder, a file that is not a program)
+  if (python.includes('/')) {
+    const st = await fsp.stat(python).catch(() => undefined);
+    if (!st) return { error: 'not found' };
+    if (st.isDirectory()) return { error: 'a folder, not a program' };
+    if (!(st.mode & 0o111)) return { error: 'not executable' };
+  }
   return new Promise<InterpreterVersions>((resolve) => {
     const code =
       'import json, platform\ntry:\n    from importlib.metadata import version\n    t = version("torch")\nexcept Exception:\n    t = None\nprint(json.dumps({"python": platform.python_version(), "torch": t}))';
     execFile(python, ['-I', '-c', code], { timeout: 15_000 }, (err, stdout) => {
-      if (err) return resolve({ error: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : err.message.split('\n')[0] });
+      // (never the command line in a message: it holds the whole probe)
+      if (err) return resolve({ error: (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : 'not a Python interpreter' });
       try {
         const v = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { python?: string; torch?: string | null };
         resolve({ python: v.python, torch: v.torch ?? undefined });
@@ -217,14 +226,19 @@ export class InterpreterService implements vscode.Disposable {
     if (!versions.torch) {
       const use = vscode.l10n.t('Use Anyway');
       const other = vscode.l10n.t('Choose Another');
-      const pick = await vscode.window.showWarningMessage(
-        versions.error
-          ? vscode.l10n.t('{0} does not run: {1}', value, versions.error)
-          : vscode.l10n.t('{0} has no torch: pulled blocks cannot be validated with it (they fail with "missing package \'torch\'").', value),
-        { modal: true },
-        use,
-        other,
-      );
+      // Choose Another first (the default); one that is not a Python interpreter cannot be used anyway
+      const pick = versions.error
+        ? await vscode.window.showWarningMessage(
+            vscode.l10n.t('{0} is {1}: choose a Python interpreter with torch.', value, versions.error),
+            { modal: true },
+            other,
+          )
+        : await vscode.window.showWarningMessage(
+            vscode.l10n.t('{0} is Python {1} without torch: pulled blocks cannot be validated with it.', value, versions.python ?? '?'),
+            { modal: true },
+            other,
+            use,
+          );
       if (pick === other) return this.pick();
       if (pick !== use) return undefined;
     }

@@ -1,4 +1,5 @@
 /** Repositories: index again (all, one, the shared index), add, remove, disable and enable, the interpreter, the log. */
+import { execFile } from 'child_process';
 import * as vscode from 'vscode';
 import { repositoryNames } from '../core/sources/names';
 import type { SourceConfig } from '../core/sources/types';
@@ -186,16 +187,41 @@ export async function offerToKeepInterpreter(before: string, now: string): Promi
   const following = list.filter((r) => r.kind === 'python-env' && !r.python);
   if (!following.length) return;
   const names = following.map((r) => r.location).join(', ');
+  const keepOn = async (): Promise<void> =>
+    vscode.workspace.getConfiguration('nnrag').update(
+      'repositories',
+      list.map((r) => (following.includes(r) ? { ...r, python: before } : r)),
+      target,
+    );
+  // only what the new interpreter has is indexed from it: one without them keeps them where they came from
+  const has = await importable(
+    now,
+    following.map((r) => r.location),
+  );
+  if (!following.every((r) => has.has(r.location))) {
+    await keepOn();
+    void vscode.window.showInformationMessage(vscode.l10n.t('{0} does not have {1}: they stay indexed from {2}.', now, names, before));
+    return;
+  }
   const keep = vscode.l10n.t('Keep {0}', before);
   const pick = await vscode.window.showInformationMessage(
     vscode.l10n.t('The installed packages {0} are now indexed from {1} (they came from {2}).', names, now, before),
     keep,
   );
-  if (pick !== keep) return;
-  await vscode.workspace.getConfiguration('nnrag').update(
-    'repositories',
-    list.map((r) => (following.includes(r) ? { ...r, python: before } : r)),
-    target,
+  if (pick === keep) await keepOn();
+}
+
+/** Which of `names` (top-level packages) `python` can import, asked without importing them; none when it cannot say. */
+function importable(python: string, names: string[]): Promise<Set<string>> {
+  const code = 'import importlib.util, json, sys\nprint(json.dumps([n for n in sys.argv[1:] if importlib.util.find_spec(n) is not None]))';
+  return new Promise((resolve) =>
+    execFile(python, ['-I', '-c', code, ...names], { timeout: 15_000 }, (err, stdout) => {
+      try {
+        resolve(err ? new Set() : new Set(JSON.parse(stdout.trim().split('\n').pop() ?? '[]') as string[]));
+      } catch {
+        resolve(new Set());
+      }
+    }),
   );
 }
 

@@ -492,11 +492,22 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .waitFor({ state: 'visible', timeout: T });
       await page.locator('.quick-input-widget input').first().fill(bare);
       await page.keyboard.press('Enter');
+      const dialog = page.locator('.monaco-dialog-box').filter({ hasText: /is Python 3\.\d+\.\d+ without torch: pulled blocks cannot be validated with it/ });
+      await dialog.first().waitFor({ timeout: T });
+      // Choose Another (the default) opens the picker again; a path that is not Python says what it is, in one
+      // sentence, and offers no Use Anyway
+      await dialog.locator('.monaco-button').filter({ hasText: 'Choose Another' }).first().click({ timeout: T });
+      await page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'Enter a path' }).first().click({ timeout: T });
       await page
-        .locator('.monaco-dialog-box')
-        .filter({ hasText: /has no torch: pulled blocks cannot be validated with it/ })
+        .locator('.quick-input-widget')
+        .filter({ hasText: 'Path to a Python interpreter with torch' })
         .first()
-        .waitFor({ timeout: T });
+        .waitFor({ state: 'visible', timeout: T });
+      await page.locator('.quick-input-widget input').first().fill('/bin/ls');
+      await page.keyboard.press('Enter');
+      const notPython = page.locator('.monaco-dialog-box').filter({ hasText: '/bin/ls is not a Python interpreter: choose a Python interpreter with torch.' });
+      await notPython.first().waitFor({ timeout: T });
+      if ((await notPython.locator('.monaco-button').filter({ hasText: 'Use Anyway' }).count()) > 0) throw new Error('Use Anyway offered for /bin/ls');
     });
 
     // two interpreters with torch, each with its own copy of one installed package (a version in its metadata)
