@@ -50,7 +50,7 @@ export function provenanceHover(text: string, offset: number): Hover | null {
     word === prov.block
       ? `- source: [\`${def.path}\` lines ${def.lines[0]}–${def.lines[1]}](command:nnrag.openSource?${encodeURIComponent(JSON.stringify([prov.target]))} "Open the original") (${def.module})`
       : `- source: \`${def.path}\` lines ${def.lines[0]}–${def.lines[1]} (${def.module})`,
-    `- repository: ${where}${prov.commit ? ` @ \`${shortCommit(prov.commit)}\`` : ''}`,
+    `- repository: ${where}${prov.commit ? ` @ \`${shortCommit(prov.commit)}\`` : ''}${def.uncommitted ? ' — **uncommitted changes on top of that commit** (the file is its blob below)' : ''}`,
     `- license: ${prov.license ?? 'not declared'}`,
     `- git blob: \`${def.blob}\` (swh:1:cnt:${def.blob})`,
     `- content hash: \`${prov.hash.slice(0, 23)}…\`${edited ? ' — **edited since the pull**' : ''}`,
@@ -90,7 +90,7 @@ function classLine(text: string, name: string): number {
 export function upstreamLens(text: string, prov: Provenance, st: PulledFileStatus, uri: string): CodeLens[] {
   const line = classLine(text, prov.block);
   const range = { start: { line, character: 0 }, end: { line, character: 0 } };
-  const at = `${prov.repo}${prov.commit ? `@${shortCommit(prov.commit)}` : ''}`;
+  const at = `${prov.repo}${prov.commit ? `@${shortCommit(prov.commit)}${prov.uncommitted ? ' + uncommitted changes' : ''}` : ''}`;
   // the words every place shows for this state (the Pulled Blocks view too)
   const words = describePulled(st);
   let title: string;

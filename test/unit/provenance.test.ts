@@ -1,5 +1,6 @@
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
+import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { findTarget } from '../../src/core/store/target';
@@ -8,7 +9,8 @@ import type { Manifest, RequiredRepos } from '../../src/core/emit/manifest';
 import { openPullSession, pullBlock } from '../../src/core/pull/pull';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { openPythonPackages } from '../../src/core/sources/pythonEnv';
-import { indexFolder, licenseFile, memoryDb, parser, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
+import { git } from './gitServer';
+import { cli, indexFolder, licenseFile, memoryDb, parser, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
 
 const LICENSES: Record<string, string> = { MIT: licenseFile('MIT'), 'BSD-3-Clause': licenseFile('BSD-3-Clause'), 'Apache-2.0': licenseFile('Apache-2.0') };
 
@@ -133,5 +135,51 @@ describe('a pulled file header', function () {
     );
     // pulled again over it: the file is recognised as an untouched pull, and replaced
     await pullBlock(session, findTarget(db, 'many.block.Block'), { parser: await parser(), out, validate: false });
+  });
+});
+
+describe('provenance of a checkout with changes not committed', function () {
+  this.timeout(120_000);
+
+  it('says "uncommitted changes on top of" the commit, in the header, the record and the manifest; a clean tree keeps the commit', async () => {
+    const dir = await tmpdir('nnrag-dirty-');
+    const repo = path.join(dir, 'dirtyrepo');
+    await writeTree(repo, {
+      'dirt/__init__.py': '',
+      'dirt/blocks.py':
+        'from torch import nn\n\nfrom .extra import scale\n\n\nclass Clean(nn.Module):\n    def forward(self, x):\n        return x\n\n\nclass Uses(nn.Module):\n    def forward(self, x):\n        return scale(x)\n',
+    });
+    git(repo, 'init', '-q', '-b', 'main');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'first');
+    const head = git(repo, 'rev-parse', 'HEAD');
+    // extra.py is in no commit
+    fs.writeFileSync(path.join(repo, 'dirt', 'extra.py'), 'def scale(x):\n    return x * 2\n');
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const pull = async (target: string, out: string): Promise<string> => {
+      const r = await cli('pull', target, '--db', db, '--out', path.join(dir, out), '--no-validate');
+      assert.strictEqual(r.code, 0, r.err);
+      return fs.readFileSync(path.join(dir, out), 'utf8');
+    };
+    const dirty = await pull('dirt.blocks.Uses', 'uses.py');
+    assert.match(dirty, new RegExp(`^# commit uncommitted changes on top of ${head};`, 'm'));
+    const prov = readProvenance(dirty)!;
+    assert.strictEqual(prov.uncommitted, true);
+    assert.deepStrictEqual(
+      prov.definitions.map((d) => [d.path, d.uncommitted === true]),
+      [
+        ['dirt/extra.py', true],
+        ['dirt/blocks.py', false],
+      ],
+    );
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, '.nnrag', 'uses.manifest.json'), 'utf8')) as {
+      definitions: { path: string; uncommitted?: boolean }[];
+    };
+    assert.strictEqual(manifest.definitions.find((d) => d.path === 'dirt/extra.py')?.uncommitted, true);
+    // a block whose code is all in the commit keeps it
+    const clean = await pull('dirt.blocks.Clean', 'clean.py');
+    assert.match(clean, new RegExp(`^# commit ${head};`, 'm'));
+    assert.strictEqual(readProvenance(clean)?.uncommitted, undefined);
   });
 });

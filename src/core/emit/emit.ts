@@ -26,6 +26,8 @@ export interface SourceInfo {
   license: string | null;
   path: string;
   blob: string;
+  /** The file differs from its blob at `commit` (a checkout with changes not committed): the commit does not hold it. */
+  uncommitted?: boolean;
 }
 
 export interface EmitResult {
@@ -346,6 +348,12 @@ function waiting(runner: string, binds: string[], text: string, module: string, 
   ].join('\n');
 }
 
+/** A commit as the header says it: with changes not committed on top of it, when the code is not all in it. */
+export function commitWords(commit: string | null, uncommitted?: boolean): string {
+  if (!commit) return 'unknown (not a git checkout)';
+  return uncommitted ? `uncommitted changes on top of ${commit}` : commit;
+}
+
 /** Inlined modules used as objects: an empty module object for each after the imports, given its definitions at the end. */
 function moduleObjects(closure: ClosureResult, names: Map<string, string>): { made: string; filled: string } | undefined {
   const objects = [...(closure.modulesAsObjects ?? new Map<string, { name: string; key: string }[]>())].sort(([a], [b]) => (a < b ? -1 : 1));
@@ -419,6 +427,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
       swhid: `swh:1:cnt:${src.blob}`,
       url: src.url,
       commit: src.commit,
+      ...(src.uncommitted ? { uncommitted: true } : {}),
       license: src.license,
     });
   }
@@ -461,6 +470,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     repo: rootSrc.repo,
     url: rootSrc.url ? redactUrls(rootSrc.url) : rootSrc.url,
     commit: rootSrc.commit,
+    ...(definitions.some((d) => d.uncommitted && d.repo === rootSrc.repo) ? { uncommitted: true } : {}),
     license: rootSrc.license,
     hash: `sha256:${hash}`,
     pulledAt: (ctx.now?.() ?? new Date()).toISOString(),
@@ -498,7 +508,7 @@ function fileHeader(
       // an explicit coding line: otherwise a block named like `PositionalEncoding:` would read as one (PEP 263)
       '# -*- coding: utf-8 -*-',
       `# Pulled by NN-RAG: ${headerText(provenance.block)} from ${headerText(rootSrc.repo)} (${headerText(rootSrc.url ?? rootSrc.location)})`,
-      `# commit ${headerText(rootSrc.commit ?? 'unknown (not a git checkout)')}; license ${headerText(rootSrc.license ?? 'not declared')}`,
+      `# commit ${headerText(commitWords(rootSrc.commit, provenance.uncommitted))}; license ${headerText(rootSrc.license ?? 'not declared')}`,
       ...notes.map((n) => `# ${headerText(n)}`),
       ...(optional.length ? [`# used only inside functions, imported where installed: ${optional.map(headerText).join(', ')}`] : []),
       ...(provenance.shared

@@ -28,6 +28,8 @@ export interface Manifest {
     repository: string;
     url: string | null;
     commit: string | null;
+    /** The file is not as `commit` holds it (changes not committed): `blob` is the file's own. */
+    uncommitted?: boolean;
     path: string;
     lines: [number, number];
     blob: string;
@@ -63,6 +65,7 @@ export function manifestOf(file: string, prov: Provenance, baseBody?: string): M
       repository: d.repo,
       url: d.url ?? (d.repo === prov.repo ? prov.url : null),
       commit: d.commit ?? (d.repo === prov.repo ? prov.commit : null),
+      ...(d.uncommitted ? { uncommitted: true } : {}),
       path: d.path,
       lines: d.lines,
       blob: d.blob,

@@ -19,6 +19,8 @@ export interface ProvenanceEntry {
   swhid?: string;
   url?: string | null;
   commit?: string | null;
+  /** Its file differs from its blob at `commit`: code with changes not committed (the blob is the file's own). */
+  uncommitted?: boolean;
   /** SPDX id from the repository's LICENSE file or package metadata. */
   license?: string | null;
 }
@@ -30,6 +32,8 @@ export interface Provenance {
   repo: string;
   url: string | null;
   commit: string | null;
+  /** Some of the block's own code is not in `commit` (a checkout with changes not committed). */
+  uncommitted?: boolean;
   license: string | null;
   /** sha256 of everything below the header. */
   hash: string;

@@ -39,6 +39,7 @@ import { computeClosure } from '../resolve/closure';
 import type { ClosureContext, ClosureResult, Problem } from '../resolve/closure';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
 import { isImported, loadRepoRows, readIndexedFile, sourcesDirOf } from '../store/sourceText';
+import { committedBlob } from '../sources/open';
 import type { RepoRow } from '../store/sourceText';
 import { importableModules, stdlibModules } from '../validate/sandbox';
 import { writeSafely, writeText } from '../emit/writeSafe';
@@ -295,6 +296,26 @@ export function dependencies(session: PullSession, repoId: number, candidates: I
 function localRoots(session: PullSession, ids: Iterable<number>): { roots: string[]; mounts: string[] } {
   const repos = [...ids].map((id) => session.repos.get(id)).filter((r): r is RepoRow => !!r && !!importRoot(r) && fs.existsSync(r.root));
   return { roots: [...new Set(repos.flatMap((r) => importRoots(r)))], mounts: [...new Set(repos.map((r) => r.root))] };
+}
+
+const committed = new WeakMap<PullSession, Map<string, Promise<string | undefined>>>();
+
+/** Of the modules `recs`, the files of a local git checkout whose indexed blob is not the one its commit holds at that
+ * path (changed or added and not committed); each asked of the checkout once a session. */
+async function uncommittedFiles(session: PullSession, recs: ModuleRecord[]): Promise<Set<number>> {
+  let known = committed.get(session);
+  if (!known) committed.set(session, (known = new Map()));
+  const out = new Set<number>();
+  for (const rec of recs) {
+    const repo = session.repos.get(rec.repoId);
+    const file = session.files.get(rec.fileId);
+    if (!repo || !file || repo.kind !== 'folder' || isImported(repo) || !repo.commit || !/^[0-9a-f]{40}$/.test(repo.commit)) continue;
+    const key = `${repo.root}\0${repo.commit}\0${file.path}`;
+    let blob = known.get(key);
+    if (!blob) known.set(key, (blob = committedBlob(repo.root, repo.commit, file.path)));
+    if ((await blob) !== file.hash) out.add(rec.fileId);
+  }
+  return out;
 }
 
 const states = new WeakMap<PullSession, Map<number, string>>();
@@ -585,12 +606,23 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
     wholeClasses: options.wholeClasses,
     natives: undefined as ClosureContext['natives'],
   };
+  // the files of a git checkout that its commit does not hold as indexed (changes not committed): said in provenance
+  const uncommitted = new Set<number>();
   const emitCtx = {
     parsed: (r: ModuleRecord) => session.parsed.get(r.fileId)!,
     source: (r: ModuleRecord) => {
       const repo = session.repos.get(r.repoId)!;
       const file = session.files.get(r.fileId)!;
-      return { repo: repo.name, url: repo.url, location: repo.location, commit: repo.commit, license: repo.license, path: file.path, blob: file.hash };
+      return {
+        repo: repo.name,
+        url: repo.url,
+        location: repo.location,
+        commit: repo.commit,
+        license: repo.license,
+        path: file.path,
+        blob: file.hash,
+        ...(uncommitted.has(r.fileId) ? { uncommitted: true } : {}),
+      };
     },
     // the interpreter's own standard library, when there is one to ask
     stdlib: options.python ? await stdlibModules(options.python) : undefined,
@@ -635,6 +667,7 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
     notes.push(
       `imported inside functions as written, found nowhere (compiled, or gone): ${closure.keptMissing.join(', ')}; only code that runs them needs them`,
     );
+  for (const id of await uncommittedFiles(session, [...closure.units.values()].map((n) => n.rec))) uncommitted.add(id);
   const emitted = emitFile(closure, { ...emitCtx, notes, provided: options.shared }, target);
   const t2 = performance.now();
   return { target, rec, unit: fact.unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, natives, timings: { t0, t1, t2 } };

@@ -118,3 +118,13 @@ export async function checkoutOf(folder: string): Promise<{ commit?: string; url
     return {};
   }
 }
+
+/** The blob id `commit` holds at `filepath` in the checkout at `folder`; undefined when it holds none (a file added
+ * since) or the checkout cannot say. */
+export async function committedBlob(folder: string, commit: string, filepath: string): Promise<string | undefined> {
+  try {
+    return (await git.readBlob({ fs, dir: path.resolve(folder), oid: commit, filepath })).oid;
+  } catch {
+    return undefined;
+  }
+}
