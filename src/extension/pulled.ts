@@ -121,6 +121,21 @@ function followPulledDocuments(context: vscode.ExtensionContext, deps: Deps): vo
     { dispose: () => pending.forEach((t) => clearTimeout(t)) },
   );
   for (const doc of vscode.workspace.textDocuments) follow(doc);
+  // the Problems panel as the headers say, for every pulled file of the workspace, open or not (after a reload too)
+  void provider
+    .list()
+    .then((items) => restoreProblems(deps.problems, items))
+    .catch((err: unknown) => log.warn(`[problems] ${err instanceof Error ? err.message : String(err)}`));
+}
+
+/** The Problems entries of the pulled files not open in an editor, from their headers (an open one follows its text). */
+async function restoreProblems(problems: ValidationProblems, items: PulledItem[]): Promise<void> {
+  for (const st of items) {
+    if (vscode.workspace.textDocuments.some((d) => d.uri.toString() === st.uri)) continue;
+    const uri = vscode.Uri.parse(st.uri);
+    const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+    showStatus(problems, uri, text, st);
+  }
 }
 
 /** The Problems entry of a pulled file as its header says: a failure judged on this body, a verdict the body changed
@@ -128,11 +143,15 @@ function followPulledDocuments(context: vscode.ExtensionContext, deps: Deps): vo
 async function syncProblems(client: NnragClient, problems: ValidationProblems, doc: vscode.TextDocument): Promise<void> {
   const text = doc.getText();
   const [st] = await client.request(GetPulledStatus, { files: [{ uri: doc.uri.toString(), text }] });
+  showStatus(problems, doc.uri, text, st);
+}
+
+function showStatus(problems: ValidationProblems, uri: vscode.Uri, text: string, st: PulledItem | undefined): void {
   const v = st?.validation;
   const className = st?.target.split('.').pop();
-  if (!st || !v) problems.clear(doc.uri);
-  else if (st.stale) problems.stale(doc.uri, text, v, className);
-  else problems.set(doc.uri, text, { ok: v.status !== 'failed' && v.status !== 'error', tier: v.tier, category: v.category, message: v.message }, className);
+  if (!st || !v) problems.clear(uri);
+  else if (st.stale) problems.stale(uri, text, v, className);
+  else problems.set(uri, text, { ok: v.status !== 'failed' && v.status !== 'error', tier: v.tier, category: v.category, message: v.message }, className);
 }
 
 /** A pulled file of the workspace, picked (the palette's Write Requirements with no pulled file active). */
@@ -312,6 +331,8 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
 
   reg('nnrag.refreshPulled', async () => {
     provider.refresh();
-    return provider.list();
+    const items = await provider.list();
+    await restoreProblems(deps.problems, items);
+    return items;
   });
 }

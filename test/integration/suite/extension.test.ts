@@ -877,7 +877,7 @@ describe('trusted workspace', function () {
     ]);
     const file = vscode.Uri.file(r!.out!);
     try {
-      const doc = await vscode.workspace.openTextDocument(file);
+      let doc = await vscode.workspace.openTextDocument(file);
       const forward = doc
         .getText()
         .split('\n')
@@ -892,6 +892,21 @@ describe('trusted workspace', function () {
       const problems = vscode.languages.getDiagnostics(file).filter((d) => d.source === 'NN-RAG');
       assert.strictEqual(problems.length, 1, JSON.stringify(problems));
       assert.match(problems[0].message, /NN-RAG: failed: .*broken on purpose/);
+      // a failing pulled file that is not open (as after a reload) has its entry from its header, and keeps it
+      const failing = doc.getText();
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+      await vscode.workspace.fs.delete(file);
+      const t0 = Date.now();
+      while (vscode.languages.getDiagnostics(file).some((d) => d.source === 'NN-RAG')) {
+        if (Date.now() - t0 > 15_000) throw new Error('the deleted file keeps its Problems entry');
+        await sleep(100);
+      }
+      writeFileSync(file.fsPath, failing);
+      await vscode.commands.executeCommand('nnrag.refreshPulled');
+      const restored = vscode.languages.getDiagnostics(file).filter((d) => d.source === 'NN-RAG');
+      assert.strictEqual(restored.length, 1, 'restored from the header of a file no editor shows');
+      assert.match(restored[0].message, /broken on purpose/);
+      doc = await vscode.workspace.openTextDocument(file);
       // fixed: validated again, the problem goes
       const undo = new vscode.WorkspaceEdit();
       undo.delete(file, new vscode.Range(forward + 1, 0, forward + 2, 0));
