@@ -265,7 +265,23 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
     // the manifest and required_repos.json say what the header now says
     await client.request(WriteManifests, { file: doc.uri.fsPath, base: plan.base, text: doc.getText(), requirements: checked?.validation.requirements });
     provider.refresh();
-    if (plan.state === 'conflicts') {
+    if (plan.state !== 'conflicts') {
+      // what the update did, then the validation's verdict (its own message says it)
+      const did =
+        plan.state === 'merged'
+          ? vscode.l10n.t(
+              '{0}: merged {1} upstream {2}, kept your {3} {4}.',
+              name,
+              plan.upstreamChanges ?? 0,
+              plan.upstreamChanges === 1 ? vscode.l10n.t('change') : vscode.l10n.t('changes'),
+              plan.yourEdits ?? 0,
+              plan.yourEdits === 1 ? vscode.l10n.t('edit') : vscode.l10n.t('edits'),
+            )
+          : plan.state === 'header-refreshed'
+            ? vscode.l10n.t('{0}: the code is the same upstream; its header now names the sources as they are.', name)
+            : vscode.l10n.t('{0}: replaced by the block as upstream has it now (you had not edited it).', name);
+      void vscode.window.showInformationMessage(did);
+    } else {
       void vscode.window.showWarningMessage(
         vscode.l10n.t(
           '{0}: updated with {1} conflicts between your edits and upstream; resolve them (the merge editor is open), then NN-RAG: Validate Pulled Block',
@@ -274,7 +290,7 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
         ),
       );
     }
-    return { state: plan.state, conflicts: plan.conflicts, validation: checked?.validation };
+    return { state: plan.state, conflicts: plan.conflicts, upstreamChanges: plan.upstreamChanges, yourEdits: plan.yourEdits, validation: checked?.validation };
   });
 
   // validates the pulled file as the editor holds it and records the verdict in its header (one edit)

@@ -32,7 +32,16 @@ export function registerPulledHandlers(connection: Connection, service: () => In
     // manifest kept): the left of a three-way Compare, which shows what upstream changed since the pull and not the
     // user's own edits
     const pulled = manifest?.base_body !== undefined ? `${splitPulled(text).header}${manifest.base_body}` : undefined;
-    return { state: plan.state, next: plan.next, upstream: plan.upstream, base: plan.base, conflicts: plan.conflicts, pulled };
+    return {
+      state: plan.state,
+      next: plan.next,
+      upstream: plan.upstream,
+      base: plan.base,
+      conflicts: plan.conflicts,
+      pulled,
+      upstreamChanges: plan.upstreamChanges,
+      yourEdits: plan.yourEdits,
+    };
   });
   onRequest(connection, WriteManifests, async ({ file, report, base, text: given, requirements }) => {
     const text = given ?? (await fsp.readFile(file, 'utf8'));

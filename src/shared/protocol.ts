@@ -114,7 +114,17 @@ export const GetPulledStatus = method<{ files: { uri: string; text: string }[] }
 export const PlanUpdate = method<
   { file: string; text: string },
   /** `pulled`: the file as it was pulled (upstream's header over the body kept in the manifest), when the manifest has it */
-  { state: UpdateState; next?: string; upstream: string; base?: string; conflicts: number; pulled?: string }
+  {
+    state: UpdateState;
+    next?: string;
+    upstream: string;
+    base?: string;
+    conflicts: number;
+    pulled?: string;
+    /** For a merge: upstream's changes taken, the user's edits kept. */
+    upstreamChanges?: number;
+    yourEdits?: number;
+  }
 >('nnrag/planUpdate');
 /**
  * Client -> server: after the client wrote a pulled file (a pull, an update, a validation), record it in the `.nnrag/`

@@ -11,10 +11,19 @@ describe('three-way merge and nn-rag update', function () {
 
   it('merges edits to different regions, takes a change made on both sides once, and marks a real conflict', () => {
     const base = 'a\nb\nc\nd\ne';
-    assert.deepStrictEqual(merge3(base, 'a\nB\nc\nd\ne', 'a\nb\nc\nD\ne'), { text: 'a\nB\nc\nD\ne', conflicts: 0 });
-    assert.deepStrictEqual(merge3(base, 'a\nb\nX\nd\ne', 'a\nb\nX\nd\ne'), { text: 'a\nb\nX\nd\ne', conflicts: 0 });
-    assert.deepStrictEqual(merge3(base, 'a\nb\nc\nd\ne\nmine', 'top\na\nb\nc\nd\ne'), { text: 'top\na\nb\nc\nd\ne\nmine', conflicts: 0 });
-    assert.deepStrictEqual(merge3(base, 'a\nb\nd\ne', 'a\nb\nc\nd\ne'), { text: 'a\nb\nd\ne', conflicts: 0 }, 'a deletion on one side');
+    assert.deepStrictEqual(merge3(base, 'a\nB\nc\nd\ne', 'a\nb\nc\nD\ne'), { text: 'a\nB\nc\nD\ne', conflicts: 0, upstreamChanges: 1, yourEdits: 1 });
+    assert.deepStrictEqual(merge3(base, 'a\nb\nX\nd\ne', 'a\nb\nX\nd\ne'), { text: 'a\nb\nX\nd\ne', conflicts: 0, upstreamChanges: 1, yourEdits: 0 });
+    assert.deepStrictEqual(merge3(base, 'a\nb\nc\nd\ne\nmine', 'top\na\nb\nc\nd\ne'), {
+      text: 'top\na\nb\nc\nd\ne\nmine',
+      conflicts: 0,
+      upstreamChanges: 1,
+      yourEdits: 1,
+    });
+    assert.deepStrictEqual(
+      merge3(base, 'a\nb\nd\ne', 'a\nb\nc\nd\ne'),
+      { text: 'a\nb\nd\ne', conflicts: 0, upstreamChanges: 0, yourEdits: 1 },
+      'a deletion on one side',
+    );
     const conflict = merge3(base, 'a\nOURS\nc\nd\ne', 'a\nTHEIRS\nc\nd\ne');
     assert.strictEqual(conflict.conflicts, 1);
     assert.strictEqual(conflict.text, 'a\n<<<<<<< yours\nOURS\n=======\nTHEIRS\n>>>>>>> upstream\nc\nd\ne');
@@ -30,7 +39,7 @@ describe('three-way merge and nn-rag update', function () {
     const expected = base.slice();
     expected[500] = '    # yours';
     expected.splice(20_000, 1, '    # upstream', '    # and more');
-    assert.deepStrictEqual(merged, { text: expected.join('\n'), conflicts: 0 });
+    assert.deepStrictEqual(merged, { text: expected.join('\n'), conflicts: 0, upstreamChanges: 1, yourEdits: 1 });
   });
 
   async function setup(): Promise<{ repo: string; db: string; file: string }> {

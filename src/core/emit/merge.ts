@@ -8,6 +8,9 @@ import { diffArrays } from 'diff';
 export interface MergeResult {
   text: string;
   conflicts: number;
+  /** Regions only upstream changed (taken), and regions only the user changed (kept). */
+  upstreamChanges: number;
+  yourEdits: number;
 }
 
 /**
@@ -37,6 +40,8 @@ export function merge3(base: string, ours: string, theirs: string, labels = { ou
   const mb = matches(O, B);
   const out: string[] = [];
   let conflicts = 0;
+  let upstreamChanges = 0;
+  let yourEdits = 0;
   let o = 0;
   let a = 0;
   let b = 0;
@@ -57,9 +62,14 @@ export function merge3(base: string, ours: string, theirs: string, labels = { ou
     const chunkO = O.slice(o, next);
     const chunkA = A.slice(a, endA);
     const chunkB = B.slice(b, endB);
-    if (same(chunkA, chunkO)) out.push(...chunkB);
-    else if (same(chunkB, chunkO) || same(chunkA, chunkB)) out.push(...chunkA);
-    else {
+    if (same(chunkA, chunkO)) {
+      out.push(...chunkB);
+      if (!same(chunkB, chunkO)) upstreamChanges++;
+    } else if (same(chunkB, chunkO) || same(chunkA, chunkB)) {
+      out.push(...chunkA);
+      if (same(chunkB, chunkO)) yourEdits++;
+      else upstreamChanges++;
+    } else {
       conflicts++;
       out.push(`<<<<<<< ${labels.ours}`, ...chunkA, '=======', ...chunkB, `>>>>>>> ${labels.theirs}`);
     }
@@ -67,5 +77,5 @@ export function merge3(base: string, ours: string, theirs: string, labels = { ou
     a = endA;
     b = endB;
   }
-  return { text: out.join('\n'), conflicts };
+  return { text: out.join('\n'), conflicts, upstreamChanges, yourEdits };
 }

@@ -67,6 +67,9 @@ export interface UpdatePlan {
   /** The provenance of the fresh pull, for the manifest. */
   provenance: Provenance;
   conflicts: number;
+  /** For a merge: the regions upstream changed that were taken, and the user's edits kept. */
+  upstreamChanges?: number;
+  yourEdits?: number;
   ref: ClassRef;
 }
 
@@ -129,6 +132,8 @@ export async function planUpdate(
     next: `${upstream.header}${merged.text}`,
     base: upstream.body,
     conflicts: merged.conflicts,
+    upstreamChanges: merged.upstreamChanges,
+    yourEdits: merged.yourEdits,
   };
 }
 

@@ -309,10 +309,15 @@ describe('trusted workspace', function () {
     assert.notStrictEqual(recordOf(asPulled.getText()), recordOf(upstream ?? ''), 'the header of the source today is on the right only');
     // Update: both changes kept, one edit, validated again
     const updated = await drive(
-      vscode.commands.executeCommand<{ state: string; validation?: { ok: boolean; tier: string } }>('nnrag.updatePulled', doc.uri.toString()),
+      vscode.commands.executeCommand<{ state: string; upstreamChanges?: number; yourEdits?: number; validation?: { ok: boolean; tier: string } }>(
+        'nnrag.updatePulled',
+        doc.uri.toString(),
+      ),
       [],
     );
     assert.strictEqual(updated?.state, 'merged');
+    // it says what it merged: one change upstream, one edit of the user's
+    assert.deepStrictEqual([updated?.upstreamChanges, updated?.yourEdits], [1, 1], JSON.stringify(updated));
     // the copy with the user's edits in it is still compared with its original: a comment changes no behaviour
     assert.deepStrictEqual([updated?.validation?.ok, updated?.validation?.tier], [true, 'equivalent'], JSON.stringify(updated));
     const after = readFileSync(dest, 'utf8');
