@@ -267,20 +267,7 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
     provider.refresh();
     if (plan.state !== 'conflicts') {
       // what the update did, then the validation's verdict (its own message says it)
-      const did =
-        plan.state === 'merged'
-          ? vscode.l10n.t(
-              '{0}: merged {1} upstream {2}, kept your {3} {4}.',
-              name,
-              plan.upstreamChanges ?? 0,
-              plan.upstreamChanges === 1 ? vscode.l10n.t('change') : vscode.l10n.t('changes'),
-              plan.yourEdits ?? 0,
-              plan.yourEdits === 1 ? vscode.l10n.t('edit') : vscode.l10n.t('edits'),
-            )
-          : plan.state === 'header-refreshed'
-            ? vscode.l10n.t('{0}: the code is the same upstream; its header now names the sources as they are.', name)
-            : vscode.l10n.t('{0}: replaced by the block as upstream has it now (you had not edited it).', name);
-      void vscode.window.showInformationMessage(did);
+      void vscode.window.showInformationMessage(updateWords(name, plan));
     } else {
       void vscode.window.showWarningMessage(
         vscode.l10n.t(
@@ -351,4 +338,19 @@ export function registerPulledCommands(context: vscode.ExtensionContext, reg: Re
     await restoreProblems(deps.problems, items);
     return items;
   });
+}
+
+/** What an update did, in one sentence. */
+function updateWords(name: string, plan: { state: string; upstreamChanges?: number; yourEdits?: number }): string {
+  if (plan.state === 'merged')
+    return vscode.l10n.t(
+      '{0}: merged {1} upstream {2}, kept your {3} {4}.',
+      name,
+      plan.upstreamChanges ?? 0,
+      plan.upstreamChanges === 1 ? vscode.l10n.t('change') : vscode.l10n.t('changes'),
+      plan.yourEdits ?? 0,
+      plan.yourEdits === 1 ? vscode.l10n.t('edit') : vscode.l10n.t('edits'),
+    );
+  if (plan.state === 'header-refreshed') return vscode.l10n.t('{0}: the code is the same upstream; its header now names the sources as they are.', name);
+  return vscode.l10n.t('{0}: replaced by the block as upstream has it now (you had not edited it).', name);
 }
