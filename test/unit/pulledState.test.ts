@@ -31,7 +31,7 @@ describe('the words for a pulled file', () => {
     const conflicted = describePulled({ ...base, state: 'conflicted', conflicts: 2, edited: true });
     assert.deepStrictEqual([conflicted.parts[0], conflicted.icon], ['2 conflicts', 'git-merge']);
     const failed = describePulled({ ...base, validation: { status: 'failed', tier: 'imported', category: 'instantiate' } });
-    assert.deepStrictEqual([failed.parts[1], failed.icon], ['failed: the block could not be built (the file imports)', 'warning']);
+    assert.deepStrictEqual([failed.parts[1], failed.icon], ['failed: the block could not be built', 'warning']);
     assert.strictEqual(describePulled({ ...base, state: 'changed' }).icon, 'cloud-download');
     assert.deepStrictEqual(describePulled({ ...base, state: 'damaged', edited: true }).parts, ['damaged header']);
   });

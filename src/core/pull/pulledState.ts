@@ -53,11 +53,15 @@ const REACHED_WORDS: Record<string, string> = {
   forward: 'its forward runs',
 };
 
-/** "validated: equivalent", "failed: the block could not be built (the file imports)", "not validated". */
+/** The tier a failure's words already say it reached. */
+const IMPLIED: Record<string, string> = { forward: 'instantiated', instantiate: 'imported', 'import-error': 'names-closed' };
+
+/** "validated: equivalent", "failed: a name it uses is not defined (the file compiles)", "not validated". */
 export function verdictWords(v: VerdictLike | null | undefined): string {
   if (!v || v.status === 'not-validated' || v.status === 'extracted') return 'not validated';
   if (v.status === 'validated') return `validated: ${v.tier ?? 'parsed'}`;
-  const reached = v.tier ? REACHED_WORDS[v.tier] : undefined;
+  // how far it got, unless the reason already says it ("built but its forward did not run", not "... (the block builds)")
+  const reached = v.tier && IMPLIED[v.category ?? ''] !== v.tier ? REACHED_WORDS[v.tier] : undefined;
   return `failed: ${FAILURE_WORDS[v.category ?? ''] ?? v.category ?? 'for an unknown reason'}${reached ? ` (${reached})` : ''}`;
 }
 

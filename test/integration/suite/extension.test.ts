@@ -202,7 +202,7 @@ describe('trusted workspace', function () {
     assert.match(block, /license: MIT/);
     assert.match(block, /git blob: `[0-9a-f]{40}`/);
     assert.match(block, /content hash: `sha256:/);
-    assert.match(block, /validation: \*\*validated\*\*, tier `equivalent`/);
+    assert.match(block, /validation: \*\*validated: equivalent\*\*/);
     assert.match(block, /forward on: `\[\[/);
     assert.match(block, /dependencies: .*ConvNormAct/);
     // the link opens the original source at the block's line
