@@ -667,7 +667,11 @@ export async function emitBlock(session: PullSession, ref: ClassRef, options: Pu
     notes.push(
       `imported inside functions as written, found nowhere (compiled, or gone): ${closure.keptMissing.join(', ')}; only code that runs them needs them`,
     );
-  for (const id of await uncommittedFiles(session, [...closure.units.values()].map((n) => n.rec))) uncommitted.add(id);
+  for (const id of await uncommittedFiles(
+    session,
+    [...closure.units.values()].map((n) => n.rec),
+  ))
+    uncommitted.add(id);
   const emitted = emitFile(closure, { ...emitCtx, notes, provided: options.shared }, target);
   const t2 = performance.now();
   return { target, rec, unit: fact.unit, closure, emitted, inlined, inlinedRepos, closureCtx, emitCtx, natives, timings: { t0, t1, t2 } };
