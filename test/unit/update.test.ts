@@ -4,7 +4,7 @@ import * as path from 'path';
 import { merge3 } from '../../src/core/emit/merge';
 import { withValidation } from '../../src/core/pull/update';
 import type { ValidationReport } from '../../src/core/validate/runner';
-import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
+import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
 
 describe('three-way merge and nn-rag update', function () {
   this.timeout(60_000);
@@ -215,5 +215,30 @@ describe('several blocks pulled together (pull A B C --out-dir D)', function () 
     assert.strictEqual(refused.code, 2);
     assert.match(refused.err, /_nnrag_common\.py was edited since NN-RAG wrote it; --force replaces it/);
     assert.match(await fsp.readFile(path.join(dir, '_nnrag_common.py'), 'utf8'), /# mine\n$/);
+  });
+});
+
+describe('upstream changes named by definition', function () {
+  this.timeout(60_000);
+
+  it('lists only the definitions whose own text changed, not every definition of a changed file', async () => {
+    const dir = await tmpdir('nnrag-defs-');
+    const repo = path.join(dir, 'defs');
+    const layers =
+      'from torch import nn\n\n\nclass Swish(nn.Module):\n    def forward(self, x):\n        return x * x.sigmoid()\n\n\nclass SqueezeExcite(nn.Module):\n    def __init__(self, dim=8):\n        super().__init__()\n        self.act = Swish()\n        self.fc = nn.Linear(dim, dim)\n\n    def forward(self, x):\n        return x * self.act(self.fc(x))\n';
+    await writeTree(repo, { 'defs/__init__.py': '', 'defs/layers.py': layers });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const file = path.join(dir, 'out', 'se.py');
+    assert.strictEqual((await cli('pull', 'defs.layers.SqueezeExcite', '--db', db, '--out', file, '--no-validate')).code, 0);
+    // only SqueezeExcite changes; Swish, in the same file, does not
+    await fsp.writeFile(path.join(repo, 'defs', 'layers.py'), layers.replace('self.fc = nn.Linear(dim, dim)', 'self.fc = nn.Linear(dim, dim, bias=False)'));
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const s = JSON.parse((await cli('status', file, '--db', db, '--json')).out) as { state: string; changed: { names: string[] }[] }[];
+    assert.strictEqual(s[0].state, 'changed');
+    assert.deepStrictEqual(
+      s[0].changed.map((c) => c.names),
+      [['SqueezeExcite']],
+    );
   });
 });

@@ -9,6 +9,7 @@ import type { ClosureResult, ExternalImport, UnitNode } from '../resolve/closure
 import { MODULE_OBJECT, moduleObjectName, symbolKey } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { redactUrls } from '../sources/git';
+import { definitionDigest } from '../store/files';
 import { isStdlib } from './stdlib';
 import { NATIVE_FOLDER } from '../validate/report';
 import { assignNames, orderUnits } from './order';
@@ -417,6 +418,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     body.push(text);
     sizes.push(text.split('\n').length);
     const src = ctx.source(node.rec);
+    const unitText = ctx.parsed(node.rec).text.slice(u.start, u.end);
     definitions.push({
       names: finalNames,
       module: node.rec.module,
@@ -429,6 +431,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
       commit: src.commit,
       ...(src.uncommitted ? { uncommitted: true } : {}),
       license: src.license,
+      digest: definitionDigest(unitText),
     });
   }
   // what each definition needs, by position in the file: for shared modules, and (those kept) for the graph

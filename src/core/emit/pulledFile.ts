@@ -21,6 +21,9 @@ export interface ProvenanceEntry {
   commit?: string | null;
   /** Its file differs from its blob at `commit`: code with changes not committed (the blob is the file's own). */
   uncommitted?: boolean;
+  /** A digest of the definition's own source text (`files.definitionDigest`): upstream changes are told apart by
+   * definition, not by file. Absent in files pulled before it was recorded. */
+  digest?: string;
   /** SPDX id from the repository's LICENSE file or package metadata. */
   license?: string | null;
 }

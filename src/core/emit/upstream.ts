@@ -3,7 +3,7 @@
  * its source file; the index knows the blob id of that file now (store/files.ts).
  */
 import type { IndexDb } from '../store/database';
-import { indexedFile } from '../store/files';
+import { definitionDigests, indexedFile } from '../store/files';
 import type { Provenance } from './pulledFile';
 
 export type UpstreamState = 'same' | 'changed' | 'missing' | 'unindexed';
@@ -24,11 +24,26 @@ export interface UpstreamStatus {
 }
 
 export function upstreamStatus(db: IndexDb, prov: Provenance): UpstreamStatus {
+  const byFile = new Map<string, Map<string, string> | undefined>();
+  // a definition the file renamed is asked of the index by its own name
+  const original = new Map(
+    Object.entries(prov.renamed ?? {}).map(([qualified, name]) => [
+      `${qualified.slice(0, qualified.lastIndexOf('.'))}\0${name}`,
+      qualified.slice(qualified.lastIndexOf('.') + 1),
+    ]),
+  );
   const entries = prov.definitions.map((d): UpstreamEntry => {
     const at = { names: d.names, repo: d.repo, path: d.path };
     const now = indexedFile(db, d.repo, d.path);
     if (now.state !== 'indexed') return { ...at, state: now.state };
-    return now.blob === d.blob ? { ...at, state: 'same' } : { ...at, state: 'changed', blob: now.blob };
+    if (now.blob === d.blob) return { ...at, state: 'same' };
+    // the file changed: this definition only when its own text did (another definition of the file may have)
+    if (d.digest) {
+      const digests = byFile.get(`${d.repo}\0${d.path}`) ?? definitionDigests(db, d.repo, d.path);
+      byFile.set(`${d.repo}\0${d.path}`, digests);
+      if (digests && d.names.every((n) => digests.get(original.get(`${d.module}\0${n}`) ?? n) === d.digest)) return { ...at, state: 'same' };
+    }
+    return { ...at, state: 'changed', blob: now.blob };
   });
   const state = entries.some((e) => e.state === 'changed' || e.state === 'missing')
     ? 'changed'

@@ -1,5 +1,52 @@
 /** Typed queries about indexed files. */
+import { createHash } from 'crypto';
+import * as fs from 'fs';
+import * as path from 'path';
+import { blobId } from '../base/hash';
+import { decodePython } from '../parse/decode';
 import type { IndexDb } from './database';
+import { decodeFacts } from './factsCodec';
+import { sourcePathIn, sourcesDirOf } from './sourceText';
+
+/** A definition's text as a short digest: what a pull records of each definition, and what the index is asked now. */
+export function definitionDigest(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+/**
+ * The digest of each top-level definition of `relPath` in repository `repo` as the index holds it now, by each name it
+ * binds; undefined when the file's bytes cannot be read here as indexed (a git source, a file changed on disk since).
+ */
+export function definitionDigests(db: IndexDb, repo: string, relPath: string): Map<string, string> | undefined {
+  const row = db.get(
+    "SELECT r.kind AS kind, r.root AS root, r.config AS config, f.hash AS hash, f.facts AS facts FROM files f JOIN repos r ON r.id = f.repo_id WHERE r.name = ? AND f.path = ? AND f.status != 'skipped'",
+    [repo, relPath],
+  );
+  if (!row || !row.facts) return undefined;
+  const hash = String(row.hash);
+  const where: string[] = [];
+  const sources = sourcesDirOf(db);
+  if (sources) where.push(sourcePathIn(sources, hash));
+  if (row.kind === 'folder' && row.root && !String(row.config ?? '').includes('"imported":true')) where.push(path.join(String(row.root), relPath));
+  for (const file of where) {
+    let bytes: Uint8Array;
+    try {
+      bytes = fs.readFileSync(file);
+    } catch {
+      continue;
+    }
+    if (blobId(bytes) !== hash) continue;
+    const decoded = decodePython(bytes);
+    if (!decoded.ok) return undefined;
+    const out = new Map<string, string>();
+    for (const u of decodeFacts(row.facts).units) {
+      const digest = definitionDigest(decoded.text.slice(u.start, u.end));
+      for (const b of u.binds) out.set(b, digest);
+    }
+    return out;
+  }
+  return undefined;
+}
 
 /** What the index holds now for `path` of repository `repo`: its blob id, or why there is none. */
 export type IndexedFile = { state: 'indexed'; blob: string } | { state: 'missing' } | { state: 'unindexed' };
