@@ -11,6 +11,7 @@ import * as path from 'path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { NnragError } from '../../src/core/base/errors';
+import { removeManifests } from '../../src/core/emit/manifest';
 import { checkGitUrl, redactUrls } from '../../src/core/sources/git';
 import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from '../unit/helpers';
 
@@ -52,7 +53,7 @@ describe("trust: what is written is the tool's alone", function () {
     for (const [name, text] of Object.entries(mine)) assert.strictEqual(fs.readFileSync(path.join(proj, name), 'utf8'), text, name);
     assert.ok(fs.existsSync(path.join(proj, '.nnrag', 'app.manifest.json')), "the pull's own records are in .nnrag/");
     // and when the file goes, they stay too
-    await (await import('../../src/core/emit/manifest')).removeManifests(path.join(proj, 'app.py'));
+    await removeManifests(path.join(proj, 'app.py'));
     for (const [name, text] of Object.entries(mine)) assert.strictEqual(fs.readFileSync(path.join(proj, name), 'utf8'), text, name);
   });
 
