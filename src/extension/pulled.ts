@@ -128,12 +128,12 @@ function followPulledDocuments(context: vscode.ExtensionContext, deps: Deps): vo
     .catch((err: unknown) => log.warn(`[problems] ${err instanceof Error ? err.message : String(err)}`));
 }
 
-/** The Problems entries of the pulled files not open in an editor, from their headers (an open one follows its text). */
+/** The Problems entries of the pulled files, from their headers: the text an editor holds, else the file's. */
 async function restoreProblems(problems: ValidationProblems, items: PulledItem[]): Promise<void> {
   for (const st of items) {
-    if (vscode.workspace.textDocuments.some((d) => d.uri.toString() === st.uri)) continue;
     const uri = vscode.Uri.parse(st.uri);
-    const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+    const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === st.uri);
+    const text = open?.getText() ?? new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
     showStatus(problems, uri, text, st);
   }
 }
