@@ -193,19 +193,16 @@ export async function offerToKeepInterpreter(before: string, now: string): Promi
       list.map((r) => (following.includes(r) ? { ...r, python: before } : r)),
       target,
     );
-  // only what the new interpreter has is indexed from it: one without them keeps them where they came from
+  // said as it is: indexed from the new interpreter only when it has them (nothing is written unless asked)
   const has = await importable(
     now,
     following.map((r) => r.location),
   );
-  if (!following.every((r) => has.has(r.location))) {
-    await keepOn();
-    void vscode.window.showInformationMessage(vscode.l10n.t('{0} does not have {1}: they stay indexed from {2}.', now, names, before));
-    return;
-  }
   const keep = vscode.l10n.t('Keep {0}', before);
   const pick = await vscode.window.showInformationMessage(
-    vscode.l10n.t('The installed packages {0} are now indexed from {1} (they came from {2}).', names, now, before),
+    following.every((r) => has.has(r.location))
+      ? vscode.l10n.t('The installed packages {0} are now indexed from {1} (they came from {2}).', names, now, before)
+      : vscode.l10n.t('{0} does not have {1}, which came from {2}: keep indexing them from {2}?', now, names, before),
     keep,
   );
   if (pick === keep) await keepOn();
