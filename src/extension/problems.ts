@@ -3,6 +3,7 @@
  * message names (`line 24`) or else at the block's class, saying the category and the message; a pass clears it.
  */
 import * as vscode from 'vscode';
+import { splitPulled } from '../core/emit/pulledFile';
 import { STALE_WORDS, verdictWords, type VerdictLike } from '../core/pull/pulledState';
 
 export interface Verdict {
@@ -26,8 +27,11 @@ export function problemLine(text: string, message: string | null | undefined, cl
 
 export class ValidationProblems implements vscode.Disposable {
   private readonly collection = vscode.languages.createDiagnosticCollection('nnrag');
+  /** The body each shown verdict was judged on: a verdict of this very body is never replaced by "stale". */
+  private readonly judged = new Map<string, string>();
 
   set(uri: vscode.Uri, text: string, v: Verdict, className?: string): void {
+    this.judged.set(uri.toString(), splitPulled(text).body);
     if (v.ok) {
       this.collection.delete(uri);
       return;
@@ -46,6 +50,8 @@ export class ValidationProblems implements vscode.Disposable {
 
   /** A verdict on the body before an edit: said as information at the block, until the file is validated again. */
   stale(uri: vscode.Uri, text: string, was: VerdictLike, className?: string): void {
+    // (a validation of this body came first: its verdict stays)
+    if (this.judged.get(uri.toString()) === splitPulled(text).body) return;
     const line = problemLine(text, undefined, className);
     const d = new vscode.Diagnostic(
       new vscode.Range(line, 0, line, text.split('\n')[line]?.length ?? 0),
@@ -58,6 +64,7 @@ export class ValidationProblems implements vscode.Disposable {
   }
 
   clear(uri: vscode.Uri): void {
+    this.judged.delete(uri.toString());
     this.collection.delete(uri);
   }
 
