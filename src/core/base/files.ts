@@ -42,8 +42,8 @@ export async function removeTree(top: string): Promise<void> {
   await fsp.rm(top, { recursive: true, force: true }).catch(() => undefined);
 }
 
-/** Whether a process of this machine with `pid` is running (ESRCH: it is not). */
-function running(pid: number): boolean {
+/** Whether a process of this machine with `pid` is running (ESRCH: it is not; EPERM: it is, someone else's). */
+export function running(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -12,6 +12,7 @@ import * as path from 'path';
 import initSqlJs from 'sql.js';
 import type { Database, SqlJsStatic, SqlValue, Statement } from 'sql.js';
 import { NnragError } from '../base/errors';
+import { running } from '../base/files';
 import { MIGRATIONS } from './migrations';
 
 /** SQLite's application_id of our databases ("NNRG"). */
@@ -449,7 +450,7 @@ class DbLock {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw fileError('lock', db, err);
       }
       const holder = await readHolder(file);
-      if (holder && holder.host === os.hostname() && !alive(holder.pid)) {
+      if (holder && holder.host === os.hostname() && !running(holder.pid)) {
         await fsp.rm(file, { force: true }); // left by a process that died
         continue;
       }
@@ -487,14 +488,6 @@ async function readHolder(file: string): Promise<{ pid: number; host: string } |
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Beside the database, the sha256 of what this code last saved: a file whose content still has it is the one written
