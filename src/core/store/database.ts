@@ -488,7 +488,6 @@ async function readHolder(file: string): Promise<{ pid: number; host: string } |
   }
 }
 
-
 /**
  * Beside the database, the sha256 of what this code last saved: a file whose content still has it is the one written
  * from a checked in-memory database, and opening it skips SQLite's `quick_check` (which reads every page: most of a
