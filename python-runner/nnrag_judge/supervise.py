@@ -1,6 +1,7 @@
-"""Judge side: forking a worker and watching it. The worker gets its own pipes (frames on one, everything it prints on
-the other), a fresh private copy of the worker modules (none in `sys.modules`), and a fresh folder; the judge reads
-until the worker ends, the time or memory limit is hit or the caller cancels, then kills everything it left."""
+"""Judge side: having a worker started and watching it. A worker is forked by the zygote (`zygote.py`, exec'd by the
+judge) or by a template of its side, never by the judge; it gets its own pipes (frames on one, everything it prints on
+the other, its job on a third) and a fresh folder. The judge reads until the worker ends, its limit (in its own time)
+or the memory limit is hit or the caller cancels, then kills everything it left."""
 from __future__ import annotations
 
 import json
