@@ -139,7 +139,9 @@ describe('neutral specifications and the extraction report', function () {
     const fresh = await cli('status', pulled, '--db', sdb);
     assert.strictEqual(fresh.code, 0, fresh.out + fresh.err);
     assert.match(fresh.out, /residual_block\.py {2}tinyblocks:tinyblocks\.blocks\.ResidualBlock {2}up to date/);
-    await fsp.appendFile(path.join(repo, 'tinyblocks', 'layers', 'se.py'), '\n# changed upstream\n');
+    // a definition the block uses changes upstream (a comment added to the file alone changes no definition)
+    const se = path.join(repo, 'tinyblocks', 'layers', 'se.py');
+    await fsp.writeFile(se, (await fsp.readFile(se, 'utf8')).replace('rd_ratio=0.25', 'rd_ratio=0.125'));
     assert.strictEqual((await cli('index', repo, '--db', sdb)).code, 0);
     const stale = await cli('status', pulled, '--db', sdb, '--json');
     assert.strictEqual(stale.code, 1);

@@ -6,7 +6,8 @@ import type { IndexDb } from '../store/database';
 import { definitionDigests, indexedFile } from '../store/files';
 import type { Provenance } from './pulledFile';
 
-export type UpstreamState = 'same' | 'changed' | 'missing' | 'unindexed';
+/** `moved`: the definition's own text is as pulled, but its file changed (its recorded blob is not the file's now). */
+export type UpstreamState = 'same' | 'moved' | 'changed' | 'missing' | 'unindexed';
 
 export interface UpstreamEntry {
   names: string[];
@@ -41,11 +42,12 @@ export function upstreamStatus(db: IndexDb, prov: Provenance): UpstreamStatus {
     if (d.digest) {
       const digests = byFile.get(`${d.repo}\0${d.path}`) ?? definitionDigests(db, d.repo, d.path);
       byFile.set(`${d.repo}\0${d.path}`, digests);
-      if (digests && d.names.every((n) => digests.get(original.get(`${d.module}\0${n}`) ?? n) === d.digest)) return { ...at, state: 'same' };
+      if (digests && d.names.every((n) => digests.get(original.get(`${d.module}\0${n}`) ?? n) === d.digest)) return { ...at, state: 'moved', blob: now.blob };
     }
     return { ...at, state: 'changed', blob: now.blob };
   });
-  const state = entries.some((e) => e.state === 'changed' || e.state === 'missing')
+  // (a file whose definitions all read as pulled still changed: the header's sources are not today's)
+  const state = entries.some((e) => e.state === 'changed' || e.state === 'missing' || e.state === 'moved')
     ? 'changed'
     : entries.some((e) => e.state === 'unindexed')
       ? 'unknown'
