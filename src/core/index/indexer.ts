@@ -19,6 +19,7 @@ import { isImportable, modulePathOf } from '../sources/modulePath';
 import type { OpenedSource, SkippedEntry, SourceFile } from '../sources/types';
 import type { IndexDb } from '../store/database';
 import { pruneUnits, unitsDirOf } from '../store/unitsCache';
+import { importedConfig } from '../store/sourceText';
 
 export interface Progress {
   step: number;
@@ -368,14 +369,6 @@ function dropRepositories(db: IndexDb, ids: number[]): void {
   });
 }
 
-function isImportedConfig(config: unknown): boolean {
-  try {
-    return (JSON.parse(String(config ?? '{}')) as { imported?: unknown }).imported === true;
-  } catch {
-    return false;
-  }
-}
-
 function upsertRepo(db: IndexDb, source: OpenedSource, replaceInstalled: boolean): number {
   const { info, config } = source;
   let row = db.get('SELECT id, location, kind, url, ref, root, module_prefix, priority, config FROM repos WHERE name = ?', [info.name]);
@@ -385,7 +378,7 @@ function upsertRepo(db: IndexDb, source: OpenedSource, replaceInstalled: boolean
     dropRepositories(db, [Number(row.id)]);
     row = undefined;
   }
-  if (row && isImportedConfig(row.config)) {
+  if (row && importedConfig(row.config)) {
     // another machine's rows (its catalog, its verdicts) never become this folder's, whatever path the archive named
     throw new NnragError(
       'bad-source',

@@ -6,7 +6,7 @@ import { blobId } from '../base/hash';
 import { decodePython } from '../parse/decode';
 import type { IndexDb } from './database';
 import { decodeFacts } from './factsCodec';
-import { sourcePathIn, sourcesDirOf } from './sourceText';
+import { importedConfig, sourcePathIn, sourcesDirOf } from './sourceText';
 
 /** A definition's text as a short digest: what a pull records of each definition, and what the index is asked now. */
 export function definitionDigest(text: string): string {
@@ -27,7 +27,7 @@ export function definitionDigests(db: IndexDb, repo: string, relPath: string): M
   const where: string[] = [];
   const sources = sourcesDirOf(db);
   if (sources) where.push(sourcePathIn(sources, hash));
-  if (row.kind === 'folder' && row.root && !String(row.config ?? '').includes('"imported":true')) where.push(path.join(String(row.root), relPath));
+  if (row.kind === 'folder' && row.root && !importedConfig(row.config)) where.push(path.join(String(row.root), relPath));
   for (const file of where) {
     let bytes: Uint8Array;
     try {

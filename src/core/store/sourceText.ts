@@ -29,6 +29,15 @@ export function isImported(repo: RepoRow): boolean {
   return repo.config.imported === true;
 }
 
+/** The same, of a repository row's `config` column as stored (JSON text). */
+export function importedConfig(config: unknown): boolean {
+  try {
+    return (JSON.parse(String(config ?? '{}')) as { imported?: unknown }).imported === true;
+  } catch {
+    return false;
+  }
+}
+
 export function loadRepoRows(db: IndexDb): Map<number, RepoRow> {
   const out = new Map<number, RepoRow>();
   for (const r of db.all('SELECT id, name, kind, location, url, commit_id, root, license, config FROM repos')) {
