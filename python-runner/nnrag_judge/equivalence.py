@@ -198,7 +198,7 @@ def compare(original: List[Frame], copy: List[Frame], report: Dict[str, Any]) ->
     if differences:
         record.update(status="differs", differences=differences[:MAX_DIFFERENCES], largest_difference=largest)
         report["equivalence"] = record
-        raise Failure("differs", f"the copy differs from the original: {'; '.join(differences[:3])}")
+        raise Failure("differs", '; '.join(differences[:3]))
     if missing:
         record.update(status="unavailable", reason=f"the copy did not report {len(missing)} of the original's {len(a.probes)} probes (first: {missing[0]})")
     elif not compared:

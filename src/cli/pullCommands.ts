@@ -10,6 +10,7 @@ import type { ClassRef } from '../core/store/target';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { requirementsText } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
+import { reportVerdict, verdictWords } from '../core/pull/pulledState';
 import type { PullReport } from '../core/pull/pull';
 import type { ValidationReport } from '../core/validate/runner';
 import { indexCounts } from '../core/store/stats';
@@ -171,7 +172,7 @@ function interpreterFailure(ref: ClassRef, out: string, message: string): PullRe
 }
 
 function describeReport(r: PullReport): string {
-  const lines = [`${r.status}: ${r.target}`];
+  const lines = [`${r.target}: ${r.status === 'extracted' ? 'written, not validated' : verdictWords(reportVerdict(r))}`];
   if (r.out)
     lines.push(`  wrote ${r.out} (${r.definitions} definition${r.definitions === 1 ? '' : 's'}; imports ${r.imports.join(', ') || 'nothing third-party'})`);
   if (r.manifest) lines.push(`  provenance manifest ${r.manifest}; distributions needed in ${r.requiredRepos}`);
@@ -179,14 +180,13 @@ function describeReport(r: PullReport): string {
     lines.push(
       `  compiled operator ${n.module} ${n.cached ? 'taken from the cache' : `built in ${n.seconds.toFixed(1)} s`} from ${n.sources.join(', ')} -> _nnrag_native/${n.file}`,
     );
-  if (r.tier) lines.push(`  tier reached: ${r.tier}`);
   if (r.validation?.kwargs || r.validation?.args) {
     lines.push(`  built with args ${JSON.stringify(r.validation.args ?? [])} kwargs ${JSON.stringify(r.validation.kwargs ?? {})}`);
   }
   if (r.validation?.input_shapes)
     lines.push(`  forward on inputs ${JSON.stringify(r.validation.input_shapes)} -> ${JSON.stringify(r.validation.output_shapes)}`);
   if (r.sizes) lines.push(`  ${sizesLine(r.sizes)} (why: nn-rag show --deps)`);
-  if (r.category) lines.push(`  ${r.category}: ${r.message}`);
+  if (r.category) lines.push(`  why (${r.category}): ${r.message}`);
   else if (r.message) lines.push(`  note: ${r.message}`);
   return `${lines.join('\n')}\n`;
 }
@@ -440,7 +440,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
 
 /** One line for a validation: the tier, and what the comparison with the original found or why it was not made. */
 function describeValidation(report: ValidationReport): string {
-  const head = `${report.ok ? 'validated' : 'failed'}: tier ${report.tier ?? 'none'}${report.category ? ` - ${report.category}: ${report.message}` : ''}`;
+  const head = `${verdictWords(reportVerdict(report))}${report.category ? `; why (${report.category}): ${report.message}` : ''}`;
   const e = report.equivalence;
   if (!e || e.status === 'differs') return head;
   if (e.status === 'equivalent')

@@ -1,5 +1,5 @@
 /** `nn-rag status` and `nn-rag update`: pulled files against their upstream. */
-import { STALE_WORDS } from '../core/pull/pulledState';
+import { reportVerdict, STALE_WORDS, verdictWords } from '../core/pull/pulledState';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -123,7 +123,7 @@ export async function updateCommand(argv: string[], env: CliEnv): Promise<number
         });
       }
       const tier = validation
-        ? `; validated again: ${validation.ok ? 'passed' : 'failed'}, tier ${validation.tier ?? 'none'}${validation.category ? ` (${validation.category}: ${validation.message})` : ''}`
+        ? `; validated again: ${verdictWords(reportVerdict(validation))}${validation.category ? `; why: ${validation.message}` : ''}`
         : '';
       say(
         { ...outcome.line, ...(validation ? { validation: { ok: validation.ok, tier: validation.tier, category: validation.category ?? null } } : {}) },

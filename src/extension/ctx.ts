@@ -33,16 +33,22 @@ export class Session {
     return true;
   }
 
-  /** A new pull waits (any earlier one is cancelled); resolves with the user's answer. */
-  waitForPull(): Promise<boolean> {
+  /**
+   * A new pull waits (any earlier one is cancelled). `answer` resolves with the user's answer; `settle` answers this
+   * pull only (a button of an older pull's notification, clicked late, answers nothing).
+   */
+  waitForPull(): { answer: Promise<boolean>; settle: (accepted: boolean) => boolean } {
     this.settlePendingPull(false);
-    return new Promise<boolean>((resolve) => {
-      this.pending = (accepted) => {
+    let mine: ((accepted: boolean) => void) | undefined;
+    const answer = new Promise<boolean>((resolve) => {
+      mine = (accepted) => {
         this.pending = undefined;
         void vscode.commands.executeCommand('setContext', 'nnrag.pullPending', false);
         resolve(accepted);
       };
+      this.pending = mine;
     });
+    return { answer, settle: (accepted) => this.pending === mine && this.settlePendingPull(accepted) };
   }
 }
 

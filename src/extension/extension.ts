@@ -42,6 +42,8 @@ export interface NnragApi {
   interpreterCandidates(): string[];
   /** The last error message a command showed. */
   lastError(): string | undefined;
+  /** What the interpreter's language status item says now (its detail) and the command it runs. */
+  interpreterStatus(): { detail: string | undefined; command: string | undefined };
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<NnragApi | undefined> {
@@ -103,7 +105,12 @@ function languageStatus(
   interpreter: InterpreterService,
   tree: BlockTreeProvider,
   pulled: PulledBlocksProvider,
-): { show: (s: IndexStatus) => void; changed: vscode.EventEmitter<IndexStatus>; current: () => IndexStatus } {
+): {
+  show: (s: IndexStatus) => void;
+  changed: vscode.EventEmitter<IndexStatus>;
+  current: () => IndexStatus;
+  python: () => { detail: string | undefined; command: string | undefined };
+} {
   let current: IndexStatus = { state: 'starting', message: '', files: 0, blocks: 0, repos: 0 };
   // language status items: shown with Python editors only, not in every window
   const indexItem = vscode.languages.createLanguageStatusItem('nnrag.index', { language: 'python' });
@@ -116,17 +123,25 @@ function languageStatus(
   const showPython = (): void => {
     const i = interpreter.current();
     pythonItem.text = `$(symbol-misc) ${i.path}`;
+    if (!vscode.workspace.isTrusted) {
+      // in Restricted Mode nothing validates, whatever the interpreter: the item says so and offers trust
+      pythonItem.detail = vscode.l10n.t('validation is off in Restricted Mode');
+      pythonItem.severity = vscode.LanguageStatusSeverity.Warning;
+      pythonItem.command = { command: 'workbench.trust.manage', title: vscode.l10n.t('Manage Workspace Trust') };
+      return;
+    }
+    pythonItem.command = { command: 'nnrag.selectInterpreter', title: vscode.l10n.t('Select') };
     pythonItem.detail = vscode.l10n.t('validates pulled blocks ({0})', i.source);
     pythonItem.severity = vscode.LanguageStatusSeverity.Information;
     void interpreter.describe(i.path).then((v) => {
-      if (interpreter.current().path !== i.path) return;
+      if (interpreter.current().path !== i.path || !vscode.workspace.isTrusted) return;
       pythonItem.detail = `${versionsLabel(v)} · ${vscode.l10n.t('validates pulled blocks ({0})', i.source)}`;
       // without torch nothing validates: the item says so, and its command picks another
       if (!v.torch) pythonItem.severity = vscode.LanguageStatusSeverity.Warning;
     });
   };
   showPython();
-  context.subscriptions.push(interpreter.onDidChange(showPython));
+  context.subscriptions.push(interpreter.onDidChange(showPython), vscode.workspace.onDidGrantWorkspaceTrust(showPython));
 
   let finishProgress: (() => void) | undefined;
   let reportProgress: ((message: string) => void) | undefined;
@@ -168,7 +183,12 @@ function languageStatus(
     // the walkthrough's "Index a repository" ticks once one is indexed
     if (s.state !== 'indexing' && s.repos > 0) void vscode.commands.executeCommand('setContext', 'nnrag.hasIndexedRepository', true);
   };
-  return { show: showStatus, changed: statusChanged, current: () => current };
+  return {
+    show: showStatus,
+    changed: statusChanged,
+    current: () => current,
+    python: () => ({ detail: pythonItem.detail, command: pythonItem.command?.command }),
+  };
 }
 
 /** What the language server starts with: where its files are, and the settings the index depends on now. */
@@ -310,6 +330,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     interpreter: () => interpreter.current(),
     interpreterCandidates: () => interpreter.candidates(),
     lastError: () => session.lastErrorShown,
+    interpreterStatus: () => status.python(),
   };
 }
 

@@ -5,7 +5,8 @@
  */
 import { execFile } from 'child_process';
 import { PythonExtension } from '@vscode/python-extension';
-import { promises as fsp } from 'fs';
+import { accessSync, constants as fsConstants, promises as fsp, statSync } from 'fs';
+import * as path from 'path';
 import * as vscode from 'vscode';
 import type { SourceConfig } from '../core/sources/types';
 import { affects, setting, updateSetting } from './config';
@@ -30,6 +31,25 @@ export interface InterpreterVersions {
   torch?: string;
   /** Why the interpreter could not be asked (not found, not Python). */
   error?: string;
+}
+
+/**
+ * The file a command runs: a bare name is looked up on PATH as a shell would, a path is made absolute. Links are not
+ * followed (a venv's `python` links to the system's but is another interpreter).
+ */
+export function onPath(command: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (command.includes('/')) return path.resolve(command);
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, command);
+    try {
+      accessSync(file, fsConstants.X_OK);
+      if (statSync(file).isFile()) return path.resolve(file);
+    } catch {
+      // not here
+    }
+  }
+  return command;
 }
 
 /** The Python and torch versions of an interpreter, read from its metadata (torch is not imported). */
@@ -107,7 +127,14 @@ export class InterpreterService implements vscode.Disposable {
    * extension knows, then the usual ones. */
   candidates(): string[] {
     const known = (this.api?.environments?.known ?? []).map((e) => e.path);
-    return [this.current().path, ...this.used(), ...known, '/usr/bin/python3', 'python3'].filter((v, i, a) => a.indexOf(v) === i);
+    // one entry per executable: "python3" is the file PATH finds (a venv's link to it stays its own entry)
+    const seen = new Set<string>();
+    return [this.current().path, ...this.used(), ...known, '/usr/bin/python3', 'python3'].filter((v) => {
+      const file = onPath(v);
+      if (seen.has(file)) return false;
+      seen.add(file);
+      return true;
+    });
   }
 
   /** The interpreters used before, most recent first. */
@@ -249,7 +276,13 @@ export class InterpreterService implements vscode.Disposable {
     this.chosen.fire(value);
     void vscode.window.showInformationMessage(
       versions.torch
-        ? vscode.l10n.t('NN-RAG validates pulled blocks with {0} ({1}).', value, versionsLabel(versions))
+        ? vscode.workspace.isTrusted
+          ? vscode.l10n.t('NN-RAG validates pulled blocks with {0} ({1}).', value, versionsLabel(versions))
+          : vscode.l10n.t(
+              'NN-RAG will validate pulled blocks with {0} ({1}) once you trust this workspace; validation is off in Restricted Mode.',
+              value,
+              versionsLabel(versions),
+            )
         : vscode.l10n.t('NN-RAG uses {0}, which has no torch: pulled blocks will not be validated.', value),
     );
     return scope;

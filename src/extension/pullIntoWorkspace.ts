@@ -13,7 +13,7 @@ import type { PullReport } from '../core/pull/pull';
 import { EDITOR_BUILDER_BUDGET_S, GetPulledStatus, GetSandbox, PullBlock, PullTogether, WriteManifests } from '../shared/protocol';
 import { snakeCase } from '../core/emit/moduleNames';
 import { lacksTorch } from './interpreter';
-import { verdictWords } from '../core/pull/pulledState';
+import { reportVerdict, verdictWords } from '../core/pull/pulledState';
 import { checkFileName, targetOf } from './ctx';
 import type { Deps, Reg, Session } from './ctx';
 import { searchQuickPick } from './searchCommands';
@@ -252,7 +252,7 @@ export async function pullIntoWorkspace(
       const copy = vscode.l10n.t('Copy Import Statement');
       const weaker = report.validation?.weakSandbox ? ` ${vscode.l10n.t('(weaker sandbox: {0})', report.validation.weakSandbox)}` : '';
       void vscode.window
-        .showInformationMessage(`${vscode.l10n.t('{0} validated: tier {1} ({2})', className, report.tier ?? '', name)}${weaker}`, copy, req)
+        .showInformationMessage(`${vscode.l10n.t('{0} {1} ({2})', className, verdictWords(reportVerdict(report)), name)}${weaker}`, copy, req)
         .then(async (pick) => {
           if (pick === req) await writeRequirements(deps.session, report, requirementsFile);
           else if (pick === copy) await vscode.env.clipboard.writeText(importStatement(sub, name, className));
@@ -444,33 +444,23 @@ async function closeTabsOf(uri: vscode.Uri): Promise<void> {
 }
 
 /**
- * Waits for Accept or Cancel of the pull that `question` describes: the Accept / Cancel Pull commands (the diff
- * editor's title bar, their keybindings) or the Cancel of the notification that asks, which closes once either is
- * chosen. Closing the diff (`diff`: its right side) cancels: nothing is written unseen. `show` opens what the user
- * judges by, once the commands answer.
+ * Waits for Accept or Cancel of the pull that `question` describes: the notification that asks (its Accept and Cancel
+ * buttons), or the Accept / Cancel Pull commands (the diff editor's title bar, their keybindings). Closing the diff
+ * (`diff`: its right side) cancels: nothing is written unseen. `show` opens what the user judges by.
  */
 async function acceptOrCancel(session: Session, question: string, show?: () => Thenable<unknown>, diff?: vscode.Uri): Promise<boolean> {
-  const decided = session.waitForPull();
+  const { answer, settle } = session.waitForPull();
   await vscode.commands.executeCommand('setContext', 'nnrag.pullPending', true);
-  if (!show || !diff) {
-    // nothing to look at (several blocks at once): the notification asks
-    const accept = vscode.l10n.t('Accept');
-    void vscode.window
-      .showInformationMessage(question, accept, vscode.l10n.t('Cancel'))
-      .then((pick) => pick !== undefined && session.settlePendingPull(pick === accept));
-    return decided;
-  }
+  const accept = vscode.l10n.t('Accept');
+  void vscode.window.showInformationMessage(question, accept, vscode.l10n.t('Cancel')).then((pick) => pick !== undefined && settle(pick === accept));
+  if (!show || !diff) return answer;
   await show();
   const key = diff.toString();
   const closed = vscode.window.tabGroups.onDidChangeTabs((e) => {
-    if (e.closed.some((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === key)) session.settlePendingPull(false);
-  });
-  void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: question, cancellable: true }, (_progress, token) => {
-    token.onCancellationRequested(() => session.settlePendingPull(false));
-    return decided;
+    if (e.closed.some((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === key)) settle(false);
   });
   try {
-    return await decided;
+    return await answer;
   } finally {
     closed.dispose();
   }
@@ -479,11 +469,7 @@ async function acceptOrCancel(session: Session, question: string, show?: () => T
 /** The verdict a pull diff shows before Accept: the tier, or why it failed (category and message). */
 export function pullVerdict(report: PullReport): { short: string; detail: string } {
   // the words every other place shows for a verdict (CodeLens, views, tree, search)
-  const short = verdictWords({
-    status: report.status === 'validated' || report.status === 'failed' ? report.status : 'not-validated',
-    tier: report.tier,
-    category: report.category,
-  });
+  const short = verdictWords(reportVerdict(report));
   if (report.status !== 'failed') return { short, detail: '' };
   // a sentence of its own, cut at a word's end: the action text that follows it stays apart
   return { short, detail: sentence(`${short}: ${(report.message ?? '').split('\n')[0]}`, 300) };
@@ -539,7 +525,7 @@ async function confirmPreview(
         : st.edited
           ? ` ${vscode.l10n.t('It holds your edits; Accept replaces them (Update keeps them).')}`
           : '';
-  const how = vscode.l10n.t("Accept or Cancel in the diff's title bar.");
+  const how = vscode.l10n.t("Accept or Cancel here or in the diff's title bar.");
   return acceptOrCancel(
     deps.session,
     `${title}.${verdict.detail ? ` ${verdict.detail}` : ''}${warning} ${how}`,

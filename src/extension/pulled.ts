@@ -10,7 +10,8 @@ import type { Requirement, ValidationReport } from '../core/validate/runner';
 import { GetProvenance, GetPulledStatus, PlanUpdate, ValidatePulled, WriteManifests } from '../shared/protocol';
 import type { NnragClient } from './client';
 import { setting } from './config';
-import { tierRank, verdictWords } from '../core/pull/pulledState';
+import { reportVerdict, tierRank, verdictWords } from '../core/pull/pulledState';
+import { firstLine } from '../core/base/text';
 import type { ValidationProblems } from './problems';
 import { importFromWorkspace, mayRunCode, writeRequirements } from './pullIntoWorkspace';
 import { hasHeader, type PulledBlocksProvider, type PulledItem } from './pulledView';
@@ -82,14 +83,13 @@ async function validateAsNext(deps: Deps, doc: vscode.TextDocument, text: string
   deps.problems.set(doc.uri, r.text, v, v.class ?? undefined);
   // a lower tier than the header recorded says why (an update or an edit that is no longer compared, or differs)
   const before = (await client.request(GetProvenance, { text: doc.getText() }))?.validation;
-  const lower =
-    before && tierRank(v.tier) < tierRank(before.tier)
-      ? ` ${vscode.l10n.t('(was {0}: {1})', verdictWords(before), v.equivalence?.reason ?? v.equivalence?.differences?.[0] ?? v.message ?? v.equivalence?.status ?? '')}`
-      : '';
-  const words = verdictWords({ status: v.ok ? 'validated' : 'failed', tier: v.tier, category: v.category });
-  if (v.ok && !lower) void vscode.window.showInformationMessage(`${name}: ${words}`);
-  else if (v.ok) void vscode.window.showWarningMessage(`${name}: ${words}${lower}`);
-  else void vscode.window.showWarningMessage(`${name}: ${words}: ${v.message ?? ''}${lower}`);
+  // the reasons go with the new verdict; the old one is said on its own ("It was validated: equivalent before.")
+  const lower = before && tierRank(v.tier) < tierRank(before.tier) ? ` ${vscode.l10n.t('It was {0} before.', verdictWords(before))}` : '';
+  const words = verdictWords(reportVerdict(v));
+  const why = v.ok ? (v.equivalence?.reason ?? v.equivalence?.differences?.[0]) : v.message;
+  const said = `${name}: ${words}${why ? `: ${firstLine(why)}` : '.'}${lower}`;
+  if (v.ok && !lower) void vscode.window.showInformationMessage(said);
+  else void vscode.window.showWarningMessage(said);
   return r;
 }
 

@@ -155,6 +155,18 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .waitFor({ timeout: 3 * T });
       await page.locator('.editor-actions .action-label[aria-label^="Cancel Pull"]').first().waitFor({ timeout: T });
       await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().waitFor({ timeout: T });
+      // and the notification that asks has both buttons too (it had only Cancel)
+      const asking = page.locator('.notification-list-item').filter({ hasText: /Pull ResidualBlock into residual_block\.py/ });
+      await asking
+        .locator('.monaco-button')
+        .filter({ hasText: /^Accept$/ })
+        .first()
+        .waitFor({ timeout: T });
+      await asking
+        .locator('.monaco-button')
+        .filter({ hasText: /^Cancel$/ })
+        .first()
+        .waitFor({ timeout: T });
       if (existsSync(dest)) throw new Error(`${dest} was written before Accept`);
     });
 
@@ -173,7 +185,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       await palette(page, 'Notifications: Show Notifications');
       await page
         .locator('.notifications-center .notification-list-item')
-        .filter({ hasText: /ResidualBlock validated: tier equivalent/ })
+        .filter({ hasText: /ResidualBlock validated: equivalent \(residual_block\.py\)/ })
         .first()
         .waitFor({ timeout: T });
     });
@@ -402,7 +414,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .filter({ hasText: /failed: the block could not be built/ })
         .first()
         .waitFor({ timeout: 3 * T });
-      // the notification that asks says the message (a progress notification: read in the notification center)
+      // the notification that asks says the message (read in the notification center)
       await palette(page, 'Notifications: Show Notifications');
       await page
         .locator('.notifications-center .notification-list-item')

@@ -1,6 +1,7 @@
 import * as assert from 'assert';
 import { promises as fsp } from 'fs';
 import * as http from 'http';
+import type { AddressInfo } from 'net';
 import * as path from 'path';
 import { CancelledError, NnragError } from '../../src/core/base/errors';
 import { finishRun, indexSource } from '../../src/core/index/indexer';
@@ -85,6 +86,18 @@ describe('git sources over HTTP (real git http-backend on 127.0.0.1)', function 
     );
     const left = await fsp.readdir(path.join(cache, 'git')).catch(() => []);
     assert.deepStrictEqual(left, []);
+    // a host that does not answer is said in words, not as the system's error code
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    await assert.rejects(openGit({ location: `http://127.0.0.1:${port}/x.git` }, { cacheDir: cache }), (err: unknown) => {
+      assert.match(
+        String((err as Error).message),
+        new RegExp(`cannot clone http://127\\.0\\.0\\.1:${port}/x\\.git: nothing answers at 127\\.0\\.0\\.1:${port}`),
+      );
+      return true;
+    });
   });
 
   it('asks for credentials only when the server wants them, and reports refused ones', async () => {

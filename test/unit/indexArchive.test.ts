@@ -120,6 +120,18 @@ describe('export and import of an index', function () {
     } finally {
       server.close();
     }
+    // nothing listens any more, and a host name that does not exist: a sentence, not the system's error code
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const closed = await cli('import', url, '--db', path.join(dir, 'url', 'closed.db'));
+    assert.strictEqual(closed.code, 3);
+    assert.match(
+      closed.err,
+      /cannot fetch the shared index http:\/\/127\.0\.0\.1:\d+\/team\.nnrag\.tgz: nothing answers at 127\.0\.0\.1:\d+ \(the connection was refused\)/,
+    );
+    const unknown = await cli('import', 'http://nnrag-test.invalid/team.nnrag.tgz', '--db', path.join(dir, 'url', 'unknown.db'));
+    assert.strictEqual(unknown.code, 3);
+    assert.match(unknown.err, /the host name nnrag-test\.invalid (is not known|could not be looked up now)/);
+    assert.doesNotMatch(unknown.err + closed.err, /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|getaddrinfo/);
   });
 
   it('an imported index answers the same searches and pulls as the one exported', async () => {

@@ -101,17 +101,9 @@ const NATIVE_LOADER = `def _nnrag_native(module, name, file, register=False):
  * What stands in for a package the interpreter lacks that only code inside functions uses: the file imports, and the
  * code that uses the package fails when it runs, with the import's own error (as a function-local import would).
  */
-const MISSING_STAND_IN = `class _NnragMissing:
-    """A package this file imports where it is installed; only code inside functions uses it, so without it the file
-    still imports and that code raises the import's error when it runs."""
-
-    def __init__(self, error):
-        object.__setattr__(self, "_nnrag_error", error)
-
-    def _nnrag_raise(self, *args, **kwargs):
-        error = object.__getattribute__(self, "_nnrag_error")
-        raise ModuleNotFoundError(str(error), name=error.name)
-
+const MISSING_STAND_IN = `class _NnragMissing:  # a package not installed here: code that uses it raises the import's error
+    def __init__(self, error): self._nnrag = (str(error), error.name)
+    def _nnrag_raise(self, *args, **kwargs): raise ModuleNotFoundError(self._nnrag[0], name=self._nnrag[1])
     __getattr__ = __call__ = __getitem__ = __iter__ = _nnrag_raise`;
 
 /** Packages every torch interpreter has in practice: plain imports whatever uses them. */

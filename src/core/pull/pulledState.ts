@@ -65,6 +65,13 @@ export function verdictWords(v: VerdictLike | null | undefined): string {
   return `failed: ${FAILURE_WORDS[v.category ?? ''] ?? v.category ?? 'for an unknown reason'}${reached ? ` (${reached})` : ''}`;
 }
 
+/** The verdict of a report that says `ok` (a validation) or a `status` (a pull), in the shape `verdictWords` reads. */
+export function reportVerdict(r: { ok?: boolean; status?: string; tier?: string | null; category?: string | null }): VerdictLike {
+  const status =
+    r.status === 'validated' || r.status === 'failed' ? r.status : r.ok === undefined || r.status ? 'not-validated' : r.ok ? 'validated' : 'failed';
+  return { status, tier: r.tier, category: r.category };
+}
+
 /** What an `equivalent` verdict means, in the words every place that shows one uses. */
 export const EQUIVALENT_MEANS = 'equivalent: behaves like the original on the inputs tried (a comparison, not a check that the code is safe to run)';
 

@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import git from 'isomorphic-git';
 import http from 'isomorphic-git/http/node';
-import { CancelledError, errorMessage, NnragError, throwIfAborted } from '../base/errors';
+import { CancelledError, errorMessage, networkReason, NnragError, throwIfAborted } from '../base/errors';
 import { validateName } from './folder';
 import { makeMatcher } from './glob';
 import { defaultGitName } from './names';
@@ -49,6 +49,15 @@ export function checkGitUrl(raw: string): string {
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]+/g;
 
 /** What a server answered, as we show it: URLs without credentials, no control characters, one line, short. */
+/** The host (and port) of a URL, for a sentence; the URL itself (without credentials) when it does not parse. */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return redactUrls(url);
+  }
+}
+
 function serverSaid(text: string): string {
   const line = redactUrls(text).replace(CONTROL_CHARACTERS, ' ').trim();
   return line.length > 300 ? `${line.slice(0, 300)}...` : line;
@@ -250,15 +259,14 @@ export async function openGit(config: SourceConfig, options: GitOptions): Promis
       if (!previous) await fs.promises.rm(gitdir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }).catch(() => undefined);
       throw err instanceof CancelledError ? err : new CancelledError();
     }
+    const why = http.stopped ?? networkReason(err, hostOf(url)) ?? errorMessage(err);
     if (previous && !isCommit) {
-      options.onMessage?.(`fetch failed (${http.stopped ?? errorMessage(err)}); using the cached commit ${previous.slice(0, 8)}`);
+      options.onMessage?.(`fetch failed (${why}); using the cached commit ${previous.slice(0, 8)}`);
       commit = previous;
     } else {
       // no half clone left behind (retried: a failed clone may still be finishing a write, ENOTEMPTY)
       await fs.promises.rm(gitdir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }).catch(() => undefined);
-      throw new NnragError('git', `cannot clone ${redactUrls(url)}${config.ref ? ` at ${config.ref}` : ''}: ${serverSaid(http.stopped ?? errorMessage(err))}`, {
-        cause: err,
-      });
+      throw new NnragError('git', `cannot clone ${redactUrls(url)}${config.ref ? ` at ${config.ref}` : ''}: ${serverSaid(why)}`, { cause: err });
     }
   }
   try {

@@ -10,7 +10,7 @@ import * as path from 'path';
 import { removeLeftovers } from '../base/files';
 import { Readable } from 'stream';
 import { pipeline } from 'stream/promises';
-import { NnragError } from '../base/errors';
+import { NnragError, networkReason } from '../base/errors';
 import { fileSha256 } from '../base/hash';
 import { redactUrls } from '../sources/git';
 import { IndexDb, LockedError } from './database';
@@ -138,7 +138,9 @@ export async function refreshShared(
       cannotFetch(
         err instanceof NnragError
           ? err.message
-          : (why ?? `${during} (${err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err)})`),
+          : (why ??
+              networkReason(err, new URL(location).host) ??
+              `${during} (${err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err)})`),
       );
     try {
       let res: Response;

@@ -741,12 +741,24 @@ describe('trusted workspace', function () {
     }
     try {
       assert.deepStrictEqual(nnrag.interpreter(), { path: picked, source: 'nnrag.pythonPath' });
+      // in a trusted workspace the item names what validates and picks another
+      assert.strictEqual(nnrag.interpreterStatus().command, 'nnrag.selectInterpreter');
+      assert.match(nnrag.interpreterStatus().detail ?? '', /validates pulled blocks \(nnrag\.pythonPath\)/);
       // a new pick goes to the workspace, whose value is in effect (user settings would change nothing)
       const other = realpathSync(picked);
       assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.selectInterpreter', other), 'workspace');
       assert.deepStrictEqual(nnrag.interpreter(), { path: other, source: 'nnrag.pythonPath' });
       // the picker keeps offering the one used before the switch, after the one in use
       assert.deepStrictEqual(nnrag.interpreterCandidates().slice(0, 2), [other, picked]);
+      // "python3" is not offered beside the file PATH finds for it (the extension host reads PATH when it lists them)
+      const savedPath = process.env.PATH;
+      process.env.PATH = `/usr/bin${path.delimiter}${savedPath ?? ''}`;
+      try {
+        const offered = nnrag.interpreterCandidates();
+        assert.ok(offered.includes('/usr/bin/python3') && !offered.includes('python3'), offered.join(', '));
+      } finally {
+        process.env.PATH = savedPath;
+      }
       assert.strictEqual(nnragConfig.inspect<string>('pythonPath')?.globalValue, undefined, 'the user settings are untouched');
       const report = await drive(
         vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.drop.DropPath', 'drop_path_pick.py'),
@@ -1028,6 +1040,10 @@ describe('untrusted workspace', function () {
   before(async () => {
     assert.strictEqual(vscode.workspace.isTrusted, false, 'the runner starts VS Code with workspace trust on and the folder not trusted');
     nnrag = await api();
+  });
+
+  it('the interpreter item says validation is off, and offers trust instead of another interpreter', () => {
+    assert.deepStrictEqual(nnrag.interpreterStatus(), { detail: 'validation is off in Restricted Mode', command: 'workbench.trust.manage' });
   });
 
   it('still indexes and searches', async () => {
