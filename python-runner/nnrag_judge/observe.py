@@ -301,7 +301,7 @@ def entry_callables(module: Any, entry: Dict[str, Any], root: str, observer: "Ob
         return [lambda kw=kw: xunit_call(cls, instance, target, lambda: fixtures.call(target, kw)) for kw in parametrized(target)]
     target = getattr(module, name)
     fixtures = Fixtures(module, root)
-    return [lambda: fixtures.call(target, kw) for kw in parametrized(target)]
+    return [lambda kw=kw: fixtures.call(target, kw) for kw in parametrized(target)]
 
 
 def xunit_call(cls: Any, instance: Any, method: Any, call: Callable[[], Any]) -> None:
@@ -613,22 +613,42 @@ class MonkeyPatch:
         self.undos.clear()
 
 
+# the parameter sets of one test run at most (each value of every parametrize mark is among them)
+MAX_PARAMETER_SETS = 8
+
+
+def parameter_rows(mark: Any) -> Optional[Tuple[List[str], List[Tuple[Any, ...]]]]:
+    """The names of one `parametrize` mark and its rows, each a tuple of one value per name (`pytest.param(...)`
+    gives its values as they are: one name's row is `(value,)`, never the tuple of values)."""
+    if getattr(mark, "name", None) != "parametrize" or len(getattr(mark, "args", ())) < 2:
+        return None
+    names, values = mark.args[0], list(mark.args[1])
+    names = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names)
+    rows: List[Tuple[Any, ...]] = []
+    for value in values:
+        given = getattr(value, "values", None)
+        if isinstance(given, tuple) and type(value).__name__ in ("ParameterSet", "Param"):
+            rows.append(given)
+        else:
+            rows.append(tuple(value) if len(names) > 1 else (value,))
+    return names, rows
+
+
 def parametrized(fn: Any) -> List[Dict[str, Any]]:
-    """Keyword arguments for a test: the first values of each `pytest.mark.parametrize` (its other parameters are
-    fixtures)."""
-    given: Dict[str, Any] = {}
-    for mark in getattr(fn, "pytestmark", []) or []:
-        if getattr(mark, "name", None) != "parametrize" or len(getattr(mark, "args", ())) < 2:
-            continue
-        names, values = mark.args[0], list(mark.args[1])
-        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
-        if not values:
-            return []
-        first = values[0]
-        first = getattr(first, "values", first)  # pytest.param(...)
-        row = first if len(names) > 1 else (first,)
-        given.update(dict(zip(names, row)))
-    return [given]
+    """Keyword arguments for a test, one dict per run: every value of each `parametrize` mark is in one of them (the
+    marks' rows taken in step, the shorter ones from their start again), at most MAX_PARAMETER_SETS (its other
+    parameters are fixtures)."""
+    marks = [rows for rows in (parameter_rows(m) for m in getattr(fn, "pytestmark", []) or []) if rows is not None]
+    if any(not rows for _names, rows in marks):
+        return []
+    longest = max((len(rows) for _names, rows in marks), default=1)
+    runs: List[Dict[str, Any]] = []
+    for i in range(min(longest, MAX_PARAMETER_SETS)):
+        given: Dict[str, Any] = {}
+        for names, rows in marks:
+            given.update(dict(zip(names, rows[i % len(rows)])))
+        runs.append(given)
+    return runs
 
 
 class Mark:

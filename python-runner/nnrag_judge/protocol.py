@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import struct
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, FrozenSet, Optional
 
 TIERS = ["parsed", "compiled", "names-closed", "imported", "instantiated", "forward", "equivalent"]
 # every category a report may carry (src/core/validate/runner.ts has the same list; a test checks)
@@ -68,25 +69,56 @@ def sender(fd: int) -> Callable[..., None]:
     return send
 
 
-def remove_tree(top: str) -> None:
-    """Remove a folder and all in it, its folders made writable first (a folder a block made read-only, mode 0500,
-    would otherwise keep what is in it); links are removed, never followed. Shared by the judge and its workers."""
+def mount_points() -> FrozenSet[str]:
+    """The paths something is mounted at (/proc/self/mountinfo's fifth field, its escapes read back)."""
     try:
+        with open("/proc/self/mountinfo", "r", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return frozenset()
+    points = set()
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4:
+            points.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return frozenset(points)
+
+
+def remove_tree(top: str, keep: FrozenSet[str] = frozenset()) -> None:
+    """Remove a folder and all in it, its folders made writable first (a folder a block made read-only, mode 0500,
+    would otherwise keep what is in it); links are removed, never followed; a folder in `keep` (a mount point: a
+    repository shown under /tmp) and what is in it stay, and so do the folders above it. Shared by the judge and its
+    workers."""
+    try:
+        if top in keep:
+            return
         if os.path.islink(top) or not os.path.isdir(top):
             os.unlink(top)
             return
         os.chmod(top, stat.S_IRWXU)
     except OSError:
         pass
-    for root, dirs, _ in os.walk(top):
-        for name in dirs:
-            path = os.path.join(root, name)
-            try:
-                if not os.path.islink(path):
-                    os.chmod(path, stat.S_IRWXU)
-            except OSError:
-                pass
-    shutil.rmtree(top, ignore_errors=True)
+    if not keep:
+        for root, dirs, _ in os.walk(top):
+            for name in dirs:
+                path = os.path.join(root, name)
+                try:
+                    if not os.path.islink(path):
+                        os.chmod(path, stat.S_IRWXU)
+                except OSError:
+                    pass
+        shutil.rmtree(top, ignore_errors=True)
+        return
+    try:
+        entries = os.listdir(top)
+    except OSError:
+        return
+    for entry in entries:
+        remove_tree(os.path.join(top, entry), keep)
+    try:
+        os.rmdir(top)
+    except OSError:
+        pass
 
 
 def run_delay_s(pid: str = "self") -> float:

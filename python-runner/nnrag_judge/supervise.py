@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .protocol import FRAME, MAX_HEADER, MAX_VALUES, remove_tree, run_delay_s
+from .protocol import FRAME, MAX_HEADER, MAX_VALUES, mount_points, remove_tree, run_delay_s
 
 WALL_FACTOR = 4  # a worker kept waiting by the machine's load gets this many times its limit in wall time
 WALL_GRACE_S = 30.0
@@ -486,9 +486,12 @@ def empty(folder: str) -> None:
         entries = os.listdir(folder)
     except OSError:
         return
+    # what is mounted inside it (a repository shown under /tmp, its private copy) is not the worker's to remove
+    inside = os.path.join(os.path.realpath(folder), "")
+    keep = frozenset(m for m in mount_points() if m.startswith(inside))
     for entry in entries:
         path = os.path.join(folder, entry)
-        remove_tree(path)
+        remove_tree(path, keep)
 
 
 NATIVE_FOLDER = "_nnrag_native"

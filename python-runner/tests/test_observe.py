@@ -48,15 +48,33 @@ class Scale(nn.Module):
 
 
 class Parametrize(unittest.TestCase):
-    def test_the_first_values_of_each_mark(self) -> None:
+    def test_every_value_of_each_mark_in_step(self) -> None:
         marks = observe.Marks()
 
         @marks.parametrize("a, b", [(1, 2), (3, 4)])
-        @marks.parametrize("c", ["x", "y"])
+        @marks.parametrize("c", ["x", "y", "z"])
         def test(a, b, c, tmp_path):  # noqa: ANN001, ANN202
             return a, b, c, tmp_path
 
-        self.assertEqual(observe.parametrized(test), [{"a": 1, "b": 2, "c": "x"}])
+        self.assertEqual(observe.parametrized(test), [{"a": 1, "b": 2, "c": "x"}, {"a": 3, "b": 4, "c": "y"}, {"a": 1, "b": 2, "c": "z"}])
+
+    def test_a_param_of_one_name_is_its_value_not_a_tuple(self) -> None:
+        # a device decorator as a repository writes one: parametrize("device", [pytest.param(torch.device("cpu"))])
+        stand_in = observe.pytest_stand_in()
+
+        @stand_in.mark.parametrize("device", [stand_in.param("cpu", id="cpu"), stand_in.param("meta", id="meta")])
+        @stand_in.mark.parametrize("n, m", [stand_in.param(1, 2, id="small")])
+        def test(device, n, m):  # noqa: ANN001, ANN202
+            return device, n, m
+
+        self.assertEqual(observe.parametrized(test), [{"device": "cpu", "n": 1, "m": 2}, {"device": "meta", "n": 1, "m": 2}])
+
+    def test_at_most_a_few_runs(self) -> None:
+        @observe.Marks().parametrize("a", list(range(100)))
+        def test(a):  # noqa: ANN001, ANN202
+            return a
+
+        self.assertEqual(len(observe.parametrized(test)), observe.MAX_PARAMETER_SETS)
 
     def test_an_empty_parametrize_runs_nothing(self) -> None:
         @observe.Marks().parametrize("a", [])

@@ -12,6 +12,7 @@ import { repositoryNames } from '../core/sources/names';
 import { sourceFromArgument } from '../core/sources/open';
 import type { SourceConfig } from '../core/sources/types';
 import { blockCount, indexStats } from '../core/store/stats';
+import { coverageWords } from '../core/store/observed';
 import { HELP } from './help';
 import { cacheDir, dbPath, EXIT, flag, intOpt, openDb, opt, parse, progressLine, shortCommit } from './env';
 import type { CliEnv } from './env';
@@ -132,7 +133,7 @@ export async function statsCommand(argv: string[], env: CliEnv): Promise<number>
     }
     for (const r of s.repos) {
       env.out(
-        `${r.name} (${r.kind}${r.commit ? ` ${shortCommit(r.commit)}` : ''}${r.license ? `, ${r.license}` : ''}): ${r.parsed} parsed, ${r.skipped} skipped, ${r.blocks} blocks\n`,
+        `${r.name} (${r.kind}${r.commit ? ` ${shortCommit(r.commit)}` : ''}${r.license ? `, ${r.license}` : ''}): ${r.parsed} parsed, ${r.skipped} skipped, ${r.blocks} blocks${r.observed ? `; ${coverageWords(r.observed)}` : ''}\n`,
       );
     }
     env.out(`total: ${s.files} files, ${s.modules} modules, ${s.blocks} blocks, database ${(s.db_bytes / 1024).toFixed(0)} KiB\n`);

@@ -4,8 +4,8 @@ import { cacheDir, EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
 import { warnBeforeValidating } from './pullCommands';
 import { Workspace } from '../core/workspace/workspace';
-import type { ObserveSummary } from '../core/pull/observe';
 import type { ObservedCall } from '../core/store/observed';
+import { observeLine } from './observeLine';
 import { DEFAULT_MEMORY_MB } from '../core/validate/limits';
 
 export async function observeCommand(argv: string[], env: CliEnv): Promise<number> {
@@ -47,13 +47,6 @@ export async function observeCommand(argv: string[], env: CliEnv): Promise<numbe
     db.close();
   }
   return EXIT.ok;
-}
-
-/** One line for a repository's observation. */
-export function observeLine(s: ObserveSummary): string {
-  if (s.skipped) return `${s.repo}: not observed (${s.skipped})`;
-  const ran = `${s.ran} of its ${s.entries} tests and builders run${s.cached ? `, ${s.cached} unchanged since the last run` : ''}${s.failed ? `, ${s.failed} stopped with an error` : ''}`;
-  return `${s.repo}: ${ran}; ${s.classes} classes seen built (${s.fed} also fed) in ${s.seconds.toFixed(1)} s`;
 }
 
 /** `show TARGET --calls`: the calls of the block its repository's tests made. */

@@ -25,6 +25,7 @@ import type { IndexDb } from '../core/store/database';
 import type { ParsedArgs } from './env';
 import type { FileSizes } from '../core/emit/why';
 import { summarise } from '../core/pull/batch';
+import { observeLine } from './observeLine';
 import type { BatchSummary } from '../core/pull/batch';
 import { inShard, parseShard, shardReportName } from '../core/pull/shard';
 import { DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S } from '../core/validate/limits';
@@ -307,10 +308,7 @@ async function observeFirst(
     [...repos],
   );
   for (const s of summaries) {
-    if (!s.skipped)
-      env.err(
-        `[observe] ${s.repo}: ${s.ran} of its ${s.entries} entries run (${s.cached} unchanged); ${s.classes} of its classes seen built, ${s.fed} also fed\n`,
-      );
+    if (!s.skipped) env.err(`[observe] ${observeLine(s)}\n`);
   }
   await db.save();
 }

@@ -60,6 +60,12 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
         .appendMarkdown(`**${node.label}**${version ? ` ${version}` : ''}\n\n`)
         .appendText(`${vscode.l10n.t('installed package of {0}', python ?? vscode.l10n.t('the selected interpreter'))}\n${folder}`);
     }
+    if (node.observed && !node.installed) {
+      // how much of the repository its own tests and builders showed: the tooltip says it whole
+      const o = node.observed;
+      item.description = vscode.l10n.t('{0} · observed {1}/{2}', String(node.count ?? 0), o.observed, o.entries);
+      item.tooltip = vscode.l10n.t('{0}: observed {1} of {2} entries ({3} blocks fed)', node.label, o.observed, o.entries, o.fed);
+    }
     if (node.shared) {
       // the team's index: read-only here (no Re-index or Remove)
       item.contextValue = 'shared';

@@ -82,8 +82,12 @@ export function registerRepositoryCommands(reg: Reg, deps: Deps): void {
     );
     const seen = summaries.filter((s) => !s.skipped);
     const said = seen.map((s) =>
-      vscode.l10n.t('{0}: {1} of {2} entries run, {3} classes seen built ({4} also fed)', s.repo, s.ran, s.entries, s.classes, s.fed),
+      s.coverage
+        ? vscode.l10n.t('{0}: observed {1} of {2} entries ({3} blocks fed)', s.repo, s.coverage.observed, s.coverage.entries, s.coverage.fed)
+        : vscode.l10n.t('{0}: {1} of {2} entries run', s.repo, s.ran, s.entries),
     );
+    // the tree's repository nodes say it too
+    tree.refresh();
     void vscode.window.showInformationMessage(
       said.length ? said.join('; ') : vscode.l10n.t('No local repository to observe: installed packages and git repositories have no tests here to run'),
     );

@@ -4,6 +4,7 @@ import type { IndexService } from '../core/service/indexService';
 import { sharedRepositories } from '../core/store/sharedIndex';
 import { searchBlocks, searchSuggestion } from '../core/search/search';
 import { blocksPerRepo, indexStats } from '../core/store/stats';
+import { observedCoverage } from '../core/store/observed';
 import { GetIndexStatus, GetStats, ListTree, ReindexRepositories, SearchBlocks, SuggestSearch, UseSharedIndex } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
 import { onRequest } from './rpc';
@@ -51,6 +52,8 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
           },
         ]),
       );
+      // how much of each repository its tests and builders cover, once observed
+      const observed = new Map(db.all('SELECT id, name FROM repos').map((r) => [String(r.name), observedCoverage(db, Number(r.id))] as const));
       const nodes = blocksPerRepo(db).map((r): TreeNode => ({
         kind: 'repo',
         label: r.repo,
@@ -59,6 +62,7 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
         error: failing.get(r.repo)?.message,
         ...(shared.has(r.repo) && !configured(r.repo) ? { shared: true } : {}),
         ...(installed.has(r.repo) ? { installed: installed.get(r.repo) } : {}),
+        ...(observed.get(r.repo) ? { observed: observed.get(r.repo) } : {}),
       }));
       for (const f of failing.values()) if (!nodes.some((n) => n.repo === f.name)) nodes.push({ kind: 'repo', label: f.name, repo: f.name, error: f.message });
       return nodes;

@@ -66,6 +66,8 @@ export interface TreeNode {
   error?: string;
   /** Installed packages: the version indexed, the interpreter they come from and the folder they are in. */
   installed?: { version?: string; python?: string; folder: string };
+  /** How much of the repository observation covers ("observed N of M entries (K blocks fed)"), once observed. */
+  observed?: { observed: number; entries: number; fed: number };
 }
 
 /** The editor's pull: the core's request (`core/workspace/request.ts`) for one block and the file it is written to. */

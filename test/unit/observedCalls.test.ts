@@ -77,6 +77,9 @@ describe("observed calls: blocks built and fed as their repository's tests do", 
     assert.strictEqual(observed.code, 0, observed.err);
     const [summary] = JSON.parse(observed.out) as { ran: number; entries: number; failed: number; classes: number; fed: number; cached: number }[];
     assert.deepStrictEqual([summary.entries, summary.ran, summary.failed, summary.classes, summary.fed], [2, 2, 1, 1, 1], observed.out);
+    // how much of the repository it covers, and why an entry failed, in the summary and in stats
+    assert.deepStrictEqual((summary as unknown as { failedBy: Record<string, number> }).failedBy, { LookupError: 1 }, observed.out);
+    assert.match((await cli('stats', '--db', db)).out, /repo \(folder\): .*; observed 2 of 2 entries \(1 block fed\)/);
 
     const shown = await cli('show', 'pkg.layers.Head', '--calls', '--db', db);
     assert.match(
@@ -200,7 +203,7 @@ class HeadTests(HeadChecks, unittest.TestCase):
 
     // a batch pull observes first: here nothing changed since, so nothing runs again
     const batch = await cli('pull', '--all', '--db', db, '--out-dir', path.join(dir, 'all'), '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
-    assert.match(batch.err, /\[observe\] repo: 0 of its 3 entries run \(3 unchanged\)/, batch.err);
+    assert.match(batch.err, /\[observe\] repo: observed 3 of 3 entries \(3 blocks fed\); 0 run now, 3 unchanged since the last run/, batch.err);
     assert.strictEqual((JSON.parse(batch.out) as { raw: { equivalent: number } }).raw.equivalent, 3, batch.out);
   });
 
@@ -227,7 +230,7 @@ class HeadTests(HeadChecks, unittest.TestCase):
     assert.doesNotMatch(without.err, /\[observe\]/);
     assert.notStrictEqual((JSON.parse(without.out) as { raw: { equivalent: number } }).raw.equivalent, 1, without.out);
     const batch = await cli('pull', '--all', '--db', db, '--out-dir', path.join(dir, 'all'), '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
-    assert.match(batch.err, /\[observe\] repo: 2 of its 2 entries run \(0 unchanged\)/, batch.err);
+    assert.match(batch.err, /\[observe\] repo: observed 2 of 2 entries \(1 block fed\); 2 run now, 1 stopped with an error \(1 LookupError\)/, batch.err);
     assert.strictEqual((JSON.parse(batch.out) as { raw: { equivalent: number } }).raw.equivalent, 1, batch.out);
   });
 
@@ -292,6 +295,56 @@ x = torch.randn(2)
       /in README\.md::example-1-[0-9a-f]{12}\n {4}built with \(patch=8, dim=24\)\n {4}forward got \(img=float32\[1, 3, 32, 32\]\)/,
       shown.out,
     );
+  });
+
+  it('a test that writes into its repository writes into a private copy; the repository is never written', async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    await writeTree(repo, {
+      'wr/__init__.py': '',
+      'wr/block.py': `from torch import nn
+
+
+class Store(nn.Module):
+    def __init__(self, spec):
+        super().__init__()
+        self.proj = nn.Linear(spec["width"], 2)
+
+    def forward(self, x):
+        return self.proj(x)
+`,
+      'data/README': 'the processed files go here\n',
+      'tests/test_store.py': `import json
+import os
+
+import torch
+
+from wr.block import Store
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+
+
+def test_store():
+    # as a dataset's test does: process once into the repository's data folder, then read it back
+    os.makedirs(os.path.join(DATA, "processed"), exist_ok=True)
+    with open(os.path.join(DATA, "processed", "spec.json"), "w") as f:
+        json.dump({"width": 3}, f)
+    with open(os.path.join(DATA, "README"), "a") as f:
+        f.write("processed\\n")
+    with open(os.path.join(DATA, "processed", "spec.json")) as f:
+        spec = json.load(f)
+    assert Store(spec)(torch.randn(4, 3)).shape == (4, 2)
+`,
+    });
+    const before = await fsp.readdir(path.join(repo, 'data'));
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const observed = await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
+    const [summary] = JSON.parse(observed.out) as { ran: number; failed: number; fed: number }[];
+    // (it failed before: "Read-only file system" as it made data/processed)
+    assert.deepStrictEqual([summary.ran, summary.failed, summary.fed], [1, 0, 1], observed.out);
+    assert.deepStrictEqual(await fsp.readdir(path.join(repo, 'data')), before, 'nothing was written into the repository');
+    assert.strictEqual(await fsp.readFile(path.join(repo, 'data', 'README'), 'utf8'), 'the processed files go here\n');
   });
 
   it('a src/ layout: its package imports from src/, its tests from the root, and its original is compared', async () => {

@@ -1,5 +1,6 @@
 /** Reading a file that something else could have replaced by a link: the file itself, never what a link points to. */
 import { constants, promises as fsp } from 'fs';
+import * as path from 'path';
 import { NnragError } from './errors';
 
 /**
@@ -65,4 +66,48 @@ export async function removeLeftovers(dir: string, pattern: RegExp): Promise<str
     removed.push(name);
   }
   return removed;
+}
+
+/** What `privateCopy` made: the files too large to copy (left to be shown read-only), and the bytes copied. */
+export interface PrivateCopy {
+  large: string[];
+  bytes: number;
+}
+
+/**
+ * A private copy of the folder `from` at `to` (a new folder), for code that writes into its repository while the
+ * repository itself stays read-only: folders and regular files copied (a clone where the filesystem can), links
+ * made again as they are (never followed), anything else left out, `.git` left out. A file over `maxFileBytes` is
+ * an empty placeholder and named in `large`; past `maxBytes` in all, undefined (the caller shows the folder
+ * read-only instead).
+ */
+export async function privateCopy(from: string, to: string, limits = { maxFileBytes: 16 << 20, maxBytes: 1 << 30 }): Promise<PrivateCopy | undefined> {
+  const out: PrivateCopy = { large: [], bytes: 0 };
+  await fsp.mkdir(to, { recursive: true });
+  const walk = async (rel: string): Promise<boolean> => {
+    for (const entry of await fsp.readdir(path.join(from, rel), { withFileTypes: true })) {
+      const name = path.join(rel, entry.name);
+      if (!rel && entry.name === '.git') continue;
+      const source = path.join(from, name);
+      const target = path.join(to, name);
+      if (entry.isDirectory()) {
+        await fsp.mkdir(target);
+        if (!(await walk(name))) return false;
+      } else if (entry.isSymbolicLink()) {
+        await fsp.symlink(await fsp.readlink(source), target);
+      } else if (entry.isFile()) {
+        const { size } = await fsp.lstat(source);
+        if (size > limits.maxFileBytes) {
+          await fsp.writeFile(target, '');
+          out.large.push(name);
+          continue;
+        }
+        if (out.bytes + size > limits.maxBytes) return false;
+        out.bytes += size;
+        await fsp.copyFile(source, target, constants.COPYFILE_FICLONE);
+      }
+    }
+    return true;
+  };
+  return (await walk('')) ? out : undefined;
 }

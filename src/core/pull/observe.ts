@@ -18,12 +18,15 @@ import {
   observedClasses,
   observedEntries,
   observedBytesBut,
+  observedCoverage,
   observedSize,
   recordObserved,
+  recordObserveTotal,
   stillTrue,
   type ObservedCall,
   type ObservedEntry,
 } from '../store/observed';
+import type { ObservedCoverage } from '../store/observed';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
 import { plainText } from '../base/text';
 import { BuilderIndex, callableWithoutArguments } from '../resolve/builders';
@@ -92,6 +95,18 @@ export interface ObserveSummary {
   bytes: number;
   /** Why the repository was not observed. */
   skipped?: string;
+  /** The entries that failed now, by cause ("ModuleNotFoundError: pycocotools", "time", "AssertionError"). */
+  failedBy?: Record<string, number>;
+  /** Entries with a record of those the repository has, and its blocks seen fed (now or before). */
+  coverage?: ObservedCoverage;
+}
+
+/** What stopped an entry, as a short cause to count by: the exception's class, a missing package's name, time. */
+export function failureCause(error: string): string {
+  if (/^stopped after /.test(error) || /time for the repository ran out/.test(error)) return 'time';
+  const missing = /^ModuleNotFoundError: No module named '([\w.]+)'/.exec(error);
+  if (missing) return `ModuleNotFoundError: ${missing[1].split('.')[0]}`;
+  return /^([A-Za-z_][\w.]*)(?::|$)/.exec(error)?.[1] ?? 'other';
 }
 
 export type EntryPoint = ObserveEntry;
@@ -309,6 +324,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
   const blocks = new Set(db.all('SELECT name FROM classes WHERE repo_id = ? AND is_block = 1', [repo.id]).map((r) => String(r.name)));
   const all = [...entryPoints(table, repo.id, blocks), ...(options.parser ? await readmeEntries(session, repo, options.parser) : [])];
   summary.entries = all.length;
+  recordObserveTotal(db, repo.id, all.length);
   const blobs = blobsOf(db, repo.id);
   forgetObserved(db, repo.id, new Set(all.map((e) => e.id)));
   const before = new Map(observedEntries(db, repo.id).map((e) => [e.entry, e]));
@@ -334,7 +350,8 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
     const lanes = Math.max(1, Math.min(options.lanes ?? Math.min(2, os.cpus().length), chosen.length));
     const mounts = [mount, ...companions.mounts.filter((m) => m !== mount)];
     const judges = await Promise.all(
-      Array.from({ length: lanes }, () => Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, mounts)),
+      // a test that writes into its repository (a dataset's processed files) writes into a private copy of it
+      Array.from({ length: lanes }, () => Judge.start(options.python, options.runner, options.memoryMb ?? DEFAULT_MEMORY_MB, mounts, { writable: [mount] })),
     );
     const judge = judges[0];
     try {
@@ -370,6 +387,8 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       recordObserved(db, repo.id, records);
       summary.ran = records.length;
       summary.failed = records.filter((r) => r.entry.error).length;
+      summary.failedBy = {};
+      for (const r of records) if (r.entry.error) summary.failedBy[failureCause(r.entry.error)] = (summary.failedBy[failureCause(r.entry.error)] ?? 0) + 1;
       if (budget.dropped)
         options.onProgress?.(
           `${repo.name}: ${budget.dropped} observed calls not kept: over the catalog's limits (${CATALOG_LIMITS.callsPerClass} calls a class, ${CATALOG_LIMITS.callBytes >> 10} KB a call, ${CATALOG_LIMITS.entryBytes >> 10} KB an entry, ${CATALOG_LIMITS.repositoryBytes >> 20} MB a repository)`,
@@ -385,6 +404,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
   summary.classes = classes.length;
   summary.fed = classes.filter((c) => c.fed).length;
   summary.bytes = observedSize(db, repo.id).bytes;
+  summary.coverage = observedCoverage(db, repo.id);
   summary.seconds = Math.round(performance.now() - t0) / 1000;
   return summary;
 }

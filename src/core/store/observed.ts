@@ -132,6 +132,44 @@ export function observedSize(db: IndexDb, repoId: number): { entries: number; ca
   return { entries: Number(e?.n ?? 0), calls: Number(c?.n ?? 0), bytes: Number(e?.b ?? 0) + Number(c?.b ?? 0) };
 }
 
+/** How much of a repository observation covers: entries run (recorded) of those it has, and blocks seen fed. */
+export interface ObservedCoverage {
+  /** Entries with a record (run at least once, cached or not). */
+  observed: number;
+  /** Entries the repository had at its last observation (tests, builders, configs, examples). */
+  entries: number;
+  /** Blocks of the repository its entries built and fed. */
+  fed: number;
+}
+
+const totalKey = (repoId: number): string => `observe_total:${repoId}`;
+
+/** Records how many entries the repository had when it was observed (what `observedCoverage` counts against). */
+export function recordObserveTotal(db: IndexDb, repoId: number, entries: number): void {
+  db.run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)', [totalKey(repoId), String(entries)]);
+}
+
+/** "observed N of M entries (K blocks fed)" of a repository, or undefined when it was never observed. */
+export function observedCoverage(db: IndexDb, repoId: number): ObservedCoverage | undefined {
+  const total = db.get('SELECT value FROM meta WHERE key = ?', [totalKey(repoId)]);
+  if (!total) return undefined;
+  const observed = Number(db.get('SELECT COUNT(*) AS n FROM observed_entries WHERE repo_id = ?', [repoId])?.n ?? 0);
+  const fed = Number(
+    db.get(
+      `SELECT COUNT(DISTINCT o.module || '.' || o.name) AS n FROM observed_calls o
+        WHERE o.repo_id = ? AND o.call LIKE '%"inputs"%'
+          AND EXISTS (SELECT 1 FROM classes c WHERE c.repo_id = o.repo_id AND c.name = o.name AND c.is_block = 1)`,
+      [repoId],
+    )?.n ?? 0,
+  );
+  return { observed, entries: Math.max(Number(total.value), observed), fed };
+}
+
+/** "observed 120 of 1,312 entries (85 blocks fed)" */
+export function coverageWords(c: ObservedCoverage): string {
+  return `observed ${c.observed.toLocaleString('en-US')} of ${c.entries.toLocaleString('en-US')} entries (${c.fed.toLocaleString('en-US')} block${c.fed === 1 ? '' : 's'} fed)`;
+}
+
 /** The blob id of every indexed file of a repository, by path. */
 export function blobsOf(db: IndexDb, repoId: number): Map<string, string> {
   const out = new Map<string, string>();

@@ -1,5 +1,6 @@
 /** What the index holds: files, blocks, skipped files with reasons, and the last runs' timings. */
 import type { IndexDb } from './database';
+import { observedCoverage, type ObservedCoverage } from './observed';
 
 export interface RepoStats {
   name: string;
@@ -14,6 +15,8 @@ export interface RepoStats {
   blocks: number;
   indexedAt: string | null;
   lastRun: unknown;
+  /** How much of it observation covers, once it was observed. */
+  observed?: ObservedCoverage;
 }
 
 export interface IndexStats {
@@ -46,7 +49,7 @@ export interface IndexStats {
 export function indexStats(db: IndexDb): IndexStats {
   const repos: RepoStats[] = db
     .all(
-      `SELECT r.name, r.kind, r.location, r.commit_id, r.license, r.indexed_at, r.last_run,
+      `SELECT r.id, r.name, r.kind, r.location, r.commit_id, r.license, r.indexed_at, r.last_run,
         (SELECT count(*) FROM files f WHERE f.repo_id = r.id) AS files,
         (SELECT count(*) FROM files f WHERE f.repo_id = r.id AND f.status = 'parsed') AS parsed,
         (SELECT count(*) FROM files f WHERE f.repo_id = r.id AND f.status = 'skipped') AS skipped,
@@ -67,6 +70,7 @@ export function indexStats(db: IndexDb): IndexStats {
       blocks: Number(r.blocks),
       indexedAt: r.indexed_at === null ? null : String(r.indexed_at),
       lastRun: r.last_run ? JSON.parse(String(r.last_run)) : null,
+      ...(observedCoverage(db, Number(r.id)) ? { observed: observedCoverage(db, Number(r.id)) } : {}),
     }));
   const categories: Record<string, number> = {};
   for (const r of db.all('SELECT category, count(*) AS n FROM classes WHERE is_block = 1 GROUP BY category ORDER BY n DESC')) {

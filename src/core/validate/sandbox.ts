@@ -14,7 +14,7 @@
  * plain home folder, and the judge empties the work folder (and the private /tmp and /dev/shm) before every worker,
  * so no job sees what another left.
  */
-import { readOwnFile, removeTree } from '../base/files';
+import { privateCopy, readOwnFile, removeTree } from '../base/files';
 import { execFile, spawn } from 'child_process';
 import type { ChildProcess } from 'child_process';
 import * as fs from 'fs';
@@ -257,9 +257,17 @@ export async function runInSandbox(
 }
 
 /** The command that runs `pyArgs` in a sandbox of `kind` (inside `cgroup`, when there is one). */
-function sandboxArgv(kind: SandboxKind, info: InterpreterInfo, mounts: Mounts, roots: string[], pyArgs: string[], cgroup: Cgroup | undefined): string[] {
+function sandboxArgv(
+  kind: SandboxKind,
+  info: InterpreterInfo,
+  mounts: Mounts,
+  roots: string[],
+  pyArgs: string[],
+  cgroup: Cgroup | undefined,
+  copies: ReadonlyMap<string, RootCopy> = new Map(),
+): string[] {
   let argv: string[];
-  if (kind === 'bubblewrap') argv = ['bwrap', ...bubblewrapArgs(info, mounts, roots), ...pyArgs];
+  if (kind === 'bubblewrap') argv = ['bwrap', ...bubblewrapArgs(info, mounts, roots, copies), ...pyArgs];
   else if (kind === 'unshare')
     argv = ['setpriv', '--pdeathsig', 'SIGKILL', '--', 'unshare', '-rn', '--pid', '--fork', '--kill-child', '--mount-proc', ...pyArgs];
   else argv = pyArgs;
@@ -288,7 +296,14 @@ function systemBinds(): string[] {
 const ETC_SECRETS = ['shadow', 'shadow-', 'gshadow', 'gshadow-', 'sudoers', 'security/opasswd', 'master.passwd'];
 const ETC_SECRET_DIRS = ['ssh', 'sudoers.d', 'ssl/private', 'NetworkManager/system-connections', 'wireguard', 'docker', 'containers'];
 
-function bubblewrapArgs(info: InterpreterInfo, mounts: Mounts, roots: string[]): string[] {
+/** A repository shown writable: its private copy (`privateCopy`), bound at the repository's path; its files too large
+ * to copy are bound over their placeholders read-only. */
+interface RootCopy {
+  copy: string;
+  large: string[];
+}
+
+function bubblewrapArgs(info: InterpreterInfo, mounts: Mounts, roots: string[], copies: ReadonlyMap<string, RootCopy>): string[] {
   const args = [...systemBinds(), '--ro-bind', '/etc', '/etc'];
   for (const f of ETC_SECRETS) if (fs.existsSync(`/etc/${f}`)) args.push('--ro-bind', '/dev/null', `/etc/${f}`);
   for (const d of ETC_SECRET_DIRS) if (fs.existsSync(`/etc/${d}`)) args.push('--tmpfs', `/etc/${d}`);
@@ -296,7 +311,17 @@ function bubblewrapArgs(info: InterpreterInfo, mounts: Mounts, roots: string[]):
   args.push('--size', String(256 << 20), '--tmpfs', '/tmp', '--size', String(256 << 20), '--tmpfs', '/dev/shm');
   for (const folder of interpreterFolders(info)) args.push('--ro-bind', fs.realpathSync(folder), folder);
   // repository roots the originals of pulled blocks are imported from, read-only (never a whole home)
-  for (const root of roots) if (!NEVER_WHOLE.has(path.resolve(root)) && fs.existsSync(root)) args.push('--ro-bind', fs.realpathSync(root), path.resolve(root));
+  for (const root of roots) {
+    if (NEVER_WHOLE.has(path.resolve(root)) || !fs.existsSync(root)) continue;
+    const copy = copies.get(path.resolve(root));
+    if (!copy) {
+      args.push('--ro-bind', fs.realpathSync(root), path.resolve(root));
+      continue;
+    }
+    // code that writes into its repository writes into its own copy
+    args.push('--bind', copy.copy, path.resolve(root));
+    for (const rel of copy.large) args.push('--ro-bind', path.join(fs.realpathSync(root), rel), path.join(path.resolve(root), rel));
+  }
   args.push('--ro-bind', mounts.runnerHost, mounts.runnerDir, '--ro-bind', mounts.inHost, mounts.inDir, '--bind', mounts.workHost, mounts.workDir);
   args.push('--chdir', mounts.workDir, '--unshare-all', ...privilegeFlags, '--as-pid-1', '--die-with-parent', '--new-session');
   if (seccompProgram()) args.push('--seccomp', String(SECCOMP_FD));
@@ -525,12 +550,20 @@ export class Judge {
     private readonly runner: string,
     /** The repository folders shown to it, read-only (`Judge.key` names the set). */
     readonly roots: string[],
+    /** Those of `roots` shown as a private writable copy instead (tests that write into their repository). */
+    private readonly writable: string[] = [],
   ) {}
 
   /** Starts a judge; resolves once it has imported what it warms (torch) and can take jobs. `roots`: repository
    * folders the sandbox shows read-only, for originals to be imported from. */
-  static async start(python: string, runner: string, memoryMb = DEFAULT_MEMORY_MB, roots: string[] = []): Promise<Judge> {
-    const judge = new Judge(python, runner, roots);
+  static async start(
+    python: string,
+    runner: string,
+    memoryMb = DEFAULT_MEMORY_MB,
+    roots: string[] = [],
+    options: { writable?: string[] } = {},
+  ): Promise<Judge> {
+    const judge = new Judge(python, runner, roots, options.writable ?? []);
     await judge.launch(memoryMb);
     return judge;
   }
@@ -559,7 +592,7 @@ export class Judge {
     };
     const pyArgs = [info.executable, '-I', '-B', path.join(this.mounts.runnerDir, path.basename(this.runner)), '--serve'];
     this.cgroup = Cgroup.create(memoryMb);
-    const argv = sandboxArgv(this.sandbox.kind, info, this.mounts, this.roots, pyArgs, this.cgroup);
+    const argv = sandboxArgv(this.sandbox.kind, info, this.mounts, this.roots, pyArgs, this.cgroup, await this.copies(inside));
     // in bubblewrap, /tmp is the sandbox's own (emptied before each worker); elsewhere temporary files go to the work
     // folder, which is emptied the same way
     const env: Record<string, string> = {
@@ -620,6 +653,22 @@ export class Judge {
   }
 
   private startError: NnragError | undefined;
+
+  /** The private copies of the writable roots (bubblewrap only: elsewhere nothing is mounted over a folder). */
+  private async copies(inside: boolean): Promise<Map<string, RootCopy>> {
+    const out = new Map<string, RootCopy>();
+    if (!inside) return out;
+    for (const [i, root] of this.writable.entries()) {
+      const at = path.resolve(root);
+      if (!this.roots.some((r) => path.resolve(r) === at) || !fs.existsSync(at)) continue;
+      const copy = path.join(this.root, `copy-${i}`);
+      const made = await privateCopy(fs.realpathSync(at), copy);
+      // too large to copy: shown read-only, as every other root
+      if (made) out.set(at, { copy, large: made.large });
+      else await removeTree(copy);
+    }
+    return out;
+  }
 
   private next(timeoutMs: number): Promise<Answer | undefined> {
     if (this.exited) return Promise.resolve(undefined);

@@ -629,6 +629,9 @@ describe('trusted workspace', function () {
         [['tinyblocks', 1, 0, 1, 1, 1]],
         JSON.stringify(again),
       );
+      // the repository's node says how much of it observation covers
+      const node = (await nnrag.request(ListTree, {})).find((n) => n.kind === 'repo' && n.repo === 'tinyblocks');
+      assert.deepStrictEqual(node?.observed, { observed: 1, entries: 1, fed: 1 }, JSON.stringify(node));
       const report = await drive(
         vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'tinyblocks:tinyblocks.layers.se.SqueezeExcite', 'se_observed.py'),
         [],
