@@ -155,8 +155,9 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .waitFor({ timeout: 3 * T });
       await page.locator('.editor-actions .action-label[aria-label^="Cancel Pull"]').first().waitFor({ timeout: T });
       await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().waitFor({ timeout: T });
-      // and the notification that asks has both buttons too (it had only Cancel)
-      const asking = page.locator('.notification-list-item').filter({ hasText: /Pull ResidualBlock into residual_block\.py/ });
+      // and the notification that asks has both buttons too (it had only Cancel): read in the notification center
+      await palette(page, 'Notifications: Show Notifications');
+      const asking = page.locator('.notifications-center .notification-list-item').filter({ hasText: /Pull ResidualBlock into residual_block\.py/ });
       await asking
         .locator('.monaco-button')
         .filter({ hasText: /^Accept$/ })
@@ -167,6 +168,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .filter({ hasText: /^Cancel$/ })
         .first()
         .waitFor({ timeout: T });
+      await page.keyboard.press('Escape');
       if (existsSync(dest)) throw new Error(`${dest} was written before Accept`);
     });
 
