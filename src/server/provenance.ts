@@ -70,6 +70,7 @@ export function provenanceHover(text: string, offset: number): Hover | null {
       lines.push(`- validation: **${verdictWords(v)}**`);
       const means = verdictMeaning(v);
       if (means) lines.push(`  (${means})`);
+      if (v.notCompared) lines.push(`- not compared with the original: ${v.notCompared}`);
       if (v.observed) lines.push(`- built and fed as the repository's own \`${v.observed}\` does`);
       if (v.builder) lines.push(`- built by the repository's \`${v.builder}()\``);
       else if (v.kwargs || v.args) lines.push(`- built as \`${prov.block}${pythonCall(v.args ?? [], v.kwargs ?? {})}\``);

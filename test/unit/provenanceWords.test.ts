@@ -47,4 +47,18 @@ describe('provenance words in the editor', () => {
     const md = JSON.stringify(provenanceHover(text, text.indexOf('BasicBlock:') + 2));
     assert.match(md, /behaves like the original on the inputs tried/);
   });
+
+  it('says why a block that ran was not compared with its original', () => {
+    const forward = {
+      ...PROV,
+      validation: { status: 'validated', tier: 'forward', notCompared: 'the original needs a package this interpreter lacks (mmcv)' },
+    };
+    const t = `# -*- coding: utf-8 -*-\n${provenanceLine(forward)}\n\n\nclass BasicBlock:\n    pass\n`;
+    const md = (provenanceHover(t, t.indexOf('BasicBlock:') + 2)?.contents as { value: string }).value;
+    assert.match(
+      md,
+      /validation: \*\*validated: forward\*\*\n- not compared with the original: the original needs a package this interpreter lacks \(mmcv\)/,
+      md,
+    );
+  });
 });

@@ -62,6 +62,8 @@ export interface Provenance {
     observed?: string;
     /** Why it failed, its first line. */
     message?: string;
+    /** A block that ran but was not compared with its original: why not, its first line. */
+    notCompared?: string;
     /** The hash of the body judged (`bodyHash`), when not the body as pulled (a validation after an edit). */
     body?: string;
   };

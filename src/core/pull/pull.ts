@@ -858,6 +858,7 @@ function settleVerdict(report: PullReport, v: ValidationReport, provenance: Prov
     builder: v.builder,
     ...(v.observed ? { observed: v.observed } : {}),
     ...(report.status === 'failed' && report.message ? { message: firstLine(report.message) } : {}),
+    ...(report.status === 'validated' && v.tier !== 'equivalent' && v.equivalence?.reason ? { notCompared: firstLine(v.equivalence.reason) } : {}),
   };
   if (v.recipe && v.builder) provenance.builtWith = { builder: v.builder, ...v.recipe };
 }

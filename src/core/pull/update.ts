@@ -151,6 +151,7 @@ export function withValidation(text: string, v: ValidationReport): string {
     output_shapes: v.output_shapes,
     builder: v.builder,
     ...(!v.ok && v.message ? { message: firstLine(v.message) } : {}),
+    ...(v.ok && v.tier !== 'equivalent' && v.equivalence?.reason ? { notCompared: firstLine(v.equivalence.reason) } : {}),
     // what was judged: the verdict goes stale when the body changes again
     body: bodyHash(text),
   };
