@@ -7,6 +7,7 @@ a module that does not load fails here, with the loader's message. Sources that 
 that includes the source, since cpp_extension names each object after its source's file name alone. Prints {"file"} as its last line; exits 1 with
 the compiler's or loader's message on stderr when the operator does not build.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,14 @@ def main(argv: list[str]) -> int:
     out = str(spec["out"])
     os.makedirs(out, exist_ok=True)
     try:
-        load(name=str(spec["name"]), sources=distinct_sources([str(s) for s in spec["sources"]], out), extra_include_paths=[str(i) for i in spec["include"]],
-             extra_cflags=["-O2"], build_directory=out, verbose=False)
+        load(
+            name=str(spec["name"]),
+            sources=distinct_sources([str(s) for s in spec["sources"]], out),
+            extra_include_paths=[str(i) for i in spec["include"]],
+            extra_cflags=["-O2"],
+            build_directory=out,
+            verbose=False,
+        )
     except BaseException as exc:  # noqa: BLE001 - the message is the finding
         sys.stderr.write(f"error: {type(exc).__name__}: {exc}\n")
         return 1

@@ -2,6 +2,7 @@
 """The judge's entry point (python-runner/nnrag_judge): `judge.py --serve`, or `judge.py FILE [options]`; and
 `judge.py --zygote FD`, the process every block process is forked from (started by the judge with exec: it imports
 nothing of the judge)."""
+
 import os
 import runpy
 import sys

@@ -1,11 +1,11 @@
 /**
  * The performance record (the scenarios other than the record itself live in bench/: children.ts, mcpLatency.ts,
- * nativeRun.ts, mutationRun.ts, observeRun.ts, revalidate.ts; what they share in bench/common.ts): indexes a fixed corpus that builds offline (Debian's torch, torchvision and torchaudio
- * sources, copied to a temporary folder), then measures the parse-only floor (and above it the walk and analysis
- * floors), the cold index and its first search result, warm start, one changed file (searchable, and saved), search
- * and pull latencies over every block, validation time per block, peak memory and database size; then, in a child
- * process of its own (its own peak memory), a synthetic corpus ten times the size (ten forks of the corpus) to show
- * how cost grows.
+ * nativeRun.ts, mutationRun.ts, observeRun.ts, revalidate.ts; what they share in bench/common.ts): indexes a fixed
+ * corpus that builds offline (Debian's torch, torchvision and torchaudio sources, copied to a temporary folder), then
+ * measures the parse-only floor (and above it the walk and analysis floors), the cold index and its first search
+ * result, warm start, one changed file (searchable, and saved), search and pull latencies over every block,
+ * validation time per block, peak memory and database size; then, in a child process of its own (its own peak
+ * memory), a synthetic corpus ten times the size (ten forks of the corpus) to show how cost grows.
  * The floors and the cold index run in rounds (`--rounds`, default 3): their figures are the medians.
  * Prints JSON; the last line is one object with every figure, compared with the previous run kept in the repository.
  * With --pool-speedup, also `nn-rag pull --all` with validation over torchvision, with the pool of warm interpreters

@@ -1,7 +1,8 @@
-// `npm run build` checks the Python side too: Ruff (its WebAssembly build from npm: pyflakes, pycodestyle errors,
-// bugbear, with the project's line length) over python-runner, and pyright over the judge package. Exits 1 on any
+// `npm run build` checks the Python side too: Ruff (its WebAssembly build from npm) formats python-runner as
+// `ruff format` does (a file it would change is a finding; `--write` formats it) and lints it (pyflakes, pycodestyle
+// errors, long lines, bugbear, at the TypeScript side's width), and pyright checks the judge package. Exits 1 on any
 // finding, printing each as FILE:LINE:COL CODE message.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -23,15 +24,31 @@ function pythonFiles(dir) {
 }
 
 const { Workspace, PositionEncoding } = require('@astral-sh/ruff-wasm-nodejs');
-const ruff = new Workspace({ 'line-length': 140, lint: { select: ['E4', 'E7', 'E9', 'F', 'B'], ignore: ['B904', 'B023', 'B905', 'E731'] } }, PositionEncoding.Utf16);
+// the width of .prettierrc's printWidth: one line length for both languages
+const ruff = new Workspace(
+  { 'line-length': 160, lint: { select: ['E4', 'E5', 'E7', 'E9', 'F', 'B'], ignore: ['B904', 'B023', 'B905', 'E731'] } },
+  PositionEncoding.Utf16,
+);
+const write = process.argv.includes('--write');
 let findings = 0;
 for (const file of pythonFiles(RUNNER)) {
-  for (const d of ruff.check(readFileSync(file, 'utf8'))) {
+  let text = readFileSync(file, 'utf8');
+  const formatted = ruff.format(text);
+  if (formatted !== text) {
+    if (write) writeFileSync(file, (text = formatted));
+    else {
+      findings++;
+      console.log(`${relative(ROOT, file)}:1:1 format: not formatted as ruff format formats it (npm run format)`);
+    }
+  }
+  for (const d of ruff.check(text)) {
     findings++;
     console.log(`${relative(ROOT, file)}:${d.start_location.row}:${d.start_location.column} ${d.code ?? ''} ${d.message}`);
   }
 }
-const pyright = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'pyright', 'index.js'), '-p', join(RUNNER, 'pyrightconfig.json')], { encoding: 'utf8' });
+const pyright = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'pyright', 'index.js'), '-p', join(RUNNER, 'pyrightconfig.json')], {
+  encoding: 'utf8',
+});
 if (pyright.status !== 0) {
   findings++;
   process.stdout.write(pyright.stdout);

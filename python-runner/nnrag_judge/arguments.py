@@ -1,6 +1,7 @@
 """Worker side: the constructor arguments to try for a block (from how its repository calls it, its defaults and
 its parameter names), and the variants that exercise what the defaults skip (each boolean and string option
 flipped, each numeric default perturbed). Runs only in a worker."""
+
 from __future__ import annotations
 
 import ast
@@ -18,25 +19,68 @@ from typing import Any, Dict, List, Optional, Tuple
 GUESSED_WIDTH = 16
 
 GUESSES: List[Tuple[Tuple[str, ...], Any]] = [
-    (("in_channels", "in_chans", "in_ch", "inplanes", "in_planes", "inp", "c1", "in_dim", "input_dim", "channels",
-      "num_channels", "in_features", "dim", "d_model", "embed_dim", "hidden_dim", "hidden_size", "width", "planes",
-      "num_features", "features", "input_size", "c", "ch", "chs", "dim_in", "n_embd", "hidden_channels"), GUESSED_WIDTH),
-    (("out_channels", "out_chans", "out_ch", "oup", "c2", "out_dim", "output_dim", "out_features", "out_planes",
-      "dim_out", "output_size", "outplanes"), GUESSED_WIDTH),
+    (
+        (
+            "in_channels",
+            "in_chans",
+            "in_ch",
+            "inplanes",
+            "in_planes",
+            "inp",
+            "c1",
+            "in_dim",
+            "input_dim",
+            "channels",
+            "num_channels",
+            "in_features",
+            "dim",
+            "d_model",
+            "embed_dim",
+            "hidden_dim",
+            "hidden_size",
+            "width",
+            "planes",
+            "num_features",
+            "features",
+            "input_size",
+            "c",
+            "ch",
+            "chs",
+            "dim_in",
+            "n_embd",
+            "hidden_channels",
+        ),
+        GUESSED_WIDTH,
+    ),
+    (
+        ("out_channels", "out_chans", "out_ch", "oup", "c2", "out_dim", "output_dim", "out_features", "out_planes", "dim_out", "output_size", "outplanes"),
+        GUESSED_WIDTH,
+    ),
     (("kernel_size", "k", "ksize", "kernel"), 3),
-    (("stride", "s", "dilation", "groups", "g", "expand_ratio", "expansion", "depth", "num_layers", "n",
-      "layers", "repeats"), 1),
+    (("stride", "s", "dilation", "groups", "g", "expand_ratio", "expansion", "depth", "num_layers", "n", "layers", "repeats"), 1),
     (("num_heads", "heads", "nhead", "n_head", "head_num", "num_attention_heads"), 2),
     (("num_classes", "classes", "n_classes", "num_labels"), 10),
     (("head_dim", "dim_head"), 8),
     (("mlp_ratio", "ratio"), 2.0),
     (("reduction", "reduction_ratio", "squeeze_factor"), 4),
-    (("p", "drop", "dropout", "drop_rate", "attn_drop", "proj_drop", "drop_path", "drop_prob", "dropout_rate",
-      "attention_dropout"), 0.0),
+    (("p", "drop", "dropout", "drop_rate", "attn_drop", "proj_drop", "drop_path", "drop_prob", "dropout_rate", "attention_dropout"), 0.0),
     (("eps",), 1e-5),
     (("num_embeddings", "vocab_size", "num_tokens", "n_vocab"), 32),
-    (("embedding_dim", "squeeze_channels", "mid_channels", "hidden_features", "mlp_dim", "dim_feedforward",
-      "intermediate_size", "expand_channels", "bottleneck_channels", "block_size"), GUESSED_WIDTH),
+    (
+        (
+            "embedding_dim",
+            "squeeze_channels",
+            "mid_channels",
+            "hidden_features",
+            "mlp_dim",
+            "dim_feedforward",
+            "intermediate_size",
+            "expand_channels",
+            "bottleneck_channels",
+            "block_size",
+        ),
+        GUESSED_WIDTH,
+    ),
     (("seq_len", "max_len", "num_patches", "max_seq_len", "tokens", "num_tokens", "window_size"), 8),
     (("img_size", "image_size", "input_resolution", "resolution", "size"), 32),
     (("patch_size",), 4),
@@ -51,17 +95,42 @@ FACTORIES = ("norm_layer", "activation_layer", "act_layer", "block", "layer", "c
 
 
 # small sizes for a configuration object, so that a block built from it is light and its widths agree
-CONFIG_SIZES = {"hidden_size": 32, "d_model": 32, "embed_dim": 32, "n_embd": 32, "intermediate_size": 64, "ffn_dim": 64,
-                "num_attention_heads": 2, "n_head": 2, "num_heads": 2, "num_key_value_heads": 2, "num_hidden_layers": 1,
-                "num_layers": 1, "n_layer": 1, "vocab_size": 64, "max_position_embeddings": 64, "num_channels": 3,
-                "image_size": 32, "patch_size": 4}
+CONFIG_SIZES = {
+    "hidden_size": 32,
+    "d_model": 32,
+    "embed_dim": 32,
+    "n_embd": 32,
+    "intermediate_size": 64,
+    "ffn_dim": 64,
+    "num_attention_heads": 2,
+    "n_head": 2,
+    "num_heads": 2,
+    "num_key_value_heads": 2,
+    "num_hidden_layers": 1,
+    "num_layers": 1,
+    "n_layer": 1,
+    "vocab_size": 64,
+    "max_position_embeddings": 64,
+    "num_channels": 3,
+    "image_size": 32,
+    "patch_size": 4,
+}
 
 
 # a builder's parameters that would fetch weights (torchvision's `weights_backbone` defaults to ImageNet's): given so
 # that it builds without a download, by the observer and by the pull's builder alike
-NO_DOWNLOAD = {"pretrained": False, "pretrained_backbone": False, "progress": False, "download": False,
-               "checkpoint": None, "ckpt": None, "checkpoint_path": None, "pretrained_path": None, "weights": None,
-               "weights_backbone": None}
+NO_DOWNLOAD = {
+    "pretrained": False,
+    "pretrained_backbone": False,
+    "progress": False,
+    "download": False,
+    "checkpoint": None,
+    "ckpt": None,
+    "checkpoint_path": None,
+    "pretrained_path": None,
+    "weights": None,
+    "weights_backbone": None,
+}
 
 
 def without_download(builder: Any) -> Dict[str, Any]:
@@ -90,7 +159,11 @@ def named_configuration(namespace: Dict[str, Any]) -> Any:
     block's module, those no other of them derives from (a hub's `BertConfig`, not its base `PretrainedConfig`), the
     module's own first, then those it imports (`from .configuration_bert import BertConfig`); None unless exactly one.
     The copy, which defines what it took in, and the original, which imports it, find the same class."""
-    classes = [v for k, v in namespace.items() if inspect.isclass(v) and is_configuration(v) and re.sub(r"_[A-Za-z0-9]+$", "", k).endswith(("Config", "Configuration", "Cfg"))]
+    classes = [
+        v
+        for k, v in namespace.items()
+        if inspect.isclass(v) and is_configuration(v) and re.sub(r"_[A-Za-z0-9]+$", "", k).endswith(("Config", "Configuration", "Cfg"))
+    ]
     derived = [c for c in classes if not any(o is not c and issubclass(o, c) for o in classes)]
     own = [c for c in derived if c.__module__ == namespace.get("__name__")]
     for found in (own, derived):
@@ -110,8 +183,11 @@ def config_instance(param: inspect.Parameter, namespace: Dict[str, Any], owner: 
     ann = None if param.annotation is param.empty else param.annotation
     cls = namespace.get(ann) if isinstance(ann, str) else ann if inspect.isclass(ann) else None
     declared = getattr(owner, "config_class", None) if inspect.isclass(owner) else None
-    if inspect.isclass(declared) and is_configuration(declared) and (
-            param.name in CONFIG_NAMES or (inspect.isclass(cls) and cls is not declared and issubclass(declared, cls))):
+    if (
+        inspect.isclass(declared)
+        and is_configuration(declared)
+        and (param.name in CONFIG_NAMES or (inspect.isclass(cls) and cls is not declared and issubclass(declared, cls)))
+    ):
         cls = declared
     if cls is None and param.name in CONFIG_NAMES:
         cls = named_configuration(namespace)
@@ -243,8 +319,15 @@ def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
         # (the original's side; the copy's file defines it)
         module = value.get("module")
         home = sys.modules.get(module) if isinstance(module, str) and module.split(".")[0] in OWN_PACKAGES else None
-        obj = namespace.get(parts[0]) if parts[0] in namespace else sys.modules.get("torch") if torch_layer(parts) \
-            else getattr(home, parts[0], None) if home is not None else None
+        obj = (
+            namespace.get(parts[0])
+            if parts[0] in namespace
+            else sys.modules.get("torch")
+            if torch_layer(parts)
+            else getattr(home, parts[0], None)
+            if home is not None
+            else None
+        )
         if obj is None and parts[0] not in namespace:
             return False, None
         for p in parts[1:]:
@@ -302,8 +385,7 @@ def init_parameters(cls: Any) -> List[inspect.Parameter]:
     return []
 
 
-def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
-                           namespace: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any]]]:
+def constructor_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any, namespace: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any]]]:
     """Argument sets to try: how the repository calls the block (unknown values guessed), defaults, guesses."""
     params = init_parameters(cls)
     out = given_candidates(cls, given, nn, namespace)
@@ -345,8 +427,7 @@ def is_norm_factory(name: str) -> bool:
     return "norm" in name and (name in FACTORIES or name.endswith("_layer"))
 
 
-def given_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
-                     namespace: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any]]]:
+def given_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any, namespace: Dict[str, Any]) -> List[Tuple[List[Any], Dict[str, Any]]]:
     """The argument sets of the calls given (a call site's, a README's): names looked up, unknown values and the
     required parameters they leave out guessed."""
     params = init_parameters(cls)
@@ -369,7 +450,7 @@ def given_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any,
                 value = guess_value(by_name[k], nn, namespace, cls)
             kwargs[k] = value
         # required parameters the call site passed through **kwargs or a variable: guessed
-        taken = {p.name for p in positional[:len(args)]} | set(kwargs)
+        taken = {p.name for p in positional[: len(args)]} | set(kwargs)
         for p in params:
             if p.default is p.empty and p.name not in taken:
                 kwargs[p.name] = guess_value(p, nn, namespace, cls)
@@ -426,7 +507,7 @@ def compared_strings(cls: Any) -> Dict[str, List[str]]:
             name = name_of(side)
             if name is None:
                 continue
-            for other in sides[:i] + sides[i + 1:]:
+            for other in sides[:i] + sides[i + 1 :]:
                 for value in strings(other):
                     if value not in out.setdefault(name, []):
                         out[name].append(value)
@@ -516,9 +597,12 @@ def after_build_methods(cls: Any) -> List[str]:
 
 
 # methods never called to probe a block: they write, fetch, show or run for long (both sides alike, but to no use)
-UNCALLED = re.compile(r"^(?:to_|cuda|cpu|half|float|double|bfloat16|train|eval|apply)|(?:^|_)(?:export|save|load|download|fetch|"
-                      r"upload|bench|benchmark|profile|plot|show|visuali[sz]e|print|summary|compile|fit|serve|demo|test|"
-                      r"register|hook|state_dict|parameters|modules|zero_grad|requires_grad|share_memory)(?:_|$)", re.I)
+UNCALLED = re.compile(
+    r"^(?:to_|cuda|cpu|half|float|double|bfloat16|train|eval|apply)|(?:^|_)(?:export|save|load|download|fetch|"
+    r"upload|bench|benchmark|profile|plot|show|visuali[sz]e|print|summary|compile|fit|serve|demo|test|"
+    r"register|hook|state_dict|parameters|modules|zero_grad|requires_grad|share_memory)(?:_|$)",
+    re.I,
+)
 MAX_METHODS = 3
 
 
@@ -544,14 +628,15 @@ def called_methods(cls: Any) -> List[str]:
 def variants(cls: Any, args: List[Any], kwargs: Dict[str, Any], source: Any = None) -> List[Tuple[Dict[str, Any], str]]:
     """The argument set that ran (no override), then overrides of it: each boolean option flipped, each string option
     set to another value the code of `source` (the original class) compares it with or looks it up by, each numeric
-    default perturbed (a float 0 twice: 0.5 and a small rate), and an optional rate or scale left at None given 0.5. Overrides are JSON values, so the other side of a comparison can apply them too."""
+    default perturbed (a float 0 twice: 0.5 and a small rate), and an optional rate or scale left at None given 0.5.
+    Overrides are JSON values, so the other side of a comparison can apply them too."""
     out: List[Tuple[Dict[str, Any], str]] = [({}, "the arguments that ran")]
     # what a framework does after building (mmengine's `model.init_weights()`): the block's own initialisation
     out += [({AFTER_BUILD: name}, f"then {name}()") for name in after_build_methods(cls)]
     # what a user calls on it besides forward (a count of operations, a re-parameterisation for deployment)
     out += [({AFTER_BUILD: name}, f"then {name}()") for name in called_methods(cls)]
     params = init_parameters(cls)
-    positional = {p.name for p in params[:len(args)]}
+    positional = {p.name for p in params[: len(args)]}
     options = [p for p in params if p.name not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     strings = compared_strings(source or cls) if any(isinstance(kwargs.get(p.name, p.default), str) for p in options) else {}
     numeric: List[Tuple[Dict[str, Any], str]] = []

@@ -6,6 +6,7 @@ dtype and shape, and its values bit for bit (sha256 of their bytes; both sides r
 so no tolerance is needed: a difference is reported with the largest one seen in the values sent).
 
 `equivalent` only when every probe of the original has its match, nothing differs and values were compared."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,8 +24,13 @@ MAX_DIFFERENCES = 6
 
 
 # what each probe of a variant compares, in the words of a report
-PROBE_WORDS = {"structure": "the module tree", "train": "a train step", "arguments": "the objects it was built from",
-               "returned": "what the method called returned", "state": "the state as built"}
+PROBE_WORDS = {
+    "structure": "the module tree",
+    "train": "a train step",
+    "arguments": "the objects it was built from",
+    "returned": "what the method called returned",
+    "state": "the state as built",
+}
 
 
 def readable_key(key: str) -> str:
@@ -55,14 +61,20 @@ class Side:
             values: List[array] = []
             offset = 0
             for e in entries:
-                ok = (isinstance(e, dict) and e.get("dtype") in TENSOR_DTYPES and isinstance(e.get("sha"), str)
-                      and SHA.match(e["sha"]) and isinstance(e.get("shape"), list)
-                      and all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40 for d in e["shape"])
-                      and isinstance(e.get("count"), int) and isinstance(e.get("numel"), int)
-                      and 0 <= e["count"] <= e["numel"])
+                ok = (
+                    isinstance(e, dict)
+                    and e.get("dtype") in TENSOR_DTYPES
+                    and isinstance(e.get("sha"), str)
+                    and SHA.match(e["sha"])
+                    and isinstance(e.get("shape"), list)
+                    and all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40 for d in e["shape"])
+                    and isinstance(e.get("count"), int)
+                    and isinstance(e.get("numel"), int)
+                    and 0 <= e["count"] <= e["numel"]
+                )
                 if not ok or offset + e["count"] > len(data):
                     raise ValueError(f"{who}: a tensor that is not ours")
-                values.append(data[offset:offset + e["count"]])
+                values.append(data[offset : offset + e["count"]])
                 offset += e["count"]
             if offset != len(data):
                 raise ValueError(f"{who}: values that belong to no tensor")
@@ -198,7 +210,7 @@ def compare(original: List[Frame], copy: List[Frame], report: Dict[str, Any]) ->
     if differences:
         record.update(status="differs", differences=differences[:MAX_DIFFERENCES], largest_difference=largest)
         report["equivalence"] = record
-        raise Failure("differs", '; '.join(differences[:3]))
+        raise Failure("differs", "; ".join(differences[:3]))
     if missing:
         record.update(status="unavailable", reason=f"the copy did not report {len(missing)} of the original's {len(a.probes)} probes (first: {missing[0]})")
     elif not compared:

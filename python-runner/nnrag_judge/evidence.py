@@ -4,6 +4,7 @@ buffers as built, the outputs in eval mode under several seeds, and in train mod
 fixed weighted sum of them with respect to the inputs and parameters, and the state after the step. Every value is
 digested (sha256 of its bytes) and a sample of it is sent, so the judge can compare bit for bit and name the largest
 difference it saw. Runs only in a worker."""
+
 from __future__ import annotations
 
 import copy
@@ -104,8 +105,9 @@ class Digest:
         count = min(n if n <= WHOLE else SAMPLE, max(0, self.budget[0]))
         self.budget[0] -= count
         self.chunks.append(array("d", flat[:count].to(torch.float64).tolist()).tobytes())
-        self.entries.append({"dtype": str(value.dtype).replace("torch.", ""), "shape": [int(d) for d in value.shape],
-                             "sha": digest, "count": count, "numel": n})
+        self.entries.append(
+            {"dtype": str(value.dtype).replace("torch.", ""), "shape": [int(d) for d in value.shape], "sha": digest, "count": count, "numel": n}
+        )
         return {"$t": len(self.entries) - 1}
 
     def walk(self, value: Any, depth: int = 0, limit: int = MAX_ITEMS) -> Any:
@@ -123,8 +125,7 @@ class Digest:
         if isinstance(value, (list, tuple)):
             return {"$seq": type(value).__name__, "items": [self.walk(v, depth + 1) for v in list(value)[:MAX_ITEMS]]}
         if isinstance(value, dict):
-            return {"$map": type(value).__name__,
-                    "items": {str(k): self.walk(v, depth + 1) for k, v in list(value.items())[:limit]}}
+            return {"$map": type(value).__name__, "items": {str(k): self.walk(v, depth + 1) for k, v in list(value.items())[:limit]}}
         if isinstance(value, torch.nn.Module):
             return {"$module": self.named(type(value))}
         if isinstance(value, type) or inspect.isfunction(value):  # a block class or a function given as an argument
@@ -174,8 +175,7 @@ def fresh(inputs: List[Any], torch: Any, grad: bool = False) -> List[Any]:
     floating tensors requiring grad when asked."""
     out = copy.deepcopy(inputs)
     if grad:
-        out = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.dtype.is_floating_point else v
-               for v in out]
+        out = [v.detach().clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.dtype.is_floating_point else v for v in out]
     return out
 
 
@@ -269,9 +269,19 @@ def structure(model: Any, torch: Any, names: Dict[str, str]) -> Dict[str, Any]:
     return {"$map": "modules", "items": items}
 
 
-def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any], inputs: List[Any], seeds: List[int],
-                  call: Callable[..., Any], torch: Any, budget: List[int], train: bool = True,
-                  names: Optional[Dict[str, str]] = None, extra: Optional[Tuple[str, Callable[[], Any]]] = None) -> None:
+def probe_variant(
+    send: Callable[..., None],
+    label: str,
+    make: Callable[[], Any],
+    inputs: List[Any],
+    seeds: List[int],
+    call: Callable[..., Any],
+    torch: Any,
+    budget: List[int],
+    train: bool = True,
+    names: Optional[Dict[str, str]] = None,
+    extra: Optional[Tuple[str, Callable[[], Any]]] = None,
+) -> None:
     """One variant of the block, probed as the other side probes it: its module tree and configuration and its state
     as built, one more value (`extra`, read after it was built: the objects it was built from, as the block left them,
     or what a method called after building returned), eval outputs per seed, a train step's outputs, gradients and state
@@ -331,8 +341,20 @@ def probe_variant(send: Callable[..., None], label: str, make: Callable[[], Any]
             total.backward()
         grads_in = [v.grad if isinstance(v, torch.Tensor) else None for v in x]
         grads = {n: p.grad for n, p in model.named_parameters()}
-        frame("train", {"value": {"$map": "dict", "items": {
-            "output": d.walk(out, 1), "input_grads": d.walk(grads_in, 1), "grads": d.walk(grads, 1),
-            "state": d.walk(dict(model.state_dict()), 1)}}}, d)
+        frame(
+            "train",
+            {
+                "value": {
+                    "$map": "dict",
+                    "items": {
+                        "output": d.walk(out, 1),
+                        "input_grads": d.walk(grads_in, 1),
+                        "grads": d.walk(grads, 1),
+                        "state": d.walk(dict(model.state_dict()), 1),
+                    },
+                }
+            },
+            d,
+        )
     except Exception as exc:  # noqa: BLE001
         frame("train", {"error": error_text(exc), "error_type": type(exc).__name__})

@@ -1,5 +1,6 @@
 """Worker side: the inputs to drive a block's forward with, inferred from the layers it built, its parameter names
 (integer index tensors for graph layers) and its annotations. Runs only in a worker."""
+
 from __future__ import annotations
 
 import ast
@@ -13,8 +14,20 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from .arguments import GUESSED_WIDTH
 
 
-SEQ_NAMES = ("tokens", "num_tokens", "seq_len", "max_len", "num_patches", "max_seq_len", "seq_length", "n_tokens",
-             "max_position_embeddings", "block_size", "context_length", "n_ctx")
+SEQ_NAMES = (
+    "tokens",
+    "num_tokens",
+    "seq_len",
+    "max_len",
+    "num_patches",
+    "max_seq_len",
+    "seq_length",
+    "n_tokens",
+    "max_position_embeddings",
+    "block_size",
+    "context_length",
+    "n_ctx",
+)
 
 
 def sequence_lengths(model: Any, built_with: Dict[str, Any]) -> List[int]:
@@ -119,8 +132,18 @@ def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[
             shape = (2, 8, m.input_size) if m.batch_first else (8, 2, m.input_size)
             cands.append([torch.randn(*shape)])
             break
-    for shape in [(2, 3, 32, 32), (2, 16, 16, 16), (2, 8, 16), (2, 16), (2, 3, 64, 64), (2, 32, 16, 16),
-                  (2, 64, 8, 8), (2, 3, 16, 16, 16), (2, 16, 32), (2, 3, 224, 224)]:
+    for shape in [
+        (2, 3, 32, 32),
+        (2, 16, 16, 16),
+        (2, 8, 16),
+        (2, 16),
+        (2, 3, 64, 64),
+        (2, 32, 16, 16),
+        (2, 64, 8, 8),
+        (2, 3, 16, 16, 16),
+        (2, 16, 32),
+        (2, 3, 224, 224),
+    ]:
         cands.append([torch.randn(*shape)])
     # images as a decoder gives them (transforms that take only uint8)
     cands.append([torch.randint(0, 256, (2, 3, 32, 32), dtype=torch.uint8)])
@@ -128,8 +151,10 @@ def input_candidates(model: Any, torch: Any, nn: Any, built_with: Optional[Dict[
 
 
 # `x = torch.randn(2, 3, 8, 8)` in a docstring example (`>>> ` lines or code blocks), and a call on such names
-EXAMPLE_TENSOR = re.compile(r"(\w+)\s*=\s*torch\.(randn|rand|zeros|ones)\(\s*\(?\s*(\d+(?:\s*,\s*\d+)*)\s*,?\s*\)?\s*\)"
-                            r"(?:\.(bool|long|int|float|double)\(\))?")
+EXAMPLE_TENSOR = re.compile(
+    r"(\w+)\s*=\s*torch\.(randn|rand|zeros|ones)\(\s*\(?\s*(\d+(?:\s*,\s*\d+)*)\s*,?\s*\)?\s*\)"
+    r"(?:\.(bool|long|int|float|double)\(\))?"
+)
 EXAMPLE_INDEX = re.compile(r"(\w+)\s*=\s*torch\.randint\(\s*(\d+)\s*,\s*(\d+)\s*,\s*\(\s*(\d+(?:\s*,\s*\d+)*)\s*,?\s*\)\s*\)")
 EXAMPLE_CALL = re.compile(r"[\w)]\(\s*((?:[A-Za-z_]\w*\s*=\s*)?[A-Za-z_]\w*(?:\s*,\s*(?:[A-Za-z_]\w*\s*=\s*)?[A-Za-z_]\w*)*)\s*\)")
 EXAMPLE_MAX_VALUES = 1 << 21
@@ -147,12 +172,12 @@ def example_inputs(model: Any, torch: Any, text: str) -> List[List[Any]]:
         dims = [int(d) for d in re.split(r"\s*,\s*", m.group(3))]
         if 0 < math.prod(dims) <= EXAMPLE_MAX_VALUES:
             kind, cast = m.group(2), m.group(4)
-            made[m.group(1)] = (lambda k=kind, d=dims, c=cast: getattr(makers[k](*d), c)() if c else makers[k](*d))
+            made[m.group(1)] = lambda k=kind, d=dims, c=cast: getattr(makers[k](*d), c)() if c else makers[k](*d)
     for m in EXAMPLE_INDEX.finditer(text):
         dims = [int(d) for d in re.split(r"\s*,\s*", m.group(4))]
         low, high = int(m.group(2)), int(m.group(3))
         if 0 < math.prod(dims) <= EXAMPLE_MAX_VALUES and low < high:
-            made[m.group(1)] = (lambda lo=low, hi=high, d=dims: torch.randint(lo, hi, tuple(d)))
+            made[m.group(1)] = lambda lo=low, hi=high, d=dims: torch.randint(lo, hi, tuple(d))
     if not made:
         return []
     params = positional_parameters(model) or []
@@ -214,10 +239,38 @@ SHAPE_LISTED = re.compile(r"(?:shape|size)\s*(?:of\s*)?[:=]?\s*`*\s*[\(\[]([^\)\
 SHAPE_TIMES = re.compile(r"\b((?:[A-Za-z_]\w*|\d+)(?:[ \t]*[x\u00d7][ \t]*(?:[A-Za-z_]\w*|\d+)){1,5})\b")
 SAME_SHAPE = re.compile(r"same shape as\s*`*(\w+)", re.I)
 BATCH_SYMBOLS = ("b", "bs", "batch", "batch_size", "batchsize", "n_batch", "nb")
-WIDTH_SYMBOLS = ("c", "ch", "channel", "channels", "num_channels", "dim", "hidden_size", "hidden_dim", "embed_dim",
-                 "d_model", "embedding_dim", "in_channels", "features", "num_features", "emb_dim", "hidden", "width_dim")
-WIDTH_ATTRIBUTES = ("in_channels", "channels", "embed_dim", "embedding_dim", "dim", "hidden_size", "d_model",
-                    "num_channels", "in_features", "in_dim", "input_dim")
+WIDTH_SYMBOLS = (
+    "c",
+    "ch",
+    "channel",
+    "channels",
+    "num_channels",
+    "dim",
+    "hidden_size",
+    "hidden_dim",
+    "embed_dim",
+    "d_model",
+    "embedding_dim",
+    "in_channels",
+    "features",
+    "num_features",
+    "emb_dim",
+    "hidden",
+    "width_dim",
+)
+WIDTH_ATTRIBUTES = (
+    "in_channels",
+    "channels",
+    "embed_dim",
+    "embedding_dim",
+    "dim",
+    "hidden_size",
+    "d_model",
+    "num_channels",
+    "in_features",
+    "in_dim",
+    "input_dim",
+)
 SIDE = 8
 
 
@@ -230,7 +283,7 @@ def documented_parameter(doc: str, name: str) -> str:
             continue
         indent = len(line) - len(stripped)
         out = [stripped]
-        for more in lines[i + 1:]:
+        for more in lines[i + 1 :]:
             if not more.strip() or len(more) - len(more.lstrip()) <= indent:
                 break
             out.append(more.strip())
@@ -574,8 +627,7 @@ def signature_inputs(model: Any) -> List[List[Any]]:
     params = required_inputs(model)
     if params is None:
         return []
-    texts = [p.annotation if isinstance(p.annotation, str) else repr(p.annotation) for p in params
-             if p.annotation is not p.empty]
+    texts = [p.annotation if isinstance(p.annotation, str) else repr(p.annotation) for p in params if p.annotation is not p.empty]
     if not params or len(texts) < len(params):
         return []
     if all("Optional[" in t or "None" in t for t in texts):
@@ -690,11 +742,16 @@ def pyramid_inputs(model: Any, torch: Any) -> List[List[Any]]:
     with `in_index=(0, 1, 2, 3)`): the list, with sides halving from level to level and with one side for all."""
     chans: Any = getattr(model, "in_channels", None)
     index = getattr(model, "in_index", None)
-    ints = (lambda v: isinstance(v, (list, tuple)) and len(v) >= 2 and all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in v))
+    ints = lambda v: isinstance(v, (list, tuple)) and len(v) >= 2 and all(isinstance(i, int) and not isinstance(i, bool) and i > 0 for i in v)
     if ints(chans):
         options = [list(chans)]
-    elif isinstance(chans, int) and not isinstance(chans, bool) and isinstance(index, (list, tuple)) and len(index) >= 2 \
-            and all(isinstance(i, int) and i >= 0 for i in index):
+    elif (
+        isinstance(chans, int)
+        and not isinstance(chans, bool)
+        and isinstance(index, (list, tuple))
+        and len(index) >= 2
+        and all(isinstance(i, int) and i >= 0 for i in index)
+    ):
         levels = max(index) + 1
         options = [[chans] * levels] + ([[chans // len(index)] * levels] if chans % len(index) == 0 else [])
     else:

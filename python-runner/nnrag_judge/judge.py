@@ -2,6 +2,7 @@
 original is known, a worker runs the original alone (how far it gets, the plan of the comparison, its probes); then
 another worker, forked fresh, runs the copy alone (its tiers, then its probes by the original's plan). Every worker
 starts in a freshly emptied folder. The verdict is made here from what the two sent."""
+
 from __future__ import annotations
 
 import ast
@@ -26,6 +27,7 @@ ORIGINAL_SHARE = 0.5
 def progress(tier: str) -> None:
     """Tell the caller (on stderr) that a tier was reached."""
     import sys
+
     sys.stderr.write(f"nnrag-tier: {tier}\n")
     sys.stderr.flush()
 
@@ -119,8 +121,13 @@ def on_failure(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _origin
 
 # what the original's worker may send, by kind (protocol.FRAME_KINDS); a handler returns True to stop reading
 ORIGINAL_HANDLERS: Dict[str, Callable[[OriginalSide, Dict[str, Any], bytes, Dict[str, Any]], bool]] = {
-    UNAVAILABLE: on_unavailable, ORIGIN: on_origin, REACHED: on_reached, PLAN: on_plan, PROBE: on_probe,
-    PROBED: on_probed, FAILURE: on_failure,
+    UNAVAILABLE: on_unavailable,
+    ORIGIN: on_origin,
+    REACHED: on_reached,
+    PLAN: on_plan,
+    PROBE: on_probe,
+    PROBED: on_probed,
+    FAILURE: on_failure,
 }
 
 
@@ -179,8 +186,7 @@ def original_template(request: Dict[str, Any], original: Dict[str, Any]) -> Opti
     the worker would import it from. None when compiled operators must be loaded before it."""
     if request.get("natives"):
         return None
-    return {"original": {"path": original.get("path"), "also": original.get("also") or []},
-            "package": str(original["module"]).split(".")[0]}
+    return {"original": {"path": original.get("path"), "also": original.get("also") or []}, "package": str(original["module"]).split(".")[0]}
 
 
 def copy_template(tree: Any) -> Optional[Dict[str, Any]]:
@@ -249,8 +255,15 @@ def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, re
     return tree
 
 
-def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, timeout_s: float = 600,
-          control: Optional[int] = None, original: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def judge(
+    path: str,
+    request: Dict[str, Any],
+    place: Place,
+    memory_mb: int = 0,
+    timeout_s: float = 600,
+    control: Optional[int] = None,
+    original: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
     """Validate one file (`request`: class, candidates, native, builder); return the verdict."""
     report: Dict[str, Any] = {"file": path, "tier": None, "ok": False, "class": request.get("class")}
     started = time.time()
@@ -277,8 +290,14 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
             # the original's run of an identical earlier job, when the caller kept it: only the copy runs
             job = cached
             if job is None:
-                job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb,
-                                 max(1.0, timeout_s * ORIGINAL_SHARE), control, original_template(request, original))
+                job = run_worker(
+                    "original",
+                    dict(request, file=place.fresh(path), original=original),
+                    memory_mb,
+                    max(1.0, timeout_s * ORIGINAL_SHARE),
+                    control,
+                    original_template(request, original),
+                )
                 spent.append(job.own_s)
             else:
                 report["original_cached"] = True
@@ -319,12 +338,20 @@ def judge(path: str, request: Dict[str, Any], place: Place, memory_mb: int = 0, 
     return report
 
 
-def original_alone(path: str, request: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float,
-                   control: Optional[int], original: Dict[str, Any], report: Dict[str, Any], started: float) -> Dict[str, Any]:
+def original_alone(
+    path: str,
+    request: Dict[str, Any],
+    place: Place,
+    memory_mb: int,
+    timeout_s: float,
+    control: Optional[int],
+    original: Dict[str, Any],
+    report: Dict[str, Any],
+    started: float,
+) -> Dict[str, Any]:
     """Only how far the original gets with the tool's arguments (for a copy that cannot be run: the figures of a
     batch count the blocks whose original reaches forward); nothing of the copy runs."""
-    job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb, timeout_s, control,
-                     original_template(request, original))
+    job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb, timeout_s, control, original_template(request, original))
     if job.problem is not None and job.problem[0] == "cancelled":
         report.update(category="cancelled", message=job.problem[1])
         return report
@@ -363,8 +390,6 @@ def equivalence_of(side: OriginalSide, result: Any, report: Dict[str, Any]) -> D
     return record
 
 
-
-
 def not_exercised(tree: Any, probed: Optional[Dict[str, Any]]) -> Optional[List[str]]:
     """The top-level functions and classes (with methods) of the pulled file none of whose code ran while the copy
     was probed: a change there would go unseen (a coverage line, from the copy's worker: informative only)."""
@@ -377,8 +402,7 @@ def not_exercised(tree: Any, probed: Optional[Dict[str, Any]]) -> Optional[List[
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         inner = [n.lineno for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
-        starts = set(inner) | {d.lineno for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                               for d in n.decorator_list}
+        starts = set(inner) | {d.lineno for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for d in n.decorator_list}
         if inner and not any(line in lines for line in starts | {node.lineno}):
             out.append(node.name)
     return out[:50]
@@ -398,8 +422,14 @@ def observe(spec: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float
         os.makedirs(place.work, exist_ok=True)
         os.chdir(place.work)
         # an entry that ignores its alarm is stopped from outside (its imports count towards its first result)
-        job = run_worker("observe", {"observe": dict(spec, entries=entries)}, memory_mb, max(1.0, timeout_s - spent), control,
-                         quiet_s=QUIET_GRACE_S + 2 * float(spec.get("entry_s", 20.0)))
+        job = run_worker(
+            "observe",
+            {"observe": dict(spec, entries=entries)},
+            memory_mb,
+            max(1.0, timeout_s - spent),
+            control,
+            quiet_s=QUIET_GRACE_S + 2 * float(spec.get("entry_s", 20.0)),
+        )
         spent += max(job.own_s, 0.05)
         done = {}
         for header, _ in job.frames:
@@ -407,7 +437,12 @@ def observe(spec: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float
             if isinstance(got, dict) and isinstance(got.get("entry"), str):
                 done[got["entry"]] = got
             elif isinstance(header.get(FAILURE), dict):
-                return {"ok": False, "category": str(header[FAILURE].get("category")), "message": str(header[FAILURE].get("message"))[:500], "observed": results}
+                return {
+                    "ok": False,
+                    "category": str(header[FAILURE].get("category")),
+                    "message": str(header[FAILURE].get("message"))[:500],
+                    "observed": results,
+                }
         results.extend(done.values())
         if job.problem is not None and job.problem[0] in ("cancelled", "tampered", "output"):
             return {"ok": False, "category": job.problem[0], "message": job.problem[1], "observed": results}
@@ -421,4 +456,3 @@ def observe(spec: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float
     for e in entries:
         results.append({"entry": e.get("id"), "error": "not run: the time for the repository ran out", "calls": [], "files": []})
     return {"ok": True, "observed": results}
-

@@ -1,5 +1,6 @@
 """Worker side: what a worker does before and around the block's code: its limits (memory, files, network), and
 importing the pulled file and the original class the way a normal run would. Runs only in a worker."""
+
 from __future__ import annotations
 
 import ast
@@ -28,8 +29,6 @@ def where(exc: BaseException) -> str:
         if frame.filename == TARGET[0]:
             return f" (line {frame.lineno} of the pulled file)"
     return ""
-
-
 
 
 def limit_memory(megabytes: int) -> None:
@@ -63,6 +62,7 @@ def limit_files() -> None:
     """No core files, and no single file larger than FILE_SIZE_CAP written by the block."""
     try:
         import resource
+
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_CAP, FILE_SIZE_CAP))
     except (ImportError, ValueError, OSError, AttributeError):
@@ -102,8 +102,7 @@ def classify_import_error(exc: BaseException, native: List[str]) -> Failure:
         found = importlib.util.find_spec(top) is not None if top else False
         where_asked = f" (the code imports '{asked}' at run time)" if extra else ""
         if not found:
-            return Failure("missing-package", f"missing package '{top}': No module named '{name}' in this interpreter{where_asked}",
-                           package=top, **extra)
+            return Failure("missing-package", f"missing package '{top}': No module named '{name}' in this interpreter{where_asked}", package=top, **extra)
         return Failure("import-error", f"No module named '{name}' (package '{top}' is installed but lacks it){where_asked}", **extra)
     if isinstance(exc, ImportError) and (".so" in str(exc) or "undefined symbol" in str(exc) or "DLL" in str(exc)):
         return Failure("native-extension", f"a compiled extension failed to load: {exc}")
@@ -262,7 +261,7 @@ def import_original(original: Dict[str, Any]) -> Tuple[Any, str]:
         package.__dict__.update(literal_names(os.path.join(where_, "__init__.py")))
         sys.modules[name] = package
         if i > 1:
-            setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1], package)
+            setattr(sys.modules[".".join(parts[: i - 1])], parts[i - 1], package)
     try:
         return importlib.import_module(module), "imported without its package's __init__ (" + first[:200] + ")"
     except BaseException as exc:  # noqa: BLE001

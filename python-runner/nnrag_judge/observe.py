@@ -13,6 +13,7 @@ by their dotted path) and the inputs as descriptions (`{"$tensor": {dtype, shape
 whole, others by dtype, shape and value range), which `observed_inputs` turns back into tensors alike on both sides.
 Nothing here decides a verdict: a failing entry says why and the others still run. Runs only in a worker.
 """
+
 from __future__ import annotations
 
 import gc
@@ -124,7 +125,7 @@ def arguments_of(frame: Any, cls: type, method: str, keep_defaults: bool = False
         except (TypeError, ValueError):
             defaults = {}
     extra = tuple(values.get(info.varargs) or ()) if info.varargs else ()
-    kw_only = set(frame.f_code.co_varnames[frame.f_code.co_argcount:frame.f_code.co_argcount + frame.f_code.co_kwonlyargcount])
+    kw_only = set(frame.f_code.co_varnames[frame.f_code.co_argcount : frame.f_code.co_argcount + frame.f_code.co_kwonlyargcount])
     args: List[Any] = []
     kwargs: Dict[str, Any] = {}
     for name in named:
@@ -211,8 +212,7 @@ def observed_inputs(desc: Any, torch: Any) -> Optional[Tuple[List[Any], Dict[str
     if described_elements(desc) > 2 * LARGEST_TENSOR:
         return None
     try:
-        return ([rebuilt(v, torch, generator) for v in desc["args"]],
-                {str(k): rebuilt(v, torch, generator) for k, v in desc["kwargs"].items()})
+        return ([rebuilt(v, torch, generator) for v in desc["args"]], {str(k): rebuilt(v, torch, generator) for k, v in desc["kwargs"].items()})
     except (Unwritable, TypeError, ValueError, RuntimeError, AttributeError):
         return None
 
@@ -224,12 +224,12 @@ def described_elements(value: Any, depth: int = 0) -> int:
     if depth > MAX_DEPTH + 4:
         return LARGEST_TENSOR * 4
     if isinstance(value, list):
-        return sum(described_elements(v, depth + 1) for v in value[:MAX_ITEMS * 4]) + (LARGEST_TENSOR * 4 if len(value) > MAX_ITEMS * 4 else 0)
+        return sum(described_elements(v, depth + 1) for v in value[: MAX_ITEMS * 4]) + (LARGEST_TENSOR * 4 if len(value) > MAX_ITEMS * 4 else 0)
     spec = value.get("$tensor")
     if isinstance(spec, dict):
         shape = spec.get("shape")
         return math.prod(int(n) for n in shape if isinstance(n, int)) if isinstance(shape, list) and len(shape) <= 8 else LARGEST_TENSOR * 4
-    return sum(described_elements(v, depth + 1) for v in list(value.values())[:MAX_ITEMS * 4])
+    return sum(described_elements(v, depth + 1) for v in list(value.values())[: MAX_ITEMS * 4])
 
 
 def rebuilt(value: Any, torch: Any, generator: Any) -> Any:
@@ -291,6 +291,7 @@ def entry_callables(module: Any, entry: Dict[str, Any], root: str, observer: "Ob
         cls = getattr(module, str(owner))
         try:
             import unittest
+
             if issubclass(cls, unittest.TestCase):
                 return [lambda: cls(name).debug()]
         except ImportError:
@@ -307,9 +308,12 @@ def entry_callables(module: Any, entry: Dict[str, Any], root: str, observer: "Ob
 def xunit_call(cls: Any, instance: Any, method: Any, call: Callable[[], Any]) -> None:
     """A test class's method as pytest runs it: its class's `setup_class` (with the class) and the object's
     `setup_method` (with the method, where it takes one) first, their `teardown_*` after."""
+
     def with_optional(func: Any, arg: Any) -> None:
         try:
-            takes = len([p for p in inspect.signature(func).parameters.values() if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+            takes = len(
+                [p for p in inspect.signature(func).parameters.values() if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            )
         except (TypeError, ValueError):
             takes = 0
         func(arg) if takes else func()
@@ -433,6 +437,7 @@ def read_config(root: str, path: str, observer: "Observer", depth: int = 0) -> A
     if depth > 8:
         raise ValueError("the config's _base_ files nest too deep")
     import runpy  # noqa: PLC0415
+
     observer.read.append(path)
     values = {k: v for k, v in runpy.run_path(path).items() if not k.startswith("__") and not inspect.ismodule(v)}
     bases = values.pop("_base_", [])
@@ -510,6 +515,7 @@ class Fixtures:
         if name == "tmp_path" and name not in self.found:
             import pathlib
             import tempfile
+
             made[name] = pathlib.Path(tempfile.mkdtemp())
             return made[name]
         if name == "monkeypatch" and name not in self.found:
@@ -521,8 +527,11 @@ class Fixtures:
         if about is None or about.get("params"):
             raise LookupError(f"needs the fixture '{name}'")
         fn = about["function"]
-        kwargs = {p.name: self.value(p.name, made, teardown, depth + 1) for p in inspect.signature(fn).parameters.values()
-                  if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        kwargs = {
+            p.name: self.value(p.name, made, teardown, depth + 1)
+            for p in inspect.signature(fn).parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        }
         result = fn(**kwargs)
         if inspect.isgenerator(result):
             gen = result
@@ -542,8 +551,12 @@ def fixture_of(value: Any) -> Optional[Dict[str, Any]]:
     if marker is not None:
         fn = getattr(value, "_get_wrapped_function", None)
         fn = fn() if callable(fn) else getattr(getattr(value, "__pytest_wrapped__", None), "obj", None) or getattr(value, "__wrapped__", value)
-        return {"name": getattr(marker, "name", None) or getattr(fn, "__name__", ""), "autouse": bool(getattr(marker, "autouse", False)),
-                "params": getattr(marker, "params", None), "function": fn}
+        return {
+            "name": getattr(marker, "name", None) or getattr(fn, "__name__", ""),
+            "autouse": bool(getattr(marker, "autouse", False)),
+            "params": getattr(marker, "params", None),
+            "function": fn,
+        }
     return None
 
 
@@ -686,9 +699,9 @@ def pytest_stand_in() -> Any:
 
     def fixture(*args: Any, **kwargs: Any) -> Any:
         def mark(fn: Any) -> Any:
-            fn._nnrag_fixture = {"autouse": bool(kwargs.get("autouse")), "name": kwargs.get("name") or fn.__name__,
-                                 "params": kwargs.get("params")}
+            fn._nnrag_fixture = {"autouse": bool(kwargs.get("autouse")), "name": kwargs.get("name") or fn.__name__, "params": kwargs.get("params")}
             return fn
+
         return mark(args[0]) if len(args) == 1 and callable(args[0]) else mark
 
     @contextlib.contextmanager
@@ -715,6 +728,7 @@ def pytest_stand_in() -> Any:
     @contextlib.contextmanager
     def warns(expected: Any = Warning, *_args: Any, **_kwargs: Any) -> Any:
         import warnings
+
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             yield seen
@@ -729,8 +743,13 @@ def pytest_stand_in() -> Any:
             if hasattr(got, "shape") or hasattr(want, "shape"):
                 torch = sys.modules.get("torch")
                 try:
-                    return bool(torch.allclose(torch.as_tensor(got, dtype=torch.float64), torch.as_tensor(want, dtype=torch.float64),
-                                               rtol=self.rel, atol=self.abs)) if torch is not None else got == want
+                    return (
+                        bool(
+                            torch.allclose(torch.as_tensor(got, dtype=torch.float64), torch.as_tensor(want, dtype=torch.float64), rtol=self.rel, atol=self.abs)
+                        )
+                        if torch is not None
+                        else got == want
+                    )
                 except (TypeError, RuntimeError, ValueError):
                     return False
             if isinstance(want, dict) and isinstance(got, dict):
@@ -748,8 +767,9 @@ def pytest_stand_in() -> Any:
         __hash__ = None  # type: ignore[assignment]
 
     skip.Exception = Skipped  # type: ignore[attr-defined]
-    module.__dict__.update(mark=Marks(), fixture=fixture, raises=raises, skip=skip, importorskip=importorskip,
-                           param=Param, approx=Approx, warns=warns, MonkeyPatch=MonkeyPatch)
+    module.__dict__.update(
+        mark=Marks(), fixture=fixture, raises=raises, skip=skip, importorskip=importorskip, param=Param, approx=Approx, warns=warns, MonkeyPatch=MonkeyPatch
+    )
     return module
 
 
@@ -923,8 +943,18 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
             error = f"stopped after {budget:g} s"
         except BaseException as exc:  # noqa: BLE001 - a failing test still shows what it built before it failed
             error = f"{type(exc).__name__}: {exc}"[:300]
-        send(frame(OBSERVED, {"entry": entry.get("id"), "seconds": round(time.time() - started, 3), "error": error,
-                             "calls": observations(observer, real_root), "files": files_imported(real_root, observer.read)}))
+        send(
+            frame(
+                OBSERVED,
+                {
+                    "entry": entry.get("id"),
+                    "seconds": round(time.time() - started, 3),
+                    "error": error,
+                    "calls": observations(observer, real_root),
+                    "files": files_imported(real_root, observer.read),
+                },
+            )
+        )
         tempfile.tempdir = None
         remove_tree(scratch)
         # what the entry built is freed before the next one builds (modules hold reference cycles: a later entry of a
@@ -952,15 +982,19 @@ def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:
         if not where or not os.path.realpath(where).startswith(root) or "<" in cls.__qualname__:
             continue
         try:
-            call: Dict[str, Any] = {"args": [written(v, observer.rec, namer) for v in args],
-                                    "kwargs": {k: written(v, observer.rec, namer) for k, v in kwargs.items()}}
+            call: Dict[str, Any] = {
+                "args": [written(v, observer.rec, namer) for v in args],
+                "kwargs": {k: written(v, observer.rec, namer) for k, v in kwargs.items()},
+            }
         except (Unwritable, RecursionError, TypeError, ValueError):
             continue
         got = observer.inputs.get(key)
         if got is not None:
             try:
-                call["inputs"] = {"args": [described(v, observer.torch) for v in got[0]],
-                                  "kwargs": {k: described(v, observer.torch) for k, v in got[1].items()}}
+                call["inputs"] = {
+                    "args": [described(v, observer.torch) for v in got[0]],
+                    "kwargs": {k: described(v, observer.torch) for k, v in got[1].items()},
+                }
             except (Unwritable, RecursionError, TypeError, ValueError, RuntimeError):
                 pass
         text = json.dumps(call, sort_keys=True)
@@ -968,8 +1002,7 @@ def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:
         if len(text) > MAX_CALL_CHARS or text in seen.setdefault(ident, []) or len(seen[ident]) >= PER_CLASS:
             continue
         seen[ident].append(text)
-        out.append(dict(call, module=cls.__module__, name=cls.__qualname__,
-                        file=os.path.relpath(os.path.realpath(where), root)))
+        out.append(dict(call, module=cls.__module__, name=cls.__qualname__, file=os.path.relpath(os.path.realpath(where), root)))
     return out
 
 

@@ -3,6 +3,7 @@
 A worker writes frames to its own descriptor: a big-endian header (JSON length, blob length), the JSON header, then
 the blob (raw float64 values). A worker loads its own private copy of this module.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,21 @@ from typing import Any, Callable, Dict, FrozenSet, Optional
 
 TIERS = ["parsed", "compiled", "names-closed", "imported", "instantiated", "forward", "equivalent"]
 # every category a report may carry (src/core/validate/runner.ts has the same list; a test checks)
-REPORT_CATEGORIES = ["syntax", "unresolved", "native-extension", "missing-package", "import-error", "instantiate",
-                     "forward", "timeout", "memory", "interpreter", "tampered", "output", "differs"]
+REPORT_CATEGORIES = [
+    "syntax",
+    "unresolved",
+    "native-extension",
+    "missing-package",
+    "import-error",
+    "instantiate",
+    "forward",
+    "timeout",
+    "memory",
+    "interpreter",
+    "tampered",
+    "output",
+    "differs",
+]
 # those a worker may name in a failure frame ("error": one of its own steps failed)
 CATEGORIES = set(REPORT_CATEGORIES) - {"tampered", "output", "differs"} | {"error"}
 
@@ -64,7 +78,7 @@ def sender(fd: int) -> Callable[..., None]:
         data = encode(header).encode("utf-8")
         view = memoryview(pack(len(data), len(blob)) + data + blob)
         while view:
-            view = view[write(fd, view):]
+            view = view[write(fd, view) :]
 
     return send
 

@@ -4,6 +4,7 @@ builder ran are recorded, and the block's own call is written in the argument la
 `{"$name": ...}` for a class or function the file can name, `{"$call": ...}` for an object of a class it can name,
 built from its recorded arguments, `{"$partial": ...}`, `{"$tuple": [...]}`, `{"$float": 1.0}`). A value that cannot
 be so written leaves no recipe (the verdict then stays the builder's). Runs only in a worker."""
+
 from __future__ import annotations
 
 import functools
@@ -108,22 +109,26 @@ def written(value: Any, rec: Recorder, namespace: Any, depth: int = 0) -> Any:
             raise Unwritable("a mapping without string keys")
         return {"$dict": {k: written(v, rec, namespace, depth + 1) for k, v in value.items()}}
     if isinstance(value, functools.partial):
-        return {"$partial": written(value.func, rec, namespace, depth + 1),
-                "args": [written(v, rec, namespace, depth + 1) for v in value.args],
-                "kwargs": {k: written(v, rec, namespace, depth + 1) for k, v in value.keywords.items()}}
+        return {
+            "$partial": written(value.func, rec, namespace, depth + 1),
+            "args": [written(v, rec, namespace, depth + 1) for v in value.args],
+            "kwargs": {k: written(v, rec, namespace, depth + 1) for k, v in value.keywords.items()},
+        }
     if inspect.isclass(value) or inspect.isfunction(value) or inspect.isbuiltin(value):
         return tagged("$name", value, namespace)
     call = rec.calls.get(id(value))
     if call is not None and call[0] is type(value):
         cls, args, kwargs = call
-        return dict(tagged("$call", cls, namespace), args=[written(v, rec, namespace, depth + 1) for v in args],
-                    kwargs={k: written(v, rec, namespace, depth + 1) for k, v in kwargs.items()})
+        return dict(
+            tagged("$call", cls, namespace),
+            args=[written(v, rec, namespace, depth + 1) for v in args],
+            kwargs={k: written(v, rec, namespace, depth + 1) for k, v in kwargs.items()},
+        )
     fields = getattr(type(value), "__dataclass_fields__", None)
     if isinstance(fields, dict):
         # a dataclass (a configuration object) is rebuilt from the fields its constructor takes
         given = {k: getattr(value, k) for k, f in fields.items() if getattr(f, "init", False) and hasattr(value, k)}
-        return dict(tagged("$call", type(value), namespace), args=[],
-                    kwargs={k: written(v, rec, namespace, depth + 1) for k, v in given.items()})
+        return dict(tagged("$call", type(value), namespace), args=[], kwargs={k: written(v, rec, namespace, depth + 1) for k, v in given.items()})
     raise Unwritable(f"a {type(value).__name__} built outside the file's classes")
 
 
@@ -143,7 +148,6 @@ def recipe_of(block: Any, rec: Recorder, namespace: Dict[str, Any]) -> Optional[
         return None
     _, args, kwargs = call
     try:
-        return {"args": [written(v, rec, namespace) for v in args],
-                "kwargs": {k: written(v, rec, namespace) for k, v in kwargs.items()}}
+        return {"args": [written(v, rec, namespace) for v in args], "kwargs": {k: written(v, rec, namespace) for k, v in kwargs.items()}}
     except (Unwritable, RecursionError):
         return None

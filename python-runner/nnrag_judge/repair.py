@@ -3,6 +3,7 @@ what the arguments must be (`assert 0 <= prob < 1`, `assert isinstance(depth, tu
 raise ValueError(...)`, `self.ph, self.pw = patch_size`), and the arguments are changed to satisfy it. Both sides
 repair the same way (the same source fails the same way), so the copy and the original are built alike. Runs only
 in a worker."""
+
 from __future__ import annotations
 
 import ast
@@ -47,6 +48,7 @@ def failing_statement(exc: BaseException, cls: Any) -> Optional[Tuple[ast.stmt, 
             if isinstance(child, ast.stmt) and child.lineno <= line <= (child.end_lineno or child.lineno):
                 found.append((child, parents + [node]))
             walk(child, parents + [node])
+
     walk(tree, [])
     if not found:
         return None
@@ -97,20 +99,33 @@ def solve(test: ast.expr, values: Dict[str, Any], guess: Any, namespace: Dict[st
     if len(test.ops) == 1 and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod) and isinstance(op, ast.Eq):
         if isinstance(left.left, ast.Name) and isinstance(left.right, ast.Name):
             return multiple(left.left.id, left.right.id, values)
-    if len(test.ops) == 1 and isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len" \
-            and left.args and isinstance(left.args[0], ast.Name) and isinstance(op, ast.Eq):
+    if (
+        len(test.ops) == 1
+        and isinstance(left, ast.Call)
+        and isinstance(left.func, ast.Name)
+        and left.func.id == "len"
+        and left.args
+        and isinstance(left.args[0], ast.Name)
+        and isinstance(op, ast.Eq)
+    ):
         name = left.args[0].id
         count = right.value if isinstance(right, ast.Constant) else values.get(str(getattr(right, "id", "")))
         if name in values and isinstance(count, int) and 0 < count <= 8 and is_number(values[name]):
             return {name: tuple([values[name]] * count)}
         return {}
     # `mode in ("grid", "window")`: the first of the values listed
-    if len(test.ops) == 1 and isinstance(op, ast.In) and isinstance(left, ast.Name) and left.id in values \
-            and isinstance(right, (ast.List, ast.Tuple, ast.Set)) and right.elts and isinstance(right.elts[0], ast.Constant):
+    if (
+        len(test.ops) == 1
+        and isinstance(op, ast.In)
+        and isinstance(left, ast.Name)
+        and left.id in values
+        and isinstance(right, (ast.List, ast.Tuple, ast.Set))
+        and right.elts
+        and isinstance(right.elts[0], ast.Constant)
+    ):
         listed = [e.value for e in right.elts if isinstance(e, ast.Constant)]
         return {} if values[left.id] in listed else {left.id: listed[0]}
-    if len(test.ops) == 1 and isinstance(op, ast.IsNot) and isinstance(left, ast.Name) and left.id in values \
-            and values[left.id] is None:
+    if len(test.ops) == 1 and isinstance(op, ast.IsNot) and isinstance(left, ast.Name) and left.id in values and values[left.id] is None:
         return {left.id: guess(left.id)}
     pairs: Dict[str, List[Tuple[str, Any]]] = {}
     for name, o, value in comparisons(test, values):
@@ -153,8 +168,10 @@ def is_number(value: Any) -> bool:
 
 def within(current: Any, pairs: List[Tuple[str, Any]]) -> Any:
     """A number that satisfies every (operator, bound); the current value when it already does."""
+
     def ok(v: Any) -> bool:
         return all({"<": v < b, "<=": v <= b, ">": v > b, ">=": v >= b, "==": v == b, "!=": v != b}[o] for o, b in pairs)
+
     if is_number(current) and ok(current):
         return None
     exact = [b for o, b in pairs if o == "=="]
@@ -204,8 +221,7 @@ def of_kind(current: Any, kind: ast.expr, namespace: Dict[str, Any], build: Any)
 LACKS = re.compile(r"^'(\w+)' object has no attribute '(\w+)'")
 
 
-def with_attribute(exc: BaseException, stmt: ast.stmt, values: Dict[str, Any], namespace: Dict[str, Any],
-                   build: Any) -> Dict[str, Any]:
+def with_attribute(exc: BaseException, stmt: ast.stmt, values: Dict[str, Any], namespace: Dict[str, Any], build: Any) -> Dict[str, Any]:
     """A guessed argument the statement reads an attribute of that it lacks (`train_features.chunk(...)`,
     `model.mask_decoder`): a tensor when tensors have the attribute, else an object of a module class of the file
     that has it (one whose name shares the parameter's first, in name order so both sides choose alike). The classes
@@ -215,8 +231,17 @@ def with_attribute(exc: BaseException, stmt: ast.stmt, values: Dict[str, Any], n
     if m is None or torch is None:
         return {}
     kind, attribute = m.group(1), m.group(2)
-    names = sorted({n.value.id for n in ast.walk(stmt) if isinstance(n, ast.Attribute) and n.attr == attribute
-                    and isinstance(n.value, ast.Name) and n.value.id in values and type(values[n.value.id]).__name__ == kind})
+    names = sorted(
+        {
+            n.value.id
+            for n in ast.walk(stmt)
+            if isinstance(n, ast.Attribute)
+            and n.attr == attribute
+            and isinstance(n.value, ast.Name)
+            and n.value.id in values
+            and type(values[n.value.id]).__name__ == kind
+        }
+    )
     if not names:
         return {}
     name = names[0]
@@ -224,8 +249,11 @@ def with_attribute(exc: BaseException, stmt: ast.stmt, values: Dict[str, Any], n
         return {name: torch.randn(16, 16, generator=torch.Generator().manual_seed(0))}
     if build is None:
         return {}
-    classes = sorted((k, v) for k, v in namespace.items() if inspect.isclass(v) and issubclass(v, torch.nn.Module)
-                     and not v.__module__.startswith("torch") and has_attribute(v, attribute))
+    classes = sorted(
+        (k, v)
+        for k, v in namespace.items()
+        if inspect.isclass(v) and issubclass(v, torch.nn.Module) and not v.__module__.startswith("torch") and has_attribute(v, attribute)
+    )
     classes.sort(key=lambda kv: kv[0].lower() not in name.lower() and name.lower() not in kv[0].lower())
     for _, klass in classes[:2]:
         built = build(klass)
@@ -252,8 +280,10 @@ def has_attribute(klass: Any, attribute: str) -> bool:
         tree = ast.parse(textwrap.dedent(inspect.getsource(klass.__init__)))
     except (OSError, TypeError, SyntaxError):
         return False
-    return any(isinstance(n, ast.Attribute) and n.attr == attribute and isinstance(n.ctx, ast.Store)
-               and isinstance(n.value, ast.Name) and n.value.id == "self" for n in ast.walk(tree))
+    return any(
+        isinstance(n, ast.Attribute) and n.attr == attribute and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == "self"
+        for n in ast.walk(tree)
+    )
 
 
 def negated(node: ast.expr) -> ast.expr:
@@ -263,8 +293,18 @@ def negated(node: ast.expr) -> ast.expr:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return node.operand
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        flip = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt,
-                ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}.get(type(node.ops[0]))
+        flip = {
+            ast.Eq: ast.NotEq,
+            ast.NotEq: ast.Eq,
+            ast.Lt: ast.GtE,
+            ast.GtE: ast.Lt,
+            ast.Gt: ast.LtE,
+            ast.LtE: ast.Gt,
+            ast.Is: ast.IsNot,
+            ast.IsNot: ast.Is,
+            ast.In: ast.NotIn,
+            ast.NotIn: ast.In,
+        }.get(type(node.ops[0]))
         if flip is not None:
             return ast.Compare(left=node.left, ops=[flip()], comparators=node.comparators)
     return ast.UnaryOp(op=ast.Not(), operand=node)
@@ -286,8 +326,7 @@ def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, An
     given = bound(params, args, kwargs)
     # the parameters as the failing frame holds them, where it has not rebound them
     local = dict(frame.f_locals)
-    values = {p: local[p] for p in params if p in local
-              and local[p] is (given[p] if p in given else signature.parameters[p].default)}
+    values = {p: local[p] for p in params if p in local and local[p] is (given[p] if p in given else signature.parameters[p].default)}
     namespace = frame.f_globals
 
     def guess_of(name: str) -> Any:

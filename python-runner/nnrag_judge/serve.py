@@ -1,6 +1,7 @@
 """Judge side: how the judge is driven. `--serve` (the validator pool and one-shot runs of the extension and the
 CLI): torch imported once, then one JSON request a line on stdin, one answer a line on stdout. Without `--serve`:
 one file from the command line (tests)."""
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,7 @@ def parse_original(value: Any) -> Optional[Dict[str, Any]]:
         made = {"module": builder["module"], "name": builder["name"]}
     text = lambda k: got.get(k) if isinstance(got.get(k), str) else None  # noqa: E731
     also = [a for a in got.get("also") or [] if isinstance(a, str)] if isinstance(got.get("also"), list) else []
-    return {"module": got["module"], "class": got["class"], "path": text("path"), "file": text("file"), "blob": text("blob"),
-            "builder": made, "also": also}
+    return {"module": got["module"], "class": got["class"], "path": text("path"), "file": text("file"), "blob": text("blob"), "builder": made, "also": also}
 
 
 def parse_candidates(text: Any) -> List[Dict[str, Any]]:
@@ -60,8 +60,12 @@ def parse_candidates(text: Any) -> List[Dict[str, Any]]:
 
 def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
     """What the workers are told of a job."""
-    out = {"class": req.get("class"), "candidates": parse_candidates(req.get("candidates", [])),
-           "native": [str(n) for n in req.get("native", []) if isinstance(n, str)], "builder": req.get("builder")}
+    out = {
+        "class": req.get("class"),
+        "candidates": parse_candidates(req.get("candidates", [])),
+        "native": [str(n) for n in req.get("native", []) if isinstance(n, str)],
+        "builder": req.get("builder"),
+    }
     if isinstance(req.get("no_original"), str):
         out["no_original"] = req["no_original"]
     if isinstance(req.get("examples"), list):
@@ -77,16 +81,23 @@ def request_of(req: Dict[str, Any]) -> Dict[str, Any]:
         out["keep_original"] = True
     natives = req.get("natives")
     if isinstance(natives, list):
-        out["natives"] = [{"module": n["module"], "name": n["name"], "file": n["file"]} for n in natives
-                          if isinstance(n, dict) and all(isinstance(n.get(k), str) for k in ("module", "name", "file"))
-                          and "/" not in n["file"] and n["file"].endswith(".so")]
+        out["natives"] = [
+            {"module": n["module"], "name": n["name"], "file": n["file"]}
+            for n in natives
+            if isinstance(n, dict) and all(isinstance(n.get(k), str) for k in ("module", "name", "file")) and "/" not in n["file"] and n["file"].endswith(".so")
+        ]
     return out
 
 
 def relative_file(value: Any) -> bool:
     """A path inside a folder: relative, no `..` part, no empty part."""
-    return isinstance(value, str) and bool(value) and not value.startswith("/") and "\\" not in value \
+    return (
+        isinstance(value, str)
+        and bool(value)
+        and not value.startswith("/")
+        and "\\" not in value
         and all(part not in ("", ".", "..") for part in value.split("/"))
+    )
 
 
 def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
@@ -100,10 +111,14 @@ def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
         return None
     entries = []
     for e in value.get("entries") or []:
-        if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("id", "module", "function")) \
-                and all(part.isidentifier() for part in e["module"].split(".")) and e["function"].isidentifier() \
-                and (e.get("class") is None or (isinstance(e["class"], str) and e["class"].isidentifier())) \
-                and e.get("kind") in (None, "build", "config", "example"):
+        if (
+            isinstance(e, dict)
+            and all(isinstance(e.get(k), str) for k in ("id", "module", "function"))
+            and all(part.isidentifier() for part in e["module"].split("."))
+            and e["function"].isidentifier()
+            and (e.get("class") is None or (isinstance(e["class"], str) and e["class"].isidentifier()))
+            and e.get("kind") in (None, "build", "config", "example")
+        ):
             entry = {k: e[k] for k in ("id", "module", "function", "class", "kind") if e.get(k) is not None}
             if e.get("kind") == "example":
                 if not isinstance(e.get("code"), str) or len(e["code"]) > 20_000:
@@ -114,22 +129,34 @@ def observe_spec(value: Any) -> Optional[Dict[str, Any]]:
                 if not relative_file(file) or not isinstance(registries, list):
                     continue
                 entry["file"] = file
-                entry["registries"] = [[m, n] for m, n in (r for r in registries if isinstance(r, list) and len(r) == 2)
-                                       if isinstance(m, str) and isinstance(n, str) and n.isidentifier()
-                                       and all(part.isidentifier() for part in m.split("."))]
-                entry["modules"] = [m for m in e.get("modules") or [] if isinstance(m, str) and all(part.isidentifier() for part in m.split("."))] \
-                    if isinstance(e.get("modules"), list) else []
+                entry["registries"] = [
+                    [m, n]
+                    for m, n in (r for r in registries if isinstance(r, list) and len(r) == 2)
+                    if isinstance(m, str) and isinstance(n, str) and n.isidentifier() and all(part.isidentifier() for part in m.split("."))
+                ]
+                entry["modules"] = (
+                    [m for m in e.get("modules") or [] if isinstance(m, str) and all(part.isidentifier() for part in m.split("."))]
+                    if isinstance(e.get("modules"), list)
+                    else []
+                )
             entries.append(entry)
     budget = value.get("entry_s")
     also = [a for a in value.get("also") or [] if isinstance(a, str)] if isinstance(value.get("also"), list) else []
-    out = {"root": value["root"], "path": value["path"], "also": also, "entries": entries,
-           "entry_s": float(budget) if isinstance(budget, (int, float)) and 0 < budget <= 600 else 20.0}
+    out = {
+        "root": value["root"],
+        "path": value["path"],
+        "also": also,
+        "entries": entries,
+        "entry_s": float(budget) if isinstance(budget, (int, float)) and 0 < budget <= 600 else 20.0,
+    }
     # the repository's compiled operators built for it (--build-native), in `native_folder`'s `_nnrag_native/`
     natives = value.get("natives")
     if isinstance(natives, list) and isinstance(value.get("native_folder"), str):
-        out["natives"] = [{"module": n["module"], "name": n["name"], "file": n["file"]} for n in natives
-                          if isinstance(n, dict) and all(isinstance(n.get(k), str) for k in ("module", "name", "file"))
-                          and "/" not in n["file"] and n["file"].endswith(".so")]
+        out["natives"] = [
+            {"module": n["module"], "name": n["name"], "file": n["file"]}
+            for n in natives
+            if isinstance(n, dict) and all(isinstance(n.get(k), str) for k in ("module", "name", "file")) and "/" not in n["file"] and n["file"].endswith(".so")
+        ]
         out["native_folder"] = value["native_folder"]
     return out
 
@@ -149,12 +176,18 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--original-only", action="store_true", help="run only the original: how far it gets")
     opts = parser.parse_args(argv)
     not_dumpable()
-    request = request_of({"class": opts.class_name, "candidates": opts.candidates, "builder": opts.builder,
-                          "native": [n for n in opts.native.split(",") if n], "original_only": opts.original_only})
+    request = request_of(
+        {
+            "class": opts.class_name,
+            "candidates": opts.candidates,
+            "builder": opts.builder,
+            "native": [n for n in opts.native.split(",") if n],
+            "original_only": opts.original_only,
+        }
+    )
     before = os.getcwd()
     with tempfile.TemporaryDirectory() as work:
-        report = judge(os.path.abspath(opts.file), request, Place(work), opts.memory_mb, opts.timeout,
-                       original=parse_original(opts.original))
+        report = judge(os.path.abspath(opts.file), request, Place(work), opts.memory_mb, opts.timeout, original=parse_original(opts.original))
         os.chdir(before)
     sys.stdout.write(answer_line(report))
     sys.stdout.flush()

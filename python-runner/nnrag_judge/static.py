@@ -1,5 +1,6 @@
 """Judge side: what is decided without running anything: names the file reads but never binds, the modules it
 imports, and the distributions behind them with their installed versions."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,19 @@ import symtable
 import sys
 from typing import Dict, List, Optional, Tuple
 
-MODULE_NAMES = {"__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__builtins__",
-                "__annotations__", "__dict__", "__path__", "__cached__"}
+MODULE_NAMES = {
+    "__name__",
+    "__file__",
+    "__doc__",
+    "__package__",
+    "__spec__",
+    "__loader__",
+    "__builtins__",
+    "__annotations__",
+    "__dict__",
+    "__path__",
+    "__cached__",
+}
 
 
 def undefined_names(source: str, filename: str) -> List[Tuple[str, int]]:
@@ -68,6 +80,7 @@ def requirements(modules: List[str]) -> List[Dict[str, Optional[str]]]:
     out = []
     try:
         import importlib.metadata as md
+
         dists = md.packages_distributions() if hasattr(md, "packages_distributions") else {}
     except Exception:  # noqa: BLE001 - metadata is best effort
         md, dists = None, {}
@@ -86,8 +99,5 @@ def requirements(modules: List[str]) -> List[Dict[str, Optional[str]]]:
                 url = json.loads(direct).get("url") if direct else None
             except Exception:  # noqa: BLE001 - metadata is best effort
                 pass
-        out.append({"module": mod, "distribution": dist if version else None, "version": version,
-                    "location": location, "installer": installer, "url": url})
+        out.append({"module": mod, "distribution": dist if version else None, "version": version, "location": location, "installer": installer, "url": url})
     return out
-
-

@@ -2,6 +2,7 @@
 judge) or by a template of its side, never by the judge; it gets its own pipes (frames on one, everything it prints on
 the other, its job on a third) and a fresh folder. The judge reads until the worker ends, its limit (in its own time)
 or the memory limit is hit or the caller cancels, then kills everything it left."""
+
 from __future__ import annotations
 
 import json
@@ -35,6 +36,7 @@ def not_dumpable() -> None:
     block leaves behind stays the judge's to kill."""
     try:
         import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the block leaves behind stays ours to kill
@@ -46,6 +48,7 @@ def subreaper() -> None:
     """What a block process leaves behind, and every process the zygote forks, is this process's child."""
     try:
         import ctypes
+
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError, ImportError):
         pass
@@ -64,7 +67,7 @@ def descendants(root: int) -> List[int]:
         try:
             with open(f"/proc/{entry}/stat", "rb") as fh:
                 stat = fh.read()
-            parents[int(entry)] = int(stat[stat.rindex(b")") + 2:].split()[1])
+            parents[int(entry)] = int(stat[stat.rindex(b")") + 2 :].split()[1])
         except (OSError, ValueError, IndexError):
             continue
     found: List[int] = []
@@ -149,13 +152,13 @@ class Job:
             if len(self.buffer) < end:
                 return
             try:
-                header = json.loads(self.buffer[FRAME.size:FRAME.size + head_len].decode("utf-8"))
+                header = json.loads(self.buffer[FRAME.size : FRAME.size + head_len].decode("utf-8"))
                 if not isinstance(header, dict):
                     raise ValueError("not an object")
             except ValueError:
                 self.problem = ("tampered", "the block wrote to the validator's channel (a frame that is not ours)")
                 return
-            self.frames.append((header, bytes(self.buffer[FRAME.size + head_len:end])))
+            self.frames.append((header, bytes(self.buffer[FRAME.size + head_len : end])))
             self.buffer = self.buffer[end:]
 
     def output(self, data: bytes) -> None:
@@ -165,8 +168,7 @@ class Job:
             self.problem = ("output", f"the block printed more than {OUTPUT_CAP >> 20} MB")
 
 
-def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[int], timeout_s: float,
-              memory_mb: int, quiet_s: Optional[float] = None) -> None:
+def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[int], timeout_s: float, memory_mb: int, quiet_s: Optional[float] = None) -> None:
     """Read the worker's frames and output until it ends, the time or memory limit is hit, or the caller goes away
     (end of `control`) or cancels (a line on it). `quiet_s`: the longest the worker may go without a frame (an
     observed entry's limit, kept from outside: the alarm inside the worker is the repository's to ignore)."""
@@ -338,11 +340,14 @@ def zygote() -> Optional[Forker]:
         known.close()
         del ZYGOTE["zygote"]
     ours, theirs = socket.socketpair()
-    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0), (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0), (os.POSIX_SPAWN_DUP2, theirs.fileno(), 3)]
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_DUP2, theirs.fileno(), 3),
+    ]
     try:
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-B", RUNNER, "--zygote", "3"], dict(os.environ),
-                             file_actions=actions, setsid=True)
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-B", RUNNER, "--zygote", "3"], dict(os.environ), file_actions=actions, setsid=True)
     except OSError:
         ours.close()
         theirs.close()
@@ -430,14 +435,22 @@ def start_worker(forker: Forker, job_spec: bytes, events_w: int, printed_w: int)
     return pid
 
 
-def run_worker(role: str, request: Dict[str, Any], memory_mb: int, timeout_s: float, control: Optional[int],
-               template: Optional[Dict[str, Any]] = None, quiet_s: Optional[float] = None) -> Job:
+def run_worker(
+    role: str,
+    request: Dict[str, Any],
+    memory_mb: int,
+    timeout_s: float,
+    control: Optional[int],
+    template: Optional[Dict[str, Any]] = None,
+    quiet_s: Optional[float] = None,
+) -> Job:
     """A worker for `role` with its two pipes, forked by the template of `role` and what `template` names to import
     when one can be had, else by the zygote; supervised, then whatever is left of it killed."""
     job = Job()
     try:
-        job_spec = json.dumps({"role": role, "request": request, "memory_mb": memory_mb, "cwd": os.getcwd(),
-                               "home": os.environ.get("HOME", "")}).encode("utf-8")
+        job_spec = json.dumps({"role": role, "request": request, "memory_mb": memory_mb, "cwd": os.getcwd(), "home": os.environ.get("HOME", "")}).encode(
+            "utf-8"
+        )
     except (TypeError, ValueError) as exc:
         job.problem = ("interpreter", f"a request that is not plain data: {exc}")
         return job
@@ -529,7 +542,3 @@ def tail_text(job: Job) -> str:
 def last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else "it printed nothing"
-
-
-
-

@@ -1,6 +1,7 @@
 """Judge side: the copy's tiers from its worker's frames. Tiers must come in order; only a forward frame whose
 tensors the judge checked, from a worker that then ended normally, makes the block validated. Anything malformed is
 `tampered`."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,28 @@ from .supervise import Job, last_line, tail_text
 Frame = Tuple[Dict[str, Any], bytes]
 
 
-TENSOR_DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128", "uint8", "int8", "int16",
-                 "int32", "int64", "bool", "float", "double", "half", "long", "int", "short", "cfloat", "cdouble"}
+TENSOR_DTYPES = {
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "bool",
+    "float",
+    "double",
+    "half",
+    "long",
+    "int",
+    "short",
+    "cfloat",
+    "cdouble",
+}
 
 
 def checked_tensors(entries: Any, values: bytes, limit: int = MAX_VALUES) -> Tuple[List[List[int]], bool, int]:
@@ -46,7 +67,7 @@ def checked_tensors(entries: Any, values: bytes, limit: int = MAX_VALUES) -> Tup
             raise ValueError("a tensor whose values were not sent")
         if count < numel and offset + count < limit:
             raise ValueError("a tensor cut short")
-        if finite and not all(math.isfinite(v) for v in data[offset:offset + count]):
+        if finite and not all(math.isfinite(v) for v in data[offset : offset + count]):
             finite = False
         offset += count
         shapes_.append(shape)
@@ -148,10 +169,12 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> C
         status = 0
     if os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0) or forward is None:
         how = f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else "no status"
-        category = "memory" if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9 else {
-            "names-closed": "import-error", "imported": "instantiate", "instantiated": "forward"}.get(report["tier"], "forward")
-        raise Failure(category, f"the block's process ended without a result ({how}): {last_line(tail_text(job))}",
-                      output=tail_text(job))
+        category = (
+            "memory"
+            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
+            else {"names-closed": "import-error", "imported": "instantiate", "instantiated": "forward"}.get(report["tier"], "forward")
+        )
+        raise Failure(category, f"the block's process ended without a result ({how}): {last_line(tail_text(job))}", output=tail_text(job))
     body, values = forward
     try:
         shapes_, finite, count = checked_tensors(body.get("tensors"), values, MAX_VALUES // 2)
@@ -166,5 +189,3 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> C
     report["checked_values"] = count
     reach("forward")
     return result
-
-

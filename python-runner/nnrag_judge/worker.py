@@ -12,6 +12,7 @@ Each role runs in a process that has never executed the other side's code, so th
 original" is. Frames are the only way out; the judge believes nothing a worker says about a tier without the
 evidence.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -24,11 +25,47 @@ import sys
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from .arguments import (AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, OWN_PACKAGES, called_methods, constructor_candidates, given_candidates, guess_value,
-                        in_form, jsonable, resolve_given, takes_a_list, variants, without_download)
+from .arguments import (
+    AFTER_BUILD,
+    INIT_METHODS,
+    INPUT_FORM,
+    NOT_ARGUMENTS,
+    OWN_PACKAGES,
+    called_methods,
+    constructor_candidates,
+    given_candidates,
+    guess_value,
+    in_form,
+    jsonable,
+    resolve_given,
+    takes_a_list,
+    variants,
+    without_download,
+)
 from .evidence import probe_variant, seed_all, tensor_evidence
-from .inputs import (TWINS, containers, data_object_inputs, dense_graph_inputs, docstring_inputs, documented_inputs, entered_input, filled, gridded, input_candidates,
-                     lighter, offset_inputs, pyramid_inputs, region_inputs, routed_inputs, shapes, shrunk, signature_inputs, spatial_sides, step_inputs, LARGE_SIDE)
+from .inputs import (
+    TWINS,
+    containers,
+    data_object_inputs,
+    dense_graph_inputs,
+    docstring_inputs,
+    documented_inputs,
+    entered_input,
+    filled,
+    gridded,
+    input_candidates,
+    lighter,
+    offset_inputs,
+    pyramid_inputs,
+    region_inputs,
+    routed_inputs,
+    shapes,
+    shrunk,
+    signature_inputs,
+    spatial_sides,
+    step_inputs,
+    LARGE_SIDE,
+)
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, original_path, set_target, where
 from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, PROBED, REACHED, TIER, UNAVAILABLE, Failure, frame, sender, steady
 from .observe import observed_inputs, run_observe
@@ -53,8 +90,7 @@ def find_block(module: Any, name: Optional[str], nn: Any) -> Any:
         if cls is None:
             raise Failure("import-error", f"the file defines no '{name}'")
         return cls
-    found = [v for v in vars(module).values()
-             if inspect.isclass(v) and issubclass(v, nn.Module) and v.__module__ == module.__name__]
+    found = [v for v in vars(module).values() if inspect.isclass(v) and issubclass(v, nn.Module) and v.__module__ == module.__name__]
     if not found:
         raise Failure("import-error", "the file defines no nn.Module subclass")
     return found[-1]
@@ -74,6 +110,7 @@ def build(cls: Any, args: List[Any], kwargs: Dict[str, Any], torch: Any, nn: Any
     """Build the block; when a nested constructor reached through **kwargs misses arguments, guess them too, and when
     a statement of the block's constructor rejects the arguments, change them as it asks (repair.py). `args` and
     `kwargs` then hold the arguments that built it."""
+
     def guess(param: inspect.Parameter) -> Any:
         return guess_value(param, nn, getattr(cls.__init__, "__globals__", None), cls)
 
@@ -121,8 +158,9 @@ class InputsRecorded(Exception):
     """Raised by the hook that records a block's inputs inside a model, to stop the model's forward there."""
 
 
-def build_with(factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str],
-               recipe: Optional[List[Any]] = None) -> Tuple[Any, Optional[List[Any]], Optional[str]]:
+def build_with(
+    factory: Any, cls: Any, torch: Any, nn: Any, errors: List[str], recipe: Optional[List[Any]] = None
+) -> Tuple[Any, Optional[List[Any]], Optional[str]]:
     """Build through a builder function of the repository. It may return the block itself, or a model that
     contains it: then the block is taken from inside, and one forward pass of the model records the inputs the
     model really gives it. Returns (block, recorded inputs, name of the containing model); `recipe` gets the
@@ -216,8 +254,6 @@ def best_error(errors: List[str]) -> str:
     return errors[-1] if errors else "no argument set worked"
 
 
-
-
 def module_call(model: Any) -> Any:
     """How to call the block: its own class's __call__ when it defines one, else torch's Module.__call__ as it was
     before the block's code ran (a block that replaces nn.Module.__call__ does not skip its own forward)."""
@@ -278,8 +314,9 @@ def guarded(source: Callable[..., List[List[Any]]], *args: Any) -> List[List[Any
         return []
 
 
-def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any],
-                first: Optional[List[Any]] = None, prefer: int = -1) -> Tuple[bool, Optional[str], Any, List[Any], int]:
+def run_forward(
+    model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: Optional[List[Any]] = None, prefer: int = -1
+) -> Tuple[bool, Optional[str], Any, List[Any], int]:
     """Drive forward with the inputs recorded inside a real model (`first`), else inferred ones; the input at
     `prefer` (the one the original ran with) first. Returns (ran, error, output, inputs, index in input_list)."""
     try:
@@ -335,12 +372,16 @@ def run_forward(model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any
 
 # a forward's dtype errors and the input they ask for: integers where an index or an embedding consumes a float (1),
 # floats where a matrix product or a float layer meets integers (2)
-TO_INDEX = re.compile(r"'indices' to have one of the following scalar types|tensors used as indices must be|"
-                      r"expected scalar type Long but found|Expected dtype int(?:32|64)(?:/int(?:32|64))? for index|"
-                      r"Expected tensor for argument #\d+ '(?:indices|index)'")
-TO_FLOAT = re.compile(r"must have the same dtype, but got (?:Byte|Long|Int|Bool|Char|Short) and Float|"
-                      r"expected scalar type Float but found (?:Byte|Long|Int|Bool|Char|Short)|not implemented for '(?:Long|Int|Byte)'|"
-                      r"expected m1 and m2 to have the same dtype")
+TO_INDEX = re.compile(
+    r"'indices' to have one of the following scalar types|tensors used as indices must be|"
+    r"expected scalar type Long but found|Expected dtype int(?:32|64)(?:/int(?:32|64))? for index|"
+    r"Expected tensor for argument #\d+ '(?:indices|index)'"
+)
+TO_FLOAT = re.compile(
+    r"must have the same dtype, but got (?:Byte|Long|Int|Bool|Char|Short) and Float|"
+    r"expected scalar type Float but found (?:Byte|Long|Int|Bool|Char|Short)|not implemented for '(?:Long|Int|Byte)'|"
+    r"expected m1 and m2 to have the same dtype"
+)
 
 
 def dtype_retry(message: str) -> int:
@@ -408,7 +449,7 @@ def attempts_of(cls: Any, module: Any, given: List[Dict[str, Any]], factory: Any
         # an observation is replayed as it was or not at all: a value the file cannot name is not guessed (the two
         # sides could guess it apart)
         unresolved = [n for n, v in [*enumerate(g.get("args", [])), *dict(g.get("kwargs", {})).items()] if not resolve_given(v, namespace)[0]]
-        (a, kw), = given_candidates(cls, [g], nn, namespace)
+        ((a, kw),) = given_candidates(cls, [g], nn, namespace)
         if unresolved:
             kw = {UNRESOLVED: f"the observed argument {unresolved[0]!r} names nothing the file defines"}
         key = f"observed:{k}"
@@ -446,10 +487,10 @@ def positional(model: Any, inputs: Tuple[List[Any], Dict[str, Any]]) -> Optional
     except (TypeError, ValueError):
         return list(args) if not kwargs else None
     out = list(args)
-    rest = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][len(args):]
+    rest = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][len(args) :]
     named = dict(kwargs)
     last = max((i for i, p in enumerate(rest) if p.name in named), default=-1)
-    for p in rest[:last + 1]:
+    for p in rest[: last + 1]:
         if p.name in named:
             out.append(named.pop(p.name))
         elif p.default is not p.empty:
@@ -459,8 +500,9 @@ def positional(model: Any, inputs: Tuple[List[Any], Dict[str, Any]]) -> Optional
     return out if not named else None
 
 
-def make(attempt: Attempt, cls: Any, factory: Any, torch: Any, nn: Any, errors: List[str],
-         overrides: Optional[Dict[str, Any]] = None) -> Tuple[Any, Optional[List[Any]], Dict[str, Any]]:
+def make(
+    attempt: Attempt, cls: Any, factory: Any, torch: Any, nn: Any, errors: List[str], overrides: Optional[Dict[str, Any]] = None
+) -> Tuple[Any, Optional[List[Any]], Dict[str, Any]]:
     """Build one attempt (with overrides of its keyword arguments): (block or None, inputs recorded inside the
     builder's model, what to report of how it was built)."""
     key, args, kwargs = attempt
@@ -489,8 +531,9 @@ class Found:
         self.attempt, self.inputs, self.index, self.out, self.model = attempt, inputs, index, out, model
 
 
-def search(cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any,
-           announce: Callable[[Dict[str, Any]], None], plan: Optional[Dict[str, Any]] = None) -> Tuple[Optional[Found], List[str], Optional[str], bool]:
+def search(
+    cls: Any, attempts: List[Attempt], factory: Any, torch: Any, nn: Any, announce: Callable[[Dict[str, Any]], None], plan: Optional[Dict[str, Any]] = None
+) -> Tuple[Optional[Found], List[str], Optional[str], bool]:
     """Build each attempt and drive it forward until one runs: (found, build errors, forward error, built any). With
     a plan, the argument set and input the original ran with are tried first."""
     errors: List[str] = []
@@ -559,7 +602,7 @@ def provenance_of(path: str) -> Dict[str, Any]:
         with open(path, encoding="utf-8") as fh:
             for line in fh:
                 if line.startswith("# nnrag-provenance: "):
-                    record = json.loads(line[len("# nnrag-provenance: "):])
+                    record = json.loads(line[len("# nnrag-provenance: ") :])
                     return record if isinstance(record, dict) else {}
                 if not line.startswith("#"):
                     break
@@ -575,8 +618,17 @@ def renames_of(path: str) -> Dict[str, str]:
     return {str(v): str(k).rsplit(".", 1)[-1] for k, v in renamed.items() if isinstance(v, str)} if isinstance(renamed, dict) else {}
 
 
-def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], factory: Any, plan: Dict[str, Any],
-               torch: Any, nn: Any, coverage: Optional[str] = None, found: Optional[Found] = None) -> None:
+def probe_plan(
+    send: Callable[..., None],
+    cls: Any,
+    attempts: List[Attempt],
+    factory: Any,
+    plan: Dict[str, Any],
+    torch: Any,
+    nn: Any,
+    coverage: Optional[str] = None,
+    found: Optional[Found] = None,
+) -> None:
     """Probe the block exactly as the plan says (the same code on both sides): the base argument set's inputs, then
     each variant, until the budget. The block the search built and ran is the base when it is the plan's (on both
     sides alike). Ends with a `probed` frame naming the variants done."""
@@ -606,7 +658,7 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
     call = module_call(base)
     heavy = bool(plan.get("heavy"))
     names = renames_of(coverage) if coverage else {}
-    for i, v in enumerate(plan.get("variants", [])[:HEAVY_VARIANTS if heavy else None]):
+    for i, v in enumerate(plan.get("variants", [])[: HEAVY_VARIANTS if heavy else None]):
         if i and not plan.get("exact") and steady() - started > PROBE_BUDGET_S:
             break
         overrides = v.get("overrides") or {}
@@ -636,8 +688,19 @@ def probe_plan(send: Callable[..., None], cls: Any, attempts: List[Attempt], fac
         seeds = [1, 2] if i == 0 and not heavy else [1]
         # a train step (gradients, batch statistics, dropout and drop-path branches) for each variant; a heavy
         # block's for the argument set that ran only
-        probe_variant(send, str(v.get("label")), build_variant, in_form(inputs, overrides.get(INPUT_FORM)), seeds, call, torch, budget,
-                      train=i == 0 or not heavy, names=names, extra=extra)
+        probe_variant(
+            send,
+            str(v.get("label")),
+            build_variant,
+            in_form(inputs, overrides.get(INPUT_FORM)),
+            seeds,
+            call,
+            torch,
+            budget,
+            train=i == 0 or not heavy,
+            names=names,
+            extra=extra,
+        )
         done.append(str(v.get("label")))
     if stop is not None:
         stop()
@@ -662,9 +725,15 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
     factory = getattr(module, builder, None) if builder else None
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
     plan = req.get("plan") if isinstance(req.get("plan"), dict) else None
-    found, errors, forward_error, built = search(cls, attempts, factory, torch, nn,
-                                                 lambda r: send(frame(TIER, "instantiated", **{k: (builder if k == "builder" and v else v) for k, v in r.items() if k != TIER})),
-                                                 plan)
+    found, errors, forward_error, built = search(
+        cls,
+        attempts,
+        factory,
+        torch,
+        nn,
+        lambda r: send(frame(TIER, "instantiated", **{k: (builder if k == "builder" and v else v) for k, v in r.items() if k != TIER})),
+        plan,
+    )
     if found is None:
         error = forward_error if built else best_error(errors)
         # a module that exists nowhere, imported inside a function the block ran (a compiled operator)
@@ -672,8 +741,11 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
         native = [str(n) for n in req.get("native", [])]
         wanted = next((n for n in native if gone and (n == gone.group(1) or n.startswith(gone.group(1) + ".") or gone.group(1).startswith(n + "."))), None)
         if wanted:
-            raise Failure("native-extension", f"{cls.__name__} runs an import of {wanted}, a compiled module with no Python source "
-                                              f"(nn-rag pull --build-native builds it where the repository has its C++ sources): {error}")
+            raise Failure(
+                "native-extension",
+                f"{cls.__name__} runs an import of {wanted}, a compiled module with no Python source "
+                f"(nn-rag pull --build-native builds it where the repository has its C++ sources): {error}",
+            )
         # a package the block's own construction or forward imports, missing here
         needs = missing_package(error)
         if needs:
@@ -686,8 +758,13 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
             raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}")
         raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}")
     structure, tensors, values = tensor_evidence(found.out, torch, MAX_VALUES // 2)
-    send(frame(FORWARD, {"input_shapes": [shapes(t) for t in found.inputs], "output": structure, "tensors": tensors,
-                      "attempt": found.attempt[0], "input": found.index}), values)
+    send(
+        frame(
+            FORWARD,
+            {"input_shapes": [shapes(t) for t in found.inputs], "output": structure, "tensors": tensors, "attempt": found.attempt[0], "input": found.index},
+        ),
+        values,
+    )
     if plan is not None:
         probe_plan(send, cls, attempts, factory, plan, torch, nn, coverage=req["file"], found=found)
 
@@ -737,8 +814,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     chosen = variants(cls, args, kwargs, cls) if key != "builder" else [({}, f"built by {original.get('builder', {}).get('name', 'its builder')}()")]
     if takes_a_list(found.model, found.inputs):
         chosen.insert(1, ({INPUT_FORM: "listed"}, "inputs as a list"))
-    plan = {"attempt": key, "input": found.index, "variants": [{"label": label, "overrides": o} for o, label in chosen],
-            "heavy": LAST_FORWARD_S[0] > HEAVY_S}
+    plan = {"attempt": key, "input": found.index, "variants": [{"label": label, "overrides": o} for o, label in chosen], "heavy": LAST_FORWARD_S[0] > HEAVY_S}
     send(frame(PLAN, plan))
     probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found)
 
@@ -783,6 +859,7 @@ def prepare(role: str, spec: Dict[str, Any], memory_mb: int) -> None:
     Raises when any of it fails (then there is no template, and each worker imports for itself)."""
     limited(memory_mb)
     import torch  # noqa: F401 - the zygote's, already loaded
+
     if role == "original":
         original_path(spec["original"])
         importlib.import_module(str(spec["package"]))
@@ -805,6 +882,7 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
         try:
             import torch
             from torch import nn
+
             CALL = torch.nn.Module.__call__
         except Exception:  # noqa: BLE001 - the block's import names what is missing
             torch = nn = None

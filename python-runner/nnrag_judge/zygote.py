@@ -9,6 +9,7 @@ torch once, loads the worker modules under a random package name, and then only 
 
 Each is forked through a process that exits at once, so it is the judge's child (the judge is a subreaper) and is
 supervised, limited and killed as any. Run by `runpy` from judge.py, so no module of the judge is imported here."""
+
 from __future__ import annotations
 
 import io
@@ -33,6 +34,7 @@ MAX_JOB = 64 << 20
 def prctl(option: int, value: int) -> None:
     try:
         import ctypes
+
         ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError, ImportError):
         pass
@@ -81,6 +83,7 @@ def warm_torch() -> Dict[str, str]:
     try:
         import torch  # type: ignore[no-redef]
         import torch.nn  # noqa: F401
+
         if hasattr(getattr(torch, "utils", None), "deterministic"):
             import torch._inductor.config  # noqa: F401
     except Exception:  # noqa: BLE001 - a torch-less interpreter still serves (and workers report it)

@@ -1,4 +1,5 @@
 """What the judge's tests share: the runner, whether torch is here, and a judged copy against an original."""
+
 import importlib.util
 import json
 import os
@@ -52,8 +53,9 @@ class Blk(nn.Module):
 """
 
 
-def judged(copy_source: str, original_source: str = ORIGINAL, class_name: str = "Blk",
-           parse_constant: Optional[Callable[[str], object]] = None, *extra: str) -> dict:
+def judged(
+    copy_source: str, original_source: str = ORIGINAL, class_name: str = "Blk", parse_constant: Optional[Callable[[str], object]] = None, *extra: str
+) -> dict:
     """Validate `copy_source` against `original_source` installed as pk.m in a folder of its own; the report's last
     line read as JSON (`parse_constant`: what NaN and Infinity tokens become, as in `json.loads`)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,10 +67,14 @@ def judged(copy_source: str, original_source: str = ORIGINAL, class_name: str = 
         path = os.path.join(tmp, "out", "blk.py")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(textwrap.dedent(copy_source))
-        original = json.dumps({"module": "pk.m", "class": class_name, "path": os.path.join(tmp, "orig"),
-                               "file": os.path.join(tmp, "orig", "pk", "m.py")})
-        proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", class_name, "--original", original, *extra],
-                              capture_output=True, text=True, timeout=300, cwd=tmp)
+        original = json.dumps({"module": "pk.m", "class": class_name, "path": os.path.join(tmp, "orig"), "file": os.path.join(tmp, "orig", "pk", "m.py")})
+        proc = subprocess.run(
+            [sys.executable, "-I", "-B", RUNNER, path, "--class", class_name, "--original", original, *extra],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp,
+        )
         return json.loads(proc.stdout.strip().splitlines()[-1], parse_constant=parse_constant)
 
 
@@ -78,5 +84,3 @@ def has_memory_fill() -> bool:
     except ImportError:
         return False
     return hasattr(getattr(torch.utils, "deterministic", None), "fill_uninitialized_memory")
-
-

@@ -1,4 +1,5 @@
 """The arguments the judge builds a block with (arguments.py, repair.py, recipe.py); skipped without torch."""
+
 import json
 import unittest
 
@@ -61,11 +62,11 @@ class BuilderRecipe(unittest.TestCase):
         self.assertEqual(replayed["tier"], "equivalent", replayed)
         self.assertEqual(replayed["kwargs"].get("sizes"), [8, 8], replayed)
         # replayed on a copy whose configuration class was edited, the edit shows
-        edited = judged(BUILT.replace("self.depth = depth", "self.depth = depth + 1"), BUILT, "Net", None,
-                        "--candidates", json.dumps([recipe]))
+        edited = judged(BUILT.replace("self.depth = depth", "self.depth = depth + 1"), BUILT, "Net", None, "--candidates", json.dumps([recipe]))
         self.assertEqual(edited["category"], "differs", edited)
 
-CONSTRAINED = '''
+
+CONSTRAINED = """
 import torch
 from torch import nn
 
@@ -119,7 +120,7 @@ class Wrapper(nn.Module):
 
     def forward(self, x):
         return self.inner(x) * 2
-'''
+"""
 
 
 @needs_torch
@@ -147,7 +148,7 @@ class ConstructorConstraints(unittest.TestCase):
         self.assertLess(report["kwargs"]["prob"], 1)
 
 
-CHOICE = '''
+CHOICE = """
 import torch
 from torch import nn
 
@@ -164,7 +165,7 @@ class Choice(nn.Module):
 
     def forward(self, x):
         return self.lin(x) if self.mode == "grid" else -self.lin(x)
-'''
+"""
 
 
 @needs_torch
@@ -178,7 +179,8 @@ class ConstructorChoices(unittest.TestCase):
         self.assertIn("scale must be callable", report["message"])
         self.assertNotIn("Recursion", report["message"])
 
-LOOKED_UP = '''
+
+LOOKED_UP = """
 import torch
 from torch import nn
 
@@ -196,7 +198,7 @@ class Looked(nn.Module):
         if self.method == "rearrange":
             return self.lin(x) * self.w[1]
         return self.lin(x) * self.w[0]
-'''
+"""
 
 
 @needs_torch
@@ -212,7 +214,7 @@ class StringOptionVariants(unittest.TestCase):
         self.assertEqual(judged(edited, LOOKED_UP, "Looked").get("category"), "differs")
 
 
-WRAPPED_LOSS = '''
+WRAPPED_LOSS = """
 import torch
 from torch import nn
 
@@ -232,7 +234,7 @@ class FocalLoss(nn.Module):
         p_t = true * p + (1 - true) * (1 - p)
         loss = loss * (1.0 - p_t) ** self.gamma
         return loss.mean() if self.reduction == "mean" else loss.sum()
-'''
+"""
 
 
 @needs_torch
@@ -243,7 +245,7 @@ class WrappedLoss(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent", report)
 
 
-DIMENSIONS = '''
+DIMENSIONS = """
 from dataclasses import dataclass
 
 import torch
@@ -267,9 +269,9 @@ class Encoder(nn.Module):
         for block in self.blocks:
             x = block(x).relu()
         return x
-'''
+"""
 
-BASE_CONFIG = '''
+BASE_CONFIG = """
 from dataclasses import dataclass
 
 import torch
@@ -295,7 +297,7 @@ class Adapter(nn.Module):
 
     def forward(self, x):
         return self.proj(x) + self.prefix.sum(0)
-'''
+"""
 
 
 @needs_torch
@@ -325,7 +327,7 @@ class ConfigurationObjects(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent", report)
 
 
-CFG = '''
+CFG = """
 import torch
 from torch import nn
 
@@ -343,7 +345,7 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.layers(x)
-'''
+"""
 
 
 @needs_torch
@@ -355,7 +357,7 @@ class CfgClasses(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent", report)
 
 
-HUB = '''
+HUB = """
 import torch
 from torch import nn
 
@@ -399,7 +401,7 @@ class BertLM(PreTrainedModel):
 
     def forward(self, input_ids):
         return self.lin(self.emb(input_ids))
-'''
+"""
 
 
 @needs_torch
@@ -410,7 +412,7 @@ class DeclaredConfiguration(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent", report)
 
 
-FACTORY = '''
+FACTORY = """
 import torch
 from torch import nn
 
@@ -424,7 +426,7 @@ class Stem(nn.Module):
 
     def forward(self, x):
         return self.lin(self.norm(self.blocks(x)))
-'''
+"""
 
 
 @needs_torch

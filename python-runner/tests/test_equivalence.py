@@ -1,5 +1,6 @@
 """The judge compares a copy with its original across processes, bit for bit, and catches one-line changes and
 forged results (equivalence.py, evidence.py); skipped without torch."""
+
 import json
 import os
 import subprocess
@@ -9,6 +10,7 @@ import textwrap
 import unittest
 
 from tests.support import HAS_TORCH, ORIGINAL, RUNNER, has_memory_fill, judged, needs_torch
+
 
 @needs_torch
 class Mutants(unittest.TestCase):
@@ -328,15 +330,20 @@ class Forgery(unittest.TestCase):
     """The copy cannot choose what "the original" is: it never shares a process with it."""
 
     def test_aliasing_the_original_module_does_not_make_it_equivalent(self) -> None:
-        forged = ORIGINAL.replace("class Blk(nn.Module):", "class Blk(nn.Module):\n    import sys as _s\n"
-                                  "    _s.modules['pk.m'] = _s.modules[__name__]\n    _s.modules['pk'] = _s.modules[__name__]", 1)
+        forged = ORIGINAL.replace(
+            "class Blk(nn.Module):",
+            "class Blk(nn.Module):\n    import sys as _s\n    _s.modules['pk.m'] = _s.modules[__name__]\n    _s.modules['pk'] = _s.modules[__name__]",
+            1,
+        )
         forged = forged.replace("return x * factor", "return x * factor * 3")
         report = judged(forged)
         self.assertNotEqual(report["tier"], "equivalent", report)
         self.assertEqual(report.get("category"), "differs", report)
 
     def test_no_marker_of_validation_is_visible_to_the_block(self) -> None:
-        probe = ORIGINAL.replace("def scale(x, factor=2.0):", textwrap.dedent('''\
+        probe = ORIGINAL.replace(
+            "def scale(x, factor=2.0):",
+            textwrap.dedent("""\
             import os, sys
             _seen = [k for k in os.environ if "NNRAG" in k.upper()] + [p for p in (os.getcwd(), os.environ.get("HOME", ""), __file__) if "nnrag" in p.lower()]
             _seen += [m for m in sys.modules if "nnrag" in m.lower()] + ([__name__] if __name__ != "blk" else [])
@@ -344,7 +351,9 @@ class Forgery(unittest.TestCase):
                 raise RuntimeError(f"validation markers: {_seen}")
 
 
-            def scale(x, factor=2.0):'''), 1)
+            def scale(x, factor=2.0):"""),
+            1,
+        )
         report = judged(probe)
         self.assertTrue(report["ok"], report)
 
@@ -362,10 +371,12 @@ class Forgery(unittest.TestCase):
             path = os.path.join(tmp, "blk.py")
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(textwrap.dedent(ORIGINAL))
-            original = json.dumps({"module": "pk.m", "class": "Blk", "path": os.path.join(tmp, "orig"),
-                                   "file": os.path.join(tmp, "orig", "pk", "m.py"), "blob": "0" * 40})
-            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original],
-                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+            original = json.dumps(
+                {"module": "pk.m", "class": "Blk", "path": os.path.join(tmp, "orig"), "file": os.path.join(tmp, "orig", "pk", "m.py"), "blob": "0" * 40}
+            )
+            proc = subprocess.run(
+                [sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original], capture_output=True, text=True, timeout=300, cwd=tmp
+            )
             report = json.loads(proc.stdout.strip().splitlines()[-1])
         self.assertEqual(report["equivalence"]["status"], "unavailable")
         self.assertIn("changed since it was indexed", report["equivalence"]["reason"])
@@ -379,8 +390,7 @@ class Forgery(unittest.TestCase):
         self.assertEqual(alone["original_reached"], "forward", alone)
         self.assertFalse(alone["ok"])
         self.assertIsNone(alone["tier"])
-        broken = judged("x = 1", ORIGINAL.replace("class Blk", "raise RuntimeError('no import')\nclass Blk"), "Blk",
-                        None, "--original-only")
+        broken = judged("x = 1", ORIGINAL.replace("class Blk", "raise RuntimeError('no import')\nclass Blk"), "Blk", None, "--original-only")
         self.assertIsNone(broken["original_reached"])
         self.assertIn("no import", broken["original_reason"])
 
@@ -396,8 +406,9 @@ class Forgery(unittest.TestCase):
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(textwrap.dedent(ORIGINAL))
             original = json.dumps({"module": "pk.m", "class": "Blk", "path": os.path.join(tmp, "orig")})
-            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original],
-                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+            proc = subprocess.run(
+                [sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original], capture_output=True, text=True, timeout=300, cwd=tmp
+            )
             report = json.loads(proc.stdout.strip().splitlines()[-1])
         self.assertEqual(report["tier"], "equivalent", report)
         self.assertIn("without its package's __init__", report["equivalence"]["original"])
@@ -405,6 +416,7 @@ class Forgery(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
 
 @needs_torch
 class Coverage(unittest.TestCase):
@@ -429,6 +441,7 @@ class Lazy(nn.Module):
     def forward(self, x):
         return self.lin(x)
 """
+
 
 @unittest.skipUnless(HAS_TORCH and has_memory_fill(), "needs torch 2.1 or later (uninitialised memory filled)")
 class UninitialisedMemory(unittest.TestCase):
@@ -461,8 +474,16 @@ class TensorDigests(unittest.TestCase):
 
         from nnrag_judge.evidence import plain, raw_bytes
 
-        cases = [torch.tensor(3.5), torch.zeros(0, 4), torch.arange(10), torch.ones(3, dtype=torch.bool), torch.randn(4, 5).t(),
-                 torch.randn(2, 3, dtype=torch.complex64), torch.randn(3, dtype=torch.bfloat16), torch.randint(0, 255, (5,), dtype=torch.uint8)]
+        cases = [
+            torch.tensor(3.5),
+            torch.zeros(0, 4),
+            torch.arange(10),
+            torch.ones(3, dtype=torch.bool),
+            torch.randn(4, 5).t(),
+            torch.randn(2, 3, dtype=torch.complex64),
+            torch.randn(3, dtype=torch.bfloat16),
+            torch.randint(0, 255, (5,), dtype=torch.uint8),
+        ]
         for t in cases:
             p = plain(t, torch)
             self.assertEqual(hashlib.sha256(raw_bytes(p, torch)).hexdigest(), hashlib.sha256(p.numpy().tobytes()).hexdigest(), t.dtype)

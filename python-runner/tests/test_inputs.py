@@ -1,4 +1,5 @@
 """The inputs the judge feeds a block (inputs.py): graphs, docstrings, annotations, shapes, videos; skipped without torch."""
+
 import unittest
 
 from tests.support import judged, needs_torch
@@ -59,6 +60,7 @@ class GraphInputs(unittest.TestCase):
 
     def test_a_batch_vector_is_one_index_per_node(self) -> None:
         import torch  # noqa: F401 - scatter_reduce is torch 1.12+
+
         report = judged(GRAPH, GRAPH, "Pool")
         self.assertEqual(report["tier"], "equivalent", report)
 
@@ -122,7 +124,8 @@ class DocstringInputs(unittest.TestCase):
         self.assertEqual(report["tier"], "equivalent", report)
         self.assertEqual(report["input_shapes"], [[2, 6, 5], [5]])
 
-SHAPED = '''
+
+SHAPED = """
 from typing import List
 
 import torch
@@ -207,7 +210,7 @@ class Head(nn.Module):
 
     def forward(self, x):
         return self.out(self.encoder(x))
-'''
+"""
 
 
 SIGNATURES = '''
@@ -318,7 +321,7 @@ class Grid(nn.Module):
         return torch.stack([ys, xs], -1) @ self.freq
 '''
 
-VIDEO = '''
+VIDEO = """
 import torch
 from torch import nn
 
@@ -351,7 +354,7 @@ class FoldedNorm(nn.Module):
         b, c, t, h, w = x.shape
         x = x.permute(0, 2, 1, 3, 4).flatten(0, 1)
         return self.norm(x).unflatten(0, (b, t)).permute(0, 2, 1, 3, 4)
-'''
+"""
 
 
 @needs_torch

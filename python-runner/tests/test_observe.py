@@ -1,4 +1,5 @@
 """Tests for the observer (nnrag_judge/observe.py): how a repository's tests are run and what is recorded of them."""
+
 import importlib.util
 import os
 import sys
@@ -91,17 +92,20 @@ class Observing(unittest.TestCase):
         # imports `tests/test_ops/test_scale.py` as `test_scale`, so the other repository's `tests` never shadows it
         with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as other, tempfile.TemporaryDirectory() as work:
             write_tree(other, {"tests/__init__.py": ""})
-            write_tree(root, {
-                "pkg/__init__.py": "",
-                "pkg/layers.py": SCALE,
-                "tests/test_ops/test_scale.py": """
+            write_tree(
+                root,
+                {
+                    "pkg/__init__.py": "",
+                    "pkg/layers.py": SCALE,
+                    "tests/test_ops/test_scale.py": """
                     import torch
                     from pkg.layers import Scale
 
                     def test_scale():
                         Scale(3.0)(torch.ones(2, 5))
                     """,
-            })
+                },
+            )
             entry = {"id": "tests/test_ops/test_scale.py::test_scale", "module": "tests.test_ops.test_scale", "function": "test_scale"}
             before = os.getcwd()
             try:
@@ -116,10 +120,12 @@ class Observing(unittest.TestCase):
     def test_a_test_class_set_up_as_pytest_does(self) -> None:
         # mmcv's test classes make their inputs in `setup_class` (a classmethod) and `setup_method`
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {
-                "pkg/__init__.py": "",
-                "pkg/layers.py": SCALE,
-                "tests/test_scale.py": """
+            write_tree(
+                root,
+                {
+                    "pkg/__init__.py": "",
+                    "pkg/layers.py": SCALE,
+                    "tests/test_scale.py": """
                     import torch
                     from pkg.layers import Scale
 
@@ -135,8 +141,11 @@ class Observing(unittest.TestCase):
                         def test_scale(self):
                             Scale(self.factor)(self.x)
                     """,
-            })
-            got = observed(root, [{"id": "tests/test_scale.py::TestScale::test_scale", "module": "tests.test_scale", "function": "test_scale", "class": "TestScale"}])
+                },
+            )
+            got = observed(
+                root, [{"id": "tests/test_scale.py::TestScale::test_scale", "module": "tests.test_scale", "function": "test_scale", "class": "TestScale"}]
+            )
         [seen] = got["observed"]
         self.assertIsNone(seen["error"], seen)
         self.assertEqual([(c["name"], c["kwargs"]) for c in seen["calls"]], [("Scale", {"factor": {"$float": 3.0}})])
@@ -144,15 +153,17 @@ class Observing(unittest.TestCase):
     def test_a_package_that_reads_its_own_distribution(self) -> None:
         # mmpretrain's hub reads `distribution("mmpretrain")`: indexed in place, as after `pip install -e .`
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {
-                "pkg/__init__.py": """
+            write_tree(
+                root,
+                {
+                    "pkg/__init__.py": """
                     from importlib.metadata import distribution, version
                     __version__ = version("pkg")
                     DATA = distribution("pkg").locate_file("pkg") / "data.txt"
                     """,
-                "pkg/version.py": "__version__ = '1.2.3'\n",
-                "pkg/data.txt": "scale 3\n",
-                "pkg/layers.py": """
+                    "pkg/version.py": "__version__ = '1.2.3'\n",
+                    "pkg/data.txt": "scale 3\n",
+                    "pkg/layers.py": """
                     from torch import nn
                     from . import DATA, __version__
 
@@ -165,14 +176,15 @@ class Observing(unittest.TestCase):
                         def forward(self, x):
                             return x * self.factor
                     """,
-                "tests/test_scale.py": """
+                    "tests/test_scale.py": """
                     import torch
                     from pkg.layers import Scale
 
                     def test_scale():
                         Scale()(torch.ones(2, 5))
                     """,
-            })
+                },
+            )
             got = observed(root, [{"id": "tests/test_scale.py::test_scale", "module": "tests.test_scale", "function": "test_scale"}])
         [seen] = got["observed"]
         self.assertIsNone(seen["error"], seen)
@@ -182,11 +194,13 @@ class Observing(unittest.TestCase):
         # mmcv's tests read `tests/data/...` by a relative path, as pytest run from the repository's root finds it; a
         # file the test writes beside it goes to its scratch folder
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {
-                "pkg/__init__.py": "",
-                "pkg/layers.py": SCALE,
-                "tests/data/factor.txt": "3\n",
-                "tests/test_scale.py": """
+            write_tree(
+                root,
+                {
+                    "pkg/__init__.py": "",
+                    "pkg/layers.py": SCALE,
+                    "tests/data/factor.txt": "3\n",
+                    "tests/test_scale.py": """
                     import torch
                     from pkg.layers import Scale
 
@@ -195,7 +209,8 @@ class Observing(unittest.TestCase):
                         open("written.txt", "w").write("ok")
                         Scale(factor)(torch.ones(2, 5))
                     """,
-            })
+                },
+            )
             got = observed(root, [{"id": "tests/test_scale.py::test_scale", "module": "tests.test_scale", "function": "test_scale"}])
             self.assertFalse(os.path.exists(os.path.join(root, "written.txt")))
         [seen] = got["observed"]
@@ -204,9 +219,11 @@ class Observing(unittest.TestCase):
 
     def test_fixtures_constructions_and_inputs(self) -> None:
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {
-                "pkg/__init__.py": "",
-                "pkg/layers.py": """
+            write_tree(
+                root,
+                {
+                    "pkg/__init__.py": "",
+                    "pkg/layers.py": """
                     from torch import nn
 
                     class Scale(nn.Module):
@@ -218,7 +235,7 @@ class Observing(unittest.TestCase):
                         def forward(self, x, index=None):
                             return self.lin(x)[index] * self.factor
                     """,
-                "tests/conftest.py": """
+                    "tests/conftest.py": """
                     import pytest
 
                     @pytest.fixture
@@ -231,7 +248,7 @@ class Observing(unittest.TestCase):
                         assert tmp_path.is_dir()
                         return Scale(width, bias=False)
                     """,
-                "tests/test_layers.py": """
+                    "tests/test_layers.py": """
                     import torch
 
                     def test_scale(layer, width, monkeypatch):
@@ -241,9 +258,9 @@ class Observing(unittest.TestCase):
                     def test_needs_a_request(request):
                         pass
                     """,
-            })
-            entries = [{"id": f"tests/test_layers.py::{f}", "module": "tests.test_layers", "function": f}
-                       for f in ("test_scale", "test_needs_a_request")]
+                },
+            )
+            entries = [{"id": f"tests/test_layers.py::{f}", "module": "tests.test_layers", "function": f} for f in ("test_scale", "test_needs_a_request")]
             got = observed(root, entries)
         self.assertTrue(got["ok"], got)
         first, second = got["observed"]
@@ -261,9 +278,11 @@ class Observing(unittest.TestCase):
 
     def test_a_builder_is_called_without_download_and_what_it_built_is_fed(self) -> None:
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {
-                "net/__init__.py": "",
-                "net/model.py": """
+            write_tree(
+                root,
+                {
+                    "net/__init__.py": "",
+                    "net/model.py": """
                     import torch
                     from torch import nn
 
@@ -294,7 +313,8 @@ class Observing(unittest.TestCase):
                     def not_a_model():
                         return Stem(5).conv
                     """,
-            })
+                },
+            )
             entries = [{"id": f"net/model.py::{f}", "module": "net.model", "function": f, "kind": "build"} for f in ("net_tiny", "not_a_model")]
             got = observed(root, entries)
         self.assertTrue(got["ok"], got)
@@ -314,7 +334,11 @@ class Observing(unittest.TestCase):
 
     def test_a_whole_image_model_made_for_one_size_is_fed_that_size(self) -> None:
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {"fixed/__init__.py": "", "fixed/mixer.py": """
+            write_tree(
+                root,
+                {
+                    "fixed/__init__.py": "",
+                    "fixed/mixer.py": """
                 from torch import nn
 
                 class Mixer(nn.Module):
@@ -326,7 +350,9 @@ class Observing(unittest.TestCase):
                     def forward(self, img):
                         assert img.shape[-2:] == (224, 224), "no dynamic input size"
                         return self.head(self.stem(img).flatten(1))
-                """})
+                """,
+                },
+            )
             entries = [{"id": "fixed/mixer.py::Mixer", "module": "fixed.mixer", "function": "Mixer", "kind": "build"}]
             got = observed(root, entries)
         [seen] = got["observed"]
@@ -337,7 +363,10 @@ class Observing(unittest.TestCase):
 
     def test_what_an_entry_leaves_in_the_temporary_folder_is_gone_before_the_next(self) -> None:
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {"tests/test_tmp.py": """
+            write_tree(
+                root,
+                {
+                    "tests/test_tmp.py": """
                 import os
                 import tempfile
 
@@ -348,15 +377,21 @@ class Observing(unittest.TestCase):
                 def test_sees_nothing(tmp_path):
                     assert not os.path.exists(os.path.join(tempfile.gettempdir(), "left.txt"))
                     assert str(tmp_path).startswith(tempfile.gettempdir())
-                """})
+                """
+                },
+            )
             entries = [{"id": f"tests/test_tmp.py::{f}", "module": "tests.test_tmp", "function": f} for f in ("test_leaves", "test_sees_nothing")]
             got = observed(root, entries)
         self.assertEqual([o["error"] for o in got["observed"]], [None, None], got)
 
     def test_an_entry_that_ignores_its_alarm_is_stopped_from_outside_and_the_next_runs(self) -> None:
         from nnrag_judge import judge
+
         with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as work:
-            write_tree(root, {"tests/test_hang.py": """
+            write_tree(
+                root,
+                {
+                    "tests/test_hang.py": """
                 import signal
 
                 def test_hangs():
@@ -370,7 +405,9 @@ class Observing(unittest.TestCase):
 
                 def test_after():
                     pass
-                """})
+                """
+                },
+            )
             entries = [{"id": f"tests/test_hang.py::{f}", "module": "tests.test_hang", "function": f} for f in ("test_hangs", "test_after")]
             before, grace = os.getcwd(), judge.QUIET_GRACE_S
             judge.QUIET_GRACE_S = 1.0
@@ -388,7 +425,12 @@ class Observing(unittest.TestCase):
         # a test module imports an optional package at module level for some of its tests (pycocotools in a detection
         # framework's suite): the others still run; pytest's warns, approx and importorskip work without pytest
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {"pkg/__init__.py": "", "pkg/layers.py": SCALE, "tests/test_opt.py": """
+            write_tree(
+                root,
+                {
+                    "pkg/__init__.py": "",
+                    "pkg/layers.py": SCALE,
+                    "tests/test_opt.py": """
                 import warnings
                 import torch
                 import pytest
@@ -408,7 +450,9 @@ class Observing(unittest.TestCase):
 
                 def test_skips():
                     pytest.importorskip("not_installed_other_xyz")
-                """})
+                """,
+                },
+            )
             entries = [{"id": f"tests/test_opt.py::{f}", "module": "tests.test_opt", "function": f} for f in ("test_plain", "test_uses_it", "test_skips")]
             got = observed(root, entries)
         errors = {o["entry"].split("::")[1]: o["error"] for o in got["observed"]}
@@ -420,9 +464,14 @@ class Observing(unittest.TestCase):
 
     def test_inputs_are_rebuilt_alike_and_in_range(self) -> None:
         import torch
-        desc = {"args": [{"$tensor": {"dtype": "int64", "shape": [2, 50], "min": 0, "max": 9}}],
-                "kwargs": {"mask": {"$tensor": {"dtype": "bool", "shape": [3], "min": 1, "max": 1}},
-                           "x": {"$tensor": {"dtype": "float64", "shape": [2, 2], "min": -1.0, "max": 1.0}}}}
+
+        desc = {
+            "args": [{"$tensor": {"dtype": "int64", "shape": [2, 50], "min": 0, "max": 9}}],
+            "kwargs": {
+                "mask": {"$tensor": {"dtype": "bool", "shape": [3], "min": 1, "max": 1}},
+                "x": {"$tensor": {"dtype": "float64", "shape": [2, 2], "min": -1.0, "max": 1.0}},
+            },
+        }
         one, two = observe.observed_inputs(desc, torch), observe.observed_inputs(desc, torch)
         assert one is not None and two is not None
         self.assertTrue(torch.equal(one[0][0], two[0][0]))
@@ -434,6 +483,7 @@ class Observing(unittest.TestCase):
 
     def test_a_mapping_keyed_by_edge_types_is_described_and_made_again(self) -> None:
         import torch
+
         edges = {("paper", "cites", "paper"): torch.tensor([[0, 1], [1, 2]]), ("author", "writes", "paper"): torch.tensor([[0], [2]])}
         desc = {"args": [observe.described(edges, torch)], "kwargs": {}}
         [again], _ = observe.observed_inputs(desc, torch)
@@ -450,9 +500,15 @@ class ObservedNames(unittest.TestCase):
 
     def test_only_the_file_the_original_package_and_torch_layers(self) -> None:
         from nnrag_judge import arguments
+
         arguments.OWN_PACKAGES.clear()
-        hostile = [{"$call": "system", "module": "os", "args": ["true"]}, {"$name": "getcwd", "module": "os"},
-                   {"$call": "torch.load", "args": ["x.pt"]}, {"$name": "torch.hub.load"}, {"$name": "torch.nn.parallel.DataParallel"}]
+        hostile = [
+            {"$call": "system", "module": "os", "args": ["true"]},
+            {"$name": "getcwd", "module": "os"},
+            {"$call": "torch.load", "args": ["x.pt"]},
+            {"$name": "torch.hub.load"},
+            {"$name": "torch.nn.parallel.DataParallel"},
+        ]
         for value in hostile:
             self.assertEqual(arguments.resolve_given(value, {}), (False, None), value)
         arguments.OWN_PACKAGES.add("os")
@@ -466,6 +522,7 @@ class ObservedNames(unittest.TestCase):
     def test_torch_layers_and_dtypes(self) -> None:
         import torch
         from nnrag_judge import arguments
+
         self.assertEqual(arguments.resolve_given({"$name": "torch.nn.ReLU"}, {}), (True, torch.nn.ReLU))
         self.assertEqual(arguments.resolve_given({"$name": "torch.float16"}, {}), (True, torch.float16))
         self.assertEqual(arguments.resolve_given({"$name": "torch.save"}, {}), (False, None))
@@ -480,8 +537,13 @@ class WhatIsKept(unittest.TestCase):
     def test_a_whole_model_at_full_size_is_not_kept(self) -> None:
         import importlib
         import torch
+
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {"sized/__init__.py": "", "sized/blocks.py": """
+            write_tree(
+                root,
+                {
+                    "sized/__init__.py": "",
+                    "sized/blocks.py": """
                 import torch
                 from torch import nn
 
@@ -489,7 +551,9 @@ class WhatIsKept(unittest.TestCase):
                     def __init__(self, n):
                         super().__init__()
                         self.w = nn.Parameter(torch.empty(n, device="meta"))
-                """})
+                """,
+                },
+            )
             sys.path.insert(0, root)
             try:
                 blocks = importlib.import_module("sized.blocks")
@@ -509,13 +573,18 @@ class WhatIsKept(unittest.TestCase):
 
     def test_a_test_imports_the_helpers_beside_it_as_pytest_does(self) -> None:
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {"examples/helpers_here.py": "WIDTH = 3\n",
-                              "examples/test_example.py": """
+            write_tree(
+                root,
+                {
+                    "examples/helpers_here.py": "WIDTH = 3\n",
+                    "examples/test_example.py": """
                                   from helpers_here import WIDTH
 
                                   def test_width():
                                       assert WIDTH == 3
-                                  """})
+                                  """,
+                },
+            )
             entries = [{"id": "examples/test_example.py::test_width", "module": "examples.test_example", "function": "test_width"}]
             got = observed(root, entries)
         self.assertTrue(got["ok"], got)
@@ -527,16 +596,22 @@ class ConfigFiles(unittest.TestCase):
 
     def test_the_spec_keeps_only_relative_files_inside(self) -> None:
         from nnrag_judge.serve import observe_spec
+
         entry = {"id": "c", "module": "configs.x", "function": "model", "kind": "config", "registries": [["pkg.registry", "MODELS"], ["os;x", "y"]]}
-        spec = observe_spec({"root": "/r", "path": "/r", "entries": [dict(entry, file=f) for f in ("configs/x.py", "../x.py", "/etc/x.py", "a/../../x.py", "")]})
+        spec = observe_spec(
+            {"root": "/r", "path": "/r", "entries": [dict(entry, file=f) for f in ("configs/x.py", "../x.py", "/etc/x.py", "a/../../x.py", "")]}
+        )
         self.assertEqual([e["file"] for e in spec["entries"]], ["configs/x.py"])
         self.assertEqual(spec["entries"][0]["registries"], [["pkg.registry", "MODELS"]])
 
     def test_a_config_written_with_imports_names_its_type_by_the_class(self) -> None:
         # mmengine's Python configs (`mmpretrain/configs/`): `model = dict(type=BEiT, ...)` with BEiT imported
         with tempfile.TemporaryDirectory() as root:
-            write_tree(root, {"pyconf/__init__.py": "",
-                              "pyconf/registry.py": """
+            write_tree(
+                root,
+                {
+                    "pyconf/__init__.py": "",
+                    "pyconf/registry.py": """
                                   class Registry:
                                       def get(self, name):
                                           return None
@@ -547,16 +622,20 @@ class ConfigFiles(unittest.TestCase):
 
                                   MODELS = Registry()
                                   """,
-                              "pyconf/models.py": """
+                    "pyconf/models.py": """
                                   class Net:
                                       def __init__(self, width):
                                           self.width = width
                                   """,
-                              "pyconf/configs/net_w4.py": "from pyconf.models import Net\n\nmodel = dict(type=Net, width=4)\n"})
+                    "pyconf/configs/net_w4.py": "from pyconf.models import Net\n\nmodel = dict(type=Net, width=4)\n",
+                },
+            )
             sys.path.insert(0, root)
             try:
                 observer = observe.Observer(root, None)
-                built = observe.from_config(os.path.realpath(root) + "/", {"file": "pyconf/configs/net_w4.py", "registries": [["pyconf.registry", "MODELS"]]}, observer)
+                built = observe.from_config(
+                    os.path.realpath(root) + "/", {"file": "pyconf/configs/net_w4.py", "registries": [["pyconf.registry", "MODELS"]]}, observer
+                )
             finally:
                 sys.path.remove(root)
                 for name in [m for m in sys.modules if m == "pyconf" or m.startswith("pyconf.")]:
@@ -566,12 +645,16 @@ class ConfigFiles(unittest.TestCase):
     def test_a_base_outside_the_repository_is_refused(self) -> None:
         with tempfile.TemporaryDirectory() as top:
             root = os.path.join(top, "repo")
-            write_tree(top, {"outside.py": "model = dict(type='X')\n",
-                             "repo/configs/a.py": "_base_ = ['../../outside.py']\n",
-                             "repo/configs/b.py": "_base_ = ['%s']\n" % os.path.join(top, "outside.py")})
+            write_tree(
+                top,
+                {
+                    "outside.py": "model = dict(type='X')\n",
+                    "repo/configs/a.py": "_base_ = ['../../outside.py']\n",
+                    "repo/configs/b.py": "_base_ = ['%s']\n" % os.path.join(top, "outside.py"),
+                },
+            )
             os.symlink(os.path.join(top, "outside.py"), os.path.join(root, "configs", "link.py"))
             observer = observe.Observer(root, None)
             for name in ("configs/a.py", "configs/b.py", "configs/link.py"):
                 with self.assertRaisesRegex(ValueError, "not inside the repository"):
                     observe.from_config(os.path.realpath(root) + "/", {"file": name, "registries": []}, observer)
-

@@ -1,5 +1,6 @@
 """Tests for the judge (judge.py, package nnrag_judge): they pass with or without torch in the interpreter that runs
 them."""
+
 import importlib.util
 import inspect
 import json
@@ -24,8 +25,7 @@ def run_file(source: str, *args: str) -> dict:
         path = os.path.join(tmp, "block.py")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(textwrap.dedent(source))
-        proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, *args], capture_output=True, text=True,
-                              timeout=300, cwd=tmp)
+        proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, *args], capture_output=True, text=True, timeout=300, cwd=tmp)
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -114,7 +114,9 @@ class Templates(unittest.TestCase):
 
     def test_the_copy_imports_first_only_what_its_file_imports_before_any_statement_of_its_own(self) -> None:
         import ast
-        tree = ast.parse(textwrap.dedent("""\
+
+        tree = ast.parse(
+            textwrap.dedent("""\
             \"\"\"A pulled block.\"\"\"
             from __future__ import annotations
             import os
@@ -125,14 +127,14 @@ class Templates(unittest.TestCase):
             from . import sibling
             os.environ["X"] = "1"
             import einops
-        """))
+        """)
+        )
         self.assertEqual(judge.copy_template(tree), {"modules": ["numpy", "PIL.Image"]})
         self.assertIsNone(judge.copy_template(ast.parse("import torch\nimport os\nx = 1\nimport numpy\n")))
 
     def test_the_original_imports_its_package_from_its_path_and_none_with_compiled_operators_first(self) -> None:
         original = {"module": "pk.sub.m", "class": "Blk", "path": "/repo", "also": ["/other"]}
-        self.assertEqual(judge.original_template({}, original),
-                         {"original": {"path": "/repo", "also": ["/other"]}, "package": "pk"})
+        self.assertEqual(judge.original_template({}, original), {"original": {"path": "/repo", "also": ["/other"]}, "package": "pk"})
         self.assertIsNone(judge.original_template({"natives": [{"module": "pk._C", "name": "pk._C", "file": "x.so"}]}, original))
 
 
@@ -156,6 +158,7 @@ class ReadableDifferences(unittest.TestCase):
 
     def test_probe_keys_read_as_words(self) -> None:
         from nnrag_judge.equivalence import readable_key
+
         self.assertEqual(readable_key("the arguments that ran|structure"), "the module tree, with the arguments that ran")
         self.assertEqual(readable_key("dim=9|eval|2"), "eval output under seed 2, with dim=9")
         self.assertNotIn("|", readable_key("a|train"))
@@ -194,7 +197,8 @@ class UndefinedNames(unittest.TestCase):
         return [n for n, _ in static.undefined_names(textwrap.dedent(source), "<t>")]
 
     def test_scopes(self) -> None:
-        self.assertEqual(self.check("""
+        self.assertEqual(
+            self.check("""
             G = 1
             def f(a, *b, **c):
                 import json
@@ -205,7 +209,9 @@ class UndefinedNames(unittest.TestCase):
             class C:
                 Y = 1
                 Z = Y + 1
-        """), [])
+        """),
+            [],
+        )
 
     def test_conditional_definitions_count(self) -> None:
         self.assertEqual(self.check("try:\n    from x import y\nexcept ImportError:\n    y = None\nprint(y)\n"), [])
@@ -216,7 +222,8 @@ class TiersWithTorch(unittest.TestCase):
     """The full ladder on small blocks (runs where torch is installed)."""
 
     def test_forward_with_inferred_arguments(self) -> None:
-        report = run_file("""
+        report = run_file(
+            """
             from torch import nn
             class Proj(nn.Module):
                 def __init__(self, in_channels, out_channels, kernel_size=3):
@@ -224,7 +231,10 @@ class TiersWithTorch(unittest.TestCase):
                     self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, padding=1)
                 def forward(self, x):
                     return self.conv(x)
-        """, "--class", "Proj")
+        """,
+            "--class",
+            "Proj",
+        )
         self.assertTrue(report["ok"], report)
         self.assertEqual(report["tier"], "forward")
         self.assertEqual(report["kwargs"], {"in_channels": 16, "out_channels": 16})
@@ -290,8 +300,9 @@ class TiersWithTorch(unittest.TestCase):
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(textwrap.dedent(copy))
             original = json.dumps({"module": module, "class": "Blk", "path": os.path.join(tmp, "orig")})
-            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original],
-                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+            proc = subprocess.run(
+                [sys.executable, "-I", "-B", RUNNER, path, "--class", "Blk", "--original", original], capture_output=True, text=True, timeout=300, cwd=tmp
+            )
             return json.loads(proc.stdout.strip().splitlines()[-1])
 
     def test_a_copy_equal_to_its_original_is_equivalent(self) -> None:
@@ -318,8 +329,7 @@ class TiersWithTorch(unittest.TestCase):
 
         def f(conv_builder: Callable[..., nn.Module], cnf: BlockConfig): ...
 
-        builder, cnf = [arguments.guess_value(p, nn, {"BlockConfig": BlockConfig, "__name__": "m"})
-                        for p in inspect.signature(f).parameters.values()]
+        builder, cnf = [arguments.guess_value(p, nn, {"BlockConfig": BlockConfig, "__name__": "m"}) for p in inspect.signature(f).parameters.values()]
         self.assertIs(builder, nn.Identity)
         self.assertEqual((cnf.kernel, cnf.stride, cnf.input_channels), (3, 1, 16))
 
@@ -341,7 +351,8 @@ class TiersWithTorch(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "blk.py")
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write(textwrap.dedent("""
+                fh.write(
+                    textwrap.dedent("""
                     class Blk:
                         def __init__(self, dim=4, mode="sum", act="relu", norm="bn", bias=True):
                             self.mode = mode
@@ -352,7 +363,8 @@ class TiersWithTorch(unittest.TestCase):
                             elif self.mode == "mean":
                                 return x / 2
                             return x * 2 if self.act in ("relu", "gelu") else x
-                """))
+                """)
+                )
             spec_ = importlib.util.spec_from_file_location("blk", path)
             module = importlib.util.module_from_spec(spec_)
             sys.modules["blk"] = module  # inspect finds a class's source through its module, as an import leaves it
@@ -365,8 +377,7 @@ class TiersWithTorch(unittest.TestCase):
         from typing import Optional
 
         class Blk:
-            def __init__(self, dim=4, drop_prob=None, init_values: Optional[float] = None,
-                         out_features: Optional[int] = None, norm_layer=None, act=None):
+            def __init__(self, dim=4, drop_prob=None, init_values: Optional[float] = None, out_features: Optional[int] = None, norm_layer=None, act=None):
                 pass
 
         labels = [label for _, label in arguments.variants(Blk, [], {})]
@@ -392,7 +403,8 @@ class TiersWithTorch(unittest.TestCase):
         self.assertEqual(report["equivalence"]["status"], "unavailable")
 
     def test_a_configuration_object_is_built_for_a_parameter_that_takes_one(self) -> None:
-        report = run_file("""
+        report = run_file(
+            """
             from __future__ import annotations
             from torch import nn
             class TinyConfig:
@@ -406,7 +418,10 @@ class TiersWithTorch(unittest.TestCase):
                     self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
                 def forward(self, x):
                     return self.norm(x + self.down(self.up(x)))
-        """, "--class", "Layer")
+        """,
+            "--class",
+            "Layer",
+        )
         self.assertTrue(report["ok"], report)
         self.assertEqual(report["kwargs"], {"config": "TinyConfig(...)"})
         self.assertEqual(report["input_shapes"][0][-1], 32, "the configuration's sizes were not shrunk")
@@ -457,8 +472,9 @@ class TiersWithTorch(unittest.TestCase):
             path = os.path.join(tmp, "block.py")
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(textwrap.dedent(self.BUILT % check))
-            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Inner", "--builder", "build_model"],
-                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+            proc = subprocess.run(
+                [sys.executable, "-I", "-B", RUNNER, path, "--class", "Inner", "--builder", "build_model"], capture_output=True, text=True, timeout=300, cwd=tmp
+            )
             report = json.loads(proc.stdout.strip().splitlines()[-1])
             report["after_ran"] = os.path.exists(os.path.join(tmp, "after-ran"))
             return report
@@ -476,12 +492,12 @@ class TiersWithTorch(unittest.TestCase):
         self.assertTrue(report["ok"], report)
         self.assertEqual(report["input_shapes"][0][-2:], [512, 512])
 
-
     def test_resizing_inside_the_model_is_lighter_while_recording(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "block.py")
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write(textwrap.dedent("""
+                fh.write(
+                    textwrap.dedent("""
                     from torch import nn
                     class Resize(nn.Module):
                         def __init__(self):
@@ -503,9 +519,11 @@ class TiersWithTorch(unittest.TestCase):
                             return self.head(self.transform(x))
                     def detector():
                         return Detector()
-                """))
-            proc = subprocess.run([sys.executable, "-I", "-B", RUNNER, path, "--class", "Head", "--builder", "detector"],
-                                  capture_output=True, text=True, timeout=300, cwd=tmp)
+                """)
+                )
+            proc = subprocess.run(
+                [sys.executable, "-I", "-B", RUNNER, path, "--class", "Head", "--builder", "detector"], capture_output=True, text=True, timeout=300, cwd=tmp
+            )
             report = json.loads(proc.stdout.strip().splitlines()[-1])
         self.assertTrue(report["ok"], report)
         # 800 px brought to 200 for the recording pass (below the size that is cut again)
