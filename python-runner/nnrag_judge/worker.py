@@ -43,29 +43,9 @@ from .arguments import (
     without_download,
 )
 from .evidence import probe_variant, seed_all, tensor_evidence
-from .inputs import (
-    TWINS,
-    containers,
-    data_object_inputs,
-    dense_graph_inputs,
-    docstring_inputs,
-    documented_inputs,
-    entered_input,
-    filled,
-    gridded,
-    input_candidates,
-    lighter,
-    offset_inputs,
-    pyramid_inputs,
-    region_inputs,
-    routed_inputs,
-    shapes,
-    shrunk,
-    signature_inputs,
-    spatial_sides,
-    step_inputs,
-    LARGE_SIDE,
-)
+from .candidates import input_list
+from .inputs import TWINS, lighter, shapes
+from .inputs_layers import input_candidates
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, original_path, set_target, where
 from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, PROBED, REACHED, TIER, UNAVAILABLE, Failure, frame, sender, steady
 from .observe import observed_inputs, run_observe
@@ -272,55 +252,13 @@ def inner_of(model: Any, cls: Any) -> Any:
     return next((m for m in model.modules() if type(m) is cls), None) or next((m for m in model.modules() if isinstance(m, cls)), None)
 
 
-def input_list(model: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: Optional[List[Any]]) -> List[List[Any]]:
-    """Every input to try, in order, the same on both sides: those recorded inside a real model (a cut of large ones
-    first), then those the block's docstring example and the repository's tests show, then those inferred from the
-    block's layers (generated under seed 0), each completed to forward's parameters."""
-    recorded = [first] if first else []
-    if first and max(spatial_sides(first), default=0) > LARGE_SIDE:
-        recorded.insert(0, shrunk(first))
-    seed_all(0, torch)
-    candidates = list(recorded)
-    for _name, source in INPUT_SOURCES:
-        candidates += guarded(source, model, torch, nn, kwargs)
-    return [filled(model, c, torch) for c in candidates]
-
-
-# where a block's inputs come from after those recorded inside a real model, in the order they are tried, each read
-# under the guard (a source that raises while reading the block gives none; the others still run), the same on both
-# sides: (name, source(model, torch, nn, the arguments it was built with))
-INPUT_SOURCES: List[Tuple[str, Callable[[Any, Any, Any, Dict[str, Any]], List[List[Any]]]]] = [
-    ("the docstring example and the repository's tests", lambda m, t, _n, _k: docstring_inputs(m, t, EXAMPLES)),
-    ("the shapes forward's docstring gives", lambda m, t, _n, _k: documented_inputs(m, t)),
-    ("forward's annotations", lambda m, _t, _n, _k: signature_inputs(m)),
-    ("a feature pyramid for a head or neck", lambda m, t, _n, _k: pyramid_inputs(m, t)),
-    ("each input shaped for the layer it enters", lambda m, t, n, _k: routed_inputs(m, t, n)),
-    ("a graph as dense tensors", lambda m, t, n, _k: dense_graph_inputs(m, t, n)),
-    ("a graph batch object", lambda m, t, _n, _k: data_object_inputs(m, t)),
-    ("regions of a feature map for a pooler", lambda m, t, _n, _k: region_inputs(m, t)),
-    ("offsets for a deformable convolution", lambda m, t, _n, _k: offset_inputs(m, t)),
-    ("the block's first layers, then common shapes", lambda m, t, n, k: gridded(m, containers(m, input_candidates(m, t, n, k)))),
-    ("forward's one input shaped for the layer it enters", lambda m, t, n, _k: entered_input(m, t, n)),
-    ("a diffusion step, one per sample", lambda m, t, n, _k: step_inputs(m, t, n)),
-]
-
-
-def guarded(source: Callable[..., List[List[Any]]], *args: Any) -> List[List[Any]]:
-    """The inputs one source suggests, or none when reading the block for them fails (a property of the block that
-    raises when read): the other sources still run, alike on both sides."""
-    try:
-        return source(*args)
-    except Exception:  # noqa: BLE001 - block code ran while reading it
-        return []
-
-
 def run_forward(
     model: Any, cls: Any, torch: Any, nn: Any, kwargs: Dict[str, Any], first: Optional[List[Any]] = None, prefer: int = -1
 ) -> Tuple[bool, Optional[str], Any, List[Any], int]:
     """Drive forward with the inputs recorded inside a real model (`first`), else inferred ones; the input at
     `prefer` (the one the original ran with) first. Returns (ran, error, output, inputs, index in input_list)."""
     try:
-        candidates = input_list(model, torch, nn, kwargs, first)
+        candidates = input_list(model, torch, nn, kwargs, first, EXAMPLES)
     except Exception as exc:  # noqa: BLE001
         return False, f"{type(exc).__name__}: {exc}", None, [], -1
     error: Optional[str] = None
@@ -645,7 +583,7 @@ def probe_plan(
             send(frame(PROBED, {"error": f"the argument set that ran does not build: {errors[-1] if errors else '?'}"}))
             return
         lighter(base)
-        candidates = input_list(base, torch, nn, how.get("kwargs", {}), recorded)
+        candidates = input_list(base, torch, nn, how.get("kwargs", {}), recorded, EXAMPLES)
         chosen = candidate_at(candidates, plan.get("input"), torch)
         if chosen is None:
             send(frame(PROBED, {"error": "the input that ran is not among this side's inputs"}))

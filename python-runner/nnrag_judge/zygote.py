@@ -25,7 +25,22 @@ from typing import Any, Callable, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the modules a worker runs, in the order they import each other
-WORKER_MODULES = ("protocol", "loading", "arguments", "inputs", "evidence", "recipe", "observe", "repair", "worker")
+WORKER_MODULES = (
+    "protocol",
+    "loading",
+    "arguments",
+    "inputs",
+    "inputs_documented",
+    "inputs_layers",
+    "inputs_graph",
+    "inputs_tasks",
+    "evidence",
+    "candidates",
+    "recipe",
+    "observe",
+    "repair",
+    "worker",
+)
 LENGTH = struct.Struct("<I")
 MAX_ORDER = 1 << 16  # an order names what to fork, never a job
 MAX_JOB = 64 << 20

@@ -650,7 +650,7 @@ class TorchOwnLayers(unittest.TestCase):
 
         import torch
 
-        from nnrag_judge import inputs
+        from nnrag_judge import inputs, inputs_layers
         from nnrag_judge.worker import torch_twins
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -666,7 +666,7 @@ class TorchOwnLayers(unittest.TestCase):
 
         def shapes(model: object) -> list:
             torch.manual_seed(0)
-            return [[tuple(t.shape) for t in c] for c in inputs.input_candidates(model, torch, torch.nn)]
+            return [[tuple(t.shape) for t in c] for c in inputs_layers.input_candidates(model, torch, torch.nn)]
 
         original = shapes(torch.nn.Linear(16, 16))
         inputs.TWINS.update(twins)
