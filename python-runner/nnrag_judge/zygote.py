@@ -37,6 +37,8 @@ WORKER_MODULES = (
     "evidence",
     "candidates",
     "recipe",
+    "pytest_like",
+    "entries",
     "observe",
     "repair",
     "worker",

@@ -10,7 +10,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 sys.path.insert(0, os.path.join(HERE, ".."))
-from nnrag_judge import observe  # noqa: E402
+from nnrag_judge import entries, observe, pytest_like  # noqa: E402
 from nnrag_judge.judge import Place  # noqa: E402
 from nnrag_judge.judge import observe as observe_repository  # noqa: E402
 
@@ -50,39 +50,39 @@ class Scale(nn.Module):
 
 class Parametrize(unittest.TestCase):
     def test_every_value_of_each_mark_in_step(self) -> None:
-        marks = observe.Marks()
+        marks = pytest_like.Marks()
 
         @marks.parametrize("a, b", [(1, 2), (3, 4)])
         @marks.parametrize("c", ["x", "y", "z"])
         def test(a, b, c, tmp_path):  # noqa: ANN001, ANN202
             return a, b, c, tmp_path
 
-        self.assertEqual(observe.parametrized(test), [{"a": 1, "b": 2, "c": "x"}, {"a": 3, "b": 4, "c": "y"}, {"a": 1, "b": 2, "c": "z"}])
+        self.assertEqual(pytest_like.parametrized(test), [{"a": 1, "b": 2, "c": "x"}, {"a": 3, "b": 4, "c": "y"}, {"a": 1, "b": 2, "c": "z"}])
 
     def test_a_param_of_one_name_is_its_value_not_a_tuple(self) -> None:
         # a device decorator as a repository writes one: parametrize("device", [pytest.param(torch.device("cpu"))])
-        stand_in = observe.pytest_stand_in()
+        stand_in = pytest_like.pytest_stand_in()
 
         @stand_in.mark.parametrize("device", [stand_in.param("cpu", id="cpu"), stand_in.param("meta", id="meta")])
         @stand_in.mark.parametrize("n, m", [stand_in.param(1, 2, id="small")])
         def test(device, n, m):  # noqa: ANN001, ANN202
             return device, n, m
 
-        self.assertEqual(observe.parametrized(test), [{"device": "cpu", "n": 1, "m": 2}, {"device": "meta", "n": 1, "m": 2}])
+        self.assertEqual(pytest_like.parametrized(test), [{"device": "cpu", "n": 1, "m": 2}, {"device": "meta", "n": 1, "m": 2}])
 
     def test_at_most_a_few_runs(self) -> None:
-        @observe.Marks().parametrize("a", list(range(100)))
+        @pytest_like.Marks().parametrize("a", list(range(100)))
         def test(a):  # noqa: ANN001, ANN202
             return a
 
-        self.assertEqual(len(observe.parametrized(test)), observe.MAX_PARAMETER_SETS)
+        self.assertEqual(len(pytest_like.parametrized(test)), pytest_like.MAX_PARAMETER_SETS)
 
     def test_an_empty_parametrize_runs_nothing(self) -> None:
-        @observe.Marks().parametrize("a", [])
+        @pytest_like.Marks().parametrize("a", [])
         def test(a):  # noqa: ANN001, ANN202
             return a
 
-        self.assertEqual(observe.parametrized(test), [])
+        self.assertEqual(pytest_like.parametrized(test), [])
 
 
 @unittest.skipUnless(HAS_TORCH, "torch is not installed")
@@ -633,7 +633,7 @@ class ConfigFiles(unittest.TestCase):
             sys.path.insert(0, root)
             try:
                 observer = observe.Observer(root, None)
-                built = observe.from_config(
+                built = entries.from_config(
                     os.path.realpath(root) + "/", {"file": "pyconf/configs/net_w4.py", "registries": [["pyconf.registry", "MODELS"]]}, observer
                 )
             finally:
@@ -657,4 +657,4 @@ class ConfigFiles(unittest.TestCase):
             observer = observe.Observer(root, None)
             for name in ("configs/a.py", "configs/b.py", "configs/link.py"):
                 with self.assertRaisesRegex(ValueError, "not inside the repository"):
-                    observe.from_config(os.path.realpath(root) + "/", {"file": name, "registries": []}, observer)
+                    entries.from_config(os.path.realpath(root) + "/", {"file": name, "registries": []}, observer)
