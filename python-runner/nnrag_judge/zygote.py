@@ -41,6 +41,9 @@ WORKER_MODULES = (
     "entries",
     "observe",
     "repair",
+    "building",
+    "forward",
+    "probing",
     "worker",
 )
 LENGTH = struct.Struct("<I")

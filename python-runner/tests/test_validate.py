@@ -16,7 +16,7 @@ RUNNER = os.path.join(HERE, "..", "judge.py")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 sys.path.insert(0, os.path.join(HERE, ".."))
-from nnrag_judge import arguments, judge, static, worker  # noqa: E402
+from nnrag_judge import arguments, forward, judge, static  # noqa: E402
 
 
 def run_file(source: str, *args: str) -> dict:
@@ -68,9 +68,9 @@ class TiersWithoutTorch(unittest.TestCase):
     def test_a_missing_package_met_while_running_is_named(self) -> None:
         # a pulled file imports a package only code inside functions uses where installed: the block's own use
         # meets the import's error when it runs, and that is the package to name
-        self.assertEqual(worker.missing_package("no input worked: ModuleNotFoundError: No module named 'surely_absent.sub' (line 3)"), "surely_absent")
-        self.assertIsNone(worker.missing_package("ModuleNotFoundError: No module named 'json'"))
-        self.assertIsNone(worker.missing_package("RuntimeError: shapes do not match"))
+        self.assertEqual(forward.missing_package("no input worked: ModuleNotFoundError: No module named 'surely_absent.sub' (line 3)"), "surely_absent")
+        self.assertIsNone(forward.missing_package("ModuleNotFoundError: No module named 'json'"))
+        self.assertIsNone(forward.missing_package("RuntimeError: shapes do not match"))
 
     def test_a_kept_original_run_is_replayed_only_for_this_interpreter(self) -> None:
         frames = [({"plan": {"variants": []}}, b"\x00\x01")]
@@ -342,7 +342,7 @@ class TiersWithTorch(unittest.TestCase):
                 b, c, h, w = x.shape
                 return x.reshape(b, c, h // p, p, w // p, p)
 
-        ran, error, out, inputs, _ = worker.run_forward(Partition(), Partition, torch, nn, {})
+        ran, error, out, inputs, _ = forward.run_forward(Partition(), Partition, torch, nn, {})
         self.assertTrue(ran, error)
         self.assertEqual(inputs[1], 4)
         self.assertEqual(out.shape[3], 4)
