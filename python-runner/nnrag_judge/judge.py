@@ -17,7 +17,8 @@ from typing import Any, Callable, Dict, List, Optional
 from .equivalence import compare, origin_problem
 from .protocol import FAILURE, OBSERVED, ORIGIN, PLAN, PROBE, PROBED, REACHED, UNAVAILABLE, Failure, kind_of
 from .static import imported_top_levels, requirements, undefined_names
-from .supervise import VERSIONS, Job, empty, last_line, project_folder, run_worker, tail_text, zygote
+from .places import empty, project_folder
+from .supervise import VERSIONS, Job, last_line, run_worker, tail_text, zygote
 from .verdict import Frame, verdict
 
 # share of the time limit the original's worker may use; the copy gets what is left

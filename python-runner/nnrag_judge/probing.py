@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from .arguments import AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, in_form
+from .variants import AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, called_methods, in_form
 from .evidence import probe_variant, seed_all
 from .candidates import input_list
 from .inputs import lighter

@@ -13,7 +13,8 @@ import tempfile
 from typing import Any, Dict, List, Optional
 
 from .judge import Place, judge, observe
-from .supervise import not_dumpable, zygote
+from .processes import not_dumpable
+from .supervise import zygote
 
 
 def finite(value: Any) -> Any:

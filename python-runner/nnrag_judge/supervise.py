@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import struct
@@ -18,67 +17,32 @@ import time
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .protocol import FRAME, MAX_HEADER, MAX_VALUES, mount_points, remove_tree, run_delay_s
+from .processes import descendants, memory_in_use, process_state, read_line, subreaper
+from .protocol import FRAME, MAX_HEADER, MAX_VALUES, run_delay_s
+
 
 WALL_FACTOR = 4  # a worker kept waiting by the machine's load gets this many times its limit in wall time
+
+
 WALL_GRACE_S = 30.0
+
+
 OUTPUT_CAP = 16 << 20  # bytes the block may print before it is stopped
+
+
 OUTPUT_TAIL = 4000
+
+
 POLL_S = 0.1
+
+
 MEMORY_EVERY_S = 0.25
+
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
 RUNNER = os.path.join(os.path.dirname(HERE), "judge.py")
-
-
-def not_dumpable() -> None:
-    """Make the judge untraceable and its /proc entries (fds, memory, environment) unreadable by processes without
-    privileges over it: the workers and what they start cannot reach the verdict pipe. A subreaper too, so what a
-    block leaves behind stays the judge's to kill."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the block leaves behind stays ours to kill
-    except (OSError, AttributeError, ImportError):
-        pass
-
-
-def subreaper() -> None:
-    """What a block process leaves behind, and every process the zygote forks, is this process's child."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError, ImportError):
-        pass
-
-
-def descendants(root: int) -> List[int]:
-    """Every process below `root`, from /proc (children found through their parents)."""
-    parents: Dict[int, int] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-            parents[int(entry)] = int(stat[stat.rindex(b")") + 2 :].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    found: List[int] = []
-    frontier = [root]
-    while frontier:
-        pid = frontier.pop()
-        for child, parent in parents.items():
-            if parent == pid and child not in found:
-                found.append(child)
-                frontier.append(child)
-    return found
 
 
 def kill_descendants() -> None:
@@ -106,20 +70,6 @@ def kill_descendants() -> None:
                 if not any(process_state(p)[0] not in ("", "Z", "X") or process_state(p)[1] == os.getpid() for p in pids):
                     break
                 time.sleep(0.005)
-
-
-def memory_in_use(pids: List[int]) -> int:
-    """Bytes of anonymous and shared memory the processes hold (RssAnon + RssShmem: shared mappings count)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status", "rb") as fh:
-                for line in fh:
-                    if line.startswith((b"RssAnon:", b"RssShmem:")):
-                        total += int(line.split()[1]) * 1024
-        except (OSError, ValueError):
-            continue
-    return total
 
 
 class Job:
@@ -223,43 +173,37 @@ def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[i
 # while the other side's worker does. Every one is forked through a process that exits at once, so it is the judge's
 # child (a subreaper), supervised and killed as any worker.
 TEMPLATES: "OrderedDict[str, Forker]" = OrderedDict()
+
+
 ZYGOTE: Dict[str, "Forker"] = {}
+
+
 VERSIONS: Dict[str, str] = {}
+
+
 REFUSED: Set[str] = set()  # templates that could not be made: their workers are forked from the zygote
+
+
 REAPED: Set[int] = set()  # pids this judge reaped without asking for them: never signalled again
+
+
 MAX_TEMPLATES = 4
+
+
 START_S = 30.0  # the most a template's imports may take
+
+
 ZYGOTE_S = 120.0  # the most the zygote's start (torch's import) may take
+
+
 SPAWN_S = 10.0  # the most a zygote or template may take to fork a worker
+
+
 LENGTH = struct.Struct("<I")
 
 
 def template_pids() -> Set[int]:
     return {t.pid for t in TEMPLATES.values()} | {z.pid for z in ZYGOTE.values()}
-
-
-def process_state(pid: int) -> Tuple[str, int]:
-    """A process's state letter and its parent, from /proc ('' and 0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return fields[0].decode(), int(fields[1])
-    except (OSError, ValueError, IndexError):
-        return "", 0
-
-
-def read_line(sock: socket.socket, within_s: float, cap: int = 1 << 16) -> bytes:
-    """One line from `sock` (without waiting past `within_s`); what came when it did not come whole."""
-    answer = b""
-    deadline = time.monotonic() + within_s
-    while not answer.endswith(b"\n") and len(answer) < cap:
-        if not select.select([sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
-            break
-        data = sock.recv(cap)
-        if not data:
-            break
-        answer += data
-    return answer
 
 
 class Forker:
@@ -491,48 +435,6 @@ def run_worker(
         os.close(events_r)
         os.close(printed_r)
     return job
-
-
-def empty(folder: str) -> None:
-    """Remove everything inside `folder` (not the folder): what one worker left is gone before the next starts."""
-    try:
-        entries = os.listdir(folder)
-    except OSError:
-        return
-    # what is mounted inside it (a repository shown under /tmp, its private copy) is not the worker's to remove
-    inside = os.path.join(os.path.realpath(folder), "")
-    keep = frozenset(m for m in mount_points() if m.startswith(inside))
-    for entry in entries:
-        path = os.path.join(folder, entry)
-        remove_tree(path, keep)
-
-
-NATIVE_FOLDER = "_nnrag_native"
-
-
-def project_folder(work: str, source: str, name: str) -> str:
-    """A project folder of an unpredictable name made exclusively in the work folder, holding a copy of the file under
-    test and the helper modules beside it. Returns the copy's path."""
-    os.makedirs(work, exist_ok=True)
-    while True:
-        project = os.path.join(work, f"{name}-{os.urandom(4).hex()}")
-        try:
-            os.mkdir(project, 0o700)
-            break
-        except FileExistsError:
-            continue
-    here = os.path.dirname(source)
-    for entry in os.listdir(here):
-        if entry.endswith(".py") and os.path.isfile(os.path.join(here, entry)) and not os.path.islink(os.path.join(here, entry)):
-            shutil.copyfile(os.path.join(here, entry), os.path.join(project, entry))
-    # compiled operators built for the file (--build-native), in the folder its loader reads
-    natives = os.path.join(here, NATIVE_FOLDER)
-    if os.path.isdir(natives) and not os.path.islink(natives):
-        os.mkdir(os.path.join(project, NATIVE_FOLDER), 0o700)
-        for entry in os.listdir(natives):
-            if entry.endswith(".so") and os.path.isfile(os.path.join(natives, entry)) and not os.path.islink(os.path.join(natives, entry)):
-                shutil.copyfile(os.path.join(natives, entry), os.path.join(project, NATIVE_FOLDER, entry))
-    return os.path.join(project, os.path.basename(source))
 
 
 def tail_text(job: Job) -> str:

@@ -22,7 +22,8 @@ import os
 import re
 from typing import Any, Callable, Dict, List, Optional, Set
 
-from .arguments import INPUT_FORM, OWN_PACKAGES, takes_a_list, variants
+from .arguments import OWN_PACKAGES
+from .variants import INPUT_FORM, takes_a_list, variants
 from .evidence import tensor_evidence
 from .candidates import input_list
 from .inputs import TWINS, shapes

@@ -29,6 +29,7 @@ WORKER_MODULES = (
     "protocol",
     "loading",
     "arguments",
+    "variants",
     "inputs",
     "inputs_documented",
     "inputs_layers",

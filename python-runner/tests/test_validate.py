@@ -16,7 +16,7 @@ RUNNER = os.path.join(HERE, "..", "judge.py")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 sys.path.insert(0, os.path.join(HERE, ".."))
-from nnrag_judge import arguments, forward, judge, static  # noqa: E402
+from nnrag_judge import arguments, forward, judge, static, variants  # noqa: E402
 
 
 def run_file(source: str, *args: str) -> dict:
@@ -369,7 +369,7 @@ class TiersWithTorch(unittest.TestCase):
             module = importlib.util.module_from_spec(spec_)
             sys.modules["blk"] = module  # inspect finds a class's source through its module, as an import leaves it
             spec_.loader.exec_module(module)
-            labels = [label for _, label in arguments.variants(module.Blk, [], {"act": "gelu"})]
+            labels = [label for _, label in variants.variants(module.Blk, [], {"act": "gelu"})]
         # norm is compared with nothing: no value to try; act's other value is the one the defaults already skip to
         self.assertEqual(labels, ["the arguments that ran", "mode='mean'", "act='relu'", "bias=False", "dim=5"])
 
@@ -380,7 +380,7 @@ class TiersWithTorch(unittest.TestCase):
             def __init__(self, dim=4, drop_prob=None, init_values: Optional[float] = None, out_features: Optional[int] = None, norm_layer=None, act=None):
                 pass
 
-        labels = [label for _, label in arguments.variants(Blk, [], {})]
+        labels = [label for _, label in variants.variants(Blk, [], {})]
         # a count or a layer left out by default has no number that surely builds: not tried
         self.assertEqual(labels, ["the arguments that ran", "dim=5", "drop_prob=0.5", "init_values=0.5"])
 
