@@ -10,9 +10,10 @@ import math
 import os
 import sys
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .judge import Place, judge, observe
+from .messages import checked, load_schema
 from .processes import not_dumpable
 from .supervise import zygote
 
@@ -195,13 +196,33 @@ def main(argv: List[str]) -> int:
     return 0 if report["ok"] else 1
 
 
+def validate_request(req: Dict[str, Any], place: Place) -> Dict[str, Any]:
+    """kind "validate": one pulled file judged against its original."""
+    memory_mb, timeout_s = int(req.get("memory_mb", 0)), float(req.get("timeout_s", 600))
+    return judge(str(req["file"]), request_of(req), place, memory_mb, timeout_s, 0, parse_original(req.get("original")))
+
+
+def observe_request(req: Dict[str, Any], place: Place) -> Dict[str, Any]:
+    """kind "observe": a repository's entries run under the observer."""
+    spec = observe_spec(req["observe"])
+    if spec is None:
+        return {"ok": False, "category": "error", "message": "a malformed observation request"}
+    return observe(spec, place, int(req.get("memory_mb", 0)), float(req.get("timeout_s", 600)), 0)
+
+
+# what the judge does for each kind of request (judge.schema.json names the kinds and their fields)
+HANDLERS: Dict[str, Callable[[Dict[str, Any], Place], Dict[str, Any]]] = {"validate": validate_request, "observe": observe_request}
+
+
 def serve() -> int:
-    """--serve: starts the zygote (which imports torch once: `zygote.py`); then, for each request on stdin
-    ({"id", "file", "class", "candidates", "native", "natives", "builder", "memory_mb", "timeout_s", "original", "work",
-    "scratch"}), validates in workers forked from the zygote or a template, each in a fresh project folder under `work`
-    (emptied, with every folder of `scratch`, before each worker), and answers {"id", "report"}. A line on stdin while
+    """--serve: starts the zygote (which imports torch once: `zygote.py`); then, for each request on stdin (a JSON
+    object whose `kind` names its handler in HANDLERS; its fields are judge.schema.json's), validates or observes in
+    workers forked from the zygote or a template, each in a fresh project folder under `work` (emptied, with every
+    folder of `scratch`, before each worker), and answers {"id", "report"}, or {"id", "error"} for a request it does
+    not take. A line on stdin while
     a job runs cancels it; the end of stdin ends everything."""
     not_dumpable()
+    schema = load_schema()
     zygote()  # warm: torch imported once, in the process every worker is forked from (started again if it dies)
     answer = sys.stdout
     answer.write(json.dumps({"ready": True}) + "\n")
@@ -217,27 +238,24 @@ def serve() -> int:
         line, pending = pending.split(b"\n", 1)
         if not line.strip() or line.strip() == b"cancel":  # a cancel that came after its job ended
             continue
+        req: Any = None
         try:
             req = json.loads(line)
+            kind = checked(req, schema)
             rid, work = req["id"], str(req["work"])
-            path = str(req["file"]) if "observe" not in req else ""
             scratch = [str(s) for s in req.get("scratch", [])]
         except (ValueError, KeyError, TypeError) as exc:
-            answer.write(json.dumps({"id": None, "error": f"bad request: {exc}"}) + "\n")
+            # a request that is not JSON, of a kind this judge has no handler for, or with a field it does not know
+            rid = req.get("id") if isinstance(req, dict) and isinstance(req.get("id"), int) else None
+            answer.write(json.dumps({"id": rid, "error": f"bad request: {exc}"}) + "\n")
             answer.flush()
             continue
         if pending.strip().startswith(b"cancel"):  # cancelled before the job started
-            report = {"file": path, "tier": None, "ok": False, "category": "cancelled", "message": "validation cancelled"}
+            report = {"tier": None, "ok": False, "category": "cancelled", "message": "validation cancelled"}
             pending = b""
         else:
             os.environ["HOME"] = work
-            memory_mb, timeout_s = int(req.get("memory_mb", 0)), float(req.get("timeout_s", 600))
-            if "observe" not in req:
-                report = judge(path, request_of(req), Place(work, scratch), memory_mb, timeout_s, 0, parse_original(req.get("original")))
-            elif (spec := observe_spec(req["observe"])) is not None:
-                report = observe(spec, Place(work, scratch), memory_mb, timeout_s, 0)
-            else:
-                report = {"ok": False, "category": "error", "message": "a malformed observation request"}
+            report = HANDLERS[kind](req, Place(work, scratch))
             os.chdir(home)
             Place(work, scratch).clear()
         answer.write(answer_line({"id": rid, "report": report}))

@@ -529,6 +529,62 @@ export interface ObserveAnswer {
   observed: { entry: string; seconds?: number; error?: string | null; calls?: unknown[]; files?: unknown[] }[];
 }
 
+/** What a sandbox's judge may write into besides its work folder, emptied before each worker. */
+const scratchOf = (kind: SandboxKind): string[] => (kind === 'bubblewrap' ? ['/tmp', '/dev/shm'] : []);
+
+/**
+ * A `validate` request to the judge, as python-runner/judge.schema.json describes it (serve.py refuses a field it does
+ * not know; test/unit/judgeProtocol.test.ts checks these against the same file).
+ */
+export function validateRequest(
+  id: number,
+  file: string,
+  work: string,
+  kind: SandboxKind,
+  options: ValidateOptions,
+  natives: NativeFile[],
+): Record<string, unknown> {
+  return {
+    kind: 'validate',
+    id,
+    file,
+    work,
+    scratch: scratchOf(kind),
+    class: options.className,
+    candidates: options.candidates ?? [],
+    examples: options.examples ?? [],
+    native: options.native ?? [],
+    builder: options.builder,
+    memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
+    timeout_s: (options.timeoutMs ?? 60_000) / 1000,
+    original: options.original,
+    ...(options.originalOnly ? { original_only: true } : {}),
+    ...(options.upstreamUndefined?.length ? { upstream_undefined: options.upstreamUndefined } : {}),
+    ...(options.originalFrames !== undefined ? { original_frames: options.originalFrames } : {}),
+    ...(options.keepOriginal ? { keep_original: true } : {}),
+    natives: natives.map((n) => ({ module: n.module, name: n.name, file: n.fileName })),
+  };
+}
+
+/** An `observe` request to the judge (python-runner/judge.schema.json). */
+export function observeRequest(
+  id: number,
+  spec: ObserveSpec,
+  work: string,
+  kind: SandboxKind,
+  options: { timeoutMs: number; memoryMb?: number },
+): Record<string, unknown> {
+  return {
+    kind: 'observe',
+    id,
+    observe: spec,
+    work,
+    scratch: scratchOf(kind),
+    memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
+    timeout_s: options.timeoutMs / 1000,
+  };
+}
+
 /**
  * One sandboxed judge: started once, it validates one file at a time (a pool keeps several). Files are copied into
  * its read-only input folder; each job gets a fresh folder in its work folder, removed afterwards.
@@ -711,25 +767,7 @@ export class Judge {
     for (const n of natives) await fsp.writeFile(path.join(inFolder, NATIVE_FOLDER, n.fileName), await readOwnFile(n.file));
     const lastTier = (): string | null => [...this.stderr.matchAll(/nnrag-tier: ([\w-]+)/g)].pop()?.[1] ?? null;
     this.stderr = '';
-    const request = {
-      id,
-      file: path.join(this.mounts.inDir, String(id), name),
-      work: this.mounts.workDir,
-      scratch: this.sandbox.kind === 'bubblewrap' ? ['/tmp', '/dev/shm'] : [],
-      class: options.className,
-      candidates: options.candidates ?? [],
-      examples: options.examples ?? [],
-      native: options.native ?? [],
-      builder: options.builder,
-      memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
-      timeout_s: timeoutMs / 1000,
-      original: options.original,
-      ...(options.originalOnly ? { original_only: true } : {}),
-      ...(options.upstreamUndefined?.length ? { upstream_undefined: options.upstreamUndefined } : {}),
-      ...(options.originalFrames !== undefined ? { original_frames: options.originalFrames } : {}),
-      ...(options.keepOriginal ? { keep_original: true } : {}),
-      natives: natives.map((n) => ({ module: n.module, name: n.name, file: n.fileName })),
-    };
+    const request = validateRequest(id, path.join(this.mounts.inDir, String(id), name), this.mounts.workDir, this.sandbox.kind, options, natives);
     try {
       const got = await this.exchange(request, wallLimit(timeoutMs), options.signal);
       const seconds = (Date.now() - started) / 1000;
@@ -820,14 +858,7 @@ export class Judge {
    */
   async observe(spec: ObserveSpec, options: { timeoutMs: number; memoryMb?: number; signal?: AbortSignal }): Promise<ObserveAnswer> {
     if (this.exited) throw new NnragError('interpreter', `the validator (${this.python}) is not running: ${this.lastError()}`);
-    const request = {
-      id: this.nextId++,
-      observe: spec,
-      work: this.mounts.workDir,
-      scratch: this.sandbox.kind === 'bubblewrap' ? ['/tmp', '/dev/shm'] : [],
-      memory_mb: options.memoryMb ?? DEFAULT_MEMORY_MB,
-      timeout_s: options.timeoutMs / 1000,
-    };
+    const request = observeRequest(this.nextId++, spec, this.mounts.workDir, this.sandbox.kind, options);
     const got = await this.exchange(request, wallLimit(options.timeoutMs), options.signal);
     if (options.signal?.aborted) throw new CancelledError('observation cancelled');
     const report = got?.report as unknown as ObserveAnswer | undefined;
