@@ -59,15 +59,20 @@ class Failure(Exception):
 
 
 def frame(kind: str, value: Any, **more: Any) -> Dict[str, Any]:
-    """A frame's header: `kind`'s key holding `value`, and `more` beside it (the other keys of that kind)."""
+    """A frame's header: its `kind` named, that kind's key holding `value`, and `more` beside it (the other keys of
+    that kind)."""
     if kind not in FRAME_KINDS:
         raise ValueError(f"not a kind of frame: {kind}")
-    return {**more, kind: value}
+    if "kind" in more:
+        raise ValueError("a frame's kind is its own key")
+    return {**more, kind: value, "kind": kind}
 
 
 def kind_of(header: Dict[str, Any]) -> Optional[str]:
-    """The kind of a frame a worker sent: the first of FRAME_KINDS its header carries; None for none (not ours)."""
-    return next((kind for kind in FRAME_KINDS if kind in header), None)
+    """The kind of a frame a worker sent: the one its header names, when it is one of FRAME_KINDS and the header holds
+    that kind's key; None otherwise (not ours: the reader treats it as written by the block)."""
+    kind = header.get("kind")
+    return kind if isinstance(kind, str) and kind in FRAME_KINDS and kind in header else None
 
 
 def sender(fd: int) -> Callable[..., None]:

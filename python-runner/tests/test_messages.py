@@ -14,7 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.dirname(HERE)
 sys.path.insert(0, RUNNER)
 
-from nnrag_judge import messages, serve  # noqa: E402
+from nnrag_judge import messages, protocol, serve  # noqa: E402
 
 SCHEMA = messages.load_schema()
 
@@ -58,6 +58,21 @@ class Checked(unittest.TestCase):
         self.assertIn("unknown request kind 'explode'", answers[1]["error"])
         self.assertEqual(answers[2]["id"], 6)
         self.assertIn("does not know: 'colour'", answers[2]["error"])
+
+
+class Frames(unittest.TestCase):
+    def test_a_frame_names_its_kind(self) -> None:
+        # an "instantiated" tier frame that carries what it observed is a tier frame (the key `observed` is a kind too)
+        header = protocol.frame(protocol.TIER, "instantiated", observed="tests/test_x.py::test_x")
+        self.assertEqual(protocol.kind_of(header), protocol.TIER)
+        self.assertEqual(protocol.kind_of(protocol.frame(protocol.OBSERVED, {"entry": "e"})), protocol.OBSERVED)
+
+    def test_a_header_without_its_kind_or_with_another_is_not_ours(self) -> None:
+        self.assertIsNone(protocol.kind_of({"tier": "forward"}))
+        self.assertIsNone(protocol.kind_of({"kind": "tier", "forward": {}}))
+        self.assertIsNone(protocol.kind_of({"kind": "explode", "explode": 1}))
+        with self.assertRaises(ValueError):
+            protocol.frame("explode", 1)
 
 
 def fields_read(function: ast.AST, name: str) -> set:
