@@ -38,6 +38,8 @@ function coreApi(core) {
     { group: [`${core}/validate/validatorPool`], importNames: ['ValidatorPool'], message: `validators: ${ws}` },
     { group: [`${core}/resolve/loadTable`], message: `the module table: ${ws}` },
     { group: [`${core}/index/indexer`], importNames: ['indexSource'], message: 'one indexing loop: core/index/indexSources' },
+    { group: [`${core}/store/target`], importNames: ['findTarget'], message: `a target is found by Workspace.target: ${ws}` },
+    { group: [`${core}/resolve/describe`], importNames: ['describeClass'], message: `a block is described by Workspace.describe: ${ws}` },
   ];
 }
 const CORE_API = coreApi('../core');

@@ -11,7 +11,12 @@ ensureTorch({ required: false });
 ensureSandbox();
 if (!existsSync('/usr/lib/python3/dist-packages/torchaudio') && existsSync('/usr/bin/apt-get') && process.getuid?.() === 0) {
   log('bench', 'installing python3-torchaudio for the corpus');
-  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'python3-torchaudio'], { check: false, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'python3-torchaudio'], {
+    check: false,
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }
-const r = run(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'scripts', 'bench.ts'), ...process.argv.slice(2)], { check: false });
+const r = run(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'scripts', 'bench.ts'), ...process.argv.slice(2)], {
+  check: false,
+});
 process.exit(r.code);

@@ -24,7 +24,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
-import { findTarget, listBlockTargets } from '../src/core/store/target';
+import { listBlockTargets } from '../src/core/store/target';
 import { IndexDb } from '../src/core/store/database';
 // eslint-disable-next-line no-restricted-imports -- the bench times one source's indexing alone (live updates, floors)
 import { finishRun, indexSource } from '../src/core/index/indexer';
@@ -375,7 +375,7 @@ async function main(): Promise<void> {
     });
     try {
       for (const [i, t] of editorSample.entries()) {
-        const ref = findTarget(live, t);
+        const ref = editor.target(t);
         const t0 = performance.now();
         const r = await editor.pull(
           ref,

@@ -31,7 +31,16 @@ try {
 
   const file = join(out, 'residual_block.py');
   log('demo', 'pulling tinyblocks.blocks.ResidualBlock into one dependency-closed file');
-  const pull = cli('pull', 'tinyblocks:tinyblocks.blocks.ResidualBlock', '--db', db, '--out', file, ...(python ? ['--python', python] : ['--no-validate']), '--requirements');
+  const pull = cli(
+    'pull',
+    'tinyblocks:tinyblocks.blocks.ResidualBlock',
+    '--db',
+    db,
+    '--out',
+    file,
+    ...(python ? ['--python', python] : ['--no-validate']),
+    '--requirements',
+  );
   if (!existsSync(file)) throw new Error('the pull wrote no file');
   if (tv) {
     const basic = join(out, 'basic_block.py');

@@ -67,7 +67,8 @@ export function ensureTorch({ required = true } = {}) {
 export function ensureSandbox() {
   if (process.platform !== 'linux' || run('bwrap', ['--version'], { check: false, capture: true }).code === 0) return;
   aptInstall(['bubblewrap'], 'the validation sandbox');
-  if (run('bwrap', ['--version'], { check: false, capture: true }).code !== 0) log('setup', 'bubblewrap is not installed: validation will run in a weaker sandbox (apt-get install bubblewrap)');
+  if (run('bwrap', ['--version'], { check: false, capture: true }).code !== 0)
+    log('setup', 'bubblewrap is not installed: validation will run in a weaker sandbox (apt-get install bubblewrap)');
 }
 
 /** Debian's Slurm and MUNGE, for the one-node cluster the Slurm test starts (it says why it is skipped without them). */
@@ -84,7 +85,11 @@ export function ensureNativeBuild() {
   const have = () => ['/usr/bin/g++', '/usr/bin/ninja', '/usr/include/torch/extension.h', '/usr/include/pybind11/pybind11.h'].every((f) => existsSync(f));
   if (process.platform !== 'linux' || have()) return;
   aptInstall(['g++', 'ninja-build', 'python3-dev', 'libtorch-dev', 'pybind11-dev'], 'a C++ toolchain for the --build-native test');
-  if (!have()) log('setup', 'g++, ninja or the torch headers are missing (apt-get install g++ ninja-build python3-dev libtorch-dev pybind11-dev needs root): the --build-native test is skipped');
+  if (!have())
+    log(
+      'setup',
+      'g++, ninja or the torch headers are missing (apt-get install g++ ninja-build python3-dev libtorch-dev pybind11-dev needs root): the --build-native test is skipped',
+    );
 }
 
 /** The TypeScript the formatter keeps (prettier, `.prettierrc.json`). */

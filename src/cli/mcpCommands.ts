@@ -19,7 +19,6 @@ import type { SearchHit } from '../core/search/search';
 import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
 import { importableModules } from '../core/validate/sandbox';
-import { findTarget } from '../core/store/target';
 import { VERSION } from '../shared/version';
 import { cacheDir, dbPath, EXIT, flag, openDb, opt, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
@@ -254,7 +253,7 @@ function registerPullTool({ server, db, ws, roots, python, allowValidate }: McpC
           await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: progress, progress: n, total: 2, message } });
       };
       try {
-        const ref = findTarget(db, target);
+        const ref = ws.target(target);
         await say(0, `pulling ${ref.name}`);
         const report = await ws.pull(ref, { validate: wantValidate, python, force: false }, { out: file, root, signal: extra.signal });
         await say(2, `${report.status}${report.tier ? ` (${report.tier})` : ''}`);

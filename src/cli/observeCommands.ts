@@ -1,9 +1,9 @@
 /** `nn-rag observe`: run the repositories' own tests under the observer; `nn-rag show TARGET --calls` reads it. */
-import * as path from 'path';
 import { cacheDir, EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
 import { warnBeforeValidating } from './pullCommands';
 import { Workspace } from '../core/workspace/workspace';
+import { nativeDir } from '../core/workspace/request';
 import type { ObservedCall } from '../core/store/observed';
 import { observeLine } from './observeLine';
 import { DEFAULT_MEMORY_MB } from '../core/validate/limits';
@@ -34,7 +34,7 @@ export async function observeCommand(argv: string[], env: CliEnv): Promise<numbe
         repositorySeconds: intOpt(args, 'seconds', 3600),
         maxEntries: args.options.has('max-entries') ? intOpt(args, 'max-entries', 0) : undefined,
         force: flag(args, 'force'),
-        buildNative: flag(args, 'build-native') ? { cacheDir: path.join(cacheDir(args, env), 'native') } : undefined,
+        buildNative: flag(args, 'build-native') ? { cacheDir: nativeDir({ cacheDir: cacheDir(args, env) })! } : undefined,
         signal: env.signal,
         onProgress: (m) => env.err(`nn-rag: ${m}\n`),
       },

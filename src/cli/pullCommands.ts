@@ -5,7 +5,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { createTwoFilesPatch } from 'diff';
 import { bodyHash, readProvenance } from '../core/emit/pulledFile';
-import { findTarget, listBlockTargets } from '../core/store/target';
+import { listBlockTargets } from '../core/store/target';
 import type { ClassRef } from '../core/store/target';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { requirementsText } from '../core/pull/pull';
@@ -21,6 +21,7 @@ import { dbPath, EXIT, openDb, parse } from './env';
 import type { CliEnv } from './env';
 import { Workspace } from '../core/workspace/workspace';
 import type { PullRequest } from '../core/workspace/request';
+import { nativeDir, originalsDir } from '../core/workspace/request';
 import type { IndexDb } from '../core/store/database';
 import type { ParsedArgs } from './env';
 import type { FileSizes } from '../core/emit/why';
@@ -286,7 +287,7 @@ async function observeFirst(
   const focus = new Set<string>();
   for (const t of targets) {
     try {
-      const ref = findTarget(db, t);
+      const ref = ws.target(t);
       repos.add(ref.repo);
       focus.add(ref.name);
     } catch {
@@ -302,7 +303,7 @@ async function observeFirst(
       signal: env.signal,
       focus,
       // (with --build-native, the repository's compiled operators its tests need too)
-      buildNative: flag(args, 'build-native') ? { cacheDir: path.join(cacheDir(args, env), 'native') } : undefined,
+      buildNative: flag(args, 'build-native') ? { cacheDir: nativeDir({ cacheDir: cacheDir(args, env) })! } : undefined,
       onProgress: (m) => env.err(`[observe] ${m}\n`),
     },
     [...repos],
@@ -422,7 +423,7 @@ export async function validateCommand(argv: string[], env: CliEnv): Promise<numb
       memoryMb: intOpt(args, 'memory-mb', DEFAULT_MEMORY_MB),
       signal: env.signal,
       companions: companionsOf(file, text),
-      originalCacheDir: path.join(cacheDir(args, env), 'originals'),
+      originalCacheDir: originalsDir({ cacheDir: cacheDir(args, env) }),
     };
     const { report, edited } =
       db && indexCounts(db).repos > 0

@@ -1,9 +1,7 @@
 /** `nn-rag search` and `nn-rag show`: finding blocks and what one needs. */
 import { NnragError } from '../core/base/errors';
-import { describeClass } from '../core/resolve/describe';
 import { searchBlocks, searchMany, searchSuggestion } from '../core/search/search';
 import type { BlockKind } from '../core/search/search';
-import { findTarget } from '../core/store/target';
 import { EXIT, flag, intOpt, openDb, opt, parse } from './env';
 import type { CliEnv } from './env';
 import { showDepsCommand } from './pullCommands';
@@ -78,13 +76,14 @@ export async function showCommand(argv: string[], env: CliEnv): Promise<number> 
   if (flag(args, 'deps')) return showDepsCommand(args, env);
   const db = await openDb(args, env);
   try {
-    const ref = findTarget(db, args.positionals[0]);
+    const ws = Workspace.over(db, env.assets);
+    const ref = ws.target(args.positionals[0]);
     if (flag(args, 'calls')) {
-      const calls = Workspace.over(db, env.assets).observedCalls(ref);
+      const calls = ws.observedCalls(ref);
       env.out(flag(args, 'json') ? `${JSON.stringify(calls, null, 1)}\n` : callsText(`${ref.module}.${ref.name}`, calls));
       return EXIT.ok;
     }
-    const details = describeClass(db, ref);
+    const details = ws.describe(ref);
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify(details, null, 1)}\n`);
     } else {

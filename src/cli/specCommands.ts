@@ -1,7 +1,7 @@
 /** `nn-rag spec` and `nn-rag report`: neutral specifications and the batch extraction report. */
 import { promises as fsp } from 'fs';
 import * as path from 'path';
-import { findTarget, listBlockTargets } from '../core/store/target';
+import { listBlockTargets } from '../core/store/target';
 import { joinInside, writeText } from '../core/emit/writeSafe';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { indexStats } from '../core/store/stats';
@@ -33,7 +33,7 @@ export async function specCommand(argv: string[], env: CliEnv): Promise<number> 
     for (const [i, target] of targets.entries()) {
       if (env.signal?.aborted) break;
       try {
-        const ref = findTarget(db, target);
+        const ref = ws.target(target);
         const spec = await ws.spec(ref);
         const file = joinInside(outDir, ref.repo, `${ref.module}.${ref.name}.json`);
         await writeText(file, `${JSON.stringify(spec, null, 1)}\n`, outDir);

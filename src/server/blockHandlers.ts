@@ -2,7 +2,6 @@
 import type { Connection } from 'vscode-languageserver';
 import type { IndexService } from '../core/service/indexService';
 import { readClassFile } from '../core/store/sourceText';
-import { findTarget } from '../core/store/target';
 import { describeSandbox } from '../core/validate/sandbox';
 import * as path from 'path';
 import { NnragError } from '../core/base/errors';
@@ -50,7 +49,7 @@ export function registerBlockHandlers(connection: Connection, service: () => Ind
   onRequest(connection, GetSandbox, ({ memoryMb }) => describeSandbox(memoryMb));
   onRequest(connection, ReadSource, async ({ target }) => {
     const { db } = await service().ready();
-    const ref = findTarget(db, target);
+    const ref = (await service().workspace()).target(target);
     const { text } = await readClassFile(db, ref);
     return { text, path: ref.path, line: ref.line, repo: ref.repo };
   });

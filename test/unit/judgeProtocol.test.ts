@@ -21,6 +21,8 @@ describe("the judge's requests", () => {
     '/home/user',
     'bubblewrap',
     {
+      python: '/usr/bin/python3',
+      runner: 'judge.py',
       className: 'Block',
       candidates: [{ args: [], kwargs: { dim: 4 } }],
       examples: ['Block(4)(x)'],

@@ -44,6 +44,11 @@ export function originalsDir(front: Front): string | undefined {
   return front.cacheDir ? path.join(front.cacheDir, 'originals') : undefined;
 }
 
+/** Where a front keeps the compiled operators it built (pull/nativeBuild.ts), when it has a cache folder. */
+export function nativeDir(front: Front): string | undefined {
+  return front.cacheDir ? path.join(front.cacheDir, 'native') : undefined;
+}
+
 /** The pull options a request means, for a front. */
 export function pullOptionsFor(request: PullRequest, front: Front, parser: PythonParser): Omit<PullOptions, 'out'> {
   const seconds = (s: number | undefined): number | undefined => (s === undefined ? undefined : s * 1000);
@@ -61,7 +66,7 @@ export function pullOptionsFor(request: PullRequest, front: Front, parser: Pytho
     fullDocstrings: request.fullDocstrings,
     inlineMetadata: request.inlineMetadata,
     builderBudgetMs: seconds(request.builderBudgetSeconds),
-    buildNative: request.buildNative && front.cacheDir ? { cacheDir: path.join(front.cacheDir, 'native') } : undefined,
+    buildNative: request.buildNative && nativeDir(front) ? { cacheDir: nativeDir(front)! } : undefined,
     // a block validated again (the same original, interpreter and arguments) runs only its copy
     originalCache: originalsDir(front),
   };
