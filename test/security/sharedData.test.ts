@@ -15,7 +15,7 @@ import { IndexDb } from '../../src/core/store/database';
 import { importIndex } from '../../src/core/store/indexArchive';
 import { refreshShared } from '../../src/core/store/sharedIndex';
 import { isImported, loadRepoRows } from '../../src/core/store/sourceText';
-import { mountRoot } from '../../src/core/pull/pull';
+import { mountRoot } from '../../src/core/pull/roots';
 import { Workspace } from '../../src/core/workspace/workspace';
 import { ASSETS, cli, ROOT, tmpdir } from '../unit/helpers';
 
