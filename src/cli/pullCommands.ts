@@ -188,6 +188,7 @@ function describeReport(r: PullReport): string {
   if (r.validation?.input_shapes)
     lines.push(`  forward on inputs ${JSON.stringify(r.validation.input_shapes)} -> ${JSON.stringify(r.validation.output_shapes)}`);
   if (r.sizes) lines.push(`  ${sizesLine(r.sizes)} (why: nn-rag show --deps)`);
+  if (r.judged && r.judged.length > 1) lines.push(`  judged ${r.judged.length} times: ${r.judged.map((j) => `${j.stage} (${j.why})`).join('; ')}`);
   if (r.category) lines.push(`  why (${r.category}): ${r.message}`);
   else if (r.message) lines.push(`  note: ${r.message}`);
   return `${lines.join('\n')}\n`;

@@ -95,6 +95,12 @@ describe('builders: how the repository itself builds a block', () => {
     assert.strictEqual(report.validation?.builder, 'zoo.net.net_small');
     assert.deepStrictEqual(report.validation?.input_shapes, [[2, 3, 16, 16]]);
     assert.match(report.message ?? '', /builder zoo\.net\.net_small\(\)/);
+    // the report says each time the judge ran, and why: the file, the builders, the builder's arguments on the file
+    assert.deepStrictEqual(
+      report.judged?.map((j) => j.stage),
+      ['judge', 'builder', 'replay'],
+      JSON.stringify(report.judged),
+    );
   });
 
   it('records the arguments the builder gave the block: the file written is judged, and validate FILE builds it again', async function () {

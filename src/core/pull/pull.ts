@@ -80,6 +80,18 @@ export interface PullReport {
   /** Compiled operators built for the file and placed beside it (`--build-native`). */
   natives?: { module: string; file: string; sources: string[]; cached: boolean; seconds: number }[];
   timings: { resolve_ms: number; emit_ms: number; validate_ms: number };
+  /**
+   * Each time the judge ran for this pull, by stage, and why a stage after the first needed it: the file as pulled
+   * (`judge`), the repository's builders (`builder`), the builder's arguments on the file (`replay`), the block pulled
+   * again with a compiled operator built (`native`).
+   */
+  judged?: JudgeRun[];
+}
+
+/** One run of the judge in a pull: its stage, and why it ran. */
+export interface JudgeRun {
+  stage: 'judge' | 'builder' | 'replay' | 'native';
+  why: string;
 }
 
 export interface PullOptions {
@@ -577,6 +589,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     const deadline = performance.now() + limitMs;
     const left = (): number => deadline - performance.now();
     let v = await validateFile(options.out, request);
+    const judged: JudgeRun[] = [{ stage: 'judge', why: 'the file as pulled' }];
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it
     if (!v.ok && (v.category === 'instantiate' || v.category === 'forward')) {
@@ -584,6 +597,10 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       // installed package's builders would build, and register, the installed classes)
       const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
       const budgetMs = Math.min(options.builderBudgetMs ?? Infinity, left() - MIN_JUDGE_MS);
+      judged.push({
+        stage: 'builder',
+        why: `no guessed argument set ${v.category === 'instantiate' ? 'built the block' : 'ran its forward'}: the repository's builders`,
+      });
       const built = await validateWithBuilder(
         session,
         builderCtx,
@@ -595,8 +612,10 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
         { ...options, builderBudgetMs: budgetMs },
         'module' in original ? original : undefined,
       );
-      if (built.report)
-        v = left() > MIN_JUDGE_MS ? await replayed(built.report, options.out, { ...request, timeoutMs: left() }) : { ...built.report, recipe: undefined };
+      if (built.report && left() > MIN_JUDGE_MS) {
+        judged.push({ stage: 'replay', why: "the builder's arguments, judged again on the file written" });
+        v = await replayed(built.report, options.out, { ...request, timeoutMs: left() });
+      } else if (built.report) v = { ...built.report, recipe: undefined };
       else if (built.untried.length) {
         const within =
           options.builderBudgetMs !== undefined && options.builderBudgetMs <= left()
@@ -608,7 +627,11 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
     const runtime = runtimeNativeOf(session, v, ref.repoId, inlined);
     if (runtime && options.buildNative && !options.runtimeNatives?.includes(runtime)) {
       // the operator it loads by name, built and registered: the block pulled and judged again with it
-      return pullBlock(session, ref, { ...options, runtimeNatives: [...(options.runtimeNatives ?? []), runtime] });
+      const again = await pullBlock(session, ref, { ...options, runtimeNatives: [...(options.runtimeNatives ?? []), runtime] });
+      return {
+        ...again,
+        judged: [...judged, { stage: 'native', why: `${runtime} built: the block pulled and judged again with it` }, ...(again.judged ?? [])],
+      };
     }
     if (runtime) {
       const buildable = !options.buildNative && (await nativeSourcesOf(session, ref.repoId, runtime));
@@ -619,6 +642,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       };
     }
     v = explained(v, original);
+    report.judged = judged;
     settleVerdict(report, v, emitted.provenance);
     recordValidation(session.db, ref.id, report);
     final = replaceProvenance(emitted.code, emitted.provenance);
