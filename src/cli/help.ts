@@ -14,15 +14,16 @@ usage:
                                                     again over all of it, the units caches joined)
   nn-rag observe [REPO...] [--db F] [--python PY] [--memory-mb MB] [--entry-seconds S] [--seconds S] [--max-entries N]
                  [--force] [--build-native] [--cache DIR] [--json]
-                     runs each local repository's tests (test_* functions, the first values of their parametrize
-                     marks, test classes and their mixins), builders (functions and whole models that need no
+                     runs each local repository's tests (test_* functions once per parameter set of their
+                     parametrize marks, test classes and their mixins), builders (functions and whole models that need no
                      argument, fed once), config files' model dicts (built by its registry) and README code blocks
                      that use it, in the sandbox, and
                      records how they built and fed its blocks; pulls then build and feed a block that way first;
                      an entry runs again only when a file it imported or read changed;
                      --build-native: builds the repository's compiled operators its tests stop without (as pull does)
                      and runs those tests again with them; every entry runs, two judges side by side, unless
-                     --max-entries N caps them (--seconds: the time of each repository, default 3600)
+                     --max-entries N caps them (--seconds: the time of each repository, default 3600); a test
+                     that writes into its repository writes into a private copy of it
   nn-rag search QUERY [--db F]... [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
                       [--validation validated|failed|none] [--all-copies] [--json]
                                                     several --db: searched together, merged by score
