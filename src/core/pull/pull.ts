@@ -584,11 +584,14 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       natives: natives.map((b) => ({ module: b.module, name: b.buildName, file: b.file, fileName: b.fileName })),
       ...keptIn(options.originalCache, emitted.provenance.definitions),
     };
-    // one time limit for the whole block: its argument sets, its builders and the replay of a builder's arguments
+    // one time limit for the whole block: its argument sets, its builders and the replay of a builder's arguments,
+    // counted in the judge's own time, so that a loaded machine does not leave a stage untried (a verdict that
+    // depended on the load)
     const limitMs = options.timeoutMs ?? DEFAULT_TIMEOUT_S * 1000;
-    const deadline = performance.now() + limitMs;
-    const left = (): number => deadline - performance.now();
+    let usedMs = 0;
+    const left = (): number => limitMs - usedMs;
     let v = await validateFile(options.out, request);
+    usedMs += ownMs(v);
     const judged: JudgeRun[] = [{ stage: 'judge', why: 'the file as pulled' }];
     // the repository's own builder: it builds what no guessed argument set builds, and a block taken from inside
     // the model it makes runs on the inputs that model really gives it
@@ -612,6 +615,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
         { ...options, builderBudgetMs: budgetMs },
         'module' in original ? original : undefined,
       );
+      usedMs += built.ownMs;
       if (built.report && left() > MIN_JUDGE_MS) {
         judged.push({ stage: 'replay', why: "the builder's arguments, judged again on the file written" });
         v = await replayed(built.report, options.out, { ...request, timeoutMs: left() });
@@ -810,8 +814,9 @@ async function validateWithBuilder(
   target: string,
   options: PullOptions,
   original: OriginalClass | undefined,
-): Promise<{ report?: ValidationReport; untried: string[] }> {
-  const t0 = performance.now();
+): Promise<{ report?: ValidationReport; untried: string[]; ownMs: number }> {
+  // the budget counts the judge's own time (ownMs), not the machine's
+  let used = 0;
   let index = session.builders.get(rec.repoId);
   if (!index) {
     index = new BuilderIndex(session.table, rec.repoId);
@@ -820,8 +825,8 @@ async function validateWithBuilder(
   // a builder may make a model without this block inside (efficientnet_b0 has no FusedMBConv): try a few
   const builders = index.buildersOf(rec, name).slice(0, 4);
   for (const [i, b] of builders.entries()) {
-    if (options.builderBudgetMs !== undefined && performance.now() - t0 > options.builderBudgetMs - MIN_JUDGE_MS / 2)
-      return { untried: builders.slice(i).map((u) => u.name) };
+    if (options.builderBudgetMs !== undefined && used > options.builderBudgetMs - MIN_JUDGE_MS / 2)
+      return { untried: builders.slice(i).map((u) => u.name), ownMs: used };
     const combined = await computeClosure(closureCtx, rec, unit, [{ rec: b.rec, unit: b.unit }]);
     if (failureOf(combined.problems)) continue;
     const emitted = emitFile(combined, emitCtx, target);
@@ -837,9 +842,7 @@ async function validateWithBuilder(
         builder,
         // within the budget: a builder's run is a forked worker of the judge, stopped at no cost to the next pull
         timeoutMs:
-          options.builderBudgetMs === undefined
-            ? options.timeoutMs
-            : Math.max(1000, Math.min(options.timeoutMs ?? Infinity, options.builderBudgetMs - (performance.now() - t0))),
+          options.builderBudgetMs === undefined ? options.timeoutMs : Math.max(1000, Math.min(options.timeoutMs ?? Infinity, options.builderBudgetMs - used)),
         memoryMb: options.memoryMb,
         signal: options.signal,
         pool: options.pool,
@@ -849,14 +852,20 @@ async function validateWithBuilder(
         ...keptIn(options.originalCache, emitted.provenance.definitions),
       });
       // a copy that differs from its original is a finding, never hidden behind the failure before it
-      if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [] };
+      used += ownMs(v);
+      if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [], ownMs: used };
       // stopped by the budget, it was not really tried
-      if (options.builderBudgetMs !== undefined && v.category === 'timeout') return { untried: builders.slice(i).map((u) => u.name) };
+      if (options.builderBudgetMs !== undefined && v.category === 'timeout') return { untried: builders.slice(i).map((u) => u.name), ownMs: used };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }
   }
-  return { untried: [] };
+  return { untried: [], ownMs: used };
+}
+
+/** The judge's own time for a validation, in ms (its wall time where an older judge did not say). */
+function ownMs(v: ValidationReport): number {
+  return (v.own_seconds ?? v.seconds ?? 0) * 1000;
 }
 
 function round(ms: number): number {

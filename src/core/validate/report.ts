@@ -98,6 +98,8 @@ export interface ValidationReport {
   /** The last lines the block printed, on some failures. */
   output?: string;
   seconds: number;
+  /** The workers' own time in seconds (not the time they waited for a CPU): what a pull's time limit counts. */
+  own_seconds?: number;
   /** Which sandbox held the block. */
   sandbox?: string;
   /** Set when that sandbox is weaker than bubblewrap's: what it does not protect. */
