@@ -32,7 +32,8 @@ const FRONTS = ['extension', 'server', 'cli'];
 function coreApi(core) {
   const ws = 'one use case per method of core/workspace (Workspace)';
   return [
-    { group: [`${core}/pull/pull`], importNames: ['openPullSession', 'pullBlock', 'originalOf', 'judgingPulled'], message: ws },
+    { group: [`${core}/pull/pull`], importNames: ['pullBlock', 'originalOf', 'judgingPulled'], message: ws },
+    { group: [`${core}/pull/session`], importNames: ['openPullSession'], message: ws },
     { group: [`${core}/pull/shared`], importNames: ['pullTogether'], message: ws },
     { group: [`${core}/pull/validatePulled`], importNames: ['validatePulled'], message: ws },
     { group: [`${core}/validate/validatorPool`], importNames: ['ValidatorPool'], message: `validators: ${ws}` },

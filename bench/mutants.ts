@@ -11,7 +11,7 @@ import { execFile } from 'child_process';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { bodyHash, readProvenance, recordedArguments, splitPulled } from '../src/core/emit/pulledFile';
-import type { PullSession } from '../src/core/pull/pull';
+import type { PullSession } from '../src/core/pull/session';
 import { originalOfPulled } from '../src/core/pull/pull';
 import { validateFile } from '../src/core/validate/runner';
 import type { ValidationReport, ValidatorPoolLike } from '../src/core/validate/runner';

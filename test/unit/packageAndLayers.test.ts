@@ -163,7 +163,7 @@ describe('package.json against the code', () => {
     assert.deepStrictEqual(await crossing('src/core/index/probe.ts', "import { NnragError } from '../base/errors';\nexport const x = NnragError;\n"), []);
     // a front pulls and indexes through the core API, never the pieces below it
     for (const [file, text] of [
-      ['src/cli/probe.ts', "import { openPullSession } from '../core/pull/pull';\nexport const x = openPullSession;\n"],
+      ['src/cli/probe.ts', "import { openPullSession } from '../core/pull/session';\nexport const x = openPullSession;\n"],
       ['src/server/probe.ts', "import { loadModuleTable } from '../core/resolve/loadTable';\nexport const x = loadModuleTable;\n"],
       ['src/cli/probe.ts', "import { indexSource } from '../core/index/indexer';\nexport const x = indexSource;\n"],
       ['src/server/probe.ts', "import { pullBlock } from '../core/pull/pull';\nexport const x = pullBlock;\n"],

@@ -3,6 +3,7 @@
  * chosen interpreter, record the result. The same pipeline serves the CLI, the server and batch runs.
  */
 import { tierRank } from './pulledState';
+import type { PullSession } from './session';
 import { dependencies, importRoots, localRoots } from './roots';
 import { configRoots, observedRoots, repositoryUses } from './uses';
 import { registryIndex } from '../resolve/closureRegistrations';
@@ -24,22 +25,20 @@ import { writeManifests } from '../emit/manifest';
 import { errorMessage, NnragError } from '../base/errors';
 import { findTarget } from '../store/target';
 import type { IndexDb } from '../store/database';
-import { allFiles, setValidation } from '../store/files';
+import { setValidation } from '../store/files';
 import { unitsDirOf } from '../store/unitsCache';
 import { loadUnits, saveUnits } from '../store/unitsCache';
 import { decodePython } from '../parse/decode';
 import type { PythonParser } from '../parse/parser';
-import type { ReadmeBlock } from './readmeExamples';
 import type { ParsedModule } from '../parse/types';
 import { BuilderIndex } from '../resolve/builders';
 import { shortenDocstrings } from '../emit/docstrings';
 import { inlineMetadata } from '../validate/requirements';
 import { computeClosure } from '../resolve/closure';
 import type { ClosureContext, ClosureResult, Problem } from '../resolve/closure';
-import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
-import { isImported, loadRepoRows, readIndexedFile, sourcesDirOf } from '../store/sourceText';
+import type { ModuleRecord } from '../resolve/moduleTable';
+import { isImported, readIndexedFile } from '../store/sourceText';
 import { committedBlob } from '../sources/open';
-import type { RepoRow } from '../store/sourceText';
 import { importableModules, stdlibModules } from '../validate/sandbox';
 import { writeSafely, writeText } from '../emit/writeSafe';
 import { isValidated, validateFile } from '../validate/runner';
@@ -152,49 +151,6 @@ export interface PullOptions {
 
 /** The largest recipe (in JSON characters) a pulled file's header keeps. */
 const MAX_RECIPE_CHARS = 20_000;
-
-/** Everything a pull reads from the index, loaded once and shared by a batch of pulls. */
-export interface PullSession {
-  db: IndexDb;
-  table: ModuleTable;
-  repos: Map<number, RepoRow>;
-  files: Map<number, { path: string; hash: string }>;
-  skipped: Map<string, string>;
-  parsed: Map<number, ParsedModule>;
-  builders: Map<number, BuilderIndex>;
-  /** A definition's text (by its hash) with its docstrings cut: the same helpers come back in pull after pull. */
-  shortened: Map<string, string>;
-  /** The index's own store of sources (an imported index), when it has one: looked for once per session. */
-  sources?: string;
-  /** Per repository, the Python code blocks of its README (readmeExamples.ts), read once per session. */
-  readmes: Map<number, Promise<ReadmeBlock[]>>;
-  /** Per repository, whether each observed entry still holds (read once). */
-  observed: Map<number, Map<string, boolean>>;
-}
-
-export function openPullSession(db: IndexDb, table: ModuleTable): PullSession {
-  const files = new Map<number, { path: string; hash: string }>();
-  const skipped = new Map<string, string>();
-  for (const f of allFiles(db)) {
-    files.set(f.id, { path: f.path, hash: f.hash });
-    if (f.skipped) skipped.set(`${f.repoId}:${f.module}`, f.skipped);
-  }
-  const store = sourcesDirOf(db);
-  const sources = store && fs.existsSync(store) ? store : undefined;
-  return {
-    db,
-    table,
-    repos: loadRepoRows(db),
-    files,
-    skipped,
-    parsed: new Map(),
-    builders: new Map(),
-    shortened: new Map(),
-    sources,
-    readmes: new Map(),
-    observed: new Map(),
-  };
-}
 
 async function parseRecord(session: PullSession, parser: PythonParser, rec: ModuleRecord): Promise<ParsedModule> {
   const cached = session.parsed.get(rec.fileId);

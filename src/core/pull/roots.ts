@@ -2,7 +2,7 @@
  * The folders a pull shows the judge: each repository's folder (mounted read-only), the folders its modules import
  * from (a src/ layout's, its root), and of the other indexed repositories only those the code depends on.
  */
-import type { PullSession } from './pull';
+import type { PullSession } from './session';
 import * as fs from 'fs';
 import * as path from 'path';
 import { isImported } from '../store/sourceText';

@@ -13,7 +13,8 @@ import { NnragError } from '../base/errors';
 import { writeSafely } from '../emit/writeSafe';
 import type { ClassRef } from '../store/target';
 import { emitBlock, pullBlock } from './pull';
-import type { Emission, PullOptions, PullReport, PullSession } from './pull';
+import type { Emission, PullOptions, PullReport } from './pull';
+import type { PullSession } from './session';
 
 export const SHARED_MODULE = '_nnrag_common';
 /** The first line of the shared module after the coding line: ours to replace. */

@@ -17,7 +17,7 @@ import type { IndexDb } from '../store/database';
 import { findTarget } from '../store/target';
 import type { ClassRef } from '../store/target';
 import { pullBlock } from './pull';
-import type { PullSession } from './pull';
+import type { PullSession } from './session';
 import type { PulledFileStatus } from './pulledState';
 
 export type { PulledFileStatus, PulledState } from './pulledState';

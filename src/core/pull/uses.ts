@@ -3,7 +3,7 @@
  * made under the observer, its README's and tests' code that calls the block (examples), and the configuration class
  * a block's `config` parameter takes, with the folders that class comes from.
  */
-import type { PullSession } from './pull';
+import type { PullSession } from './session';
 import { registeredUnits, type RegisteredName } from '../resolve/closureRegistrations';
 import { freshEntries, observedCallsOf } from '../store/observed';
 import { decodePython } from '../parse/decode';

@@ -12,7 +12,7 @@ import type { ValidationReport } from '../validate/runner';
 import { validateFile } from '../validate/runner';
 import { keptIn } from '../validate/originalCache';
 import { explained, judgedByBuilderAgain, judgingPulled, originalOfPulled } from './pull';
-import type { PullSession } from './pull';
+import type { PullSession } from './session';
 
 /** The index a pulled file is judged against, or why there is none. */
 export type PulledIndex = { session: PullSession; parser: PythonParser } | { unavailable: string };
