@@ -5,7 +5,9 @@ import { coverageWords } from '../core/store/observed';
 export function observeLine(s: ObserveSummary): string {
   if (s.skipped) return `${s.repo}: not observed (${s.skipped})`;
   const head = s.coverage ? coverageWords(s.coverage) : `${s.ran} of ${s.entries} entries run`;
-  const now = `${s.ran} run now${s.cached ? `, ${s.cached} unchanged since the last run` : ''}${s.failed ? `, ${s.failed} stopped with an error` : ''}`;
+  const now = `${s.ran} run now${s.cached ? `, ${s.cached} unchanged since the last run` : ''}${s.failed ? `, ${s.failed} stopped with an error` : ''}${
+    s.notRun ? `, ${s.notRun} not run (the time for the repository ran out: observe again to run them)` : ''
+  }`;
   const causes = Object.entries(s.failedBy ?? {})
     .sort((a, b) => b[1] - a[1])
     .slice(0, 5)

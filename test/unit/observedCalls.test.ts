@@ -297,6 +297,27 @@ x = torch.randn(2)
     );
   });
 
+  it('entries the time ran out before are not recorded: the next run runs them', async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    const busy = 'def busy():\n    total = 0\n    for i in range(25_000_000):\n        total += i & 7\n';
+    await writeTree(repo, {
+      ...REPO,
+      'tests/test_layers.py': `${busy}\n${['a', 'b', 'c', 'd'].map((n) => `\ndef test_${n}():\n    busy()\n`).join('')}`,
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const run = async (): Promise<{ ran: number; notRun?: number; coverage: { observed: number; entries: number } }> =>
+      (JSON.parse((await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--seconds', '1', '--json')).out) as never[])[0];
+    const first = await run();
+    assert.ok((first.notRun ?? 0) > 0, JSON.stringify(first));
+    assert.strictEqual(first.coverage.observed, 4 - (first.notRun ?? 0), JSON.stringify(first));
+    // (before, they were recorded as failed, counted as observed, and never run again while their files were unchanged)
+    const second = await run();
+    assert.strictEqual(second.ran, first.notRun, JSON.stringify(second));
+    assert.strictEqual(second.coverage.observed, 4, JSON.stringify(second));
+  });
+
   it('a test that writes into its repository writes into a private copy; the repository is never written', async () => {
     const dir = await tmpdir();
     const repo = path.join(dir, 'repo');

@@ -97,6 +97,8 @@ export interface ObserveSummary {
   bytes: number;
   /** Why the repository was not observed. */
   skipped?: string;
+  /** Entries not run: the time for the repository ran out first (run observe again to run them). */
+  notRun?: number;
   /** The entries that failed now, by cause ("ModuleNotFoundError: pycocotools", "time", "AssertionError"). */
   failedBy?: Record<string, number>;
   /** Entries with a record of those the repository has, and its blocks seen fed (now or before). */
@@ -366,8 +368,11 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       // the files an entry depends on, as the index knows them (the worker's list is the repository's to write)
       const entryModules = new Map(chosen.map((e) => [e.id, e.module]));
       const needed = filesImported(session, repo.id);
+      // an entry the repository's time ran out before is not recorded: the next run runs it (and it is not observed)
+      const notRun = answer.observed.filter((o) => typeof o.error === 'string' && o.error.startsWith('not run:'));
+      if (notRun.length) summary.notRun = notRun.length;
       const records = answer.observed
-        .filter((o) => typeof o.entry === 'string' && known.has(o.entry))
+        .filter((o) => typeof o.entry === 'string' && known.has(o.entry) && !notRun.includes(o))
         .map((o) => recordOf({ ...o, entry: plainText(o.entry, 500) }, blobs, interpreter, budget, needed(entryModules.get(o.entry))));
       const built = options.buildNative
         ? await nativesMissing(
