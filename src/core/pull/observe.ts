@@ -369,10 +369,10 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       const entryModules = new Map(chosen.map((e) => [e.id, e.module]));
       const needed = filesImported(session, repo.id);
       // an entry the repository's time ran out before is not recorded: the next run runs it (and it is not observed)
-      const notRun = answer.observed.filter((o) => typeof o.error === 'string' && o.error.startsWith('not run:'));
-      if (notRun.length) summary.notRun = notRun.length;
+      const notRun = new Set(answer.observed.filter((o) => typeof o.error === 'string' && o.error.startsWith('not run:')));
+      if (notRun.size) summary.notRun = notRun.size;
       const records = answer.observed
-        .filter((o) => typeof o.entry === 'string' && known.has(o.entry) && !notRun.includes(o))
+        .filter((o) => typeof o.entry === 'string' && known.has(o.entry) && !notRun.has(o))
         .map((o) => recordOf({ ...o, entry: plainText(o.entry, 500) }, blobs, interpreter, budget, needed(entryModules.get(o.entry))));
       const built = options.buildNative
         ? await nativesMissing(
@@ -395,7 +395,11 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       summary.ran = records.length;
       summary.failed = records.filter((r) => r.entry.error).length;
       summary.failedBy = {};
-      for (const r of records) if (r.entry.error) summary.failedBy[failureCause(r.entry.error)] = (summary.failedBy[failureCause(r.entry.error)] ?? 0) + 1;
+      for (const r of records) {
+        if (!r.entry.error) continue;
+        const cause = failureCause(r.entry.error);
+        summary.failedBy[cause] = (summary.failedBy[cause] ?? 0) + 1;
+      }
       if (budget.dropped)
         options.onProgress?.(
           `${repo.name}: ${budget.dropped} observed calls not kept: over the catalog's limits (${CATALOG_LIMITS.callsPerClass} calls a class, ${CATALOG_LIMITS.callBytes >> 10} KB a call, ${CATALOG_LIMITS.entryBytes >> 10} KB an entry, ${CATALOG_LIMITS.repositoryBytes >> 20} MB a repository)`,

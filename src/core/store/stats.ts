@@ -57,7 +57,8 @@ export function indexStats(db: IndexDb): IndexStats {
         (SELECT count(*) FROM classes c WHERE c.repo_id = r.id AND c.is_block = 1) AS blocks
        FROM repos r ORDER BY r.name`,
     )
-    .map((r) => ({
+    .map((r) => ({ r, observed: observedCoverage(db, Number(r.id)) }))
+    .map(({ r, observed }) => ({
       name: String(r.name),
       kind: String(r.kind),
       location: String(r.location),
@@ -70,7 +71,7 @@ export function indexStats(db: IndexDb): IndexStats {
       blocks: Number(r.blocks),
       indexedAt: r.indexed_at === null ? null : String(r.indexed_at),
       lastRun: r.last_run ? JSON.parse(String(r.last_run)) : null,
-      ...(observedCoverage(db, Number(r.id)) ? { observed: observedCoverage(db, Number(r.id)) } : {}),
+      ...(observed ? { observed } : {}),
     }));
   const categories: Record<string, number> = {};
   for (const r of db.all('SELECT category, count(*) AS n FROM classes WHERE is_block = 1 GROUP BY category ORDER BY n DESC')) {
