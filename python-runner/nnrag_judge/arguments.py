@@ -11,6 +11,7 @@ import inspect
 import re
 import sys
 import textwrap
+from .context import job
 from typing import Any, Dict, List, Optional, Tuple
 
 
@@ -297,11 +298,6 @@ def called_parameters(owner: Any) -> frozenset:
     return frozenset(n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params)
 
 
-# the packages whose loaded modules an observed call may name its classes from: the original's own (set by the
-# original's worker); the copy's side names only what its file defines
-OWN_PACKAGES: set = set()
-
-
 # torch's names an observed call may use outside the file's namespace: its layers and functional API, its dtypes, and
 # these element-wise functions; nothing that reads or writes files or loads code
 TORCH_FUNCTIONS = {"tanh", "sigmoid", "relu", "exp", "sin", "cos", "abs", "sqrt", "erf", "softmax", "log_softmax"}
@@ -327,7 +323,7 @@ def resolve_given(value: Any, namespace: Dict[str, Any]) -> Tuple[bool, Any]:
         # the block's module does not import, from the module an observation names when this process has it loaded
         # (the original's side; the copy's file defines it)
         module = value.get("module")
-        home = sys.modules.get(module) if isinstance(module, str) and module.split(".")[0] in OWN_PACKAGES else None
+        home = sys.modules.get(module) if isinstance(module, str) and module.split(".")[0] in job().own_packages else None
         obj = (
             namespace.get(parts[0])
             if parts[0] in namespace

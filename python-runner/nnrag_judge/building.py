@@ -8,6 +8,7 @@ import inspect
 import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .context import job
 from .arguments import constructor_candidates, given_candidates, guess_value, resolve_given, without_download
 from .evidence import seed_all
 from .inputs import lighter
@@ -17,10 +18,6 @@ from .protocol import Failure, steady
 from .observe import observed_inputs
 from .recipe import recipe_of, recording
 from .repair import repaired
-
-
-# torch's own Module.__call__, taken before the block's code ran
-CALL: Any = None
 
 
 MAX_CONSTRUCTIONS = 8
@@ -165,10 +162,10 @@ def module_call(model: Any) -> Any:
     before the block's code ran (a block that replaces nn.Module.__call__ does not skip its own forward)."""
     for klass in type(model).__mro__:
         if "__call__" in klass.__dict__:
-            if CALL is not None and klass.__module__.startswith("torch."):
-                return CALL
+            if job().call is not None and klass.__module__.startswith("torch."):
+                return job().call
             return klass.__dict__["__call__"]
-    return CALL or type(model).__call__
+    return job().call or type(model).__call__
 
 
 def inner_of(model: Any, cls: Any) -> Any:
@@ -179,11 +176,6 @@ def inner_of(model: Any, cls: Any) -> Any:
 
 
 Attempt = Tuple[Any, List[Any], Dict[str, Any]]  # ("builder" or the index of an argument set, args, kwargs)
-
-
-# the argument sets observed while the repository's own code ran (observe.py), by attempt key: where they were seen
-# and the inputs the block's forward got there
-OBSERVED: Dict[Any, Dict[str, Any]] = {}
 
 
 # the key of an argument set that cannot be built here as it was observed (a value the file cannot name)
@@ -198,7 +190,9 @@ def attempts_of(cls: Any, module: Any, given: List[Dict[str, Any]], factory: Any
     plain = [g for g in given if not g.get("documented") and not isinstance(g.get("observed"), str)]
     documented = [g for g in given if g.get("documented")]
     namespace = vars(module)
-    OBSERVED.clear()
+    # the argument sets observed while the repository's own code ran (observe.py), by attempt key: where they were
+    # seen and the inputs the block's forward got there
+    job().observed.clear()
     out: List[Attempt] = []
     for k, g in enumerate(observed):
         # an observation is replayed as it was or not at all: a value the file cannot name is not guessed (the two
@@ -208,7 +202,7 @@ def attempts_of(cls: Any, module: Any, given: List[Dict[str, Any]], factory: Any
         if unresolved:
             kw = {UNRESOLVED: f"the observed argument {unresolved[0]!r} names nothing the file defines"}
         key = f"observed:{k}"
-        OBSERVED[key] = g
+        job().observed[key] = g
         out.append((key, a, kw))
     out += [("builder", [], {})] if factory is not None else []
     sets = constructor_candidates(cls, plain, nn, namespace)[:MAX_CONSTRUCTIONS] + given_candidates(cls, documented, nn, namespace)
@@ -257,7 +251,7 @@ def make(
     kwargs = dict(kwargs, **(overrides or {}))
     args = list(args)
     model = build(cls, args, kwargs, torch, nn, errors)
-    seen = OBSERVED.get(key)
+    seen = job().observed.get(key)
     recorded = None
     if model is not None and seen is not None:
         made = observed_inputs(seen.get("inputs"), torch)

@@ -16,8 +16,11 @@ import re
 from array import array
 from typing import Any, Dict, List, Optional, Tuple
 
+from .jobs import Original
 from .protocol import Failure
-from .verdict import TENSOR_DTYPES, Frame
+from .verdict import TENSOR_DTYPES
+
+Frame = Tuple[Dict[str, Any], bytes]  # a probe: its header's value, and its values
 
 SHA = re.compile(r"^[0-9a-f]{64}$")
 MAX_DIFFERENCES = 6
@@ -174,9 +177,9 @@ def describe(x: Any) -> str:
     return "a tensor" if "$t" in x else repr(x.get("$v"))[:60]
 
 
-def compare(original: List[Frame], copy: List[Frame], report: Dict[str, Any]) -> Dict[str, Any]:
-    """The equivalence record for the report; raises Failure("differs") when the copy differs, ("tampered") when a
-    side's evidence is malformed."""
+def compare(original: List[Frame], copy: List[Frame]) -> Dict[str, Any]:
+    """The equivalence record for the report; raises Failure("differs") with the record when the copy differs,
+    ("tampered") when a side's evidence is malformed."""
     try:
         a, b = Side(original, "the original"), Side(copy, "the copy")
     except ValueError as exc:
@@ -209,8 +212,7 @@ def compare(original: List[Frame], copy: List[Frame], report: Dict[str, Any]) ->
     record: Dict[str, Any] = {"variants": variants, "compared_values": compared, "probes": len(a.probes)}
     if differences:
         record.update(status="differs", differences=differences[:MAX_DIFFERENCES], largest_difference=largest)
-        report["equivalence"] = record
-        raise Failure("differs", "; ".join(differences[:3]))
+        raise Failure("differs", "; ".join(differences[:3]), equivalence=record)
     if missing:
         record.update(status="unavailable", reason=f"the copy did not report {len(missing)} of the original's {len(a.probes)} probes (first: {missing[0]})")
     elif not compared:
@@ -230,19 +232,19 @@ def blob_id(path: str) -> Optional[str]:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def origin_problem(origin: Dict[str, Any], original: Dict[str, Any]) -> Optional[str]:
+def origin_problem(origin: Dict[str, Any], original: Original) -> Optional[str]:
     """Why the class the original's worker imported is not the indexed original (another file, or the file changed
     since it was indexed), or None."""
     got = origin.get("file")
     if not isinstance(got, str):
         return "the original class has no source file"
-    expected = original.get("file")
+    expected = original.file
     if isinstance(expected, str) and os.path.realpath(got) != os.path.realpath(expected):
         return f"the original was imported from {got}, not from the indexed {expected}"
-    folder = original.get("path")
+    folder = original.path
     if not expected and isinstance(folder, str) and not os.path.realpath(got).startswith(os.path.realpath(folder) + os.sep):
         return f"the original was imported from {got}, outside its repository {folder}"
-    want = original.get("blob")
+    want = original.blob
     if isinstance(want, str) and want:
         have = blob_id(got)
         if have != want:

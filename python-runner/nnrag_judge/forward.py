@@ -9,6 +9,7 @@ import re
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .context import job
 from .arguments import jsonable
 from .evidence import seed_all
 from .candidates import input_list
@@ -40,10 +41,6 @@ def best_error(errors: List[str]) -> str:
         if "missing" not in e or "required" not in e:
             return e
     return errors[-1] if errors else "no argument set worked"
-
-
-# how long the last forward that ran took (a heavy block is probed lighter)
-LAST_FORWARD_S = [0.0]
 
 
 def run_forward(
@@ -89,7 +86,7 @@ def run_forward(
                 seed_all(1, torch)
                 began = steady()
                 out = call(model, *inputs)
-                LAST_FORWARD_S[0] = steady() - began
+                job().last_forward_s = steady() - began
             except MemoryError:
                 raise Failure("memory", "out of memory in forward")
             except Exception as exc:  # noqa: BLE001

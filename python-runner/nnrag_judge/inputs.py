@@ -12,6 +12,8 @@ import textwrap
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from dataclasses import dataclass
 
+from .context import job
+
 
 @dataclass(frozen=True)
 class InputRequest:
@@ -72,23 +74,17 @@ def kinds_of(nn: Any, *names: str) -> Tuple[Any, ...]:
     return tuple(cls for name in names for cls in table[name])
 
 
-# the copy's own classes that are copies of torch's (a block pulled from an indexed torch: its `Linear` is not
-# `nn.Linear`), each with torch's class it copies, so that the copy's side shapes its inputs as the original's side
-# does; filled by the copy's worker only (worker.torch_twins), empty on the original's side
-TWINS: Dict[Any, Any] = {}
-
-
 def is_a(module: Any, classes: Any) -> bool:
-    """`isinstance(module, classes)`, a copy of one of torch's classes counting as that class (TWINS)."""
+    """`isinstance(module, classes)`, a copy of one of torch's classes counting as that class (the job's twins)."""
     if isinstance(module, classes):
         return True
-    twin = TWINS.get(type(module))
+    twin = job().twins.get(type(module))
     return twin is not None and issubclass(twin, classes)
 
 
 def kind_of(module: Any) -> Any:
     """The class a layer is, as torch's classes go (its twin for a copy of one of them)."""
-    return TWINS.get(type(module), type(module))
+    return job().twins.get(type(module), type(module))
 
 
 def positional_parameters(model: Any) -> Optional[List[inspect.Parameter]]:

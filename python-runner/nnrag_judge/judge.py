@@ -12,14 +12,18 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .equivalence import compare, origin_problem
-from .protocol import FAILURE, OBSERVED, ORIGIN, PLAN, PROBE, PROBED, REACHED, UNAVAILABLE, Failure, kind_of
+from .frames import Failed, Observed, Origin, Plan, Probe, Probed, Reached, Unavailable
+from .frames import read as read_frame
+from .jobs import ObserveJob, Original, ValidateJob
+from .protocol import Failure
+from .reports import ObserveReport, Report
 from .static import imported_top_levels, requirements, undefined_names
 from .places import empty, project_folder
-from .supervise import VERSIONS, Job, last_line, run_worker, tail_text, zygote
-from .verdict import Frame, verdict
+from .supervise import VERSIONS, WorkerRun, last_line, run_worker, tail_text, zygote
+from .verdict import verdict
 
 # share of the time limit the original's worker may use; the copy gets what is left
 ORIGINAL_SHARE = 0.5
@@ -61,82 +65,77 @@ class OriginalSide:
         self.reason: Optional[str] = None
         self.reached: Optional[str] = None
         self.plan: Optional[Dict[str, Any]] = None
-        self.probes: List[Frame] = []
+        self.probes: List[Tuple[Dict[str, Any], bytes]] = []
         self.probed: Optional[Dict[str, Any]] = None
         self.how: Optional[str] = None
         # the worker itself said why the original cannot be compared (it was not cut short)
         self.said = False
 
 
-def on_unavailable(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
-    side.reason = str(header[UNAVAILABLE])[:600]
+def on_unavailable(side: OriginalSide, frame: Unavailable, _original: Original) -> bool:
+    side.reason = frame.reason
     side.said = True
     return False
 
 
-def on_origin(side: OriginalSide, header: Dict[str, Any], _blob: bytes, original: Dict[str, Any]) -> bool:
+def on_origin(side: OriginalSide, frame: Origin, original: Original) -> bool:
     """Where the original's class came from, checked against the indexed file: a mismatch ends the reading."""
-    origin = header[ORIGIN]
-    if not isinstance(origin, dict):
-        return False
-    side.reason = origin_problem(origin, original)
+    side.reason = origin_problem(frame.origin, original)
     side.said = bool(side.reason)
-    how = origin.get("how")
+    how = frame.origin.get("how")
     if isinstance(how, str) and how != "imported":
         side.how = how[:300]
     return bool(side.reason)
 
 
-def on_reached(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
-    side.reached = str(header[REACHED])
-    if header.get("error"):
-        side.reason = f"the original does not reach forward with the arguments tried: {str(header['error'])[:400]}"
+def on_reached(side: OriginalSide, frame: Reached, _original: Original) -> bool:
+    side.reached = frame.tier
+    if frame.error:
+        side.reason = f"the original does not reach forward with the arguments tried: {str(frame.error)[:400]}"
         side.said = True
     return False
 
 
-def on_plan(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
-    if isinstance(header[PLAN], dict):
-        side.plan = header[PLAN]
+def on_plan(side: OriginalSide, frame: Plan, _original: Original) -> bool:
+    side.plan = frame.plan
     return False
 
 
-def on_probe(side: OriginalSide, header: Dict[str, Any], blob: bytes, _original: Dict[str, Any]) -> bool:
-    if isinstance(header[PROBE], dict):
-        side.probes.append((header[PROBE], blob))
+def on_probe(side: OriginalSide, frame: Probe, _original: Original) -> bool:
+    side.probes.append((frame.body, frame.values))
     return False
 
 
-def on_probed(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
-    if isinstance(header[PROBED], dict):
-        side.probed = header[PROBED]
+def on_probed(side: OriginalSide, frame: Probed, _original: Original) -> bool:
+    side.probed = frame.body
     return False
 
 
-def on_failure(side: OriginalSide, header: Dict[str, Any], _blob: bytes, _original: Dict[str, Any]) -> bool:
-    if isinstance(header[FAILURE], dict):
-        side.reason = f"the original fails: {str(header[FAILURE].get('message', ''))[:400]}"
-        side.said = True
+def on_failure(side: OriginalSide, frame: Failed, _original: Original) -> bool:
+    side.reason = f"the original fails: {str(frame.body.get('message', ''))[:400]}"
+    side.said = True
     return False
 
 
-# what the original's worker may send, by kind (protocol.FRAME_KINDS); a handler returns True to stop reading
-ORIGINAL_HANDLERS: Dict[str, Callable[[OriginalSide, Dict[str, Any], bytes, Dict[str, Any]], bool]] = {
-    UNAVAILABLE: on_unavailable,
-    ORIGIN: on_origin,
-    REACHED: on_reached,
-    PLAN: on_plan,
-    PROBE: on_probe,
-    PROBED: on_probed,
-    FAILURE: on_failure,
+# what the original's worker may send, by frame type (frames.py); a handler returns True to stop reading; anything
+# else (a frame the block wrote, of a known kind or not) is passed over: the original's side only informs the verdict
+ORIGINAL_HANDLERS: Dict[type, Callable[[OriginalSide, Any, Original], bool]] = {
+    Unavailable: on_unavailable,
+    Origin: on_origin,
+    Reached: on_reached,
+    Plan: on_plan,
+    Probe: on_probe,
+    Probed: on_probed,
+    Failed: on_failure,
 }
 
 
-def read_original(job: Job, original: Dict[str, Any]) -> OriginalSide:
+def read_original(job: WorkerRun, original: Original) -> OriginalSide:
     side = OriginalSide()
     for header, blob in job.frames:
-        handler = ORIGINAL_HANDLERS.get(kind_of(header) or "")
-        if handler is not None and handler(side, header, blob, original):
+        frame = read_frame(header, blob)
+        handler = ORIGINAL_HANDLERS.get(type(frame))
+        if handler is not None and handler(side, frame, original):
             return side
     if job.problem is not None:
         side.reason = f"the original did not finish: {job.problem[1]}"
@@ -155,11 +154,11 @@ def interpreter_versions() -> Dict[str, str]:
     return {"python": VERSIONS.get("python", sys.version), "torch": VERSIONS.get("torch", "unknown")}
 
 
-def cached_original(request: Dict[str, Any]) -> Optional[Job]:
+def cached_original(request: ValidateJob) -> Optional[WorkerRun]:
     """The original's run a request carries (`original_frames`, kept by the caller from an earlier identical job of
     this judge), replayed as a finished worker's frames; None when there is none or it was made elsewhere."""
     try:
-        kept = json.loads(request.get("original_frames") or "null")
+        kept = json.loads(request.original_frames or "null")
     except (TypeError, ValueError):
         return None
     if not isinstance(kept, dict) or kept.get("versions") != interpreter_versions() or not isinstance(kept.get("frames"), list):
@@ -167,7 +166,7 @@ def cached_original(request: Dict[str, Any]) -> Optional[Job]:
     frames = kept["frames"]
     if not frames or not all(isinstance(f, list) and len(f) == 2 and isinstance(f[0], dict) and isinstance(f[1], str) for f in frames):
         return None
-    job = Job()
+    job = WorkerRun()
     try:
         job.frames = [(dict(header), base64.b64decode(blob, validate=True)) for header, blob in frames]
     except ValueError:
@@ -176,18 +175,18 @@ def cached_original(request: Dict[str, Any]) -> Optional[Job]:
     return job
 
 
-def kept_original(job: Job) -> str:
+def kept_original(job: WorkerRun) -> str:
     """A finished original's run as the caller keeps it (the same job again replays it: `cached_original`): one JSON
     text the caller never parses, so every key keeps its order (a JavaScript object would put "0", "1" first)."""
     return json.dumps({"versions": interpreter_versions(), "frames": [[header, base64.b64encode(blob).decode("ascii")] for header, blob in job.frames]})
 
 
-def original_template(request: Dict[str, Any], original: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+def original_template(request: ValidateJob, original: Original) -> Optional[Dict[str, Any]]:
     """What the original's workers import first, for their template (zygote.template_main): its package, from the path
     the worker would import it from. None when compiled operators must be loaded before it."""
-    if request.get("natives"):
+    if request.natives:
         return None
-    return {"original": {"path": original.get("path"), "also": original.get("also") or []}, "package": str(original["module"]).split(".")[0]}
+    return {"original": {"path": original.path, "also": list(original.also)}, "package": original.module.split(".")[0]}
 
 
 def copy_template(tree: Any) -> Optional[Dict[str, Any]]:
@@ -222,7 +221,7 @@ def declared_encoding(raw: bytes) -> Optional[str]:
     return None
 
 
-def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, report: Optional[Dict[str, Any]] = None) -> Any:
+def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, report: Optional[Report] = None) -> Any:
     """Parse, compile and check names; returns the code tree. `upstream`: names the original's own module reads and
     never defines (its bug, not the copy's): left undefined as there, and said in `report`."""
     raw = open(path, "rb").read()
@@ -247,7 +246,7 @@ def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, re
     allowed = set(upstream or [])
     theirs = sorted({n for n, _ in undefined if n in allowed})
     if theirs and report is not None:
-        report["upstream_undefined"] = theirs
+        report.upstream_undefined = theirs
     undefined = [(n, line) for n, line in undefined if n not in theirs]
     if undefined:
         listed = ", ".join(f"'{n}' (line {line})" for n, line in undefined[:8])
@@ -256,23 +255,16 @@ def static_tiers(path: str, reach: Any, upstream: Optional[List[str]] = None, re
     return tree
 
 
-def judge(
-    path: str,
-    request: Dict[str, Any],
-    place: Place,
-    memory_mb: int = 0,
-    timeout_s: float = 600,
-    control: Optional[int] = None,
-    original: Optional[Dict[str, Any]] = None,
-) -> Dict[str, Any]:
-    """Validate one file (`request`: class, candidates, native, builder); return the verdict."""
-    report: Dict[str, Any] = {"file": path, "tier": None, "ok": False, "class": request.get("class")}
+def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] = None) -> Report:
+    """Validate one file (the job's class, candidates, native, builder, original); return the verdict."""
+    report = Report(file=path, class_name=request.class_name)
     started = time.time()
+    memory_mb, timeout_s, original = request.memory_mb, request.timeout_s, request.original
     # the workers' own time counts against the limit, not the machine's load (supervise.supervise)
     spent: List[float] = []
 
     def reach(tier: str) -> None:
-        report["tier"] = tier
+        report.tier = tier
         progress(tier)
 
     def left() -> float:
@@ -280,20 +272,19 @@ def judge(
 
     side: Optional[OriginalSide] = None
     # the original's run kept from an identical earlier job (never shown to a worker)
-    cached, keep = cached_original(request) if original else None, request.get("keep_original") is True
-    request = {k: v for k, v in request.items() if k not in ("original_frames", "keep_original")}
-    if original and request.get("original_only"):
-        return original_alone(path, request, place, memory_mb, timeout_s, control, original, report, started)
+    cached = cached_original(request) if original else None
+    if original and request.original_only:
+        return original_alone(path, request, place, control, original, report, started)
     try:
-        tree = static_tiers(path, reach, request.get("upstream_undefined"), report)
-        report["requirements"] = requirements(imported_top_levels(tree))
+        tree = static_tiers(path, reach, request.upstream_undefined, report)
+        report.requirements = requirements(imported_top_levels(tree))
         if original:
             # the original's run of an identical earlier job, when the caller kept it: only the copy runs
             job = cached
             if job is None:
                 job = run_worker(
                     "original",
-                    dict(request, file=place.fresh(path), original=original),
+                    request.worker_request(file=place.fresh(path), original=original.plain()),
                     memory_mb,
                     max(1.0, timeout_s * ORIGINAL_SHARE),
                     control,
@@ -301,19 +292,19 @@ def judge(
                 )
                 spent.append(job.own_s)
             else:
-                report["original_cached"] = True
+                report.original_cached = True
             if job.problem is not None and job.problem[0] == "cancelled":
                 raise Failure("cancelled", job.problem[1])
             side = read_original(job, original)
             # kept when the original's worker ended of itself: with its plan, or with the reason it gave none (the
             # caller's key holds what such a reason may depend on: the interpreter's packages, the operators built);
             # never after a limit or a crash, which the machine's load or a fault outside the block decides
-            if cached is None and keep and job.problem is None and (side.plan is not None if side.reason is None else side.said):
-                report["original_frames"] = kept_original(job)
-            report["original_reached"] = side.reached
+            if cached is None and request.keep_original and job.problem is None and (side.plan is not None if side.reason is None else side.said):
+                report.original_frames = kept_original(job)
+            report.original_reached, report.original_ran = side.reached, True
         copy_path = place.fresh(path)
         plan = copy_plan(side)
-        job = run_worker("copy", dict(request, file=copy_path, plan=plan), memory_mb, left(), control, copy_template(tree))
+        job = run_worker("copy", request.worker_request(file=copy_path, plan=plan), memory_mb, left(), control, copy_template(tree))
         spent.append(job.own_s)
         try:
             result = verdict(job, report, reach)
@@ -322,48 +313,44 @@ def judge(
                 failure.extra["original_passes"] = side.reached
             raise
         if side is not None:
-            report["equivalence"] = equivalence_of(side, result, report)
+            report.equivalence = equivalence_of(side, result)
             unexercised = not_exercised(tree, result.probed)
             if unexercised is not None:
-                report["equivalence"]["not_exercised"] = unexercised
-            if report["equivalence"]["status"] == "equivalent":
+                report.equivalence["not_exercised"] = unexercised
+            if report.equivalence["status"] == "equivalent":
                 reach("equivalent")
-        elif request.get("no_original"):
-            report["equivalence"] = {"status": "unavailable", "reason": str(request["no_original"])[:500]}
+        elif request.no_original:
+            report.equivalence = {"status": "unavailable", "reason": request.no_original[:500]}
     except Failure as failure:
-        report["category"] = failure.category
-        report["message"] = failure.message
-        report.update(failure.extra)
+        report.failed(failure.category, failure.message, failure.extra)
     else:
-        report["ok"] = True
-    report["seconds"] = round(time.time() - started, 3)
+        report.ok = True
+    report.seconds = round(time.time() - started, 3)
     # the workers' own time, which a caller's limits count (the machine's load is not the block's)
-    report["own_seconds"] = round(sum(spent), 3)
+    report.own_seconds = round(sum(spent), 3)
     return report
 
 
-def original_alone(
-    path: str,
-    request: Dict[str, Any],
-    place: Place,
-    memory_mb: int,
-    timeout_s: float,
-    control: Optional[int],
-    original: Dict[str, Any],
-    report: Dict[str, Any],
-    started: float,
-) -> Dict[str, Any]:
+def original_alone(path: str, request: ValidateJob, place: Place, control: Optional[int], original: Original, report: Report, started: float) -> Report:
     """Only how far the original gets with the tool's arguments (for a copy that cannot be run: the figures of a
     batch count the blocks whose original reaches forward); nothing of the copy runs."""
-    job = run_worker("original", dict(request, file=place.fresh(path), original=original), memory_mb, timeout_s, control, original_template(request, original))
+    job = run_worker(
+        "original",
+        request.worker_request(file=place.fresh(path), original=original.plain()),
+        request.memory_mb,
+        request.timeout_s,
+        control,
+        original_template(request, original),
+    )
     if job.problem is not None and job.problem[0] == "cancelled":
-        report.update(category="cancelled", message=job.problem[1])
+        report.failed("cancelled", job.problem[1])
         return report
     side = read_original(job, original)
-    report.update(original_reached=side.reached, category="not-run", message="only the original was run")
+    report.original_reached, report.original_ran = side.reached, True
+    report.failed("not-run", "only the original was run")
     if side.reached is None:
-        report["original_reason"] = side.reason
-    report["seconds"] = round(time.time() - started, 3)
+        report.original_reason = side.reason
+    report.seconds = round(time.time() - started, 3)
     return report
 
 
@@ -379,7 +366,7 @@ def copy_plan(side: Optional[OriginalSide]) -> Optional[Dict[str, Any]]:
     return dict(side.plan, variants=variants, exact=True)
 
 
-def equivalence_of(side: OriginalSide, result: Any, report: Dict[str, Any]) -> Dict[str, Any]:
+def equivalence_of(side: OriginalSide, result: Any) -> Dict[str, Any]:
     """The equivalence record (raising Failure for a copy that differs)."""
     if side.reason is not None:
         return {"status": "unavailable", "reason": side.reason}
@@ -388,7 +375,7 @@ def equivalence_of(side: OriginalSide, result: Any, report: Dict[str, Any]) -> D
     if result.probed is None or "error" in result.probed:
         why = (result.probed or {}).get("error") or "the copy sent no probes"
         return {"status": "unavailable", "reason": f"the copy could not be probed by the original's plan: {str(why)[:300]}"}
-    record = compare(side.probes, result.probes, report)
+    record = compare(side.probes, result.probes)
     if side.how:
         record["original"] = side.how
     return record
@@ -415,48 +402,43 @@ def not_exercised(tree: Any, probed: Optional[Dict[str, Any]]) -> Optional[List[
 QUIET_GRACE_S = 30.0  # an observer worker's imports, beyond twice an entry's own limit
 
 
-def observe(spec: Dict[str, Any], place: Place, memory_mb: int, timeout_s: float, control: Optional[int]) -> Dict[str, Any]:
+def observe(request: ObserveJob, place: Place, control: Optional[int]) -> ObserveReport:
     """Run a repository's entry points in workers (observe.py) and gather what each observed. A worker that dies or
     runs out of time loses only the entry it was in: the next worker starts after it. Never runs a block's copy."""
-    entries = list(spec.get("entries", []))
-    results: List[Dict[str, Any]] = []
+    entries = request.entries
+    report = ObserveReport()
     spent = 0.0  # the workers' own time (supervise.supervise): the machine's load does not cut the repository short
-    while entries and spent < timeout_s:
+    while entries and spent < request.timeout_s:
         place.clear()
         os.makedirs(place.work, exist_ok=True)
         os.chdir(place.work)
         # an entry that ignores its alarm is stopped from outside (its imports count towards its first result)
         job = run_worker(
             "observe",
-            {"observe": dict(spec, entries=entries)},
-            memory_mb,
-            max(1.0, timeout_s - spent),
+            request.worker_request(entries),
+            request.memory_mb,
+            max(1.0, request.timeout_s - spent),
             control,
-            quiet_s=QUIET_GRACE_S + 2 * float(spec.get("entry_s", 20.0)),
+            quiet_s=QUIET_GRACE_S + 2 * request.entry_s,
         )
         spent += max(job.own_s, 0.05)
-        done = {}
-        for header, _ in job.frames:
-            got = header.get(OBSERVED)
-            if isinstance(got, dict) and isinstance(got.get("entry"), str):
-                done[got["entry"]] = got
-            elif isinstance(header.get(FAILURE), dict):
-                return {
-                    "ok": False,
-                    "category": str(header[FAILURE].get("category")),
-                    "message": str(header[FAILURE].get("message"))[:500],
-                    "observed": results,
-                }
-        results.extend(done.values())
+        done: Dict[str, Dict[str, Any]] = {}
+        for header, blob in job.frames:
+            frame = read_frame(header, blob)
+            if isinstance(frame, Observed):
+                done[frame.record["entry"]] = frame.record
+            elif isinstance(frame, Failed):
+                return ObserveReport(False, report.observed, str(frame.body.get("category")), str(frame.body.get("message"))[:500])
+        report.observed.extend(done.values())
         if job.problem is not None and job.problem[0] in ("cancelled", "tampered", "output"):
-            return {"ok": False, "category": job.problem[0], "message": job.problem[1], "observed": results}
-        left = [e for e in entries if e.get("id") not in done]
+            return ObserveReport(False, report.observed, job.problem[0], job.problem[1])
+        left = tuple(e for e in entries if e.id not in done)
         if left:
             # the entry the worker was in when it ended
             why = job.problem[1] if job.problem is not None else f"the process ended: {last_line(tail_text(job))}"
-            results.append({"entry": left[0].get("id"), "error": why[:300], "calls": [], "files": []})
+            report.observed.append({"entry": left[0].id, "error": why[:300], "calls": [], "files": []})
             left = left[1:]
         entries = left
     for e in entries:
-        results.append({"entry": e.get("id"), "error": "not run: the time for the repository ran out", "calls": [], "files": []})
-    return {"ok": True, "observed": results}
+        report.observed.append({"entry": e.id, "error": "not run: the time for the repository ran out", "calls": [], "files": []})
+    return report

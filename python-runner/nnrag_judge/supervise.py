@@ -72,8 +72,9 @@ def kill_descendants() -> None:
                 time.sleep(0.005)
 
 
-class Job:
-    """One validation as the judge sees it: what the worker said, what it printed, how it ended."""
+class WorkerRun:
+    """One worker's run as the judge sees it: the frames it sent, what it printed, how it ended (the request it ran
+    is a `jobs.ValidateJob` or `jobs.ObserveJob`)."""
 
     def __init__(self) -> None:
         self.frames: List[Tuple[Dict[str, Any], bytes]] = []
@@ -118,7 +119,9 @@ class Job:
             self.problem = ("output", f"the block printed more than {OUTPUT_CAP >> 20} MB")
 
 
-def supervise(job: Job, pid: int, events: int, printed: int, control: Optional[int], timeout_s: float, memory_mb: int, quiet_s: Optional[float] = None) -> None:
+def supervise(
+    job: WorkerRun, pid: int, events: int, printed: int, control: Optional[int], timeout_s: float, memory_mb: int, quiet_s: Optional[float] = None
+) -> None:
     """Read the worker's frames and output until it ends, the time or memory limit is hit, or the caller goes away
     (end of `control`) or cancels (a line on it). `quiet_s`: the longest the worker may go without a frame (an
     observed entry's limit, kept from outside: the alarm inside the worker is the repository's to ignore)."""
@@ -387,10 +390,10 @@ def run_worker(
     control: Optional[int],
     template: Optional[Dict[str, Any]] = None,
     quiet_s: Optional[float] = None,
-) -> Job:
+) -> WorkerRun:
     """A worker for `role` with its two pipes, forked by the template of `role` and what `template` names to import
     when one can be had, else by the zygote; supervised, then whatever is left of it killed."""
-    job = Job()
+    job = WorkerRun()
     try:
         job_spec = json.dumps({"role": role, "request": request, "memory_mb": memory_mb, "cwd": os.getcwd(), "home": os.environ.get("HOME", "")}).encode(
             "utf-8"
@@ -437,7 +440,7 @@ def run_worker(
     return job
 
 
-def tail_text(job: Job) -> str:
+def tail_text(job: WorkerRun) -> str:
     return job.tail.decode("utf-8", "replace")
 
 

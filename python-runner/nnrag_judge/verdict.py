@@ -10,10 +10,11 @@ import os
 from array import array
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .protocol import CATEGORIES, CLASS, FAILURE, FORWARD, MAX_VALUES, PROBE, PROBED, TIER, Failure, kind_of
-from .supervise import Job, last_line, tail_text
-
-Frame = Tuple[Dict[str, Any], bytes]
+from .frames import ClassNamed, Failed, Forward, Probe, Probed, Tier
+from .frames import read as read_frame
+from .protocol import CATEGORIES, MAX_VALUES, Failure
+from .reports import Report
+from .supervise import WorkerRun, last_line, tail_text
 
 
 TENSOR_DTYPES = {
@@ -98,50 +99,86 @@ class CopyResult:
     """What the copy's worker established beyond the tiers: its probes, and whether they finished."""
 
     def __init__(self) -> None:
-        self.probes: List[Frame] = []
+        self.probes: List[Tuple[Dict[str, Any], bytes]] = []
         self.probed: Optional[Dict[str, Any]] = None
         self.unfinished: Optional[str] = None
         self.source: Optional[str] = None
 
 
-def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> CopyResult:
-    """Turn the copy worker's frames into the report's tiers (raising Failure for a failed one); return its probes."""
-    order = ["names-closed", "imported", "instantiated"]
-    failure: Optional[Dict[str, Any]] = None
-    forward: Optional[Frame] = None
-    result = CopyResult()
-    for header, blob in job.frames:
-        kind = kind_of(header)
-        # after the forward: its probes, then the end of them; nothing after that, and nothing after a failure
-        probing = forward is not None and failure is None and result.probed is None
-        if probing and kind == PROBE and isinstance(header[PROBE], dict):
-            result.probes.append((header[PROBE], blob))
-            continue
-        if probing and kind == PROBED and isinstance(header[PROBED], dict):
-            result.probed = header[PROBED]
-            continue
-        if forward is not None or failure is not None:
-            raise Failure("tampered", "the block wrote to the validator's channel (a frame after the last)")
-        if kind == TIER:
-            tier = header[TIER]
-            # each argument set that builds is announced: "instantiated" may come again after a forward that failed
-            again = tier == "instantiated" and report["tier"] == "instantiated"
-            if tier not in order or (order.index(tier) != order.index(report["tier"]) + 1 and not again):
-                raise Failure("tampered", f"the block wrote to the validator's channel (tier {str(tier)[:40]!r} out of order)")
-            if tier == "instantiated":
-                for key in ("args", "kwargs", "builder", "inside", "recipe", "observed"):
-                    if key in header:
-                        report[key] = header[key]
-            reach(tier)
-        elif kind == CLASS and isinstance(header[CLASS], str):
-            report["class"] = header[CLASS][:200]
-            result.source = header.get("source") if isinstance(header.get("source"), str) else None
-        elif kind == FAILURE and isinstance(header[FAILURE], dict):
-            failure = header[FAILURE]
-        elif kind == FORWARD and isinstance(header[FORWARD], dict) and report["tier"] == "instantiated":
-            forward = (header[FORWARD], blob)
-        else:
+class CopyReading:
+    """The copy's frames read in order into the report: its tiers, its class, a failure or its forward, then (after
+    the forward) its probes and their end. Nothing may come after the last."""
+
+    ORDER = ["names-closed", "imported", "instantiated"]
+
+    def __init__(self, report: Report, reach: Callable[[str], None]) -> None:
+        self.report, self.reach = report, reach
+        self.failure: Optional[Dict[str, Any]] = None
+        self.forward: Optional[Forward] = None
+        self.result = CopyResult()
+
+    def on_tier(self, frame: Tier) -> None:
+        tier, now = frame.tier, self.report.tier
+        # each argument set that builds is announced: "instantiated" may come again after a forward that failed
+        again = tier == "instantiated" and now == "instantiated"
+        if tier not in self.ORDER or (self.ORDER.index(tier) != (self.ORDER.index(now) if now in self.ORDER else -9) + 1 and not again):
+            raise Failure("tampered", f"the block wrote to the validator's channel (tier {str(tier)[:40]!r} out of order)")
+        if tier == "instantiated":
+            for key, value in frame.built.items():
+                setattr(self.report, key, value)
+        self.reach(tier)
+
+    def on_class(self, frame: ClassNamed) -> None:
+        self.report.class_name = frame.name
+        self.result.source = frame.source
+
+    def on_failed(self, frame: Failed) -> None:
+        self.failure = frame.body
+
+    def on_forward(self, frame: Forward) -> None:
+        if self.report.tier != "instantiated":
             raise Failure("tampered", "the block wrote to the validator's channel (a frame that is not ours)")
+        self.forward = frame
+
+    def on_probe(self, frame: Probe) -> None:
+        self.result.probes.append((frame.body, frame.values))
+
+    def on_probed(self, frame: Probed) -> None:
+        self.result.probed = frame.body
+
+    def probing(self) -> bool:
+        """After the forward: its probes, then the end of them."""
+        return self.forward is not None and self.failure is None and self.result.probed is None
+
+    def read(self, frames: List[Tuple[Dict[str, Any], bytes]]) -> None:
+        for header, blob in frames:
+            frame = read_frame(header, blob)
+            if self.probing() and type(frame) in PROBING:
+                PROBING[type(frame)](self, frame)
+                continue
+            if self.forward is not None or self.failure is not None:
+                raise Failure("tampered", "the block wrote to the validator's channel (a frame after the last)")
+            handler = BEFORE_FORWARD.get(type(frame))
+            if handler is None:
+                raise Failure("tampered", "the block wrote to the validator's channel (a frame that is not ours)")
+            handler(self, frame)
+
+
+# what the copy's worker may send, by frame type: until its forward, and after it
+BEFORE_FORWARD: Dict[type, Callable[[CopyReading, Any], None]] = {
+    Tier: CopyReading.on_tier,
+    ClassNamed: CopyReading.on_class,
+    Failed: CopyReading.on_failed,
+    Forward: CopyReading.on_forward,
+}
+PROBING: Dict[type, Callable[[CopyReading, Any], None]] = {Probe: CopyReading.on_probe, Probed: CopyReading.on_probed}
+
+
+def verdict(job: WorkerRun, report: Report, reach: Callable[[str], None]) -> CopyResult:
+    """Turn the copy worker's frames into the report's tiers (raising Failure for a failed one); return its probes."""
+    reading = CopyReading(report, reach)
+    reading.read(job.frames)
+    failure, forward, result = reading.failure, reading.forward, reading.result
     if job.problem is not None and forward is not None and job.problem[0] in ("timeout", "memory", "output"):
         # the forward was whole before the limit: only the probes for the comparison did not finish
         result.unfinished = job.problem[1]
@@ -152,12 +189,12 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> C
         if category == "tampered":
             raise Failure(category, message)
         if category == "timeout":
-            message = f"{message} (last tier reached: {report['tier']})"
+            message = f"{message} (last tier reached: {report.tier})"
         raise Failure(category, message, output=tail_text(job))
     if failure is not None:
         category = str(failure.get("category", "error"))
         if category == "error":  # an exception of the validator's own steps: the tier it stopped before
-            category = {"names-closed": "import-error", "imported": "instantiate"}.get(report["tier"], "forward")
+            category = {"names-closed": "import-error", "imported": "instantiate"}.get(report.tier or "", "forward")
         if category not in CATEGORIES:
             raise Failure("tampered", "the block wrote to the validator's channel (an unknown category)")
         extra = {k: v for k, v in failure.items() if k in ("names", "package", "requested_module")}
@@ -172,10 +209,10 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> C
         category = (
             "memory"
             if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
-            else {"names-closed": "import-error", "imported": "instantiate", "instantiated": "forward"}.get(report["tier"], "forward")
+            else {"names-closed": "import-error", "imported": "instantiate", "instantiated": "forward"}.get(report.tier or "", "forward")
         )
         raise Failure(category, f"the block's process ended without a result ({how}): {last_line(tail_text(job))}", output=tail_text(job))
-    body, values = forward
+    body, values = forward.body, forward.values
     try:
         shapes_, finite, count = checked_tensors(body.get("tensors"), values, MAX_VALUES // 2)
         output_shapes = with_shapes(body.get("output"), shapes_)
@@ -183,9 +220,6 @@ def verdict(job: Job, report: Dict[str, Any], reach: Callable[[str], None]) -> C
         json.dumps(inputs)
     except (ValueError, TypeError, RecursionError) as exc:
         raise Failure("tampered", f"the block wrote to the validator's channel (forward evidence: {exc})")
-    report["input_shapes"] = inputs
-    report["output_shapes"] = output_shapes
-    report["output_finite"] = finite
-    report["checked_values"] = count
+    report.input_shapes, report.output_shapes, report.output_finite, report.checked_values = inputs, output_shapes, finite, count
     reach("forward")
     return result

@@ -22,15 +22,14 @@ import os
 import re
 from typing import Any, Callable, Dict, List, Optional, Set
 
-from .arguments import OWN_PACKAGES
+from .context import begin, job
 from .variants import INPUT_FORM, takes_a_list, variants
 from .evidence import tensor_evidence
 from .candidates import input_list
-from .inputs import TWINS, shapes
+from .inputs import shapes
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, original_path, set_target
 from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
 from .observe import run_observe
-from . import building, forward
 from .building import attempts_of, module_call
 from .forward import MISSING_MODULE, best_error, missing_package, search
 from .probing import HEAVY_S, probe_plan, torch_twins
@@ -77,7 +76,7 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
     then the probes of the original's plan, when one was given."""
     module = import_file(req["file"], req.get("native", []))
     send(frame(TIER, "imported"))
-    TWINS.update(torch_twins(req["file"], vars(module), nn))
+    job().twins.update(torch_twins(req["file"], vars(module), nn))
     cls = find_block(module, req.get("class"), nn)
     try:
         source = inspect.getsourcefile(cls)
@@ -160,7 +159,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
             send(frame(UNAVAILABLE, f"the original builder cannot be imported: {type(exc).__name__}: {exc}"[:600]))
             return
     # the repository's modules an observed call names (a configuration class the block's module never imports)
-    OWN_PACKAGES.add(str(original["module"]).split(".")[0])
+    job().own_packages.add(str(original["module"]).split(".")[0])
     for name in sorted(modules_named(req.get("candidates", []))):
         if name.split(".")[0] != str(original["module"]).split(".")[0] or not all(p.isidentifier() for p in name.split(".")):
             continue
@@ -184,7 +183,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
         "attempt": key,
         "input": found.index,
         "variants": [{"label": label, "overrides": o} for o, label in chosen],
-        "heavy": forward.LAST_FORWARD_S[0] > HEAVY_S,
+        "heavy": job().last_forward_s > HEAVY_S,
     }
     send(frame(PLAN, plan))
     probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req))
@@ -221,13 +220,14 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
     send = sender(events)
     exit_ = os._exit
     try:
+        begin()
         limited(memory_mb)
         set_target(str(req.get("file", "")))
         try:
             import torch
             from torch import nn
 
-            building.CALL = torch.nn.Module.__call__
+            begin(call=torch.nn.Module.__call__)
         except Exception:  # noqa: BLE001 - the block's import names what is missing
             torch = nn = None
         if role == "observe":

@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # the modules a worker runs, in the order they import each other
 WORKER_MODULES = (
     "protocol",
+    "context",
     "loading",
     "arguments",
     "variants",

@@ -650,7 +650,7 @@ class TorchOwnLayers(unittest.TestCase):
 
         import torch
 
-        from nnrag_judge import inputs, inputs_layers
+        from nnrag_judge import context, inputs_layers
         from nnrag_judge.worker import torch_twins
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -669,11 +669,11 @@ class TorchOwnLayers(unittest.TestCase):
             return [[tuple(t.shape) for t in c] for c in inputs_layers.input_candidates(model, torch, torch.nn)]
 
         original = shapes(torch.nn.Linear(16, 16))
-        inputs.TWINS.update(twins)
+        context.begin(twins=twins)
         try:
             self.assertEqual(shapes(module.Linear(16, 16)), original)
         finally:
-            inputs.TWINS.clear()
+            context.begin()
 
 
 EDGES = """

@@ -1,10 +1,10 @@
-"""The judge's requests (messages.py): a request of a kind the judge has no handler for, or with a field judge.schema.json
-does not name, is refused in words, by the running judge too; and every field serve.py reads of a request is one the
-schema names, and every field the schema names is read (sandbox.ts's side is test/unit/judgeProtocol.test.ts).
-Needs no torch."""
+"""The judge's typed boundary: a request of a kind the judge has no handler for, or with a field judge.schema.json does
+not name, is refused in words (messages.py), by the running judge too; every field jobs.py reads of a request is one
+the schema names and every field the schema names is read (sandbox.ts's side: test/unit/judgeProtocol.test.ts); a
+report names exactly the fields report.ts reads; each frame reads into its variant (frames.py). Needs no torch."""
 
-import ast
 import json
+import re
 import os
 import subprocess
 import sys
@@ -14,7 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.dirname(HERE)
 sys.path.insert(0, RUNNER)
 
-from nnrag_judge import messages, protocol, serve  # noqa: E402
+from nnrag_judge import frames, jobs, messages, protocol, reports, serve  # noqa: E402
 
 SCHEMA = messages.load_schema()
 
@@ -75,38 +75,58 @@ class Frames(unittest.TestCase):
             protocol.frame("explode", 1)
 
 
-def fields_read(function: ast.AST, name: str) -> set:
-    """The keys `name[...]` and `name.get(...)` read in a function."""
-    found = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == name and isinstance(node.slice, ast.Constant):
-            found.add(node.slice.value)
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "get"
-            and getattr(node.func.value, "id", None) == name
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-        ):
-            found.add(node.args[0].value)
-    return found
-
-
 class BothSides(unittest.TestCase):
-    def test_what_serve_reads_is_what_the_schema_names(self) -> None:
-        with open(os.path.join(RUNNER, "nnrag_judge", "serve.py"), encoding="utf-8") as fh:
-            tree = ast.parse(fh.read())
-        functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
-        common = fields_read(functions["serve"], "req")
-        read = {
-            "validate": common | fields_read(functions["validate_request"], "req") | fields_read(functions["request_of"], "req"),
-            "observe": common | fields_read(functions["observe_request"], "req"),
-        }
+    def test_the_jobs_read_exactly_the_fields_the_schema_names(self) -> None:
+        read = {"validate": set(jobs.wire_names(jobs.ValidateJob)), "observe": set(jobs.ObserveJob.WIRE)}
         for kind, fields in read.items():
-            named = set(SCHEMA["$defs"][kind]["properties"]) - {"kind"}  # (messages.checked reads the kind)
-            self.assertEqual(sorted(fields - named), [], f"{kind}: read by serve.py, not in judge.schema.json")
-            self.assertEqual(sorted(named - fields), [], f"{kind}: in judge.schema.json, never read by serve.py")
+            fields |= set(jobs.ENVELOPE) - {"kind"}  # (messages.checked reads the kind)
+            named = set(SCHEMA["$defs"][kind]["properties"]) - {"kind"}
+            self.assertEqual(sorted(fields - named), [], f"{kind}: read by jobs.py, not in judge.schema.json")
+            self.assertEqual(sorted(named - fields), [], f"{kind}: in judge.schema.json, never read by jobs.py")
+
+    def test_a_report_names_the_fields_report_ts_reads(self) -> None:
+        with open(os.path.join(RUNNER, "..", "src", "core", "validate", "report.ts"), encoding="utf-8") as fh:
+            text = fh.read()
+        body = text[text.index("export interface ValidationReport {") : text.index("export interface ValidateOptions")]
+        # a field's line: two spaces, its name, `?:` or `:` (nested records are indented further)
+        typescript = set(re.findall(r"^  ([a-z_A-Z]+)\??:", body, re.M)) - {"sandbox", "weakSandbox"}  # (set by sandbox.ts)
+        python = set(reports.report_fields())
+        self.assertEqual(sorted(python - typescript), [], "sent by reports.Report, unknown to report.ts")
+        self.assertEqual(sorted(typescript - python), [], "read by report.ts, never sent by reports.Report")
+
+    def test_a_report_leaves_out_what_is_unset_and_says_an_original_that_was_not_imported(self) -> None:
+        report = reports.Report(file="/p/b.py", class_name="Blk")
+        self.assertEqual(report.plain(), {"file": "/p/b.py", "tier": None, "ok": False, "class": "Blk"})
+        report.failed("forward", "boom", {"names": ["x"], "colour": "red"})
+        report.original_ran = True
+        self.assertEqual(report.plain()["names"], ["x"])
+        self.assertNotIn("colour", report.plain())
+        self.assertIn("original_reached", report.plain())
+        self.assertIsNone(report.plain()["original_reached"])
+
+    def test_a_job_drops_what_is_malformed_inside_a_field(self) -> None:
+        job = jobs.ValidateJob.parse(
+            request(
+                natives=[{"module": "m", "name": "n", "file": "../x.so"}, {"module": "m", "name": "n", "file": "ok.so"}],
+                upstream_undefined=["fine", "not a name"],
+                original={"module": "pk.m", "class": "Blk", "also": ["/a", 3]},
+            )
+        )
+        self.assertEqual([n.file for n in job.natives or []], ["ok.so"])
+        self.assertEqual(job.upstream_undefined, ["fine"])
+        self.assertEqual(job.original and job.original.plain()["also"], ["/a"])
+        self.assertNotIn("original_frames", job.worker_request())
+        self.assertIsNone(jobs.ObserveJob.parse({"observe": {"root": 1}}))
+
+
+class FrameVariants(unittest.TestCase):
+    def test_each_kind_reads_into_its_variant_and_a_wrong_value_is_not_ours(self) -> None:
+        tier = frames.read(protocol.frame(protocol.TIER, "instantiated", args=[1], observed="t.py::t"), b"")
+        self.assertEqual(tier, frames.Tier("instantiated", {"args": [1], "observed": "t.py::t"}))
+        self.assertIsInstance(frames.read(protocol.frame(protocol.FORWARD, {"tensors": []}), b"xx"), frames.Forward)
+        for header in (protocol.frame(protocol.CLASS, 3), protocol.frame(protocol.FAILURE, "x"), {"tier": "forward"}, {"kind": "explode"}):
+            self.assertIsInstance(frames.read(header, b""), frames.NotOurs, header)
+        self.assertEqual(sorted(frames.READERS), sorted(protocol.FRAME_KINDS))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,15 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 sys.path.insert(0, os.path.join(HERE, ".."))
 from nnrag_judge import entries, observe, pytest_like  # noqa: E402
 from nnrag_judge.judge import Place  # noqa: E402
-from nnrag_judge.judge import observe as observe_repository  # noqa: E402
+from nnrag_judge.jobs import ObserveJob  # noqa: E402
+from nnrag_judge.judge import observe as observe_job  # noqa: E402
+
+
+def observe_repository(spec: dict, place: Place, memory_mb: int, timeout_s: float, control: object) -> dict:
+    """The observer's answer for a request's `observe` (as serve.observe_request answers it)."""
+    job = ObserveJob.parse({"observe": spec, "memory_mb": memory_mb, "timeout_s": timeout_s})
+    assert job is not None
+    return observe_job(job, place, None).plain()
 
 
 def observed(root: str, entries: list) -> dict:
@@ -499,9 +507,9 @@ class ObservedNames(unittest.TestCase):
     original's side only) and torch's layers, never another module's functions."""
 
     def test_only_the_file_the_original_package_and_torch_layers(self) -> None:
-        from nnrag_judge import arguments
+        from nnrag_judge import arguments, context
 
-        arguments.OWN_PACKAGES.clear()
+        context.begin()
         hostile = [
             {"$call": "system", "module": "os", "args": ["true"]},
             {"$name": "getcwd", "module": "os"},
@@ -511,12 +519,12 @@ class ObservedNames(unittest.TestCase):
         ]
         for value in hostile:
             self.assertEqual(arguments.resolve_given(value, {}), (False, None), value)
-        arguments.OWN_PACKAGES.add("os")
+        context.begin(own_packages={"os"})
         try:
             ok, got = arguments.resolve_given({"$name": "getcwd", "module": "os"}, {})
             self.assertTrue(ok and got is os.getcwd)
         finally:
-            arguments.OWN_PACKAGES.clear()
+            context.begin()
 
     @unittest.skipUnless(HAS_TORCH, "torch is not installed")
     def test_torch_layers_and_dtypes(self) -> None:
@@ -595,12 +603,14 @@ class ConfigFiles(unittest.TestCase):
     """A configuration entry reads only files inside the repository."""
 
     def test_the_spec_keeps_only_relative_files_inside(self) -> None:
-        from nnrag_judge.serve import observe_spec
+        from nnrag_judge.jobs import ObserveJob
 
         entry = {"id": "c", "module": "configs.x", "function": "model", "kind": "config", "registries": [["pkg.registry", "MODELS"], ["os;x", "y"]]}
-        spec = observe_spec(
-            {"root": "/r", "path": "/r", "entries": [dict(entry, file=f) for f in ("configs/x.py", "../x.py", "/etc/x.py", "a/../../x.py", "")]}
+        job = ObserveJob.parse(
+            {"observe": {"root": "/r", "path": "/r", "entries": [dict(entry, file=f) for f in ("configs/x.py", "../x.py", "/etc/x.py", "a/../../x.py", "")]}}
         )
+        assert job is not None
+        spec = job.worker_request(job.entries)["observe"]
         self.assertEqual([e["file"] for e in spec["entries"]], ["configs/x.py"])
         self.assertEqual(spec["entries"][0]["registries"], [["pkg.registry", "MODELS"]])
 

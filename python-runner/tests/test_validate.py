@@ -16,7 +16,7 @@ RUNNER = os.path.join(HERE, "..", "judge.py")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 sys.path.insert(0, os.path.join(HERE, ".."))
-from nnrag_judge import arguments, forward, judge, static, variants  # noqa: E402
+from nnrag_judge import arguments, forward, jobs, judge, static, variants  # noqa: E402
 
 
 def run_file(source: str, *args: str) -> dict:
@@ -75,14 +75,14 @@ class TiersWithoutTorch(unittest.TestCase):
     def test_a_kept_original_run_is_replayed_only_for_this_interpreter(self) -> None:
         frames = [({"plan": {"variants": []}}, b"\x00\x01")]
         kept = judge.kept_original(type("J", (), {"frames": frames})())
-        replayed = judge.cached_original({"original_frames": kept})
+        replayed = judge.cached_original(jobs.ValidateJob(original_frames=kept))
         self.assertIsNotNone(replayed)
         self.assertEqual(replayed.frames, frames)
         versions = json.loads(kept)["versions"]
         other = json.dumps({"versions": dict(versions, torch="0.0.1"), "frames": json.loads(kept)["frames"]})
-        self.assertIsNone(judge.cached_original({"original_frames": other}))
-        self.assertIsNone(judge.cached_original({"original_frames": json.dumps({"versions": versions, "frames": [["x", "not base64!"]]})}))
-        self.assertIsNone(judge.cached_original({"original_frames": "{not json"}))
+        self.assertIsNone(judge.cached_original(jobs.ValidateJob(original_frames=other)))
+        self.assertIsNone(judge.cached_original(jobs.ValidateJob(original_frames=json.dumps({"versions": versions, "frames": [["x", "not base64!"]]}))))
+        self.assertIsNone(judge.cached_original(jobs.ValidateJob(original_frames="{not json")))
 
     def test_import_error_names_the_line(self) -> None:
         report = run_file("x = 1\nraise RuntimeError('boom on import')\n")
@@ -133,9 +133,9 @@ class Templates(unittest.TestCase):
         self.assertIsNone(judge.copy_template(ast.parse("import torch\nimport os\nx = 1\nimport numpy\n")))
 
     def test_the_original_imports_its_package_from_its_path_and_none_with_compiled_operators_first(self) -> None:
-        original = {"module": "pk.sub.m", "class": "Blk", "path": "/repo", "also": ["/other"]}
-        self.assertEqual(judge.original_template({}, original), {"original": {"path": "/repo", "also": ["/other"]}, "package": "pk"})
-        self.assertIsNone(judge.original_template({"natives": [{"module": "pk._C", "name": "pk._C", "file": "x.so"}]}, original))
+        original = jobs.Original("pk.sub.m", "Blk", "/repo", also=("/other",))
+        self.assertEqual(judge.original_template(jobs.ValidateJob(), original), {"original": {"path": "/repo", "also": ["/other"]}, "package": "pk"})
+        self.assertIsNone(judge.original_template(jobs.ValidateJob(natives=[jobs.Native("pk._C", "pk._C", "x.so")]), original))
 
 
 class CopyPlan(unittest.TestCase):

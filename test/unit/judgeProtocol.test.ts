@@ -1,6 +1,6 @@
 /**
  * The judge's requests have one description, python-runner/judge.schema.json: what sandbox.ts writes fits it (here),
- * and what serve.py reads is in it (python-runner/tests/test_messages.py), so a field one side adds that the other
+ * and what jobs.py reads is in it (python-runner/tests/test_messages.py), so a field one side adds that the other
  * does not know fails a test; the judge refuses a request of a kind it has no handler for, or with a field it does not
  * know, in words.
  */
@@ -46,7 +46,7 @@ describe("the judge's requests", () => {
     { timeoutMs: 60_000, memoryMb: 2048 },
   );
 
-  it('what sandbox.ts writes fits the schema serve.py checks, each with its kind', () => {
+  it('what sandbox.ts writes fits the schema the judge checks (messages.py), each with its kind', () => {
     assert.deepStrictEqual(validateSchema(schema, JSON.parse(JSON.stringify(validate))), []);
     assert.deepStrictEqual(validateSchema(schema, JSON.parse(JSON.stringify(observe))), []);
     assert.deepStrictEqual([validate.kind, observe.kind], ['validate', 'observe']);

@@ -37,10 +37,16 @@ export interface Requirement {
 }
 
 export interface ValidationReport {
+  /** The file the judge read. */
+  file?: string;
   ok: boolean;
   tier: Tier | null;
   category?: FailureCategory;
   message?: string;
+  /** On an `unresolved` failure: the names the file reads and never defines. */
+  names?: string[];
+  /** On a `missing-package` failure: the package the interpreter lacks. */
+  package?: string;
   class?: string;
   args?: unknown[];
   kwargs?: Record<string, unknown>;
