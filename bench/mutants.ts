@@ -12,7 +12,7 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { bodyHash, readProvenance, recordedArguments, splitPulled } from '../src/core/emit/pulledFile';
 import type { PullSession } from '../src/core/pull/session';
-import { originalOfPulled } from '../src/core/pull/pull';
+import { originalOfPulled } from '../src/core/pull/original';
 import { validateFile } from '../src/core/validate/runner';
 import type { ValidationReport, ValidatorPoolLike } from '../src/core/validate/runner';
 

@@ -11,7 +11,7 @@ import { errorMessage, NnragError } from '../core/base/errors';
 import { requirementsText } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
 import { reportVerdict, verdictWords } from '../core/pull/pulledState';
-import type { PullReport } from '../core/pull/pull';
+import type { PullReport } from '../core/pull/types';
 import type { ValidationReport } from '../core/validate/runner';
 import { indexCounts } from '../core/store/stats';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';

@@ -3,6 +3,7 @@
  * Interpreter" writes) wins; else the Python extension's active environment when that extension is installed
  * (following its changes), else `python.defaultInterpreterPath`, else `python3`.
  */
+import { repoKind } from '../core/sources/kinds';
 import { execFile } from 'child_process';
 import { PythonExtension } from '@vscode/python-extension';
 import { accessSync, constants as fsConstants, promises as fsp, statSync } from 'fs';
@@ -22,7 +23,7 @@ export interface Interpreter {
  * selecting another one indexes that one's).
  */
 export function withInterpreter(repositories: SourceConfig[], python: string): SourceConfig[] {
-  return repositories.map((r) => (r.kind === 'python-env' && !r.python ? { ...r, python } : r));
+  return repositories.map((r) => (repoKind(r.kind).installed && !r.python ? { ...r, python } : r));
 }
 
 export interface InterpreterVersions {

@@ -9,7 +9,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { mergePyproject, mergeRequirements, requirementsText } from '../core/validate/requirements';
 import { setting } from './config';
-import type { PullReport } from '../core/pull/pull';
+import type { PullReport } from '../core/pull/types';
 import { EDITOR_BUILDER_BUDGET_S, GetPulledStatus, GetSandbox, PullBlock, PullTogether, WriteManifests } from '../shared/protocol';
 import { snakeCase } from '../core/emit/moduleNames';
 import { lacksTorch } from './interpreter';

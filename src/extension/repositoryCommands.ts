@@ -1,4 +1,5 @@
 /** Repositories: index again (all, one, the shared index), add, remove, disable and enable, the interpreter, the log. */
+import { repoKind } from '../core/sources/kinds';
 import { execFile } from 'child_process';
 import * as vscode from 'vscode';
 import { repositoryNames } from '../core/sources/names';
@@ -188,7 +189,7 @@ function registerSettingsCommands(reg: Reg): void {
  */
 export async function offerToKeepInterpreter(before: string, now: string): Promise<void> {
   const { list, target } = repositoriesInEffect();
-  const following = list.filter((r) => r.kind === 'python-env' && !r.python);
+  const following = list.filter((r) => repoKind(r.kind).installed && !r.python);
   if (!following.length) return;
   const names = following.map((r) => r.location).join(', ');
   const keepOn = async (): Promise<void> =>

@@ -4,7 +4,7 @@
  */
 import type { ObserveSummary } from '../core/pull/observe';
 import type { ClassDetails } from '../core/resolve/describe';
-import type { PullReport } from '../core/pull/pull';
+import type { PullReport } from '../core/pull/types';
 import type { PullRequest } from '../core/workspace/request';
 import type { PulledFileStatus, UpdateState } from '../core/pull/update';
 import type { Requirement, ValidationReport } from '../core/validate/runner';

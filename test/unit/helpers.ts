@@ -11,7 +11,7 @@ import type { IndexRunStats } from '../../src/core/index/indexer';
 import { PythonParser } from '../../src/core/parse/parser';
 import { pullBlock } from '../../src/core/pull/pull';
 import { openPullSession } from '../../src/core/pull/session';
-import type { PullOptions, PullReport } from '../../src/core/pull/pull';
+import type { PullOptions, PullReport } from '../../src/core/pull/types';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { findTarget } from '../../src/core/store/target';
 import { openFolder } from '../../src/core/sources/folder';

@@ -12,7 +12,7 @@ import { decodeUnits, encodeUnits } from '../../src/core/store/unitsCodec';
 import type { PythonParser } from '../../src/core/parse/parser';
 import { pullBlock } from '../../src/core/pull/pull';
 import { openPullSession } from '../../src/core/pull/session';
-import type { PullReport } from '../../src/core/pull/pull';
+import type { PullReport } from '../../src/core/pull/types';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { openFolder } from '../../src/core/sources/folder';
 import { ASSETS, cli, indexFolder, memoryDb, parser, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';

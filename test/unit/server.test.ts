@@ -5,7 +5,7 @@ import { existsSync, promises as fsp } from 'fs';
 import * as path from 'path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import type { PullReport } from '../../src/core/pull/pull';
+import type { PullReport } from '../../src/core/pull/types';
 import type { SearchHit } from '../../src/core/search/search';
 import {
   GetIndexStatus,

@@ -2,6 +2,7 @@
  * Incremental indexing of one source: plan (compute / delete / keep) by content hash, parse what changed,
  * write each file's facts as it completes, then rediscover blocks over the whole index.
  */
+import { repoKind } from '../sources/kinds';
 import { groupDuplicates } from '../dedup/groups';
 import type { DedupOptions } from '../dedup/groups';
 import { performance } from 'perf_hooks';
@@ -374,7 +375,7 @@ function upsertRepo(db: IndexDb, source: OpenedSource, replaceInstalled: boolean
   const { info, config } = source;
   let row = db.get('SELECT id, location, kind, url, ref, root, module_prefix, priority, config FROM repos WHERE name = ?', [info.name]);
   const cfg = JSON.stringify({ include: config.include, exclude: config.exclude, symbols: config.symbols, inline: config.inline, ref: config.ref });
-  if (row && String(row.location) !== info.location && replaceInstalled && row.kind === 'python-env' && info.kind === 'python-env') {
+  if (row && String(row.location) !== info.location && replaceInstalled && repoKind(String(row.kind)).installed && repoKind(info.kind).installed) {
     // the same packages of another interpreter: what was indexed (and judged) from the old one goes with it
     dropRepositories(db, [Number(row.id)]);
     row = undefined;

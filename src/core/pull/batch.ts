@@ -9,7 +9,7 @@ import type { IndexDb } from '../store/database';
 import { setValidation } from '../store/files';
 import { findTarget } from '../store/target';
 import { TIERS, tierAtLeast } from '../validate/runner';
-import type { PullReport } from './pull';
+import type { PullReport } from './types';
 
 export interface BatchItem {
   target: string;

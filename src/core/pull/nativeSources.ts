@@ -5,6 +5,7 @@
  * CUDA sources (`.cu`, `cuda/` folders, `*_cuda.cpp`) are left out: an operator with no CPU implementation fails to
  * load and says so.
  */
+import { repoKind } from '../sources/kinds';
 import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
@@ -29,7 +30,7 @@ async function repoFiles(repo: RepoRow, want: (rel: string) => boolean): Promise
   const out = new Map<string, () => Promise<Uint8Array>>();
   // an imported index's rows name another machine's folders: nothing of them is read here
   if (isImported(repo) || !repo.root) return out;
-  if (repo.kind === 'git' && repo.commit) {
+  if (repoKind(repo.kind).tree === 'git-objects' && repo.commit) {
     const gitdir = repo.root;
     for (const rel of await git.listFiles({ fs, gitdir, ref: repo.commit })) {
       if (!want(rel) || rel.split('/').some((p) => SKIP_DIRS.has(p))) continue;
@@ -37,7 +38,7 @@ async function repoFiles(repo: RepoRow, want: (rel: string) => boolean): Promise
     }
     return out;
   }
-  const root = repo.kind === 'folder' ? repo.root : null;
+  const root = repoKind(repo.kind).tree === 'folder' ? repo.root : null;
   if (!root || !fs.existsSync(root)) return out;
   const walk = async (dir: string, rel: string, depth: number): Promise<void> => {
     if (depth > 10) return;

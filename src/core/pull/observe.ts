@@ -5,9 +5,10 @@
  * its test classes and of their mixins), its builders (argument-free functions that reach a block, composite blocks
  * that need no argument: built, then fed once), its configuration files' `model` dicts (built by its registry) and
  * its README's Python code blocks that use it (run as written).
- * The judge then builds and feeds a block as its repository did (pull.ts `repositoryUses`: observed calls first).
+ * The judge then builds and feeds a block as its repository did (uses.ts `repositoryUses`: observed calls first).
  * An entry is run again only when a file it imported or read changed, or the interpreter or the observer did.
  */
+import { repoKind } from '../sources/kinds';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -37,7 +38,7 @@ import type { PythonParser } from '../parse/parser';
 import { readmeBlocks } from './readmeExamples';
 import { Judge, torchVersionKey, type ObserveEntry, type ObserveSpec } from '../validate/sandbox';
 import { DEFAULT_MEMORY_MB } from '../validate/limits';
-import { companionRoots } from './pull';
+import { companionRoots } from './stageResolve';
 import { type PullSession } from './session';
 import { importRoots, mountRoot } from './roots';
 import { buildNatives } from './natives';
@@ -322,7 +323,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
   const [folder, ...also] = importRoots(repo);
   const mount = mountRoot(repo);
   if (!folder || !mount || !fs.existsSync(repo.root)) {
-    summary.skipped = repo.kind === 'folder' ? 'its folder is not on this machine' : `a ${repo.kind} source has no tests to run`;
+    summary.skipped = repoKind(repo.kind).workingTree ? 'its folder is not on this machine' : `a ${repoKind(repo.kind).noun} has no tests to run`;
     return summary;
   }
   const blocks = new Set(db.all('SELECT name FROM classes WHERE repo_id = ? AND is_block = 1', [repo.id]).map((r) => String(r.name)));

@@ -5,6 +5,7 @@
  * and feeds the block as its authors do. A code block counts for a block only when it imports that very class (the
  * import resolved through the index), since one repository may hold many classes of one name.
  */
+import { repoKind } from '../sources/kinds';
 import * as fs from 'fs';
 import * as path from 'path';
 import git from 'isomorphic-git';
@@ -43,13 +44,14 @@ async function readmeText(repo: RepoRow): Promise<string | undefined> {
   if (isImported(repo) || !repo.root) return undefined;
   for (const name of README_NAMES) {
     let bytes: Uint8Array | undefined;
-    if (repo.kind === 'git') {
+    const tree = repoKind(repo.kind).tree;
+    if (tree === 'git-objects') {
       if (!repo.commit) return undefined;
       bytes = await git
         .readBlob({ fs, gitdir: repo.root, oid: repo.commit, filepath: name })
         .then((r) => r.blob)
         .catch(() => undefined);
-    } else if (repo.kind === 'folder') {
+    } else if (tree === 'folder') {
       const file = path.join(repo.root, name);
       const stat = await fs.promises.lstat(file).catch(() => undefined);
       // a regular file only: a link could point anywhere on the machine

@@ -2,6 +2,7 @@
  * The folders a pull shows the judge: each repository's folder (mounted read-only), the folders its modules import
  * from (a src/ layout's, its root), and of the other indexed repositories only those the code depends on.
  */
+import { repoKind } from '../sources/kinds';
 import type { PullSession } from './session';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -45,7 +46,7 @@ export function mountRoot(repo: RepoRow): string | null {
 
 /** The folder a local repository's modules import from (a root that is itself a package: its parent), else null. */
 export function importRoot(repo: RepoRow): string | null {
-  if (repo.kind !== 'folder' || isImported(repo) || !repo.root) return null;
+  if (!repoKind(repo.kind).workingTree || isImported(repo) || !repo.root) return null;
   return fs.existsSync(path.join(repo.root, '__init__.py')) ? path.dirname(repo.root) : repo.root;
 }
 

@@ -12,8 +12,9 @@ import { PROTECTED_PACKAGES, snakeCase } from '../emit/moduleNames';
 import { NnragError } from '../base/errors';
 import { writeSafely } from '../emit/writeSafe';
 import type { ClassRef } from '../store/target';
-import { emitBlock, pullBlock } from './pull';
-import type { Emission, PullOptions, PullReport } from './pull';
+import { pullBlock } from './pull';
+import { emitBlock } from './stageEmit';
+import type { Emission, PullOptions, PullReport } from './types';
 import type { PullSession } from './session';
 
 export const SHARED_MODULE = '_nnrag_common';

@@ -11,7 +11,8 @@ import type { ValidateOptions } from '../validate/report';
 import type { ValidationReport } from '../validate/runner';
 import { validateFile } from '../validate/runner';
 import { keptIn } from '../validate/originalCache';
-import { explained, judgedByBuilderAgain, judgingPulled, originalOfPulled } from './pull';
+import { judgedByBuilderAgain, judgingPulled } from './pull';
+import { explained, originalOfPulled } from './original';
 import type { PullSession } from './session';
 
 /** The index a pulled file is judged against, or why there is none. */

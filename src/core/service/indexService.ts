@@ -4,6 +4,7 @@
  * the files that change, fetches git repositories on a schedule, and keeps one pull session while the index does not
  * change, and a warm validator. It knows nothing of LSP: what it has to say goes through the `ServiceEvents` it is given.
  */
+import { repoKind } from '../sources/kinds';
 import { watch } from 'fs';
 import type { FSWatcher } from 'fs';
 import * as path from 'path';
@@ -355,8 +356,10 @@ export class IndexService {
       });
       // repositories that left the settings are dropped, unless a configured one could not be opened this time
       const { seen, allOpened } = loop;
-      const folders = new Map<string, SourceConfig>(loop.opened.filter((o) => o.source.info.kind === 'folder').map((o) => [o.source.info.root, o.config]));
-      const gits = loop.opened.filter((o) => o.source.info.kind === 'git').map((o) => o.config);
+      const folders = new Map<string, SourceConfig>(
+        loop.opened.filter((o) => repoKind(o.source.info.kind).workingTree).map((o) => [o.source.info.root, o.config]),
+      );
+      const gits = loop.opened.filter((o) => repoKind(o.source.info.kind).files === 'git-objects').map((o) => o.config);
       if (!live) for (const key of [...this.failures.keys()]) if (!this.options.repositories.some((r) => labelOf(r) === key)) this.failures.delete(key);
       // the workers' memory goes back before the finish (discovery and duplicate groups over the whole index)
       if (!live) await this.parsePool?.close();

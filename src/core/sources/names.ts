@@ -1,4 +1,5 @@
 /** The names a configured source indexes under (no I/O: the extension and the service both ask). */
+import { repoKind } from './kinds';
 import * as path from 'path';
 import type { SourceConfig } from './types';
 
@@ -13,12 +14,12 @@ export function defaultGitName(url: string): string {
  */
 export function repositoryNames(config: SourceConfig): string[] {
   if (config.name) return [config.name];
-  if (config.kind === 'python-env')
+  if (repoKind(config.kind).installed)
     return config.location
       .split(',')
       .map((p) => p.trim())
       .filter(Boolean);
-  if (config.kind === 'git' || /^[a-z][a-z0-9+.-]*:\/\//i.test(config.location)) {
+  if (repoKind(config.kind).files === 'git-objects' || /^[a-z][a-z0-9+.-]*:\/\//i.test(config.location)) {
     try {
       return [defaultGitName(config.location)];
     } catch {

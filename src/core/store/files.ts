@@ -1,4 +1,5 @@
 /** Typed queries about indexed files. */
+import { repoKind } from '../sources/kinds';
 import { createHash } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -27,7 +28,7 @@ export function definitionDigests(db: IndexDb, repo: string, relPath: string): M
   const where: string[] = [];
   const sources = sourcesDirOf(db);
   if (sources) where.push(sourcePathIn(sources, hash));
-  if (row.kind === 'folder' && row.root && !importedConfig(row.config)) where.push(path.join(String(row.root), relPath));
+  if (repoKind(String(row.kind)).workingTree && row.root && !importedConfig(row.config)) where.push(path.join(String(row.root), relPath));
   for (const file of where) {
     let bytes: Uint8Array;
     try {
@@ -79,7 +80,7 @@ export function allFiles(db: IndexDb): FileRow[] {
   }));
 }
 
-/** Records a block's last validation (a JSON object; see pull.ts). */
+/** Records a block's last validation (a JSON object: stageRecord.ts `validationRecord`). */
 export function setValidation(db: IndexDb, classId: number, validation: string): void {
   db.run('UPDATE classes SET validation = ? WHERE id = ?', [validation, classId]);
 }

@@ -5,6 +5,7 @@
  * before anything is replaced (format, parser version, every file's hash, that the database is one of ours) and
  * then swaps it in, so a tampered or stale archive is refused and the index in use stays as it was.
  */
+import { repoKind } from '../sources/kinds';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -386,7 +387,11 @@ function repositoryRowProblem(db: IndexDb): string | undefined {
     if (!KINDS.has(String(r.kind))) return `repository ${name} has an unknown kind (${JSON.stringify(String(r.kind).slice(0, 40))})`;
     // a git id, or for an installed package the version it was indexed at (`torchvision==0.14.1`, as the index writes it)
     const commit = r.commit_id === null ? null : String(r.commit_id);
-    if (commit !== null && !/^[0-9a-f]{4,64}$/.test(commit) && !(r.kind === 'python-env' && /^[A-Za-z0-9._-]{1,200}==[A-Za-z0-9.+!_-]{1,100}$/.test(commit)))
+    if (
+      commit !== null &&
+      !/^[0-9a-f]{4,64}$/.test(commit) &&
+      !(repoKind(String(r.kind)).installed && /^[A-Za-z0-9._-]{1,200}==[A-Za-z0-9.+!_-]{1,100}$/.test(commit))
+    )
       return `repository ${name} has a commit that is neither a git id nor an installed package's version`;
     for (const col of ['location', 'url', 'ref', 'module_prefix', 'license', 'config'] as const) {
       if (r[col] !== null && breaksLine(String(r[col]))) return `repository ${name}'s ${col} holds a control character or a line break`;

@@ -1,4 +1,5 @@
 /** Reads an indexed file's bytes back from where the index found it (a folder or a cached clone). */
+import { repoKind } from '../sources/kinds';
 import { promises as fsp } from 'fs';
 import { blobId } from '../base/hash';
 import * as path from 'path';
@@ -93,7 +94,7 @@ export async function readIndexedFile(repo: RepoRow, relPath: string, hash: stri
       `${repo.name}/${relPath} is not in the imported index's sources (${bytes ? 'its bytes do not match their blob id' : 'missing'}); import the archive again`,
     );
   }
-  if (repo.kind === 'git') {
+  if (repoKind(repo.kind).files === 'git-objects') {
     bytes = await readGitBlob(repo.root, hash);
   } else {
     try {

@@ -488,7 +488,7 @@ interface Answer {
   error?: string;
 }
 
-/** What the observer is asked to run (python-runner's `serve.observe_spec`). */
+/** What the observer is asked to run (python-runner's `jobs.ObserveJob`). */
 /** One runnable entry point of a repository: a test, a builder (a function or a composite block's class that needs no
  * argument, run and then fed once) or a configuration file's `model`, built by the repository's registry. */
 export interface ObserveEntry {
@@ -533,7 +533,7 @@ export interface ObserveAnswer {
 const scratchOf = (kind: SandboxKind): string[] => (kind === 'bubblewrap' ? ['/tmp', '/dev/shm'] : []);
 
 /**
- * A `validate` request to the judge, as python-runner/judge.schema.json describes it (serve.py refuses a field it does
+ * A `validate` request to the judge, as python-runner/judge.schema.json describes it (the judge refuses a field it does
  * not know; test/unit/judgeProtocol.test.ts checks these against the same file).
  */
 export function validateRequest(

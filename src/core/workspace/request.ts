@@ -4,7 +4,7 @@
  */
 import * as path from 'path';
 import type { PythonParser } from '../parse/parser';
-import type { PullOptions } from '../pull/pull';
+import type { PullOptions } from '../pull/types';
 
 export interface PullRequest {
   /** Validate (run the block in the sandbox and compare it with its original); false: extract only. */

@@ -14,7 +14,7 @@ import { tmpdir } from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import type { NnragApi } from '../../../src/extension/extension';
-import type { PullReport } from '../../../src/core/pull/pull';
+import type { PullReport } from '../../../src/core/pull/types';
 import { ListTree, ReindexRepositories, SearchBlocks } from '../../../src/shared/protocol';
 import type { TreeNode } from '../../../src/shared/protocol';
 

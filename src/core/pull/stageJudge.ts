@@ -1,0 +1,251 @@
+/** Stage 3 of a pull, judge: the file judged against its original, then the builder and replay stages when needed. */
+import type { Emission, JudgeRun, PullOptions } from './types';
+import { explained, originalOf } from './original';
+import { failureOf, runtimeNativeDetail } from './stageResolve';
+import type { PullSession } from './session';
+import { dependencies } from './roots';
+import { repositoryUses } from './uses';
+import { promises as fsp } from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import type { ClassRef } from '../store/target';
+import { emitFile } from '../emit/emit';
+import { NnragError } from '../base/errors';
+import { BuilderIndex } from '../resolve/builders';
+import { computeClosure } from '../resolve/closure';
+import type { ModuleRecord } from '../resolve/moduleTable';
+import { validateFile } from '../validate/runner';
+import { keptIn } from '../validate/originalCache';
+import { DEFAULT_TIMEOUT_S } from '../validate/limits';
+import { nativeSourcesOf } from './natives';
+import type { OriginalClass, ValidationReport } from '../validate/runner';
+import type { ValidateOptions } from '../validate/report';
+
+/** The largest recipe (in JSON characters) a pulled file's header keeps. */
+const MAX_RECIPE_CHARS = 20_000;
+
+/**
+ * A compiled module the code loads by name at run time, learnt from a failed validation: the import asked for
+ * `pkg._ext` and failed on `pkg`, a package of an indexed repository whose code the file inlines, which has no
+ * Python module of that name. Undefined for any other failure.
+ */
+function runtimeNativeOf(session: PullSession, v: ValidationReport, rootRepo: number, inlined: Set<number>): string | undefined {
+  const asked = v.requested_module;
+  if (v.ok || !asked || !/^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$/.test(asked) || (v.category !== 'missing-package' && v.category !== 'import-error')) return undefined;
+  const top = asked.split('.')[0];
+  const repos = [rootRepo, ...inlined].filter((id) => session.table.topLevelNames(id).includes(top));
+  if (!repos.length || repos.some((id) => session.table.lookupIn(asked, id))) return undefined;
+  return asked;
+}
+
+/** What the judge stage concluded: the verdict, each run of the judge and why, and a compiled module to build first
+ * (the pull then runs again with it). */
+export interface Judgement {
+  verdict: ValidationReport;
+  judged: JudgeRun[];
+  native?: string;
+}
+
+/** The judge's time for one block, counted in its own time (a loaded machine does not leave a stage untried). */
+class JudgeClock {
+  usedMs = 0;
+  constructor(readonly limitMs: number) {}
+  spent(v: ValidationReport | number): void {
+    this.usedMs += typeof v === 'number' ? v : ownMs(v);
+  }
+  left(): number {
+    return this.limitMs - this.usedMs;
+  }
+}
+
+/**
+ * Stage 3 of a pull, judge: the file as written, judged against its original; when no guessed argument set builds
+ * the block or runs its forward, the builder stage (and its replay); a compiled module the code loads by name is
+ * handed back to build (`native`) or named in the verdict.
+ */
+export async function judgeEmission(session: PullSession, emission: Emission, options: PullOptions): Promise<Judgement> {
+  const { ref, rec, closure, emitted, inlined, natives } = emission;
+  if (!options.out || !options.python || !options.runner) throw new NnragError('usage', 'validation needs an output file, an interpreter and the runner');
+  const found = originalOf(session, ref, dependencies(session, ref.repoId, inlined));
+  const original = 'module' in found ? found : undefined;
+  const request: ValidateOptions = {
+    ...(await judging(session, rec, ref.name, options)),
+    original,
+    native: [...closure.problems.filter((p) => p.kind === 'native-extension').map((p) => p.name), ...closure.keptMissing],
+    upstreamUndefined: [...new Set(closure.problems.filter((p) => p.kind === 'unresolved' && /^\w+$/.test(p.name)).map((p) => p.name))],
+    companions: emitted.provenance.shared && options.shared ? [options.shared.file] : undefined,
+    natives: natives.map((b) => ({ module: b.module, name: b.buildName, file: b.file, fileName: b.fileName })),
+    ...keptIn(options.originalCache, emitted.provenance.definitions),
+  };
+  // one time limit for the whole block: its argument sets, its builders and the replay of a builder's arguments
+  const clock = new JudgeClock(options.timeoutMs ?? DEFAULT_TIMEOUT_S * 1000);
+  let v = await validateFile(options.out, request);
+  clock.spent(v);
+  const judged: JudgeRun[] = [{ stage: 'judge', why: 'the file as pulled' }];
+  if (!v.ok && (v.category === 'instantiate' || v.category === 'forward'))
+    v = await builderStage(session, emission, options, request, original, clock, v, judged);
+  const runtime = runtimeNativeOf(session, v, ref.repoId, inlined);
+  if (runtime && options.buildNative && !options.runtimeNatives?.includes(runtime)) return { verdict: v, judged, native: runtime };
+  if (runtime) {
+    const buildable = !options.buildNative && (await nativeSourcesOf(session, ref.repoId, runtime));
+    v = {
+      ...v,
+      category: 'native-extension',
+      message: `${runtimeNativeDetail(runtime)} in the indexed package ${runtime.split('.')[0]}${buildable ? ' (nn-rag pull --build-native builds it from the C++ sources of the repository)' : ''}; ${v.message ?? ''}`,
+    };
+  }
+  return { verdict: explained(v, found), judged };
+}
+
+/**
+ * The builder stage: the repository's own builder builds what no guessed argument set builds, and a block taken from
+ * inside the model it makes runs on the inputs that model really gives it; then the replay stage judges the
+ * builder's arguments on the file written. Returns the verdict that stands.
+ */
+async function builderStage(
+  session: PullSession,
+  emission: Emission,
+  options: PullOptions,
+  request: ValidateOptions,
+  original: OriginalClass | undefined,
+  clock: JudgeClock,
+  v: ValidationReport,
+  judged: JudgeRun[],
+): Promise<ValidationReport> {
+  const { ref, rec, unit, target, closureCtx, emitCtx, inlined } = emission;
+  // the builder's model must be made of the copy's classes: everything of the repository is inlined for it (an
+  // installed package's builders would build, and register, the installed classes)
+  const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
+  const budgetMs = Math.min(options.builderBudgetMs ?? Infinity, clock.left() - MIN_JUDGE_MS);
+  judged.push({
+    stage: 'builder',
+    why: `no guessed argument set ${v.category === 'instantiate' ? 'built the block' : 'ran its forward'}: the repository's builders`,
+  });
+  const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, unit, ref.name, target, { ...options, builderBudgetMs: budgetMs }, original);
+  clock.spent(built.ownMs);
+  if (built.report && clock.left() > MIN_JUDGE_MS) {
+    judged.push({ stage: 'replay', why: "the builder's arguments, judged again on the file written" });
+    return replayed(built.report, options.out!, { ...request, timeoutMs: clock.left() });
+  }
+  if (built.report) return { ...built.report, recipe: undefined };
+  if (!built.untried.length) return v;
+  const within =
+    options.builderBudgetMs !== undefined && options.builderBudgetMs <= clock.left()
+      ? `${Math.round(options.builderBudgetMs / 100) / 10} s (nn-rag pull tries them all)`
+      : `the block's time limit of ${Math.round(clock.limitMs / 1000)} s`;
+  return { ...v, message: `${v.message ?? ''}; the repository's builders ${built.untried.map((b) => `${b}()`).join(', ')} were not tried within ${within}` };
+}
+
+/** Below this many milliseconds of the block's time limit, no further judge is started for it. */
+const MIN_JUDGE_MS = 2000;
+
+/**
+ * The builder's verdict judged again on the file written: built from the arguments the builder gave the block (its
+ * recipe) where they can be written, so that the verdict is about the file itself and `nn-rag validate` can repeat
+ * it. The builder's verdict stays where the file alone does not get as far.
+ */
+async function replayed(byBuilder: ValidationReport, file: string, request: ValidateOptions): Promise<ValidationReport> {
+  const recipe = byBuilder.recipe;
+  if (!recipe || JSON.stringify(recipe).length > MAX_RECIPE_CHARS) return { ...byBuilder, recipe: undefined };
+  const again = await validateFile(file, { ...request, candidates: [recipe, ...(request.candidates ?? [])] });
+  const asFar = again.ok && (again.tier === 'equivalent' || byBuilder.tier !== 'equivalent');
+  return asFar ? { ...again, builder: byBuilder.builder, recipe } : { ...byBuilder, recipe: undefined };
+}
+
+/** How far `ref`'s original gets with the tool's arguments when run alone (null: it is not imported). */
+export async function originalAlone(
+  session: PullSession,
+  ref: ClassRef,
+  options: PullOptions,
+  inlined: Set<number>,
+): Promise<ValidationReport['original_reached']> {
+  const original = originalOf(session, ref, dependencies(session, ref.repoId, inlined));
+  const rec = session.table.lookupIn(ref.module, ref.repoId);
+  if (!('module' in original) || !rec) return null;
+  const v = await validateFile(options.out!, { ...(await judging(session, rec, ref.name, options)), original, originalOnly: true });
+  return v.original_reached ?? null;
+}
+
+/** What the judge is told of block `name` of `rec` whichever side it runs: the interpreter and limits, and how the
+ * repository builds and calls it (its call sites' arguments, its tests). */
+async function judging(session: PullSession, rec: ModuleRecord, name: string, options: PullOptions): Promise<ValidateOptions> {
+  return {
+    python: options.python!,
+    runner: options.runner!,
+    className: name,
+    ...(await repositoryUses(session, rec, name, options.parser)),
+    timeoutMs: options.timeoutMs,
+    memoryMb: options.memoryMb,
+    signal: options.signal,
+    pool: options.pool,
+    allowWeakSandbox: options.allowWeakSandbox,
+  };
+}
+
+/**
+ * When guessed arguments cannot build the block, the repository's own builder function can (`resnet18()`):
+ * the block's closure plus the builder's is emitted to a scratch file and validated through the builder.
+ */
+async function validateWithBuilder(
+  session: PullSession,
+  closureCtx: Parameters<typeof computeClosure>[0],
+  emitCtx: Parameters<typeof emitFile>[1],
+  rec: ModuleRecord,
+  unit: number,
+  name: string,
+  target: string,
+  options: PullOptions,
+  original: OriginalClass | undefined,
+): Promise<{ report?: ValidationReport; untried: string[]; ownMs: number }> {
+  // the budget counts the judge's own time (ownMs), not the machine's
+  let used = 0;
+  let index = session.builders.get(rec.repoId);
+  if (!index) {
+    index = new BuilderIndex(session.table, rec.repoId);
+    session.builders.set(rec.repoId, index);
+  }
+  // a builder may make a model without this block inside (efficientnet_b0 has no FusedMBConv): try a few
+  const builders = index.buildersOf(rec, name).slice(0, 4);
+  for (const [i, b] of builders.entries()) {
+    if (options.builderBudgetMs !== undefined && used > options.builderBudgetMs - MIN_JUDGE_MS / 2)
+      return { untried: builders.slice(i).map((u) => u.name), ownMs: used };
+    const combined = await computeClosure(closureCtx, rec, unit, [{ rec: b.rec, unit: b.unit }]);
+    if (failureOf(combined.problems)) continue;
+    const emitted = emitFile(combined, emitCtx, target);
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-builder-'));
+    try {
+      const file = path.join(dir, 'block_with_builder.py');
+      await fsp.writeFile(file, emitted.code, 'utf8');
+      const builder = emitted.provenance.renamed[`${b.rec.module}.${b.name}`] ?? b.name;
+      const v = await validateFile(file, {
+        python: options.python!,
+        runner: options.runner!,
+        className: name,
+        builder,
+        // within the budget: a builder's run is a forked worker of the judge, stopped at no cost to the next pull
+        timeoutMs:
+          options.builderBudgetMs === undefined ? options.timeoutMs : Math.max(1000, Math.min(options.timeoutMs ?? Infinity, options.builderBudgetMs - used)),
+        memoryMb: options.memoryMb,
+        signal: options.signal,
+        pool: options.pool,
+        allowWeakSandbox: options.allowWeakSandbox,
+        original: original && { ...original, builder: { module: b.rec.module, name: b.name } },
+        // the builder's original run is kept as a block's is: pulled again, only the copy's side runs
+        ...keptIn(options.originalCache, emitted.provenance.definitions),
+      });
+      // a copy that differs from its original is a finding, never hidden behind the failure before it
+      used += ownMs(v);
+      if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [], ownMs: used };
+      // stopped by the budget, it was not really tried
+      if (options.builderBudgetMs !== undefined && v.category === 'timeout') return { untried: builders.slice(i).map((u) => u.name), ownMs: used };
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  }
+  return { untried: [], ownMs: used };
+}
+
+/** The judge's own time for a validation, in ms (its wall time where an older judge did not say). */
+function ownMs(v: ValidationReport): number {
+  return (v.own_seconds ?? v.seconds ?? 0) * 1000;
+}
