@@ -10,7 +10,8 @@ import * as path from 'path';
 import { spreadAcrossFiles } from '../../src/core/pull/observe';
 import { ASSETS, cli, hasTorch, indexFolder, memoryDb, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
 import { Workspace } from '../../src/core/workspace/workspace';
-import { observedEntries } from '../../src/core/store/observed';
+import { blobsOf, forgetObserved, observedEntries, observedSize, recordObserved, stillTrue } from '../../src/core/store/observed';
+import type { ObservedEntry } from '../../src/core/store/observed';
 
 const REPO = {
   'pkg/__init__.py': '',
@@ -549,5 +550,50 @@ describe('which entries a capped observation runs', () => {
         'tests/test_tok.py::test_2',
       ],
     );
+  });
+});
+
+describe("the catalog's file sets", () => {
+  it('stores each distinct set of files once, reads an older row that holds its set, and drops a set no entry names', async () => {
+    const db = await memoryDb();
+    db.run("INSERT INTO repos (id, name, kind, location, root) VALUES (1, 'r', 'folder', '/r', '/r')");
+    const closure: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) closure[`pkg/m${i}.py`] = `${i}`.padStart(40, 'a');
+    const entry = (id: string, test: string): ObservedEntry => ({
+      entry: id,
+      key: 'k',
+      files: { ...closure, [test]: 'b'.repeat(40) },
+      seconds: 1,
+      error: null,
+    });
+    const tests = Array.from({ length: 40 }, (_, i) => entry(`tests/test_a.py::test_${i}`, 'tests/test_a.py'));
+    recordObserved(
+      db,
+      1,
+      [...tests, entry('tests/test_b.py::test_b', 'tests/test_b.py')].map((e) => ({ entry: e, calls: [] })),
+    );
+    assert.strictEqual(db.get('SELECT COUNT(*) AS n FROM observed_filesets')?.n, 2);
+    // the 41 entries hold two sets: the bytes are about two sets', not 41
+    const one = JSON.stringify(tests[0].files).length;
+    assert.ok(observedSize(db, 1).bytes < 3 * one, String(observedSize(db, 1).bytes));
+    assert.deepStrictEqual(observedEntries(db, 1)[0].files, tests[0].files);
+    // a row written before file sets (its set in the row) reads as it did
+    db.run("INSERT INTO observed_entries (repo_id, entry, key, files, seconds, error) VALUES (1, 'old::t', 'k', ?, 1, NULL)", [
+      JSON.stringify({ 'old.py': 'c'.repeat(40) }),
+    ]);
+    assert.deepStrictEqual(observedEntries(db, 1).find((e) => e.entry === 'old::t')?.files, { 'old.py': 'c'.repeat(40) });
+    // an entry whose set is gone no longer holds (it runs again)
+    db.run("INSERT INTO observed_entries (repo_id, entry, key, files, seconds, error) VALUES (1, 'lost::t', 'k', '@00', 1, NULL)");
+    assert.strictEqual(
+      stillTrue(
+        observedEntries(db, 1).find((e) => e.entry === 'lost::t')!,
+        blobsOf(db, 1),
+      ),
+      false,
+    );
+    forgetObserved(db, 1, new Set(tests.map((t) => t.entry)));
+    assert.strictEqual(db.get('SELECT COUNT(*) AS n FROM observed_filesets')?.n, 1);
+    forgetObserved(db, 1, new Set());
+    assert.strictEqual(db.get('SELECT COUNT(*) AS n FROM observed_filesets')?.n, 0);
   });
 });

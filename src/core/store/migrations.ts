@@ -115,4 +115,17 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS observed_calls_class ON observed_calls(module, name);
     `,
   },
+  {
+    // the files an observed entry imported, stored once per distinct set (the entries of one repository import the
+    // same few sets: a test module and the package's modules it loads); an entry's \`files\` names its set by digest
+    name: '0005-observed-filesets',
+    sql: `
+      CREATE TABLE IF NOT EXISTS observed_filesets (
+        repo_id INTEGER NOT NULL,
+        digest TEXT NOT NULL,
+        files TEXT NOT NULL,
+        PRIMARY KEY (repo_id, digest)
+      );
+    `,
+  },
 ];

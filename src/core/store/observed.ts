@@ -2,6 +2,7 @@
  * The catalog of observed calls (pull/observe.ts fills it): per repository and entry point (a test), the files it
  * imported with their blob ids when it ran, and the constructor calls and first forward inputs of each class it built.
  */
+import { createHash } from 'crypto';
 import type { IndexDb } from './database';
 
 /** One construction of a block seen while an entry ran, in the judge's argument language, with its inputs. */
@@ -28,13 +29,31 @@ export interface ObservedEntry {
 }
 
 export function observedEntries(db: IndexDb, repoId: number): ObservedEntry[] {
-  return db.all('SELECT entry, key, files, seconds, error FROM observed_entries WHERE repo_id = ? ORDER BY entry', [repoId]).map((r) => ({
-    entry: String(r.entry),
-    key: String(r.key),
-    files: parseObject(String(r.files)) as Record<string, string>,
-    seconds: r.seconds === null ? null : Number(r.seconds),
-    error: r.error === null ? null : String(r.error),
-  }));
+  // an entry names its file set by digest (`@<digest>`, each set stored once) or, written by an older version, holds it
+  const sets = new Map<string, Record<string, string>>();
+  db.each('SELECT digest, files FROM observed_filesets WHERE repo_id = ?', [repoId], (r) =>
+    sets.set(`@${String(r.digest)}`, parseObject(String(r.files)) as Record<string, string>),
+  );
+  return db.all('SELECT entry, key, files, seconds, error FROM observed_entries WHERE repo_id = ? ORDER BY entry', [repoId]).map((r) => {
+    const files = String(r.files);
+    return {
+      entry: String(r.entry),
+      key: String(r.key),
+      // a set the catalog lost reads as a file no blob matches: the entry no longer holds, and runs again
+      files: files.startsWith('@') ? (sets.get(files) ?? { [FILESET_LOST]: files }) : (parseObject(files) as Record<string, string>),
+      seconds: r.seconds === null ? null : Number(r.seconds),
+      error: r.error === null ? null : String(r.error),
+    };
+  });
+}
+
+/** A path no repository has: the file set an entry names is not in the catalog. */
+const FILESET_LOST = '\0lost';
+
+/** A file set's text (paths in order) and the digest it is stored under. */
+function fileset(files: Record<string, string>): { text: string; digest: string } {
+  const text = JSON.stringify(Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+  return { text, digest: createHash('sha256').update(text).digest('hex') };
 }
 
 /** Replaces what `entry` observed (its calls and its record) in one transaction with the caller's. */
@@ -42,11 +61,13 @@ export function recordObserved(db: IndexDb, repoId: number, entries: { entry: Ob
   db.transaction(() => {
     for (const { entry, calls } of entries) {
       db.run('DELETE FROM observed_calls WHERE repo_id = ? AND entry = ?', [repoId, entry.entry]);
+      const set = fileset(entry.files);
+      db.run('INSERT OR IGNORE INTO observed_filesets (repo_id, digest, files) VALUES (?, ?, ?)', [repoId, set.digest, set.text]);
       db.run('INSERT OR REPLACE INTO observed_entries (repo_id, entry, key, files, seconds, error) VALUES (?, ?, ?, ?, ?, ?)', [
         repoId,
         entry.entry,
         entry.key,
-        JSON.stringify(entry.files),
+        `@${set.digest}`,
         entry.seconds,
         entry.error,
       ]);
@@ -61,16 +82,27 @@ export function recordObserved(db: IndexDb, repoId: number, entries: { entry: Ob
         ]);
       }
     }
+    dropUnusedFilesets(db, repoId);
   });
 }
 
 /** Forgets the entries of a repository that are no longer among `keep` (a test removed or renamed). */
 export function forgetObserved(db: IndexDb, repoId: number, keep?: Set<string>): void {
-  for (const e of observedEntries(db, repoId)) {
-    if (keep?.has(e.entry)) continue;
-    db.run('DELETE FROM observed_calls WHERE repo_id = ? AND entry = ?', [repoId, e.entry]);
-    db.run('DELETE FROM observed_entries WHERE repo_id = ? AND entry = ?', [repoId, e.entry]);
+  for (const r of db.all('SELECT entry FROM observed_entries WHERE repo_id = ?', [repoId])) {
+    const entry = String(r.entry);
+    if (keep?.has(entry)) continue;
+    db.run('DELETE FROM observed_calls WHERE repo_id = ? AND entry = ?', [repoId, entry]);
+    db.run('DELETE FROM observed_entries WHERE repo_id = ? AND entry = ?', [repoId, entry]);
   }
+  dropUnusedFilesets(db, repoId);
+}
+
+/** The file sets of a repository no entry names any more. */
+function dropUnusedFilesets(db: IndexDb, repoId: number): void {
+  db.run(
+    "DELETE FROM observed_filesets WHERE repo_id = ? AND NOT EXISTS (SELECT 1 FROM observed_entries e WHERE e.repo_id = ? AND e.files = '@' || observed_filesets.digest)",
+    [repoId, repoId],
+  );
 }
 
 /**
@@ -129,7 +161,8 @@ export function observedSize(db: IndexDb, repoId: number): { entries: number; ca
     'SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(call) + LENGTH(module) + LENGTH(name) + LENGTH(entry)), 0) AS b FROM observed_calls WHERE repo_id = ?',
     [repoId],
   );
-  return { entries: Number(e?.n ?? 0), calls: Number(c?.n ?? 0), bytes: Number(e?.b ?? 0) + Number(c?.b ?? 0) };
+  const f = db.get('SELECT COALESCE(SUM(LENGTH(files) + LENGTH(digest)), 0) AS b FROM observed_filesets WHERE repo_id = ?', [repoId]);
+  return { entries: Number(e?.n ?? 0), calls: Number(c?.n ?? 0), bytes: Number(e?.b ?? 0) + Number(c?.b ?? 0) + Number(f?.b ?? 0) };
 }
 
 /** How much of a repository observation covers: entries run (recorded) of those it has, and blocks seen fed. */
