@@ -253,7 +253,7 @@ class ObserveEntry:
 class ObserveJob:
     """kind "observe": a repository's entries run under the observer (judge.schema.json's `observe`): its folder
     (`root`), where its modules import from (`path`, `also`), each entry's own time limit, and the compiled operators
-    built for it (in `native_folder`'s `_nnrag_native/`)."""
+    built for it (in `native_folder`'s `_nnrag_native/`), and its own package (`package`)."""
 
     root: str
     path: str
@@ -262,6 +262,8 @@ class ObserveJob:
     entry_s: float = 20.0
     natives: Optional[List[Native]] = None
     native_folder: Optional[str] = None
+    # the repository's own package, imported once by the template its workers are forked from
+    package: Optional[str] = None
     memory_mb: int = 0
     timeout_s: float = 600.0
 
@@ -284,6 +286,7 @@ class ObserveJob:
             entry_s=float(budget) if isinstance(budget, (int, float)) and not isinstance(budget, bool) and 0 < budget <= 600 else 20.0,
             natives=natives,
             native_folder=value["native_folder"] if natives is not None else None,
+            package=value["package"] if isinstance(value.get("package"), str) and value["package"].isidentifier() else None,
             memory_mb=int(req.get("memory_mb", 0)),
             timeout_s=float(req.get("timeout_s", 600)),
         )

@@ -399,6 +399,15 @@ def not_exercised(tree: Any, probed: Optional[Dict[str, Any]]) -> Optional[List[
     return out[:50]
 
 
+def observe_template(request: ObserveJob) -> Optional[Dict[str, Any]]:
+    """What the observer's workers import first, for their template: the repository's package, from its folders (a
+    worker that dies is replaced by a fork of the template, not by one that imports it again). None without a package,
+    or when compiled operators must be loaded before it."""
+    if request.package is None or request.natives:
+        return None
+    return {"original": {"path": request.path, "also": list(request.also)}, "package": request.package}
+
+
 QUIET_GRACE_S = 30.0  # an observer worker's imports, beyond twice an entry's own limit
 
 
@@ -419,6 +428,7 @@ def observe(request: ObserveJob, place: Place, control: Optional[int]) -> Observ
             request.memory_mb,
             max(1.0, request.timeout_s - spent),
             control,
+            observe_template(request),
             quiet_s=QUIET_GRACE_S + 2 * request.entry_s,
         )
         spent += max(job.own_s, 0.05)

@@ -29,7 +29,7 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .loading import develop_distributions, load_natives
+from .loading import load_natives, original_path
 from .protocol import OBSERVED, frame, remove_tree
 from .recipe import Recorder, Unwritable, is_scalar, scalar, written
 from .entries import Feeder, entry_callables
@@ -311,17 +311,14 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
     spec = req["observe"]
     root, folder = str(spec["root"]), str(spec["path"])
     budget = float(spec.get("entry_s", 20))
-    # the repository's folders first, in order (a `src/` layout's, then its root for its tests)
-    for where_ in reversed([folder] + [str(a) for a in spec.get("also") or []]):
-        if where_ not in sys.path:
-            sys.path.insert(0, where_)
+    # the repository's folders first, in order (a `src/` layout's, then its root for its tests), and its own
+    # distribution's metadata as `pip install -e .` leaves it (done once in a process: a template's worker finds it done)
+    original_path({"path": folder, "also": [str(a) for a in spec.get("also") or []]})
     try:
         import pytest  # noqa: F401
     except ImportError:
         sys.modules["pytest"] = pytest_stand_in()
     sys.meta_path.append(MissingFinder(os.path.join(os.path.realpath(root), "")))
-    # the repository as `pip install -e .` leaves it: its own distribution's metadata found
-    develop_distributions([folder] + [str(a) for a in spec.get("also") or []])
     if spec.get("natives"):
         # its compiled operators, built from its own sources, registered as the modules its code imports
         load_natives(spec["natives"], str(spec["native_folder"]))

@@ -199,13 +199,14 @@ def limited(memory_mb: int) -> None:
 
 def prepare(role: str, spec: Dict[str, Any], memory_mb: int) -> None:
     """In a template (zygote.template_main), under a worker's limits: what every worker of `role` with `spec` imports
-    first, imported once. The original's: its package, from the path its worker imports it from; the copy's: the
+    first, imported once. The original's and the observer's: the package, from the path its worker imports it from
+    (the observer's workers run only the repository's code, never a copy); the copy's: the
     installed modules its file imports before any statement of its own (the copy's own code never runs here).
     Raises when any of it fails (then there is no template, and each worker imports for itself)."""
     limited(memory_mb)
     import torch  # noqa: F401 - the zygote's, already loaded
 
-    if role == "original":
+    if role in ("original", "observe"):
         original_path(spec["original"])
         importlib.import_module(str(spec["package"]))
         return

@@ -429,6 +429,47 @@ class Observing(unittest.TestCase):
         self.assertIn("stopped from outside", errors[0])
         self.assertIsNone(errors[1], got)
 
+    def test_workers_that_die_are_forked_from_a_template_that_imported_the_package_once(self) -> None:
+        # every entry ends its worker (a crash, a test that exits): the next worker starts from the template, which
+        # imported the repository's package, and does not import it again
+        with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory() as log:
+            write_tree(
+                root,
+                {
+                    "heavy/__init__.py": f"""
+                with open({os.path.join(log, "imports")!r}, "a") as fh:
+                    fh.write("imported\\n")
+                """,
+                    "tests/test_die.py": """
+                import os
+
+                import heavy
+
+
+                def test_one():
+                    os._exit(3)
+
+
+                def test_two():
+                    os._exit(3)
+
+
+                def test_three():
+                    pass
+                """,
+                },
+            )
+            entries = [{"id": f"tests/test_die.py::{f}", "module": "tests.test_die", "function": f} for f in ("test_one", "test_two", "test_three")]
+            before = os.getcwd()
+            try:
+                got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries, "package": "heavy"}, Place(work), 0, 120, None)
+            finally:
+                os.chdir(before)
+            with open(os.path.join(log, "imports")) as fh:
+                imports = fh.read().split()
+        self.assertEqual([o["error"] is None for o in got["observed"]], [False, False, True], got)
+        self.assertEqual(imports, ["imported"], got)
+
     def test_a_package_the_interpreter_lacks_stops_only_the_entries_that_use_it(self) -> None:
         # a test module imports an optional package at module level for some of its tests (pycocotools in a detection
         # framework's suite): the others still run; pytest's warns, approx and importorskip work without pytest

@@ -28,6 +28,7 @@ import {
   type ObservedEntry,
 } from '../store/observed';
 import type { ObservedCoverage } from '../store/observed';
+import type { IndexDb } from '../store/database';
 import type { ModuleRecord, ModuleTable } from '../resolve/moduleTable';
 import { plainText } from '../base/text';
 import { BuilderIndex, callableWithoutArguments } from '../resolve/builders';
@@ -350,6 +351,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
       also: [...also, ...companions.roots.filter((r) => r !== folder && !also.includes(r))],
       entry_s: options.entrySeconds ?? 20,
       entries: chosen,
+      ...ownPackage(db, repo.id),
     };
     // in lanes, one judge each (a core each by default), the entries dealt out in turn so each lane gets the first ones
     const lanes = Math.max(1, Math.min(options.lanes ?? Math.min(2, os.cpus().length), chosen.length));
@@ -549,4 +551,18 @@ function recordOf(
   }
   const error = typeof o.error === 'string' ? plainText(o.error, CATALOG_LIMITS.errorChars) : null;
   return { entry: { entry: o.entry, key: keyOf(interpreter, files), files, seconds: typeof o.seconds === 'number' ? o.seconds : null, error }, calls };
+}
+
+/**
+ * The package most of a repository's blocks are defined in (`diffusers`, `torch_geometric`), when it is not a test
+ * folder: the observer's workers are forked from a template that imported it once.
+ */
+export function ownPackage(db: IndexDb, repoId: number): { package?: string } {
+  const counts = new Map<string, number>();
+  for (const r of db.all('SELECT module FROM classes WHERE repo_id = ? AND is_block = 1', [repoId])) {
+    const top = String(r.module).split('.')[0];
+    counts.set(top, (counts.get(top) ?? 0) + 1);
+  }
+  const [top] = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0] ?? [];
+  return top && /^[A-Za-z_]\w*$/.test(top) && !/^(tests?|testing|examples?|docs?|scripts?|benchmarks?|setup|conftest)$/i.test(top) ? { package: top } : {};
 }

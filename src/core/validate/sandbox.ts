@@ -519,6 +519,9 @@ export interface ObserveSpec {
   /** The repository's compiled operators built for it (`--build-native`), in `native_folder`'s `_nnrag_native/`. */
   natives?: { module: string; name: string; file: string }[];
   native_folder?: string;
+  /** The repository's own package, imported once by a template the observer's workers are forked from (a worker that
+   * dies is replaced without importing it again). */
+  package?: string;
 }
 
 /** What the observer answers: per entry, what it saw (see store/observed.ts), or why the run stopped. */
