@@ -10,7 +10,7 @@ import * as path from 'path';
 import { spreadAcrossFiles } from '../../src/core/pull/observe';
 import { ASSETS, cli, hasTorch, indexFolder, memoryDb, PYTHON_WITH_TORCH, tmpdir, writeTree } from './helpers';
 import { Workspace } from '../../src/core/workspace/workspace';
-import { blobsOf, forgetObserved, observedEntries, observedSize, recordObserved, stillTrue } from '../../src/core/store/observed';
+import { blobsOf, forgetObserved, freshEntries, observedEntries, observedSize, recordObserved, stillTrue } from '../../src/core/store/observed';
 import type { ObservedEntry } from '../../src/core/store/observed';
 
 const REPO = {
@@ -557,8 +557,12 @@ describe("the catalog's file sets", () => {
   it('stores each distinct set of files once, reads an older row that holds its set, and drops a set no entry names', async () => {
     const db = await memoryDb();
     db.run("INSERT INTO repos (id, name, kind, location, root) VALUES (1, 'r', 'folder', '/r', '/r')");
+    const indexed = (p: string, blob: string): void =>
+      db.run("INSERT OR REPLACE INTO files (repo_id, path, module, size, hash, status) VALUES (1, ?, 'm', 1, ?, 'indexed')", [p, blob]);
     const closure: Record<string, string> = {};
-    for (let i = 0; i < 300; i++) closure[`pkg/m${i}.py`] = `${i}`.padStart(40, 'a');
+    for (let i = 0; i < 300; i++) closure[`src/pkg/models/transformers/m${i}.py`] = `${i}`.padStart(40, 'a');
+    for (const [p, blob] of Object.entries(closure)) indexed(p, blob);
+    for (const t of ['tests/test_a.py', 'tests/test_b.py']) indexed(t, 'b'.repeat(40));
     const entry = (id: string, test: string): ObservedEntry => ({
       entry: id,
       key: 'k',
@@ -573,10 +577,15 @@ describe("the catalog's file sets", () => {
       [...tests, entry('tests/test_b.py::test_b', 'tests/test_b.py')].map((e) => ({ entry: e, calls: [] })),
     );
     assert.strictEqual(db.get('SELECT COUNT(*) AS n FROM observed_filesets')?.n, 2);
-    // the 41 entries hold two sets: the bytes are about two sets', not 41
+    // the 41 entries hold two sets, each smaller than one entry's files written out
     const one = JSON.stringify(tests[0].files).length;
-    assert.ok(observedSize(db, 1).bytes < 3 * one, String(observedSize(db, 1).bytes));
+    assert.ok(observedSize(db, 1).bytes < one, `${observedSize(db, 1).bytes} bytes, one entry's files ${one}`);
     assert.deepStrictEqual(observedEntries(db, 1)[0].files, tests[0].files);
+    assert.ok(freshEntries(db, 1).get('tests/test_a.py::test_0'));
+    // a file of the set changed: the entries that imported it no longer hold, the other set's do
+    indexed('tests/test_a.py', 'c'.repeat(40));
+    assert.strictEqual(freshEntries(db, 1).get('tests/test_a.py::test_0'), false);
+    assert.strictEqual(freshEntries(db, 1).get('tests/test_b.py::test_b'), true);
     // a row written before file sets (its set in the row) reads as it did
     db.run("INSERT INTO observed_entries (repo_id, entry, key, files, seconds, error) VALUES (1, 'old::t', 'k', ?, 1, NULL)", [
       JSON.stringify({ 'old.py': 'c'.repeat(40) }),

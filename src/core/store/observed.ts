@@ -29,31 +29,74 @@ export interface ObservedEntry {
 }
 
 export function observedEntries(db: IndexDb, repoId: number): ObservedEntry[] {
-  // an entry names its file set by digest (`@<digest>`, each set stored once) or, written by an older version, holds it
+  // an entry names its file set by digest (`@<digest>`, each set stored once: its paths, the digest of its blobs) or,
+  // written by an older version, holds it whole
+  const blobs = blobsOf(db, repoId);
   const sets = new Map<string, Record<string, string>>();
-  db.each('SELECT digest, files FROM observed_filesets WHERE repo_id = ?', [repoId], (r) =>
-    sets.set(`@${String(r.digest)}`, parseObject(String(r.files)) as Record<string, string>),
-  );
+  db.each('SELECT digest, files FROM observed_filesets WHERE repo_id = ?', [repoId], (r) => {
+    const files = filesAgain(String(r.files), String(r.digest), blobs);
+    if (files) sets.set(`@${String(r.digest)}`, files);
+  });
   return db.all('SELECT entry, key, files, seconds, error FROM observed_entries WHERE repo_id = ? ORDER BY entry', [repoId]).map((r) => {
     const files = String(r.files);
     return {
       entry: String(r.entry),
       key: String(r.key),
-      // a set the catalog lost reads as a file no blob matches: the entry no longer holds, and runs again
-      files: files.startsWith('@') ? (sets.get(files) ?? { [FILESET_LOST]: files }) : (parseObject(files) as Record<string, string>),
+      // a set that no longer holds (a file changed or gone) or that the catalog lost reads as a file no blob matches:
+      // the entry runs again
+      files: files.startsWith('@') ? (sets.get(files) ?? { [FILESET_CHANGED]: files }) : (parseObject(files) as Record<string, string>),
       seconds: r.seconds === null ? null : Number(r.seconds),
       error: r.error === null ? null : String(r.error),
     };
   });
 }
 
-/** A path no repository has: the file set an entry names is not in the catalog. */
-const FILESET_LOST = '\0lost';
+/** A path no repository has: an entry's file set no longer holds, or is not in the catalog. */
+const FILESET_CHANGED = '\0changed';
 
-/** A file set's text (paths in order) and the digest it is stored under. */
+/**
+ * A file set as stored: its paths in order, each written as the length it shares with the one before and the rest
+ * (`"12:models/x.py"`: the paths of one package share long prefixes), and the digest of the paths with the blobs
+ * they had, which is the set's key.
+ */
 function fileset(files: Record<string, string>): { text: string; digest: string } {
-  const text = JSON.stringify(Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
-  return { text, digest: createHash('sha256').update(text).digest('hex') };
+  const paths = Object.keys(files).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const coded: string[] = [];
+  let previous = '';
+  for (const p of paths) {
+    let shared = 0;
+    while (shared < p.length && shared < previous.length && p[shared] === previous[shared]) shared++;
+    coded.push(`${shared}:${p.slice(shared)}`);
+    previous = p;
+  }
+  return { text: JSON.stringify(coded), digest: digestOf(paths.map((p) => [p, files[p]])) };
+}
+
+function digestOf(pairs: string[][]): string {
+  return createHash('sha256').update(JSON.stringify(pairs)).digest('hex');
+}
+
+/** A stored file set with the blobs its files have now, when they are the blobs they had (its digest); else undefined. */
+function filesAgain(text: string, digest: string, blobs: Map<string, string>): Record<string, string> | undefined {
+  let coded: unknown;
+  try {
+    coded = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(coded)) return undefined;
+  const pairs: string[][] = [];
+  let previous = '';
+  for (const c of coded) {
+    const m = typeof c === 'string' ? /^(\d{1,5}):/.exec(c) : null;
+    if (!m || Number(m[1]) > previous.length) return undefined;
+    const p = previous.slice(0, Number(m[1])) + (c as string).slice(m[0].length);
+    const blob = blobs.get(p);
+    if (blob === undefined) return undefined;
+    pairs.push([p, blob]);
+    previous = p;
+  }
+  return digestOf(pairs) === digest ? Object.fromEntries(pairs) : undefined;
 }
 
 /** Replaces what `entry` observed (its calls and its record) in one transaction with the caller's. */
