@@ -6,7 +6,6 @@ import { performance } from 'perf_hooks';
 import { createTwoFilesPatch } from 'diff';
 import { bodyHash, readProvenance } from '../core/emit/pulledFile';
 import { listBlockTargets } from '../core/store/target';
-import type { ClassRef } from '../core/store/target';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { requirementsText } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
@@ -135,13 +134,7 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
         await fsp.rm(scratch, { recursive: true, force: true });
       }
     }
-    let report: PullReport;
-    try {
-      report = await ws.pull(ref, request, { out, signal: env.signal });
-    } catch (err) {
-      if (!(err instanceof NnragError) || err.code !== 'interpreter') throw err;
-      report = interpreterFailure(ref, out, err.message);
-    }
+    const report = await ws.pull(ref, request, { out, signal: env.signal, interpreterFailure: 'report' });
     if (flag(args, 'requirements') && report.status !== 'failed') {
       const reqFile = out.replace(/\.py$/, '') + '.requirements.txt';
       await writeText(reqFile, requirementsText(report.requirements, report.imports));
@@ -156,21 +149,6 @@ export async function pullCommand(argv: string[], env: CliEnv): Promise<number> 
   } finally {
     db.close();
   }
-}
-
-function interpreterFailure(ref: ClassRef, out: string, message: string): PullReport {
-  return {
-    status: 'failed',
-    target: `${ref.repo}:${ref.module}.${ref.name}`,
-    out: path.resolve(out),
-    category: 'interpreter',
-    message,
-    tier: null,
-    problems: [],
-    definitions: 0,
-    imports: [],
-    timings: { resolve_ms: 0, emit_ms: 0, validate_ms: 0 },
-  };
 }
 
 function describeReport(r: PullReport): string {
@@ -256,7 +234,7 @@ async function pullTogetherCommand(args: ReturnType<typeof parse>, env: CliEnv):
   try {
     const { reports, shared: sharedLine } = await workspaceOf(db, args, env).pullTogether(args.positionals, outDir, pullRequestOf(args, env, validate), {
       signal: env.signal,
-      onInterpreterError: (ref, out, message) => interpreterFailure(ref, out, message),
+      interpreterFailure: 'report',
     });
     await db.save();
     if (flag(args, 'json')) env.out(`${JSON.stringify({ shared: sharedLine ?? null, reports }, null, 1)}\n`);

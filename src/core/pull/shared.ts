@@ -14,6 +14,7 @@ import { writeSafely } from '../emit/writeSafe';
 import type { ClassRef } from '../store/target';
 import { pullBlock } from './pull';
 import { emitBlock } from './stageEmit';
+import { interpreterFailure } from './stageRecord';
 import type { Emission, PullOptions, PullReport } from './types';
 import type { PullSession } from './session';
 
@@ -176,7 +177,7 @@ export async function pullTogether(
   refs: ClassRef[],
   dir: string,
   options: PullOptions,
-  { force = false, onInterpreterError }: { force?: boolean; onInterpreterError?: (ref: ClassRef, out: string, message: string) => PullReport } = {},
+  { force = false, interpreterFailure: reported = false }: { force?: boolean; interpreterFailure?: boolean } = {},
 ): Promise<PulledTogether> {
   const taken = new Set<string>();
   const files = refs.map((r) => path.join(dir, blockFileName(r.name, taken)));
@@ -199,8 +200,8 @@ export async function pullTogether(
     try {
       reports.push(await pullBlock(session, ref, { ...options, out: files[i], shared }));
     } catch (err) {
-      if (!onInterpreterError || !(err instanceof NnragError) || err.code !== 'interpreter') throw err;
-      reports.push(onInterpreterError(ref, files[i], err.message));
+      if (!reported || !(err instanceof NnragError) || err.code !== 'interpreter') throw err;
+      reports.push(interpreterFailure(ref, files[i], err.message));
     }
   }
   return { reports, files, ...(plan.text !== undefined ? { shared: { file: sharedFile, definitions: plan.ids.size, names: plan.names } } : {}) };

@@ -2,6 +2,7 @@
 import type { Emission, PullOptions, PullReport } from './types';
 import type { Judgement } from './stageJudge';
 import type { PullSession } from './session';
+import type { ClassRef } from '../store/target';
 import { firstLine } from '../base/text';
 import * as path from 'path';
 import { replaceProvenance, splitPulled, withInlineMetadata } from '../emit/pulledFile';
@@ -111,4 +112,20 @@ export function validationRecord(report: PullReport): string {
     output_shapes: report.validation?.output_shapes ?? null,
     builder: report.validation?.builder ?? null,
   });
+}
+
+/** The report of a pull whose interpreter could not run the judge: nothing of the block was judged or recorded. */
+export function interpreterFailure(ref: ClassRef, out: string, message: string): PullReport {
+  return {
+    status: 'failed',
+    target: `${ref.repo}:${ref.module}.${ref.name}`,
+    out: path.resolve(out),
+    category: 'interpreter',
+    message,
+    tier: null,
+    problems: [],
+    definitions: 0,
+    imports: [],
+    timings: { resolve_ms: 0, emit_ms: 0, validate_ms: 0 },
+  };
 }

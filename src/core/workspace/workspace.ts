@@ -15,7 +15,7 @@ import type { ClassRef } from '../store/target';
 import { loadModuleTable } from '../resolve/loadTable';
 import { judgingPulled, pullBlock } from '../pull/pull';
 import { originalOf } from '../pull/original';
-import { validationRecord } from '../pull/stageRecord';
+import { interpreterFailure, validationRecord } from '../pull/stageRecord';
 import { openPullSession } from '../pull/session';
 import { mountRoot } from '../pull/roots';
 import { readProvenance } from '../emit/pulledFile';
@@ -69,6 +69,12 @@ export interface PullHow {
   signal?: AbortSignal;
   pool?: ValidatorPoolLike;
   probeOriginal?: boolean;
+  /**
+   * An interpreter that cannot run the judge (missing, not Python, no sandbox for it): 'report' makes it the pull's
+   * failed report (`stageRecord.interpreterFailure`: the command line prints it); by default it is thrown, and a batch
+   * stops on it (every block would fail the same way).
+   */
+  interpreterFailure?: 'report' | 'throw';
 }
 
 /** A batch: every block into its own file under `outDir`, `jobs` at a time. */
@@ -134,7 +140,12 @@ export class Workspace {
   /** Pulls one block (a target or a found block) as `request` asks, written where `how` says. */
   async pull(target: string | ClassRef, request: PullRequest, how: PullHow = {}): Promise<PullReport> {
     const ref = typeof target === 'string' ? this.target(target) : target;
-    return pullBlock(this.session(), ref, await this.options(request, how));
+    try {
+      return await pullBlock(this.session(), ref, await this.options(request, how));
+    } catch (err) {
+      if (how.interpreterFailure !== 'report' || !(err instanceof NnragError) || err.code !== 'interpreter' || !how.out) throw err;
+      return interpreterFailure(ref, how.out, err.message);
+    }
   }
 
   /** The file a pull would write, in memory, with its sizes, its dependency graph and its `largest` definitions. */
@@ -157,15 +168,10 @@ export class Workspace {
    * Pulls several blocks into `dir`, each into its own file, the definitions several need written once into a
    * module of shared helpers beside them; then validates each.
    */
-  async pullTogether(
-    targets: (string | ClassRef)[],
-    dir: string,
-    request: PullRequest,
-    how: PullHow & { onInterpreterError?: (ref: ClassRef, out: string, message: string) => PullReport } = {},
-  ): Promise<PulledTogether> {
+  async pullTogether(targets: (string | ClassRef)[], dir: string, request: PullRequest, how: PullHow = {}): Promise<PulledTogether> {
     const refs = targets.map((t) => (typeof t === 'string' ? this.target(t) : t));
-    const { onInterpreterError, ...rest } = how;
-    return pullTogether(this.session(), refs, dir, await this.options(request, rest), { force: request.force === true, onInterpreterError });
+    const reported = how.interpreterFailure === 'report';
+    return pullTogether(this.session(), refs, dir, await this.options(request, how), { force: request.force === true, interpreterFailure: reported });
   }
 
   /**
