@@ -422,6 +422,10 @@ def base_folder(root: str, relative: str) -> Optional[str]:
     folder = os.path.dirname(os.path.join(root, relative))
     while folder.startswith(root) and os.path.isfile(os.path.join(folder, "__init__.py")):
         folder = os.path.dirname(folder)
+    # a repository that is itself a package (an installed package's folder indexed as it is): its files import by the
+    # names the index gives them, from the folder above it
+    if os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
     return folder if folder.startswith(root.rstrip("/")) else None
 
 

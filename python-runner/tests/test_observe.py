@@ -429,6 +429,35 @@ class Observing(unittest.TestCase):
         self.assertIn("stopped from outside", errors[0])
         self.assertIsNone(errors[1], got)
 
+    def test_a_repository_that_is_itself_a_package_imports_by_the_names_the_index_gives(self) -> None:
+        # an installed package's folder indexed as it is (Debian's torchvision): its builders' modules import their
+        # siblings relatively, so `models/net.py` is `pk.models.net`, imported from the folder above, never `models.net`
+        with tempfile.TemporaryDirectory() as parent:
+            root = os.path.join(parent, "pk")
+            write_tree(
+                root,
+                {
+                    "__init__.py": "",
+                    "util.py": "WIDTH = 4\n",
+                    "models/__init__.py": "",
+                    "models/net.py": """
+                from ..util import WIDTH
+
+
+                def net():
+                    return WIDTH
+                """,
+                },
+            )
+            with tempfile.TemporaryDirectory() as work:
+                before = os.getcwd()
+                try:
+                    entry = {"id": "models/net.py::net", "module": "pk.models.net", "function": "net", "kind": "build"}
+                    got = observe_repository({"root": root, "path": parent, "entry_s": 20, "entries": [entry]}, Place(work), 0, 120, None)
+                finally:
+                    os.chdir(before)
+        self.assertIsNone(got["observed"][0]["error"], got)
+
     def test_workers_that_die_are_forked_from_a_template_that_imported_the_package_once(self) -> None:
         # every entry ends its worker (a crash, a test that exits): the next worker starts from the template, which
         # imported the repository's package, and does not import it again
