@@ -366,6 +366,7 @@ function dropRepositories(db: IndexDb, ids: number[]): void {
       db.run('DELETE FROM observed_calls WHERE repo_id = ?', [id]);
       db.run('DELETE FROM observed_entries WHERE repo_id = ?', [id]);
       db.run('DELETE FROM observed_filesets WHERE repo_id = ?', [id]);
+      db.run('DELETE FROM observed_paths WHERE repo_id = ?', [id]);
       db.run('DELETE FROM meta WHERE key = ?', [`observe_total:${id}`]);
       db.run('DELETE FROM repos WHERE id = ?', [id]);
     }

@@ -68,7 +68,7 @@ export function copyRepositories(to: IndexDb, from: IndexDb, file: string, keep:
         }
       }
       // the catalog of observed calls (keyed by the blobs of the files it read, which the merge keeps)
-      for (const table of ['observed_entries', 'observed_calls', 'observed_filesets']) {
+      for (const table of ['observed_entries', 'observed_calls', 'observed_filesets', 'observed_paths']) {
         const cols = columnsOf(from, table).filter((c) => c !== 'id' && c !== 'repo_id');
         for (const row of from.all(`SELECT * FROM ${table} WHERE repo_id = ? ORDER BY rowid`, [repo.id])) {
           to.run(`INSERT INTO ${table} (repo_id, ${cols.join(', ')}) VALUES (?, ${cols.map(() => '?').join(', ')})`, [repoId, ...cols.map((c) => row[c])]);

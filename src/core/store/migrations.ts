@@ -128,4 +128,17 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // the paths the file sets name, numbered once per repository: a set is the list of its paths' numbers
+    name: '0006-observed-paths',
+    sql: `
+      CREATE TABLE IF NOT EXISTS observed_paths (
+        repo_id INTEGER NOT NULL,
+        num INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        PRIMARY KEY (repo_id, num),
+        UNIQUE (repo_id, path)
+      );
+    `,
+  },
 ];

@@ -29,12 +29,13 @@ export interface ObservedEntry {
 }
 
 export function observedEntries(db: IndexDb, repoId: number): ObservedEntry[] {
-  // an entry names its file set by digest (`@<digest>`, each set stored once: its paths, the digest of its blobs) or,
-  // written by an older version, holds it whole
+  // an entry names its file set by digest (`@<digest>`, each set stored once: its files by number, the digest of
+  // their paths and blobs) or, written by an older version, holds it whole
   const blobs = blobsOf(db, repoId);
+  const paths = pathNumbers(db, repoId).byNumber;
   const sets = new Map<string, Record<string, string>>();
   db.each('SELECT digest, files FROM observed_filesets WHERE repo_id = ?', [repoId], (r) => {
-    const files = filesAgain(String(r.files), String(r.digest), blobs);
+    const files = filesAgain(String(r.files), String(r.digest), blobs, paths);
     if (files) sets.set(`@${String(r.digest)}`, files);
   });
   return db.all('SELECT entry, key, files, seconds, error FROM observed_entries WHERE repo_id = ? ORDER BY entry', [repoId]).map((r) => {
@@ -54,22 +55,27 @@ export function observedEntries(db: IndexDb, repoId: number): ObservedEntry[] {
 /** A path no repository has: an entry's file set no longer holds, or is not in the catalog. */
 const FILESET_CHANGED = '\0changed';
 
+/** The paths the catalog's file sets name, each numbered once per repository (`observed_paths`). */
+function pathNumbers(db: IndexDb, repoId: number): { byPath: Map<string, number>; byNumber: Map<number, string> } {
+  const byPath = new Map<string, number>();
+  const byNumber = new Map<number, string>();
+  db.each('SELECT num, path FROM observed_paths WHERE repo_id = ?', [repoId], (r) => {
+    byPath.set(String(r.path), Number(r.num));
+    byNumber.set(Number(r.num), String(r.path));
+  });
+  return { byPath, byNumber };
+}
+
 /**
- * A file set as stored: its paths in order, each written as the length it shares with the one before and the rest
- * (`"12:models/x.py"`: the paths of one package share long prefixes), and the digest of the paths with the blobs
- * they had, which is the set's key.
+ * A file set as stored: the numbers of its paths in increasing order, each written as its difference from the one
+ * before in base 36 (`"0,1,3,a"`: a package's files are numbered together, so most differences are one digit), and
+ * the digest of its paths (in order) with the blobs they had, which is the set's key.
  */
-function fileset(files: Record<string, string>): { text: string; digest: string } {
+function fileset(files: Record<string, string>, numberOf: (path: string) => number): { text: string; digest: string } {
   const paths = Object.keys(files).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const coded: string[] = [];
-  let previous = '';
-  for (const p of paths) {
-    let shared = 0;
-    while (shared < p.length && shared < previous.length && p[shared] === previous[shared]) shared++;
-    coded.push(`${shared}:${p.slice(shared)}`);
-    previous = p;
-  }
-  return { text: JSON.stringify(coded), digest: digestOf(paths.map((p) => [p, files[p]])) };
+  const numbers = paths.map(numberOf).sort((a, b) => a - b);
+  const text = numbers.map((n, i) => (n - (i ? numbers[i - 1] : 0)).toString(36)).join(',');
+  return { text, digest: digestOf(paths.map((p) => [p, files[p]])) };
 }
 
 function digestOf(pairs: string[][]): string {
@@ -77,24 +83,21 @@ function digestOf(pairs: string[][]): string {
 }
 
 /** A stored file set with the blobs its files have now, when they are the blobs they had (its digest); else undefined. */
-function filesAgain(text: string, digest: string, blobs: Map<string, string>): Record<string, string> | undefined {
-  let coded: unknown;
-  try {
-    coded = JSON.parse(text);
-  } catch {
-    return undefined;
+function filesAgain(text: string, digest: string, blobs: Map<string, string>, paths: Map<number, string>): Record<string, string> | undefined {
+  if (!/^[0-9a-z]{1,8}(,[0-9a-z]{1,8})*$/.test(text)) return text === '' && digest === digestOf([]) ? {} : undefined;
+  let n = 0;
+  const named: string[] = [];
+  for (const step of text.split(',')) {
+    n += parseInt(step, 36);
+    const p = paths.get(n);
+    if (p === undefined) return undefined;
+    named.push(p);
   }
-  if (!Array.isArray(coded)) return undefined;
   const pairs: string[][] = [];
-  let previous = '';
-  for (const c of coded) {
-    const m = typeof c === 'string' ? /^(\d{1,5}):/.exec(c) : null;
-    if (!m || Number(m[1]) > previous.length) return undefined;
-    const p = previous.slice(0, Number(m[1])) + (c as string).slice(m[0].length);
+  for (const p of named.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
     const blob = blobs.get(p);
     if (blob === undefined) return undefined;
     pairs.push([p, blob]);
-    previous = p;
   }
   return digestOf(pairs) === digest ? Object.fromEntries(pairs) : undefined;
 }
@@ -102,9 +105,20 @@ function filesAgain(text: string, digest: string, blobs: Map<string, string>): R
 /** Replaces what `entry` observed (its calls and its record) in one transaction with the caller's. */
 export function recordObserved(db: IndexDb, repoId: number, entries: { entry: ObservedEntry; calls: ObservedCall[] }[]): void {
   db.transaction(() => {
+    const { byPath } = pathNumbers(db, repoId);
+    let next = 1;
+    for (const n of byPath.values()) if (n >= next) next = n + 1;
+    const numberOf = (p: string): number => {
+      let n = byPath.get(p);
+      if (n === undefined) {
+        byPath.set(p, (n = next++));
+        db.run('INSERT INTO observed_paths (repo_id, num, path) VALUES (?, ?, ?)', [repoId, n, p]);
+      }
+      return n;
+    };
     for (const { entry, calls } of entries) {
       db.run('DELETE FROM observed_calls WHERE repo_id = ? AND entry = ?', [repoId, entry.entry]);
-      const set = fileset(entry.files);
+      const set = fileset(entry.files, numberOf);
       db.run('INSERT OR IGNORE INTO observed_filesets (repo_id, digest, files) VALUES (?, ?, ?)', [repoId, set.digest, set.text]);
       db.run('INSERT OR REPLACE INTO observed_entries (repo_id, entry, key, files, seconds, error) VALUES (?, ?, ?, ?, ?, ?)', [
         repoId,
@@ -205,7 +219,12 @@ export function observedSize(db: IndexDb, repoId: number): { entries: number; ca
     [repoId],
   );
   const f = db.get('SELECT COALESCE(SUM(LENGTH(files) + LENGTH(digest)), 0) AS b FROM observed_filesets WHERE repo_id = ?', [repoId]);
-  return { entries: Number(e?.n ?? 0), calls: Number(c?.n ?? 0), bytes: Number(e?.b ?? 0) + Number(c?.b ?? 0) + Number(f?.b ?? 0) };
+  const p = db.get('SELECT COALESCE(SUM(LENGTH(path) + 4), 0) AS b FROM observed_paths WHERE repo_id = ?', [repoId]);
+  return {
+    entries: Number(e?.n ?? 0),
+    calls: Number(c?.n ?? 0),
+    bytes: Number(e?.b ?? 0) + Number(c?.b ?? 0) + Number(f?.b ?? 0) + Number(p?.b ?? 0),
+  };
 }
 
 /** How much of a repository observation covers: entries run (recorded) of those it has, and blocks seen fed. */
