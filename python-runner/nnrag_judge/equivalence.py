@@ -17,7 +17,7 @@ from array import array
 from typing import Any, Dict, List, Optional, Tuple
 
 from .jobs import Original
-from .protocol import Failure
+from .protocol import NATIVE_OPS, Failure
 from .verdict import TENSOR_DTYPES
 
 Frame = Tuple[Dict[str, Any], bytes]  # a probe: its header's value, and its values
@@ -189,6 +189,9 @@ def compare(original: List[Frame], copy: List[Frame]) -> Dict[str, Any]:
     largest = 0.0
     differences: List[str] = []
     variants: List[str] = []
+    # probes the copy could not run for want of compiled operators its process has not loaded, where the original ran
+    # (its package loaded them): not a difference of the code, and not compared
+    native: List[str] = []
     try:
         for key, pa in a.probes.items():
             pb = b.probes.get(key)
@@ -196,6 +199,9 @@ def compare(original: List[Frame], copy: List[Frame]) -> Dict[str, Any]:
                 continue
             body_a, body_b = pa[0], pb[0]
             c = Comparison(key, pa, pb)
+            if "error" in body_b and "error" not in body_a and NATIVE_OPS.search(str(body_b.get("error", ""))):
+                native.append(f"{key.split('|')[0]}: {str(body_b.get('error'))[:200]}")
+                continue
             if "error" in body_a or "error" in body_b:
                 if body_a.get("error_type") != body_b.get("error_type"):
                     c.differ("", f"{str(body_b.get('error', 'runs'))[:160]} in the copy, {str(body_a.get('error', 'runs'))[:160]} in the original")
@@ -213,7 +219,15 @@ def compare(original: List[Frame], copy: List[Frame]) -> Dict[str, Any]:
     if differences:
         record.update(status="differs", differences=differences[:MAX_DIFFERENCES], largest_difference=largest)
         raise Failure("differs", "; ".join(differences[:3]), equivalence=record)
-    if missing:
+    if native:
+        record.update(
+            status="unavailable",
+            reason=(
+                "the copy needs compiled operators its process has not loaded, which the original's package loads "
+                f"({len(native)} probes not compared; first: {native[0]})"
+            ),
+        )
+    elif missing:
         record.update(status="unavailable", reason=f"the copy did not report {len(missing)} of the original's {len(a.probes)} probes (first: {missing[0]})")
     elif not compared:
         record.update(status="unavailable", reason="nothing to compare: the block's state, outputs and gradients hold no value")

@@ -43,6 +43,10 @@ PLAN, ORIGIN, UNAVAILABLE, REACHED = "plan", "origin", "unavailable", "reached" 
 OBSERVED = "observed"  # the observer's entries
 FRAME_KINDS = (TIER, CLASS, FORWARD, FAILURE, PROBE, PROBED, PLAN, ORIGIN, UNAVAILABLE, REACHED, OBSERVED)
 
+# an error that says compiled operators are not loaded in the process (torchvision's `_C` ops, a `.so` not found):
+# a fact of the process, not of the block's code
+NATIVE_OPS = re.compile(r"custom C\+\+ ops|Could not run '\w+::|undefined symbol|No such operator")
+
 FRAME = struct.Struct(">II")
 MAX_HEADER = 1 << 20
 MAX_VALUES = 1 << 22  # float64 values a worker may send in all (32 MB)

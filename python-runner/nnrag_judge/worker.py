@@ -19,7 +19,6 @@ import importlib
 import importlib.util
 import inspect
 import os
-import re
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from .context import begin, job
@@ -28,7 +27,7 @@ from .evidence import tensor_evidence
 from .candidates import input_list
 from .inputs import shapes
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, original_path, set_target
-from .protocol import CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
+from .protocol import NATIVE_OPS, CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
 from .observe import run_observe
 from .building import attempts_of, module_call
 from .forward import MISSING_MODULE, best_error, missing_package, search
@@ -51,10 +50,6 @@ def find_block(module: Any, name: Optional[str], nn: Any) -> Any:
     if not found:
         raise Failure("import-error", "the file defines no nn.Module subclass")
     return found[-1]
-
-
-# a forward that reaches compiled operators that are not there (torchvision's _C ops) is a native-extension problem
-NATIVE_OPS = re.compile(r"custom C\+\+ ops|Could not run '\w+::|undefined symbol|No such operator")
 
 
 def modules_named(value: Any) -> Set[str]:

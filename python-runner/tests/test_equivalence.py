@@ -487,3 +487,23 @@ class TensorDigests(unittest.TestCase):
         for t in cases:
             p = plain(t, torch)
             self.assertEqual(hashlib.sha256(raw_bytes(p, torch)).hexdigest(), hashlib.sha256(p.numpy().tobytes()).hexdigest(), t.dtype)
+
+
+class CompiledOperators(unittest.TestCase):
+    """A probe the copy cannot run for want of compiled operators its process has not loaded (torchvision's `_C` ops,
+    which the original's package loads) is not a difference of the code: not compared, and said so. Needs no torch."""
+
+    def test_a_probe_that_needs_compiled_operators_in_the_copy_only_is_not_compared(self) -> None:
+        from nnrag_judge import equivalence, protocol
+
+        ran = ({"key": "eval|1", "value": {"$v": 3}}, b"")
+        init = ({"key": "init|1", "value": {"$v": 1}}, b"")
+        native = ({"key": "eval|1", "error": "RuntimeError: Couldn't load custom C++ ops.", "error_type": "RuntimeError"}, b"")
+        record = equivalence.compare([init, ran], [init, native])
+        self.assertEqual(record["status"], "unavailable", record)
+        self.assertIn("compiled operators", record["reason"])
+        # any other error where the original runs is a difference, as before
+        other = ({"key": "eval|1", "error": "RuntimeError: shapes do not match", "error_type": "RuntimeError"}, b"")
+        with self.assertRaises(protocol.Failure) as got:
+            equivalence.compare([init, ran], [init, other])
+        self.assertEqual(got.exception.category, "differs")
