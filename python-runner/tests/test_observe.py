@@ -23,12 +23,13 @@ def observe_repository(spec: dict, place: Place, memory_mb: int, timeout_s: floa
     return observe_job(job, place, None).plain()
 
 
-def observed(root: str, entries: list) -> dict:
-    """What the observer answers for `entries` of the repository at `root` (run in a work folder of its own)."""
+def observed(root: str, entries: list, **spec: object) -> dict:
+    """What the observer answers for `entries` of the repository at `root` (run in a work folder of its own); `spec`:
+    the request's other fields (its `path`, its `package`)."""
     with tempfile.TemporaryDirectory() as work:
         before = os.getcwd()
         try:
-            return observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries}, Place(work), 0, 120, None)
+            return observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries, **spec}, Place(work), 0, 120, None)
         finally:
             os.chdir(before)
 
@@ -449,19 +450,14 @@ class Observing(unittest.TestCase):
                 """,
                 },
             )
-            with tempfile.TemporaryDirectory() as work:
-                before = os.getcwd()
-                try:
-                    entry = {"id": "models/net.py::net", "module": "pk.models.net", "function": "net", "kind": "build"}
-                    got = observe_repository({"root": root, "path": parent, "entry_s": 20, "entries": [entry]}, Place(work), 0, 120, None)
-                finally:
-                    os.chdir(before)
+            entry = {"id": "models/net.py::net", "module": "pk.models.net", "function": "net", "kind": "build"}
+            got = observed(root, [entry], path=parent)
         self.assertIsNone(got["observed"][0]["error"], got)
 
     def test_workers_that_die_are_forked_from_a_template_that_imported_the_package_once(self) -> None:
         # every entry ends its worker (a crash, a test that exits): the next worker starts from the template, which
         # imported the repository's package, and does not import it again
-        with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory() as log:
+        with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as log:
             write_tree(
                 root,
                 {
@@ -489,11 +485,7 @@ class Observing(unittest.TestCase):
                 },
             )
             entries = [{"id": f"tests/test_die.py::{f}", "module": "tests.test_die", "function": f} for f in ("test_one", "test_two", "test_three")]
-            before = os.getcwd()
-            try:
-                got = observe_repository({"root": root, "path": root, "entry_s": 20, "entries": entries, "package": "heavy"}, Place(work), 0, 120, None)
-            finally:
-                os.chdir(before)
+            got = observed(root, entries, package="heavy")
             with open(os.path.join(log, "imports")) as fh:
                 imports = fh.read().split()
         self.assertEqual([o["error"] is None for o in got["observed"]], [False, False, True], got)
