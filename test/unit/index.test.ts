@@ -317,7 +317,14 @@ describe('index: the database file', () => {
       again.all('SELECT name FROM classes').map((r) => r.name),
       ['Net'],
     );
-    assert.deepStrictEqual(again.appliedMigrations(), ['0001-initial', '0002-duplicates', '0003-slim-facts', '0004-observed-calls']);
+    assert.deepStrictEqual(again.appliedMigrations(), [
+      '0001-initial',
+      '0002-duplicates',
+      '0003-slim-facts',
+      '0004-observed-calls',
+      '0005-observed-filesets',
+      '0006-observed-paths',
+    ]);
     again.close();
   });
 
