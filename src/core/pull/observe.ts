@@ -333,7 +333,7 @@ async function observeRepository(session: PullSession, repo: RepoRow, interprete
   recordObserveTotal(db, repo.id, all.length);
   const blobs = blobsOf(db, repo.id);
   forgetObserved(db, repo.id, new Set(all.map((e) => e.id)));
-  const before = new Map(observedEntries(db, repo.id).map((e) => [e.entry, e]));
+  const before = new Map(observedEntries(db, repo.id, blobs).map((e) => [e.entry, e]));
   const stale = all.filter((e) => {
     const prior = before.get(e.id);
     return options.force || !prior || !stillTrue(prior, blobs) || prior.key !== keyOf(interpreter, prior.files);

@@ -28,10 +28,9 @@ export interface ObservedEntry {
   error: string | null;
 }
 
-export function observedEntries(db: IndexDb, repoId: number): ObservedEntry[] {
+export function observedEntries(db: IndexDb, repoId: number, blobs: Map<string, string> = blobsOf(db, repoId)): ObservedEntry[] {
   // an entry names its file set by digest (`@<digest>`, each set stored once: its files by number, the digest of
-  // their paths and blobs) or, written by an older version, holds it whole
-  const blobs = blobsOf(db, repoId);
+  // their paths and blobs) or, written by an older version, holds it whole; `blobs`: the repository's files now
   const paths = pathNumbers(db, repoId).byNumber;
   const sets = new Map<string, Record<string, string>>();
   db.each('SELECT digest, files FROM observed_filesets WHERE repo_id = ?', [repoId], (r) => {
@@ -72,7 +71,7 @@ function pathNumbers(db: IndexDb, repoId: number): { byPath: Map<string, number>
  * the digest of its paths (in order) with the blobs they had, which is the set's key.
  */
 function fileset(files: Record<string, string>, numberOf: (path: string) => number): { text: string; digest: string } {
-  const paths = Object.keys(files).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const paths = Object.keys(files).sort();
   const numbers = paths.map(numberOf).sort((a, b) => a - b);
   const text = numbers.map((n, i) => (n - (i ? numbers[i - 1] : 0)).toString(36)).join(',');
   return { text, digest: digestOf(paths.map((p) => [p, files[p]])) };
@@ -94,7 +93,7 @@ function filesAgain(text: string, digest: string, blobs: Map<string, string>, pa
     named.push(p);
   }
   const pairs: string[][] = [];
-  for (const p of named.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const p of named.sort()) {
     const blob = blobs.get(p);
     if (blob === undefined) return undefined;
     pairs.push([p, blob]);
@@ -280,7 +279,7 @@ export function stillTrue(entry: Pick<ObservedEntry, 'files'>, blobs: Map<string
 /** Whether each observed entry of a repository still holds (every file it imported unchanged), by entry. */
 export function freshEntries(db: IndexDb, repoId: number): Map<string, boolean> {
   const blobs = blobsOf(db, repoId);
-  return new Map(observedEntries(db, repoId).map((e) => [e.entry, stillTrue(e, blobs)]));
+  return new Map(observedEntries(db, repoId, blobs).map((e) => [e.entry, stillTrue(e, blobs)]));
 }
 
 /** The classes a repository's catalog holds calls of, and whether any of them has inputs. */
