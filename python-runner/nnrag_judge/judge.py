@@ -181,12 +181,17 @@ def kept_original(job: WorkerRun) -> str:
     return json.dumps({"versions": interpreter_versions(), "frames": [[header, base64.b64encode(blob).decode("ascii")] for header, blob in job.frames]})
 
 
-def original_template(request: ValidateJob, original: Original) -> Optional[Dict[str, Any]]:
-    """What the original's workers import first, for their template (zygote.template_main): its package, from the path
-    the worker would import it from. None when compiled operators must be loaded before it."""
-    if request.natives:
+def package_template(path: Optional[str], also: Any, package: str, natives: Any) -> Optional[Dict[str, Any]]:
+    """A template that imports `package` from the folders its workers import it from (what `worker.prepare` reads for
+    the original's role and the observer's); None when compiled operators must be loaded before it."""
+    if natives:
         return None
-    return {"original": {"path": original.path, "also": list(original.also)}, "package": original.module.split(".")[0]}
+    return {"original": {"path": path, "also": list(also)}, "package": package}
+
+
+def original_template(request: ValidateJob, original: Original) -> Optional[Dict[str, Any]]:
+    """What the original's workers import first, for their template (zygote.template_main): its package."""
+    return package_template(original.path, original.also, original.module.split(".")[0], request.natives)
 
 
 def copy_template(tree: Any) -> Optional[Dict[str, Any]]:
@@ -403,9 +408,7 @@ def observe_template(request: ObserveJob) -> Optional[Dict[str, Any]]:
     """What the observer's workers import first, for their template: the repository's package, from its folders (a
     worker that dies is replaced by a fork of the template, not by one that imports it again). None without a package,
     or when compiled operators must be loaded before it."""
-    if request.package is None or request.natives:
-        return None
-    return {"original": {"path": request.path, "also": list(request.also)}, "package": request.package}
+    return None if request.package is None else package_template(request.path, request.also, request.package, request.natives)
 
 
 QUIET_GRACE_S = 30.0  # an observer worker's imports, beyond twice an entry's own limit
