@@ -236,17 +236,28 @@ export class ModuleTable {
       }
     }
     // star imports, last one first
+    let circular: Target | undefined;
     for (let i = stars.length - 1; i >= 0; i--) {
       const abs = this.absoluteModule(mod, stars[i].level, stars[i].module);
       const rec = this.lookup(abs, mod.repoId);
       if (rec) {
-        if (this.exports(rec, name, seen)) return this.resolveName(rec, name, seen);
+        if (!this.exports(rec, name, seen)) continue;
+        const t = this.resolveName(rec, name, new Set(seen));
+        // a module the star import runs that imports the name back from this module, half-initialized
+        // (`from pkg import f` in `pkg/legacy.py`, star-imported by `pkg/__init__.py`): it binds what the earlier
+        // star imports bound, so the search goes on with them
+        if (i > 0 && (t.kind === 'unresolved' || (t.kind === 'missing' && t.from === mod))) {
+          circular ??= t;
+          continue;
+        }
+        return t;
       } else if (stars.length === 1 && !BUILTINS.has(name)) {
         return this.isInternal(abs, mod.repoId) || stars[i].level > 0
           ? { kind: 'missing', qualname: abs, repo: mod.repo }
           : { kind: 'external', qualname: `${abs}.${name}`, module: abs, name };
       }
     }
+    if (circular) return circular;
     if (BUILTINS.has(name)) return { kind: 'builtin', name };
     return { kind: 'unresolved', name };
   }
