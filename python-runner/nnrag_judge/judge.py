@@ -18,7 +18,7 @@ from .equivalence import compare, origin_problem
 from .frames import Failed, Observed, Origin, Plan, Probe, Probed, Reached, Unavailable
 from .frames import read as read_frame
 from .jobs import ObserveJob, Original, ValidateJob
-from .protocol import Failure
+from .protocol import MAX_TRACED_FILES, MAX_TRACED_LINES, Failure
 from .reports import ObserveReport, Report
 from .static import imported_top_levels, requirements, undefined_names
 from .places import empty, project_folder
@@ -307,6 +307,7 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
             if cached is None and request.keep_original and job.problem is None and (side.plan is not None if side.reason is None else side.said):
                 report.original_frames = kept_original(job)
             report.original_reached, report.original_ran = side.reached, True
+            report.executed = executed_of(side)
         copy_path = place.fresh(path)
         plan = copy_plan(side)
         job = run_worker("copy", request.worker_request(file=copy_path, plan=plan), memory_mb, left(), control, copy_template(tree))
@@ -357,6 +358,19 @@ def original_alone(path: str, request: ValidateJob, place: Place, control: Optio
         report.original_reason = side.reason
     report.seconds = round(time.time() - started, 3)
     return report
+
+
+def executed_of(side: OriginalSide) -> Optional[Dict[str, List[int]]]:
+    """What the original's trace says ran (absolute file: first lines), when its probes finished; only well-formed
+    entries (the worker runs the repository's code: the pull checks every entry against its index)."""
+    executed = (side.probed or {}).get("executed") if side.reason is None else None
+    if not isinstance(executed, dict):
+        return None
+    out: Dict[str, List[int]] = {}
+    for file, lines in list(executed.items())[:MAX_TRACED_FILES]:
+        if isinstance(file, str) and os.path.isabs(file) and len(file) < 4096 and isinstance(lines, list):
+            out[file] = sorted({n for n in lines[:MAX_TRACED_LINES] if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 10_000_000})
+    return out
 
 
 def copy_plan(side: Optional[OriginalSide]) -> Optional[Dict[str, Any]]:

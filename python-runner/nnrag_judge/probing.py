@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -13,7 +14,7 @@ from .variants import AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, call
 from .evidence import probe_variant, seed_all
 from .candidates import input_list
 from .inputs import lighter
-from .protocol import MAX_VALUES, PROBED, frame, steady
+from .protocol import MAX_TRACED_FILES, MAX_TRACED_LINES, MAX_VALUES, PROBED, frame, steady
 
 from .building import Attempt, make, module_call
 from .forward import Found, candidate_at
@@ -39,6 +40,70 @@ def covering(path: str) -> Tuple[Callable[[], None], Set[int]]:
 
     sys.setprofile(profile)
     return (lambda: sys.setprofile(None)), seen
+
+
+class Trace:
+    """Which functions of the original's own code ran while it was built, run and probed (each function's code
+    object once): sys.monitoring's PY_START where the interpreter has it (each code object reported once, then
+    disabled: no cost after), a profile hook otherwise. `finish()` stops it and gives, per file under `roots`, the
+    first lines of the functions that ran (what the pull's slim copy keeps; it checks them against the index)."""
+
+    TOOL = 4
+
+    def __init__(self, roots: Sequence[str]) -> None:
+        self.roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+        self.codes: Dict[int, Any] = {}
+        self.monitoring = getattr(sys, "monitoring", None)
+        codes = self.codes
+        if self.monitoring is not None:
+            try:
+                self.monitoring.use_tool_id(self.TOOL, "nnrag-trace")
+            except ValueError:
+                self.monitoring = None
+        if self.monitoring is not None:
+            mon = self.monitoring
+            disable = mon.DISABLE
+
+            def started(code: Any, _offset: int) -> Any:
+                codes[id(code)] = code
+                return disable
+
+            mon.register_callback(self.TOOL, mon.events.PY_START, started)
+            mon.set_events(self.TOOL, mon.events.PY_START)
+            return
+
+        def profile(frame: Any, event: str, _arg: Any) -> None:
+            if event == "call":
+                code = frame.f_code
+                if id(code) not in codes:
+                    codes[id(code)] = code
+
+        sys.setprofile(profile)
+
+    def finish(self) -> Dict[str, List[int]]:
+        """Stop recording; the first lines that ran, per file under the roots."""
+        if self.monitoring is not None:
+            self.monitoring.set_events(self.TOOL, 0)
+            self.monitoring.register_callback(self.TOOL, self.monitoring.events.PY_START, None)
+            self.monitoring.free_tool_id(self.TOOL)
+        else:
+            sys.setprofile(None)
+        out: Dict[str, Set[int]] = {}
+        real: Dict[str, str] = {}
+        for code in list(self.codes.values()):
+            name = code.co_filename
+            if name not in real:
+                real[name] = os.path.realpath(name) if os.path.isabs(name) else ""
+            path = real[name]
+            if path and path.startswith(self.roots):
+                out.setdefault(path, set()).add(int(code.co_firstlineno))
+        kept: Dict[str, List[int]] = {}
+        total = 0
+        for path in sorted(out)[:MAX_TRACED_FILES]:
+            lines = sorted(out[path])[: max(0, MAX_TRACED_LINES - total)]
+            total += len(lines)
+            kept[path] = lines
+        return kept
 
 
 def torch_twins(path: str, namespace: Dict[str, Any], nn: Any) -> Dict[Any, Any]:
@@ -93,6 +158,7 @@ def probe_plan(
     coverage: Optional[str] = None,
     found: Optional[Found] = None,
     examples: Sequence[str] = (),
+    trace: Optional[Trace] = None,
 ) -> None:
     """Probe the block exactly as the plan says (the same code on both sides): the base argument set's inputs, then
     each variant, until the budget. The block the search built and ran is the base when it is the plan's (on both
@@ -169,4 +235,5 @@ def probe_plan(
         done.append(str(v.get("label")))
     if stop is not None:
         stop()
-    send(frame(PROBED, {"variants": done, **({"ran": sorted(seen)[:5000]} if coverage else {})}))
+    executed = trace.finish() if trace is not None else None
+    send(frame(PROBED, {"variants": done, **({"ran": sorted(seen)[:5000]} if coverage else {}), **({"executed": executed} if executed is not None else {})}))

@@ -50,6 +50,9 @@ NATIVE_OPS = re.compile(r"custom C\+\+ ops|Could not run '\w+::|undefined symbol
 FRAME = struct.Struct(">II")
 MAX_HEADER = 1 << 20
 MAX_VALUES = 1 << 22  # float64 values a worker may send in all (32 MB)
+# the most files and first lines a trace of the original's run reports (what a slim copy keeps is decided from it)
+MAX_TRACED_FILES = 400
+MAX_TRACED_LINES = 20000
 
 
 class Failure(Exception):

@@ -51,6 +51,8 @@ class Report:
     original_cached: Optional[bool] = answer_field()
     original_frames: Optional[str] = answer_field()
     equivalence: Optional[Dict[str, Any]] = answer_field()
+    # the first lines of the functions the original ran, per file (its worker's trace; the pull's slim copy)
+    executed: Optional[Dict[str, List[int]]] = answer_field()
     seconds: Optional[float] = answer_field()
     own_seconds: Optional[float] = answer_field()
 

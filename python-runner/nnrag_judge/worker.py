@@ -19,6 +19,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import sys
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from .context import begin, job
@@ -31,7 +32,7 @@ from .protocol import NATIVE_OPS, CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, P
 from .observe import run_observe
 from .building import attempts_of, module_call
 from .forward import MISSING_MODULE, best_error, missing_package, search
-from .probing import HEAVY_S, probe_plan, torch_twins
+from .probing import HEAVY_S, Trace, probe_plan, torch_twins
 
 
 def examples_of(req: Dict[str, Any]) -> List[str]:
@@ -162,6 +163,8 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
             importlib.import_module(name)
         except BaseException:  # noqa: BLE001 - that observation then cannot be replayed here
             pass
+    # which of the repository's functions the original runs from here on (the pull's slim copy keeps what ran)
+    trace = Trace(traced_roots(original))
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
     reached = ["imported"]
     found, errors, forward_error, _ = search(cls, attempts, factory, torch, nn, lambda r: reached.append("instantiated"), None, examples_of(req))
@@ -181,7 +184,19 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
         "heavy": job().last_forward_s > HEAVY_S,
     }
     send(frame(PLAN, plan))
-    probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req))
+    probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req), trace=trace)
+
+
+def traced_roots(original: Dict[str, Any]) -> List[str]:
+    """The folders whose code a trace of the original records: the ones it imports from, or (an installed package)
+    its top-level package's folder."""
+    roots = [r for r in [original.get("path"), *(original.get("also") or [])] if isinstance(r, str) and r]
+    if not roots:
+        top = sys.modules.get(str(original["module"]).split(".")[0])
+        where = getattr(top, "__file__", None)
+        if isinstance(where, str):
+            roots.append(os.path.dirname(where))
+    return roots
 
 
 def limited(memory_mb: int) -> None:

@@ -35,10 +35,12 @@ usage:
                      definitions pulled in (default 10) the chain of references that needs each
   nn-rag pull TARGET [--db F] --out FILE [--force] [--dry-run] [--python PY] [--no-validate] [--timeout S] [--json]
                      [--memory-mb MB] [--inline | --no-inline] [--whole-classes] [--full-docstrings] [--requirements]
-                     [--pep723] [--build-native [--cache DIR]]
+                     [--pep723] [--build-native [--cache DIR]] [--full]
                      --dry-run prints what the pull would write as a unified diff and writes nothing
                      --whole-classes copies every class the block needs whole (else they keep the methods reached)
                      --full-docstrings keeps the whole docstrings of what is pulled in (else their first paragraph)
+                     --full keeps every definition the block reaches (else a validated file leaves out the code of
+                     other modules its original never ran, where the file without it gets as far)
                      --pep723 writes the file's dependencies into its header as PEP 723 inline metadata (uv run FILE)
                      --build-native builds a compiled operator of the repository the block needs from its C++
                      sources (CPU; g++, ninja and the interpreter's torch headers), in the sandbox, cached under

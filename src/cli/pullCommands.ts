@@ -50,6 +50,7 @@ const PULL_OPTIONS = {
   'no-inline': {},
   'whole-classes': {},
   'full-docstrings': {},
+  full: {},
   pep723: {},
   'build-native': {},
   cache: { value: true },
@@ -70,6 +71,7 @@ function pullRequestOf(args: ParsedArgs, env: CliEnv, validate: boolean): PullRe
     inline: flag(args, 'inline') ? 'all' : flag(args, 'no-inline') ? 'none' : 'auto',
     wholeClasses: flag(args, 'whole-classes'),
     fullDocstrings: flag(args, 'full-docstrings'),
+    full: flag(args, 'full'),
     inlineMetadata: flag(args, 'pep723'),
     buildNative: flag(args, 'build-native'),
   };

@@ -106,6 +106,22 @@ const MISSING_STAND_IN = `class _NnragMissing:  # a package not installed here: 
     def _nnrag_raise(self, *args, **kwargs): raise ModuleNotFoundError(self._nnrag[0], name=self._nnrag[1])
     __getattr__ = __call__ = __getitem__ = __iter__ = _nnrag_raise`;
 
+/**
+ * What stands in for the definitions a slim copy leaves out (the original's run never ran them): a function that
+ * raises saying so, or (with method names) one per method, for a class body's namespace.
+ */
+const LEFT_OUT_STAND_IN = `class _NnragLeftOut(RuntimeError):
+    """Code NN-RAG left out of this file: the original never ran it while the block was validated."""
+
+
+def _nnrag_left_out(where, *methods):
+    def left_out(name):
+        def stand_in(*args, **kwargs):
+            raise _NnragLeftOut(f"{name} was left out of this file: the original never ran it when NN-RAG validated the block (nn-rag pull --full keeps it)")
+        stand_in.__name__ = name.rsplit(".", 1)[-1]
+        return stand_in
+    return {m: left_out(f"{where}.{m}") for m in methods} if methods else left_out(where)`;
+
 /** Packages every torch interpreter has in practice: plain imports whatever uses them. */
 const ALWAYS_THERE = new Set(['torch', 'numpy']);
 
@@ -262,8 +278,10 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
     if (rewritten.some((r) => site.start >= r.start && site.end <= r.end)) continue;
     if (final !== undefined && final !== site.name) edits.push({ start: site.start, end: site.end, text: final });
   }
-  // methods left out: whole lines, one comment where the first was, `pass` if nothing else is left
-  const dropped = node.dropped ?? [];
+  // methods left out: whole lines, one comment where the first was, `pass` if nothing else is left; those the
+  // original never ran (a slim copy) stood in for by functions that say so
+  const leftOut = node.leftOut ?? [];
+  const dropped = [...(node.dropped ?? []), ...leftOut].sort((a, b) => a.start - b.start);
   if (dropped.length) {
     const lineStart = (at: number): number => parsed.text.lastIndexOf('\n', at - 1) + 1;
     const lineEnd = (at: number): number => {
@@ -285,9 +303,14 @@ function unitText(node: UnitNode, parsed: ParsedModule, names: Map<string, strin
     edits.push(...kept);
     const indent = parsed.text.slice(lineStart(dropped[0].start), dropped[0].start);
     const body = parsed.bodies[node.unit];
-    const names = dropped.map((m) => m.name);
-    let note = `${spans[0].start < lineStart(dropped[0].start) ? '\n' : ''}${indent}# NN-RAG left out ${names.length === 1 ? 'a method' : 'methods'} nothing in this file reaches: ${[...new Set(names)].join(', ')}\n`;
-    if (body && body.statements === dropped.length) note += `${indent}pass\n`;
+    const names = (node.dropped ?? []).map((m) => m.name);
+    let note = spans[0].start < lineStart(dropped[0].start) ? '\n' : '';
+    if (names.length)
+      note += `${indent}# NN-RAG left out ${names.length === 1 ? 'a method' : 'methods'} nothing in this file reaches: ${[...new Set(names)].join(', ')}\n`;
+    const slim = [...new Set(leftOut.map((m) => m.name))];
+    if (slim.length)
+      note += `${indent}# NN-RAG left out what the original never ran (nn-rag pull --full keeps it):\n${indent}locals().update(_nnrag_left_out(${JSON.stringify(`${node.rec.module}.${u.name}`)}, ${slim.map((n) => JSON.stringify(n)).join(', ')}))\n`;
+    else if (body && body.statements === dropped.length) note += `${indent}pass\n`;
     spans.forEach((d, i) => edits.push({ ...d, text: i === 0 ? note : '' }));
   }
   edits.sort((a, b) => b.start - a.start || b.end - a.end);
@@ -440,6 +463,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   if (providedNames.length && ctx.provided) imports = importsLeft(body, providedNames, externals, names, future, ctx);
   // the body in pieces, hashed one by one: a piece keeps the one-byte encoding of its source file, where the joined
   // whole is two-byte when any file is (UTF-8 from two-byte strings was most of a large pull's hashing)
+  if (closure.leftOut?.length) imports = [imports, LEFT_OUT_STAND_IN].filter(Boolean).join('\n\n\n');
   const objects = moduleObjects(closure, names);
   if (objects) {
     imports = [imports, objects.made].filter(Boolean).join('\n\n');

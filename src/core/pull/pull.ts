@@ -31,7 +31,7 @@ import type { ValidateOptions } from '../validate/report';
  * may ask for one more pass: a compiled module the code loads by name, built, and the block pulled again with it.
  */
 export async function pullBlock(session: PullSession, ref: ClassRef, options: PullOptions): Promise<PullReport> {
-  const emission = await emitBlock(session, ref, options);
+  let emission = await emitBlock(session, ref, options);
   const report = startedReport(emission, options);
   if (options.out) await writeEmission(emission, report, options);
   const blocked = failureOf(emission.closure.problems);
@@ -49,6 +49,11 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       const again = await pullBlock(session, ref, { ...options, runtimeNatives: [...(options.runtimeNatives ?? []), judgement.native] });
       const native: JudgeRun = { stage: 'native', why: `${judgement.native} built: the block pulled and judged again with it` };
       return { ...again, judged: [...judgement.judged, native, ...(again.judged ?? [])] };
+    }
+    if (judgement.slim) {
+      // the slim file is the one written: the report describes it
+      emission = judgement.slim;
+      Object.assign(report, startedReport(emission, options), { timings: report.timings });
     }
   }
   await recordPull(session, emission, report, judgement, options);

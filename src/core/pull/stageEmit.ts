@@ -93,6 +93,11 @@ export async function emitResolution(session: PullSession, resolved: Resolution,
     notes.push(
       `imported inside functions as written, found nowhere (compiled, or gone): ${closure.keptMissing.join(', ')}; only code that runs them needs them`,
     );
+  if (closure.leftOut.length) {
+    const shown = closure.leftOut.slice(0, 12).join(', ');
+    const more = closure.leftOut.length > 12 ? ` and ${closure.leftOut.length - 12} more` : '';
+    notes.push(`left out, as the original never ran them while validated (nn-rag pull --full keeps them): ${shown}${more}`);
+  }
   for (const id of await uncommittedFiles(
     session,
     [...closure.units.values()].map((n) => n.rec),

@@ -18,6 +18,7 @@ import { validateFile } from '../validate/runner';
 import { keptIn } from '../validate/originalCache';
 import { DEFAULT_TIMEOUT_S } from '../validate/limits';
 import { nativeSourcesOf } from './natives';
+import { slimStage } from './stageSlim';
 import type { OriginalClass, ValidationReport } from '../validate/runner';
 import type { ValidateOptions } from '../validate/report';
 
@@ -44,6 +45,8 @@ export interface Judgement {
   verdict: ValidationReport;
   judged: JudgeRun[];
   native?: string;
+  /** The slim file's emission, when it is the file written (stageSlim.ts). */
+  slim?: Emission;
 }
 
 /** The judge's time for one block, counted in its own time (a loaded machine does not leave a stage untried). */
@@ -94,7 +97,13 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
       message: `${runtimeNativeDetail(runtime)} in the indexed package ${runtime.split('.')[0]}${buildable ? ' (nn-rag pull --build-native builds it from the C++ sources of the repository)' : ''}; ${v.message ?? ''}`,
     };
   }
-  return { verdict: explained(v, found), judged };
+  // the file without what the original never ran, where it gets as far
+  const slim = !runtime ? await slimStage(session, emission, options, request, v, clock.left()) : undefined;
+  if (slim) {
+    judged.push(slim.run);
+    v = slim.verdict;
+  }
+  return { verdict: explained({ ...v, executed: undefined }, found), judged, ...(slim?.emission ? { slim: slim.emission } : {}) };
 }
 
 /**

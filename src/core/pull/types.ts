@@ -44,14 +44,14 @@ export interface PullReport {
   /**
    * Each time the judge ran for this pull, by stage, and why a stage after the first needed it: the file as pulled
    * (`judge`), the repository's builders (`builder`), the builder's arguments on the file (`replay`), the block pulled
-   * again with a compiled operator built (`native`).
+   * again with a compiled operator built (`native`), the file without what the original never ran (`slim`).
    */
   judged?: JudgeRun[];
 }
 
 /** One run of the judge in a pull: its stage, and why it ran. */
 export interface JudgeRun {
-  stage: 'judge' | 'builder' | 'replay' | 'native';
+  stage: 'judge' | 'builder' | 'replay' | 'native' | 'slim';
   why: string;
 }
 
@@ -87,6 +87,9 @@ export interface PullOptions {
   largest?: number;
   /** Copy every class the block needs whole (by default, classes other than the block keep the methods reached). */
   wholeClasses?: boolean;
+  /** Keep every definition the block's code reaches (by default, a validated file leaves out the definitions of
+   * other modules that its original never ran: stageSlim.ts). */
+  full?: boolean;
   /**
    * How long the fallback through the repository's builders may take, in ms (default: no limit). The editor sets one:
    * a block that guessed arguments cannot build then fails in seconds, saying which builders were not tried.

@@ -21,6 +21,9 @@ export interface UnitNode {
   order: number;
   /** Methods of a class this file needs for other members only, that nothing in the file reaches: left out. */
   dropped?: Member[];
+  /** Methods of a class of another module that the original's run never ran (a slim copy): left out, each stood in
+   * for by a function that says so when called. */
+  leftOut?: Member[];
 }
 
 /** A text edit inside a unit: the span is replaced by the final name of `to`, or by `text`. */
@@ -100,6 +103,9 @@ export interface ClosureResult {
   /** Statements the original runs only when a function imports their module: by unit key, the function that runs
    * each (closureLazy.ts); written inside it, called where that import was. */
   lazy: Map<string, string>;
+  /** Definitions left out because the original's run never ran them (`ClosureContext.ran`): `module.name` or
+   * `module.Class.method`, in the order found. */
+  leftOut: string[];
 }
 
 export interface ClosureContext {
@@ -114,6 +120,29 @@ export interface ClosureContext {
   wholeClasses?: boolean;
   /** Compiled modules built for this pull (`--build-native`), by module: the file and name to load them by. */
   natives?: ReadonlyMap<string, { file: string; name: string }>;
+  /** What the original's run ran (a slim copy, `slim.ts`): the definitions of other modules it never ran are left out. */
+  ran?: RanTrace;
+}
+
+/** The original's trace as the closure reads it: per module, the first lines of its functions that ran. */
+export interface RanTrace {
+  /** The sorted first lines of the functions of `rec`'s file that ran; undefined when the trace covers no such file
+   * (a repository it did not record: nothing is left out of it). */
+  linesOf(rec: ModuleRecord): readonly number[] | undefined;
+  /** Units kept whatever the trace says (a function the file needs while it is imported: the trace starts later). */
+  keep: ReadonlySet<string>;
+}
+
+/** Whether a function that starts at one of `lines` lies within lines `start` to `end` (sorted `lines`). */
+export function ranWithin(lines: readonly number[], start: number, end: number): boolean {
+  let lo = 0;
+  let hi = lines.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (lines[mid] < start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < lines.length && lines[lo] <= end;
 }
 
 export function unitKey(rec: ModuleRecord, unit: number): string {

@@ -9,7 +9,7 @@ import type { Member, ParsedModule, Ref, Timing } from '../parse/types';
 import { compactStandIn } from './compact';
 import type { ModuleRecord, ModuleTable, Target } from './moduleTable';
 import type { ClosureContext, ClosureResult, ExternalImport, ExtraRoot, NeedEdge, Problem, SymbolBinding, UnitNode } from './closureTypes';
-import { externalKey, MODULE_OBJECT, moduleObjectName, symbolKey, unitKey } from './closureTypes';
+import { externalKey, MODULE_OBJECT, moduleObjectName, ranWithin, symbolKey, unitKey } from './closureTypes';
 import { codeOnly, droppable, STRINGS, MethodDeferral, outsideOf, reachedIn, reachesOf, refsWithin } from './closureReach';
 import { registeredUnits, registrationSpan, registryIndex, type RegisteredName } from './closureRegistrations';
 import type { Registration } from './closureRegistrations';
@@ -55,6 +55,8 @@ export class ClosureWalk {
   readonly problems: Problem[] = [];
   /** Modules that exist nowhere, imported inside functions without a handler: kept as written (see `keptMissing`). */
   readonly keptMissing = new Set<string>();
+  /** Definitions the original's run never ran, left out (a slim copy). */
+  readonly leftOut: string[] = [];
   /** Inlined modules the code uses as objects, with the definitions their stand-ins hold. */
   readonly modulesAsObjects = new Map<string, { name: string; key: string }[]>();
   private readonly problemKeys = new Set<string>();
@@ -98,7 +100,7 @@ export class ClosureWalk {
 
   /** What the walk found. */
   result(): ClosureResult {
-    const { root, units, graph, symbols, externals, builtinsUsed, shadowed, problems, modulesAsObjects, keptMissing } = this;
+    const { root, units, graph, symbols, externals, builtinsUsed, shadowed, problems, modulesAsObjects, keptMissing, leftOut } = this;
     return {
       root,
       units,
@@ -111,6 +113,7 @@ export class ClosureWalk {
       modulesAsObjects,
       keptMissing: [...keptMissing].sort(),
       lazy: new Map(),
+      leftOut,
     };
   }
 
@@ -338,9 +341,17 @@ export class ClosureWalk {
       for (const r of resolved) {
         const { imp, bound, t } = r;
         if (handled(r)) continue;
+        const body = codeOnly(parsed.text.slice(range.end, rec.facts.units[unit].end));
+        if (imp.inFunction && t.kind === 'module' && this.ctx.inlines(t.mod, this.rootRec.repoId) && usedAsWhole(body, bound)) {
+          // the module as an object that the function enumerates or passes on (`vars(aggr)`, `getattr(aggr, name)`):
+          // the module object of the file, holding every definition of the module (a resolver finds a class by a
+          // name held in data)
+          const to = this.place(node, t, bound, 'call', where);
+          if (to) lines.push({ bound, to });
+          continue;
+        }
         if (imp.inFunction && t.kind === 'module' && this.ctx.inlines(t.mod, this.rootRec.repoId)) {
           // the module as an object, inside the function: a namespace of the attributes read through the name
-          const body = codeOnly(parsed.text.slice(range.end, rec.facts.units[unit].end));
           const attrs: { attr: string; to: string }[] = [];
           for (const m of body.matchAll(new RegExp(`(?<![\\w.])${bound}\\s*\\.\\s*([A-Za-z_]\\w*)`, 'g'))) {
             if (attrs.some((a) => a.attr === m[1])) continue;
@@ -367,6 +378,14 @@ export class ClosureWalk {
       for (const { imp } of resolved) if (imp.inFunction) for (const m of modulesImported(this.table, rec, imp)) if (!modules.includes(m)) modules.push(m);
       node.edits.push({ start: range.start, end: range.end, imports: lines, ...(modules.length ? { modules } : {}) });
     }
+  }
+
+  /** The lines of `node`'s file that the original ran, when the copy is slim and the unit may be left out: code of
+   * another module than the block's, inlined, not needed whole (a module used as an object) nor kept. */
+  private ranLines(node: UnitNode, own: boolean): readonly number[] | undefined {
+    const ran = this.ctx.ran;
+    if (!ran || !own || node.rec.fileId === this.rootRec.fileId || this.wholeUnits.has(node.key) || ran.keep.has(node.key)) return undefined;
+    return ran.linesOf(node.rec);
   }
 
   /** Takes in what one unit needs: its references, the registered classes its strings name, its inner imports. */
@@ -401,6 +420,13 @@ export class ClosureWalk {
       node.replacement = { source: standIn.source, refs };
       return;
     }
+    // a slim copy: a function of another module that the original's run never ran is stood in for
+    const ran = this.ranLines(node, own);
+    if (ran && u.kind === 'function' && u.name && u.binds.length === 1 && !ranWithin(ran, u.startLine, u.endLine)) {
+      this.leftOut.push(`${rec.module}.${u.name}`);
+      node.replacement = { source: `${u.name} = _nnrag_left_out(${JSON.stringify(`${rec.module}.${u.name}`)})`, refs: { [u.name]: symbolKey(rec, u.name) } };
+      return;
+    }
     // registering the class is a side effect: its registry is needed only if the file builds from it
     const span = own ? registrationSpan(rec, unit, parsed.text) : undefined;
     const registration: Registration | undefined = span && { ...span, node, refs: [], where, text: parsed.text.slice(span.start, span.end).trim() };
@@ -411,8 +437,17 @@ export class ClosureWalk {
     const trim = own && !this.ctx.wholeClasses && !this.wholeUnits.has(node.key) && !!fact && this.deferral.plainClass(rec, fact);
     // (a method on a line of its own: a one-line class keeps them all)
     const ownLine = (m: Member): boolean => /^[ \t]*$/.test(parsed.text.slice(parsed.text.lastIndexOf('\n', m.start - 1) + 1, m.start));
-    const deferred = trim ? body!.methods.filter((m) => droppable(m.name) && !this.deferral.isReached(m.name, node) && ownLine(m)) : [];
-    const outside = outsideOf(deferred);
+    // (a slim copy: the methods of a class of another module that the original's run never ran, under any of their
+    // definitions of one name, a property's setter too, are left out and stood in for)
+    const lineOf = ran && body ? lineCounter(parsed.text, u.start, u.startLine) : undefined;
+    const ranName = new Set(lineOf ? body!.methods.filter((m) => ranWithin(ran!, lineOf(m.start), lineOf(m.end))).map((m) => m.name) : []);
+    const leftOut = lineOf && u.kind === 'class' ? body!.methods.filter((m) => droppable(m.name) && ownLine(m) && !ranName.has(m.name)) : [];
+    const deferred = trim ? body!.methods.filter((m) => droppable(m.name) && !this.deferral.isReached(m.name, node) && ownLine(m) && !leftOut.includes(m)) : [];
+    if (leftOut.length) {
+      node.leftOut = leftOut;
+      this.leftOut.push(...[...new Set(leftOut.map((m) => m.name))].map((m) => `${rec.module}.${u.name}.${m}`));
+    }
+    const outside = outsideOf([...deferred, ...leftOut].sort((a, b) => a.start - b.start));
     this.takeIn(node, parsed, where, outside, registration);
     if (registration) this.registrations.push(registration);
 
@@ -424,6 +459,33 @@ export class ClosureWalk {
     if (deferred.length) this.deferral.wait(node, deferred, parsed, where);
     this.deferral.reachAll();
   }
+}
+
+/** The line of an offset at or after `from` (whose line is `fromLine`) of `text`, counted forwards (offsets asked in
+ * increasing order cost one pass). */
+function lineCounter(text: string, from: number, fromLine: number): (at: number) => number {
+  let at = from;
+  let line = fromLine;
+  return (to) => {
+    if (to < at) {
+      at = from;
+      line = fromLine;
+    }
+    for (let i = text.indexOf('\n', at); i >= 0 && i < to; i = text.indexOf('\n', i + 1)) line++;
+    at = to;
+    return line;
+  };
+}
+
+/** Whether `code` (strings and comments blanked) uses the module bound to `name` as a whole, not only to read its
+ * attributes by name: passed to a call (`vars(aggr)`, `getattr(aggr, key)`, `dir(aggr)`), read through a dunder
+ * (`aggr.__dict__`), stored or returned. */
+function usedAsWhole(code: string, name: string): boolean {
+  const n = name.replace(/[^\w]/g, '');
+  for (const m of code.matchAll(new RegExp(`(?<![\\w.])${n}(?!\\w)(\\s*\\.\\s*([A-Za-z_]\\w*))?`, 'g'))) {
+    if (!m[1] || /^__\w+__$/.test(m[2])) return true;
+  }
+  return false;
 }
 
 /** Whether `code` binds `name` as a plain name other than at module level: an assignment, a loop or `with` target,

@@ -90,6 +90,9 @@ export interface ValidationReport {
   /** The original's run as the judge sends it to be kept: JSON text never parsed here, so no key changes its order
    * (taken out of the report by `validateFile`). */
   original_frames?: string;
+  /** The first lines of the functions the original ran while it was built, run and probed, per absolute file (its
+   * worker's trace, written by the repository's own code: the pull's slim copy checks each against the index). */
+  executed?: Record<string, number[]>;
   /** Why the original was not imported (with `original_reached: null`, from a run of the original alone). */
   original_reason?: string;
   /** The module the code asked for at run time (`importlib.import_module("pkg." + name)`) when an import failed

@@ -23,6 +23,8 @@ export interface PullRequest {
   wholeClasses?: boolean;
   /** Keep the whole docstrings of what is pulled in (by default they keep their first paragraph). */
   fullDocstrings?: boolean;
+  /** Keep every definition the block reaches (by default a validated file leaves out what its original never ran). */
+  full?: boolean;
   /** Write PEP 723 inline metadata (the file's dependencies) into the header. */
   inlineMetadata?: boolean;
   /** How long trying the repository's builders may take when guessed arguments do not build the block (default: no limit). */
@@ -64,6 +66,7 @@ export function pullOptionsFor(request: PullRequest, front: Front, parser: Pytho
     allowWeakSandbox: request.allowWeakSandbox,
     wholeClasses: request.wholeClasses,
     fullDocstrings: request.fullDocstrings,
+    full: request.full,
     inlineMetadata: request.inlineMetadata,
     builderBudgetMs: seconds(request.builderBudgetSeconds),
     buildNative: request.buildNative && nativeDir(front) ? { cacheDir: nativeDir(front)! } : undefined,

@@ -1,0 +1,133 @@
+/**
+ * The slim stage of a pull: the file again without the definitions of other modules that the original never ran
+ * while it was built, run and probed (its worker's trace, `ValidationReport.executed`), each stood in for by a
+ * function that says so when called. The slim file is judged as any copy; it is kept only where it gets as far as
+ * the full one (an `equivalent` full copy needs an `equivalent` slim one), else the full file is written back.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import type { Emission, JudgeRun, PullOptions } from './types';
+import type { PullSession } from './session';
+import { emitResolution } from './stageEmit';
+import { failureOf } from './stageResolve';
+import { tierRank } from './pulledState';
+import { writeSafely } from '../emit/writeSafe';
+import { computeClosure } from '../resolve/closure';
+import type { ClosureResult, RanTrace } from '../resolve/closure';
+import type { ModuleRecord } from '../resolve/moduleTable';
+import { validateFile } from '../validate/runner';
+import type { ValidationReport } from '../validate/runner';
+import type { ValidateOptions } from '../validate/report';
+
+/** Passes at most over the closure to keep the functions the file needs while it is imported (the trace starts
+ * after the original's import, so it never sees them run). */
+const MAX_PASSES = 4;
+
+/**
+ * The trace as the closure reads it: a module's lines by its file's real path. A repository none of whose files the
+ * trace names is not traced (nothing is left out of it); a file of a traced repository that it does not name ran
+ * nothing. Every entry is checked against the index: a path of no indexed file is ignored.
+ */
+export function ranTrace(session: PullSession, executed: Record<string, number[]>, keep: ReadonlySet<string> = new Set()): RanTrace {
+  const lines = new Map<string, number[]>();
+  for (const [file, at] of Object.entries(executed))
+    lines.set(
+      file,
+      [...at].sort((a, b) => a - b),
+    );
+  const traced = new Map<number, boolean>();
+  const real = (p: string): string => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  const files = [...lines.keys()];
+  return {
+    keep,
+    linesOf(rec: ModuleRecord): readonly number[] | undefined {
+      const repo = session.repos.get(rec.repoId);
+      const file = session.files.get(rec.fileId);
+      if (!repo || !file || !repo.root) return undefined;
+      let known = traced.get(rec.repoId);
+      if (known === undefined) {
+        const root = path.join(real(repo.root), path.sep);
+        traced.set(rec.repoId, (known = files.some((f) => f.startsWith(root))));
+      }
+      if (!known) return undefined;
+      return lines.get(real(path.join(repo.root, file.path))) ?? [];
+    },
+  };
+}
+
+/** The functions the slim closure stood in for that a definition needs while the file is imported. */
+function neededAtImport(closure: ClosureResult): string[] {
+  const out: string[] = [];
+  for (const node of closure.units.values()) {
+    if (!node.replacement?.source.includes('= _nnrag_left_out(')) continue;
+    if (closure.graph.inEdges(node.key).some((e) => closure.graph.getEdgeAttribute(e, 'def'))) out.push(node.key);
+  }
+  return out;
+}
+
+/** The slim closure of the emission's block under the trace, or undefined when it leaves nothing out. */
+async function slimClosure(session: PullSession, emission: Emission, executed: Record<string, number[]>): Promise<ClosureResult | undefined> {
+  const keep = new Set<string>();
+  for (let pass = 0; pass < MAX_PASSES; pass++) {
+    const closure = await computeClosure({ ...emission.closureCtx, ran: ranTrace(session, executed, keep) }, emission.rec, emission.unit);
+    if (!closure.leftOut.length || failureOf(closure.problems)) return undefined;
+    const more = neededAtImport(closure).filter((k) => !keep.has(k));
+    if (!more.length) return closure;
+    for (const k of more) keep.add(k);
+  }
+  return undefined;
+}
+
+/** Whether the slim copy's verdict is as good as the full one's. */
+function asGood(slim: ValidationReport, full: ValidationReport): boolean {
+  if (!slim.ok || tierRank(slim.tier) < tierRank(full.tier)) return false;
+  return full.equivalence?.status !== 'equivalent' || slim.equivalence?.status === 'equivalent';
+}
+
+export interface SlimOutcome {
+  /** The slim file's emission when it stands (it is the file written), else undefined (the full one is). */
+  emission?: Emission;
+  verdict: ValidationReport;
+  run: JudgeRun;
+}
+
+/**
+ * The slim stage: undefined when it does not apply (asked for the full file, a copy that did not pass, no trace, a
+ * verdict through a builder, nothing to leave out, no time left); else the verdict that stands and the file written.
+ */
+export async function slimStage(
+  session: PullSession,
+  emission: Emission,
+  options: PullOptions,
+  request: ValidateOptions,
+  full: ValidationReport,
+  timeLeftMs: number,
+): Promise<SlimOutcome | undefined> {
+  if (options.full || !options.out || !full.ok || !full.executed || full.builder || timeLeftMs < 2000) return undefined;
+  const closure = await slimClosure(session, emission, full.executed);
+  if (!closure) return undefined;
+  const slim = await emitResolution(session, { ...emission, closure }, options);
+  if (slim.emitted.code.split('\n').length >= emission.emitted.code.split('\n').length) return undefined;
+  await writeSafely(options.out, slim.emitted.code, true, options.root);
+  const verdict = await validateFile(options.out, { ...request, timeoutMs: timeLeftMs });
+  const left = closure.leftOut.length;
+  if (asGood(verdict, full)) {
+    return {
+      emission: slim,
+      verdict: { ...verdict, executed: undefined },
+      run: { stage: 'slim', why: `${left} definition${left === 1 ? '' : 's'} the original never ran left out; the slim file judged again` },
+    };
+  }
+  await writeSafely(options.out, emission.emitted.code, true, options.root);
+  const got = verdict.ok ? (verdict.equivalence?.status === 'equivalent' ? 'equivalent' : (verdict.tier ?? 'less')) : (verdict.category ?? 'failed');
+  return {
+    verdict: { ...full, executed: undefined },
+    run: { stage: 'slim', why: `the file without the ${left} definitions the original never ran got ${got}, not as far: the full file is written` },
+  };
+}
