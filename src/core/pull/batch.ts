@@ -29,6 +29,8 @@ export interface BatchItem {
   original_reached?: 'imported' | 'instantiated' | 'forward' | null;
   /** Lines of the pulled file. */
   lines?: number;
+  /** Lines the file would have had with everything the block reaches (`--full`), when the slim stage ran. */
+  full_lines?: number;
   /** The verdict as the index records it (a shard's, for `report --merge` to record in the index). */
   record?: string;
 }

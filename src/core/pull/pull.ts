@@ -55,6 +55,7 @@ export async function pullBlock(session: PullSession, ref: ClassRef, options: Pu
       emission = judgement.slim;
       Object.assign(report, startedReport(emission, options), { timings: report.timings });
     }
+    if (judgement.slimSizes) report.slim = judgement.slimSizes;
   }
   await recordPull(session, emission, report, judgement, options);
   return report;

@@ -1,5 +1,5 @@
 /** Stage 3 of a pull, judge: the file judged against its original, then the builder and replay stages when needed. */
-import type { Emission, JudgeRun, PullOptions } from './types';
+import type { Emission, JudgeRun, PullOptions, SlimSizes } from './types';
 import { explained, originalOf } from './original';
 import { failureOf, runtimeNativeDetail } from './stageResolve';
 import type { PullSession } from './session';
@@ -47,6 +47,8 @@ export interface Judgement {
   native?: string;
   /** The slim file's emission, when it is the file written (stageSlim.ts). */
   slim?: Emission;
+  /** The slim stage's sizes, when it ran. */
+  slimSizes?: SlimSizes;
 }
 
 /** The judge's time for one block, counted in its own time (a loaded machine does not leave a stage untried). */
@@ -103,7 +105,12 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
     judged.push(slim.run);
     v = slim.verdict;
   }
-  return { verdict: explained({ ...v, executed: undefined }, found), judged, ...(slim?.emission ? { slim: slim.emission } : {}) };
+  return {
+    verdict: explained({ ...v, executed: undefined }, found),
+    judged,
+    ...(slim?.emission ? { slim: slim.emission } : {}),
+    ...(slim ? { slimSizes: slim.sizes } : {}),
+  };
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
-import type { Emission, JudgeRun, PullOptions } from './types';
+import type { Emission, JudgeRun, PullOptions, SlimSizes } from './types';
 import type { PullSession } from './session';
 import { emitResolution } from './stageEmit';
 import { failureOf } from './stageResolve';
@@ -84,6 +84,16 @@ async function slimClosure(session: PullSession, emission: Emission, executed: R
   return undefined;
 }
 
+/** Lines of code of a file (neither blank nor comments), as the conformance cases count them. */
+function codeLines(text: string): number {
+  let n = 0;
+  for (const line of text.split('\n')) {
+    const t = line.trim();
+    if (t && !t.startsWith('#')) n++;
+  }
+  return n;
+}
+
 /** Whether the slim copy's verdict is as good as the full one's. */
 function asGood(slim: ValidationReport, full: ValidationReport): boolean {
   if (!slim.ok || tierRank(slim.tier) < tierRank(full.tier)) return false;
@@ -95,6 +105,7 @@ export interface SlimOutcome {
   emission?: Emission;
   verdict: ValidationReport;
   run: JudgeRun;
+  sizes: SlimSizes;
 }
 
 /**
@@ -113,7 +124,8 @@ export async function slimStage(
   const closure = await slimClosure(session, emission, full.executed);
   if (!closure) return undefined;
   const slim = await emitResolution(session, { ...emission, closure }, options);
-  if (slim.emitted.code.split('\n').length >= emission.emitted.code.split('\n').length) return undefined;
+  const sizes = { fullLines: codeLines(emission.emitted.code), slimLines: codeLines(slim.emitted.code), leftOut: closure.leftOut.length };
+  if (sizes.slimLines >= sizes.fullLines) return undefined;
   await writeSafely(options.out, slim.emitted.code, true, options.root);
   const verdict = await validateFile(options.out, { ...request, timeoutMs: timeLeftMs });
   const left = closure.leftOut.length;
@@ -122,6 +134,7 @@ export async function slimStage(
       emission: slim,
       verdict: { ...verdict, executed: undefined },
       run: { stage: 'slim', why: `${left} definition${left === 1 ? '' : 's'} the original never ran left out; the slim file judged again` },
+      sizes: { ...sizes, kept: 'slim' },
     };
   }
   await writeSafely(options.out, emission.emitted.code, true, options.root);
@@ -129,5 +142,6 @@ export async function slimStage(
   return {
     verdict: { ...full, executed: undefined },
     run: { stage: 'slim', why: `the file without the ${left} definitions the original never ran got ${got}, not as far: the full file is written` },
+    sizes: { ...sizes, kept: 'full' },
   };
 }

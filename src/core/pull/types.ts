@@ -47,6 +47,16 @@ export interface PullReport {
    * again with a compiled operator built (`native`), the file without what the original never ran (`slim`).
    */
   judged?: JudgeRun[];
+  /** The slim stage (stageSlim.ts), when it ran: the file's lines with and without what the original never ran, how
+   * many definitions that left out, and which file was written. */
+  slim?: SlimSizes;
+}
+
+export interface SlimSizes {
+  fullLines: number;
+  slimLines: number;
+  leftOut: number;
+  kept: 'slim' | 'full';
 }
 
 /** One run of the judge in a pull: its stage, and why it ran. */

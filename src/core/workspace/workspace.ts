@@ -308,6 +308,7 @@ function batchItem(target: string, r: PullReport, seconds: number, record: boole
     equivalence: r.validation?.equivalence?.status,
     ...(r.validation?.equivalence?.reason ? { equivalence_reason: r.validation.equivalence.reason } : {}),
     lines: r.sizes?.total,
+    ...(r.slim ? { full_lines: r.slim.kept === 'slim' ? r.sizes?.total && r.sizes.total + r.slim.fullLines - r.slim.slimLines : r.sizes?.total } : {}),
     ...(r.originalReached !== undefined ? { original_reached: r.originalReached } : {}),
     ...(record ? { record: validationRecord(r) } : {}),
     ...(r.validation && isToolFault(r.validation) ? { tool_fault: `the original reaches ${r.validation.original_passes} with the same arguments` } : {}),
