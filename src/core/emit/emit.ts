@@ -67,6 +67,9 @@ export interface EmitContext {
   shorten?: (text: string) => string;
   /** Definitions (piece ids) a module beside the file provides: imported from it, not written. */
   provided?: { module: string; ids: ReadonlySet<string> };
+  /** Third-party packages the interpreter the file is for cannot import: each stood in for (`_NnragMissing`, which
+   * can be subclassed and tested against), so that the file imports and only code that uses one fails. */
+  absent?: ReadonlySet<string>;
 }
 
 function importLine(e: ExternalImport, as: string): string {
@@ -104,7 +107,11 @@ const NATIVE_LOADER = `def _nnrag_native(module, name, file, register=False):
 const MISSING_STAND_IN = `class _NnragMissing:  # a package not installed here: code that uses it raises the import's error
     def __init__(self, error): self._nnrag = (str(error), error.name)
     def _nnrag_raise(self, *args, **kwargs): raise ModuleNotFoundError(self._nnrag[0], name=self._nnrag[1])
-    __getattr__ = __call__ = __getitem__ = __iter__ = _nnrag_raise`;
+    __getattr__ = __call__ = __getitem__ = __iter__ = _nnrag_raise
+    def __instancecheck__(self, obj): return False
+    def __subclasscheck__(self, cls): return False
+    def __mro_entries__(self, bases):  # a base class: made, and its instances raise the import's error
+        return (type("_NnragMissingBase", (), {"__init__": self._nnrag_raise, "__init_subclass__": classmethod(lambda cls, **kw: None)}),)`;
 
 /**
  * What stands in for the definitions a slim copy leaves out (the original's run never ran them): a function that
@@ -142,11 +149,27 @@ function importBlock(
   names: Map<string, string>,
   future: boolean,
   stdlib?: ReadonlySet<string>,
-): { text: string; thirdParty: string[]; optional: string[] } {
+  absent?: ReadonlySet<string>,
+): { text: string; thirdParty: string[]; optional: string[]; absent: string[] } {
   const plain = new Set<string>();
   const froms = new Map<string, Set<string>>();
   const natives: string[] = [];
   const optional = optionalPackages(externals, stdlib);
+  // a package the interpreter lacks that a definition needs while the file is imported (a configuration library's
+  // base class): stood in for too, so that a block that never uses it builds
+  const missing = new Set(
+    externals
+      .map((e) => e.module.split('.')[0])
+      .filter(
+        (m) =>
+          absent?.has(m) &&
+          !optional.has(m) &&
+          !ALWAYS_THERE.has(m) &&
+          !isStdlib(m, stdlib) &&
+          !externals.some((e) => e.module.split('.')[0] === m && (e.native || e.indexed)),
+      ),
+  );
+  for (const m of missing) optional.add(m);
   const guarded = new Map<string, { lines: string[]; bound: string[] }>();
   for (const e of externals) {
     const as = names.get(e.key) ?? e.bound;
@@ -211,7 +234,7 @@ function importBlock(
         .filter((m) => !isStdlib(m, stdlib)),
     ),
   ].sort();
-  return { text: groups.join('\n\n'), thirdParty, optional: [...optional].sort() };
+  return { text: groups.join('\n\n'), thirdParty, optional: [...optional].filter((m) => !missing.has(m)).sort(), absent: [...missing].sort() };
 }
 
 /**
@@ -339,7 +362,7 @@ function importsLeft(
   const words = new Set(body.join('\n').match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
   const used = providedNames.filter((n) => words.has(n));
   const externalsLeft = externals.filter((e) => e.native?.register || words.has((names.get(e.key) ?? e.bound).split('.')[0]));
-  return [importBlock(externalsLeft, names, future, ctx.stdlib).text, sharedImport(ctx.provided!.module, used.length ? used : providedNames)]
+  return [importBlock(externalsLeft, names, future, ctx.stdlib, ctx.absent).text, sharedImport(ctx.provided!.module, used.length ? used : providedNames)]
     .filter(Boolean)
     .join('\n\n');
 }
@@ -400,7 +423,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const names = assignNames(closure, order);
   const future = order.some((n) => n.rec.facts.futureAnnotations);
   const externals = [...closure.externals.values()];
-  const block = importBlock(externals, names, future, ctx.stdlib);
+  const block = importBlock(externals, names, future, ctx.stdlib, ctx.absent);
   let imports = block.text;
   const thirdParty = block.thirdParty;
   const body: string[] = [];
@@ -498,7 +521,11 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
     renamed,
     ...(providedIds.length && ctx.provided ? { shared: { module: ctx.provided.module, ids: providedIds, names: providedNames } } : {}),
   };
-  const header = fileHeader(provenance, rootSrc, { notes: ctx.notes ?? [], optional: block.optional, sharedIds: providedIds.length, hash });
+  const notes = [
+    ...(ctx.notes ?? []),
+    ...(block.absent.length ? [`not installed for this interpreter, stood in for until code uses them: ${block.absent.join(', ')}`] : []),
+  ];
+  const header = fileHeader(provenance, rootSrc, { notes, optional: block.optional, sharedIds: providedIds.length, hash });
   const keptIndex = new Map(kept.map((n, i) => [orderIndex.get(n.key)!, i]));
   const graph: DependencyGraph = { nodes: definitions.map((d, id) => ({ id, names: d.names, module: d.module, repo: d.repo, lines: sizes[id] })), edges: [] };
   for (const e of needEdges) {
@@ -510,7 +537,7 @@ export function emitFile(closure: ClosureResult, ctx: EmitContext, target: strin
   const importsFor = (text: string): string => {
     const words = new Set(text.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []);
     const used = externals.filter((e) => words.has((names.get(e.key) ?? e.bound).split('.')[0]));
-    return importBlock(used, names, future && used.length > 0, ctx.stdlib).text;
+    return importBlock(used, names, future && used.length > 0, ctx.stdlib, ctx.absent).text;
   };
   return { code: `${header}\n\n${rest}`, provenance, thirdParty, order: kept, graph, pieces: all, importsFor };
 }

@@ -1,3 +1,19 @@
+/** The third-party packages the file imports that the pull's interpreter cannot import (none without one). */
+async function absentPackages(closure: ClosureResult, options: PullOptions, stdlib: ReadonlySet<string> | undefined): Promise<Set<string>> {
+  if (!options.python) return new Set();
+  const tops = [
+    ...new Set(
+      [...closure.externals.values()]
+        .filter((e) => !e.native && !e.indexed)
+        .map((e) => e.module.split('.')[0])
+        .filter((m) => m !== 'torch' && !stdlib?.has(m)),
+    ),
+  ];
+  if (!tops.length) return new Set();
+  const importable = await importableModules(options.python, tops);
+  return new Set(tops.filter((m) => !importable.has(m)));
+}
+
 /** Stage 2 of a pull, emit: the file's text made in memory from the resolution. */
 import { repoKind } from '../sources/kinds';
 import type { Emission, PullOptions, Resolution } from './types';
@@ -13,7 +29,7 @@ import type { ClosureResult } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { isImported } from '../store/sourceText';
 import { committedBlob } from '../sources/open';
-import { stdlibModules } from '../validate/sandbox';
+import { importableModules, stdlibModules } from '../validate/sandbox';
 import { nativeNote } from './natives';
 
 /** `text` with its docstrings cut (docstrings.ts), from the session's memory when it was cut before. */
@@ -103,7 +119,7 @@ export async function emitResolution(session: PullSession, resolved: Resolution,
     [...closure.units.values()].map((n) => n.rec),
   ))
     uncommitted.add(id);
-  const emitted = emitFile(closure, { ...emitCtx, notes, provided: options.shared }, target);
+  const emitted = emitFile(closure, { ...emitCtx, notes, provided: options.shared, absent: await absentPackages(closure, options, emitCtx.stdlib) }, target);
   return { ...resolved, emitted, inlinedRepos, emitCtx, timings: { ...resolved.timings, t2: performance.now() } };
 }
 
