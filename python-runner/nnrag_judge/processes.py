@@ -7,7 +7,7 @@ import os
 import select
 import socket
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 
 def not_dumpable() -> None:
@@ -58,6 +58,22 @@ def descendants(root: int) -> List[int]:
             if parent == pid and child not in found:
                 found.append(child)
                 frontier.append(child)
+    return found
+
+
+def mapped_libraries(pid: int) -> Optional[Set[str]]:
+    """The shared libraries mapped into a process, as its `/proc/PID/maps` names them (read by the judge: what the
+    process says of itself is not asked); None when they cannot be read (a process that made itself undumpable)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as fh:
+            text = fh.read(64 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
+    found: Set[str] = set()
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith("/") and ".so" in parts[5]:
+            found.add(parts[5].removesuffix(" (deleted)"))
     return found
 
 
