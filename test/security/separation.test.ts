@@ -92,7 +92,9 @@ def _refused(nr, *args):
     return _libc.syscall(nr, *args) == -1 and _ct.get_errno() == _errno.EPERM
 for _name, _nr, _args in (('pidfd_getfd', 438, (3, 3, 0)), ('pidfd_open', 434, (_os.getppid(), 0)),
                           ('ptrace attach', 101, (16, _os.getppid(), 0, 0)), ('kcmp', 312, (_me, _os.getppid(), 0, 0, 0)),
-                          ('process_vm_readv', 310, (_os.getppid(), 0, 0, 0, 0, 0))):
+                          ('process_vm_readv', 310, (_os.getppid(), 0, 0, 0, 0, 0)),
+                          ('io_uring_setup', 425, (1, 0)), ('io_uring_enter', 426, (-1, 1, 0, 0, 0, 0)),
+                          ('io_uring_register', 427, (-1, 0, 0, 0))):
     if not _refused(_nr, *_args):
         _found.append(f'{_name} not refused')
 if _libc.unshare(0x10000000) == 0:
