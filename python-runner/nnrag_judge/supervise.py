@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .processes import descendants, mapped_libraries, memory_in_use, process_state, read_line, subreaper
+from .processes import IGNORED_SIGNALS, descendants, mapped_libraries, memory_in_use, process_state, read_line, subreaper
 from .protocol import FRAME, MAX_HEADER, MAX_VALUES, run_delay_s
 
 
@@ -313,7 +313,14 @@ def zygote() -> Optional[Forker]:
         (os.POSIX_SPAWN_DUP2, theirs.fileno(), 3),
     ]
     try:
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-B", RUNNER, "--zygote", "3"], dict(os.environ), file_actions=actions, setsid=True)
+        pid = os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-I", "-B", RUNNER, "--zygote", "3"],
+            dict(os.environ),
+            file_actions=actions,
+            setsid=True,
+            setsigdef=IGNORED_SIGNALS,  # the judge's deafness is not the blocks'
+        )
     except OSError:
         ours.close()
         theirs.close()

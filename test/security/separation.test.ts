@@ -199,6 +199,32 @@ ${ORIGINAL}`;
     held++;
   });
 
+  it('a block that signals every process it sees cannot stop its judge, its zygote or a template; the pool still judges', async () => {
+    tried++;
+    // INT, TERM, USR1, HUP, then KILL and STOP, to every other process its PID namespace shows it (the judge, the zygote)
+    const killer = reporting(
+      `import os as _os, signal as _sg
+_found = []
+for _sig in (_sg.SIGINT, _sg.SIGTERM, _sg.SIGUSR1, _sg.SIGHUP, _sg.SIGKILL, _sg.SIGSTOP):
+    for _p in [int(p) for p in _os.listdir('/proc') if p.isdigit() and int(p) != _os.getpid()]:
+        try:
+            _os.kill(_p, _sig)
+            _found.append(f'signalled {_p}')
+        except OSError:
+            pass
+`,
+    );
+    const r = await judged('killer', killer);
+    // the judge (its PID namespace's init, deaf to what a block may send it) gives the block's own verdict: it was
+    // built, found what it signalled, and raised it
+    assert.strictEqual(r.category, 'instantiate', JSON.stringify(r));
+    assert.match(r.message ?? '', /found:/, JSON.stringify(r));
+    // the same pool judges the next block
+    const after = await judged('after-killer', ORIGINAL);
+    assert.strictEqual(after.tier, 'equivalent', JSON.stringify(after));
+    held++;
+  });
+
   it(`a block runs with no capability and cannot open the judge or any other process (run as uid ${process.getuid?.()})`, async () => {
     tried++;
     const r = await judged('privileges', reporting(PRIVILEGES), false);
