@@ -14,7 +14,7 @@ import math
 import os
 import re
 from array import array
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .jobs import Original
 from .protocol import NATIVE_OPS, Failure
@@ -177,9 +177,12 @@ def describe(x: Any) -> str:
     return "a tensor" if "$t" in x else repr(x.get("$v"))[:60]
 
 
-def compare(original: List[Frame], copy: List[Frame]) -> Dict[str, Any]:
+def compare(original: List[Frame], copy: List[Frame], lacking: Sequence[str] = ()) -> Dict[str, Any]:
     """The equivalence record for the report; raises Failure("differs") with the record when the copy differs,
-    ("tampered") when a side's evidence is malformed."""
+    ("tampered") when a side's evidence is malformed. `lacking`: the compiled libraries the original's process loaded
+    that the judge saw the copy's process lack (`judge.lacking_compiled`); only then may a probe the copy could not run
+    for want of compiled operators be left out (the record's `native` names them). What the copy raises is not
+    evidence: with nothing lacking, every error where the original ran is a difference."""
     try:
         a, b = Side(original, "the original"), Side(copy, "the copy")
     except ValueError as exc:
@@ -189,8 +192,8 @@ def compare(original: List[Frame], copy: List[Frame]) -> Dict[str, Any]:
     largest = 0.0
     differences: List[str] = []
     variants: List[str] = []
-    # probes the copy could not run for want of compiled operators its process has not loaded, where the original ran
-    # (its package loaded them): not a difference of the code, and not compared
+    # probes the copy could not run for want of compiled operators the judge saw its process lack, where the original
+    # ran (its package loaded them): not compared, and never a pass (judge.equivalence_of)
     native: List[str] = []
     try:
         for key, pa in a.probes.items():
@@ -199,7 +202,7 @@ def compare(original: List[Frame], copy: List[Frame]) -> Dict[str, Any]:
                 continue
             body_a, body_b = pa[0], pb[0]
             c = Comparison(key, pa, pb)
-            if "error" in body_b and "error" not in body_a and NATIVE_OPS.search(str(body_b.get("error", ""))):
+            if lacking and "error" in body_b and "error" not in body_a and NATIVE_OPS.search(str(body_b.get("error", ""))):
                 native.append(f"{key.split('|')[0]}: {str(body_b.get('error'))[:200]}")
                 continue
             if "error" in body_a or "error" in body_b:
@@ -222,9 +225,10 @@ def compare(original: List[Frame], copy: List[Frame]) -> Dict[str, Any]:
     if native:
         record.update(
             status="unavailable",
+            native=list(lacking)[:8],
             reason=(
-                "the copy needs compiled operators its process has not loaded, which the original's package loads "
-                f"({len(native)} probes not compared; first: {native[0]})"
+                f"the copy needs compiled operators its process has not loaded ({', '.join(os.path.basename(p) for p in list(lacking)[:3])}), "
+                f"which the original's process loaded ({len(native)} probes not compared; first: {native[0]})"
             ),
         )
     elif missing:

@@ -6,8 +6,8 @@ dispatch on these types through one table each."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from .protocol import CLASS, FAILURE, FORWARD, OBSERVED, ORIGIN, PLAN, PROBE, PROBED, REACHED, TIER, UNAVAILABLE, kind_of
 
@@ -63,9 +63,10 @@ class Probed:
 
 @dataclass(frozen=True)
 class Plan:
-    """The original's plan of the comparison."""
+    """The original's plan of the comparison, and the compiled libraries its process had loaded (`compiled`: paths)."""
 
     plan: Dict[str, Any]
+    compiled: List[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,12 @@ class NotOurs:
 Frame = Union[Tier, ClassNamed, Forward, Failed, Probe, Probed, Plan, Origin, Unavailable, Reached, Observed, NotOurs]
 
 
+def compiled_of(header: Dict[str, Any]) -> List[str]:
+    """The compiled libraries a plan's header names (paths; anything else left out)."""
+    listed = header.get("compiled")
+    return [c[:4096] for c in listed[:256] if isinstance(c, str)] if isinstance(listed, list) else []
+
+
 def dict_valued(make: Callable[[Dict[str, Any], Any, bytes], Frame]) -> Callable[[Dict[str, Any], Any, bytes], Frame]:
     """A reader for a kind whose value is an object: anything else is NotOurs."""
     return lambda header, value, blob: make(header, value, blob) if isinstance(value, dict) else NotOurs(header)
@@ -119,7 +126,7 @@ READERS: Dict[str, Callable[[Dict[str, Any], Any, bytes], Frame]] = {
     FAILURE: dict_valued(lambda _h, v, _b: Failed(v)),
     PROBE: dict_valued(lambda _h, v, b: Probe(v, b)),
     PROBED: dict_valued(lambda _h, v, _b: Probed(v)),
-    PLAN: dict_valued(lambda _h, v, _b: Plan(v)),
+    PLAN: dict_valued(lambda h, v, _b: Plan(v, compiled_of(h))),
     ORIGIN: dict_valued(lambda _h, v, _b: Origin(v)),
     UNAVAILABLE: lambda _h, v, _b: Unavailable(str(v)[:600]),
     REACHED: lambda h, v, _b: Reached(str(v), h.get("error")),

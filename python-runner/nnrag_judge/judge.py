@@ -21,7 +21,7 @@ from .jobs import ObserveJob, Original, ValidateJob
 from .protocol import MAX_TRACED_FILES, MAX_TRACED_LINES, Failure
 from .reports import ObserveReport, Report
 from .static import imported_top_levels, requirements, undefined_names
-from .places import empty, project_folder
+from .places import NATIVE_FOLDER, empty, project_folder
 from .supervise import VERSIONS, WorkerRun, last_line, run_worker, tail_text, zygote
 from .verdict import verdict
 
@@ -68,6 +68,8 @@ class OriginalSide:
         self.probes: List[Tuple[Dict[str, Any], bytes]] = []
         self.probed: Optional[Dict[str, Any]] = None
         self.how: Optional[str] = None
+        # the compiled libraries the original's process had loaded (its plan says them)
+        self.compiled: List[str] = []
         # the worker itself said why the original cannot be compared (it was not cut short)
         self.said = False
 
@@ -98,6 +100,7 @@ def on_reached(side: OriginalSide, frame: Reached, _original: Original) -> bool:
 
 def on_plan(side: OriginalSide, frame: Plan, _original: Original) -> bool:
     side.plan = frame.plan
+    side.compiled = list(frame.compiled)
     return False
 
 
@@ -310,7 +313,9 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
             report.executed = executed_of(side)
         copy_path = place.fresh(path)
         plan = copy_plan(side)
-        job = run_worker("copy", request.worker_request(file=copy_path, plan=plan), memory_mb, left(), control, copy_template(tree))
+        job = run_worker(
+            "copy", request.worker_request(file=copy_path, plan=plan), memory_mb, left(), control, copy_template(tree), watch_maps=side is not None
+        )
         spent.append(job.own_s)
         try:
             result = verdict(job, report, reach)
@@ -319,7 +324,14 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
                 failure.extra["original_passes"] = side.reached
             raise
         if side is not None:
-            report.equivalence = equivalence_of(side, result)
+            report.equivalence = equivalence_of(side, result, lacking_compiled(side, job, request, path))
+            if report.equivalence.get("native") and not natives_there(request, job):
+                # left out of the comparison for want of compiled operators: never a pass
+                raise Failure(
+                    "native-extension",
+                    f"not compared with the original: {report.equivalence['reason']} (nn-rag pull --build-native builds "
+                    "them where the repository has their C++ sources)",
+                )
             unexercised = not_exercised(tree, result.probed)
             if unexercised is not None:
                 report.equivalence["not_exercised"] = unexercised
@@ -385,7 +397,38 @@ def copy_plan(side: Optional[OriginalSide]) -> Optional[Dict[str, Any]]:
     return dict(side.plan, variants=variants, exact=True)
 
 
-def equivalence_of(side: OriginalSide, result: Any) -> Dict[str, Any]:
+def stem(path: str) -> str:
+    """A compiled library's module name as code names it (`.../torchvision/_C.so` -> `_C`)."""
+    return os.path.basename(path).split(".")[0]
+
+
+def lacking_compiled(side: OriginalSide, job: WorkerRun, request: ValidateJob, path: str) -> List[str]:
+    """The compiled libraries the original's process loaded that the judge saw the copy's process lack (read from
+    its /proc maps, never asked of it), and that the copy's file names (a word of its text, or a compiled module the
+    request names): only those may excuse a probe the copy could not run. None when the copy's maps could not be
+    read each time."""
+    if not side.compiled or job.maps_unread or not job.mapped:
+        return []
+    mapped = {os.path.realpath(p) for p in job.mapped}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            words = set(re.findall(r"\w+", fh.read(8 << 20)))
+    except OSError:
+        words = set()
+    words |= {n.split(".")[-1] for n in request.native}
+    return [p for p in side.compiled if os.path.realpath(p) not in mapped and stem(p) in words]
+
+
+def natives_there(request: ValidateJob, job: WorkerRun) -> bool:
+    """Whether the user asked for the compiled operators to be built (`--build-native`) and the copy's process
+    loaded every one of them from its `_nnrag_native` folder (as the judge read its maps)."""
+    if not request.natives or job.maps_unread:
+        return False
+    loaded = {os.path.basename(p) for p in job.mapped if os.path.basename(os.path.dirname(p)) == NATIVE_FOLDER}
+    return all(n.file in loaded for n in request.natives)
+
+
+def equivalence_of(side: OriginalSide, result: Any, lacking: Optional[List[str]] = None) -> Dict[str, Any]:
     """The equivalence record (raising Failure for a copy that differs)."""
     if side.reason is not None:
         return {"status": "unavailable", "reason": side.reason}
@@ -394,7 +437,7 @@ def equivalence_of(side: OriginalSide, result: Any) -> Dict[str, Any]:
     if result.probed is None or "error" in result.probed:
         why = (result.probed or {}).get("error") or "the copy sent no probes"
         return {"status": "unavailable", "reason": f"the copy could not be probed by the original's plan: {str(why)[:300]}"}
-    record = compare(side.probes, result.probes)
+    record = compare(side.probes, result.probes, lacking or [])
     if side.how:
         record["original"] = side.how
     return record

@@ -4,10 +4,30 @@ of the kernel for itself (not dumpable, reaper of its orphans), and one bounded 
 from __future__ import annotations
 
 import os
+import signal
 import select
 import socket
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Set, Tuple
+
+
+# signals a process of the same user may send that would stop or end the judge: it ignores them (its caller stops it
+# with SIGKILL, and cancels a job with a line on its control pipe); the zygote gets them back at their defaults
+IGNORED_SIGNALS = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGXCPU")
+    if hasattr(signal, name)
+)
+
+
+def deaf_to_blocks() -> None:
+    """The judge ignores every signal a block could send it to stop it (SIGKILL and SIGSTOP are refused to a block
+    by the PID namespace in bubblewrap, where the judge is its init)."""
+    for sig in IGNORED_SIGNALS:
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
 
 
 def not_dumpable() -> None:
@@ -22,6 +42,7 @@ def not_dumpable() -> None:
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the block leaves behind stays ours to kill
     except (OSError, AttributeError, ImportError):
         pass
+    deaf_to_blocks()
 
 
 def subreaper() -> None:
@@ -58,6 +79,22 @@ def descendants(root: int) -> List[int]:
             if parent == pid and child not in found:
                 found.append(child)
                 frontier.append(child)
+    return found
+
+
+def mapped_libraries(pid: int) -> Optional[Set[str]]:
+    """The shared libraries mapped into a process, as its `/proc/PID/maps` names them (read by the judge: what the
+    process says of itself is not asked); None when they cannot be read (a process that made itself undumpable)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as fh:
+            text = fh.read(64 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
+    found: Set[str] = set()
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith("/") and ".so" in parts[5]:
+            found.add(parts[5].removesuffix(" (deleted)"))
     return found
 
 

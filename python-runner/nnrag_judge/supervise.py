@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .processes import descendants, memory_in_use, process_state, read_line, subreaper
+from .processes import IGNORED_SIGNALS, descendants, mapped_libraries, memory_in_use, process_state, read_line, subreaper
 from .protocol import FRAME, MAX_HEADER, MAX_VALUES, run_delay_s
 
 
@@ -86,6 +86,10 @@ class WorkerRun:
         self.received = 0
         # the worker's own time (wall time less what it waited for a CPU): what its job's limit counts
         self.own_s = 0.0
+        # the shared libraries the judge saw mapped in the worker whenever a frame came (`watch_maps`), and whether
+        # it failed to read them once (then nothing may be concluded of what the process lacks)
+        self.mapped: Set[str] = set()
+        self.maps_unread = False
 
     def feed(self, data: bytes) -> None:
         """Frames from the worker; a malformed or oversized one is a problem, never a result."""
@@ -120,11 +124,20 @@ class WorkerRun:
 
 
 def supervise(
-    job: WorkerRun, pid: int, events: int, printed: int, control: Optional[int], timeout_s: float, memory_mb: int, quiet_s: Optional[float] = None
+    job: WorkerRun,
+    pid: int,
+    events: int,
+    printed: int,
+    control: Optional[int],
+    timeout_s: float,
+    memory_mb: int,
+    quiet_s: Optional[float] = None,
+    watch_maps: bool = False,
 ) -> None:
     """Read the worker's frames and output until it ends, the time or memory limit is hit, or the caller goes away
     (end of `control`) or cancels (a line on it). `quiet_s`: the longest the worker may go without a frame (an
-    observed entry's limit, kept from outside: the alarm inside the worker is the repository's to ignore)."""
+    observed entry's limit, kept from outside: the alarm inside the worker is the repository's to ignore).
+    `watch_maps`: read the worker's mapped libraries from outside whenever frames come (`WorkerRun.mapped`)."""
     # the limit counts the worker's own time: wall time less what it waited for a CPU (a batch beside a CPU hog
     # reaches the verdict a quiet one does); the wall clock stops only a worker held far past it (WALL_FACTOR)
     started = time.monotonic()
@@ -151,6 +164,12 @@ def supervise(
                 job.output(data)
             else:
                 job.feed(data)
+                if watch_maps and job.status is None:
+                    seen = mapped_libraries(pid)
+                    if seen is None:
+                        job.maps_unread = True
+                    else:
+                        job.mapped |= seen
                 last_frame, waited_at_frame = time.monotonic(), max(0.0, run_delay_s(str(pid)) - waited_before)
         now = time.monotonic()
         if job.status is None:
@@ -294,7 +313,14 @@ def zygote() -> Optional[Forker]:
         (os.POSIX_SPAWN_DUP2, theirs.fileno(), 3),
     ]
     try:
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-B", RUNNER, "--zygote", "3"], dict(os.environ), file_actions=actions, setsid=True)
+        pid = os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-I", "-B", RUNNER, "--zygote", "3"],
+            dict(os.environ),
+            file_actions=actions,
+            setsid=True,
+            setsigdef=IGNORED_SIGNALS,  # the judge's deafness is not the blocks'
+        )
     except OSError:
         ours.close()
         theirs.close()
@@ -390,6 +416,7 @@ def run_worker(
     control: Optional[int],
     template: Optional[Dict[str, Any]] = None,
     quiet_s: Optional[float] = None,
+    watch_maps: bool = False,
 ) -> WorkerRun:
     """A worker for `role` with its two pipes, forked by the template of `role` and what `template` names to import
     when one can be had, else by the zygote; supervised, then whatever is left of it killed."""
@@ -423,7 +450,7 @@ def run_worker(
         job.problem = ("interpreter", "the judge could not start a worker (its zygote did not start or answer)")
         return job
     try:
-        supervise(job, pid, events_r, printed_r, control, timeout_s, memory_mb, quiet_s)
+        supervise(job, pid, events_r, printed_r, control, timeout_s, memory_mb, quiet_s, watch_maps)
     finally:
         try:
             os.kill(pid, 9)

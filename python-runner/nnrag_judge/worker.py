@@ -67,6 +67,27 @@ def modules_named(value: Any) -> Set[str]:
     return found
 
 
+def compiled_loaded(torch: Any) -> List[str]:
+    """The compiled operators this process loaded (the original's side reports them with its plan): the libraries
+    torch loaded as operators (`torch.ops.load_library`: torchvision's `_C`), and the extension modules of the
+    original's own packages. Only the judge decides, from these and the copy's process as it reads it, that a probe
+    the copy could not run needs them."""
+    import importlib.machinery
+    import sys
+
+    found: Set[str] = set()
+    try:
+        found |= {str(p) for p in getattr(torch.ops, "loaded_libraries", set()) if isinstance(p, str)}
+    except Exception:  # noqa: BLE001 - none known
+        pass
+    own = job().own_packages
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if name.split(".")[0] in own and isinstance(path, str) and path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            found.add(path)
+    return sorted(os.path.realpath(p) for p in found)[:256]
+
+
 def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any) -> None:
     """The copy's side: import, instantiate and forward, each tier reached a frame (the forward's with its outputs);
     then the probes of the original's plan, when one was given."""
@@ -183,7 +204,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
         "variants": [{"label": label, "overrides": o} for o, label in chosen],
         "heavy": job().last_forward_s > HEAVY_S,
     }
-    send(frame(PLAN, plan))
+    send(frame(PLAN, plan, compiled=compiled_loaded(torch)))
     probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req), trace=trace)
 
 

@@ -3,12 +3,13 @@
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
 import unittest
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "..", "judge.py")
@@ -54,13 +55,21 @@ class Blk(nn.Module):
 
 
 def judged(
-    copy_source: str, original_source: str = ORIGINAL, class_name: str = "Blk", parse_constant: Optional[Callable[[str], object]] = None, *extra: str
+    copy_source: str,
+    original_source: str = ORIGINAL,
+    class_name: str = "Blk",
+    parse_constant: Optional[Callable[[str], object]] = None,
+    *extra: str,
+    package_files: Optional[Dict[str, str]] = None,
 ) -> dict:
     """Validate `copy_source` against `original_source` installed as pk.m in a folder of its own; the report's last
-    line read as JSON (`parse_constant`: what NaN and Infinity tokens become, as in `json.loads`)."""
+    line read as JSON (`parse_constant`: what NaN and Infinity tokens become, as in `json.loads`; `package_files`:
+    files copied into the original's package, by name)."""
     with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(os.path.join(tmp, "orig", "pk"))
         open(os.path.join(tmp, "orig", "pk", "__init__.py"), "w").close()
+        for name, source in (package_files or {}).items():
+            shutil.copyfile(source, os.path.join(tmp, "orig", "pk", name))
         with open(os.path.join(tmp, "orig", "pk", "m.py"), "w", encoding="utf-8") as fh:
             fh.write(textwrap.dedent(original_source))
         os.makedirs(os.path.join(tmp, "out"))

@@ -490,8 +490,8 @@ class TensorDigests(unittest.TestCase):
 
 
 class CompiledOperators(unittest.TestCase):
-    """A probe the copy cannot run for want of compiled operators its process has not loaded (torchvision's `_C` ops,
-    which the original's package loads) is not a difference of the code: not compared, and said so. Needs no torch."""
+    """A probe the copy cannot run for want of compiled operators the judge saw its process lack (torchvision's `_C`
+    ops, which the original's package loads) is not compared, and said so. Needs no torch."""
 
     def test_a_probe_that_needs_compiled_operators_in_the_copy_only_is_not_compared(self) -> None:
         from nnrag_judge import equivalence, protocol
@@ -499,9 +499,15 @@ class CompiledOperators(unittest.TestCase):
         ran = ({"key": "eval|1", "value": {"$v": 3}}, b"")
         init = ({"key": "init|1", "value": {"$v": 1}}, b"")
         native = ({"key": "eval|1", "error": "RuntimeError: Couldn't load custom C++ ops.", "error_type": "RuntimeError"}, b"")
-        record = equivalence.compare([init, ran], [init, native])
+        # only when the judge saw the copy's process lack a library the original's loaded (judge.lacking_compiled)
+        record = equivalence.compare([init, ran], [init, native], ["/x/pk/_C.so"])
         self.assertEqual(record["status"], "unavailable", record)
         self.assertIn("compiled operators", record["reason"])
+        self.assertEqual(record["native"], ["/x/pk/_C.so"])
+        # the same text with nothing lacking is the copy's word only: a difference
+        with self.assertRaises(protocol.Failure) as said:
+            equivalence.compare([init, ran], [init, native])
+        self.assertEqual(said.exception.category, "differs")
         # any other error where the original runs is a difference, as before
         other = ({"key": "eval|1", "error": "RuntimeError: shapes do not match", "error_type": "RuntimeError"}, b"")
         with self.assertRaises(protocol.Failure) as got:

@@ -100,6 +100,57 @@ describe('repositories cannot reach each other', function () {
     assert.ok(!fs.existsSync('/tmp/hostile-ran'), 'the hostile package never ran on the host');
   });
 
+  it("a guard is decided where it is written: an example's plain import is no dependency, and a guard inside a function holds", async () => {
+    // the user's block guards the import; a benchmark script under examples/ imports the name plainly
+    await writeTree(path.join(dir, 'mine2'), {
+      'mypkg2/__init__.py': '',
+      'mypkg2/fused.py': USER_BLOCK,
+      'examples/bench_fused.py': 'import rt_optional_accel\nfrom mypkg2.fused import Fused\n',
+    });
+    // a package that does depend on the name (a plain import in its own package), whose block guards its own
+    // import inside forward with find_spec
+    await writeTree(path.join(dir, 'mine3'), {
+      'mypkg3/__init__.py': '',
+      'mypkg3/dep.py': 'import rt_optional_accel\n',
+      'mypkg3/spec.py': `import importlib.util
+
+import torch
+from torch import nn
+
+
+class Spec(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        if importlib.util.find_spec("rt_optional_accel") is not None:
+            import rt_optional_accel
+
+            return rt_optional_accel.fast(self.lin, x)
+        return self.lin(x)
+`,
+    });
+    for (const repo of ['mine2', 'mine3']) assert.strictEqual((await cli('index', path.join(dir, repo), '--db', db)).code, 0);
+    let tried = 0;
+    let held = 0;
+    for (const [target, name] of [
+      ['mypkg2.fused.Fused', 'fused2'],
+      ['mypkg3.spec.Spec', 'spec3'],
+    ]) {
+      tried++;
+      const out = path.join(dir, 'out', `${name}.py`);
+      const r = await cli('pull', target, '--db', db, '--out', out, '--no-validate', '--json');
+      assert.strictEqual(r.code, 0, r.err);
+      const text = fs.readFileSync(out, 'utf8');
+      assert.ok(!text.includes('HOSTILE_MARKER'), text);
+      assert.match(text, /^ +import rt_optional_accel$/m, 'the guarded import stays as written');
+      assert.ok(!/inlined from evil/.test(r.out), r.out);
+      held++;
+    }
+    console.log(`      guards: ${tried} attacks tried, ${held} held`);
+  });
+
   it("a repository's observed tests see no folder of another repository they do not import, and store no secret", async () => {
     const r = await cli('observe', 'evil', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
     assert.strictEqual(r.code, 0, r.err);

@@ -92,7 +92,9 @@ def _refused(nr, *args):
     return _libc.syscall(nr, *args) == -1 and _ct.get_errno() == _errno.EPERM
 for _name, _nr, _args in (('pidfd_getfd', 438, (3, 3, 0)), ('pidfd_open', 434, (_os.getppid(), 0)),
                           ('ptrace attach', 101, (16, _os.getppid(), 0, 0)), ('kcmp', 312, (_me, _os.getppid(), 0, 0, 0)),
-                          ('process_vm_readv', 310, (_os.getppid(), 0, 0, 0, 0, 0))):
+                          ('process_vm_readv', 310, (_os.getppid(), 0, 0, 0, 0, 0)),
+                          ('io_uring_setup', 425, (1, 0)), ('io_uring_enter', 426, (-1, 1, 0, 0, 0, 0)),
+                          ('io_uring_register', 427, (-1, 0, 0, 0))):
     if not _refused(_nr, *_args):
         _found.append(f'{_name} not refused')
 if _libc.unshare(0x10000000) == 0:
@@ -194,6 +196,32 @@ if _found:
 ${ORIGINAL}`;
     const r = await judged('lookro', look, false);
     assert.strictEqual(r.tier, 'forward', JSON.stringify(r));
+    held++;
+  });
+
+  it('a block that signals every process it sees cannot stop its judge, its zygote or a template; the pool still judges', async () => {
+    tried++;
+    // INT, TERM, USR1, HUP, then KILL and STOP, to every other process its PID namespace shows it (the judge, the zygote)
+    const killer = reporting(
+      `import os as _os, signal as _sg
+_found = []
+for _sig in (_sg.SIGINT, _sg.SIGTERM, _sg.SIGUSR1, _sg.SIGHUP, _sg.SIGKILL, _sg.SIGSTOP):
+    for _p in [int(p) for p in _os.listdir('/proc') if p.isdigit() and int(p) != _os.getpid()]:
+        try:
+            _os.kill(_p, _sig)
+            _found.append(f'signalled {_p}')
+        except OSError:
+            pass
+`,
+    );
+    const r = await judged('killer', killer);
+    // the judge (its PID namespace's init, deaf to what a block may send it) gives the block's own verdict: it was
+    // built, found what it signalled, and raised it
+    assert.strictEqual(r.category, 'instantiate', JSON.stringify(r));
+    assert.match(r.message ?? '', /found:/, JSON.stringify(r));
+    // the same pool judges the next block
+    const after = await judged('after-killer', ORIGINAL);
+    assert.strictEqual(after.tier, 'equivalent', JSON.stringify(after));
     held++;
   });
 

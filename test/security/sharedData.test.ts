@@ -13,6 +13,7 @@ import * as path from 'path';
 import * as tar from 'tar';
 import { IndexDb } from '../../src/core/store/database';
 import { importIndex } from '../../src/core/store/indexArchive';
+import { freshEntries, recordObserved } from '../../src/core/store/observed';
 import { refreshShared } from '../../src/core/store/sharedIndex';
 import { isImported, loadRepoRows } from '../../src/core/store/sourceText';
 import { mountRoot } from '../../src/core/pull/roots';
@@ -229,6 +230,60 @@ describe('trust: a shared index is data', function () {
     const r = await tryImport(bomb, 'bomb', { maxBytes: 16 << 20, maxEntries: 10_000 });
     assert.match(r.error ?? '', /unpacks to more than 16 MB/);
     assert.deepStrictEqual(listing(r.folder), []);
+  });
+
+  it('stops a decompression bomb refused by its ratio, awaits its writes, and leaves nothing, with memory bounded', async () => {
+    // 400 MB of zeros (a sparse file: nothing on disk) first in the archive: a few hundred KB compressed, under the
+    // byte limit, past the ratio
+    const bomb = path.join(dir, 'ratio-bomb.tgz');
+    const stage = await tmpdir('nnrag-ratio-bomb-');
+    await tar.extract({ file: archive, cwd: stage });
+    fs.mkdirSync(path.join(stage, 'index.db.sources', 'zz'), { recursive: true });
+    const zeros = path.join(stage, 'index.db.sources', 'zz', 'zzzz');
+    fs.closeSync(fs.openSync(zeros, 'w'));
+    fs.truncateSync(zeros, 400 << 20);
+    const sources = fs.readdirSync(path.join(stage, 'index.db.sources')).filter((n) => n !== 'zz');
+    const names = [
+      'index.db.sources/zz/zzzz',
+      ...sources.map((n) => `index.db.sources/${n}`),
+      ...fs.readdirSync(stage).filter((n) => n !== 'index.db.sources'),
+    ];
+    await tar.create({ gzip: true, file: bomb, cwd: stage, portable: true }, names);
+    fs.rmSync(stage, { recursive: true, force: true });
+    assert.ok(fs.statSync(bomb).size < 1 << 20);
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const watch = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 2);
+    const r = await tryImport(bomb, 'ratio-bomb');
+    clearInterval(watch);
+    assert.match(r.error ?? '', /decompression bomb/);
+    assert.deepStrictEqual(listing(r.folder), [], 'nothing is left when the import returns');
+    // no write of the stopped unpacking lands after it
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.deepStrictEqual(listing(r.folder), [], 'nothing is written after it');
+    assert.ok(peak - before < 128 << 20, `memory grew by ${(peak - before) >> 20} MB while refusing`);
+  });
+
+  it("an imported repository's observed entry that names no file is stale, never fresh forever", async () => {
+    const forged = path.join(dir, 'empty-fileset.tgz');
+    await tampered(archive, forged, (db) => {
+      const repoId = Number(db.get('SELECT id FROM repos LIMIT 1')!.id);
+      recordObserved(db, repoId, [
+        {
+          entry: { entry: 'tests/test_x.py::t', key: 'k', files: {}, seconds: 1, error: null },
+          calls: [{ entry: 'tests/test_x.py::t', module: 'm', name: 'B', args: [], kwargs: {} }],
+        },
+      ]);
+    });
+    const r = await tryImport(forged, 'empty-fileset');
+    assert.strictEqual(r.error, undefined, r.error);
+    const { db } = await IndexDb.open(r.target, { sqlWasm: ASSETS.sqlWasm });
+    try {
+      const repoId = Number(db.get('SELECT id FROM repos LIMIT 1')!.id);
+      assert.strictEqual(freshEntries(db, repoId).get('tests/test_x.py::t'), false);
+    } finally {
+      db.close();
+    }
   });
 
   it('what an import or a download stopped by a signal left (a stage with a read-only folder, a partial file) goes next time', async () => {

@@ -68,6 +68,9 @@ export async function removeLeftovers(dir: string, pattern: RegExp): Promise<str
   return removed;
 }
 
+/** Bytes a file may hold beyond those on disk before it counts as sparse (a file system's last block, tail packing). */
+const SPARSE_SLACK = 64 * 1024;
+
 /** What `privateCopy` made: the files too large to copy (left to be shown read-only), and the bytes copied. */
 export interface PrivateCopy {
   large: string[];
@@ -77,8 +80,8 @@ export interface PrivateCopy {
 /**
  * A private copy of the folder `from` at `to` (a new folder), for code that writes into its repository while the
  * repository itself stays read-only: folders and regular files copied (a clone where the filesystem can), links
- * made again as they are (never followed), anything else left out, `.git` left out. A file over `maxFileBytes` is
- * an empty placeholder and named in `large`; past `maxBytes` in all, undefined (the caller shows the folder
+ * made again as they are (never followed), anything else left out, `.git` left out. A file over `maxFileBytes`, or
+ * sparse (its holes would be written as zeros), is an empty placeholder and named in `large`; past `maxBytes` in all, undefined (the caller shows the folder
  * read-only instead).
  */
 export async function privateCopy(from: string, to: string, limits = { maxFileBytes: 16 << 20, maxBytes: 1 << 30 }): Promise<PrivateCopy | undefined> {
@@ -96,8 +99,10 @@ export async function privateCopy(from: string, to: string, limits = { maxFileBy
       } else if (entry.isSymbolicLink()) {
         await fsp.symlink(await fsp.readlink(source), target);
       } else if (entry.isFile()) {
-        const { size } = await fsp.lstat(source);
-        if (size > limits.maxFileBytes) {
+        const { size, blocks } = await fsp.lstat(source);
+        // a sparse file (far fewer bytes on disk than it holds) would be written whole: treated as a large one, so
+        // the copy's bytes are those actually written
+        if (size > limits.maxFileBytes || blocks * 512 + SPARSE_SLACK < size) {
           await fsp.writeFile(target, '');
           out.large.push(name);
           continue;

@@ -23,7 +23,7 @@ import type {
 } from './types';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '13';
+export const PARSER_VERSION = '14';
 
 /** Nesting deeper than this is refused (CPython's own parser stops at 200 parentheses). */
 export const MAX_DEPTH = 400;
@@ -1042,6 +1042,9 @@ function registryDecorator(decorator: Node): RegistryUse | undefined {
 /** Exception names whose handler runs when an import fails. */
 const IMPORT_ERRORS = /^(?:builtins\.)?(?:ImportError|ModuleNotFoundError|Exception|BaseException)$/;
 
+/** An `if` condition that holds only where a module can be imported (or never, for type checkers). */
+const GUARD_CONDITION = /\bfind_spec\s*\(|\bfind_loader\s*\(|\bTYPE_CHECKING\b|\bis_\w+_available\s*\(/;
+
 /**
  * Whether an import inside a function body sits in the body of a `try` (within that function) whose handlers catch
  * a failed import (`except ImportError`, `ModuleNotFoundError`, `Exception`, a tuple holding one, or a bare
@@ -1051,6 +1054,12 @@ export function catchesImportError(node: Node): boolean {
   let child: Node = node;
   for (let at = node.parent; at; child = at, at = at.parent) {
     if (at.type === 'function_definition' || at.type === 'class_definition' || at.type === 'module') return false;
+    // `if find_spec("x"):` / `if importlib.util.find_spec("x") is not None:` / `if TYPE_CHECKING:`, at any depth: the
+    // import runs only where the module is there (or never)
+    if ((at.type === 'if_statement' || at.type === 'elif_clause') && sameNode(at.childForFieldName('consequence'), child)) {
+      const condition = at.childForFieldName('condition')?.text ?? '';
+      if (GUARD_CONDITION.test(condition) && !/^\s*not\b/.test(condition)) return true;
+    }
     if (at.type !== 'try_statement' || !sameNode(at.childForFieldName('body'), child)) continue;
     for (const clause of at.namedChildren) {
       if (clause?.type !== 'except_clause') continue;

@@ -324,7 +324,7 @@ export class ClosureWalk {
         .filter((imp) => !imp.typeChecking && imp.kind !== 'star')
         .map((imp) => {
           const bound = imp.bound ?? imp.module.split('.')[0];
-          return { imp, bound, t: this.table.resolveImport(rec, imp.kind, imp.level, imp.module, imp.name, bound) };
+          return { imp, bound, t: this.table.resolveImport(rec, imp.kind, imp.level, imp.module, imp.name, bound, undefined, imp.guarded) };
         });
       // an import inside a function of a module that exists nowhere (a compiled operator, an export path an old
       // version had) stays as written: it runs only if the function does, as in the original (and a handler of the
@@ -413,7 +413,8 @@ export class ClosureWalk {
         // a name the original imports inside a method (mmengine's Registry and its build_from_cfg)
         let t = this.table.resolveName(rec, name);
         const inner = rec.facts.imports.find((i) => i.inFunction && i.kind === 'from' && (i.bound ?? i.name) === name);
-        if (t.kind === 'unresolved' && inner) t = this.table.resolveImport(rec, inner.kind, inner.level, inner.module, inner.name, name);
+        if (t.kind === 'unresolved' && inner)
+          t = this.table.resolveImport(rec, inner.kind, inner.level, inner.module, inner.name, name, undefined, inner.guarded);
         const to = this.place(node, t, name, timing, where);
         if (to) refs[name] = to;
       }

@@ -59,6 +59,19 @@ export interface RepoRecord {
   priority: number;
 }
 
+/** Folders of a repository that hold no code of its packages, whatever they import. */
+const NOT_PACKAGE_CODE = /^(?:examples?|tests?|testing|docs?|scripts?|benchmarks?|bench|tools|demos?|notebooks?)$/i;
+
+/** Whether a module is code of its repository's own packages: in a package folder (not at the top level as a script,
+ * not under examples/, tests/, docs/, scripts/ or benchmarks/ at any depth). */
+export function ownPackageFile(rec: Pick<ModuleRecord, 'module' | 'isPackage' | 'path'>): boolean {
+  if (!rec.module.includes('.') && !rec.isPackage) return false;
+  return !rec.path
+    .split(/[\\/]/)
+    .slice(0, -1)
+    .some((part) => NOT_PACKAGE_CODE.test(part));
+}
+
 export class ModuleTable {
   private readonly byModule = new Map<string, ModuleRecord[]>();
   private readonly topNames = new Map<number, Set<string>>();
@@ -97,21 +110,29 @@ export class ModuleTable {
    * repository guards (`try: import accel` / `except ImportError`) never resolves into an arbitrary other indexed
    * repository that happens to provide the name: it stays the repository's own, an import as written.
    */
-  lookup(module: string, fromRepo?: number): ModuleRecord | undefined {
+  lookup(module: string, fromRepo?: number, guarded = false): ModuleRecord | undefined {
     const list = this.byModule.get(module);
     if (!list) return undefined;
     if (fromRepo === undefined) return list[0];
-    return list.find((r) => r.repoId === fromRepo) ?? (this.dependsOn(fromRepo, module.split('.')[0]) ? list[0] : undefined);
+    const own = list.find((r) => r.repoId === fromRepo);
+    // a guarded import site (`try`/`except ImportError`, `if find_spec(...)`, `if TYPE_CHECKING`) is the
+    // repository's own or an import as written: never another indexed repository's code
+    if (own || guarded) return own;
+    return this.dependsOn(fromRepo, module.split('.')[0]) ? list[0] : undefined;
   }
 
-  /** Whether `repoId`'s code imports the top-level name `top` without a guard (not under a top-level `try` or `if`,
-   * not for type checkers only): the name is then one of its dependencies, found in another repository. */
+  /** Whether `repoId`'s own packages import the top-level name `top` without a guard (not under a top-level `try` or
+   * `if`, not for type checkers only): the name is then one of its dependencies, found in another repository. Its
+   * examples, tests, docs, scripts, benchmarks and top-level scripts do not count (a benchmark's plain import of an
+   * optional accelerator is not a dependency of the package). */
   dependsOn(repoId: number, top: string): boolean {
     let tops = this.unguardedTops.get(repoId);
     if (!tops) {
       tops = new Set();
-      for (const rec of this.byRepo.get(repoId) ?? [])
+      for (const rec of this.byRepo.get(repoId) ?? []) {
+        if (!ownPackageFile(rec)) continue;
         for (const imp of rec.facts.imports) if (imp.level === 0 && !imp.guarded && !imp.typeChecking && imp.module) tops.add(imp.module.split('.')[0]);
+      }
       this.unguardedTops.set(repoId, tops);
     }
     return tops.has(top);
@@ -188,7 +209,8 @@ export class ModuleTable {
       const u = mod.facts.units[i];
       if (u.kind === 'main' || u.guard === 'type-checking' || !u.binds.includes(name)) continue;
       const imp = this.moduleImports(mod).bindings.get(`${i}:${name}`);
-      if (u.kind === 'import' && imp) return this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, new Set());
+      if (u.kind === 'import' && imp)
+        return this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, new Set(), imp.guarded || imp.typeChecking);
       return { kind: 'symbol', mod, name, unit: i };
     }
     return this.resolveName(mod, name);
@@ -216,11 +238,11 @@ export class ModuleTable {
     if (unit !== undefined) {
       const u = mod.facts.units[unit];
       const imp = bindings.get(`${unit}:${name}`);
-      if (u.kind === 'import' && imp) return this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, seen);
+      if (u.kind === 'import' && imp) return this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, seen, imp.guarded || imp.typeChecking);
       // a package's guarded re-export (`if TYPE_CHECKING or SLOW_IMPORT: from .x import A`, beside a lazy module):
       // at run time the name comes from the module that defines it, not from the package's machinery
       if (imp && mod.isPackage && u.guard) {
-        const t = this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, new Set(seen));
+        const t = this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, new Set(seen), imp.guarded || imp.typeChecking);
         if (t.kind === 'symbol' || t.kind === 'module') return t;
       }
       return { kind: 'symbol', mod, name, unit };
@@ -231,7 +253,7 @@ export class ModuleTable {
     if (lazy !== undefined) {
       const imp = bindings.get(`${lazy}:${name}`);
       if (imp) {
-        const t = this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, new Set(seen));
+        const t = this.resolveImport(mod, imp.kind, imp.level, imp.module, imp.name, name, new Set(seen), imp.guarded || imp.typeChecking);
         if (t.kind === 'symbol' || t.kind === 'module') return t;
       }
     }
@@ -239,7 +261,7 @@ export class ModuleTable {
     let circular: Target | undefined;
     for (let i = stars.length - 1; i >= 0; i--) {
       const abs = this.absoluteModule(mod, stars[i].level, stars[i].module);
-      const rec = this.lookup(abs, mod.repoId);
+      const rec = this.lookup(abs, mod.repoId, stars[i].guarded);
       if (rec) {
         if (!this.exports(rec, name, seen)) continue;
         const t = this.resolveName(rec, name, new Set(seen));
@@ -280,25 +302,26 @@ export class ModuleTable {
     importedName: string | undefined,
     bound: string,
     seen = new Set<string>(),
+    guarded = false,
   ): Target {
     const abs = this.absoluteModule(mod, level, module);
     if (kind === 'import') {
       const plainDotted = bound === module.split('.')[0] && module.includes('.');
-      const t = this.moduleTarget(plainDotted ? bound : abs, mod, level > 0);
+      const t = this.moduleTarget(plainDotted ? bound : abs, mod, level > 0, guarded);
       return t.kind === 'external' && plainDotted ? { ...t, module: abs, qualname: bound, plainDotted } : t;
     }
-    return this.fromImport(abs, importedName ?? bound, mod, level > 0, seen);
+    return this.fromImport(abs, importedName ?? bound, mod, level > 0, seen, guarded);
   }
 
-  private moduleTarget(abs: string, from: ModuleRecord, relative: boolean): Target {
-    const rec = this.lookup(abs, from.repoId);
+  private moduleTarget(abs: string, from: ModuleRecord, relative: boolean, guarded = false): Target {
+    const rec = this.lookup(abs, from.repoId, guarded);
     if (rec) return { kind: 'module', mod: rec };
     if (relative || this.isInternal(abs, from.repoId)) return { kind: 'missing', qualname: abs, repo: from.repo };
     return { kind: 'external', qualname: abs, module: abs };
   }
 
-  private fromImport(abs: string, name: string, from: ModuleRecord, relative: boolean, seen: Set<string>): Target {
-    const rec = this.lookup(abs, from.repoId);
+  private fromImport(abs: string, name: string, from: ModuleRecord, relative: boolean, seen: Set<string>, guarded = false): Target {
+    const rec = this.lookup(abs, from.repoId, guarded);
     if (rec) {
       const t = this.resolveName(rec, name, seen);
       if (t.kind !== 'unresolved' && t.kind !== 'builtin') return t;
@@ -306,7 +329,7 @@ export class ModuleTable {
       if (sub) return { kind: 'module', mod: sub };
       return { kind: 'missing', qualname: `${abs}.${name}`, repo: rec.repo, from: rec };
     }
-    const sub = this.lookup(`${abs}.${name}`, from.repoId);
+    const sub = this.lookup(`${abs}.${name}`, from.repoId, guarded);
     if (sub) return { kind: 'module', mod: sub };
     if (relative || this.isInternal(abs, from.repoId)) return { kind: 'missing', qualname: `${abs}.${name}`, repo: from.repo };
     return { kind: 'external', qualname: `${abs}.${name}`, module: abs, name };

@@ -10,6 +10,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { removeLeftovers, removeTree } from '../base/files';
+import { extractBounded, removeChecked } from './archiveExtract';
 import { plainText } from '../base/text';
 import * as tar from 'tar';
 import { NnragError } from '../base/errors';
@@ -187,37 +188,23 @@ async function checkedArchive(archive: string, stage: string, sqlWasm: string | 
   };
   const allowed = (p: string): boolean =>
     p === MANIFEST || p === DB_NAME || ((p.startsWith(`${UNITS}/`) || p.startsWith(`${SOURCES}/`)) && !p.split('/').includes('..'));
-  const odd: string[] = [];
   let bytes = 0;
   let entries = 0;
-  let over: string | undefined;
-  try {
-    await tar.extract({
-      file: archive,
-      cwd: stage,
-      strict: true,
-      // files and folders of the archive's own layout only: no links, devices, absolute or climbing paths; and no
-      // more bytes or files than the limits (the sizes are the entries' own headers, read before any byte is written)
-      filter: (p, entry) => {
-        const type = (entry as { type?: string }).type;
-        const ok =
-          (type === 'File' || type === 'Directory') &&
-          (type === 'Directory' ? [UNITS, SOURCES].includes(p.replace(/\/$/, '')) || allowed(p.replace(/\/$/, '')) : allowed(p));
-        if (!ok) odd.push(p);
-        if (!ok || over) return false;
-        bytes += Number((entry as { size?: number }).size ?? 0);
-        entries++;
-        if (bytes > limits.maxBytes)
-          over = `it unpacks to more than ${megabytes(limits.maxBytes)} (the limit; raise it with --max-size-mb or nnrag.sharedIndexMaxSizeMB)`;
-        else if (entries > limits.maxEntries) over = `it holds more than ${limits.maxEntries} files`;
-        return !over;
-      },
-    });
-  } catch (err) {
-    refuse(`it cannot be read as a gzipped tar archive (${err instanceof Error ? err.message : String(err)})`);
-  }
-  if (over) refuse(over);
-  if (odd.length) refuse(`it holds entries an index archive does not (${odd.slice(0, 3).join(', ')})`);
+  // files and folders of the archive's own layout only: no links, devices, absolute or climbing paths; and no more
+  // bytes or files than the limits (the sizes are the entries' own headers, read before any byte is written); the
+  // first entry refused stops the unpacking, whose writes are all closed before the stage may be removed
+  const why = await extractBounded(archive, stage, ({ path: p, type, size }) => {
+    const bare = p.replace(/\/$/, '');
+    const ok = (type === 'File' || type === 'Directory') && (type === 'Directory' ? [UNITS, SOURCES].includes(bare) || allowed(bare) : allowed(p));
+    if (!ok) return `it holds entries an index archive does not (${p})`;
+    bytes += size;
+    entries++;
+    if (bytes > limits.maxBytes)
+      return `it unpacks to more than ${megabytes(limits.maxBytes)} (the limit; raise it with --max-size-mb or nnrag.sharedIndexMaxSizeMB)`;
+    if (entries > limits.maxEntries) return `it holds more than ${limits.maxEntries} files`;
+    return undefined;
+  });
+  if (why !== undefined) refuse(why);
   let manifest: ArchiveManifest;
   try {
     manifest = JSON.parse(await fsp.readFile(path.join(stage, MANIFEST), 'utf8')) as ArchiveManifest;
@@ -297,7 +284,8 @@ export async function importIndex(
     await fsp.rm(`${dbFile}.saved`, { force: true });
     return manifest;
   } finally {
-    await removeTree(stage);
+    // the unpacking is over (extractBounded awaits its writes): the stage goes, and is checked gone
+    await removeChecked(stage, removeTree);
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'crypto';
 import type { IndexDb } from './database';
+import { importedConfig } from './sourceText';
 
 /** One construction of a block seen while an entry ran, in the judge's argument language, with its inputs. */
 export interface ObservedCall {
@@ -276,10 +277,12 @@ export function stillTrue(entry: Pick<ObservedEntry, 'files'>, blobs: Map<string
   return Object.entries(entry.files).every(([p, blob]) => blobs.get(p) === blob);
 }
 
-/** Whether each observed entry of a repository still holds (every file it imported unchanged), by entry. */
+/** Whether each observed entry of a repository still holds (every file it imported unchanged), by entry. An imported
+ * repository's entry that names no file is stale: nothing of the archive's word could ever show it changed. */
 export function freshEntries(db: IndexDb, repoId: number): Map<string, boolean> {
   const blobs = blobsOf(db, repoId);
-  return new Map(observedEntries(db, repoId, blobs).map((e) => [e.entry, stillTrue(e, blobs)]));
+  const imported = importedConfig(db.get('SELECT config FROM repos WHERE id = ?', [repoId])?.config);
+  return new Map(observedEntries(db, repoId, blobs).map((e) => [e.entry, stillTrue(e, blobs) && !(imported && Object.keys(e.files).length === 0)]));
 }
 
 /** The classes a repository's catalog holds calls of, and whether any of them has inputs. */

@@ -80,6 +80,9 @@ export interface ValidationReport {
     original?: string;
     /** Top-level definitions of the pulled file none of whose code ran while the copy was probed. */
     not_exercised?: string[];
+    /** Compiled libraries the original's process loaded that the judge saw the copy's process lack (its probes that
+     * needed them were left out; the verdict is then `native-extension`). */
+    native?: string[];
   };
   /** On a failure: the highest tier the original class reached with the same arguments and inputs. */
   original_passes?: 'instantiated' | 'forward';

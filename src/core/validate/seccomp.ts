@@ -60,6 +60,11 @@ export const DENIED_X86_64: Record<string, number> = {
   fsopen: 430,
   fsmount: 432,
   open_tree: 428,
+  // io_uring's requests are carried out by the kernel without passing through this filter (a socket opened by an
+  // io_uring request is not seen by the socket rule below): no ring at all
+  io_uring_setup: 425,
+  io_uring_enter: 426,
+  io_uring_register: 427,
 };
 
 function insn(code: number, jt: number, jf: number, k: number): Buffer {
