@@ -41,6 +41,18 @@ const SYNONYMS = new Map<string, string[]>(
     roi: ['ro', 'region'],
     upsampling: ['upsample'],
     tconv: ['transposed', 'convtranspose'],
+    // the field's terms for gated and mixture layers, caches and adapters (the index side says them from the code)
+    moe: ['mixture', 'experts'],
+    rope: ['rotary', 'position', 'embedding'],
+    rotary: ['rope'],
+    kv: ['key', 'value', 'cache'],
+    lora: ['low', 'rank', 'adaptation'],
+    swiglu: ['silu', 'gated', 'glu'],
+    geglu: ['gelu', 'gated', 'glu'],
+    glu: ['gated'],
+    ff: ['feedforward', 'feed', 'forward', 'mlp'],
+    feed: ['feedforward', 'mlp', 'ffn'],
+    gated: ['gate', 'glu'],
   }),
 );
 

@@ -62,3 +62,30 @@ export function searchWords(name: string, extra: string[] = []): string {
 export function expansionsOf(word: string): string[] {
   return EXPANSIONS.get(word) ?? [];
 }
+
+/**
+ * What the capital-letter abbreviations of a class name stand for, learned from the class's own docstring and
+ * parameter names: `RMSNorm` with a docstring that says "Root Mean Square Layer Normalization" gives root mean square;
+ * `GATConv` documented as a "graph attentional operator" gives graph attentional. Words whose initials spell the
+ * abbreviation, in order, in one phrase.
+ */
+export function acronymMeanings(name: string, text: string): string[] {
+  const out: string[] = [];
+  const acronyms = new Set<string>();
+  for (const m of name.matchAll(/[A-Z]{2,6}(?=[A-Z][a-z]|[^A-Za-z]|$)/g)) acronyms.add(m[0].toLowerCase());
+  if (!acronyms.size) return out;
+  const words = text
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w && !/^\d+$/.test(w));
+  for (const a of acronyms) {
+    for (let i = 0; i + a.length <= words.length; i++) {
+      const phrase = words.slice(i, i + a.length);
+      if (phrase.every((w, k) => w[0] === a[k]) && phrase.some((w) => w.length > 2)) {
+        out.push(...phrase);
+        break;
+      }
+    }
+  }
+  return out;
+}
