@@ -50,7 +50,10 @@ const EXPANSIONS = new Map<string, string[]>(
 /** Split words plus their expansions, deduplicated, for the `words` search column. */
 export function searchWords(name: string, extra: string[] = []): string {
   const words = new Set<string>();
-  for (const w of [...splitIdentifier(name), ...extra.flatMap(splitIdentifier)]) {
+  // two adjacent words of the name as one (`DepthWiseConv2d`: depthwise, `FeedForward`: feedforward)
+  const own = splitIdentifier(name);
+  for (let i = 0; i + 1 < own.length; i++) if (/^[a-z]{2,}$/.test(own[i]) && /^[a-z]{2,}$/.test(own[i + 1])) words.add(own[i] + own[i + 1]);
+  for (const w of [...own, ...extra.flatMap(splitIdentifier)]) {
     words.add(w);
     // a Map: identifiers such as `constructor` must not reach Object.prototype
     for (const e of EXPANSIONS.get(w) ?? []) words.add(e);
