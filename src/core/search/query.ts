@@ -165,6 +165,8 @@ export interface UnderstoodQuery {
   corrections: Map<string, string>;
   /** Whether the terms say more than the typed words (an abbreviation, a synonym, a split or a correction). */
   widened: boolean;
+  /** Terms that are only a synonym of a typed word (related, not the same: `depthwise` for `separable`). */
+  loose: Set<string>;
   /** The initials of three or more typed words (`atrous spatial pyramid pooling` -> aspp). */
   acronym?: string;
 }
@@ -176,10 +178,16 @@ export function understand(text: string, v: Vocabulary): UnderstoodQuery {
   const corrections = new Map<string, string>();
   const meanings: string[][] = [];
   const unknown = new Set<string>();
+  const loose = new Set<string>();
   const add = (w: string): void => {
     if (!w || /^\d+$/.test(w)) return;
     const origin = typed.length - 1;
-    for (const t of [w, ...expansionsOf(w), ...(SYNONYMS.get(w) ?? [])]) if (!terms.has(t)) terms.set(t, origin);
+    for (const t of [w, ...expansionsOf(w)]) if (!terms.has(t)) terms.set(t, origin);
+    for (const t of SYNONYMS.get(w) ?? []) {
+      if (terms.has(t)) continue;
+      terms.set(t, origin);
+      loose.add(t);
+    }
   };
   // `(2+1)D` is written Conv2Plus1D
   const raws = text
@@ -217,5 +225,5 @@ export function understand(text: string, v: Vocabulary): UnderstoodQuery {
   if (acronym && acronym.length <= 6 && v.words.has(acronym) && !terms.has(acronym)) terms.set(acronym, 0);
   const kept = [...terms].slice(0, 24);
   const widened = unknown.size > 0 || typed.some((w) => expansionsOf(w).length > 0 || SYNONYMS.has(w)) || (acronym !== undefined && terms.has(acronym));
-  return { typed, terms: kept.map(([t]) => t), origins: kept.map(([, o]) => o), meanings, corrections, widened, acronym };
+  return { typed, terms: kept.map(([t]) => t), origins: kept.map(([, o]) => o), meanings, corrections, widened, acronym, loose };
 }

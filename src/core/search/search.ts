@@ -296,7 +296,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
     else if (query.length >= 3 && name.includes(query)) score += 50;
     // every query word in the name's own words (abbreviations expanded)
     const nameWords = wordsOfName(String(r.name));
-    for (const w of queryWords) if (nameWords.has(w)) score += 5;
+    for (const w of queryWords) if (nameWords.has(w)) score += understood.loose.has(w) ? 2 : 5;
     // an acronym whose meaning is the name (`fpn`: FeaturePyramidNetwork, `vit`: VisionTransformer)
     const own = splitIdentifier(String(r.name));
     for (const meaning of understood.meanings) if (meaning.length && meaning.every((m) => own.some((w) => sameWord(w, m)))) score += 100;
