@@ -58,7 +58,28 @@ const SYNONYMS = new Map<string, string[]>(
 );
 
 /** Words of a description that name no block. */
-const STOPWORDS = new Set(['a', 'an', 'the', 'of', 'for', 'with', 'and', 'or', 'to', 'in', 'on', 'by', 'from', 'into', 'between', 'that', 'which', 'its', 'per', 'using']);
+const STOPWORDS = new Set([
+  'a',
+  'an',
+  'the',
+  'of',
+  'for',
+  'with',
+  'and',
+  'or',
+  'to',
+  'in',
+  'on',
+  'by',
+  'from',
+  'into',
+  'between',
+  'that',
+  'which',
+  'its',
+  'per',
+  'using',
+]);
 
 /** A word as British English spells it, in the American spelling code bases use (`colour`, `normalisation`). */
 function american(word: string): string {

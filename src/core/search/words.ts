@@ -66,11 +66,24 @@ export function expansionsOf(word: string): string[] {
   return EXPANSIONS.get(word) ?? [];
 }
 
+/** The words from `words[i]` on whose beginnings spell `a` in order (`gat`: graph attentional), at most one a letter. */
+function spelled(a: string, words: string[], i: number): string[] | undefined {
+  if (!a) return [];
+  const w = words[i];
+  if (w === undefined) return undefined;
+  for (let k = Math.min(a.length, w.length); k >= 1; k--) {
+    if (!w.startsWith(a.slice(0, k))) continue;
+    const rest = spelled(a.slice(k), words, i + 1);
+    if (rest) return [w, ...rest];
+  }
+  return undefined;
+}
+
 /**
  * What the capital-letter abbreviations of a class name stand for, learned from the class's own docstring and
- * parameter names: `RMSNorm` with a docstring that says "Root Mean Square Layer Normalization" gives root mean square;
- * `GATConv` documented as a "graph attentional operator" gives graph attentional. Words whose initials spell the
- * abbreviation, in order, in one phrase.
+ * parameter names: `RMSNorm` documented as "Root Mean Square Layer Normalization" gives root mean square; `GATConv`
+ * documented as a "graph attentional operator" gives graph attentional (each word gives the abbreviation's next
+ * letters from its beginning). Two words or more, in one phrase.
  */
 export function acronymMeanings(name: string, text: string): string[] {
   const out: string[] = [];
@@ -82,9 +95,9 @@ export function acronymMeanings(name: string, text: string): string[] {
     .split(/[^a-z0-9]+/)
     .filter((w) => w && !/^\d+$/.test(w));
   for (const a of acronyms) {
-    for (let i = 0; i + a.length <= words.length; i++) {
-      const phrase = words.slice(i, i + a.length);
-      if (phrase.every((w, k) => w[0] === a[k]) && phrase.some((w) => w.length > 2)) {
+    for (let i = 0; i < words.length; i++) {
+      const phrase = spelled(a, words, i);
+      if (phrase && phrase.length >= 2 && phrase.some((w) => w.length > 2)) {
         out.push(...phrase);
         break;
       }
