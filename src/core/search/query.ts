@@ -85,7 +85,7 @@ const STOPWORDS = new Set([
 function american(word: string): string {
   return word
     .replace(/isation$/, 'ization')
-    .replace(/ise$/, 'ize')
+    .replace(/(?<!w)ise$/, 'ize')
     .replace(/our$/, 'or')
     .replace(/tre$/, 'ter');
 }

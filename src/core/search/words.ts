@@ -44,6 +44,17 @@ const EXPANSIONS = new Map<string, string[]>(
     proj: ['projection'],
     enc: ['encoder'],
     dec: ['decoder'],
+    // the field's terms for language-model layers, said in full
+    kv: ['key', 'value'],
+    qkv: ['query', 'key', 'value'],
+    moe: ['mixture', 'experts'],
+    lora: ['low', 'rank', 'adaptation'],
+    rms: ['root', 'mean', 'square'],
+    ff: ['feed', 'forward'],
+    glu: ['gated', 'linear', 'unit'],
+    swiglu: ['swish', 'silu', 'gated', 'glu'],
+    geglu: ['gelu', 'gated', 'glu'],
+    rope: ['rotary', 'position'],
   }),
 );
 
