@@ -19,6 +19,8 @@ export class Session {
   weakSandboxAccepted = false;
   /** The last error a command showed the user (for the API the integration tests read). */
   lastErrorShown: string | undefined;
+  /** The search box while it is open: the integration tests type into it (`NnragApi.typeInSearch`). */
+  searchBox: vscode.QuickPick<vscode.QuickPickItem> | undefined;
   /** The pull waiting in a diff editor for Accept or Cancel (one at a time). */
   private pending: ((accepted: boolean) => void) | undefined;
 

@@ -44,6 +44,9 @@ export interface NnragApi {
   lastError(): string | undefined;
   /** What the interpreter's language status item says now (its detail) and the command it runs. */
   interpreterStatus(): { detail: string | undefined; command: string | undefined };
+  /** Puts `text` in the open search box as typing would (false when none is open); `searchOpen` says whether one is. */
+  typeInSearch(text: string): boolean;
+  searchOpen(): boolean;
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<NnragApi | undefined> {
@@ -331,6 +334,12 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     interpreterCandidates: () => interpreter.candidates(),
     lastError: () => session.lastErrorShown,
     interpreterStatus: () => status.python(),
+    typeInSearch: (text) => {
+      if (!session.searchBox) return false;
+      session.searchBox.value = text;
+      return true;
+    },
+    searchOpen: () => session.searchBox !== undefined,
   };
 }
 

@@ -7,7 +7,7 @@ import type { NnragClient } from './client';
 import { verdictWords } from '../core/pull/pulledState';
 import { targetOf } from './ctx';
 import { SearchSession } from './searchSession';
-import type { Deps, Reg } from './ctx';
+import type { Deps, Reg, Session } from './ctx';
 
 function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
   // what the block is, before it is chosen: its verdict (if a pull recorded one), license and first docstring line
@@ -33,7 +33,7 @@ function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
 }
 
 /** The search QuickPick, backed by the server; resolves with the chosen block. */
-export function searchQuickPick(client: NnragClient, initial = '', indexChanged?: vscode.Event<IndexStatus>): Promise<SearchHit | undefined> {
+export function searchQuickPick(client: NnragClient, initial = '', indexChanged?: vscode.Event<IndexStatus>, ui?: Session): Promise<SearchHit | undefined> {
   return new Promise((resolve) => {
     type Item = vscode.QuickPickItem & { hit?: SearchHit; meant?: string };
     const qp = vscode.window.createQuickPick<Item>();
@@ -71,7 +71,11 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
     const session = new SearchSession<Item>(
       ask,
       {
-        show: (_text, items) => (qp.items = items),
+        show: (_text, items) => {
+          qp.items = items;
+          // on screen once the editor reports an active item of this list (searchSession.ts)
+          return false;
+        },
         clear: () => (qp.items = []),
         busy: (on) => (qp.busy = on),
         choose: (item) => {
@@ -84,12 +88,14 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
       initial,
     );
     qp.onDidChangeValue((v) => session.typed(v));
+    qp.onDidChangeActive((active) => session.displayed(active));
     qp.onDidAccept(() => session.accept(qp.selectedItems[0] ?? qp.activeItems[0]));
     // the index grows while the picker is open (the first index after start): the same text is asked again
     const sub = indexChanged?.((st) => {
       if (st.state === 'ready') void session.refresh();
     });
     qp.onDidHide(() => {
+      if (ui?.searchBox === qp) ui.searchBox = undefined;
       session.close();
       sub?.dispose();
       resolve(undefined);
@@ -97,6 +103,7 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
     });
     void session.refresh();
     qp.show();
+    if (ui) ui.searchBox = qp;
   });
 }
 
@@ -104,7 +111,7 @@ export function registerSearchCommands(reg: Reg, deps: Deps): void {
   const { client, tree, interpreter } = deps;
   // resolves with the chosen block and what was done with it (the integration tests read it)
   reg('nnrag.searchBlocks', async (initial) => {
-    const hit = await searchQuickPick(client, typeof initial === 'string' ? initial : tree.activeQuery, deps.indexChanged);
+    const hit = await searchQuickPick(client, typeof initial === 'string' ? initial : tree.activeQuery, deps.indexChanged, deps.session);
     if (!hit) return undefined;
     // the walkthrough's search step ticks on a block found (after the picker closed)
     void vscode.commands.executeCommand('setContext', 'nnrag.searchedBlock', true);

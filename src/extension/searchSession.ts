@@ -4,10 +4,16 @@
  * never shows results of a text that is no longer in the box. Enter (or a click) acts on an item of the list shown
  * for the text in the box; pressed before that list came, it waits for it and takes its first item, never an item of
  * an answer to another text.
+ *
+ * The editor shows a list some time after the extension sets it, and reports Enter with the highlighted row's index
+ * in the list it had on screen. Until the editor says it shows the current list (an active-item change that names
+ * one of its items), an index may still point into an older list: Enter then takes the first item of the current
+ * answer (what a user who pressed Enter before the list came asked for), never the item at the old row's index.
  */
 export interface SearchView<Item> {
-  /** The answer to `text`, now the list shown. */
-  show(text: string, items: Item[]): void;
+  /** The answer to `text`, now the list shown. True when it is on screen at once; otherwise the editor says so
+   * later through `SearchSession.displayed`. */
+  show(text: string, items: Item[]): boolean | void;
   /** The list emptied (the text changed): nothing stale stays on screen. */
   clear(): void;
   busy(on: boolean): void;
@@ -18,7 +24,7 @@ export interface SearchView<Item> {
 export class SearchSession<Item> {
   private seq = 0;
   private text: string;
-  private shown: { text: string; items: Item[] } | undefined;
+  private shown: { text: string; items: Item[]; onScreen: boolean } | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** Enter pressed for this text before its answer came. */
   private acceptFor: string | undefined;
@@ -61,12 +67,23 @@ export class SearchSession<Item> {
     return this.refresh();
   }
 
+  /** The editor's highlighted items changed: when they are of the current list, that list is on screen. */
+  displayed(active: readonly Item[]): void {
+    if (this.shown && active.length && active.every((a) => this.shown!.items.includes(a))) this.shown.onScreen = true;
+  }
+
   /** Enter or a click on `item` (the highlighted one). Acts only on an item of the list shown for the text in the box;
-   * before that list came, waits for it. */
+   * before that list came, waits for it; before it is on screen, takes its first item. */
   accept(item: Item | undefined): 'chosen' | 'waiting' | 'nothing' {
     if (!this.shown || this.shown.text !== this.text) {
       this.acceptFor = this.text;
       return 'waiting';
+    }
+    const first = this.shown.items[0];
+    // nothing highlighted (the editor still showed the emptied list), or a row of a list no longer on screen
+    if ((item === undefined || !this.shown.onScreen) && first !== undefined && (item === undefined || this.shown.items.includes(item))) {
+      this.view.choose(first);
+      return 'chosen';
     }
     if (item !== undefined && this.shown.items.includes(item)) {
       this.view.choose(item);
@@ -91,8 +108,8 @@ export class SearchSession<Item> {
     }
     // an answer to a text no longer in the box, or overtaken by a later search: dropped
     if (mine !== this.seq || text !== this.text || this.closed) return;
-    this.shown = { text, items };
-    this.view.show(text, items);
+    this.shown = { text, items, onScreen: false };
+    if (this.view.show(text, items) === true) this.shown.onScreen = true;
     this.view.busy(false);
     if (this.acceptFor === text) {
       this.acceptFor = undefined;

@@ -92,7 +92,8 @@ describe('search', () => {
     assert.deepStrictEqual(splitIdentifier('SEBlock'), ['se', 'block']);
     assert.deepStrictEqual(splitIdentifier('resnet50'), ['resnet', '50']);
     assert.ok(searchWords('MHSAttn').split(' ').includes('attention'));
-    assert.strictEqual(searchWords('ConstructorToString'), 'constructor to string', 'no Object.prototype lookups');
+    // (adjacent words also joined: `DepthWise` is searched as depthwise)
+    assert.strictEqual(searchWords('ConstructorToString'), 'constructorto tostring constructor to string', 'no Object.prototype lookups');
   });
 
   async function corpus() {

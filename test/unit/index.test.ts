@@ -324,6 +324,7 @@ describe('index: the database file', () => {
       '0004-observed-calls',
       '0005-observed-filesets',
       '0006-observed-paths',
+      '0007-search-prior',
     ]);
     again.close();
   });

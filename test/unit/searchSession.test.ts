@@ -33,7 +33,11 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
 };
 
-function harness(initial = ''): {
+/** `onScreen`: whether a list the session sets is on screen at once (false: the editor confirms it later). */
+function harness(
+  initial = '',
+  onScreen = true,
+): {
   server: Server;
   session: SearchSession<Item>;
   shown: () => { text: string; items: Item[] } | undefined;
@@ -45,7 +49,15 @@ function harness(initial = ''): {
   const chosen: Item[] = [];
   const session = new SearchSession<Item>(
     server.ask,
-    { show: (text, items) => (shown = { text, items }), clear: () => (shown = undefined), busy: () => undefined, choose: (i) => chosen.push(i) },
+    {
+      show: (text, items) => {
+        shown = { text, items };
+        return onScreen;
+      },
+      clear: () => (shown = undefined),
+      busy: () => undefined,
+      choose: (i) => chosen.push(i),
+    },
     initial,
     0,
   );
@@ -122,5 +134,42 @@ describe('the search box: what is shown and what Enter takes', () => {
       assert.strictEqual(h.chosen[0].text, last, `round ${round}: the choice answers the text in the box`);
       assert.strictEqual(h.chosen[0].n, early ? 0 : 1, `round ${round}: the highlighted item, or the first of the answer waited for`);
     }
+  });
+
+  it('Enter on a row of the list the editor still shows takes the first item of the new answer, not the row at that index', async () => {
+    const h = harness('', false);
+    await h.type('attention');
+    await h.server.release();
+    // the editor reports the highlighted row by its index: mapped onto the new answer before the editor shows it
+    const sameIndex = h.shown()!.items[2];
+    assert.strictEqual(h.session.accept(sameIndex), 'chosen');
+    assert.deepStrictEqual(h.chosen, [{ text: 'attention', n: 0 }], 'the first item of the answer to the text in the box');
+  });
+
+  it('once the editor reports an active item of the current list, Enter takes the highlighted item', async () => {
+    const h = harness('', false);
+    await h.type('attention');
+    await h.server.release();
+    const items = h.shown()!.items;
+    h.session.displayed([]);
+    assert.strictEqual(h.session.accept(items[2]), 'chosen');
+    assert.strictEqual(h.chosen.at(-1)?.n, 0, 'an empty active list says nothing of what is on screen');
+    h.session.displayed([items[1]]);
+    assert.strictEqual(h.session.accept(items[1]), 'chosen');
+    assert.strictEqual(h.chosen.at(-1)?.n, 1);
+    // an active report of another text's list does not confirm the next one
+    await h.type('attention pool');
+    h.session.displayed([items[1]]);
+    await h.server.release();
+    assert.strictEqual(h.session.accept(h.shown()!.items[2]), 'chosen');
+    assert.deepStrictEqual(h.chosen.at(-1), { text: 'attention pool', n: 0 });
+  });
+
+  it('Enter with no row highlighted after the answer came (the editor still had the emptied list) takes the first item', async () => {
+    const h = harness();
+    await h.type('squeeze');
+    await h.server.release();
+    assert.strictEqual(h.session.accept(undefined), 'chosen');
+    assert.deepStrictEqual(h.chosen, [{ text: 'squeeze', n: 0 }]);
   });
 });

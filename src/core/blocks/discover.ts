@@ -33,6 +33,38 @@ interface ClassRow {
   bases: string[];
   isBlock: boolean;
   uses: number;
+  prior: number;
+}
+
+/** A vendor's or a framework's variant of a block (`QuantizableBottleneck`, `FusedMBConv`, `CuGraphGATConv`). */
+const VARIANT_PREFIX =
+  /^(?:Quantizable|Quantized|Fused|Dense|CuGraph|Cugraph|Legacy|Distillable|Sparse|Naive|Lite|Tensorflow|TF|Jit|Scripted|Onnx|Hf|HF)(?=[A-Z])/;
+const VARIANT_SUFFIX = /(?:_?Sparse|_?Fused|_?Legacy|_?Onnx|_?Quantized|_?Jit|Wrapper)$/;
+
+/**
+ * The prior a block brings to search from the index's graph: classes that subclass it (each a sign it is the one
+ * others build on), its package's export of it (`__all__`, the package's `__init__` importing it), less when it is a
+ * variant of another class of the index (a vendor or framework prefix or suffix on another's name).
+ */
+function priorOf(r: ClassRow, subclassed: number, exported: boolean, names: Set<string>): number {
+  const prefixed = VARIANT_PREFIX.exec(r.name);
+  const suffixed = VARIANT_SUFFIX.exec(r.name);
+  const variant =
+    (prefixed !== null && names.has(r.name.slice(prefixed[0].length))) ||
+    (suffixed !== null && suffixed.index > 0 && names.has(r.name.slice(0, suffixed.index)));
+  return Math.round((2 * Math.log1p(subclassed) + (exported ? 3 : 0) - (variant ? 8 : 0)) * 1000) / 1000;
+}
+
+/** Whether a package above the class's module (or the module itself) exports its name. */
+function exportedBy(table: ModuleTable, r: ClassRow): boolean {
+  const parts = r.module.split('.');
+  for (let n = parts.length; n >= 1; n--) {
+    const rec = table.lookupIn(parts.slice(0, n).join('.'), r.repoId);
+    if (!rec) continue;
+    if (rec.facts.all?.includes(r.name)) return true;
+    if (n < parts.length && rec.isPackage && rec.facts.imports.some((i) => i.name === r.name || i.bound === r.name)) return true;
+  }
+  return false;
 }
 
 /** The class a base expression refers to: a class row id, or 'torch' for torch's own modules. */
@@ -56,7 +88,7 @@ export function discoverBlocks(db: IndexDb): number {
       for (const [n, count] of names) uses.set(n, (uses.get(n) ?? 0) + count);
     },
   });
-  const rows: ClassRow[] = db.all('SELECT id, file_id, repo_id, module, name, bases, is_block, uses FROM classes ORDER BY id').map((r) => ({
+  const rows: ClassRow[] = db.all('SELECT id, file_id, repo_id, module, name, bases, is_block, uses, prior FROM classes ORDER BY id').map((r) => ({
     id: Number(r.id),
     fileId: Number(r.file_id),
     repoId: Number(r.repo_id),
@@ -65,6 +97,7 @@ export function discoverBlocks(db: IndexDb): number {
     bases: JSON.parse(String(r.bases)) as string[],
     isBlock: Number(r.is_block) === 1,
     uses: Number(r.uses),
+    prior: Number(r.prior),
   }));
   const classIds = new Map<string, number>();
   for (const r of rows) classIds.set(`${r.fileId}:${r.name}`, r.id);
@@ -141,18 +174,22 @@ export function discoverBlocks(db: IndexDb): number {
     }
   }
 
+  const subclassed = new Map<number, number>();
+  for (const es of edges.values()) for (const e of new Set(es)) if (e !== 'torch') subclassed.set(e, (subclassed.get(e) ?? 0) + 1);
+  const names = new Set(rows.map((r) => r.name));
   let count = 0;
-  const changes: [number, number, number][] = [];
+  const changes: [number, number, number, number][] = [];
   for (const r of rows) {
     const filter = symbolFilters.get(r.repoId);
     const block = (state.get(r.id) ?? false) && (!filter || filter(r.name));
     if (block) count++;
     const used = uses.get(r.name) ?? 0;
-    if (block !== r.isBlock || used !== r.uses) changes.push([block ? 1 : 0, used, r.id]);
+    const prior = block ? priorOf(r, subclassed.get(r.id) ?? 0, exportedBy(table, r), names) : 0;
+    if (block !== r.isBlock || used !== r.uses || prior !== r.prior) changes.push([block ? 1 : 0, used, prior, r.id]);
   }
   if (changes.length) {
     db.transaction(() => {
-      for (const [flag, used, id] of changes) db.run('UPDATE classes SET is_block = ?, uses = ? WHERE id = ?', [flag, used, id]);
+      for (const [flag, used, prior, id] of changes) db.run('UPDATE classes SET is_block = ?, uses = ?, prior = ? WHERE id = ?', [flag, used, prior, id]);
     });
   }
   return count;

@@ -15,7 +15,7 @@ import { inlineParse } from '../analysis/parsePool';
 import type { ParseFn } from '../analysis/parsePool';
 import { PARSER_VERSION } from '../parse/facts';
 import type { ImportFact } from '../parse/types';
-import { searchWords } from '../search/words';
+import { acronymMeanings, searchWords } from '../search/words';
 import { isImportable, modulePathOf } from '../sources/modulePath';
 import type { OpenedSource, SkippedEntry, SourceFile } from '../sources/types';
 import type { IndexDb } from '../store/database';
@@ -545,7 +545,8 @@ function storeOutcome(
       // the FTS table reads these same columns back from `classes` (external content): keep them identical
       const text = {
         name: c.name,
-        words: searchWords(c.name, [category, module.split('.').pop() ?? '']),
+        // the name's words, what its code does and what its abbreviations stand for (from its own docstring)
+        words: searchWords(c.name, [category, module.split('.').pop() ?? '', ...(c.does ?? []), ...acronymMeanings(c.name, `${doc} ${c.signature}`)]),
         doc,
         signature: c.signature,
         path: `${module.replace(/\./g, ' ')} ${searchWords(module.split('.').pop() ?? '')} ${file.path}`,

@@ -2,6 +2,7 @@
  * One pass over a tree-sitter Python tree: imports, top-level units, classes, and for every unit the
  * module-scope names it uses, split by when they are needed, following Python's scope rules.
  */
+import { codeWordsOf } from './codeWords';
 import { fingerprint } from './fingerprint';
 import type { SyntaxNode as Node } from './syntax';
 import type {
@@ -380,6 +381,7 @@ class Extractor {
       forwardSignature,
       methods,
       abstract,
+      does: codeWordsOf(def.text),
       dup: fingerprint(def, this.text),
     };
     for (const d of decoratorsOf(outer)) {

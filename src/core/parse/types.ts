@@ -114,6 +114,8 @@ export interface ClassFact {
   forwardSignature: string;
   methods: string[];
   abstract: boolean;
+  /** What the code does, in researchers' words (codeWords.ts): searched with the class's name. */
+  does?: string[];
   registry?: RegistryUse;
   /** Duplicate-detection fingerprints (stored in the classes table, not with the facts). */
   dup?: Fingerprint;

@@ -16,7 +16,8 @@ const SYNONYMS = new Map<string, string[]>(
     mbconv: ['inverted', 'residual'],
     mobilenet: ['inverted', 'residual'],
     separable: ['depthwise', 'inverted', 'residual'],
-    depthwise: ['inverted', 'residual'],
+    // (three words: never all in one name, so the inverted residuals come up without outranking a depthwise conv)
+    depthwise: ['dw', 'inverted', 'residual'],
     dcn: ['deformable', 'deform', 'convolution'],
     deformable: ['deform'],
     aspp: ['atrous', 'spatial', 'pyramid', 'pooling'],
@@ -41,14 +42,50 @@ const SYNONYMS = new Map<string, string[]>(
     roi: ['ro', 'region'],
     upsampling: ['upsample'],
     tconv: ['transposed', 'convtranspose'],
+    // the field's terms for gated and mixture layers, caches and adapters (the index side says them from the code)
+    moe: ['mixture', 'experts'],
+    rope: ['rotary', 'position', 'embedding'],
+    rotary: ['rope'],
+    kv: ['key', 'value', 'cache'],
+    lora: ['low', 'rank', 'adaptation'],
+    swiglu: ['silu', 'gated', 'glu'],
+    geglu: ['gelu', 'gated', 'glu'],
+    glu: ['gated'],
+    ff: ['feedforward', 'feed', 'forward', 'mlp'],
+    feed: ['feedforward', 'mlp', 'ffn'],
+    gated: ['gate', 'glu'],
   }),
 );
+
+/** Words of a description that name no block. */
+const STOPWORDS = new Set([
+  'a',
+  'an',
+  'the',
+  'of',
+  'for',
+  'with',
+  'and',
+  'or',
+  'to',
+  'in',
+  'on',
+  'by',
+  'from',
+  'into',
+  'between',
+  'that',
+  'which',
+  'its',
+  'per',
+  'using',
+]);
 
 /** A word as British English spells it, in the American spelling code bases use (`colour`, `normalisation`). */
 function american(word: string): string {
   return word
     .replace(/isation$/, 'ization')
-    .replace(/ise$/, 'ize')
+    .replace(/(?<!w)ise$/, 'ize')
     .replace(/our$/, 'or')
     .replace(/tre$/, 'ter');
 }
@@ -149,6 +186,8 @@ export interface UnderstoodQuery {
   corrections: Map<string, string>;
   /** Whether the terms say more than the typed words (an abbreviation, a synonym, a split or a correction). */
   widened: boolean;
+  /** Terms that are only a synonym of a typed word (related, not the same: `depthwise` for `separable`). */
+  loose: Set<string>;
   /** The initials of three or more typed words (`atrous spatial pyramid pooling` -> aspp). */
   acronym?: string;
 }
@@ -160,15 +199,26 @@ export function understand(text: string, v: Vocabulary): UnderstoodQuery {
   const corrections = new Map<string, string>();
   const meanings: string[][] = [];
   const unknown = new Set<string>();
+  const loose = new Set<string>();
   const add = (w: string): void => {
     if (!w || /^\d+$/.test(w)) return;
     const origin = typed.length - 1;
-    for (const t of [w, ...expansionsOf(w), ...(SYNONYMS.get(w) ?? [])]) if (!terms.has(t)) terms.set(t, origin);
+    for (const t of [w, ...expansionsOf(w)]) if (!terms.has(t)) terms.set(t, origin);
+    for (const t of SYNONYMS.get(w) ?? []) {
+      if (terms.has(t)) continue;
+      terms.set(t, origin);
+      loose.add(t);
+    }
   };
   // `(2+1)D` is written Conv2Plus1D
-  for (const raw of text.replace(/\+/g, ' plus ').split(/[\s\-/]+/)) {
-    const w = raw.replace(/[^A-Za-z0-9_]/g, '');
-    if (!w) continue;
+  const raws = text
+    .replace(/\+/g, ' plus ')
+    .split(/[\s\-/]+/)
+    .map((raw) => raw.replace(/[^A-Za-z0-9_]/g, ''))
+    .filter(Boolean);
+  // a description's little words (`attention with a causal mask`) say nothing of a block; a query of them alone does
+  const content = raws.filter((w) => !STOPWORDS.has(w.toLowerCase()));
+  for (const w of content.length ? content : raws) {
     const lower = w.toLowerCase();
     if (typed.includes(lower)) continue;
     typed.push(lower);
@@ -191,8 +241,10 @@ export function understand(text: string, v: Vocabulary): UnderstoodQuery {
       add(fixed);
     }
   }
-  const kept = [...terms].slice(0, 24);
-  const widened = unknown.size > 0 || typed.some((w) => expansionsOf(w).length > 0 || SYNONYMS.has(w));
   const acronym = typed.length >= 3 && typed.every((w) => /^[a-z]/.test(w)) ? typed.map((w) => w[0]).join('') : undefined;
-  return { typed, terms: kept.map(([t]) => t), origins: kept.map(([, o]) => o), meanings, corrections, widened, acronym };
+  // a block named by the initials (`positional encoding generator`: PEG) is a candidate though it says none of them
+  if (acronym && acronym.length <= 6 && v.words.has(acronym) && !terms.has(acronym)) terms.set(acronym, 0);
+  const kept = [...terms].slice(0, 24);
+  const widened = unknown.size > 0 || typed.some((w) => expansionsOf(w).length > 0 || SYNONYMS.has(w)) || (acronym !== undefined && terms.has(acronym));
+  return { typed, terms: kept.map(([t]) => t), origins: kept.map(([, o]) => o), meanings, corrections, widened, acronym, loose };
 }

@@ -264,7 +264,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   // score on the narrow columns only; the wide ones are read for the page of results
   const candidates = (match: string): Record<string, SqlValue>[] =>
     db.all(
-      `SELECT c.id, c.name, c.module, c.uses, c.abstract, c.bases, c.dup_lex, c.signature, matchinfo(classes_fts, 'pcnalx') AS info
+      `SELECT c.id, c.name, c.module, c.uses, c.prior, c.abstract, c.bases, c.dup_lex, c.signature, matchinfo(classes_fts, 'pcnalx') AS info
        FROM classes_fts JOIN classes c ON c.id = classes_fts.docid WHERE ${where}`,
       [match, ...f.params],
     );
@@ -296,7 +296,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
     else if (query.length >= 3 && name.includes(query)) score += 50;
     // every query word in the name's own words (abbreviations expanded)
     const nameWords = wordsOfName(String(r.name));
-    for (const w of queryWords) if (nameWords.has(w)) score += 5;
+    for (const w of queryWords) if (nameWords.has(w)) score += understood.loose.has(w) ? 2 : 5;
     // an acronym whose meaning is the name (`fpn`: FeaturePyramidNetwork, `vit`: VisionTransformer)
     const own = splitIdentifier(String(r.name));
     for (const meaning of understood.meanings) if (meaning.length && meaning.every((m) => own.some((w) => sameWord(w, m)))) score += 100;
@@ -309,6 +309,8 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
     // a private class (`_AdaptiveAvgPoolNd`) after its public ones
     if (String(r.name).startsWith('_')) score -= 3;
     score += 4 * Math.log1p(Number(r.uses));
+    // the graph's prior, computed when indexing: subclassed, exported, or a variant of another block
+    score += Number(r.prior ?? 0);
     if (Number(r.abstract) === 1) score -= 1;
     let covered = coverage(info, anded ? undefined : understood.origins);
     // the initials of the words typed are the name (`atrous spatial pyramid pooling`: ASPP)

@@ -141,4 +141,10 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // the graph's prior for search: how much of the index builds on a block, whether its package exports it, whether
+    // it is a variant of another (blocks/discover.ts computes it with the blocks)
+    name: '0007-search-prior',
+    sql: `ALTER TABLE classes ADD COLUMN prior REAL NOT NULL DEFAULT 0;`,
+  },
 ];

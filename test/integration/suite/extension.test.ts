@@ -161,6 +161,46 @@ describe('trusted workspace', function () {
     assert.strictEqual(outcome.result?.status, 'validated', `${outcome.result?.category}: ${outcome.result?.message}`);
   });
 
+  it('takes what is shown when Enter follows typing at once: 50 rounds, random delays, the first answer to the text in the box', async function () {
+    this.timeout(600_000);
+    await ready(nnrag);
+    const queries = ['squeeze excitation', 'drop path', 'inverted residual', 'conv norm', 'mlp', 'transformer block', 'residual block'];
+    // what the box shows first for each text (the server answers a text the same way each time)
+    const first = new Map<string, string>();
+    for (const q of queries) {
+      const hits = await nnrag.request(SearchBlocks, { text: q, limit: 50 });
+      assert.ok(hits.length > 0, q);
+      first.set(q, hits[0].target);
+    }
+    assert.ok(new Set(first.values()).size >= 5, `the texts' first answers differ: ${[...first.values()].join(', ')}`);
+    // a fixed pseudo-random sequence: the delays differ round to round, the same every run
+    let state = 74;
+    const rand = (n: number): number => (state = (state * 1103515245 + 12345) % 2 ** 31) % n;
+    const wrong: string[] = [];
+    for (let round = 0; round < 50; round++) {
+      const before = queries[rand(queries.length)];
+      const text = queries[rand(queries.length)];
+      const run = vscode.commands.executeCommand<{ target: string } | undefined>('nnrag.searchBlocks', '');
+      for (let t0 = Date.now(); !nnrag.searchOpen(); await sleep(10)) assert.ok(Date.now() - t0 < 20_000, 'the search box opened');
+      // one text typed (some of its answers come), cleared, another typed: each keystroke after 0-40 ms, Enter after 0-150 ms
+      for (const w of [before, text]) {
+        for (let i = 1; i <= w.length; i += 1 + rand(3)) {
+          nnrag.typeInSearch(w.slice(0, i));
+          await sleep(rand(40));
+        }
+        assert.ok(nnrag.typeInSearch(w));
+        if (w === before) await sleep(rand(300));
+      }
+      await sleep(rand(150));
+      await vscode.commands.executeCommand(ACCEPT);
+      // the box closes with its choice; the menu of what to do with the block opens next and is dismissed
+      for (let t0 = Date.now(); nnrag.searchOpen(); await sleep(20)) assert.ok(Date.now() - t0 < 30_000, `round ${round}: the box closed`);
+      const outcome = await drive(run, ['workbench.action.closeQuickOpen'], 30_000);
+      if (outcome?.target !== first.get(text)) wrong.push(`round ${round} "${text}": ${outcome?.target} (the first answer: ${first.get(text)})`);
+    }
+    assert.deepStrictEqual(wrong, [], `${wrong.length} of 50 wrong`);
+  });
+
   it('shows what a pull brings with a block, and why, as a tree in the Dependencies view', async () => {
     await ready(nnrag);
     const target = 'tinyblocks:tinyblocks.blocks.ResidualBlock';

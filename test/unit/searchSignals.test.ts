@@ -1,0 +1,103 @@
+/**
+ * What search reads besides a block's name: words for what its code does, its abbreviations' meanings in its own
+ * docstring, and the index graph's prior (subclassed, exported by its package, a variant of another block). Each
+ * through a real index of a small repository and the real search.
+ */
+import * as assert from 'assert';
+import { codeWordsOf } from '../../src/core/parse/codeWords';
+import { searchBlocks } from '../../src/core/search/search';
+import { acronymMeanings } from '../../src/core/search/words';
+import { indexFolder, memoryDb, tmpdir, writeTree } from './helpers';
+import type { IndexDb } from '../../src/core/store/database';
+
+describe('search: words from what the code does', () => {
+  it('says a gated SiLU product, a causal mask, a depthwise convolution and an RMS norm from the code', () => {
+    assert.ok(codeWordsOf('def forward(self, x):\n    return self.w3(F.silu(self.w1(x)) * self.w2(x))').includes('swiglu'));
+    assert.ok(codeWordsOf('self.register_buffer("bias", torch.tril(torch.ones(n, n)))').includes('causal'));
+    assert.ok(codeWordsOf('self.conv = nn.Conv2d(dim, dim, 3, padding=1, groups=dim)').includes('depthwise'));
+    assert.ok(!codeWordsOf('self.conv = nn.Conv2d(dim, dim, 3, padding=1, groups=1)').includes('depthwise'));
+    assert.ok(codeWordsOf('x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + eps)').includes('rms'));
+    // a layer norm's variance is a mean of squares too
+    assert.ok(!codeWordsOf('u = x.mean(1, keepdim=True)\ns = (x - u).pow(2).mean(1, keepdim=True)\nx = (x - u) * torch.rsqrt(s)').includes('rms'));
+    assert.deepStrictEqual(codeWordsOf('def forward(self, x):\n    return x + 1'), []);
+  });
+
+  it("learns what a name's capitals stand for from the class's own docstring", () => {
+    assert.deepStrictEqual(acronymMeanings('RMSNorm', 'Root Mean Square Layer Normalization.'), ['root', 'mean', 'square']);
+    assert.deepStrictEqual(acronymMeanings('GATConv', 'The graph attentional operator from the paper'), ['graph', 'attentional']);
+    assert.deepStrictEqual(acronymMeanings('Attention', 'Root Mean Square'), []);
+    assert.deepStrictEqual(acronymMeanings('MLPBlock', 'A block.'), []);
+  });
+});
+
+describe('search: the canonical block first', () => {
+  let db: IndexDb;
+  before(async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, {
+      'gnn/__init__.py': 'from .conv import GATConv\n\n__all__ = ["GATConv"]\n',
+      'gnn/conv.py': [
+        'from torch import nn',
+        'import torch.nn.functional as F',
+        '',
+        'class GATConv(nn.Module):',
+        '    """The graph attentional operator."""',
+        '    def __init__(self, dim, heads=1):',
+        '        super().__init__()',
+        '        self.lin = nn.Linear(dim, dim * heads)',
+        '    def forward(self, x, edge_index):',
+        '        return F.softmax(self.lin(x), dim=-1)',
+        '',
+        'class CuGraphGATConv(GATConv):',
+        '    """The graph attentional operator, with cugraph-ops kernels."""',
+        '',
+        'class DenseGATConv(nn.Module):',
+        '    """The graph attentional operator over dense adjacency."""',
+        '    def __init__(self, dim, heads=1):',
+        '        super().__init__()',
+        '        self.lin = nn.Linear(dim, dim * heads)',
+        '',
+        'class GatedMLP(nn.Module):',
+        '    def __init__(self, dim):',
+        '        super().__init__()',
+        '        self.gate_proj = nn.Linear(dim, 4 * dim)',
+        '        self.up_proj = nn.Linear(dim, 4 * dim)',
+        '    def forward(self, x):',
+        '        return F.silu(self.gate_proj(x)) * self.up_proj(x)',
+        '',
+        'class PlainMLP(nn.Module):',
+        '    """A two-layer perceptron."""',
+        '    def __init__(self, dim):',
+        '        super().__init__()',
+        '        self.fc = nn.Linear(dim, 4 * dim)',
+        '',
+      ].join('\n'),
+      'gnn/models.py': 'from .conv import GATConv\n\nclass GAT(GATConv):\n    """A model of graph attention layers."""\n',
+    });
+    db = await memoryDb();
+    await indexFolder(db, dir);
+  });
+
+  it('stores the prior: the exported and subclassed block above its vendor and dense variants', () => {
+    const prior = (name: string): number => Number(db.get('SELECT prior FROM classes WHERE name = ?', [name])?.prior);
+    assert.ok(prior('GATConv') > 0, `GATConv ${prior('GATConv')}`);
+    assert.ok(prior('CuGraphGATConv') < 0 && prior('DenseGATConv') < 0, `${prior('CuGraphGATConv')} ${prior('DenseGATConv')}`);
+    assert.strictEqual(prior('PlainMLP'), 0);
+    assert.ok(db.appliedMigrations().includes('0007-search-prior'));
+  });
+
+  it('ranks the canonical class first for its description, its variants after it', () => {
+    const names = searchBlocks(db, { text: 'graph attention' }).map((h) => h.name);
+    assert.strictEqual(names[0], 'GATConv', names.join(', '));
+    assert.ok(names.indexOf('CuGraphGATConv') > 0 && names.indexOf('DenseGATConv') > 0, names.join(', '));
+  });
+
+  it('finds the SiLU-gated MLP by what it computes, with no word of it in its name or docstring', () => {
+    assert.strictEqual(searchBlocks(db, { text: 'swiglu mlp' })[0]?.name, 'GatedMLP');
+    assert.strictEqual(searchBlocks(db, { text: 'gated feed forward' })[0]?.name, 'GatedMLP');
+  });
+
+  it('leaves the little words of a description out', () => {
+    assert.strictEqual(searchBlocks(db, { text: 'a perceptron with two layers' })[0]?.name, 'PlainMLP');
+  });
+});
