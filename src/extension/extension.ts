@@ -175,7 +175,13 @@ function languageStatus(
       pulled.refresh();
     }
     const shared = s.shared
-      ? ` · ${s.shared.state === 'refused' ? vscode.l10n.t('shared index refused (the last good copy is in use): {0}', s.shared.message ?? '') : vscode.l10n.t('shared index: {0} repositories', s.shared.repositories.length)}`
+      ? ` · ${
+          s.shared.state === 'refused'
+            ? vscode.l10n.t('shared index refused (the last good copy is in use): {0}', s.shared.message ?? '')
+            : s.shared.state === 'unreachable'
+              ? vscode.l10n.t('shared index unreachable: {0}', s.shared.message ?? '')
+              : vscode.l10n.t('shared index: {0} repositories', s.shared.repositories.length)
+        }`
       : '';
     indexItem.detail = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks${s.failing ? ` · ${vscode.l10n.t('{0} cannot be indexed (see the Blocks view)', s.failing)}` : ''}${shared}`;
     if (s.state !== 'indexing' && s.failing) indexItem.severity = vscode.LanguageStatusSeverity.Warning;
