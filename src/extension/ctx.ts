@@ -19,6 +19,8 @@ export class Session {
   weakSandboxAccepted = false;
   /** The last error a command showed the user (for the API the integration tests read). */
   lastErrorShown: string | undefined;
+  /** The question of the pull waiting for Accept or Cancel, while its notification is shown (undefined: none is). */
+  pullQuestion: string | undefined;
   /** The pull waiting in a diff editor for Accept or Cancel (one at a time). */
   private pending: ((accepted: boolean) => void) | undefined;
 

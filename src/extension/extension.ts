@@ -42,6 +42,8 @@ export interface NnragApi {
   interpreterCandidates(): string[];
   /** The last error message a command showed. */
   lastError(): string | undefined;
+  /** The question of the pull waiting for Accept or Cancel while its notification shows; undefined once decided. */
+  pullQuestion(): string | undefined;
   /** What the interpreter's language status item says now (its detail) and the command it runs. */
   interpreterStatus(): { detail: string | undefined; command: string | undefined };
 }
@@ -336,6 +338,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     interpreter: () => interpreter.current(),
     interpreterCandidates: () => interpreter.candidates(),
     lastError: () => session.lastErrorShown,
+    pullQuestion: () => session.pullQuestion,
     interpreterStatus: () => status.python(),
   };
 }

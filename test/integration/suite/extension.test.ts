@@ -370,12 +370,15 @@ describe('trusted workspace', function () {
         const t0 = Date.now();
         for (;;) {
           sawDiff ||= diffShown();
+          // the question shows while the pull waits (its notification), and goes once decided
+          if (sawDiff) assert.match(nnrag.pullQuestion() ?? '', /Pull DropPath into drop_path_diff\.py/);
           if (sawDiff && (await vscode.commands.executeCommand<boolean>(accept ? 'nnrag.acceptPull' : 'nnrag.cancelPull'))) break;
           if (Date.now() - t0 > 150_000) throw new Error('no pull waited for Accept or Cancel');
           await sleep(200);
         }
         const report = await pull;
         assert.ok(!diffShown(), 'the diff editor closes');
+        assert.strictEqual(nnrag.pullQuestion(), undefined, 'the notification that asked closes when the pull is decided');
         return report;
       };
       assert.strictEqual(await settle(false), undefined);
