@@ -1,6 +1,7 @@
 /** Entry of the extension: builds the objects, registers them, and turns an activation failure into a visible error. */
 import * as vscode from 'vscode';
-import { affects, setting } from './config';
+import { affects, scopeInEffect, setting } from './config';
+import type { SettingKey } from './config';
 import { registerLanguageModelTools } from './lmTools';
 import type { SourceConfig } from '../core/sources/types';
 import {
@@ -42,6 +43,8 @@ export interface NnragApi {
   interpreterCandidates(): string[];
   /** The last error message a command showed. */
   lastError(): string | undefined;
+  /** The settings scope a change of `key` is written to, as messages name it (`user`, `remote`, `workspace`, `folder`). */
+  settingScope(key: SettingKey): string;
   /** The question of the pull waiting for Accept or Cancel while its notification shows; undefined once decided. */
   pullQuestion(): string | undefined;
   /** What the interpreter's language status item says now (its detail) and the command it runs. */
@@ -339,6 +342,7 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     interpreterCandidates: () => interpreter.candidates(),
     lastError: () => session.lastErrorShown,
     pullQuestion: () => session.pullQuestion,
+    settingScope: (key) => scopeInEffect(key).key,
     interpreterStatus: () => status.python(),
   };
 }

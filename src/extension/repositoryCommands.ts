@@ -124,7 +124,9 @@ function registerSettingsCommands(reg: Reg): void {
     const T = vscode.ConfigurationTarget;
     const command =
       target === T.Global
-        ? 'workbench.action.openSettingsJson'
+        ? vscode.env.remoteName
+          ? 'workbench.action.openRemoteSettingsFile'
+          : 'workbench.action.openSettingsJson'
         : target === T.WorkspaceFolder
           ? 'workbench.action.openFolderSettingsFile'
           : 'workbench.action.openWorkspaceSettingsFile';

@@ -476,6 +476,19 @@ describe('trusted workspace', function () {
     assert.match(readFileSync(pulledPath('se_from_tool.py'), 'utf8'), /^class SqueezeExcite\(nn\.Module\):/m);
   });
 
+  it('names the settings scope a change is written to: in a remote window, a machine setting goes to the Remote settings', async () => {
+    // code-server is a remote window (remoteName set), as SSH and WSL are: VS Code writes a machine-scoped "user" value
+    // into the remote machine's settings, so the message must say "remote" (it said "user", and the User tab was empty)
+    const remote = vscode.env.remoteName !== undefined;
+    const where = vscode.workspace.getConfiguration('nnrag').inspect('sharedIndex');
+    assert.strictEqual(where?.workspaceValue, undefined);
+    assert.strictEqual(nnrag.settingScope('sharedIndex'), remote ? 'remote' : 'user');
+    // a setting of the window, not the machine, stays the user's
+    if (vscode.workspace.getConfiguration('nnrag').inspect('hover.enabled')?.workspaceValue === undefined)
+      assert.strictEqual(nnrag.settingScope('hover.enabled'), 'user');
+    assert.strictEqual(nnrag.settingScope('repositories'), 'workspace');
+  });
+
   it('adds a repository to the settings in effect (the workspace has a value: there), and removes it from the tree', async () => {
     const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('nnrag');
     const userBefore = config().inspect<unknown[]>('repositories')?.globalValue;
