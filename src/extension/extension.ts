@@ -352,7 +352,7 @@ export function deactivate(): void {
 }
 
 /**
- * The walkthrough's "Choose the interpreter" is done when one is chosen in the picker, or was chosen for NN-RAG before:
+ * The walkthrough's "Choose the interpreter" is done when one with torch is chosen in the picker, or was chosen for NN-RAG before:
  * its completion context key is set, and the step is marked done directly, as VS Code never ticks an `onContext` step
  * whose key was already true when the walkthrough registered.
  */
@@ -364,5 +364,11 @@ function tickOnInterpreterChoice(context: vscode.ExtensionContext, interpreter: 
       .then(undefined, (err: unknown) => log.info(`[walkthrough] ${String(err)}`));
   };
   context.subscriptions.push(interpreter.onDidChoose(tick));
-  if (setting('pythonPath')) tick();
+  // chosen before: done only when that interpreter has torch
+  const before = setting('pythonPath');
+  if (before)
+    void interpreter.describe(before).then(
+      (v) => v.torch && tick(),
+      () => undefined,
+    );
 }

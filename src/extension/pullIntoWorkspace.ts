@@ -165,7 +165,11 @@ export async function pullIntoWorkspace(
     fileName === undefined
       ? await vscode.window.showInputBox({
           title: vscode.l10n.t('Pull {0}', target),
-          prompt: vscode.l10n.t('Where to write it, relative to the workspace folder (the folder is remembered for the next pull)'),
+          // Insert at Cursor puts it beside the file being edited, and that folder is not remembered for the next pull
+          prompt:
+            into === undefined
+              ? vscode.l10n.t('Where to write it, relative to the workspace folder (the folder is remembered for the next pull)')
+              : vscode.l10n.t('Where to write it, relative to the workspace folder (beside the file you are editing)'),
           value: `${startIn ? `${startIn}/` : ''}${snakeCase(className)}.py`,
           valueSelection: startIn ? [startIn.length + 1, startIn.length + 1 + snakeCase(className).length] : undefined,
           validateInput: check,

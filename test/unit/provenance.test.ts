@@ -142,7 +142,7 @@ describe('a pulled file header', function () {
 describe('provenance of a checkout with changes not committed', function () {
   this.timeout(120_000);
 
-  it('says "uncommitted changes on top of" the commit, in the header, the record and the manifest; a clean tree keeps the commit', async () => {
+  it('says the commit "with changes not committed on top of it", in the header, the record and the manifest; a clean tree keeps the commit', async () => {
     const dir = await tmpdir('nnrag-dirty-');
     const repo = path.join(dir, 'dirtyrepo');
     await writeTree(repo, {
@@ -164,7 +164,7 @@ describe('provenance of a checkout with changes not committed', function () {
       return fs.readFileSync(path.join(dir, out), 'utf8');
     };
     const dirty = await pull('dirt.blocks.Uses', 'uses.py');
-    assert.match(dirty, new RegExp(`^# commit uncommitted changes on top of ${head};`, 'm'));
+    assert.match(dirty, new RegExp(`^# commit ${head}, with changes not committed on top of it;`, 'm'));
     const prov = readProvenance(dirty)!;
     assert.strictEqual(prov.uncommitted, true);
     assert.deepStrictEqual(
@@ -220,7 +220,7 @@ describe('provenance of a checkout with changes not committed', function () {
       return fs.readFileSync(path.join(dir, 'out', out), 'utf8');
     };
     const fresh = await pull('dirt.fresh.Fresh', 'fresh.py');
-    assert.match(fresh, new RegExp(`^# commit uncommitted changes on top of ${head};`, 'm'));
+    assert.match(fresh, new RegExp(`^# commit ${head}, with changes not committed on top of it;`, 'm'));
     const prov = readProvenance(fresh)!;
     assert.strictEqual(prov.uncommitted, true);
     assert.deepStrictEqual(
