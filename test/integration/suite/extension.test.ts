@@ -747,6 +747,65 @@ describe('trusted workspace', function () {
     assert.ok(!(await nnrag.request(ListTree, {})).some((n) => n.repo === 'teamlib'));
   });
 
+  it('a shared index that holds a repository the workspace indexes too: yours wins, no error, the setting removed takes the shared rows', async () => {
+    // the team's index holds its own copy of tinyblocks (a class the workspace's has not) and a library of its own
+    const work = mkdtempSync(path.join(tmpdir(), 'nnrag-it-shadow-'));
+    const copy = path.join(work, 'tinyblocks');
+    execFileSync('cp', ['-r', fixture(), copy]);
+    writeFileSync(
+      path.join(copy, 'teamonly.py'),
+      'from torch import nn\n\n\nclass TeamOnlyCopyGate(nn.Module):\n    def forward(self, x):\n        return x\n',
+    );
+    const team = path.join(work, 'teamlib2');
+    mkdirSync(team);
+    writeFileSync(path.join(team, '__init__.py'), '');
+    writeFileSync(path.join(team, 'gates.py'), 'from torch import nn\n\n\nclass TeamSideGate(nn.Module):\n    def forward(self, x):\n        return x\n');
+    const cliJs = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
+    const run = (...args: string[]): string =>
+      execFileSync(process.execPath, [cliJs, ...args], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, encoding: 'utf8' });
+    run('index', copy, team, '--db', path.join(work, 'team.db'));
+    run('export', '--db', path.join(work, 'team.db'), '--to', path.join(work, 'team.tgz'));
+    const before = (await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos > 0)).repos;
+    const errorBefore = nnrag.lastError();
+    const config = vscode.workspace.getConfiguration('nnrag');
+    const names = async (text: string): Promise<string[]> => (await nnrag.request(SearchBlocks, { text, limit: 5 })).map((h) => `${h.repo}:${h.name}`);
+    try {
+      await config.update('sharedIndex', path.join(work, 'team.tgz'), vscode.ConfigurationTarget.Workspace);
+      const s = await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before + 1);
+      assert.strictEqual(s.failing ?? 0, 0, JSON.stringify(s));
+      const nodes = await nnrag.request(ListTree, {});
+      const mine = nodes.find((n) => n.repo === 'tinyblocks');
+      assert.ok(mine && !mine.error && !mine.shared && mine.shadowsShared, `the workspace's tinyblocks is its own: ${JSON.stringify(mine)}`);
+      assert.ok(nodes.find((n) => n.repo === 'teamlib2')?.shared, JSON.stringify(nodes));
+      assert.ok((await names('TeamSideGate')).includes('teamlib2:TeamSideGate'));
+      assert.ok(!(await names('TeamOnlyCopyGate')).some((n) => n.endsWith(':TeamOnlyCopyGate')), 'the shared copy of tinyblocks is not used');
+      // the workspace's later edits are indexed (they were never indexed again)
+      const later = path.join(fixture(), 'later_gate.py');
+      writeFileSync(later, 'from torch import nn\n\n\nclass LaterLocalGate(nn.Module):\n    def forward(self, x):\n        return x\n');
+      try {
+        await vscode.commands.executeCommand('nnrag.reindexRepository', 'tinyblocks');
+        assert.ok((await names('LaterLocalGate')).includes('tinyblocks:LaterLocalGate'));
+      } finally {
+        rmSync(later, { force: true });
+      }
+      // Refresh Shared Index makes the index from the archive again: still no error, still the workspace's copy
+      await vscode.commands.executeCommand('nnrag.refreshSharedIndex');
+      assert.strictEqual(nnrag.status().failing ?? 0, 0);
+      assert.strictEqual(nnrag.lastError(), errorBefore, 'no error was shown');
+    } finally {
+      await config.update('sharedIndex', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+    // the setting removed: the shared repositories leave, the workspace's stays, not marked
+    await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before);
+    const nodes = await nnrag.request(ListTree, {});
+    assert.ok(!nodes.some((n) => n.repo === 'teamlib2'), JSON.stringify(nodes));
+    assert.ok(
+      nodes.some((n) => n.repo === 'tinyblocks' && !n.shadowsShared && !n.error),
+      JSON.stringify(nodes),
+    );
+    rmSync(work, { recursive: true, force: true });
+  });
+
   it('validates with the interpreter picked for NN-RAG: the pick wins over inherited defaults and is written where it takes effect', async () => {
     const nnragConfig = vscode.workspace.getConfiguration('nnrag');
     const picked = nnragConfig.inspect<string>('pythonPath')?.workspaceValue;
