@@ -237,6 +237,8 @@ describe('a shared index under the index service', function () {
       await publish();
       const second = await svc.useShared(archive);
       assert.strictEqual(second.repos, 2, JSON.stringify(second));
+      // what Refresh Shared Index says comes with the status the run returns
+      assert.strictEqual(second.shared?.state, 'downloaded', JSON.stringify(second));
       assert.ok((await names()).includes('TeamGate') && (await names()).includes('ResidualBlock'));
       // a tampered archive: said, and the copy in use kept
       const bytes = await fsp.readFile(archive);

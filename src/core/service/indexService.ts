@@ -417,7 +417,8 @@ export class IndexService {
       this.setStatus(s);
       // upstream code may have changed under pulled files
       if (changed) events.changed();
-      return s;
+      // (with the shared index's state: what Refresh Shared Index reports)
+      return this.current;
     } catch (err) {
       if (err instanceof CancelledError) {
         if (changed) finishRun(db);
