@@ -760,6 +760,14 @@ describe('trusted workspace', function () {
     mkdirSync(team);
     writeFileSync(path.join(team, '__init__.py'), '');
     writeFileSync(path.join(team, 'gates.py'), 'from torch import nn\n\n\nclass TeamSideGate(nn.Module):\n    def forward(self, x):\n        return x\n');
+    // the team's library is a git checkout with a block in a file no commit holds: its provenance travels with the index
+    const git = (...args: string[]): string =>
+      execFileSync('git', ['-c', 'user.email=t@example.org', '-c', 'user.name=t', ...args], { cwd: team, encoding: 'utf8' }).trim();
+    git('init', '-q', '-b', 'main');
+    git('add', '-A');
+    git('commit', '-qm', 'first');
+    const head = git('rev-parse', 'HEAD');
+    writeFileSync(path.join(team, 'fresh.py'), 'from torch import nn\n\n\nclass FreshTeamGate(nn.Module):\n    def forward(self, x):\n        return x + 1\n');
     const cliJs = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
     const run = (...args: string[]): string =>
       execFileSync(process.execPath, [cliJs, ...args], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, encoding: 'utf8' });
@@ -779,6 +787,14 @@ describe('trusted workspace', function () {
       assert.ok(nodes.find((n) => n.repo === 'teamlib2')?.shared, JSON.stringify(nodes));
       assert.ok((await names('TeamSideGate')).includes('teamlib2:TeamSideGate'));
       assert.ok(!(await names('TeamOnlyCopyGate')).some((n) => n.endsWith(':TeamOnlyCopyGate')), 'the shared copy of tinyblocks is not used');
+      // a block from the shared index in a file its checkout had not committed: said so in the pulled file
+      const pulled = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'teamlib2:teamlib2.fresh.FreshTeamGate', 'fresh_team_gate.py'), [
+        'nnrag.acceptPull',
+      ]);
+      assert.ok(pulled?.out, JSON.stringify(pulled));
+      const text = readFileSync(pulled.out, 'utf8');
+      assert.ok(text.includes(`# commit ${head}, with changes not committed on top of it;`), text.slice(0, 600));
+      rmSync(pulled.out, { force: true });
       // the workspace's later edits are indexed (they were never indexed again)
       const later = path.join(fixture(), 'later_gate.py');
       writeFileSync(later, 'from torch import nn\n\n\nclass LaterLocalGate(nn.Module):\n    def forward(self, x):\n        return x\n');
