@@ -465,12 +465,33 @@ def given_candidates(cls: Any, given: List[Dict[str, Any]], nn: Any, namespace: 
     return out
 
 
+def code_name(value: Any) -> Optional[str]:
+    """A class's or function's name as code that runs in the pulled file: torch's by their path from `torch`
+    (`torch.nn.Identity`, `torch.tanh`), others (the file defines or imports them) by their own name; None when it has
+    no name."""
+    name = getattr(value, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        return None
+    torch = sys.modules.get("torch")
+    module = str(getattr(value, "__module__", "") or "")
+    if torch is not None and module.split(".")[0] == "torch":
+        nn = getattr(torch, "nn", None)
+        for path, home in (("torch.nn", nn), ("torch.nn.functional", getattr(nn, "functional", None)), ("torch", torch)):
+            if home is not None and getattr(home, name, None) is value:
+                return f"{path}.{name}"
+    return name
+
+
 def jsonable(value: Any) -> Any:
-    """Arguments as JSON (classes and functions by name)."""
+    """Arguments as JSON: a class or a function as `{"$name": code}` (a name, not a string: `activation=torch.nn.Identity`)."""
     if isinstance(value, (int, float, str, bool)) or value is None:
         return value
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
-    return getattr(value, "__name__", None) or f"{type(value).__name__}(...)"
+    if isinstance(value, type) or callable(value):
+        named = code_name(value)
+        if named:
+            return {"$name": named}
+    return f"{type(value).__name__}(...)"

@@ -436,3 +436,23 @@ class CalledParameters(unittest.TestCase):
         report = judged(FACTORY, FACTORY, "Stem")
         self.assertIn(report["tier"], ("forward", "equivalent"), report)
         self.assertNotIn("not callable", report.get("message") or "")
+
+
+class ReportedArguments(unittest.TestCase):
+    """The arguments a report shows: a class or a function is a name that runs in the pulled file, not a string."""
+
+    @needs_torch
+    def test_classes_and_functions_are_names_strings_stay_strings(self) -> None:
+        import torch
+        from torch import nn
+
+        from nnrag_judge.arguments import jsonable
+
+        class Local(nn.Module):
+            pass
+
+        kwargs = {"activation": nn.Identity, "fn": torch.tanh, "mode": "Identity", "own": Local, "inst": nn.ReLU()}
+        got = jsonable([16, (2, 3), kwargs])
+        named = {"activation": {"$name": "torch.nn.Identity"}, "fn": {"$name": "torch.tanh"}, "own": {"$name": "Local"}}
+        self.assertEqual(got, [16, [2, 3], {**named, "mode": "Identity", "inst": "ReLU(...)"}])
+        json.dumps(got)

@@ -1,4 +1,5 @@
 /** `nn-rag observe`: run the repositories' own tests under the observer; `nn-rag show TARGET --calls` reads it. */
+import { argumentsText } from '../core/pull/pulledState';
 import { cacheDir, EXIT, flag, intOpt, openDb, parse, pythonOf } from './env';
 import type { CliEnv } from './env';
 import { warnBeforeValidating } from './pullCommands';
@@ -55,8 +56,8 @@ export function callsText(target: string, calls: (ObservedCall & { stale: boolea
   const lines = [`${target}: ${calls.length} call${calls.length === 1 ? '' : 's'} observed`];
   for (const c of calls) {
     lines.push(`  in ${c.entry}${c.stale ? ' (a file it imported changed since; run nn-rag observe)' : ''}`);
-    lines.push(`    built with ${elided(argumentText(c.args, c.kwargs))}`);
-    if (c.inputs) lines.push(`    forward got ${elided(argumentText(c.inputs.args, c.inputs.kwargs))}`);
+    lines.push(`    built with ${elided(argumentsText(c.args, c.kwargs))}`);
+    if (c.inputs) lines.push(`    forward got ${elided(argumentsText(c.inputs.args, c.inputs.kwargs))}`);
   }
   // what a repository's worker recorded is data: a line break in it never starts a line of ours
   return `${lines.map((l) => l.replace(/[\r\n\u0085\u2028\u2029]/g, ' ')).join('\n')}\n`;
@@ -65,33 +66,4 @@ export function callsText(target: string, calls: (ObservedCall & { stale: boolea
 /** A long text cut in its middle (`--json` has it whole). */
 function elided(text: string, max = 400): string {
   return text.length <= max ? text : `${text.slice(0, max / 2)} … ${text.slice(-max / 2)}`;
-}
-
-function argumentText(args: unknown[], kwargs: Record<string, unknown>): string {
-  const parts = [...args.map(valueText), ...Object.entries(kwargs).map(([k, v]) => `${k}=${valueText(v)}`)];
-  return `(${parts.join(', ')})`;
-}
-
-/** A value of the argument language as a person reads it: `Cfg(width=12)`, `float32[5, 12]`, `int64[2, 30] in 0..9`. */
-function valueText(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(valueText).join(', ')}]`;
-  if (v === null) return 'None';
-  if (typeof v === 'string') return JSON.stringify(v);
-  if (typeof v !== 'object') return String(v);
-  const o = v as Record<string, unknown>;
-  if (typeof o.$name === 'string') return o.$name;
-  if ('$float' in o) return Number(o.$float).toFixed(1);
-  if (Array.isArray(o.$tuple)) return `(${o.$tuple.map(valueText).join(', ')}${o.$tuple.length === 1 ? ',' : ''})`;
-  if (typeof o.$call === 'string') return `${o.$call}${argumentText(Array.isArray(o.args) ? o.args : [], (o.kwargs as Record<string, unknown>) ?? {})}`;
-  if (o.$partial) return `partial(${valueText(o.$partial)})`;
-  if (o.$dict && typeof o.$dict === 'object')
-    return `{${Object.entries(o.$dict)
-      .map(([k, x]) => `${k}: ${valueText(x)}`)
-      .join(', ')}}`;
-  const t = o.$tensor as { dtype?: string; shape?: number[]; min?: number; max?: number } | undefined;
-  if (t) {
-    const range = t.dtype && !t.dtype.startsWith('float') && t.min !== undefined && t.max !== undefined ? ` in ${t.min}..${t.max}` : '';
-    return `${t.dtype ?? 'tensor'}[${(t.shape ?? []).join(', ')}]${range}`;
-  }
-  return JSON.stringify(v);
 }

@@ -9,7 +9,8 @@ import { listBlockTargets } from '../core/store/target';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { requirementsText } from '../core/pull/pull';
 import { companionsOf } from '../core/pull/shared';
-import { reportVerdict, verdictWords } from '../core/pull/pulledState';
+import { argumentSetsWords, builtAsWords, reportVerdict, verdictWords } from '../core/pull/pulledState';
+import { firstLine } from '../core/base/text';
 import type { PullReport } from '../core/pull/types';
 import type { ValidationReport } from '../core/validate/runner';
 import { indexCounts } from '../core/store/stats';
@@ -162,13 +163,16 @@ function describeReport(r: PullReport): string {
     lines.push(
       `  compiled operator ${n.module} ${n.cached ? 'taken from the cache' : `built in ${n.seconds.toFixed(1)} s`} from ${n.sources.join(', ')} -> _nnrag_native/${n.file}`,
     );
-  if (r.validation?.kwargs || r.validation?.args) {
-    lines.push(`  built with args ${JSON.stringify(r.validation.args ?? [])} kwargs ${JSON.stringify(r.validation.kwargs ?? {})}`);
-  }
+  if (r.validation?.kwargs || r.validation?.args)
+    lines.push(`  ${builtAsWords(r.target.split('.').pop() ?? r.target, r.validation.args, r.validation.kwargs)}`);
   if (r.validation?.input_shapes)
     lines.push(`  forward on inputs ${JSON.stringify(r.validation.input_shapes)} -> ${JSON.stringify(r.validation.output_shapes)}`);
   if (r.sizes) lines.push(`  ${sizesLine(r.sizes)} (why: nn-rag show --deps)`);
   if (r.judged && r.judged.length > 1) lines.push(`  judged ${r.judged.length} times: ${r.judged.map((j) => `${j.stage} (${j.why})`).join('; ')}`);
+  // a block that runs but was not compared with its original says why, as `validate` does
+  const eq = r.validation?.equivalence;
+  if (r.status === 'validated' && r.tier !== 'equivalent' && eq && eq.status !== 'equivalent' && eq.status !== 'differs' && eq.reason)
+    lines.push(`  not compared with the original: ${firstLine(eq.reason)}`);
   if (r.category) lines.push(`  why (${r.category}): ${r.message}`);
   else if (r.message) lines.push(`  note: ${r.message}`);
   return `${lines.join('\n')}\n`;
@@ -424,6 +428,6 @@ function describeValidation(report: ValidationReport): string {
   const e = report.equivalence;
   if (!e || e.status === 'differs') return head;
   if (e.status === 'equivalent')
-    return `${head} (${e.compared_values ?? '?'} values compared with the original, ${e.tolerance ?? 'equal'}, under ${e.variants?.length ?? 0} argument sets: it behaves like the original on the inputs tried, which says nothing of whether the code is safe to run)`;
+    return `${head} (${e.compared_values ?? '?'} values compared with the original, ${e.tolerance ?? 'equal'}, under ${argumentSetsWords(e.variants?.length ?? 0)}: it behaves like the original on the inputs tried, which says nothing of whether the code is safe to run)`;
   return `${head} (not compared with the original: ${e.reason ?? 'no reason given'})`;
 }

@@ -21,7 +21,7 @@ export async function exportCommand(argv: string[], env: CliEnv): Promise<number
   const args = parse(argv, { to: { value: true } });
   const to = opt(args, 'to');
   if (!to) throw new NnragError('usage', 'export needs --to FILE: nn-rag export --db models.db --to models.nnrag.tgz');
-  const m = await exportIndex(dbPath(args), path.resolve(to), env.assets.sqlWasm);
+  const m = await exportIndex(dbPath(args), path.resolve(to), env.assets.sqlWasm, to);
   if (flag(args, 'json')) env.out(`${JSON.stringify({ archive: path.resolve(to), ...m })}\n`);
   else env.out(`exported ${describe(m)} to ${path.resolve(to)}\n`);
   return EXIT.ok;

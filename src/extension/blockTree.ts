@@ -73,6 +73,14 @@ export class BlockTreeProvider implements vscode.TreeDataProvider<TreeNode> {
       item.tooltip = vscode.l10n.t('From the shared index (nnrag.sharedIndex): read-only, fetched again at start, on Re-index and on Refresh Shared Index');
       item.iconPath = new vscode.ThemeIcon('cloud');
     }
+    if (node.shadowsShared) {
+      // the user's own copy of a repository the shared index holds too: this one is searched and pulled
+      item.description = vscode.l10n.t('{0} · yours (the shared copy is not used)', String(item.description ?? node.count ?? 0));
+      item.tooltip = vscode.l10n.t(
+        'The shared index (nnrag.sharedIndex) holds a repository named {0} too: yours is indexed and used here, the shared copy is not.',
+        node.label,
+      );
+    }
     if (node.error) {
       item.contextValue = 'repo.failing';
       item.description = vscode.l10n.t('cannot index{0}', node.count ? ` · ${vscode.l10n.t('{0} blocks from before', node.count)}` : '');

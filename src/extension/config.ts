@@ -4,7 +4,7 @@
  * for a test that keeps the two equal.
  */
 import * as vscode from 'vscode';
-import { DEFAULTS } from './defaults';
+import { DEFAULTS, MACHINE_SETTINGS } from './defaults';
 export { DEFAULTS };
 
 export type Settings = typeof DEFAULTS;
@@ -25,6 +25,10 @@ export function scopeInEffect<K extends SettingKey>(key: K): { key: string; valu
     return { key: vscode.l10n.t('folder'), value: where.workspaceFolderValue, target: vscode.ConfigurationTarget.WorkspaceFolder };
   if (vscode.workspace.isTrusted && where?.workspaceValue !== undefined)
     return { key: vscode.l10n.t('workspace'), value: where.workspaceValue, target: vscode.ConfigurationTarget.Workspace };
+  // in a remote window (SSH, WSL, a container, code-server) VS Code writes a machine setting's "user" value into the
+  // remote machine's settings, not the User tab: the message names the scope it is written to
+  if (vscode.env.remoteName && MACHINE_SETTINGS.has(key))
+    return { key: vscode.l10n.t('remote'), value: where?.globalValue, target: vscode.ConfigurationTarget.Global };
   return { key: vscode.l10n.t('user'), value: where?.globalValue, target: vscode.ConfigurationTarget.Global };
 }
 

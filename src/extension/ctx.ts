@@ -21,6 +21,8 @@ export class Session {
   lastErrorShown: string | undefined;
   /** The search box while it is open: the integration tests type into it (`NnragApi.typeInSearch`). */
   searchBox: vscode.QuickPick<vscode.QuickPickItem> | undefined;
+  /** The question of the pull waiting for Accept or Cancel, while its notification is shown (undefined: none is). */
+  pullQuestion: string | undefined;
   /** The pull waiting in a diff editor for Accept or Cancel (one at a time). */
   private pending: ((accepted: boolean) => void) | undefined;
 

@@ -20,3 +20,17 @@ export const DEFAULTS = {
   'hover.enabled': true,
   'codeLens.enabled': true,
 };
+
+/** The settings whose scope (package.json) is `machine` or `machine-overridable`: paths and limits of the machine the
+ * extension runs on (a test keeps this equal to package.json). */
+export const MACHINE_SETTINGS: ReadonlySet<keyof typeof DEFAULTS> = new Set<keyof typeof DEFAULTS>([
+  'repositories',
+  'pythonPath',
+  'validation.timeoutSeconds',
+  'validation.memoryMb',
+  'maxFileKb',
+  'sharedIndex',
+  'sharedIndexMaxSizeMB',
+  'sharedIndexFollowRedirects',
+  'git.fetchIntervalMinutes',
+]);

@@ -1,6 +1,7 @@
 /** Entry of the extension: builds the objects, registers them, and turns an activation failure into a visible error. */
 import * as vscode from 'vscode';
-import { affects, setting } from './config';
+import { affects, scopeInEffect, setting } from './config';
+import type { SettingKey } from './config';
 import { registerLanguageModelTools } from './lmTools';
 import type { SourceConfig } from '../core/sources/types';
 import {
@@ -42,6 +43,10 @@ export interface NnragApi {
   interpreterCandidates(): string[];
   /** The last error message a command showed. */
   lastError(): string | undefined;
+  /** The settings scope a change of `key` is written to, as messages name it (`user`, `remote`, `workspace`, `folder`). */
+  settingScope(key: SettingKey): string;
+  /** The question of the pull waiting for Accept or Cancel while its notification shows; undefined once decided. */
+  pullQuestion(): string | undefined;
   /** What the interpreter's language status item says now (its detail) and the command it runs. */
   interpreterStatus(): { detail: string | undefined; command: string | undefined };
   /** Puts `text` in the open search box as typing would (false when none is open); `searchOpen` says whether one is. */
@@ -178,7 +183,13 @@ function languageStatus(
       pulled.refresh();
     }
     const shared = s.shared
-      ? ` · ${s.shared.state === 'refused' ? vscode.l10n.t('shared index refused (the last good copy is in use): {0}', s.shared.message ?? '') : vscode.l10n.t('shared index: {0} repositories', s.shared.repositories.length)}`
+      ? ` · ${
+          s.shared.state === 'refused'
+            ? vscode.l10n.t('shared index refused (the last good copy is in use): {0}', s.shared.message ?? '')
+            : s.shared.state === 'unreachable'
+              ? vscode.l10n.t('shared index unreachable: {0}', s.shared.message ?? '')
+              : vscode.l10n.t('shared index: {0} repositories', s.shared.repositories.length)
+        }`
       : '';
     indexItem.detail = `${s.message} · ${s.repos} repositories, ${s.files} files, ${s.blocks} blocks${s.failing ? ` · ${vscode.l10n.t('{0} cannot be indexed (see the Blocks view)', s.failing)}` : ''}${shared}`;
     if (s.state !== 'indexing' && s.failing) indexItem.severity = vscode.LanguageStatusSeverity.Warning;
@@ -333,6 +344,8 @@ async function start(context: vscode.ExtensionContext, log: vscode.LogOutputChan
     interpreter: () => interpreter.current(),
     interpreterCandidates: () => interpreter.candidates(),
     lastError: () => session.lastErrorShown,
+    pullQuestion: () => session.pullQuestion,
+    settingScope: (key) => scopeInEffect(key).key,
     interpreterStatus: () => status.python(),
     typeInSearch: (text) => {
       if (!session.searchBox) return false;
@@ -348,7 +361,7 @@ export function deactivate(): void {
 }
 
 /**
- * The walkthrough's "Choose the interpreter" is done when one is chosen in the picker, or was chosen for NN-RAG before:
+ * The walkthrough's "Choose the interpreter" is done when one with torch is chosen in the picker, or was chosen for NN-RAG before:
  * its completion context key is set, and the step is marked done directly, as VS Code never ticks an `onContext` step
  * whose key was already true when the walkthrough registered.
  */
@@ -360,5 +373,11 @@ function tickOnInterpreterChoice(context: vscode.ExtensionContext, interpreter: 
       .then(undefined, (err: unknown) => log.info(`[walkthrough] ${String(err)}`));
   };
   context.subscriptions.push(interpreter.onDidChoose(tick));
-  if (setting('pythonPath')) tick();
+  // chosen before: done only when that interpreter has torch
+  const before = setting('pythonPath');
+  if (before)
+    void interpreter.describe(before).then(
+      (v) => v.torch && tick(),
+      () => undefined,
+    );
 }

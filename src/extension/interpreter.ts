@@ -273,8 +273,9 @@ export class InterpreterService implements vscode.Disposable {
     this.remember(current.path);
     this.remember(value);
     const scope = await updateSetting('pythonPath', value);
-    // the choice is confirmed, and the walkthrough's step ticks on it (not on the picker opening)
-    this.chosen.fire(value);
+    // the choice is confirmed, and the walkthrough's step ticks on it (not on the picker opening), only for an
+    // interpreter that can validate (one without torch was kept as asked, and the step is not done)
+    if (versions.torch) this.chosen.fire(value);
     void vscode.window.showInformationMessage(
       versions.torch
         ? vscode.workspace.isTrusted

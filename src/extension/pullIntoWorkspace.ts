@@ -165,7 +165,11 @@ export async function pullIntoWorkspace(
     fileName === undefined
       ? await vscode.window.showInputBox({
           title: vscode.l10n.t('Pull {0}', target),
-          prompt: vscode.l10n.t('Where to write it, relative to the workspace folder (the folder is remembered for the next pull)'),
+          // Insert at Cursor puts it beside the file being edited, and that folder is not remembered for the next pull
+          prompt:
+            into === undefined
+              ? vscode.l10n.t('Where to write it, relative to the workspace folder (the folder is remembered for the next pull)')
+              : vscode.l10n.t('Where to write it, relative to the workspace folder (beside the file you are editing)'),
           value: `${startIn ? `${startIn}/` : ''}${snakeCase(className)}.py`,
           valueSelection: startIn ? [startIn.length + 1, startIn.length + 1 + snakeCase(className).length] : undefined,
           validateInput: check,
@@ -451,19 +455,46 @@ async function closeTabsOf(uri: vscode.Uri): Promise<void> {
 async function acceptOrCancel(session: Session, question: string, show?: () => Thenable<unknown>, diff?: vscode.Uri): Promise<boolean> {
   const { answer, settle } = session.waitForPull();
   await vscode.commands.executeCommand('setContext', 'nnrag.pullPending', true);
-  const accept = vscode.l10n.t('Accept');
-  void vscode.window.showInformationMessage(question, accept, vscode.l10n.t('Cancel')).then((pick) => pick !== undefined && settle(pick === accept));
-  if (!show || !diff) return answer;
-  await show();
-  const key = diff.toString();
-  const closed = vscode.window.tabGroups.onDidChangeTabs((e) => {
-    if (e.closed.some((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === key)) settle(false);
+  // the question is a notification that lasts exactly as long as the pull waits (a message with buttons cannot be
+  // closed by the extension: it stayed after Accept, its buttons then doing nothing); Accept and Cancel are also
+  // status bar items, gone with it
+  const items = pendingPullItems();
+  void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: question, cancellable: true }, (_progress, token) => {
+    const cancelled = token.onCancellationRequested(() => settle(false));
+    return answer.finally(() => cancelled.dispose());
   });
+  session.pullQuestion = question;
+  const closed =
+    diff &&
+    vscode.window.tabGroups.onDidChangeTabs((e) => {
+      if (e.closed.some((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === diff.toString())) settle(false);
+    });
   try {
+    if (show) await show();
     return await answer;
   } finally {
-    closed.dispose();
+    closed?.dispose();
+    items.dispose();
+    session.pullQuestion = undefined;
   }
+}
+
+/** The status bar's Accept and Cancel of the pull that waits (the diff's title bar and Ctrl+Alt+Enter do the same). */
+function pendingPullItems(): vscode.Disposable {
+  const accept = vscode.window.createStatusBarItem('nnrag.acceptPull', vscode.StatusBarAlignment.Left, 1000);
+  accept.name = vscode.l10n.t('NN-RAG: Accept Pull');
+  accept.text = `$(check) ${vscode.l10n.t('Accept Pull')}`;
+  accept.tooltip = vscode.l10n.t('Write the pulled block shown in the diff (Ctrl+Alt+Enter)');
+  accept.command = 'nnrag.acceptPull';
+  accept.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+  const cancel = vscode.window.createStatusBarItem('nnrag.cancelPull', vscode.StatusBarAlignment.Left, 999);
+  cancel.name = vscode.l10n.t('NN-RAG: Cancel Pull');
+  cancel.text = `$(close) ${vscode.l10n.t('Cancel')}`;
+  cancel.tooltip = vscode.l10n.t('Write nothing (Ctrl+Alt+Backspace)');
+  cancel.command = 'nnrag.cancelPull';
+  accept.show();
+  cancel.show();
+  return vscode.Disposable.from(accept, cancel);
 }
 
 /** The verdict a pull diff shows before Accept: the tier, or why it failed (category and message). */
@@ -525,7 +556,7 @@ async function confirmPreview(
         : st.edited
           ? ` ${vscode.l10n.t('It holds your edits; Accept replaces them (Update keeps them).')}`
           : '';
-  const how = vscode.l10n.t("Accept or Cancel here or in the diff's title bar.");
+  const how = vscode.l10n.t("Accept or Cancel in the diff's title bar or the status bar; Cancel here writes nothing.");
   return acceptOrCancel(
     deps.session,
     `${title}.${verdict.detail ? ` ${verdict.detail}` : ''}${warning} ${how}`,

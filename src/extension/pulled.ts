@@ -87,7 +87,9 @@ async function validateAsNext(deps: Deps, doc: vscode.TextDocument, text: string
   const lower = before && tierRank(v.tier) < tierRank(before.tier) ? ` ${vscode.l10n.t('It was {0} before.', verdictWords(before))}` : '';
   const words = verdictWords(reportVerdict(v));
   const why = v.ok ? (v.equivalence?.reason ?? v.equivalence?.differences?.[0]) : v.message;
-  const said = `${name}: ${words}${why ? `: ${firstLine(why)}` : '.'}${lower}`;
+  const reason = `${name}: ${words}${why ? `: ${firstLine(why)}` : '.'}`;
+  // (a reason that ends in a parenthesis is a sentence only with its full stop, before the next one)
+  const said = `${lower && !/[.!?…]$/.test(reason) ? `${reason}.` : reason}${lower}`;
   if (v.ok && !lower) void vscode.window.showInformationMessage(said);
   else void vscode.window.showWarningMessage(said);
   return r;

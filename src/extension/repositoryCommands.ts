@@ -29,13 +29,32 @@ export function registerRepositoryCommands(reg: Reg, deps: Deps): void {
   });
   reg('nnrag.refreshSharedIndex', async () => {
     const shared = setting('sharedIndex');
-    if (!shared) return undefined;
+    if (!shared) {
+      void vscode.window.showInformationMessage(vscode.l10n.t('NN-RAG: no shared index is set (the nnrag.sharedIndex setting is empty).'));
+      return undefined;
+    }
     const status = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('NN-RAG: refreshing the shared index') },
       () => client.request(UseSharedIndex, { location: shared }),
     );
     tree.refresh();
+    // what it did, in words: refused (the copy before stays), or which repositories it brings
+    const s = status.shared;
+    if (s?.state === 'refused' || s?.state === 'unreachable')
+      void vscode.window.showWarningMessage(vscode.l10n.t('NN-RAG: the shared index could not be refreshed: {0}', s.message ?? ''));
+    else if (s)
+      vscode.window.setStatusBarMessage(
+        s.state === 'downloaded'
+          ? vscode.l10n.t('NN-RAG: shared index refreshed ({0} repositories)', s.repositories.length)
+          : vscode.l10n.t('NN-RAG: the shared index is up to date ({0} repositories)', s.repositories.length),
+        5000,
+      );
     return status;
+  });
+  // the shared index's nodes: the one setting that brings them (removing it removes them)
+  reg('nnrag.openSharedIndexSetting', async () => {
+    await vscode.commands.executeCommand('workbench.action.openSettings', 'nnrag.sharedIndex');
+    return 'nnrag.sharedIndex';
   });
 
   reg('nnrag.showLog', () => log.show());
@@ -105,7 +124,9 @@ function registerSettingsCommands(reg: Reg): void {
     const T = vscode.ConfigurationTarget;
     const command =
       target === T.Global
-        ? 'workbench.action.openSettingsJson'
+        ? vscode.env.remoteName
+          ? 'workbench.action.openRemoteSettingsFile'
+          : 'workbench.action.openSettingsJson'
         : target === T.WorkspaceFolder
           ? 'workbench.action.openFolderSettingsFile'
           : 'workbench.action.openWorkspaceSettingsFile';

@@ -16,7 +16,7 @@ function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
     h.category,
     h.abstract ? 'abstract' : '',
     h.validation ? verdictWords(h.validation) : '',
-    h.license ?? vscode.l10n.t('no license found'),
+    h.license ?? vscode.l10n.t('license not declared'),
   ];
   const firstLine =
     h.doc

@@ -1,7 +1,7 @@
 /** The index's requests: its status, re-indexing, search, statistics and the tree of blocks. */
 import type { Connection } from 'vscode-languageserver';
 import type { IndexService } from '../core/service/indexService';
-import { sharedRepositories } from '../core/store/sharedIndex';
+import { shadowedRepositories, sharedRepositories } from '../core/store/sharedIndex';
 import { searchBlocks, searchSuggestion } from '../core/search/search';
 import { blocksPerRepo, indexStats } from '../core/store/stats';
 import { observedCoverage } from '../core/store/observed';
@@ -40,6 +40,7 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
           .map((f) => [f.name, f]),
       );
       const shared = sharedRepositories(db);
+      const shadowed = shadowedRepositories(db);
       const configured = (name: string): boolean => service().configured(name) !== undefined;
       // installed packages say which version, from which interpreter
       const installed = new Map(
@@ -61,6 +62,7 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
         count: r.blocks,
         error: failing.get(r.repo)?.message,
         ...(shared.has(r.repo) && !configured(r.repo) ? { shared: true } : {}),
+        ...(shadowed.has(r.repo) && !shared.has(r.repo) ? { shadowsShared: true } : {}),
         ...(installed.has(r.repo) ? { installed: installed.get(r.repo) } : {}),
         ...(observed.get(r.repo) ? { observed: observed.get(r.repo) } : {}),
       }));

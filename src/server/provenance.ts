@@ -5,7 +5,7 @@ import { MarkupKind } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { bodyHash, readProvenance } from '../core/emit/pulledFile';
 import type { Provenance } from '../core/emit/pulledFile';
-import { describePulled, verdictMeaning, verdictWords } from '../core/pull/pulledState';
+import { argumentsText, describePulled, verdictMeaning, verdictWords } from '../core/pull/pulledState';
 import { pulledFileStatus } from '../core/pull/update';
 import type { PulledFileStatus } from '../core/pull/update';
 import type { IndexService } from '../core/service/indexService';
@@ -73,7 +73,7 @@ export function provenanceHover(text: string, offset: number): Hover | null {
       if (v.notCompared) lines.push(`- not compared with the original: ${v.notCompared}`);
       if (v.observed) lines.push(`- built and fed as the repository's own \`${v.observed}\` does`);
       if (v.builder) lines.push(`- built by the repository's \`${v.builder}()\``);
-      else if (v.kwargs || v.args) lines.push(`- built as \`${prov.block}${pythonCall(v.args ?? [], v.kwargs ?? {})}\``);
+      else if (v.kwargs || v.args) lines.push(`- built as \`${prov.block}${argumentsText(v.args ?? [], v.kwargs ?? {})}\``);
       if (v.input_shapes) lines.push(`- forward on: \`${JSON.stringify(v.input_shapes)}\` → \`${JSON.stringify(v.output_shapes)}\``);
     }
   }
@@ -123,24 +123,4 @@ export function registerProvenance(connection: Connection, documents: TextDocume
     const st = pulledFileStatus((await s.ready()).db, doc.getText());
     return st ? upstreamLens(doc.getText(), prov, st, params.textDocument.uri) : [];
   });
-}
-
-/** Arguments as a Python call reads them: `(8, inplanes=16, act=None)`. */
-function pythonCall(args: unknown[], kwargs: Record<string, unknown>): string {
-  const value = (x: unknown): string => {
-    if (x === null || x === undefined) return 'None';
-    if (x === true) return 'True';
-    if (x === false) return 'False';
-    if (typeof x === 'string') return JSON.stringify(x);
-    if (Array.isArray(x)) return `[${x.map(value).join(', ')}]`;
-    if (typeof x === 'object') {
-      const o = x as Record<string, unknown>;
-      if (typeof o.$name === 'string') return o.$name;
-      if (typeof o.$float === 'number') return String(o.$float);
-      if (Array.isArray(o.$tuple)) return `(${o.$tuple.map(value).join(', ')}${o.$tuple.length === 1 ? ',' : ''})`;
-      return JSON.stringify(x);
-    }
-    return String(x);
-  };
-  return `(${[...args.map(value), ...Object.entries(kwargs).map(([k, x]) => `${k}=${value(x)}`)].join(', ')})`;
 }

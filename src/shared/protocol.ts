@@ -62,6 +62,8 @@ export interface TreeNode {
   count?: number;
   /** A repository of the shared index (`nnrag.sharedIndex`): read-only here, not re-indexed or removed. */
   shared?: boolean;
+  /** The user's own repository, under a name the shared index holds too: this one is used, the shared copy is not. */
+  shadowsShared?: boolean;
   /** A repository whose last index run failed: why (its node offers Retry, Remove and Open Settings). */
   error?: string;
   /** Installed packages: the version indexed, the interpreter they come from and the folder they are in. */

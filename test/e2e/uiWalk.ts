@@ -155,14 +155,15 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .waitFor({ timeout: 3 * T });
       await page.locator('.editor-actions .action-label[aria-label^="Cancel Pull"]').first().waitFor({ timeout: T });
       await page.locator('.editor-actions .action-label[aria-label^="Accept Pull"]').first().waitFor({ timeout: T });
-      // and the notification that asks has both buttons too (it had only Cancel): read in the notification center
-      await palette(page, 'Notifications: Show Notifications');
-      const asking = page.locator('.notifications-center .notification-list-item').filter({ hasText: /Pull ResidualBlock into residual_block\.py/ });
-      await asking
-        .locator('.monaco-button')
-        .filter({ hasText: /^Accept$/ })
+      // the notification that asks has Cancel, and the status bar Accept Pull and Cancel (they all go once decided):
+      // read in the notification center
+      await page
+        .locator('.statusbar-item')
+        .filter({ hasText: /Accept Pull/ })
         .first()
         .waitFor({ timeout: T });
+      await palette(page, 'Notifications: Show Notifications');
+      const asking = page.locator('.notifications-center .notification-list-item').filter({ hasText: /Pull ResidualBlock into residual_block\.py/ });
       await asking
         .locator('.monaco-button')
         .filter({ hasText: /^Cancel$/ })
@@ -190,6 +191,17 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .filter({ hasText: /ResidualBlock validated: equivalent \(residual_block\.py\)/ })
         .first()
         .waitFor({ timeout: T });
+      // the question closed with the pull: no notification, no status bar item asks any more
+      await page
+        .locator('.notifications-center .notification-list-item')
+        .filter({ hasText: /Pull ResidualBlock into residual_block\.py/ })
+        .first()
+        .waitFor({ state: 'hidden', timeout: T });
+      await page
+        .locator('.statusbar-item')
+        .filter({ hasText: /Accept Pull/ })
+        .first()
+        .waitFor({ state: 'hidden', timeout: T });
     });
 
     await step('06-provenance-hover', async () => {

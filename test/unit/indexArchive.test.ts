@@ -47,6 +47,20 @@ describe('export and import of an index', function () {
     );
   });
 
+  it('export says a missing or wrong destination folder before any work, in words, and writes nothing', async () => {
+    const missing = path.relative(process.cwd(), path.join(dir, 'missing_dir', 'x.tgz'));
+    const r = await cli('export', '--db', db, '--to', missing);
+    assert.notStrictEqual(r.code, 0);
+    assert.ok(r.err.includes(`the folder ${path.dirname(missing)} does not exist`), r.err);
+    assert.doesNotMatch(r.err, /internal error|ENOENT|\.tmp/);
+    assert.ok(!fs.existsSync(path.join(dir, 'missing_dir')));
+    // a file where the folder should be, and a folder where the archive should be
+    const file = path.join(dir, 'plain.txt');
+    fs.writeFileSync(file, 'x');
+    assert.match((await cli('export', '--db', db, '--to', path.join(file, 'x.tgz'))).err, /plain\.txt is not a folder/);
+    assert.match((await cli('export', '--db', db, '--to', dir)).err, /it is a folder; name the archive file/);
+  });
+
   it('an imported index pulls on a machine that has none of its repositories', async () => {
     const away = `${src}.away`;
     fs.renameSync(src, away);

@@ -5,6 +5,7 @@ import * as path from 'path';
 import { searchBlocks } from '../../src/core/search/search';
 import { IndexService } from '../../src/core/service/indexService';
 import type { IndexStatus } from '../../src/core/service/indexService';
+import { shadowedRepositories, sharedRepositories } from '../../src/core/store/sharedIndex';
 import { ASSETS, cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 
 /** The language server's index service, in this process, with its events recorded. */
@@ -236,6 +237,8 @@ describe('a shared index under the index service', function () {
       await publish();
       const second = await svc.useShared(archive);
       assert.strictEqual(second.repos, 2, JSON.stringify(second));
+      // what Refresh Shared Index says comes with the status the run returns
+      assert.strictEqual(second.shared?.state, 'downloaded', JSON.stringify(second));
       assert.ok((await names()).includes('TeamGate') && (await names()).includes('ResidualBlock'));
       // a tampered archive: said, and the copy in use kept
       const bytes = await fsp.readFile(archive);
@@ -299,6 +302,98 @@ describe('a shared index under the index service', function () {
     assert.match(ownRun(next.logs) ?? '', /tinyblocks: \d+ files, 0 changed/, next.logs.join('\n'));
     assert.ok(next.names.includes('TeamGate') && next.names.includes('ResidualBlock'), next.names.join(', '));
     assert.deepStrictEqual(next.names.filter((n) => n === 'ResidualBlock').length, first.names.filter((n) => n === 'ResidualBlock').length);
+  });
+});
+
+describe('a shared index that holds a repository the user indexes too', function () {
+  this.timeout(90_000);
+
+  it("uses the user's own copy (the shared one shadowed) without an error, across reloads, a new archive and the setting's removal", async () => {
+    // the team indexed its own copy of tinyblocks (one class the user's has not) and a library of its own
+    const teamDir = await tmpdir('nnrag-svc-team-');
+    const teamCopy = path.join(teamDir, 'tinyblocks');
+    await fsp.cp(path.join(ROOT, 'examples', 'tinyblocks'), teamCopy, { recursive: true });
+    await fsp.writeFile(
+      path.join(teamCopy, 'teamonly.py'),
+      'from torch import nn\n\n\nclass TeamOnlyCopy(nn.Module):\n    def forward(self, x):\n        return x\n',
+    );
+    const team = path.join(teamDir, 'teamlib');
+    await fsp.mkdir(team);
+    await fsp.writeFile(path.join(team, '__init__.py'), '');
+    const layer = (name: string): string => `\n\nclass ${name}(nn.Module):\n    def forward(self, x):\n        return x\n`;
+    await fsp.writeFile(path.join(team, 'layers.py'), `from torch import nn${layer('TeamMixer')}`);
+    const teamDb = path.join(teamDir, 'team.db');
+    const archive = path.join(teamDir, 'team.nnrag.tgz');
+    const publish = async (): Promise<void> => {
+      assert.strictEqual((await cli('index', team, teamCopy, '--db', teamDb)).code, 0);
+      const r = await cli('export', '--db', teamDb, '--to', archive);
+      assert.strictEqual(r.code, 0, r.err);
+    };
+    await publish();
+    // the user's own tinyblocks, at another place, with a class of their own
+    const folder = await tinyblocksCopy();
+    await fsp.writeFile(path.join(folder, 'mine.py'), `from torch import nn${layer('UserOwnGate')}`);
+    const storage = await tmpdir('nnrag-svc-');
+    const failed: string[] = [];
+    const open = (sharedIndex: string | undefined): IndexService =>
+      new IndexService(
+        { ...ASSETS, storageDir: storage, cacheDir: path.join(storage, 'cache'), maxFileKb: 2048, repositories: [{ location: folder }], sharedIndex },
+        { log: () => undefined, status: () => undefined, failed: (m) => failed.push(m), changed: () => undefined },
+      );
+    const look = async (svc: IndexService): Promise<{ names: string[]; shared: string[]; shadowed: string[]; mine: string | undefined }> => {
+      const { db } = await svc.ready();
+      return {
+        names: searchBlocks(db, { text: '', limit: 1000 })
+          .map((h) => `${h.repo}:${h.name}`)
+          .sort(),
+        shared: [...sharedRepositories(db)],
+        shadowed: [...shadowedRepositories(db)],
+        mine: db.get("SELECT location FROM repos WHERE name = 'tinyblocks'")?.location as string | undefined,
+      };
+    };
+    // a window, then a reload (a new server on the same storage), then another
+    for (const round of [1, 2]) {
+      const svc = open(archive);
+      try {
+        const s = await svc.reindex();
+        assert.deepStrictEqual(failed, [], `round ${round}: ${failed.join('\n')}`);
+        assert.strictEqual(s.state, 'ready');
+        const seen = await look(svc);
+        assert.ok(seen.names.includes('tinyblocks:UserOwnGate') && !seen.names.includes('tinyblocks:TeamOnlyCopy'), seen.names.join(', '));
+        assert.ok(seen.names.includes('teamlib:TeamMixer'), seen.names.join(', '));
+        assert.deepStrictEqual(seen.shared, ['teamlib']);
+        assert.deepStrictEqual(seen.shadowed, ['tinyblocks']);
+        assert.strictEqual(seen.mine, folder);
+        assert.strictEqual(svc.failing().length, 0);
+        // the user's later edits are indexed
+        await fsp.writeFile(path.join(folder, `later${round}.py`), `from torch import nn${layer(`LaterEdit${round}`)}`);
+        await svc.reindex();
+        assert.ok((await look(svc)).names.includes(`tinyblocks:LaterEdit${round}`));
+      } finally {
+        await svc.dispose();
+      }
+    }
+    // the team publishes again: the index is made from the new archive, the user's copy still wins
+    await fsp.appendFile(path.join(team, 'layers.py'), layer('TeamGate'));
+    await publish();
+    const svc = open(archive);
+    try {
+      await svc.reindex();
+      let seen = await look(svc);
+      assert.deepStrictEqual(failed, [], failed.join('\n'));
+      assert.ok(seen.names.includes('teamlib:TeamGate') && seen.names.includes('tinyblocks:LaterEdit2'), seen.names.join(', '));
+      assert.ok(!seen.names.includes('tinyblocks:TeamOnlyCopy'));
+      assert.deepStrictEqual(seen.shadowed, ['tinyblocks']);
+      // the setting is removed: the shared rows go, the user's stay
+      await svc.useShared(undefined);
+      seen = await look(svc);
+      assert.ok(!seen.names.some((n) => n.startsWith('teamlib:')), seen.names.join(', '));
+      assert.ok(seen.names.includes('tinyblocks:UserOwnGate'));
+      assert.deepStrictEqual([seen.shared, seen.shadowed], [[], []]);
+      assert.deepStrictEqual(failed, [], failed.join('\n'));
+    } finally {
+      await svc.dispose();
+    }
   });
 });
 

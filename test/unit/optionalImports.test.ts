@@ -69,7 +69,7 @@ describe('packages only code inside functions uses', function () {
     assert.strictEqual(report.status, 'validated', r.out);
     assert.strictEqual(report.tier, 'forward', r.out);
     const text = fs.readFileSync(out, 'utf8');
-    assert.match(text, /^# used only inside functions, imported where installed: cfgkit, fancyfmt$/m);
+    assert.match(text, /^# needed only by code inside functions \(the file loads without them; that code says so if they are missing\): cfgkit, fancyfmt$/m);
     // the stand-in is said in four lines, not a page of the user's file
     assert.match(text, /\nclass _NnragMissing:  # [^\n]+\n( {4}[^\n]+\n){3,}\n/);
     assert.match(text, /try:\n {4}from fancyfmt import table\nexcept ModuleNotFoundError as _nnrag_error:\n {4}table = _NnragMissing\(_nnrag_error\)/);

@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import { existsSync, readdirSync, readFileSync } from 'fs';
 import * as path from 'path';
-import { DEFAULTS } from '../../src/extension/defaults';
+import { DEFAULTS, MACHINE_SETTINGS } from '../../src/extension/defaults';
 import { ROOT } from './helpers';
 
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
@@ -109,6 +109,12 @@ describe('package.json against the code', () => {
       Object.entries<{ default: unknown }>(pkg.contributes.configuration.properties).map(([k, v]) => [k.replace(/^nnrag\./, ''), v.default]),
     );
     assert.deepStrictEqual(declared, DEFAULTS);
+    // the machine's settings (in a remote window, written to the Remote settings, and said so) are package.json's
+    const machine = Object.entries<{ scope?: string }>(pkg.contributes.configuration.properties)
+      .filter(([, v]) => v.scope === 'machine' || v.scope === 'machine-overridable')
+      .map(([k]) => k.replace(/^nnrag\./, ''))
+      .sort();
+    assert.deepStrictEqual([...MACHINE_SETTINGS].sort(), machine);
   });
 
   it('declares limited support for untrusted workspaces, the view container and its view', () => {

@@ -142,7 +142,7 @@ describe('a pulled file header', function () {
 describe('provenance of a checkout with changes not committed', function () {
   this.timeout(120_000);
 
-  it('says "uncommitted changes on top of" the commit, in the header, the record and the manifest; a clean tree keeps the commit', async () => {
+  it('says the commit "with changes not committed on top of it", in the header, the record and the manifest; a clean tree keeps the commit', async () => {
     const dir = await tmpdir('nnrag-dirty-');
     const repo = path.join(dir, 'dirtyrepo');
     await writeTree(repo, {
@@ -164,7 +164,7 @@ describe('provenance of a checkout with changes not committed', function () {
       return fs.readFileSync(path.join(dir, out), 'utf8');
     };
     const dirty = await pull('dirt.blocks.Uses', 'uses.py');
-    assert.match(dirty, new RegExp(`^# commit uncommitted changes on top of ${head};`, 'm'));
+    assert.match(dirty, new RegExp(`^# commit ${head}, with changes not committed on top of it;`, 'm'));
     const prov = readProvenance(dirty)!;
     assert.strictEqual(prov.uncommitted, true);
     assert.deepStrictEqual(
@@ -182,5 +182,60 @@ describe('provenance of a checkout with changes not committed', function () {
     const clean = await pull('dirt.blocks.Clean', 'clean.py');
     assert.match(clean, new RegExp(`^# commit ${head};`, 'm'));
     assert.strictEqual(readProvenance(clean)?.uncommitted, undefined);
+  });
+
+  it('carries it whole through export and import: the manifest lists the files, a pull from the archive says so', async () => {
+    const dir = await tmpdir('nnrag-dirty-share-');
+    const repo = path.join(dir, 'dirtyrepo');
+    await writeTree(repo, {
+      'dirt/__init__.py': '',
+      'dirt/blocks.py': 'from torch import nn\n\n\nclass Clean(nn.Module):\n    def forward(self, x):\n        return x\n',
+    });
+    git(repo, 'init', '-q', '-b', 'main');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'first');
+    const head = git(repo, 'rev-parse', 'HEAD');
+    // a block in a file no commit holds
+    fs.writeFileSync(
+      path.join(repo, 'dirt', 'fresh.py'),
+      'from torch import nn\n\n\nclass Fresh(nn.Module):\n    def forward(self, x):\n        return x + 1\n',
+    );
+    const team = path.join(dir, 'team.db');
+    assert.strictEqual((await cli('index', repo, '--db', team)).code, 0);
+    const archive = path.join(dir, 'team.tgz');
+    const exported = await cli('export', '--db', team, '--to', archive, '--json');
+    assert.strictEqual(exported.code, 0, exported.err);
+    const listed = JSON.parse(exported.out) as { repositories: { name: string; commit: string; uncommitted?: string[] }[] };
+    assert.deepStrictEqual(
+      listed.repositories.map((r) => [r.name, r.commit, r.uncommitted]),
+      [['dirtyrepo', head, ['dirt/fresh.py']]],
+    );
+    // another machine: the checkout is not there, the archive is
+    await fsp.rename(repo, `${repo}.gone`);
+    const mine = path.join(dir, 'mine', 'index.db');
+    assert.strictEqual((await cli('import', archive, '--db', mine)).code, 0);
+    const pull = async (target: string, out: string): Promise<string> => {
+      const r = await cli('pull', target, '--db', mine, '--out', path.join(dir, 'out', out), '--no-validate');
+      assert.strictEqual(r.code, 0, r.err);
+      return fs.readFileSync(path.join(dir, 'out', out), 'utf8');
+    };
+    const fresh = await pull('dirt.fresh.Fresh', 'fresh.py');
+    assert.match(fresh, new RegExp(`^# commit ${head}, with changes not committed on top of it;`, 'm'));
+    const prov = readProvenance(fresh)!;
+    assert.strictEqual(prov.uncommitted, true);
+    assert.deepStrictEqual(
+      prov.definitions.map((d) => [d.path, d.uncommitted === true, d.blob.length]),
+      [['dirt/fresh.py', true, 40]],
+    );
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'out', '.nnrag', 'fresh.manifest.json'), 'utf8')) as {
+      definitions: { path: string; uncommitted?: boolean }[];
+    };
+    assert.strictEqual(manifest.definitions.find((d) => d.path === 'dirt/fresh.py')?.uncommitted, true);
+    // the committed block keeps its commit; and an archive exported again from the import keeps the record
+    const clean = await pull('dirt.blocks.Clean', 'clean.py');
+    assert.match(clean, new RegExp(`^# commit ${head};`, 'm'));
+    assert.strictEqual(readProvenance(clean)?.uncommitted, undefined);
+    const again = await cli('export', '--db', mine, '--to', path.join(dir, 'again.tgz'), '--json');
+    assert.deepStrictEqual((JSON.parse(again.out) as { repositories: { uncommitted?: string[] }[] }).repositories[0].uncommitted, ['dirt/fresh.py']);
   });
 });

@@ -7,6 +7,7 @@ import { provenanceHover, upstreamLens } from '../../src/server/provenance';
 import { provenanceLine } from '../../src/core/emit/pulledFile';
 import type { Provenance } from '../../src/core/emit/pulledFile';
 import { shortCommit } from '../../src/core/base/text';
+import { argumentSetsWords, argumentsText, builtAsWords } from '../../src/core/pull/pulledState';
 
 const PROV: Provenance = {
   version: 1,
@@ -60,5 +61,24 @@ describe('provenance words in the editor', () => {
       /validation: \*\*validated: forward\*\*\n- not compared with the original: the original needs a package this interpreter lacks \(mmcv\)/,
       md,
     );
+  });
+
+  it('shows how the block was built as a call that runs: a class is a name, not a string; one helper for every place', () => {
+    const built = {
+      ...PROV,
+      validation: {
+        status: 'validated',
+        tier: 'forward',
+        args: [16, 16],
+        kwargs: { activation: { $name: 'torch.nn.Identity' }, mode: 'fast', bias: false, scale: { $float: 1 }, size: { $tuple: [3] } },
+      },
+    };
+    const t = `# -*- coding: utf-8 -*-\n${provenanceLine(built)}\n\n\nclass BasicBlock:\n    pass\n`;
+    const md = (provenanceHover(t, t.indexOf('BasicBlock:') + 2)?.contents as { value: string }).value;
+    const call = 'BasicBlock(16, 16, activation=torch.nn.Identity, mode="fast", bias=False, scale=1.0, size=(3,))';
+    assert.ok(md.includes(`- built as \`${call}\``), md);
+    assert.strictEqual(builtAsWords('BasicBlock', built.validation.args, built.validation.kwargs), `built as ${call}`);
+    assert.strictEqual(argumentsText([{ $float: 0.25 }, { $dict: { a: [1, null] } }], {}), '(0.25, {"a": [1, None]})');
+    assert.deepStrictEqual([argumentSetsWords(1), argumentSetsWords(3)], ['1 argument set', '3 argument sets']);
   });
 });

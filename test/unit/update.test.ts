@@ -241,4 +241,26 @@ describe('upstream changes named by definition', function () {
       [['SqueezeExcite']],
     );
   });
+
+  it('a block whose own text (and what it uses) did not change is up to date when another class of its file changed', async () => {
+    const dir = await tmpdir('nnrag-defs-');
+    const repo = path.join(dir, 'defs');
+    const layers =
+      'from torch import nn\n\n\nclass Swish(nn.Module):\n    def forward(self, x):\n        return x * x.sigmoid()\n\n\nclass Other(nn.Module):\n    def forward(self, x):\n        return x + 1\n';
+    await writeTree(repo, { 'defs/__init__.py': '', 'defs/layers.py': layers });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const file = path.join(dir, 'out', 'swish.py');
+    assert.strictEqual((await cli('pull', 'defs.layers.Swish', '--db', db, '--out', file, '--no-validate')).code, 0);
+    await fsp.writeFile(path.join(repo, 'defs', 'layers.py'), layers.replace('return x + 1', 'return x + 2'));
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const status = async (): Promise<{ state: string; changed: { names: string[] }[] }> =>
+      (JSON.parse((await cli('status', file, '--db', db, '--json')).out) as { state: string; changed: { names: string[] }[] }[])[0];
+    assert.deepStrictEqual(await status(), { ...(await status()), state: 'up-to-date', changed: [] });
+    // its own text changes: now it is said, by name
+    await fsp.writeFile(path.join(repo, 'defs', 'layers.py'), layers.replace('x * x.sigmoid()', 'x * x.sigmoid() * 2'));
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const s = await status();
+    assert.deepStrictEqual([s.state, s.changed.map((c) => c.names)], ['changed', [['Swish']]]);
+  });
 });

@@ -387,10 +387,10 @@ function waiting(runner: string, binds: string[], text: string, module: string, 
   ].join('\n');
 }
 
-/** A commit as the header says it: with changes not committed on top of it, when the code is not all in it. */
+/** A commit as the header says it (`# commit X, with changes not committed on top of it`), when the code is not all in it. */
 export function commitWords(commit: string | null, uncommitted?: boolean): string {
   if (!commit) return 'unknown (not a git checkout)';
-  return uncommitted ? `uncommitted changes on top of ${commit}` : commit;
+  return uncommitted ? `${commit}, with changes not committed on top of it` : commit;
 }
 
 /** Inlined modules used as objects: an empty module object for each after the imports, given its definitions at the end. */
@@ -556,7 +556,11 @@ function fileHeader(
       `# Pulled by NN-RAG: ${headerText(provenance.block)} from ${headerText(rootSrc.repo)} (${headerText(rootSrc.url ?? rootSrc.location)})`,
       `# commit ${headerText(commitWords(rootSrc.commit, provenance.uncommitted))}; license ${headerText(rootSrc.license ?? 'not declared')}`,
       ...notes.map((n) => `# ${headerText(n)}`),
-      ...(optional.length ? [`# used only inside functions, imported where installed: ${optional.map(headerText).join(', ')}`] : []),
+      ...(optional.length
+        ? [
+            `# needed only by code inside functions (the file loads without them; that code says so if they are missing): ${optional.map(headerText).join(', ')}`,
+          ]
+        : []),
       ...(provenance.shared
         ? [`# shared with the blocks pulled beside it: ${sharedIds} definitions imported from ${headerText(provenance.shared.module)}.py`]
         : []),

@@ -19,7 +19,8 @@ export interface UpstreamEntry {
 }
 
 export interface UpstreamStatus {
-  /** `changed` when any definition's source changed or disappeared; `unknown` when its repository is not indexed. */
+  /** `changed` when any definition's own text changed or disappeared (not when only another part of its file did);
+   * `unknown` when its repository is not indexed. */
   state: 'up-to-date' | 'changed' | 'unknown';
   entries: UpstreamEntry[];
 }
@@ -46,8 +47,9 @@ export function upstreamStatus(db: IndexDb, prov: Provenance): UpstreamStatus {
     }
     return { ...at, state: 'changed', blob: now.blob };
   });
-  // (a file whose definitions all read as pulled still changed: the header's sources are not today's)
-  const state = entries.some((e) => e.state === 'changed' || e.state === 'missing' || e.state === 'moved')
+  // only a definition's own text decides: a file that changed elsewhere (another class of it) changes nothing pulled,
+  // and an update then only refreshes the header's blob ids
+  const state = entries.some((e) => e.state === 'changed' || e.state === 'missing')
     ? 'changed'
     : entries.some((e) => e.state === 'unindexed')
       ? 'unknown'

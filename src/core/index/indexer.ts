@@ -21,6 +21,7 @@ import type { OpenedSource, SkippedEntry, SourceFile } from '../sources/types';
 import type { IndexDb } from '../store/database';
 import { pruneUnits, unitsDirOf } from '../store/unitsCache';
 import { importedConfig } from '../store/sourceText';
+import { shadowShared } from '../store/sharedIndex';
 
 export interface Progress {
   step: number;
@@ -54,6 +55,13 @@ export interface IndexOptions {
    * repository, and the interpreter they follow changed); else that is an error asking for another name.
    */
   replaceInstalled?: boolean;
+  /**
+   * A repository that came with an imported (shared) index under the name of one indexed here is replaced by this one:
+   * the user's own copy wins and the shared rows are shadowed (`sharedIndex.shadowShared`); else that is an error.
+   */
+  replaceImported?: boolean;
+  /** How an error asks for another name (the command line: `--name`; the editor: its settings). */
+  renameAdvice?: string;
 }
 
 /**
@@ -195,7 +203,7 @@ async function inFlight(
 async function indexWithin(db: IndexDb, source: OpenedSource, options: IndexOptions): Promise<IndexRunStats> {
   const t0 = performance.now();
   const { info } = source;
-  const repoId = upsertRepo(db, source, options.replaceInstalled === true);
+  const repoId = upsertRepo(db, source, options);
   const reparseAll = db.getMeta('parser_version') !== PARSER_VERSION;
 
   const only = options.only && source.listPaths ? new Set(options.only) : undefined;
@@ -356,8 +364,8 @@ export function removeRepositoriesExcept(db: IndexDb, keep: Set<string>): string
   return gone.map((r) => String(r.name));
 }
 
-/** Every row of the repositories `ids`. */
-function dropRepositories(db: IndexDb, ids: number[]): void {
+/** Drops every row of the repositories `ids`. */
+export function dropRepositories(db: IndexDb, ids: number[]): void {
   db.transaction(() => {
     for (const id of ids) {
       db.run('DELETE FROM classes_fts WHERE docid IN (SELECT id FROM classes WHERE repo_id = ?)', [id]);
@@ -373,7 +381,8 @@ function dropRepositories(db: IndexDb, ids: number[]): void {
   });
 }
 
-function upsertRepo(db: IndexDb, source: OpenedSource, replaceInstalled: boolean): number {
+function upsertRepo(db: IndexDb, source: OpenedSource, options: Pick<IndexOptions, 'replaceInstalled' | 'replaceImported' | 'renameAdvice'>): number {
+  const replaceInstalled = options.replaceInstalled === true;
   const { info, config } = source;
   let row = db.get('SELECT id, location, kind, url, ref, root, module_prefix, priority, config FROM repos WHERE name = ?', [info.name]);
   const cfg = JSON.stringify({ include: config.include, exclude: config.exclude, symbols: config.symbols, inline: config.inline, ref: config.ref });
@@ -382,17 +391,24 @@ function upsertRepo(db: IndexDb, source: OpenedSource, replaceInstalled: boolean
     dropRepositories(db, [Number(row.id)]);
     row = undefined;
   }
+  if (row && importedConfig(row.config) && options.replaceImported) {
+    // the user's own copy wins: the shared rows go (their catalog, their verdicts), and the index says they are shadowed
+    dropRepositories(db, [Number(row.id)]);
+    shadowShared(db, info.name);
+    row = undefined;
+  }
+  const what = repoKind(info.kind).installed ? 'package' : 'folder';
   if (row && importedConfig(row.config)) {
     // another machine's rows (its catalog, its verdicts) never become this folder's, whatever path the archive named
     throw new NnragError(
       'bad-source',
-      `a repository named '${info.name}' came with an imported index; index this folder under another name (--name) or into another database (--db): its rows stay the archive's`,
+      `a repository named '${info.name}' came with an imported index; index this ${what} under another name (--name) or into another database (--db): its rows stay the archive's`,
     );
   }
   if (row && String(row.location) !== info.location) {
     throw new NnragError(
       'bad-source',
-      `a repository named '${info.name}' is already indexed from ${String(row.location)}; give this one another name (--name)`,
+      `a repository named '${info.name}' is already indexed from ${String(row.location)}; ${options.renameAdvice ?? 'give this one another name (--name)'}`,
     );
   }
   const same =

@@ -40,7 +40,10 @@ export function originalOf(session: PullSession, ref: ClassRef, inlined: Iterabl
   if (!repo) return { unavailable: 'its repository is not in the index' };
   if (repoKind(repo.kind).installed) return { module: ref.module, class: ref.name, path: null };
   if (isImported(repo) && repoKind(repo.kind).workingTree)
-    return { unavailable: 'its repository came with an imported index, which names no folder on this machine to import the original from' };
+    return {
+      unavailable:
+        'its repository came with a shared or imported index, and NN-RAG never imports code from a folder such an index names; index the repository yourself to compare with its original',
+    };
   const [folder, ...rest] = importRoots(repo);
   if (!folder) return { unavailable: `a ${repoKind(repo.kind).noun} has no checkout to import the original from` };
   if (!fs.existsSync(repo.root)) return { unavailable: `its repository's folder ${repo.root} is not on this machine` };

@@ -128,3 +128,51 @@ const TIERS = ['parsed', 'compiled', 'names-closed', 'imported', 'instantiated',
 export function tierRank(tier: string | null | undefined): number {
   return tier ? TIERS.indexOf(tier) : -1;
 }
+
+/**
+ * Arguments as a Python call reads them, code that runs (`(16, 16, activation=torch.nn.Identity)`): the one way the
+ * hover, `pull`, `validate` and `observe` show how a block was built and fed. Names (`$name`) stay names, strings are
+ * quoted, `True`/`False`/`None` are Python's; a tensor is described (`float32[5, 12]`, `int64[2, 30] in 0..9`).
+ */
+export function argumentsText(args: unknown[], kwargs: Record<string, unknown>): string {
+  return `(${[...args.map(valueText), ...Object.entries(kwargs).map(([k, v]) => `${k}=${valueText(v)}`)].join(', ')})`;
+}
+
+/** "built as NAME(ARGS)": how a block was built, as a call that can be copied and run. */
+export function builtAsWords(name: string, args: unknown[] | undefined, kwargs: Record<string, unknown> | undefined): string {
+  return `built as ${name}${argumentsText(args ?? [], kwargs ?? {})}`;
+}
+
+/** "N argument set(s)". */
+export function argumentSetsWords(n: number): string {
+  return `${n} argument set${n === 1 ? '' : 's'}`;
+}
+
+/** One value of the argument language (the judge's JSON of a call's arguments) as Python code. */
+export function valueText(v: unknown): string {
+  if (v === null || v === undefined) return 'None';
+  if (v === true) return 'True';
+  if (v === false) return 'False';
+  if (Array.isArray(v)) return `[${v.map(valueText).join(', ')}]`;
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v !== 'object') return String(v);
+  const o = v as Record<string, unknown>;
+  if (typeof o.$name === 'string') return o.$name;
+  if (typeof o.$float === 'number') return Number.isInteger(o.$float) ? o.$float.toFixed(1) : String(o.$float);
+  if (Array.isArray(o.$tuple)) return `(${o.$tuple.map(valueText).join(', ')}${o.$tuple.length === 1 ? ',' : ''})`;
+  if (typeof o.$call === 'string') return `${o.$call}${argumentsText(Array.isArray(o.args) ? o.args : [], (o.kwargs as Record<string, unknown>) ?? {})}`;
+  if (o.$partial) return `functools.partial(${valueText(o.$partial)})`;
+  if (o.$dict && typeof o.$dict === 'object')
+    return `{${Object.entries(o.$dict)
+      .map(([k, x]) => `${JSON.stringify(k)}: ${valueText(x)}`)
+      .join(', ')}}`;
+  const t = o.$tensor as { dtype?: string; shape?: number[]; min?: number; max?: number } | undefined;
+  if (t) {
+    const range = t.dtype && !t.dtype.startsWith('float') && t.min !== undefined && t.max !== undefined ? ` in ${t.min}..${t.max}` : '';
+    return `${t.dtype ?? 'tensor'}[${(t.shape ?? []).join(', ')}]${range}`;
+  }
+  // a plain mapping (keyword arguments of a recorded call)
+  return `{${Object.entries(o)
+    .map(([k, x]) => `${JSON.stringify(k)}: ${valueText(x)}`)
+    .join(', ')}}`;
+}

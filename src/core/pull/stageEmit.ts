@@ -27,7 +27,7 @@ import type { PythonParser } from '../parse/parser';
 import { shortenDocstrings } from '../emit/docstrings';
 import type { ClosureResult } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
-import { isImported } from '../store/sourceText';
+import { importedUncommitted, isImported } from '../store/sourceText';
 import { committedBlob } from '../sources/open';
 import { importableModules, stdlibModules } from '../validate/sandbox';
 import { nativeNote } from './natives';
@@ -63,7 +63,13 @@ async function uncommittedFiles(session: PullSession, recs: ModuleRecord[]): Pro
   for (const rec of recs) {
     const repo = session.repos.get(rec.repoId);
     const file = session.files.get(rec.fileId);
-    if (!repo || !file || !repoKind(repo.kind).workingTree || isImported(repo) || !repo.commit || !/^[0-9a-f]{40}$/.test(repo.commit)) continue;
+    if (!repo || !file) continue;
+    // an imported repository: its exporter's checkout said which files were not committed (the archive's record)
+    if (isImported(repo)) {
+      if (importedUncommitted(repo, file.path)) out.add(rec.fileId);
+      continue;
+    }
+    if (!repoKind(repo.kind).workingTree || !repo.commit || !/^[0-9a-f]{40}$/.test(repo.commit)) continue;
     const key = `${repo.root}\0${repo.commit}\0${file.path}`;
     let blob = known.get(key);
     if (!blob) known.set(key, (blob = committedBlob(repo.root, repo.commit, file.path)));

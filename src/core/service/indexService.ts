@@ -11,7 +11,8 @@ import * as path from 'path';
 import { lazyPool } from '../analysis/parsePool';
 import { warmUpParser } from '../analysis/warmUp';
 import { CancelledError, errorMessage } from '../base/errors';
-import { finishRun, removeRepositoriesExcept } from '../index/indexer';
+import { dropRepositories, finishRun, removeRepositoriesExcept } from '../index/indexer';
+import { importedConfig } from '../store/sourceText';
 import { copyRepositories } from '../index/mergeIndex';
 import { PARSER_VERSION } from '../parse/facts';
 import { indexSources } from '../index/indexSources';
@@ -26,7 +27,7 @@ import type { GitAuth } from '../sources/git';
 import { repositoryNames } from '../sources/names';
 import type { SourceConfig } from '../sources/types';
 import { IndexDb } from '../store/database';
-import { forgetShared, layeredOn, layerShared, refreshShared, sharedRepositories } from '../store/sharedIndex';
+import { forgetShared, isUnreachable, layeredOn, layerShared, refreshShared, shadowShared, sharedRepositories } from '../store/sharedIndex';
 import type { SharedRefresh } from '../store/sharedIndex';
 import { indexCounts } from '../store/stats';
 import type { ValidatorPoolLike } from '../validate/runner';
@@ -70,7 +71,8 @@ export interface IndexStatus {
 export interface SharedStatus {
   /** Where it comes from (credentials removed). */
   location: string;
-  state: 'downloaded' | 'unchanged' | 'refused';
+  /** `unreachable`: it could not be fetched (or read); `refused`: it was, and is not a usable index. */
+  state: 'downloaded' | 'unchanged' | 'refused' | 'unreachable';
   repositories: string[];
   message?: string;
 }
@@ -222,7 +224,12 @@ export class IndexService {
       const message = errorMessage(err);
       this.events.log('index', `shared index: ${message}`);
       this.events.failed(`NN-RAG: ${message}`);
-      this.sharedStatus = { location: redactUrls(location), state: 'refused', repositories: this.sharedStatus?.repositories ?? [], message };
+      this.sharedStatus = {
+        location: redactUrls(location),
+        state: isUnreachable(err) ? 'unreachable' : 'refused',
+        repositories: this.sharedStatus?.repositories ?? [],
+        message,
+      };
       return undefined;
     }
   }
@@ -323,6 +330,9 @@ export class IndexService {
           maxFileBytes: options.maxFileKb * 1024,
           // the settings name each repository: installed packages that now follow another interpreter replace the old
           replaceInstalled: true,
+          // a repository the shared index holds too: the user's own copy wins (the shared rows are shadowed)
+          replaceImported: true,
+          renameAdvice: 'give this one another "name" in the nnrag.repositories setting (NN-RAG: Open Repository Settings)',
           onProgress: (pr) => {
             if (pr.step % 25 === 0 || pr.step === pr.total) {
               this.setStatus({
@@ -363,10 +373,23 @@ export class IndexService {
       if (!live) for (const key of [...this.failures.keys()]) if (!this.options.repositories.some((r) => labelOf(r) === key)) this.failures.delete(key);
       // the workers' memory goes back before the finish (discovery and duplicate groups over the whole index)
       if (!live) await this.parsePool?.close();
+      if (!live && !options.sharedIndex) {
+        // no shared index any more: its repositories go, whichever of the user's own could be opened this time
+        const shared = [...sharedRepositories(db)].filter((name) => !seen.has(name));
+        const gone = db.all('SELECT id, name, config FROM repos').filter((r) => shared.includes(String(r.name)) && importedConfig(r.config));
+        if (gone.length) {
+          dropRepositories(
+            db,
+            gone.map((r) => Number(r.id)),
+          );
+          events.log('index', `removed ${gone.map((r) => String(r.name)).join(', ')} (the shared index is no longer set)`);
+          changed += gone.length;
+        }
+        forgetShared(db);
+      }
       if (allOpened && !live) {
         // the shared index's repositories are not the settings' to drop (while one is used)
         const removed = removeRepositoriesExcept(db, new Set([...seen, ...(options.sharedIndex ? sharedRepositories(db) : [])]));
-        if (!options.sharedIndex) forgetShared(db);
         if (removed.length) events.log('index', `removed ${removed.join(', ')} (no longer in nnrag.repositories)`);
         changed += removed.length;
       }
@@ -394,7 +417,8 @@ export class IndexService {
       this.setStatus(s);
       // upstream code may have changed under pulled files
       if (changed) events.changed();
-      return s;
+      // (with the shared index's state: what Refresh Shared Index reports)
+      return this.current;
     } catch (err) {
       if (err instanceof CancelledError) {
         if (changed) finishRun(db);
@@ -558,9 +582,23 @@ export class IndexService {
  */
 function carryOwnRepositories(layered: IndexDb, before: IndexDb): void {
   if (before.getMeta('parser_version') !== PARSER_VERSION) return;
-  const shared = sharedRepositories(before);
-  const taken = new Set(layered.all('SELECT name FROM repos').map((r) => String(r.name)));
-  if (copyRepositories(layered, before, 'the index before', (name) => !shared.has(name) && !taken.has(name)).length) finishRun(layered);
+  // the user's own: the rows of the index before that no archive brought
+  const own = new Set(
+    before
+      .all('SELECT name, config FROM repos')
+      .filter((r) => !importedConfig(r.config))
+      .map((r) => String(r.name)),
+  );
+  // a repository the new archive holds too stays the user's: the archive's rows of that name are shadowed
+  const both = layered.all('SELECT id, name FROM repos').filter((r) => own.has(String(r.name)));
+  if (both.length) {
+    dropRepositories(
+      layered,
+      both.map((r) => Number(r.id)),
+    );
+    for (const r of both) shadowShared(layered, String(r.name));
+  }
+  if (copyRepositories(layered, before, 'the index before', (name) => own.has(name)).length || both.length) finishRun(layered);
 }
 
 /** How a configured repository is named to the user: its `name`, else its location. */

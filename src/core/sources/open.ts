@@ -119,6 +119,26 @@ export async function checkoutOf(folder: string): Promise<{ commit?: string; url
   }
 }
 
+/** Every file `commit` holds in the checkout at `folder`, path to blob id, read in one walk of its tree; undefined when
+ * the checkout cannot say. */
+export async function committedBlobs(folder: string, commit: string): Promise<Map<string, string> | undefined> {
+  try {
+    const out = new Map<string, string>();
+    await git.walk({
+      fs,
+      dir: path.resolve(folder),
+      trees: [git.TREE({ ref: commit })],
+      map: async (filepath, [entry]) => {
+        if (entry && (await entry.type()) === 'blob') out.set(filepath, await entry.oid());
+        return true;
+      },
+    });
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The blob id `commit` holds at `filepath` in the checkout at `folder`; undefined when it holds none (a file added
  * since) or the checkout cannot say. */
 export async function committedBlob(folder: string, commit: string, filepath: string): Promise<string | undefined> {

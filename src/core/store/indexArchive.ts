@@ -19,7 +19,8 @@ import { fileSha256 } from '../base/hash';
 import { PARSER_VERSION } from '../parse/facts';
 import { redactUrls } from '../sources/git';
 import { IndexDb } from './database';
-import { loadRepoRows, readIndexedFile, sourcePathIn, sourcesDirOf } from './sourceText';
+import { isImported, loadRepoRows, readIndexedFile, sourcePathIn, sourcesDirOf } from './sourceText';
+import { committedBlobs } from '../sources/open';
 
 /** How much an import may take: bytes on disk once unpacked, and what `refreshShared` downloads. */
 export interface ImportLimits {
@@ -42,7 +43,16 @@ export interface ArchiveManifest {
   format: typeof ARCHIVE_FORMAT;
   parser_version: string;
   exported_at: string;
-  repositories: { name: string; kind: string; location: string; commit: string | null; license: string | null; indexed_at: string | null }[];
+  repositories: {
+    name: string;
+    kind: string;
+    location: string;
+    commit: string | null;
+    license: string | null;
+    indexed_at: string | null;
+    /** A checkout's files changed or added since `commit` (their blobs travel in the sources): a pull says so. */
+    uncommitted?: string[];
+  }[];
   files: number;
   blocks: number;
   /** Indexed files whose bytes travel in the archive (a pull needs them), and those that could not be read. */
@@ -69,8 +79,26 @@ async function listFiles(root: string, rel = ''): Promise<string[]> {
   return out.sort();
 }
 
-/** Writes `dbFile` (saved, and not being written) with its units cache and a manifest into the archive `to`. */
-export async function exportIndex(dbFile: string, to: string, sqlWasm?: string): Promise<ArchiveManifest> {
+/**
+ * Why the archive cannot be written at `to` (its folder is missing or not a folder, `to` is a folder), in words that
+ * name the path as `shown` (what the user typed); checked before any work.
+ */
+export async function exportDestinationProblem(to: string, shown = to): Promise<string | undefined> {
+  const folder = path.dirname(path.resolve(to));
+  const shownFolder = path.dirname(shown);
+  const st = await fsp.stat(folder).catch(() => undefined);
+  if (!st) return `cannot export to ${shown}: the folder ${shownFolder} does not exist`;
+  if (!st.isDirectory()) return `cannot export to ${shown}: ${shownFolder} is not a folder`;
+  if ((await fsp.stat(to).catch(() => undefined))?.isDirectory())
+    return `cannot export to ${shown}: it is a folder; name the archive file (for example ${path.join(shown, 'index.nnrag.tgz')})`;
+  return undefined;
+}
+
+/** Writes `dbFile` (saved, and not being written) with its units cache and a manifest into the archive `to` (`shown`
+ * names it in messages: as the user typed it). */
+export async function exportIndex(dbFile: string, to: string, sqlWasm?: string, shown = to): Promise<ArchiveManifest> {
+  const problem = await exportDestinationProblem(to, shown);
+  if (problem) throw new NnragError('usage', problem);
   // no writer while it is read: the lock is held until the copy is made
   const { db } = await IndexDb.open(dbFile, { sqlWasm, write: 'try' });
   const stage = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-export-'));
@@ -94,8 +122,14 @@ export async function exportIndex(dbFile: string, to: string, sqlWasm?: string):
       )
       .map((r) => ({ repository: String(r.name), entries: Number(r.entries), calls: Number(r.calls) }))
       .filter((c) => c.entries > 0);
+    // a checkout's files its commit does not hold as indexed: recorded, so pulls from the archive say "uncommitted"
+    const uncommitted = await uncommittedPaths(db);
+    for (const r of repositories) {
+      const list = uncommitted.get(r.name);
+      if (list?.length) Object.assign(r, { uncommitted: list });
+    }
     await fsp.copyFile(dbFile, path.join(stage, DB_NAME));
-    await shortenErrors(path.join(stage, DB_NAME), sqlWasm);
+    await shortenErrors(path.join(stage, DB_NAME), sqlWasm, uncommitted);
     const units = await listFiles(`${dbFile}.units`);
     for (const f of units) {
       await fsp.mkdir(path.dirname(path.join(stage, UNITS, f)), { recursive: true });
@@ -133,9 +167,40 @@ export async function exportIndex(dbFile: string, to: string, sqlWasm?: string):
  * a place for what that test could read): one line, at most EXPORTED_ERROR characters. */
 const EXPORTED_ERROR = 120;
 
-async function shortenErrors(file: string, sqlWasm?: string): Promise<void> {
+/**
+ * Of each repository, the paths of the files that are not what its commit holds (changed or added and not committed):
+ * asked of a local checkout once, in one walk of the commit's tree; an imported repository's own record is kept.
+ */
+async function uncommittedPaths(db: IndexDb): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const repo of loadRepoRows(db).values()) {
+    let list: string[] = [];
+    if (isImported(repo)) {
+      const had = repo.config.uncommitted;
+      list = Array.isArray(had) ? had.filter((p): p is string => typeof p === 'string') : [];
+    } else if (repoKind(repo.kind).workingTree && repo.commit && /^[0-9a-f]{40}$/.test(repo.commit) && repo.root) {
+      const committed = await committedBlobs(repo.root, repo.commit);
+      if (!committed) continue;
+      list = db
+        .all('SELECT path, hash FROM files WHERE repo_id = ? ORDER BY path', [repo.id])
+        .filter((f) => committed.get(String(f.path)) !== String(f.hash))
+        .map((f) => String(f.path));
+    }
+    if (list.length) out.set(repo.name, list);
+  }
+  return out;
+}
+
+async function shortenErrors(file: string, sqlWasm?: string, uncommitted = new Map<string, string[]>()): Promise<void> {
   const { db } = await IndexDb.open(file, { sqlWasm, write: 'try' });
   try {
+    // the copy's repositories record their uncommitted files (an import keeps them in its `config`)
+    for (const r of db.all('SELECT id, name, config FROM repos')) {
+      const list = uncommitted.get(String(r.name));
+      if (!list?.length) continue;
+      const config = { ...(JSON.parse(String(r.config ?? '{}')) as Record<string, unknown>), uncommitted: list };
+      db.run('UPDATE repos SET config = ? WHERE id = ?', [JSON.stringify(config), Number(r.id)]);
+    }
     const rows = db.all('SELECT repo_id, entry, error FROM observed_entries WHERE error IS NOT NULL');
     db.transaction(() => {
       for (const r of rows) {

@@ -86,6 +86,18 @@ export async function sharedFrom(dbFile: string, location: string): Promise<bool
   return (await readState(dbFile))?.location === redactUrls(location);
 }
 
+const UNREACHABLE = Symbol('unreachable');
+
+/** `err`, marked as a shared index that could not be reached (fetched or read), not one that was refused. */
+function unreachable(err: NnragError): NnragError {
+  return Object.assign(err, { [UNREACHABLE]: true });
+}
+
+/** Whether `err` says the shared index could not be reached (a network failure, a missing file), not that it was refused. */
+export function isUnreachable(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { [UNREACHABLE]?: boolean })[UNREACHABLE] === true;
+}
+
 /** Whether a shared index's location is an http(s) URL (else a path). */
 export const isHttpUrl = (location: string): boolean => /^https?:\/\//i.test(location);
 
@@ -112,7 +124,7 @@ export async function refreshShared(
       ? before
       : undefined;
   const kept = have ? '; the copy fetched before stays in use' : '';
-  const cannotFetch = (why: string): NnragError => new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${why}${kept}`);
+  const cannotFetch = (why: string): NnragError => unreachable(new NnragError('bad-source', `cannot fetch the shared index ${shown}: ${why}${kept}`));
   await fsp.mkdir(path.dirname(path.resolve(dbFile)), { recursive: true });
   let archive = location;
   let etag: string | undefined;
@@ -188,7 +200,7 @@ export async function refreshShared(
       () => false,
     ))
   ) {
-    throw new NnragError('bad-source', `the shared index ${location} is not a file${kept}`);
+    throw unreachable(new NnragError('bad-source', `the shared index ${location} is not a file${kept}`));
   }
   try {
     const sha256 = await fileSha256(archive);
@@ -221,23 +233,56 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-function layered(db: IndexDb): { sha256?: string; repositories?: string[] } {
+/** A working index's record of its shared archive: the archive's sha256, the repositories it holds from it, and those of
+ * the archive the user indexes themselves (`shadowed`: the user's own rows replaced the archive's). */
+interface Layered {
+  sha256?: string;
+  repositories?: string[];
+  shadowed?: string[];
+}
+
+function layered(db: IndexDb): Layered {
   try {
-    return JSON.parse(db.getMeta(LAYERED) ?? '{}') as { sha256?: string; repositories?: string[] };
+    const v = JSON.parse(db.getMeta(LAYERED) ?? '{}') as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Layered) : {};
   } catch {
     return {};
   }
 }
 
+const names = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
 /** The repositories a working index holds from its shared archive (read-only there), none when it has none. */
 export function sharedRepositories(db: IndexDb): Set<string> {
-  return new Set(layered(db).repositories ?? []);
+  return new Set(names(layered(db).repositories));
+}
+
+/** The shared archive's repositories that the user indexes themselves: their own rows are used, the archive's are not. */
+export function shadowedRepositories(db: IndexDb): Set<string> {
+  return new Set(names(layered(db).shadowed));
+}
+
+/**
+ * Records that the user's own repository `name` replaced the shared archive's rows of that name (the caller dropped
+ * them): it is no longer a shared repository of this index, and the tree says that it shadows the shared copy.
+ */
+export function shadowShared(db: IndexDb, name: string): void {
+  const was = layered(db);
+  if (!names(was.repositories).includes(name) && names(was.shadowed).includes(name)) return;
+  db.setMeta(
+    LAYERED,
+    JSON.stringify({
+      ...was,
+      repositories: names(was.repositories).filter((n) => n !== name),
+      shadowed: [...new Set([...names(was.shadowed), name])].sort(),
+    }),
+  );
 }
 
 /** The working index no longer uses a shared archive (its repositories were dropped). */
 export function forgetShared(db: IndexDb): void {
   const was = layered(db);
-  if (was.sha256 || was.repositories?.length) db.setMeta(LAYERED, '{}');
+  if (was.sha256 || was.repositories?.length || was.shadowed?.length) db.setMeta(LAYERED, '{}');
 }
 
 /** The sha256 of the shared archive a working index was made from, if any. */

@@ -19,7 +19,8 @@ export interface RepoRow {
   root: string;
   license: string | null;
   /** `imported`: the repository came with an imported index (`nn-rag import`, a shared index): it has no folder here. */
-  config: { inline?: boolean; include?: string[]; exclude?: string[]; symbols?: string[]; imported?: boolean };
+  /** `uncommitted` (an imported index's): the paths its exporter's checkout had changed or added since its commit. */
+  config: { inline?: boolean; include?: string[]; exclude?: string[]; symbols?: string[]; imported?: boolean; uncommitted?: unknown };
 }
 
 /**
@@ -28,6 +29,13 @@ export interface RepoRow {
  */
 export function isImported(repo: RepoRow): boolean {
   return repo.config.imported === true;
+}
+
+/** Of an imported repository, whether its exporter's checkout had `filePath` changed or added since its commit (the
+ * archive's record: an imported repository has no checkout here to ask). */
+export function importedUncommitted(repo: RepoRow, filePath: string): boolean {
+  const list = repo.config.uncommitted;
+  return isImported(repo) && Array.isArray(list) && list.includes(filePath);
 }
 
 /** The same, of a repository row's `config` column as stored (JSON text). */

@@ -410,12 +410,15 @@ describe('trusted workspace', function () {
         const t0 = Date.now();
         for (;;) {
           sawDiff ||= diffShown();
+          // the question shows while the pull waits (its notification), and goes once decided
+          if (sawDiff) assert.match(nnrag.pullQuestion() ?? '', /Pull DropPath into drop_path_diff\.py/);
           if (sawDiff && (await vscode.commands.executeCommand<boolean>(accept ? 'nnrag.acceptPull' : 'nnrag.cancelPull'))) break;
           if (Date.now() - t0 > 150_000) throw new Error('no pull waited for Accept or Cancel');
           await sleep(200);
         }
         const report = await pull;
         assert.ok(!diffShown(), 'the diff editor closes');
+        assert.strictEqual(nnrag.pullQuestion(), undefined, 'the notification that asked closes when the pull is decided');
         return report;
       };
       assert.strictEqual(await settle(false), undefined);
@@ -511,6 +514,19 @@ describe('trusted workspace', function () {
     );
     assert.deepStrictEqual([pulled.status, pulled.trusted], ['validated', true], JSON.stringify(pulled));
     assert.match(readFileSync(pulledPath('se_from_tool.py'), 'utf8'), /^class SqueezeExcite\(nn\.Module\):/m);
+  });
+
+  it('names the settings scope a change is written to: in a remote window, a machine setting goes to the Remote settings', async () => {
+    // code-server is a remote window (remoteName set), as SSH and WSL are: VS Code writes a machine-scoped "user" value
+    // into the remote machine's settings, so the message must say "remote" (it said "user", and the User tab was empty)
+    const remote = vscode.env.remoteName !== undefined;
+    const where = vscode.workspace.getConfiguration('nnrag').inspect('sharedIndex');
+    assert.strictEqual(where?.workspaceValue, undefined);
+    assert.strictEqual(nnrag.settingScope('sharedIndex'), remote ? 'remote' : 'user');
+    // a setting of the window, not the machine, stays the user's
+    if (vscode.workspace.getConfiguration('nnrag').inspect('hover.enabled')?.workspaceValue === undefined)
+      assert.strictEqual(nnrag.settingScope('hover.enabled'), 'user');
+    assert.strictEqual(nnrag.settingScope('repositories'), 'workspace');
   });
 
   it('adds a repository to the settings in effect (the workspace has a value: there), and removes it from the tree', async () => {
@@ -769,6 +785,81 @@ describe('trusted workspace', function () {
     // no shared index any more: its repositories leave the index
     await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before);
     assert.ok(!(await nnrag.request(ListTree, {})).some((n) => n.repo === 'teamlib'));
+  });
+
+  it('a shared index that holds a repository the workspace indexes too: yours wins, no error, the setting removed takes the shared rows', async () => {
+    // the team's index holds its own copy of tinyblocks (a class the workspace's has not) and a library of its own
+    const work = mkdtempSync(path.join(tmpdir(), 'nnrag-it-shadow-'));
+    const copy = path.join(work, 'tinyblocks');
+    execFileSync('cp', ['-r', fixture(), copy]);
+    writeFileSync(
+      path.join(copy, 'teamonly.py'),
+      'from torch import nn\n\n\nclass TeamOnlyCopyGate(nn.Module):\n    def forward(self, x):\n        return x\n',
+    );
+    const team = path.join(work, 'teamlib2');
+    mkdirSync(team);
+    writeFileSync(path.join(team, '__init__.py'), '');
+    writeFileSync(path.join(team, 'gates.py'), 'from torch import nn\n\n\nclass TeamSideGate(nn.Module):\n    def forward(self, x):\n        return x\n');
+    // the team's library is a git checkout with a block in a file no commit holds: its provenance travels with the index
+    const git = (...args: string[]): string =>
+      execFileSync('git', ['-c', 'user.email=t@example.org', '-c', 'user.name=t', ...args], { cwd: team, encoding: 'utf8' }).trim();
+    git('init', '-q', '-b', 'main');
+    git('add', '-A');
+    git('commit', '-qm', 'first');
+    const head = git('rev-parse', 'HEAD');
+    writeFileSync(path.join(team, 'fresh.py'), 'from torch import nn\n\n\nclass FreshTeamGate(nn.Module):\n    def forward(self, x):\n        return x + 1\n');
+    const cliJs = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
+    const run = (...args: string[]): string =>
+      execFileSync(process.execPath, [cliJs, ...args], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, encoding: 'utf8' });
+    run('index', copy, team, '--db', path.join(work, 'team.db'));
+    run('export', '--db', path.join(work, 'team.db'), '--to', path.join(work, 'team.tgz'));
+    const before = (await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos > 0)).repos;
+    const errorBefore = nnrag.lastError();
+    const config = vscode.workspace.getConfiguration('nnrag');
+    const names = async (text: string): Promise<string[]> => (await nnrag.request(SearchBlocks, { text, limit: 5 })).map((h) => `${h.repo}:${h.name}`);
+    try {
+      await config.update('sharedIndex', path.join(work, 'team.tgz'), vscode.ConfigurationTarget.Workspace);
+      const s = await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before + 1);
+      assert.strictEqual(s.failing ?? 0, 0, JSON.stringify(s));
+      const nodes = await nnrag.request(ListTree, {});
+      const mine = nodes.find((n) => n.repo === 'tinyblocks');
+      assert.ok(mine && !mine.error && !mine.shared && mine.shadowsShared, `the workspace's tinyblocks is its own: ${JSON.stringify(mine)}`);
+      assert.ok(nodes.find((n) => n.repo === 'teamlib2')?.shared, JSON.stringify(nodes));
+      assert.ok((await names('TeamSideGate')).includes('teamlib2:TeamSideGate'));
+      assert.ok(!(await names('TeamOnlyCopyGate')).some((n) => n.endsWith(':TeamOnlyCopyGate')), 'the shared copy of tinyblocks is not used');
+      // a block from the shared index in a file its checkout had not committed: said so in the pulled file
+      const pulled = await drive(vscode.commands.executeCommand<PullReport>('nnrag.pullBlock', 'teamlib2:teamlib2.fresh.FreshTeamGate', 'fresh_team_gate.py'), [
+        'nnrag.acceptPull',
+      ]);
+      assert.ok(pulled?.out, JSON.stringify(pulled));
+      const text = readFileSync(pulled.out, 'utf8');
+      assert.ok(text.includes(`# commit ${head}, with changes not committed on top of it;`), text.slice(0, 600));
+      rmSync(pulled.out, { force: true });
+      // the workspace's later edits are indexed (they were never indexed again)
+      const later = path.join(fixture(), 'later_gate.py');
+      writeFileSync(later, 'from torch import nn\n\n\nclass LaterLocalGate(nn.Module):\n    def forward(self, x):\n        return x\n');
+      try {
+        await vscode.commands.executeCommand('nnrag.reindexRepository', 'tinyblocks');
+        assert.ok((await names('LaterLocalGate')).includes('tinyblocks:LaterLocalGate'));
+      } finally {
+        rmSync(later, { force: true });
+      }
+      // Refresh Shared Index makes the index from the archive again: still no error, still the workspace's copy
+      await vscode.commands.executeCommand('nnrag.refreshSharedIndex');
+      assert.strictEqual(nnrag.status().failing ?? 0, 0);
+      assert.strictEqual(nnrag.lastError(), errorBefore, 'no error was shown');
+    } finally {
+      await config.update('sharedIndex', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+    // the setting removed: the shared repositories leave, the workspace's stays, not marked
+    await nnrag.waitForStatus((st) => st.state === 'ready' && st.repos === before);
+    const nodes = await nnrag.request(ListTree, {});
+    assert.ok(!nodes.some((n) => n.repo === 'teamlib2'), JSON.stringify(nodes));
+    assert.ok(
+      nodes.some((n) => n.repo === 'tinyblocks' && !n.shadowsShared && !n.error),
+      JSON.stringify(nodes),
+    );
+    rmSync(work, { recursive: true, force: true });
   });
 
   it('validates with the interpreter picked for NN-RAG: the pick wins over inherited defaults and is written where it takes effect', async () => {
