@@ -16,13 +16,24 @@ class JobContext:
     side leaves it empty), so both sides shape their inputs alike. `own_packages`: the packages whose loaded modules an
     observed call may name its classes from (the original's own; the copy names only what its file defines).
     `observed`: the argument sets seen in the repository's own runs, by attempt key. `call`: torch's Module.__call__
-    as it was before the block's code ran. `last_forward_s`: how long the last forward that ran took."""
+    as it was before the block's code ran. `last_forward_s`: how long the last forward that ran took. `spent`: the
+    worker's own seconds by step (`build`: constructing the argument sets, `forward`: driving forward with the inputs;
+    told the judge in the frame that ends the search: informative only, never a verdict's ground)."""
 
     twins: Dict[Any, Any] = field(default_factory=dict)
     own_packages: Set[str] = field(default_factory=set)
     observed: Dict[Any, Dict[str, Any]] = field(default_factory=dict)
     call: Any = None
     last_forward_s: float = 0.0
+    spent: Dict[str, float] = field(default_factory=dict)
+
+    def add(self, step: str, seconds: float) -> None:
+        """Count `seconds` of the worker's own time to `step`."""
+        self.spent[step] = self.spent.get(step, 0.0) + max(0.0, seconds)
+
+    def told(self) -> Dict[str, float]:
+        """The seconds by step as a frame carries them (milliseconds kept)."""
+        return {k: round(v, 3) for k, v in self.spent.items()}
 
 
 CURRENT: List[JobContext] = [JobContext()]

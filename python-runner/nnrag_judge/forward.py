@@ -187,7 +187,9 @@ def search(
     built = False
     preferred = [a for a in attempts if plan is not None and a[0] == plan.get("attempt")]
     for attempt in preferred + [a for a in attempts if all(a is not p for p in preferred)]:
+        began = steady()
         model, recorded, extra = make(attempt, cls, factory, torch, nn, errors)
+        job().add("build", steady() - began)
         if model is None:
             continue
         built = True
@@ -204,7 +206,9 @@ def search(
         announce(report)
         lighter(model)
         prefer = plan.get("input", -1) if plan is not None and preferred and attempt is preferred[0] and isinstance(plan.get("input"), int) else -1
+        began = steady()
         ran, error, out, inputs, index = run_forward(model, cls, torch, nn, extra.get("kwargs", {}), recorded, prefer, examples)
+        job().add("forward", steady() - began)
         if ran:
             return Found(attempt, inputs, index, out, model), errors, None, True
         forward_error = forward_error or error

@@ -138,3 +138,21 @@ def read(header: Dict[str, Any], blob: bytes) -> Frame:
     """The frame a header and its blob make (protocol.kind_of names its kind)."""
     kind = kind_of(header)
     return NotOurs(header) if kind is None else READERS[kind](header, header[kind], blob)
+
+
+# the steps a worker may say it spent its own seconds on (context.JobContext.spent)
+SPENT_STEPS = ("build", "forward")
+
+
+def spent_of(header: Dict[str, Any]) -> Dict[str, float]:
+    """The worker's own seconds by step that a frame's header carries (`spent`), those of SPENT_STEPS that are
+    numbers in a sane range; informative only (a worker could say anything), so anything else is left out."""
+    told = header.get("spent")
+    if not isinstance(told, dict):
+        return {}
+    out: Dict[str, float] = {}
+    for step in SPENT_STEPS:
+        value = told.get(step)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1e6:
+            out[step] = round(float(value), 3)
+    return out

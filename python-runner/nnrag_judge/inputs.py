@@ -251,19 +251,46 @@ def shapes(value: Any) -> Any:
 
 def lighter(model: Any) -> None:
     """Resizing steps inside a model (torchvision's detectors bring every image to `min_size` 800 px, `max_size`
-    1333) set to a quarter for validation: a ResNet-50 backbone at 800 px takes most of a minute on a CPU, before a
-    block deep inside is reached, and for each input tried on a detector itself."""
+    1333) set to an eighth for validation (no side below LIGHT_SIDE): a ResNet-50 backbone at 800 px takes most of a
+    minute on a CPU, before a block deep inside is reached, and for each input tried on a detector itself. A
+    detector's counts of proposals and detections (`LIGHT_COUNTS`) are capped too: its heads' cost grows with them
+    (a Mask R-CNN's box and mask heads run on a thousand proposals, a hundred detections), and a few exercise the
+    same code. Both sides make the same calls, so what they compute stays comparable."""
     for m in model.modules():
+        capped(m)
         low, high = getattr(m, "min_size", None), getattr(m, "max_size", None)
         if not isinstance(high, int) or isinstance(high, bool):
             continue
         if isinstance(low, int) and not isinstance(low, bool):
-            m.min_size = max(32, low // 4)
+            m.min_size = lighter_side(low)
         elif isinstance(low, (tuple, list)) and low and all(isinstance(v, int) for v in low):
-            m.min_size = type(low)(max(32, v // 4) for v in low)
+            m.min_size = type(low)(lighter_side(v) for v in low)
         else:
             continue
-        m.max_size = max(32, high // 4)
+        m.max_size = lighter_side(high)
+
+
+LIGHT_SIDE = 64
+
+
+def lighter_side(side: int) -> int:
+    """A resizing step's side for validation: an eighth, never below LIGHT_SIDE (nor above the side itself)."""
+    return min(side, max(LIGHT_SIDE, side // 8))
+
+
+# a detector's counts (torchvision's attribute names, shared by the detectors built on them) and their caps: the
+# proposals kept before and after NMS (a dict by mode), the detections and candidates per image
+LIGHT_COUNTS = {"_pre_nms_top_n": 64, "_post_nms_top_n": 64, "detections_per_img": 16, "topk_candidates": 64}
+
+
+def capped(module: Any) -> None:
+    """A module's counts of LIGHT_COUNTS brought down to their caps (an int, or a dict of ints by mode)."""
+    for name, cap in LIGHT_COUNTS.items():
+        value = module.__dict__.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > cap:
+            setattr(module, name, cap)
+        elif isinstance(value, dict) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
+            setattr(module, name, {k: min(v, cap) for k, v in value.items()})
 
 
 LARGE_SIDE = 256

@@ -24,6 +24,7 @@ from .static import imported_top_levels, requirements, undefined_names
 from .places import NATIVE_FOLDER, empty, project_folder
 from .supervise import VERSIONS, WorkerRun, last_line, run_worker, tail_text, zygote
 from .verdict import verdict
+from .timings import side_timings
 
 # share of the time limit the original's worker may use; the copy gets what is left
 ORIGINAL_SHARE = 0.5
@@ -279,6 +280,9 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
         return max(1.0, timeout_s - sum(spent))
 
     side: Optional[OriginalSide] = None
+    # where the job's seconds went (timings.py): informative, read by no verdict
+    timings: Dict[str, Any] = {}
+    report.timings = timings
     # the original's run kept from an identical earlier job (never shown to a worker)
     cached = cached_original(request) if original else None
     if original and request.original_only:
@@ -286,6 +290,7 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
     try:
         tree = static_tiers(path, reach, request.upstream_undefined, report)
         report.requirements = requirements(imported_top_levels(tree))
+        timings["static"] = round(time.time() - started, 3)
         if original:
             # the original's run of an identical earlier job, when the caller kept it: only the copy runs
             job = cached
@@ -299,8 +304,10 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
                     original_template(request, original),
                 )
                 spent.append(job.own_s)
+                timings["original"] = side_timings(job, "original")
             else:
                 report.original_cached = True
+                timings["original"] = {"cached": True}
             if job.problem is not None and job.problem[0] == "cancelled":
                 raise Failure("cancelled", job.problem[1])
             side = read_original(job, original)
@@ -317,6 +324,7 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
             "copy", request.worker_request(file=copy_path, plan=plan), memory_mb, left(), control, copy_template(tree), watch_maps=side is not None
         )
         spent.append(job.own_s)
+        timings["copy"] = side_timings(job, "copy")
         try:
             result = verdict(job, report, reach)
         except Failure as failure:
@@ -324,7 +332,9 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
                 failure.extra["original_passes"] = side.reached
             raise
         if side is not None:
+            comparing = time.time()
             report.equivalence = equivalence_of(side, result, lacking_compiled(side, job, request, path))
+            timings["comparing"] = round(time.time() - comparing, 3)
             if report.equivalence.get("native") and not natives_there(request, job):
                 # left out of the comparison for want of compiled operators: never a pass
                 raise Failure(
@@ -360,6 +370,7 @@ def original_alone(path: str, request: ValidateJob, place: Place, control: Optio
         control,
         original_template(request, original),
     )
+    report.timings = {"original": side_timings(job, "original")}
     if job.problem is not None and job.problem[0] == "cancelled":
         report.failed("cancelled", job.problem[1])
         return report

@@ -344,7 +344,10 @@ def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, An
         elif "NoneType" in str(exc):
             changes = {n: guess_of(n) for n in sorted(named) if values[n] is None}
     if not changes and isinstance(exc, AttributeError):
-        changes = with_attribute(exc, stmt, values, {k: v for k, v in namespace.items() if k in named_in(cls)}, build)
+        # the class's names read once (each read parses its whole file: once per name of a large pulled file's
+        # namespace, tens of seconds)
+        names = named_in(cls)
+        changes = with_attribute(exc, stmt, values, {k: v for k, v in namespace.items() if k in names}, build)
     changes = {k: v for k, v in changes.items() if v is not None and k in values}
     if not changes:
         return False

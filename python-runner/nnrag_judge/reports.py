@@ -55,6 +55,8 @@ class Report:
     executed: Optional[Dict[str, List[int]]] = answer_field()
     seconds: Optional[float] = answer_field()
     own_seconds: Optional[float] = answer_field()
+    # where the seconds went (timings.py): `static`, each side's run by step, `comparing`; informative only
+    timings: Optional[Dict[str, Any]] = answer_field()
 
     def failed(self, category: str, message: str, extra: Optional[Dict[str, Any]] = None) -> None:
         """The validation stopped: why, and what the failure named (only the particulars a report has)."""

@@ -90,6 +90,11 @@ class WorkerRun:
         # it failed to read them once (then nothing may be concluded of what the process lacks)
         self.mapped: Set[str] = set()
         self.maps_unread = False
+        # the judge's clock: when the worker started (supervise), when each frame arrived (seconds after that, one
+        # per frame) and its wall time: where a job's time went (timings.py), measured outside the worker
+        self.began: Optional[float] = None
+        self.stamps: List[float] = []
+        self.wall_s = 0.0
 
     def feed(self, data: bytes) -> None:
         """Frames from the worker; a malformed or oversized one is a problem, never a result."""
@@ -114,6 +119,7 @@ class WorkerRun:
                 self.problem = ("tampered", "the block wrote to the validator's channel (a frame that is not ours)")
                 return
             self.frames.append((header, bytes(self.buffer[FRAME.size + head_len : end])))
+            self.stamps.append(0.0 if self.began is None else round(time.monotonic() - self.began, 3))
             self.buffer = self.buffer[end:]
 
     def output(self, data: bytes) -> None:
@@ -141,6 +147,7 @@ def supervise(
     # the limit counts the worker's own time: wall time less what it waited for a CPU (a batch beside a CPU hog
     # reaches the verdict a quiet one does); the wall clock stops only a worker held far past it (WALL_FACTOR)
     started = time.monotonic()
+    job.began = started
     waited_before = run_delay_s(str(pid))
     wall_deadline = started + WALL_FACTOR * timeout_s + WALL_GRACE_S
     last_frame, waited_at_frame, waited = started, 0.0, 0.0
@@ -175,6 +182,7 @@ def supervise(
         if job.status is None:
             waited = max(0.0, run_delay_s(str(pid)) - waited_before)
         job.own_s = now - started - waited
+        job.wall_s = now - started
         if job.own_s > timeout_s or now > wall_deadline:
             job.problem = ("timeout", f"no result within {timeout_s:g} s")
         elif quiet_s is not None and now - last_frame - (waited - waited_at_frame) > quiet_s:

@@ -144,6 +144,7 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
         frame(
             FORWARD,
             {"input_shapes": [shapes(t) for t in found.inputs], "output": structure, "tensors": tensors, "attempt": found.attempt[0], "input": found.index},
+            spent=job().told(),
         ),
         values,
     )
@@ -191,9 +192,9 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     found, errors, forward_error, _ = search(cls, attempts, factory, torch, nn, lambda r: reached.append("instantiated"), None, examples_of(req))
     if found is None:
         why = forward_error or best_error(errors)
-        send(frame(REACHED, reached[-1], error=str(why)[:500]))
+        send(frame(REACHED, reached[-1], error=str(why)[:500], spent=job().told()))
         return
-    send(frame(REACHED, "forward"))
+    send(frame(REACHED, "forward", spent=job().told()))
     key, args, kwargs = found.attempt
     chosen = variants(cls, args, kwargs, cls) if key != "builder" else [({}, f"built by {original.get('builder', {}).get('name', 'its builder')}()")]
     if takes_a_list(found.model, found.inputs):
@@ -276,7 +277,7 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
                 raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")
             run_copy(send, req, torch, nn)
     except Failure as failure:
-        send(frame(FAILURE, dict(failure.extra, category=failure.category, message=failure.message)))
+        send(frame(FAILURE, dict(failure.extra, category=failure.category, message=failure.message), spent=job().told()))
     except BaseException as exc:  # noqa: BLE001 - never leave the judge without a word
         try:
             send(frame(FAILURE, {"category": "error", "message": f"{type(exc).__name__}: {exc}"}))

@@ -526,8 +526,8 @@ class TiersWithTorch(unittest.TestCase):
             )
             report = json.loads(proc.stdout.strip().splitlines()[-1])
         self.assertTrue(report["ok"], report)
-        # 800 px brought to 200 for the recording pass (below the size that is cut again)
-        self.assertEqual(report["input_shapes"][0][-2:], [200, 200])
+        # 800 px brought to 100 for the recording pass (below the size that is cut again)
+        self.assertEqual(report["input_shapes"][0][-2:], [100, 100])
 
 
 if __name__ == "__main__":

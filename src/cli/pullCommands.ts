@@ -12,7 +12,7 @@ import { companionsOf } from '../core/pull/shared';
 import { argumentSetsWords, builtAsWords, reportVerdict, verdictWords } from '../core/pull/pulledState';
 import { firstLine } from '../core/base/text';
 import type { PullReport } from '../core/pull/types';
-import type { ValidationReport } from '../core/validate/runner';
+import type { JudgeTimings, SideTimings, ValidationReport } from '../core/validate/runner';
 import { indexCounts } from '../core/store/stats';
 import { describeSandbox, interpreterInfo } from '../core/validate/sandbox';
 import { writeText } from '../core/emit/writeSafe';
@@ -173,9 +173,48 @@ function describeReport(r: PullReport): string {
   const eq = r.validation?.equivalence;
   if (r.status === 'validated' && r.tier !== 'equivalent' && eq && eq.status !== 'equivalent' && eq.status !== 'differs' && eq.reason)
     lines.push(`  not compared with the original: ${firstLine(eq.reason)}`);
+  lines.push(...timeLines(r));
   if (r.category) lines.push(`  why (${r.category}): ${r.message}`);
   else if (r.message) lines.push(`  note: ${r.message}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** Where a pull's seconds went: resolving, emitting and judging, and for each run of the judge its sides' steps. */
+function timeLines(r: PullReport): string[] {
+  const t = r.timings;
+  const sec = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+  const out = [`  time: resolve ${sec(t.resolve_ms)}, emit ${sec(t.emit_ms)}, judge ${sec(t.validate_ms)}`];
+  for (const j of r.judged ?? []) {
+    if (j.seconds === undefined && !j.builders?.length) continue;
+    const parts: string[] = [];
+    for (const b of j.builders ?? []) parts.push(`${b.name}() ${b.seconds.toFixed(1)} s (${b.ended})`);
+    if (j.untried?.length) parts.push(`untried for time: ${j.untried.map((u) => `${u}()`).join(', ')}`);
+    if (j.timings) parts.push(judgeTimingsText(j.timings));
+    out.push(`    ${j.stage} ${j.seconds !== undefined ? `${j.seconds.toFixed(1)} s` : ''}${parts.length ? `: ${parts.join('; ')}` : ''}`);
+  }
+  return out;
+}
+
+/** A judge's timings in words: each side's steps, the comparison. */
+function judgeTimingsText(t: JudgeTimings): string {
+  const side = (name: string, s: SideTimings | undefined): string | undefined => {
+    if (!s) return undefined;
+    if (s.cached) return `${name} cached`;
+    const steps = Object.entries(s.steps ?? {})
+      .filter(([k]) => k !== 'search' || !('build' in (s.steps ?? {})))
+      .map(([k, v]) => `${k} ${(v ?? 0).toFixed(1)}`)
+      .join(', ');
+    return `${name} ${(s.seconds ?? 0).toFixed(1)} s${steps ? ` (${steps})` : ''}`;
+  };
+  return [
+    t.starting !== undefined ? `starting ${t.starting.toFixed(1)} s` : undefined,
+    t.static !== undefined ? `static ${t.static.toFixed(1)} s` : undefined,
+    side('original', t.original),
+    side('copy', t.copy),
+    t.comparing !== undefined ? `comparing ${t.comparing.toFixed(1)} s` : undefined,
+  ]
+    .filter((x) => x !== undefined)
+    .join(', ');
 }
 
 function sizesLine(s: FileSizes): string {

@@ -6,6 +6,7 @@ import type { PullSession } from './session';
 import { dependencies } from './roots';
 import { repositoryUses } from './uses';
 import { promises as fsp } from 'fs';
+import { performance } from 'perf_hooks';
 import * as os from 'os';
 import * as path from 'path';
 import type { ClassRef } from '../store/target';
@@ -84,9 +85,10 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
   };
   // one time limit for the whole block: its argument sets, its builders and the replay of a builder's arguments
   const clock = new JudgeClock(options.timeoutMs ?? DEFAULT_TIMEOUT_S * 1000);
+  const began = performance.now();
   let v = await validateFile(options.out, request);
   clock.spent(v);
-  const judged: JudgeRun[] = [{ stage: 'judge', why: 'the file as pulled' }];
+  const judged: JudgeRun[] = [{ stage: 'judge', why: 'the file as pulled', ...spentOn(v, began) }];
   if (!v.ok && (v.category === 'instantiate' || v.category === 'forward'))
     v = await builderStage(session, emission, options, request, original, clock, v, judged);
   const runtime = runtimeNativeOf(session, v, ref.repoId, inlined);
@@ -133,15 +135,23 @@ async function builderStage(
   // installed package's builders would build, and register, the installed classes)
   const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
   const budgetMs = Math.min(options.builderBudgetMs ?? Infinity, clock.left() - MIN_JUDGE_MS);
-  judged.push({
+  const stage: JudgeRun = {
     stage: 'builder',
     why: `no guessed argument set ${v.category === 'instantiate' ? 'built the block' : 'ran its forward'}: the repository's builders`,
-  });
+  };
+  judged.push(stage);
   const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, unit, ref.name, target, { ...options, builderBudgetMs: budgetMs }, original);
   clock.spent(built.ownMs);
+  Object.assign(stage, {
+    seconds: round3(built.tried.reduce((sum, b) => sum + b.seconds, 0)),
+    builders: built.tried,
+    ...(built.untried.length ? { untried: built.untried } : {}),
+    ...(built.report?.timings ? { timings: built.report.timings } : {}),
+  });
   if (built.report && clock.left() > MIN_JUDGE_MS) {
-    judged.push({ stage: 'replay', why: "the builder's arguments, judged again on the file written" });
-    return replayed(built.report, options.out!, { ...request, timeoutMs: clock.left() });
+    const replay: JudgeRun = { stage: 'replay', why: "the builder's arguments, judged again on the file written" };
+    judged.push(replay);
+    return replayed(built.report, options.out!, { ...request, timeoutMs: clock.left() }, replay);
   }
   if (built.report) return { ...built.report, recipe: undefined };
   if (!built.untried.length) return v;
@@ -160,10 +170,15 @@ const MIN_JUDGE_MS = 2000;
  * recipe) where they can be written, so that the verdict is about the file itself and `nn-rag validate` can repeat
  * it. The builder's verdict stays where the file alone does not get as far.
  */
-async function replayed(byBuilder: ValidationReport, file: string, request: ValidateOptions): Promise<ValidationReport> {
+async function replayed(byBuilder: ValidationReport, file: string, request: ValidateOptions, run: JudgeRun): Promise<ValidationReport> {
   const recipe = byBuilder.recipe;
-  if (!recipe || JSON.stringify(recipe).length > MAX_RECIPE_CHARS) return { ...byBuilder, recipe: undefined };
+  if (!recipe || JSON.stringify(recipe).length > MAX_RECIPE_CHARS) {
+    run.why += ' (not run: the arguments cannot be written)';
+    return { ...byBuilder, recipe: undefined };
+  }
+  const began = performance.now();
   const again = await validateFile(file, { ...request, candidates: [recipe, ...(request.candidates ?? [])] });
+  Object.assign(run, spentOn(again, began));
   const asFar = again.ok && (again.tier === 'equivalent' || byBuilder.tier !== 'equivalent');
   return asFar ? { ...again, builder: byBuilder.builder, recipe } : { ...byBuilder, recipe: undefined };
 }
@@ -212,9 +227,10 @@ async function validateWithBuilder(
   target: string,
   options: PullOptions,
   original: OriginalClass | undefined,
-): Promise<{ report?: ValidationReport; untried: string[]; ownMs: number }> {
+): Promise<{ report?: ValidationReport; untried: string[]; ownMs: number; tried: { name: string; seconds: number; ended: string }[] }> {
   // the budget counts the judge's own time (ownMs), not the machine's
   let used = 0;
+  const tried: { name: string; seconds: number; ended: string }[] = [];
   let index = session.builders.get(rec.repoId);
   if (!index) {
     index = new BuilderIndex(session.table, rec.repoId);
@@ -224,13 +240,14 @@ async function validateWithBuilder(
   const builders = index.buildersOf(rec, name).slice(0, 4);
   for (const [i, b] of builders.entries()) {
     if (options.builderBudgetMs !== undefined && used > options.builderBudgetMs - MIN_JUDGE_MS / 2)
-      return { untried: builders.slice(i).map((u) => u.name), ownMs: used };
+      return { untried: builders.slice(i).map((u) => u.name), ownMs: used, tried };
     const combined = await computeClosure(closureCtx, rec, unit, [{ rec: b.rec, unit: b.unit }]);
     if (failureOf(combined.problems)) continue;
     const emitted = emitFile(combined, emitCtx, target);
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-builder-'));
     try {
       const file = path.join(dir, 'block_with_builder.py');
+      const began = performance.now();
       await fsp.writeFile(file, emitted.code, 'utf8');
       const builder = emitted.provenance.renamed[`${b.rec.module}.${b.name}`] ?? b.name;
       const v = await validateFile(file, {
@@ -251,14 +268,27 @@ async function validateWithBuilder(
       });
       // a copy that differs from its original is a finding, never hidden behind the failure before it
       used += ownMs(v);
-      if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [], ownMs: used };
+      tried.push({ name: b.name, seconds: round3((performance.now() - began) / 1000), ended: v.ok ? (v.tier ?? 'ok') : (v.category ?? 'failed') });
+      if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [], ownMs: used, tried };
       // stopped by the budget, it was not really tried
-      if (options.builderBudgetMs !== undefined && v.category === 'timeout') return { untried: builders.slice(i).map((u) => u.name), ownMs: used };
+      if (options.builderBudgetMs !== undefined && v.category === 'timeout') return { untried: builders.slice(i).map((u) => u.name), ownMs: used, tried };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }
   }
-  return { untried: [], ownMs: used };
+  return { untried: [], ownMs: used, tried };
+}
+
+/** A judge run's wall seconds (from `began`, performance.now()) and where they went, as a JudgeRun carries them: the
+ * judge's own steps, and `starting`, the rest (the sandbox and the judge started, or a warm one reached). */
+function spentOn(v: ValidationReport, began: number): Pick<JudgeRun, 'seconds' | 'timings'> {
+  const seconds = (performance.now() - began) / 1000;
+  const starting = v.seconds !== undefined ? Math.max(0, seconds - v.seconds) : undefined;
+  return { seconds: round3(seconds), ...(v.timings ? { timings: { ...v.timings, ...(starting !== undefined ? { starting: round3(starting) } : {}) } } : {}) };
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
 }
 
 /** The judge's own time for a validation, in ms (its wall time where an older judge did not say). */

@@ -10,6 +10,7 @@ import type { ClosureResult, Problem } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import type { NativeBuild } from '../validate/native';
 import type { FailureCategory, Requirement, Tier, ValidationReport, ValidatorPoolLike } from '../validate/runner';
+import type { JudgeTimings } from '../validate/runner';
 
 export type PullStatus = 'validated' | 'extracted' | 'failed';
 
@@ -59,10 +60,17 @@ export interface SlimSizes {
   kept: 'slim' | 'full';
 }
 
-/** One run of the judge in a pull: its stage, and why it ran. */
+/** One run of the judge in a pull: its stage, why it ran, and where its seconds went. */
 export interface JudgeRun {
   stage: 'judge' | 'builder' | 'replay' | 'native' | 'slim';
   why: string;
+  /** The judge's wall seconds for the stage (every builder tried, for `builder`). */
+  seconds?: number;
+  /** Where the seconds of the stage's verdict went (the judge's measure; informative only). */
+  timings?: JudgeTimings;
+  /** The builders tried, in order, each with its seconds and how it ended; those left untried for time. */
+  builders?: { name: string; seconds: number; ended: string }[];
+  untried?: string[];
 }
 
 export interface PullOptions {

@@ -36,6 +36,26 @@ export interface Requirement {
   url?: string | null;
 }
 
+/** One worker's run: wall and own seconds, and by step (`import`, `search` = `build` + `forward` as the worker counted
+ * them, `probes`, `exit`), each present only when the run reached it. */
+export interface SideTimings {
+  seconds?: number;
+  own_seconds?: number;
+  steps?: Partial<Record<'import' | 'search' | 'build' | 'forward' | 'probes' | 'exit', number>>;
+  /** The original's run was replayed from the cache (nothing of it ran). */
+  cached?: boolean;
+}
+
+/** Where a validation's seconds went: the static tiers, each side's worker, the comparison of their probes. */
+export interface JudgeTimings {
+  /** Set by the pull, not the judge: the seconds before the judge's own work (the sandbox started, a warm judge reached). */
+  starting?: number;
+  static?: number;
+  original?: SideTimings;
+  copy?: SideTimings;
+  comparing?: number;
+}
+
 export interface ValidationReport {
   /** The file the judge read. */
   file?: string;
@@ -112,6 +132,8 @@ export interface ValidationReport {
   seconds: number;
   /** The workers' own time in seconds (not the time they waited for a CPU): what a pull's time limit counts. */
   own_seconds?: number;
+  /** Where the seconds went, as the judge measured them (informative: no verdict reads it). */
+  timings?: JudgeTimings;
   /** Which sandbox held the block. */
   sandbox?: string;
   /** Set when that sandbox is weaker than bubblewrap's: what it does not protect. */
