@@ -156,6 +156,9 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     """The original's side: import it, search as the copy does, report how far it got; when it ran forward, send the
     plan (the argument set and input that ran, the variants to probe) and probe it."""
     original = req["original"]
+    # which of the repository's functions the original runs from here on, its import included where a template did
+    # not import it first (the pull's slim copy keeps what ran)
+    trace = Trace(traced_roots(original))
     try:
         load_natives(req.get("natives", []), os.path.dirname(str(req["file"])))
         module, how = import_original(original)
@@ -185,8 +188,6 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
             importlib.import_module(name)
         except BaseException:  # noqa: BLE001 - that observation then cannot be replayed here
             pass
-    # which of the repository's functions the original runs from here on (the pull's slim copy keeps what ran)
-    trace = Trace(traced_roots(original))
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
     reached = ["imported"]
     found, errors, forward_error, _ = search(cls, attempts, factory, torch, nn, lambda r: reached.append("instantiated"), None, examples_of(req))
@@ -214,8 +215,15 @@ def traced_roots(original: Dict[str, Any]) -> List[str]:
     its top-level package's folder."""
     roots = [r for r in [original.get("path"), *(original.get("also") or [])] if isinstance(r, str) and r]
     if not roots:
-        top = sys.modules.get(str(original["module"]).split(".")[0])
+        name = str(original["module"]).split(".")[0]
+        top = sys.modules.get(name)
         where = getattr(top, "__file__", None)
+        if not isinstance(where, str):
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            where = spec.origin if spec is not None else None
         if isinstance(where, str):
             roots.append(os.path.dirname(where))
     return roots

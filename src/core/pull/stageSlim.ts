@@ -21,7 +21,7 @@ import type { ValidateOptions } from '../validate/report';
 
 /** Passes at most over the closure to keep the functions the file needs while it is imported (the trace starts
  * after the original's import, so it never sees them run). */
-const MAX_PASSES = 4;
+const MAX_PASSES = 12;
 
 /**
  * The trace as the closure reads it: a module's lines by its file's real path. A repository none of whose files the
@@ -61,14 +61,35 @@ export function ranTrace(session: PullSession, executed: Record<string, number[]
   };
 }
 
-/** The functions the slim closure stood in for that a definition needs while the file is imported. */
+/**
+ * The units that run while the file is imported, which the trace (started after the original's import) never sees:
+ * what a statement of a module needs at import (`logger = get_logger(__name__)`), a function a definition calls as it
+ * is made (a decorator, a default), and everything those reach in turn. Those the slim closure left out or trimmed
+ * are returned, to keep.
+ */
 function neededAtImport(closure: ClosureResult): string[] {
-  const out: string[] = [];
-  for (const node of closure.units.values()) {
-    if (!node.replacement?.source.includes('= _nnrag_left_out(')) continue;
-    if (closure.graph.inEdges(node.key).some((e) => closure.graph.getEdgeAttribute(e, 'def'))) out.push(node.key);
+  const g = closure.graph;
+  const kind = (key: string): string => {
+    const n = g.getNodeAttributes(key);
+    return n.rec.facts.units[n.unit].kind;
+  };
+  const queue: string[] = [];
+  g.forEachEdge((_e, attr, source, target) => {
+    if (!attr.def) return;
+    const from = kind(source);
+    if ((from !== 'class' && from !== 'function') || kind(target) === 'function') queue.push(target);
+  });
+  const runs = new Set<string>();
+  while (queue.length) {
+    const key = queue.pop()!;
+    if (runs.has(key)) continue;
+    runs.add(key);
+    g.forEachOutNeighbor(key, (to) => queue.push(to));
   }
-  return out;
+  return [...runs].filter((key) => {
+    const n = g.getNodeAttributes(key);
+    return n.replacement?.source.includes('= _nnrag_left_out(') || !!n.leftOut?.length;
+  });
 }
 
 /** The slim closure of the emission's block under the trace, or undefined when it leaves nothing out. */
