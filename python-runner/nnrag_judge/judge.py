@@ -415,19 +415,21 @@ def stem(path: str) -> str:
 
 def lacking_compiled(side: OriginalSide, job: WorkerRun, request: ValidateJob, path: str) -> List[str]:
     """The compiled libraries the original's process loaded that the judge saw the copy's process lack (read from
-    its /proc maps, never asked of it), and that the copy's file names (a word of its text, or a compiled module the
-    request names): only those may excuse a probe the copy could not run. None when the copy's maps could not be
-    read each time."""
+    its /proc maps, never asked of it), and that the copy's file names (a word of its text, a compiled module the
+    request names, or `torch.ops.<its package>`): only those may excuse a probe the copy could not run. None when
+    the copy's maps could not be read each time."""
     if not side.compiled or job.maps_unread or not job.mapped:
         return []
     mapped = {os.path.realpath(p) for p in job.mapped}
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            words = set(re.findall(r"\w+", fh.read(8 << 20)))
+            text = fh.read(8 << 20)
     except OSError:
-        words = set()
-    words |= {n.split(".")[-1] for n in request.native}
-    return [p for p in side.compiled if os.path.realpath(p) not in mapped and stem(p) in words]
+        text = ""
+    words = set(re.findall(r"\w+", text)) | {n.split(".")[-1] for n in request.native}
+    # named: the module by its name (`_C`), or the operators its package registers (`torch.ops.torchvision.nms`)
+    ops = set(re.findall(r"\btorch\.ops\.(\w+)", text))
+    return [p for p in side.compiled if os.path.realpath(p) not in mapped and (stem(p) in words or os.path.basename(os.path.dirname(p)) in ops)]
 
 
 def natives_there(request: ValidateJob, job: WorkerRun) -> bool:

@@ -72,6 +72,9 @@ class CompiledOperatorsDecidedByTheJudge(unittest.TestCase):
         self.assertFalse(report["ok"], report)
         self.assertEqual(report["category"], "native-extension", report)
         self.assertTrue(any(p.endswith(os.path.basename(lib)) for p in report["equivalence"]["native"]), report)
+        # naming the operators its package registers (`torch.ops.pk.op`) names it too
+        report = judged(COPY.format(named="torch.ops.pk.op"), ORIGINAL.format(load=load), package_files=files)
+        self.assertEqual(report["category"], "native-extension", report)
         # the same copy that does not name it: a difference
         report = judged(COPY.format(named="nothing"), ORIGINAL.format(load=load), package_files=files)
         self.assertEqual(report["category"], "differs", report)
