@@ -205,8 +205,11 @@ def attempts_of(cls: Any, module: Any, given: List[Dict[str, Any]], factory: Any
         job().observed[key] = g
         out.append((key, a, kw))
     out += [("builder", [], {})] if factory is not None else []
-    sets = constructor_candidates(cls, plain, nn, namespace)[:MAX_CONSTRUCTIONS] + given_candidates(cls, documented, nn, namespace)
+    constructed_sets = constructor_candidates(cls, plain, nn, namespace)[:MAX_CONSTRUCTIONS]
+    sets = constructed_sets + given_candidates(cls, documented, nn, namespace)
     out += [(k, a, kw) for k, (a, kw) in enumerate(sets)]
+    # after the repository's own calls: the defaults and the guesses
+    job().guessed = set(range(min(len(plain), len(constructed_sets)), len(constructed_sets)))
     return out
 
 

@@ -26,6 +26,10 @@ class JobContext:
     call: Any = None
     last_forward_s: float = 0.0
     spent: Dict[str, float] = field(default_factory=dict)
+    # the attempt keys of the guessed argument sets (not the repository's calls, observed or documented): the search
+    # stops guessing once two in a row fail alike (forward.search)
+    guessed: Set[Any] = field(default_factory=set)
+    skipped: int = 0
 
     def add(self, step: str, seconds: float) -> None:
         """Count `seconds` of the worker's own time to `step`."""

@@ -163,6 +163,30 @@ def candidate_at(candidates: List[List[Any]], index: Any, torch: Any) -> Optiona
     return [retyped(v, kind, torch) if i == pos else v for i, v in enumerate(inputs)]
 
 
+# guessed argument sets failing alike this many times in a row, on a guessed value of the wrong type (`'int' object
+# is not callable`, `'int' object has no attribute 'out_channels'`): the rest of the guesses are not tried. They
+# differ from those only in the widths guessed (ints for ints), so that failure is certain for them; a failure that
+# does not name a value's type (a width not divisible by the heads) is what the other widths are there for
+ALIKE = 2
+TYPED = re.compile(r"'(?:int|float|bool|str|NoneType|tuple|list)' object")
+
+
+class Alike:
+    """The guesses' failures in a row that read the same (the error's text: its values and line included) and name a
+    guessed value's type."""
+
+    def __init__(self) -> None:
+        self.last: Optional[str] = None
+        self.count = 0
+
+    def failed(self, error: str) -> None:
+        self.count = self.count + 1 if error == self.last and TYPED.search(error) else 1
+        self.last = error
+
+    def enough(self) -> bool:
+        return self.count >= ALIKE
+
+
 class Found:
     """The first attempt that built and ran forward."""
 
@@ -186,11 +210,18 @@ def search(
     forward_error: Optional[str] = None
     built = False
     preferred = [a for a in attempts if plan is not None and a[0] == plan.get("attempt")]
+    alike = Alike()
     for attempt in preferred + [a for a in attempts if all(a is not p for p in preferred)]:
+        guess = attempt[0] in job().guessed and all(attempt is not p for p in preferred)
+        if guess and alike.enough():
+            job().skipped += 1
+            continue
         began = steady()
         model, recorded, extra = make(attempt, cls, factory, torch, nn, errors)
         job().add("build", steady() - began)
         if model is None:
+            if guess:
+                alike.failed(errors[-1] if errors else "")
             continue
         built = True
         key, args, _ = attempt
@@ -212,4 +243,6 @@ def search(
         if ran:
             return Found(attempt, inputs, index, out, model), errors, None, True
         forward_error = forward_error or error
+        if guess:
+            alike.failed(error or "")
     return None, errors, forward_error, built

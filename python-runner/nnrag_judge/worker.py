@@ -31,7 +31,7 @@ from .loading import block_network, import_file, import_original, limit_files, l
 from .protocol import NATIVE_OPS, CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
 from .observe import run_observe
 from .building import attempts_of, module_call
-from .forward import MISSING_MODULE, best_error, missing_package, search
+from .forward import ALIKE, MISSING_MODULE, best_error, missing_package, search
 from .probing import HEAVY_S, Trace, probe_plan, torch_twins
 
 
@@ -135,6 +135,8 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
             raise Failure("missing-package", f"missing package '{needs}', which {cls.__name__}'s {step} imports: {error}", package=needs)
         if not built:
             tried = f" ({len(errors)} argument sets tried)" if len(errors) > 1 else ""
+            if job().skipped:
+                tried += f"; {job().skipped} more guessed argument sets left untried: the last {ALIKE} failed alike"
             raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(errors)}{tried}")
         if forward_error and NATIVE_OPS.search(forward_error):
             raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}")

@@ -101,6 +101,16 @@ describe('builders: how the repository itself builds a block', () => {
       ['judge', 'builder', 'replay'],
       JSON.stringify(report.judged),
     );
+    // and where each run's seconds went: the sides' steps, each builder tried with how it ended
+    const [first, builder] = report.judged!;
+    assert.ok(first.seconds! > 0 && first.timings?.copy?.steps?.build !== undefined, JSON.stringify(first));
+    assert.ok(first.timings?.starting !== undefined && first.timings.static !== undefined, JSON.stringify(first));
+    assert.deepStrictEqual(
+      builder.builders?.map((b) => [b.name, b.ended]),
+      [['net_small', report.validation?.tier]],
+      JSON.stringify(builder),
+    );
+    assert.ok(builder.timings?.original?.steps?.probes !== undefined, JSON.stringify(builder));
   });
 
   it('records the arguments the builder gave the block: the file written is judged, and validate FILE builds it again', async function () {

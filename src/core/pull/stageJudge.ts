@@ -154,7 +154,8 @@ async function builderStage(
     return replayed(built.report, options.out!, { ...request, timeoutMs: clock.left() }, replay);
   }
   if (built.report) return { ...built.report, recipe: undefined };
-  if (!built.untried.length) return v;
+  const ended = built.tried.length ? `; the repository's builders ended: ${built.tried.map((b) => `${b.name}() ${b.ended}`).join(', ')}` : '';
+  if (!built.untried.length) return ended ? { ...v, message: `${v.message ?? ''}${ended}` } : v;
   const within =
     options.builderBudgetMs !== undefined && options.builderBudgetMs <= clock.left()
       ? `${Math.round(options.builderBudgetMs / 100) / 10} s (nn-rag pull tries them all)`
@@ -272,6 +273,9 @@ async function validateWithBuilder(
       if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [], ownMs: used, tried };
       // stopped by the budget, it was not really tried
       if (options.builderBudgetMs !== undefined && v.category === 'timeout') return { untried: builders.slice(i).map((u) => u.name), ownMs: used, tried };
+      // the copy's process lacks compiled operators the model needs: a fact of the process, which another builder of
+      // the same block meets again (MaskRCNN's two builders, a minute each)
+      if (v.category === 'native-extension') return { untried: [], ownMs: used, tried };
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }
