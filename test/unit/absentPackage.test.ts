@@ -20,7 +20,7 @@ class CfgNode(_CfgNode):
         return self.merge_from_other_cfg(other)
 
 
-def configurable(init):
+def configurable(init, kind: type | _CfgNode = None):
     @functools.wraps(init)
     def wrapped(self, *args, **kwargs):
         if args and isinstance(args[0], _CfgNode):

@@ -108,6 +108,8 @@ const MISSING_STAND_IN = `class _NnragMissing:  # a package not installed here: 
     def __init__(self, error): self._nnrag = (str(error), error.name)
     def _nnrag_raise(self, *args, **kwargs): raise ModuleNotFoundError(self._nnrag[0], name=self._nnrag[1])
     __getattr__ = __call__ = __getitem__ = __iter__ = _nnrag_raise
+    def __or__(self, other): return self  # in an annotation (\`torch.Tensor | Missing\`)
+    __ror__ = __or__
     def __instancecheck__(self, obj): return False
     def __subclasscheck__(self, cls): return False
     def __mro_entries__(self, bases):  # a base class: made, and its instances raise the import's error
