@@ -15,6 +15,7 @@ export const DEFAULTS = {
   'git.fetchIntervalMinutes': 60,
   'pull.preview': true,
   'pull.wholeClasses': false,
+  'pull.full': false,
   'pull.fullDocstrings': false,
   'pull.inlineMetadata': false,
   'hover.enabled': true,
