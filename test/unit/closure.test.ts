@@ -4,13 +4,9 @@
  * from, a class only tested against (a type-only stand-in, also when a function imports it), and a compiled module with and without a build.
  */
 import * as assert from 'assert';
-import * as fs from 'fs';
-import * as path from 'path';
 import { computeClosure } from '../../src/core/resolve/closure';
 import type { ClosureContext, ClosureResult } from '../../src/core/resolve/closure';
-import { loadModuleTable } from '../../src/core/resolve/loadTable';
-import type { IndexDb } from '../../src/core/store/database';
-import { indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
+import { closureContextOf } from './helpers';
 
 const FILES: Record<string, string> = {
   'lab/__init__.py': '',
@@ -112,26 +108,10 @@ class Wrapped(nn.Module):
 
 describe('the dependency closure, called directly', function () {
   this.timeout(60_000);
-  let db: IndexDb;
   let ctx: ClosureContext;
 
   before(async () => {
-    const dir = await tmpdir('nnrag-closure-');
-    await writeTree(dir, FILES);
-    db = await memoryDb();
-    await indexFolder(db, dir);
-    const p = await parser();
-    ctx = {
-      table: loadModuleTable(db),
-      parse: async (rec) => {
-        const row = db.all('SELECT path FROM files WHERE id = ?', [rec.fileId])[0];
-        const outcome = p.parse(fs.readFileSync(path.join(dir, String(row.path))), Number.MAX_SAFE_INTEGER);
-        if (!outcome.ok) throw new Error(outcome.detail);
-        return outcome;
-      },
-      inlines: (rec, rootRepo) => rec.repoId === rootRepo,
-      skippedReason: () => undefined,
-    };
+    ({ ctx } = await closureContextOf(FILES, 'nnrag-closure-'));
   });
 
   const close = async (module: string, name: string, extra: Partial<ClosureContext> = {}): Promise<ClosureResult> => {

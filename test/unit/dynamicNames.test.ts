@@ -4,12 +4,9 @@
  * where a later star-imported module imports it back from the half-initialized package.
  */
 import * as assert from 'assert';
-import * as fs from 'fs';
-import * as path from 'path';
 import { computeClosure } from '../../src/core/resolve/closure';
 import type { ClosureContext, ClosureResult } from '../../src/core/resolve/closure';
-import { loadModuleTable } from '../../src/core/resolve/loadTable';
-import { indexFolder, memoryDb, parser, tmpdir, writeTree } from './helpers';
+import { closureContextOf } from './helpers';
 
 const FILES: Record<string, string> = {
   'kit/__init__.py': '',
@@ -68,22 +65,7 @@ describe('names reached dynamically, closed over statically', function () {
   let ctx: ClosureContext;
 
   before(async () => {
-    const dir = await tmpdir('nnrag-dynamic-');
-    await writeTree(dir, FILES);
-    const db = await memoryDb();
-    await indexFolder(db, dir);
-    const p = await parser();
-    ctx = {
-      table: loadModuleTable(db),
-      parse: async (rec) => {
-        const row = db.all('SELECT path FROM files WHERE id = ?', [rec.fileId])[0];
-        const outcome = p.parse(fs.readFileSync(path.join(dir, String(row.path))), Number.MAX_SAFE_INTEGER);
-        if (!outcome.ok) throw new Error(outcome.detail);
-        return outcome;
-      },
-      inlines: (rec, rootRepo) => rec.repoId === rootRepo,
-      skippedReason: () => undefined,
-    };
+    ({ ctx } = await closureContextOf(FILES, 'nnrag-dynamic-'));
   });
 
   const close = async (module: string, name: string): Promise<ClosureResult> => {

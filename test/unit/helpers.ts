@@ -16,6 +16,7 @@ import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { findTarget } from '../../src/core/store/target';
 import { openFolder } from '../../src/core/sources/folder';
 import type { SourceConfig } from '../../src/core/sources/types';
+import type { ClosureContext } from '../../src/core/resolve/closure';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -67,6 +68,28 @@ export function hasTorch(): boolean {
   } catch {
     return false;
   }
+}
+
+/** `files` written to a folder and indexed in memory, with the context the closure is computed in over them (each
+ * repository's own code inlined). */
+export async function closureContextOf(files: Record<string, string>, prefix: string): Promise<{ db: IndexDb; ctx: ClosureContext }> {
+  const dir = await tmpdir(prefix);
+  await writeTree(dir, files);
+  const db = await memoryDb();
+  await indexFolder(db, dir);
+  const p = await parser();
+  const ctx: ClosureContext = {
+    table: loadModuleTable(db),
+    parse: async (rec) => {
+      const row = db.all('SELECT path FROM files WHERE id = ?', [rec.fileId])[0];
+      const outcome = p.parse(await fsp.readFile(path.join(dir, String(row.path))), Number.MAX_SAFE_INTEGER);
+      if (!outcome.ok) throw new Error(outcome.detail);
+      return outcome;
+    },
+    inlines: (rec, rootRepo) => rec.repoId === rootRepo,
+    skippedReason: () => undefined,
+  };
+  return { db, ctx };
 }
 
 /** Indexes `files`, pulls `target` with validation by the interpreter that has torch. */
