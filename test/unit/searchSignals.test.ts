@@ -19,6 +19,9 @@ describe('search: words from what the code does', () => {
     assert.ok(codeWordsOf('x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + eps)').includes('rms'));
     // a layer norm's variance is a mean of squares too
     assert.ok(!codeWordsOf('u = x.mean(1, keepdim=True)\ns = (x - u).pow(2).mean(1, keepdim=True)\nx = (x - u) * torch.rsqrt(s)').includes('rms'));
+    assert.ok(
+      !codeWordsOf('var = torch.var(x, dim=1, keepdim=True)\nmean = torch.mean(x, dim=1, keepdim=True)\nreturn (x - mean) * var.rsqrt()').includes('rms'),
+    );
     assert.deepStrictEqual(codeWordsOf('def forward(self, x):\n    return x + 1'), []);
   });
 
