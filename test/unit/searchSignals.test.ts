@@ -19,6 +19,9 @@ describe('search: words from what the code does', () => {
     assert.ok(codeWordsOf('x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + eps)').includes('rms'));
     // a layer norm's variance is a mean of squares too
     assert.ok(!codeWordsOf('u = x.mean(1, keepdim=True)\ns = (x - u).pow(2).mean(1, keepdim=True)\nx = (x - u) * torch.rsqrt(s)').includes('rms'));
+    assert.ok(
+      !codeWordsOf('var = torch.var(x, dim=1, keepdim=True)\nmean = torch.mean(x, dim=1, keepdim=True)\nreturn (x - mean) * var.rsqrt()').includes('rms'),
+    );
     assert.deepStrictEqual(codeWordsOf('def forward(self, x):\n    return x + 1'), []);
   });
 
@@ -72,6 +75,20 @@ describe('search: the canonical block first', () => {
         '        self.fc = nn.Linear(dim, 4 * dim)',
         '',
       ].join('\n'),
+      'det/ops.py': [
+        'from torch import nn',
+        '',
+        'class MSDeformAttn(nn.Module):',
+        '    def __init__(self, d_model=256, n_levels=4):',
+        '        super().__init__()',
+        '',
+        'class MultiScaleRoIAlign(nn.Module):',
+        '    """Multi-scale RoIAlign pooling."""',
+        '',
+        'class DeformConv2d(nn.Module):',
+        '    """Deformable convolution."""',
+        '',
+      ].join('\n'),
       'gnn/models.py': 'from .conv import GATConv\n\nclass GAT(GATConv):\n    """A model of graph attention layers."""\n',
     });
     db = await memoryDb();
@@ -99,5 +116,9 @@ describe('search: the canonical block first', () => {
 
   it('leaves the little words of a description out', () => {
     assert.strictEqual(searchBlocks(db, { text: 'a perceptron with two layers' })[0]?.name, 'PlainMLP');
+  });
+  it("learns an abbreviation from the index's names: the initials of words typed in a row (`multi scale`: MS)", () => {
+    const names = searchBlocks(db, { text: 'multi scale deformable attention' }).map((h) => h.name);
+    assert.strictEqual(names[0], 'MSDeformAttn', names.join(', '));
   });
 });

@@ -21,8 +21,8 @@ const RULES: [RegExp, string][] = [
   [/\bsigmoid\s*\([^()]*(?:\([^()]*\))?[^()]*\)\s*\*|\*\s*(?:torch\.|F\.)?sigmoid\s*\(/, 'gated sigmoid gate'],
   [/\bpixel_shuffle\b|\bPixelShuffle\s*\(/, 'pixel shuffle upsample'],
   [/\bpixel_unshuffle\b|\bPixelUnshuffle\s*\(/, 'pixel unshuffle downsample'],
-  // (a layer norm's variance is a mean of squares too: it subtracts the mean first)
-  [/^(?![\s\S]*\(\s*\w+\s*-\s*\w+\s*\)\.pow\(\s*2)[\s\S]*\brsqrt\s*\(/, 'root mean square rms'],
+  // (a layer norm's variance is a mean of squares too: it subtracts the mean first, or calls var)
+  [/^(?![\s\S]*(?:\(\s*\w+\s*-\s*\w+\s*\)\.pow\(\s*2|\bvar\s*\(|-\s*\w*mean\w*\s*\)))[\s\S]*\brsqrt\s*\(/, 'root mean square rms'],
   [/\.mean\(\s*(?:1|dim\s*=\s*1)\s*,\s*keepdim|\bvar\([^)]*\bdim\s*=\s*1\b/, 'channels first layer norm'],
   [/\btopk\s*\(/, 'top k routing'],
   [/\bexperts\b/, 'mixture of experts moe'],

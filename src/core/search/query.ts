@@ -190,6 +190,8 @@ export interface UnderstoodQuery {
   loose: Set<string>;
   /** The initials of three or more typed words (`atrous spatial pyramid pooling` -> aspp). */
   acronym?: string;
+  /** The initials of two or three typed words in a row that the index's names use as a word (`ms`). */
+  initials: string[];
 }
 
 /** The terms a query stands for, over the index's vocabulary. */
@@ -244,7 +246,21 @@ export function understand(text: string, v: Vocabulary): UnderstoodQuery {
   const acronym = typed.length >= 3 && typed.every((w) => /^[a-z]/.test(w)) ? typed.map((w) => w[0]).join('') : undefined;
   // a block named by the initials (`positional encoding generator`: PEG) is a candidate though it says none of them
   if (acronym && acronym.length <= 6 && v.words.has(acronym) && !terms.has(acronym)) terms.set(acronym, 0);
+  // two or three words in a row whose initials are a word of the index's names (`multi scale`: the MS of
+  // MSDeformAttn): abbreviations learned from the names themselves
+  const initials: string[] = [];
+  for (let n = 2; n <= 3; n++) {
+    for (let i = 0; i + n <= typed.length; i++) {
+      const run = typed.slice(i, i + n);
+      if (!run.every((w) => /^[a-z]{3,}$/.test(w))) continue;
+      const a = run.map((w) => w[0]).join('');
+      // (an abbreviation the tables already know, `bn`, is said by its words on both sides)
+      if (a === acronym || !v.words.has(a) || terms.has(a) || expansionsOf(a).length || SYNONYMS.has(a)) continue;
+      terms.set(a, i);
+      initials.push(a);
+    }
+  }
   const kept = [...terms].slice(0, 24);
   const widened = unknown.size > 0 || typed.some((w) => expansionsOf(w).length > 0 || SYNONYMS.has(w)) || (acronym !== undefined && terms.has(acronym));
-  return { typed, terms: kept.map(([t]) => t), origins: kept.map(([, o]) => o), meanings, corrections, widened, acronym, loose };
+  return { typed, terms: kept.map(([t]) => t), origins: kept.map(([, o]) => o), meanings, corrections, widened, acronym, loose, initials };
 }

@@ -314,6 +314,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
     if (Number(r.abstract) === 1) score -= 1;
     let covered = coverage(info, anded ? undefined : understood.origins);
     // the initials of the words typed are the name (`atrous spatial pyramid pooling`: ASPP)
+    for (const a of understood.initials) if (own.includes(a)) score += 20;
     if (understood.acronym && own.includes(understood.acronym)) {
       covered = understood.typed.length;
       score += own.length === 1 ? 100 : 30;

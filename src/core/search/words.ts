@@ -64,6 +64,8 @@ export function searchWords(name: string, extra: string[] = []): string {
   // two adjacent words of the name as one (`DepthWiseConv2d`: depthwise, `FeedForward`: feedforward)
   const own = splitIdentifier(name);
   for (let i = 0; i + 1 < own.length; i++) if (/^[a-z]{2,}$/.test(own[i]) && /^[a-z]{2,}$/.test(own[i + 1])) words.add(own[i] + own[i + 1]);
+  // a dimension suffix as written (`LayerNorm2d`: 2d)
+  for (const m of name.matchAll(/\d[dD](?![a-z])/g)) words.add(m[0].toLowerCase());
   for (const w of [...own, ...extra.flatMap(splitIdentifier)]) {
     words.add(w);
     // a Map: identifiers such as `constructor` must not reach Object.prototype
