@@ -19,8 +19,8 @@ import { validateFile } from '../validate/runner';
 import type { ValidationReport } from '../validate/runner';
 import type { ValidateOptions } from '../validate/report';
 
-/** Passes at most over the closure to keep the functions the file needs while it is imported (the trace starts
- * after the original's import, so it never sees them run). */
+/** Passes at most over the closure to keep what the file runs while it is imported (the trace does not see what a
+ * template of the original's worker imported before it started). */
 const MAX_PASSES = 12;
 
 /**
@@ -62,7 +62,7 @@ export function ranTrace(session: PullSession, executed: Record<string, number[]
 }
 
 /**
- * The units that run while the file is imported, which the trace (started after the original's import) never sees:
+ * The units that run while the file is imported, which the trace may not have seen (a template imported them first):
  * what a statement of a module needs at import (`logger = get_logger(__name__)`), a function a definition calls as it
  * is made (a decorator, a default), and everything those reach in turn. Those the slim closure left out or trimmed
  * are returned, to keep.
