@@ -65,7 +65,9 @@ export async function statusCommand(argv: string[], env: CliEnv): Promise<number
               ? `damaged header: ${r.reason}`
               : r.state === 'unknown'
                 ? (r.reason ?? 'repository not in this index')
-                : 'up to date';
+                : r.sourcesDiffer
+                  ? 'up to date; its header names other sources than the index holds (nn-rag update writes them again)'
+                  : 'up to date';
       env.out(`${r.file}  ${r.target}  ${what}${r.edited && r.state !== 'damaged' ? '; edited locally' : ''}${r.stale ? `; ${STALE_WORDS}` : ''}\n`);
     }
   }

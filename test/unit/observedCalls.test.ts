@@ -85,7 +85,7 @@ describe("observed calls: blocks built and fed as their repository's tests do", 
     const shown = await cli('show', 'pkg.layers.Head', '--calls', '--db', db);
     assert.match(
       shown.out,
-      /in tests\/test_layers\.py::test_head\n {4}built with \(spec=Spec\(width=6, out=3, scale=0\.5\)\)\n {4}forward got \(batch=\{feats: float32\[5, 6\], index: int64\[3\] in 0\.\.4\}\)/,
+      /in tests\/test_layers\.py::test_head\n {4}built with \(spec=Spec\(width=6, out=3, scale=0\.5\)\)\n {4}forward got \(batch=\{"feats": float32\[5, 6\], "index": int64\[3\] in 0\.\.4\}\)/,
       shown.out,
     );
 

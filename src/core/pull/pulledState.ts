@@ -19,6 +19,9 @@ export interface PulledFileStatus {
   validation?: { status: string; tier?: string | null; category?: string | null; message?: string };
   /** The body changed since that validation judged it: its verdict is not the file's any more. */
   stale: boolean;
+  /** The code is upstream's, but the header names other sources than the index holds (its files changed elsewhere,
+   * or the header was written by hand): `update` writes them again. */
+  sourcesDiffer?: boolean;
 }
 
 /** A validation verdict as the header, the index and a report record it. */

@@ -50,6 +50,7 @@ export function pulledFileStatus(db: IndexDb, text: string): PulledFileStatus | 
     conflicts,
     ...(known ? {} : { reason: `${prov.target} is not in this index` }),
     changed: up.entries.filter((e) => e.state === 'changed' || e.state === 'missing').map((e) => ({ names: e.names, path: e.path, state: e.state })),
+    ...(known && up.state === 'up-to-date' && up.entries.some((e) => e.state === 'moved') ? { sourcesDiffer: true } : {}),
     ...(v ? { validation: { status: v.status, tier: v.tier ?? null, category: v.category ?? null, ...(v.message ? { message: v.message } : {}) } } : {}),
   };
 }
