@@ -127,6 +127,46 @@ function works(cmd: string, args: string[]): Promise<boolean> {
   return new Promise((resolve) => execFile(cmd, args, { timeout: 10_000 }, (err) => resolve(!err)));
 }
 
+/** CPU seconds the judge's processes may use before their first answer, and the wall seconds at most. */
+const START_CPU_S = 60;
+const START_WALL_S = 600;
+
+/** The CPU seconds (user and system) the process `pid` and its descendants have used, from /proc; undefined where
+ * /proc cannot say. */
+function treeCpuSeconds(pid: number): number | undefined {
+  let names: string[];
+  try {
+    names = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n));
+  } catch {
+    return undefined;
+  }
+  const children = new Map<number, number[]>();
+  const used = new Map<number, number>();
+  for (const n of names) {
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${n}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // after the command's closing parenthesis: state, ppid, ... utime (14th field), stime (15th)
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ppid = Number(f[1]);
+    children.set(ppid, [...(children.get(ppid) ?? []), Number(n)]);
+    used.set(Number(n), Number(f[11]) + Number(f[12]));
+  }
+  if (!used.has(pid)) return undefined;
+  const ticks = 100; // USER_HZ on Linux
+  let total = 0;
+  const queue = [pid];
+  while (queue.length) {
+    const p = queue.pop()!;
+    total += used.get(p) ?? 0;
+    queue.push(...(children.get(p) ?? []));
+  }
+  return total / ticks;
+}
+
 let kindProbe: Promise<SandboxKind> | undefined;
 
 /** The strongest sandbox this machine runs (probed once; `NNRAG_SANDBOX=unshare|none` asks for a weaker one). */
@@ -704,7 +744,7 @@ export class Judge {
       this.exited = true;
       for (const answer of this.answers.splice(0)) answer(undefined);
     });
-    const ready = await this.next(60_000);
+    const ready = await this.ready(child.pid);
     if (!ready?.ready) {
       await this.close();
       throw this.startError ?? new NnragError('interpreter', `the validator (${this.python}) could not start in the sandbox: ${this.lastError()}`);
@@ -727,6 +767,30 @@ export class Judge {
       else await removeTree(copy);
     }
     return out;
+  }
+
+  /**
+   * The judge's first answer (`ready`, once its zygote imported torch): waited for until its processes have used
+   * START_CPU_S of CPU time between them, so that a loaded machine does not fail a start that only waited for a CPU
+   * (START_WALL_S at most; the wall time alone where /proc cannot say).
+   */
+  private ready(pid: number | undefined): Promise<Answer | undefined> {
+    if (this.exited) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const started = Date.now();
+      const timer = setInterval(() => {
+        const wall = (Date.now() - started) / 1000;
+        const cpu = pid === undefined ? undefined : treeCpuSeconds(pid);
+        if (wall >= START_WALL_S || (cpu === undefined ? wall >= START_CPU_S : cpu >= START_CPU_S)) {
+          clearInterval(timer);
+          this.kill();
+        }
+      }, 1000);
+      this.answers.push((a) => {
+        clearInterval(timer);
+        resolve(a);
+      });
+    });
   }
 
   private next(timeoutMs: number): Promise<Answer | undefined> {
