@@ -12,6 +12,7 @@ import { emitResolution } from './stageEmit';
 import { failureOf } from './stageResolve';
 import { tierRank } from './pulledState';
 import { writeSafely } from '../emit/writeSafe';
+import { CancelledError, errorMessage } from '../base/errors';
 import { computeClosure } from '../resolve/closure';
 import type { ClosureResult, RanTrace } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
@@ -148,8 +149,23 @@ export async function slimStage(
   const sizes = { fullLines: codeLines(emission.emitted.code), slimLines: codeLines(slim.emitted.code), leftOut: closure.leftOut.length };
   if (sizes.slimLines >= sizes.fullLines) return undefined;
   await writeSafely(options.out, slim.emitted.code, true, options.root);
-  const verdict = await validateFile(options.out, { ...request, timeoutMs: timeLeftMs });
   const left = closure.leftOut.length;
+  let verdict: ValidationReport;
+  try {
+    verdict = await validateFile(options.out, { ...request, timeoutMs: timeLeftMs });
+  } catch (err) {
+    // the slim file could not be judged (a cancel, the judge not starting): the full file stands, as judged
+    await writeSafely(options.out, emission.emitted.code, true, options.root);
+    if (err instanceof CancelledError) throw err;
+    return {
+      verdict: { ...full, executed: undefined },
+      run: {
+        stage: 'slim',
+        why: `the file without the ${left} definitions the original never ran could not be judged (${errorMessage(err)}): the full file is written`,
+      },
+      sizes: { ...sizes, kept: 'full' },
+    };
+  }
   if (asGood(verdict, full)) {
     return {
       emission: slim,
