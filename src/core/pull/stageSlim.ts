@@ -45,6 +45,8 @@ export function ranTrace(session: PullSession, executed: Record<string, number[]
     }
   };
   const files = [...lines.keys()];
+  // each module's real path, found once for every pass over the closure
+  const paths = new Map<number, string>();
   return {
     keep,
     linesOf(rec: ModuleRecord): readonly number[] | undefined {
@@ -57,7 +59,9 @@ export function ranTrace(session: PullSession, executed: Record<string, number[]
         traced.set(rec.repoId, (known = files.some((f) => f.startsWith(root))));
       }
       if (!known) return undefined;
-      return lines.get(real(path.join(repo.root, file.path))) ?? [];
+      let at = paths.get(rec.fileId);
+      if (at === undefined) paths.set(rec.fileId, (at = real(path.join(repo.root, file.path))));
+      return lines.get(at) ?? [];
     },
   };
 }
@@ -96,8 +100,10 @@ function neededAtImport(closure: ClosureResult): string[] {
 /** The slim closure of the emission's block under the trace, or undefined when it leaves nothing out. */
 async function slimClosure(session: PullSession, emission: Emission, executed: Record<string, number[]>): Promise<ClosureResult | undefined> {
   const keep = new Set<string>();
+  // (one trace for every pass: what it keeps grows between them)
+  const ran = ranTrace(session, executed, keep);
   for (let pass = 0; pass < MAX_PASSES; pass++) {
-    const closure = await computeClosure({ ...emission.closureCtx, ran: ranTrace(session, executed, keep) }, emission.rec, emission.unit);
+    const closure = await computeClosure({ ...emission.closureCtx, ran }, emission.rec, emission.unit);
     if (!closure.leftOut.length || failureOf(closure.problems)) return undefined;
     const more = neededAtImport(closure).filter((k) => !keep.has(k));
     if (!more.length) return closure;
