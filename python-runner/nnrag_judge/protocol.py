@@ -31,6 +31,7 @@ REPORT_CATEGORIES = [
     "tampered",
     "output",
     "differs",
+    "abstract",
 ]
 # those a worker may name in a failure frame ("error": one of its own steps failed)
 CATEGORIES = set(REPORT_CATEGORIES) - {"tampered", "output", "differs"} | {"error"}

@@ -15,11 +15,13 @@ evidence.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import inspect
 import os
 import sys
+import textwrap
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from .context import begin, job
@@ -88,6 +90,29 @@ def compiled_loaded(torch: Any) -> List[str]:
     return sorted(os.path.realpath(p) for p in found)[:256]
 
 
+def abstract_reason(cls: Any, nn: Any) -> Optional[str]:
+    """Why a block is a base class that does not run alone (abstract methods left to subclasses, a forward it never
+    defines or that only raises NotImplementedError), or None."""
+    if inspect.isabstract(cls):
+        return f"its abstract methods {', '.join(sorted(getattr(cls, '__abstractmethods__', [])))} are left to subclasses"
+    forward = getattr(cls, "forward", None)
+    if forward is None or forward is getattr(nn.Module, "forward", None):
+        return "it defines no forward"
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(forward)))
+    except (OSError, TypeError, ValueError, SyntaxError):
+        return None
+    func = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    body = list(func.body) if func is not None else []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        body = body[1:]
+    raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
+    called = raised.func if isinstance(raised, ast.Call) else raised
+    if isinstance(called, ast.Name) and called.id == "NotImplementedError":
+        return "its forward raises NotImplementedError (subclasses implement it)"
+    return None
+
+
 def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any) -> None:
     """The copy's side: import, instantiate and forward, each tier reached a frame (the forward's with its outputs);
     then the probes of the original's plan, when one was given."""
@@ -100,9 +125,10 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
     except TypeError:
         source = None
     send(frame(CLASS, str(cls.__name__), source=source))
-    if inspect.isabstract(cls):
-        raise Failure("instantiate", f"{cls.__name__} is abstract: {sorted(getattr(cls, '__abstractmethods__', []))}")
     builder = req.get("builder")
+    why = None if builder else abstract_reason(cls, nn)
+    if why:
+        raise Failure("abstract", f"{cls.__name__} is an abstract base class, not runnable alone: {why}")
     factory = getattr(module, builder, None) if builder else None
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
     plan = req.get("plan") if isinstance(req.get("plan"), dict) else None

@@ -437,6 +437,27 @@ class TiersWithTorch(unittest.TestCase):
         self.assertEqual(report["category"], "forward")
         self.assertIn("always", report["message"])
 
+    def test_an_abstract_base_is_said_apart(self) -> None:
+        # three ways a base class leaves forward to its subclasses: abstract methods, no forward, one that only raises
+        for body, words in (
+            ("import abc\nclass Base(nn.Module, abc.ABC):\n    @abc.abstractmethod\n    def forward(self, x): ...\n", "abstract methods forward"),
+            ("class Base(nn.Module):\n    def __init__(self, c=4):\n        super().__init__()\n        self.c = c\n", "defines no forward"),
+            ("class Base(nn.Module):\n    def forward(self, x):\n        \"\"\"Subclasses run.\"\"\"\n        raise NotImplementedError('subclasses')\n", "NotImplementedError"),
+        ):
+            report = run_file("from torch import nn\n" + body)
+            self.assertEqual(report["category"], "abstract", report)
+            self.assertIn(words, report["message"])
+        # a forward that raises NotImplementedError only on one branch is a block that failed, not an abstract one
+        report = run_file("""
+            from torch import nn
+            class Partial(nn.Module):
+                def forward(self, x):
+                    if x.dim() == 5:
+                        raise NotImplementedError("volumes")
+                    raise ValueError("always")
+        """)
+        self.assertEqual(report["category"], "forward", report)
+
     BUILT = """
         import torch
         from torch import nn

@@ -396,6 +396,11 @@ async function batchPull(args: ReturnType<typeof parse>, env: CliEnv): Promise<n
 function describeSummary(s: BatchSummary, reportFile: string): string {
   const lines = [
     `of all ${s.raw.blocks} blocks: ${s.raw.forward} reach forward (${s.raw.forward_share}%), ${s.raw.equivalent} proven equivalent to their original (${s.raw.equivalent_share}%)`,
+    ...(s.abstract.blocks
+      ? [
+          `${s.abstract.blocks} of them abstract base classes (not runnable alone); of the other ${s.abstract.runnable}: ${s.abstract.forward_share}% reach forward, ${s.abstract.equivalent_share}% proven equivalent`,
+        ]
+      : []),
     `pulled ${s.attempted} of ${s.targeted} blocks in ${s.seconds} s (${s.seconds_per_block} s per block)`,
     `validated ${s.validated} (${s.pass_rate}%), failed ${s.failed}`,
     `tiers reached: ${Object.entries(s.tiers)

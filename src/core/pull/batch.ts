@@ -41,6 +41,9 @@ export interface BatchSummary {
    * equivalent to their original (percent of all, not of those whose original ran).
    */
   raw: { blocks: number; forward: number; equivalent: number; forward_share: number; equivalent_share: number };
+  /** Abstract base classes among them (no forward of their own: not runnable alone), counted apart, and the shares of
+   * the blocks that are not. */
+  abstract: { blocks: number; runnable: number; forward_share: number; equivalent_share: number };
   targeted: number;
   attempted: number;
   extracted: number;
@@ -91,7 +94,9 @@ export function summarise(items: BatchItem[], targeted: number, seconds: number,
   for (const i of items) if (i.status !== 'validated' && i.category) categories[i.category] = (categories[i.category] ?? 0) + 1;
   const validated = items.filter((i) => i.status === 'validated').length;
   const failed = items.filter((i) => i.status === 'failed' || i.status === 'error').length;
-  const percent = (n: number): number => (items.length ? Math.round((10000 * n) / items.length) / 100 : 0);
+  const percent = (n: number, of = items.length): number => (of ? Math.round((10000 * n) / of) / 100 : 0);
+  const abstract = items.filter((i) => i.category === 'abstract').length;
+  const runnable = items.length - abstract;
   return {
     raw: {
       blocks: items.length,
@@ -99,6 +104,12 @@ export function summarise(items: BatchItem[], targeted: number, seconds: number,
       equivalent: tiers.equivalent ?? 0,
       forward_share: percent(tiers.forward ?? 0),
       equivalent_share: percent(tiers.equivalent ?? 0),
+    },
+    abstract: {
+      blocks: abstract,
+      runnable,
+      forward_share: percent(tiers.forward ?? 0, runnable),
+      equivalent_share: percent(tiers.equivalent ?? 0, runnable),
     },
     targeted,
     attempted: items.length,

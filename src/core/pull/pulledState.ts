@@ -46,6 +46,7 @@ const FAILURE_WORDS: Record<string, string> = {
   tampered: "it wrote into the validator's own channel",
   output: 'it printed more than the validator reads',
   differs: 'it differs from the original',
+  abstract: 'it is an abstract base class, not runnable alone (pull a subclass)',
 };
 
 /** How far a file got before it failed, as a person reads it. */

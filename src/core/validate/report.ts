@@ -21,6 +21,8 @@ export const FAILURE_CATEGORIES = [
   'output',
   /** the copy's parameters or outputs differ from the original's on an argument set tried */
   'differs',
+  /** a base class with no forward of its own (abstract methods, forward not implemented): not runnable alone */
+  'abstract',
 ] as const;
 export type FailureCategory = (typeof FAILURE_CATEGORIES)[number];
 
