@@ -442,7 +442,10 @@ class TiersWithTorch(unittest.TestCase):
         for body, words in (
             ("import abc\nclass Base(nn.Module, abc.ABC):\n    @abc.abstractmethod\n    def forward(self, x): ...\n", "abstract methods forward"),
             ("class Base(nn.Module):\n    def __init__(self, c=4):\n        super().__init__()\n        self.c = c\n", "defines no forward"),
-            ("class Base(nn.Module):\n    def forward(self, x):\n        \"\"\"Subclasses run.\"\"\"\n        raise NotImplementedError('subclasses')\n", "NotImplementedError"),
+            (
+                'class Base(nn.Module):\n    def forward(self, x):\n        """Subclasses run."""\n        raise NotImplementedError(\'subclasses\')\n',
+                "NotImplementedError",
+            ),
         ):
             report = run_file("from torch import nn\n" + body)
             self.assertEqual(report["category"], "abstract", report)
