@@ -159,7 +159,46 @@ def is_configuration(cls: Any) -> bool:
     if torch is not None and issubclass(cls, torch.nn.Module):
         return False
     names = (cls.__name__, re.sub(r"_[A-Za-z0-9]+$", "", cls.__name__))
-    return any(n.endswith(("Config", "Configuration", "Cfg")) for n in names) or dataclasses.is_dataclass(cls)
+    return any(n.endswith(("Config", "Configuration", "Cfg")) for n in names) or dataclasses.is_dataclass(cls) or is_named_tuple(cls)
+
+
+def is_named_tuple(cls: Any) -> bool:
+    """A class made by `namedtuple` (or derived from one: a shape descriptor such as `ShapeSpec(channels, height, ...)`)."""
+    return inspect.isclass(cls) and issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
+
+
+def descriptor_fields(config: Any) -> Optional[List[str]]:
+    """The fields of a small descriptor whose every field is optional and unset by default (a shape descriptor:
+    `ShapeSpec(channels=None, height=None, ...)`), which a block reads as numbers; None for any other object."""
+    if is_named_tuple(type(config)):
+        names = list(type(config)._fields)
+    elif dataclasses.is_dataclass(config) and not isinstance(config, type):
+        names = [f.name for f in dataclasses.fields(config)]
+    else:
+        return None
+    return names if names and all(getattr(config, n, None) is None for n in names) else None
+
+
+def with_numbers(config: Any, nn: Any) -> Any:
+    """A descriptor's unset fields given the numbers their names suggest (channels a width, a stride 1)."""
+    names = descriptor_fields(config)
+    if not names:
+        return config
+    numbers = {n: guess_value(inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD), nn) for n in names}
+    if is_named_tuple(type(config)):
+        try:
+            return config._replace(**numbers)
+        except Exception:  # noqa: BLE001 - left as it was made
+            return config
+    for n, v in numbers.items():
+        try:
+            setattr(config, n, v)
+        except Exception:  # noqa: BLE001 - a frozen one is made again
+            try:
+                return dataclasses.replace(config, **numbers)
+            except Exception:  # noqa: BLE001 - left as it was made
+                return config
+    return config
 
 
 def named_configuration(namespace: Dict[str, Any]) -> Any:
@@ -212,12 +251,18 @@ def config_instance(param: inspect.Parameter, namespace: Dict[str, Any], owner: 
             break
         except Exception:  # noqa: BLE001 - the next way, or the required arguments guessed
             continue
+    nn = sys.modules["torch"].nn
     if config is None:
         try:
-            nn = sys.modules["torch"].nn
-            config = cls(**{p.name: guess_value(p, nn) for p in init_parameters(cls) if p.default is p.empty})
+            if is_named_tuple(cls):
+                defaults = getattr(cls, "_field_defaults", {})
+                required = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in cls._fields if n not in defaults]
+            else:
+                required = [p for p in init_parameters(cls) if p.default is p.empty]
+            config = cls(**{p.name: guess_value(p, nn) for p in required})
         except Exception:  # noqa: BLE001 - not guessed
             return None
+    config = with_numbers(config, nn)
     for key, value in CONFIG_SIZES.items():
         if isinstance(getattr(config, key, None), int) and not isinstance(getattr(config, key), bool):
             try:
@@ -257,6 +302,17 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
     # or an activation's class by its name, else Identity (it takes any arguments; the same class on both sides)
     if ann is param.empty and param.name in called_parameters(owner):
         return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
+    # a class of the file the annotation names (`processor: "SpatialProcessor" | "TemporalProcessor"`): an object of
+    # the first that builds without arguments
+    named = annotated_object(text, namespace)
+    if named is not None:
+        return named
+    # a module or a function the block keeps and runs later (`self.nn = nn` ... `self.nn(x)`, `reset(self.encoder)`):
+    # Identity where it is called with one input or used as a module, else a module that passes its first input on
+    use = kept_and_used(owner).get(param.name)
+    callable_ann = ann is not param.empty and "Callable" in str(text) and "Module" not in str(text)
+    if use is not None or (callable_ann and not any(n in str(text) for n in ("int", "float", "str", "bool"))):
+        return nn.Identity() if use in ("one", "module") else passing_module(nn)
     if "Union" in str(text) and "int" in str(text):
         return GUESSED_WIDTH
     if "List[int]" in str(text) or "Sequence[int]" in str(text) or "List[float]" in str(text):
@@ -296,6 +352,95 @@ def called_parameters(owner: Any) -> frozenset:
     except (OSError, TypeError, ValueError, SyntaxError):
         return frozenset()
     return frozenset(n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params)
+
+
+def annotated_object(text: Any, namespace: Optional[Dict[str, Any]]) -> Any:
+    """An object of a class of the block's file that an annotation names, built without arguments (seed 0, the same on
+    both sides); None when it names none, or none builds so. Configurations and numbers are the guesses' own."""
+    if not namespace or not isinstance(text, str):
+        return None
+    torch = sys.modules.get("torch")
+    for word in dict.fromkeys(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text)):
+        cls = namespace.get(word)
+        if not inspect.isclass(cls) or is_configuration(cls) or cls.__module__ in ("builtins", "typing") or word in ("Tensor", "Module"):
+            continue
+        if torch is not None and (issubclass(cls, torch.Tensor) or cls.__module__.split(".")[0] == "torch"):
+            continue
+        try:
+            if torch is not None:
+                torch.manual_seed(0)
+            return cls()
+        except Exception:  # noqa: BLE001 - the next class it names, or a guess
+            continue
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def kept_and_used(owner: Any) -> Dict[str, str]:
+    """The constructor's parameters the block keeps on itself (`self.nn = nn`) and uses as a module or a function
+    afterwards: "one" called with one positional input (`self.nn(out)`), "call" called otherwise (`self.encoder(x,
+    edge_index)`), "module" handed on or asked for its parameters (`reset(self.nn)`, `self.nn.parameters()`)."""
+    if not inspect.isclass(owner):
+        return {}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(owner)))
+        params = set(inspect.signature(owner.__init__).parameters) - {"self"}
+    except (OSError, TypeError, ValueError, SyntaxError):
+        return {}
+    init = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None:
+        return {}
+    kept: Dict[str, str] = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in params:
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    kept[t.attr] = node.value.id
+    uses: Dict[str, str] = {}
+    rank = {"module": 0, "one": 1, "call": 2}
+
+    def note(attr: str, how: str) -> None:
+        name = kept.get(attr)
+        if name is not None and rank[how] >= rank.get(uses.get(name, "module"), 0):
+            uses[name] = how
+
+    def self_attr(node: ast.AST) -> Optional[str]:
+        return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" else None
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        attr = self_attr(node.func)
+        if attr is not None:
+            one = len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
+            note(attr, "one" if one else "call")
+        elif isinstance(node.func, ast.Attribute) and self_attr(node.func.value) is not None and node.func.attr in MODULE_METHODS:
+            note(str(self_attr(node.func.value)), "module")
+        for arg in node.args:
+            if self_attr(arg) is not None and isinstance(node.func, ast.Name) and node.func.id in ("reset", "reset_parameters", "init_weights"):
+                note(str(self_attr(arg)), "module")
+    return uses
+
+
+# what asks a kept argument to be a module (`self.nn.parameters()`)
+MODULE_METHODS = ("parameters", "children", "modules", "named_parameters", "reset_parameters", "apply")
+
+
+_PASSING: Dict[int, Any] = {}
+
+
+def passing_module(nn: Any) -> Any:
+    """A module that takes any inputs and passes the first one on (an encoder, a summary, a corruption a block is given
+    and calls with several): the same on both sides, with no parameters of its own."""
+    cls = _PASSING.get(id(nn))
+    if cls is None:
+
+        class PassFirst(nn.Module):
+            def forward(self, *args: Any, **kwargs: Any) -> Any:
+                return args[0] if args else next(iter(kwargs.values()), None)
+
+        cls = _PASSING[id(nn)] = PassFirst
+    return cls()
 
 
 # torch's names an observed call may use outside the file's namespace: its layers and functional API, its dtypes, and

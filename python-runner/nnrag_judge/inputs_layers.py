@@ -3,11 +3,12 @@ layers and common shapes, the grid a sequence of tokens lies on. Each source reg
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
 from typing import Any, Dict, List, Optional
 
-from .inputs import InputRequest, input_kind, is_a, kind_of, kinds_of, required_inputs, routes, shaped_for
+from .inputs import InputRequest, forward_calls, input_kind, is_a, kind_of, kinds_of, required_inputs, routes, shaped_for
 
 SEQ_NAMES = (
     "tokens",
@@ -205,6 +206,88 @@ def grid_value(param: inspect.Parameter, inputs: List[Any]) -> Optional[Any]:
     if name in GRID_SHAPES:
         return sides
     return sides[1] if name.startswith("w") else sides[0]
+
+
+def table_rows(model: Any, node: ast.expr) -> Optional[int]:
+    """The rows of the tensor a forward expression names (`self.table`, `self.emb.weight`): a parameter's or a
+    buffer's first dimension; None for anything else."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id != "self" or not parts:
+        return None
+    value: Any = model
+    for part in reversed(parts):
+        value = getattr(value, part, None)
+    shape = getattr(value, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) >= 1 and int(shape[0]) > 0 else None
+
+
+def index_ranges(model: Any) -> Dict[str, int]:
+    """forward's parameters its source uses as indices, with the count they must stay below: rows of a table it
+    indexes with them (`self.table[x]`, `self.emb.weight[idx]`, `F.embedding(idx, self.weight)`,
+    `self.table.index_select(0, idx)`) or the classes of a one-hot (`F.one_hot(labels, 10)`)."""
+    read = forward_calls(model)
+    params = {p.name for p in required_inputs(model) or []}
+    if read is None or not params:
+        return {}
+    ranges: Dict[str, int] = {}
+    for node in ast.walk(read[0]):
+        rows: Optional[int] = None
+        name: Optional[str] = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name):
+            name, rows = node.slice.id, table_rows(model, node.value)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(node.func, ast.Name) else ""
+            name = node.args[0].id
+            if func == "embedding" and len(node.args) > 1:
+                rows = table_rows(model, node.args[1])
+            elif func == "one_hot":
+                classes = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "num_classes"), None)
+                rows = classes.value if isinstance(classes, ast.Constant) and isinstance(classes.value, int) and classes.value > 0 else None
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "index_select"
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Name)
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == 0
+        ):
+            name, rows = node.args[1].id, table_rows(model, node.func.value)
+        if name in params and rows and name not in ranges:
+            ranges[name] = rows
+    return ranges
+
+
+def indexing_inputs(model: Any, torch: Any, nn: Any) -> List[List[Any]]:
+    """Integer indices below the rows of the table forward indexes with each such input (a learned table, a one-hot's
+    classes); its other inputs shaped for the layer they enter."""
+    ranges = index_ranges(model)
+    required = required_inputs(model)
+    if not ranges or required is None:
+        return []
+    entered = routes(model, nn)
+    out: List[List[Any]] = []
+    for side in (16, 32):
+        values = []
+        for p in required:
+            if p.name in ranges:
+                value = torch.randint(0, ranges[p.name], (2, side // 2))
+            else:
+                value = shaped_for(entered[p.name], nn, torch, side) if p.name in entered else None
+            if value is None:
+                break
+            values.append(value)
+        if len(values) == len(required):
+            out.append(values)
+    return out
+
+
+@input_kind(55, "indices for the table forward indexes with them")
+def from_indexing(r: InputRequest) -> List[List[Any]]:
+    return indexing_inputs(r.model, r.torch, r.nn)
 
 
 @input_kind(50, "each input shaped for the layer it enters")

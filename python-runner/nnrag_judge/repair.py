@@ -125,6 +125,10 @@ def solve(test: ast.expr, values: Dict[str, Any], guess: Any, namespace: Dict[st
     ):
         listed = [e.value for e in right.elts if isinstance(e, ast.Constant)]
         return {} if values[left.id] in listed else {left.id: listed[0]}
+    # `x is not None`, also as the attribute the constructor keeps it in (`if self.processor is None: raise`)
+    kept = left.attr if isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) and left.value.id == "self" else None
+    if len(test.ops) == 1 and isinstance(op, ast.IsNot) and kept in values and values[kept] is None:
+        return {kept: guess(kept)}
     if len(test.ops) == 1 and isinstance(op, ast.IsNot) and isinstance(left, ast.Name) and left.id in values and values[left.id] is None:
         return {left.id: guess(left.id)}
     pairs: Dict[str, List[Tuple[str, Any]]] = {}

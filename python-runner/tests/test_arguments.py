@@ -456,3 +456,185 @@ class ReportedArguments(unittest.TestCase):
         named = {"activation": {"$name": "torch.nn.Identity"}, "fn": {"$name": "torch.tanh"}, "own": {"$name": "Local"}}
         self.assertEqual(got, [16, [2, 3], {**named, "mode": "Identity", "inst": "ReLU(...)"}])
         json.dumps(got)
+
+
+GIVEN = """
+from typing import Callable
+import torch
+from torch import nn
+
+
+def reset(value):
+    for p in value.parameters():
+        p.data.zero_()
+
+
+class GraphLike(nn.Module):
+    def __init__(self, nn: Callable, eps=0.0):
+        super().__init__()
+        self.nn = nn
+        self.eps = eps
+        reset(self.nn)
+
+    def forward(self, x):
+        return self.nn((1 + self.eps) * x)
+
+
+class InfoMax(nn.Module):
+    def __init__(self, hidden_channels, encoder, summary, corruption):
+        super().__init__()
+        self.encoder = encoder
+        self.summary = summary
+        self.corruption = corruption
+        self.weight = nn.Parameter(torch.ones(hidden_channels, hidden_channels))
+
+    def forward(self, x, scale):
+        pos = self.encoder(x, scale)
+        neg = self.encoder(*self.corruption(x, scale))
+        return pos @ self.weight, neg @ self.weight, self.summary(pos, x)
+"""
+
+
+@needs_torch
+class ModulesAndFunctionsGiven(unittest.TestCase):
+    def test_a_module_or_function_the_block_keeps_and_calls_is_one(self) -> None:
+        # 'int' object is not callable, 'int' object has no attribute 'parameters': a kept argument it calls or
+        # resets is a module (Identity for one input) or a module passing its first input on
+        for name in ("GraphLike", "InfoMax"):
+            report = judged(GIVEN, GIVEN, name)
+            self.assertTrue(report["ok"], report)
+            self.assertEqual(report["tier"], "equivalent", report)
+
+
+SHAPES = """
+from collections import namedtuple
+from dataclasses import dataclass
+from typing import Optional
+from torch import nn
+
+
+class ShapeSpec(namedtuple("_ShapeSpec", ["channels", "height", "width", "stride"])):
+    def __new__(cls, channels=None, height=None, width=None, stride=None):
+        return super().__new__(cls, channels, height, width, stride)
+
+
+@dataclass
+class FeatureShape:
+    channels: Optional[int] = None
+    stride: Optional[int] = None
+
+
+class Head(nn.Module):
+    def __init__(self, input_shape: ShapeSpec, num_classes=3):
+        super().__init__()
+        self.conv = nn.Conv2d(input_shape.channels, num_classes, 1, stride=input_shape.stride)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Neck(nn.Module):
+    def __init__(self, shape: FeatureShape):
+        super().__init__()
+        self.lin = nn.Linear(shape.channels, shape.channels * shape.stride)
+
+    def forward(self, x):
+        return self.lin(x)
+"""
+
+
+@needs_torch
+class ShapeDescriptors(unittest.TestCase):
+    def test_a_shape_descriptor_gets_numbers_for_its_unset_fields(self) -> None:
+        # "'int' object has no attribute 'channels'", "unsupported operand type(s) ... NoneType": a named tuple or a
+        # dataclass whose fields all default to None is made with the numbers its field names suggest
+        for name in ("Head", "Neck"):
+            report = judged(SHAPES, SHAPES, name)
+            self.assertEqual(report["tier"], "equivalent", report)
+
+
+PROCESSED = """
+from __future__ import annotations
+import torch
+from torch import nn
+
+
+class SpatialProcessor:
+    def __call__(self, attn, hidden_states):
+        return attn.to_out(attn.to_q(hidden_states).softmax(-1))
+
+
+class TemporalProcessor:
+    def __init__(self, frames):
+        self.frames = frames
+
+    def __call__(self, attn, hidden_states):
+        return attn.to_out(hidden_states)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int, processor: "SpatialProcessor" | "TemporalProcessor" = None):
+        super().__init__()
+        self.to_q = nn.Linear(dim, dim)
+        self.to_out = nn.Linear(dim, dim)
+        self.processor = processor
+        if self.processor is None:
+            raise ValueError("Attention requires a processor.")
+
+    def forward(self, hidden_states):
+        return self.processor(self, hidden_states=hidden_states)
+"""
+
+
+@needs_torch
+class AnnotatedObjects(unittest.TestCase):
+    def test_a_class_the_annotation_names_is_given_as_an_object(self) -> None:
+        # "'int' object is not callable": the processor the annotation names, the first that builds without arguments
+        report = judged(PROCESSED, PROCESSED, "Attention")
+        self.assertEqual(report["tier"], "equivalent", report)
+        edited = PROCESSED.replace("attn.to_q(hidden_states).softmax(-1)", "attn.to_q(hidden_states).softmax(0)")
+        self.assertEqual(judged(edited, PROCESSED, "Attention")["category"], "differs", "the processor's code was not run")
+
+
+INDEXED = """
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class Lookup(nn.Module):
+    def __init__(self, rows=7, width=4):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(rows, width))
+
+    def forward(self, idx):
+        return self.table[idx] * 2
+
+
+class Labels(nn.Module):
+    def __init__(self, classes=5):
+        super().__init__()
+        self.classes = classes
+        self.proj = nn.Linear(5, 3)
+
+    def forward(self, labels):
+        return self.proj(F.one_hot(labels, 5).float())
+
+
+class Relations(nn.Module):
+    def __init__(self, relations=3, width=4):
+        super().__init__()
+        self.rel = nn.Embedding(relations, width)
+
+    def forward(self, kinds):
+        return F.embedding(kinds, self.rel.weight).sum(-1)
+"""
+
+
+@needs_torch
+class IndexInputs(unittest.TestCase):
+    def test_an_input_forward_indexes_a_table_with_is_integers_below_its_rows(self) -> None:
+        # "tensors used as indices must be long", "index out of range in self": the input's first consumer is a table
+        for name in ("Lookup", "Labels", "Relations"):
+            report = judged(INDEXED, INDEXED, name)
+            self.assertEqual(report["tier"], "equivalent", report)
