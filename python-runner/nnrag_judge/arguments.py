@@ -91,6 +91,10 @@ GUESSES: List[Tuple[Tuple[str, ...], Any]] = [
 ]
 
 
+# the node and edge types of a heterogeneous graph a block is built for (inputs_graph.hetero_inputs feeds it)
+HETERO_METADATA = (["author", "paper"], [("author", "writes", "paper"), ("paper", "rev_writes", "author")])
+
+
 # a module the block wraps and calls (`Residual(fn)`, `PreNorm(dim, fn)`): Identity runs on anything
 WRAPPED = ("fn", "func", "function", "module", "sublayer", "wrapped", "inner")
 
@@ -291,6 +295,9 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
         return [item] * count
     if by_name is not None:
         return by_name
+    # a heterogeneous graph's node and edge types (`metadata: Tuple[List[NodeType], List[EdgeType]]`)
+    if name == "metadata" or "Metadata" in str(text) or ("NodeType" in str(text) and "EdgeType" in str(text)):
+        return HETERO_METADATA
     if name in WRAPPED and ann is param.empty:
         return nn.Identity()
     if name in LOSSES and ann is param.empty:

@@ -10,7 +10,7 @@ import textwrap
 from typing import Any, List, Optional
 
 from .inputs import InputRequest, input_kind, first_width, layer_width, required_inputs, routes
-from .arguments import GUESSED_WIDTH
+from .arguments import GUESSED_WIDTH, HETERO_METADATA
 
 # a graph as dense tensors: per-pair features (`edges` of a graph transformer: [batch, nodes, nodes, width]) and
 # coordinates (`coors` of an equivariant network: [batch, nodes, 3])
@@ -198,6 +198,46 @@ def edge_features(model: Any, param: inspect.Parameter, inputs: List[Any], torch
     if width is None:
         width = next((int(v.shape[-1]) for v in inputs if hasattr(v, "dtype") and v.dtype.is_floating_point and v.dim() == 2), GUESSED_WIDTH)
     return torch.randn(edges, width)
+
+
+def hetero_inputs(model: Any, torch: Any) -> List[List[Any]]:
+    """A heterogeneous graph as dicts for a forward of `x_dict, edge_index_dict` (and `edge_attr_dict`...): features
+    per node type, an edge index per edge type between its types' nodes, for the node and edge types the block
+    keeps (`node_types`, `edge_types`, `metadata`), else those a guessed `metadata` gives."""
+    required = required_inputs(model)
+    if required is None or not any(p.name.endswith("_dict") for p in required):
+        return []
+    metadata = getattr(model, "metadata", None)
+    node_types = getattr(model, "node_types", None) or (metadata[0] if isinstance(metadata, (tuple, list)) and len(metadata) == 2 else None)
+    edge_types = getattr(model, "edge_types", None) or (metadata[1] if isinstance(metadata, (tuple, list)) and len(metadata) == 2 else None)
+    if not isinstance(node_types, (list, tuple)) or not isinstance(edge_types, (list, tuple)):
+        node_types, edge_types = HETERO_METADATA
+    edge_types = [e for e in edge_types if isinstance(e, tuple) and len(e) == 3]
+    if not node_types or not edge_types:
+        return []
+    nodes = GRAPH_BATCH_NODES
+    out: List[List[Any]] = []
+    for width in dict.fromkeys([w for w in (first_width(model), GUESSED_WIDTH) if w]):
+        values: List[Any] = []
+        for p in required:
+            name = p.name.lower()
+            if name.startswith(("x_", "h_", "feat")) or name in ("x_dict", "h_dict"):
+                values.append({t: torch.randn(nodes, width) for t in node_types})
+            elif "index" in name or "adj" in name:
+                values.append({e: torch.stack([torch.randint(0, nodes, (2 * nodes,)), torch.randint(0, nodes, (2 * nodes,))]) for e in edge_types})
+            elif name.startswith("edge_attr") or name.startswith("edge_feat"):
+                values.append({e: torch.randn(2 * nodes, width) for e in edge_types})
+            else:
+                values = []
+                break
+        if values:
+            out.append(values)
+    return out
+
+
+@input_kind(65, "a heterogeneous graph as dicts")
+def from_hetero_graph(r: InputRequest) -> List[List[Any]]:
+    return hetero_inputs(r.model, r.torch)
 
 
 @input_kind(60, "a graph as dense tensors")

@@ -638,3 +638,38 @@ class IndexInputs(unittest.TestCase):
         for name in ("Lookup", "Labels", "Relations"):
             report = judged(INDEXED, INDEXED, name)
             self.assertEqual(report["tier"], "equivalent", report)
+
+
+HETERO = """
+from typing import Dict, List, Tuple
+import torch
+from torch import nn
+
+NodeType = str
+EdgeType = Tuple[str, str, str]
+Metadata = Tuple[List[NodeType], List[EdgeType]]
+
+
+class HeteroLin(nn.Module):
+    def __init__(self, in_channels, out_channels, metadata: Metadata):
+        super().__init__()
+        self.node_types, self.edge_types = metadata
+        self.lin = nn.ModuleDict({t: nn.Linear(in_channels, out_channels) for t in self.node_types})
+        self.rel = nn.ModuleDict({"__".join(e): nn.Linear(out_channels, out_channels) for e in self.edge_types})
+
+    def forward(self, x_dict: Dict[NodeType, torch.Tensor], edge_index_dict: Dict[EdgeType, torch.Tensor]):
+        h = {t: self.lin[t](x) for t, x in x_dict.items()}
+        out = {t: torch.zeros_like(v) for t, v in h.items()}
+        for (s, r, d), ei in edge_index_dict.items():
+            out[d] = out[d].index_add(0, ei[1], self.rel["__".join((s, r, d))](h[s])[ei[0]])
+        return out
+"""
+
+
+@needs_torch
+class HeterogeneousGraphs(unittest.TestCase):
+    def test_metadata_and_dicts_of_node_and_edge_types(self) -> None:
+        # "'list' object has no attribute 'items'", "cannot unpack non-iterable int": node and edge types guessed,
+        # features per node type and an edge index per edge type fed
+        report = judged(HETERO, HETERO, "HeteroLin")
+        self.assertEqual(report["tier"], "equivalent", report)

@@ -21,6 +21,7 @@ class InputKinds(unittest.TestCase):
                 "each input shaped for the layer it enters",
                 "indices for the table forward indexes with them",
                 "a graph as dense tensors",
+                "a heterogeneous graph as dicts",
                 "a graph batch object",
                 "regions of a feature map for a pooler",
                 "offsets for a deformable convolution",
@@ -33,7 +34,7 @@ class InputKinds(unittest.TestCase):
     def test_a_taken_priority_is_refused(self) -> None:
         with self.assertRaisesRegex(ValueError, "two input kinds at priority 10"):
             inputs.input_kind(10, "another")(lambda r: [])
-        self.assertEqual(len(inputs.KINDS), 13)
+        self.assertEqual(len(inputs.KINDS), 14)
 
     def test_a_new_kind_is_one_function(self) -> None:
         made = []
