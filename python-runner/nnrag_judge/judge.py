@@ -318,6 +318,7 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
                 report.original_frames = kept_original(job)
             report.original_reached, report.original_ran = side.reached, True
             report.executed = executed_of(side)
+            report.executed_after_import = executed_of(side, "executed_after_import")
         copy_path = place.fresh(path)
         plan = copy_plan(side)
         job = run_worker(
@@ -383,10 +384,11 @@ def original_alone(path: str, request: ValidateJob, place: Place, control: Optio
     return report
 
 
-def executed_of(side: OriginalSide) -> Optional[Dict[str, List[int]]]:
-    """What the original's trace says ran (absolute file: first lines), when its probes finished; only well-formed
-    entries (the worker runs the repository's code: the pull checks every entry against its index)."""
-    executed = (side.probed or {}).get("executed") if side.reason is None else None
+def executed_of(side: OriginalSide, key: str = "executed") -> Optional[Dict[str, List[int]]]:
+    """What the original's trace says ran (absolute file: first lines; `executed_after_import`: what first ran once it
+    was imported), when its probes finished; only well-formed entries (the worker runs the repository's code: the pull
+    checks every entry against its index)."""
+    executed = (side.probed or {}).get(key) if side.reason is None else None
     if not isinstance(executed, dict):
         return None
     out: Dict[str, List[int]] = {}

@@ -80,6 +80,17 @@ class Trace:
 
         sys.setprofile(profile)
 
+    def mark(self) -> None:
+        """From here on, what runs is the block's own run (building, forward, probes), not its import."""
+        self.imported = set(self.codes)
+
+    def after_mark(self) -> Dict[str, List[int]]:
+        """The first lines of the functions that first ran after `mark()`, per file under the roots (after `finish()`)."""
+        imported = getattr(self, "imported", None)
+        if imported is None:
+            return {}
+        return self.lines_of([c for k, c in self.codes.items() if k not in imported])
+
     def finish(self) -> Dict[str, List[int]]:
         """Stop recording; the first lines that ran, per file under the roots."""
         if self.monitoring is not None:
@@ -88,9 +99,13 @@ class Trace:
             self.monitoring.free_tool_id(self.TOOL)
         else:
             sys.setprofile(None)
+        return self.lines_of(list(self.codes.values()))
+
+    def lines_of(self, codes: List[Any]) -> Dict[str, List[int]]:
+        """The first lines of `codes`, per file under the roots, within the caps."""
         out: Dict[str, Set[int]] = {}
         real: Dict[str, str] = {}
-        for code in list(self.codes.values()):
+        for code in codes:
             name = code.co_filename
             if name not in real:
                 real[name] = os.path.realpath(name) if os.path.isabs(name) else ""
@@ -236,4 +251,15 @@ def probe_plan(
     if stop is not None:
         stop()
     executed = trace.finish() if trace is not None else None
-    send(frame(PROBED, {"variants": done, **({"ran": sorted(seen)[:5000]} if coverage else {}), **({"executed": executed} if executed is not None else {})}))
+    late = trace.after_mark() if trace is not None else {}
+    send(
+        frame(
+            PROBED,
+            {
+                "variants": done,
+                **({"ran": sorted(seen)[:5000]} if coverage else {}),
+                **({"executed": executed} if executed is not None else {}),
+                **({"executed_after_import": late} if late else {}),
+            },
+        )
+    )

@@ -53,6 +53,8 @@ class Report:
     equivalence: Optional[Dict[str, Any]] = answer_field()
     # the first lines of the functions the original ran, per file (its worker's trace; the pull's slim copy)
     executed: Optional[Dict[str, List[int]]] = answer_field()
+    # of those, the functions that first ran once the original was imported (building, forward, probes)
+    executed_after_import: Optional[Dict[str, List[int]]] = answer_field()
     seconds: Optional[float] = answer_field()
     own_seconds: Optional[float] = answer_field()
     # where the seconds went (timings.py): `static`, each side's run by step, `comparing`; informative only

@@ -194,6 +194,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     except BaseException as exc:  # noqa: BLE001 - a reason, not a verdict
         send(frame(UNAVAILABLE, f"the original cannot be imported: {type(exc).__name__}: {exc}"[:600]))
         return
+    trace.mark()
     try:
         source = inspect.getsourcefile(cls)
     except TypeError:

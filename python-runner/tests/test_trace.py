@@ -57,6 +57,22 @@ class TraceTest(unittest.TestCase):
         # only the original's own folder: nothing of torch's
         self.assertFalse(any("/torch/" in f for f in executed), list(executed)[:5])
 
+    def test_what_first_ran_once_imported_is_said_apart(self) -> None:
+        # a function the module calls while it is imported ran before the block was built: not among what the block's
+        # own run reached (the pull's follow stage takes in only that)
+        source = ORIGINAL.replace("class Blk(", "def at_import():\n    return 1\n\n\nAT_IMPORT = at_import()\n\n\nclass Blk(")
+        report = judged(source, source)
+        self.assertEqual(report["tier"], "equivalent", report)
+        late = report.get("executed_after_import")
+        self.assertIsInstance(late, dict, report)
+        lines = set(next(v for f, v in late.items() if f.endswith("/pk/m.py")))
+        text = source.split("\n")
+        first = {n: next(i + 1 for i, line in enumerate(text) if line.strip().startswith(f"def {n}(")) for n in ("used", "forward", "at_import")}
+        self.assertIn(first["used"], lines)
+        self.assertIn(first["forward"], lines)
+        self.assertNotIn(first["at_import"], lines)
+        self.assertIn(first["at_import"], set(next(v for f, v in report["executed"].items() if f.endswith("/pk/m.py"))))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -19,6 +19,7 @@ import { validateFile } from '../validate/runner';
 import { keptIn } from '../validate/originalCache';
 import { DEFAULT_TIMEOUT_S } from '../validate/limits';
 import { nativeSourcesOf } from './natives';
+import { followStage } from './stageFollow';
 import { slimStage } from './stageSlim';
 import type { OriginalClass, ValidationReport } from '../validate/runner';
 import type { ValidateOptions } from '../validate/report';
@@ -101,16 +102,26 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
       message: `${runtimeNativeDetail(runtime)} in the indexed package ${runtime.split('.')[0]}${buildable ? ' (nn-rag pull --build-native builds it from the C++ sources of the repository)' : ''}; ${v.message ?? ''}`,
     };
   }
+  // a copy that fails where its original runs: with what the original ran that the file lacks, where it gets further
+  let written = emission;
+  const follow = !runtime && !v.ok ? await followStage(session, emission, options, request, v, clock.left()) : undefined;
+  if (follow) {
+    judged.push(follow.run);
+    if (follow.verdict !== v) clock.spent(follow.verdict);
+    v = follow.verdict;
+    if (follow.emission) written = follow.emission;
+  }
   // the file without what the original never ran, where it gets as far
-  const slim = !runtime ? await slimStage(session, emission, options, request, v, clock.left()) : undefined;
+  const slim = !runtime ? await slimStage(session, written, options, request, v, clock.left()) : undefined;
   if (slim) {
     judged.push(slim.run);
     v = slim.verdict;
   }
+  const kept = slim?.emission ?? (written !== emission ? written : undefined);
   return {
-    verdict: explained({ ...v, executed: undefined }, found),
+    verdict: explained({ ...v, executed: undefined, executed_after_import: undefined }, found),
     judged,
-    ...(slim?.emission ? { slim: slim.emission } : {}),
+    ...(kept ? { slim: kept } : {}),
     ...(slim ? { slimSizes: slim.sizes } : {}),
   };
 }

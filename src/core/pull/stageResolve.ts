@@ -153,7 +153,7 @@ export async function resolveBlock(session: PullSession, ref: ClassRef, options:
     }
   }
   if (options.buildNative && options.runtimeNatives?.length) natives.push(...(await runtimeNativesOf(session, ref.repoId, closure, options)));
-  return { ref, target, rec, unit: fact.unit, closure, inlined, closureCtx, natives, timings: { t0, t1: performance.now() } };
+  return { ref, target, rec, unit: fact.unit, closure, inlined, closureCtx, extraRoots: configs, natives, timings: { t0, t1: performance.now() } };
 }
 
 /**

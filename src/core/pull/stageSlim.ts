@@ -103,7 +103,7 @@ async function slimClosure(session: PullSession, emission: Emission, executed: R
   // (one trace for every pass: what it keeps grows between them)
   const ran = ranTrace(session, executed, keep);
   for (let pass = 0; pass < MAX_PASSES; pass++) {
-    const closure = await computeClosure({ ...emission.closureCtx, ran }, emission.rec, emission.unit);
+    const closure = await computeClosure({ ...emission.closureCtx, ran }, emission.rec, emission.unit, emission.extraRoots);
     if (!closure.leftOut.length || failureOf(closure.problems)) return undefined;
     const more = neededAtImport(closure).filter((k) => !keep.has(k));
     if (!more.length) return closure;
@@ -164,7 +164,7 @@ export async function slimStage(
     await writeSafely(options.out, emission.emitted.code, true, options.root);
     if (err instanceof CancelledError) throw err;
     return {
-      verdict: { ...full, executed: undefined },
+      verdict: { ...full, executed: undefined, executed_after_import: undefined },
       run: {
         stage: 'slim',
         why: `the file without the ${left} definitions the original never ran could not be judged (${errorMessage(err)}): the full file is written`,
@@ -175,7 +175,7 @@ export async function slimStage(
   if (asGood(verdict, full)) {
     return {
       emission: slim,
-      verdict: { ...verdict, executed: undefined },
+      verdict: { ...verdict, executed: undefined, executed_after_import: undefined },
       run: { stage: 'slim', why: `${left} definition${left === 1 ? '' : 's'} the original never ran left out; the slim file judged again` },
       sizes: { ...sizes, kept: 'slim' },
     };
@@ -183,7 +183,7 @@ export async function slimStage(
   await writeSafely(options.out, emission.emitted.code, true, options.root);
   const got = verdict.ok ? (verdict.equivalence?.status === 'equivalent' ? 'equivalent' : (verdict.tier ?? 'less')) : (verdict.category ?? 'failed');
   return {
-    verdict: { ...full, executed: undefined },
+    verdict: { ...full, executed: undefined, executed_after_import: undefined },
     run: { stage: 'slim', why: `the file without the ${left} definitions the original never ran got ${got}, not as far: the full file is written` },
     sizes: { ...sizes, kept: 'full' },
   };

@@ -6,7 +6,7 @@ import type { Provenance } from '../emit/pulledFile';
 import type { FileSizes } from '../emit/why';
 import type { PythonParser } from '../parse/parser';
 import { computeClosure } from '../resolve/closure';
-import type { ClosureResult, Problem } from '../resolve/closure';
+import type { ClosureResult, ExtraRoot, Problem } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import type { NativeBuild } from '../validate/native';
 import type { FailureCategory, Requirement, Tier, ValidationReport, ValidatorPoolLike } from '../validate/runner';
@@ -62,7 +62,7 @@ export interface SlimSizes {
 
 /** One run of the judge in a pull: its stage, why it ran, and where its seconds went. */
 export interface JudgeRun {
-  stage: 'judge' | 'builder' | 'replay' | 'native' | 'slim';
+  stage: 'judge' | 'builder' | 'replay' | 'native' | 'follow' | 'slim';
   why: string;
   /** The judge's wall seconds for the stage (every builder tried, for `builder`). */
   seconds?: number;
@@ -142,6 +142,9 @@ export interface Resolution {
   closure: ClosureResult;
   inlined: Set<number>;
   closureCtx: Parameters<typeof computeClosure>[0];
+  /** What the closure takes in beside the block: its configuration classes and what its repository's tests built it
+   * with (every later closure of the block starts from them too). */
+  extraRoots: ExtraRoot[];
   /** Compiled operators built for the file (`--build-native`). */
   natives: NativeBuild[];
   timings: { t0: number; t1: number };

@@ -118,6 +118,9 @@ export interface ValidationReport {
   /** The first lines of the functions the original ran while it was built, run and probed, per absolute file (its
    * worker's trace, written by the repository's own code: the pull's slim copy checks each against the index). */
   executed?: Record<string, number[]>;
+  /** Of those, the functions that first ran once the original was imported (its building, forward and probes): what a
+   * copy that fails where the original runs may lack (the pull's follow stage). */
+  executed_after_import?: Record<string, number[]>;
   /** Why the original was not imported (with `original_reached: null`, from a run of the original alone). */
   original_reason?: string;
   /** The module the code asked for at run time (`importlib.import_module("pkg." + name)`) when an import failed
