@@ -309,11 +309,6 @@ def guess_value(param: inspect.Parameter, nn: Any, namespace: Optional[Dict[str,
     # or an activation's class by its name, else Identity (it takes any arguments; the same class on both sides)
     if ann is param.empty and param.name in called_parameters(owner):
         return nn.BatchNorm2d if "norm" in name else (nn.ReLU if "act" in name else nn.Identity)
-    # a class of the file the annotation names (`processor: "SpatialProcessor" | "TemporalProcessor"`): an object of
-    # the first that builds without arguments
-    named = annotated_object(text, namespace)
-    if named is not None:
-        return named
     # a module or a function the block keeps and runs later (`self.nn = nn` ... `self.nn(x)`, `reset(self.encoder)`):
     # Identity where it is called with one input or used as a module, else a module that passes its first input on
     use = kept_and_used(owner).get(param.name)
@@ -361,27 +356,6 @@ def called_parameters(owner: Any) -> frozenset:
     return frozenset(n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in params)
 
 
-def annotated_object(text: Any, namespace: Optional[Dict[str, Any]]) -> Any:
-    """An object of a class of the block's file that an annotation names, built without arguments (seed 0, the same on
-    both sides); None when it names none, or none builds so. Configurations and numbers are the guesses' own."""
-    if not namespace or not isinstance(text, str):
-        return None
-    torch = sys.modules.get("torch")
-    for word in dict.fromkeys(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text)):
-        cls = namespace.get(word)
-        if not inspect.isclass(cls) or is_configuration(cls) or cls.__module__ in ("builtins", "typing") or word in ("Tensor", "Module"):
-            continue
-        if torch is not None and (issubclass(cls, torch.Tensor) or cls.__module__.split(".")[0] == "torch"):
-            continue
-        try:
-            if torch is not None:
-                torch.manual_seed(0)
-            return cls()
-        except Exception:  # noqa: BLE001 - the next class it names, or a guess
-            continue
-    return None
-
-
 @functools.lru_cache(maxsize=256)
 def kept_and_used(owner: Any) -> Dict[str, str]:
     """The constructor's parameters the block keeps on itself (`self.nn = nn`) and uses as a module or a function
@@ -419,6 +393,13 @@ def kept_and_used(owner: Any) -> Dict[str, str]:
             continue
         attr = self_attr(node.func)
         if attr is not None:
+            # a strategy the block hands itself to (`self.processor(self, x)`) does the block's work: a guess would
+            # leave the block's own layers unrun, so none is made
+            if any(isinstance(a, ast.Name) and a.id == "self" for a in node.args):
+                handed = kept.pop(attr, None)
+                if handed is not None:
+                    uses.pop(handed, None)
+                continue
             one = len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
             note(attr, "one" if one else "call")
         elif isinstance(node.func, ast.Attribute) and self_attr(node.func.value) is not None and node.func.attr in MODULE_METHODS:
@@ -437,14 +418,16 @@ _PASSING: Dict[int, Any] = {}
 
 
 def passing_module(nn: Any) -> Any:
-    """A module that takes any inputs and passes the first one on (an encoder, a summary, a corruption a block is given
-    and calls with several): the same on both sides, with no parameters of its own."""
+    """A module that takes any inputs and passes the first tensor among them on (an encoder, a summary, a corruption a
+    block is given and calls with several): the same on both sides, with no parameters of its own."""
     cls = _PASSING.get(id(nn))
+    torch = sys.modules["torch"]
     if cls is None:
 
         class PassFirst(nn.Module):
             def forward(self, *args: Any, **kwargs: Any) -> Any:
-                return args[0] if args else next(iter(kwargs.values()), None)
+                given = list(args) + list(kwargs.values())
+                return next((v for v in given if isinstance(v, torch.Tensor)), given[0] if given else None)
 
         cls = _PASSING[id(nn)] = PassFirst
     return cls()
