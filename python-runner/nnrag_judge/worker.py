@@ -126,9 +126,10 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
         source = None
     send(frame(CLASS, str(cls.__name__), source=source))
     builder = req.get("builder")
-    why = None if builder else abstract_reason(cls, nn)
-    if why:
-        raise Failure("abstract", f"{cls.__name__} is an abstract base class, not runnable alone: {why}")
+    # abstract methods: nothing can build it; a forward left to subclasses: said once it is built (a failure to build
+    # says more)
+    if not builder and inspect.isabstract(cls):
+        raise Failure("abstract", f"{cls.__name__} is an abstract base class, not runnable alone: {abstract_reason(cls, nn)}")
     factory = getattr(module, builder, None) if builder else None
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
     plan = req.get("plan") if isinstance(req.get("plan"), dict) else None
@@ -164,6 +165,9 @@ def run_copy(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn: Any
             if job().skipped:
                 tried += f"; {job().skipped} more guessed argument sets left untried: the last {ALIKE} failed alike"
             raise Failure("instantiate", f"cannot build {cls.__name__}: {best_error(errors)}{tried}")
+        why = None if builder else abstract_reason(cls, nn)
+        if why:
+            raise Failure("abstract", f"{cls.__name__} is an abstract base class, not runnable alone: {why}")
         if forward_error and NATIVE_OPS.search(forward_error):
             raise Failure("native-extension", f"{cls.__name__}.forward needs compiled operators that are not loaded: {forward_error}")
         raise Failure("forward", f"no input worked for {cls.__name__}.forward: {forward_error}")

@@ -460,6 +460,12 @@ class TiersWithTorch(unittest.TestCase):
                     raise ValueError("always")
         """)
         self.assertEqual(report["category"], "forward", report)
+        # one that cannot even be built says why it cannot be built
+        report = run_file(
+            "from torch import nn\nclass Head(nn.Module):\n    def __init__(self):\n        super().__init__()\n        raise RuntimeError('download it first')\n"
+        )
+        self.assertEqual(report["category"], "instantiate", report)
+        self.assertIn("download it first", report["message"])
 
     BUILT = """
         import torch

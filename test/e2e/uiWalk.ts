@@ -728,6 +728,10 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .filter({ hasText: /^Merging: residual_block\.py/ })
         .first()
         .click({ timeout: T });
+      await page.locator('.merge-editor').first().waitFor({ state: 'visible', timeout: T });
+      // the editor renders only the lines in view, and a restored one may be scrolled anywhere: its own command brings
+      // the conflict (still unhandled since step 14) into view, then upstream's line must be there
+      await palette(page, 'Merge Editor: Go to Next Unhandled Conflict');
       await page
         .locator('.merge-editor .view-line')
         .filter({ hasText: /changed\supstream\sagain/ })
