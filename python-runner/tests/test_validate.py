@@ -461,9 +461,8 @@ class TiersWithTorch(unittest.TestCase):
         """)
         self.assertEqual(report["category"], "forward", report)
         # one that cannot even be built says why it cannot be built
-        report = run_file(
-            "from torch import nn\nclass Head(nn.Module):\n    def __init__(self):\n        super().__init__()\n        raise RuntimeError('download it first')\n"
-        )
+        head = "class Head(nn.Module):\n    def __init__(self):\n        super().__init__()\n        raise RuntimeError('download it first')\n"
+        report = run_file("from torch import nn\n" + head)
         self.assertEqual(report["category"], "instantiate", report)
         self.assertIn("download it first", report["message"])
 
