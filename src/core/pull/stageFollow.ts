@@ -12,12 +12,12 @@ import type { PullSession } from './session';
 import { emitResolution } from './stageEmit';
 import { failureOf } from './stageResolve';
 import { tierRank } from './pulledState';
+import { judgeInstead } from './stageSlim';
 import { writeSafely } from '../emit/writeSafe';
-import { CancelledError, errorMessage } from '../base/errors';
+import { errorMessage } from '../base/errors';
 import { computeClosure, unitKey } from '../resolve/closure';
 import type { ExtraRoot } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
-import { validateFile } from '../validate/runner';
 import type { ValidationReport } from '../validate/runner';
 import type { ValidateOptions } from '../validate/report';
 
@@ -104,15 +104,13 @@ export async function followStage(
   const followed = await emitResolution(session, { ...emission, closure, extraRoots: [...emission.extraRoots, ...missed] }, options);
   const names = missed.map((e) => `${e.rec.module}.${e.rec.facts.units[e.unit].name}`);
   const what = `${names.length} definition${names.length === 1 ? '' : 's'} the original ran that the file lacked (${names.slice(0, 4).join(', ')}${names.length > 4 ? ', …' : ''})`;
-  await writeSafely(options.out, followed.emitted.code, true, options.root);
-  let verdict: ValidationReport;
-  try {
-    verdict = await validateFile(options.out, { ...request, timeoutMs: timeLeftMs });
-  } catch (err) {
-    await writeSafely(options.out, emission.emitted.code, true, options.root);
-    if (err instanceof CancelledError) throw err;
-    return { verdict: first, run: { stage: 'follow', why: `the file with ${what} could not be judged (${errorMessage(err)}): the first file is written` } };
-  }
+  const judged = await judgeInstead(options, request, followed, emission, timeLeftMs);
+  if ('error' in judged)
+    return {
+      verdict: first,
+      run: { stage: 'follow', why: `the file with ${what} could not be judged (${errorMessage(judged.error)}): the first file is written` },
+    };
+  const verdict = judged.verdict;
   const further = verdict.ok || tierRank(verdict.tier) > tierRank(first.tier);
   if (further) return { emission: followed, verdict, run: { stage: 'follow', why: `${what} taken in; judged again` } };
   await writeSafely(options.out, emission.emitted.code, true, options.root);

@@ -128,6 +128,28 @@ function asGood(slim: ValidationReport, full: ValidationReport): boolean {
   return full.equivalence?.status !== 'equivalent' || slim.equivalence?.status === 'equivalent';
 }
 
+/**
+ * Writes `candidate`'s file in place of `first`'s and judges it; when it cannot be judged (the judge not starting),
+ * writes `first`'s back and gives the error (a cancel is thrown). The caller writes `first`'s back too when the
+ * candidate's verdict does not stand.
+ */
+export async function judgeInstead(
+  options: PullOptions,
+  request: ValidateOptions,
+  candidate: Emission,
+  first: Emission,
+  timeLeftMs: number,
+): Promise<{ verdict: ValidationReport } | { error: unknown }> {
+  await writeSafely(options.out!, candidate.emitted.code, true, options.root);
+  try {
+    return { verdict: await validateFile(options.out!, { ...request, timeoutMs: timeLeftMs }) };
+  } catch (err) {
+    await writeSafely(options.out!, first.emitted.code, true, options.root);
+    if (err instanceof CancelledError) throw err;
+    return { error: err };
+  }
+}
+
 export interface SlimOutcome {
   /** The slim file's emission when it stands (it is the file written), else undefined (the full one is). */
   emission?: Emission;
@@ -154,15 +176,11 @@ export async function slimStage(
   const slim = await emitResolution(session, { ...emission, closure }, options);
   const sizes = { fullLines: codeLines(emission.emitted.code), slimLines: codeLines(slim.emitted.code), leftOut: closure.leftOut.length };
   if (sizes.slimLines >= sizes.fullLines) return undefined;
-  await writeSafely(options.out, slim.emitted.code, true, options.root);
   const left = closure.leftOut.length;
-  let verdict: ValidationReport;
-  try {
-    verdict = await validateFile(options.out, { ...request, timeoutMs: timeLeftMs });
-  } catch (err) {
+  const judgedAgain = await judgeInstead(options, request, slim, emission, timeLeftMs);
+  if ('error' in judgedAgain) {
     // the slim file could not be judged (a cancel, the judge not starting): the full file stands, as judged
-    await writeSafely(options.out, emission.emitted.code, true, options.root);
-    if (err instanceof CancelledError) throw err;
+    const err = judgedAgain.error;
     return {
       verdict: { ...full, executed: undefined, executed_after_import: undefined },
       run: {
@@ -172,6 +190,7 @@ export async function slimStage(
       sizes: { ...sizes, kept: 'full' },
     };
   }
+  const verdict = judgedAgain.verdict;
   if (asGood(verdict, full)) {
     return {
       emission: slim,
