@@ -5,14 +5,13 @@
  * worker's trace, `ValidationReport.executed_after_import`), and that the closure does not hold, are taken in as
  * roots; the file is judged again and kept only where it gets further, else the first file is written back.
  */
-import * as fs from 'fs';
 import * as path from 'path';
 import type { Emission, JudgeRun, PullOptions } from './types';
 import type { PullSession } from './session';
 import { emitResolution } from './stageEmit';
 import { failureOf } from './stageResolve';
 import { tierRank } from './pulledState';
-import { judgeInstead } from './stageSlim';
+import { judgeInstead, realPath } from './stageSlim';
 import { writeSafely } from '../emit/writeSafe';
 import { errorMessage } from '../base/errors';
 import { computeClosure, unitKey } from '../resolve/closure';
@@ -34,33 +33,26 @@ const FOLLOWED_CATEGORIES = new Set(['import-error', 'instantiate', 'forward']);
  */
 export function missedDefinitions(session: PullSession, emission: Emission, ran: Record<string, number[]>): ExtraRoot[] {
   const { closure, closureCtx, ref } = emission;
-  const real = (p: string): string => {
-    try {
-      return fs.realpathSync(p);
-    } catch {
-      return p;
-    }
-  };
   // the indexed modules of the repositories the file inlines, by their file's real path
   const roots = new Map<number, string>();
   for (const id of new Set([ref.repoId, ...emission.inlined])) {
     const root = session.repos.get(id)?.root;
-    if (root) roots.set(id, path.join(real(root), path.sep));
+    if (root) roots.set(id, path.join(realPath(root), path.sep));
   }
-  const wanted = Object.keys(ran).filter((f) => [...roots.values()].some((r) => f.startsWith(r)));
-  if (!wanted.length) return [];
+  const wanted = new Set(Object.keys(ran).filter((f) => [...roots.values()].some((r) => f.startsWith(r))));
+  if (!wanted.size) return [];
   const byPath = new Map<string, ModuleRecord>();
   for (const list of session.table.modules()) {
     for (const rec of list) {
       const root = roots.get(rec.repoId);
       if (!root || !closureCtx.inlines(rec, ref.repoId)) continue;
       const file = session.files.get(rec.fileId);
-      const at = file && session.repos.get(rec.repoId)?.root ? path.join(root, file.path) : undefined;
-      if (at && wanted.includes(at)) byPath.set(at, rec);
+      const at = file ? path.join(root, file.path) : undefined;
+      if (at && wanted.has(at)) byPath.set(at, rec);
     }
   }
   const out: ExtraRoot[] = [];
-  for (const file of wanted.sort()) {
+  for (const file of [...wanted].sort()) {
     const rec = byPath.get(file);
     if (!rec) continue;
     const units = rec.facts.units;

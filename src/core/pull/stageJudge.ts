@@ -20,7 +20,7 @@ import { keptIn } from '../validate/originalCache';
 import { DEFAULT_TIMEOUT_S } from '../validate/limits';
 import { nativeSourcesOf } from './natives';
 import { followStage } from './stageFollow';
-import { slimStage } from './stageSlim';
+import { slimStage, withoutTrace } from './stageSlim';
 import type { OriginalClass, ValidationReport } from '../validate/runner';
 import type { ValidateOptions } from '../validate/report';
 
@@ -119,7 +119,7 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
   }
   const kept = slim?.emission ?? (written !== emission ? written : undefined);
   return {
-    verdict: explained({ ...v, executed: undefined, executed_after_import: undefined }, found),
+    verdict: explained(withoutTrace(v), found),
     judged,
     ...(kept ? { slim: kept } : {}),
     ...(slim ? { slimSizes: slim.sizes } : {}),

@@ -24,6 +24,20 @@ import type { ValidateOptions } from '../validate/report';
  * template of the original's worker imported before it started). */
 const MAX_PASSES = 12;
 
+/** A path with its links resolved, as the trace names files; the path itself where it does not exist. */
+export function realPath(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+/** A verdict without the original's trace (read by the slim and follow stages, never reported). */
+export function withoutTrace(v: ValidationReport): ValidationReport {
+  return { ...v, executed: undefined, executed_after_import: undefined };
+}
+
 /**
  * The trace as the closure reads it: a module's lines by its file's real path. A repository none of whose files the
  * trace names is not traced (nothing is left out of it); a file of a traced repository that it does not name ran
@@ -37,13 +51,6 @@ export function ranTrace(session: PullSession, executed: Record<string, number[]
       [...at].sort((a, b) => a - b),
     );
   const traced = new Map<number, boolean>();
-  const real = (p: string): string => {
-    try {
-      return fs.realpathSync(p);
-    } catch {
-      return p;
-    }
-  };
   const files = [...lines.keys()];
   // each module's real path, found once for every pass over the closure
   const paths = new Map<number, string>();
@@ -55,12 +62,12 @@ export function ranTrace(session: PullSession, executed: Record<string, number[]
       if (!repo || !file || !repo.root) return undefined;
       let known = traced.get(rec.repoId);
       if (known === undefined) {
-        const root = path.join(real(repo.root), path.sep);
+        const root = path.join(realPath(repo.root), path.sep);
         traced.set(rec.repoId, (known = files.some((f) => f.startsWith(root))));
       }
       if (!known) return undefined;
       let at = paths.get(rec.fileId);
-      if (at === undefined) paths.set(rec.fileId, (at = real(path.join(repo.root, file.path))));
+      if (at === undefined) paths.set(rec.fileId, (at = realPath(path.join(repo.root, file.path))));
       return lines.get(at) ?? [];
     },
   };
@@ -182,7 +189,7 @@ export async function slimStage(
     // the slim file could not be judged (a cancel, the judge not starting): the full file stands, as judged
     const err = judgedAgain.error;
     return {
-      verdict: { ...full, executed: undefined, executed_after_import: undefined },
+      verdict: withoutTrace(full),
       run: {
         stage: 'slim',
         why: `the file without the ${left} definitions the original never ran could not be judged (${errorMessage(err)}): the full file is written`,
@@ -194,7 +201,7 @@ export async function slimStage(
   if (asGood(verdict, full)) {
     return {
       emission: slim,
-      verdict: { ...verdict, executed: undefined, executed_after_import: undefined },
+      verdict: withoutTrace(verdict),
       run: { stage: 'slim', why: `${left} definition${left === 1 ? '' : 's'} the original never ran left out; the slim file judged again` },
       sizes: { ...sizes, kept: 'slim' },
     };
@@ -202,7 +209,7 @@ export async function slimStage(
   await writeSafely(options.out, emission.emitted.code, true, options.root);
   const got = verdict.ok ? (verdict.equivalence?.status === 'equivalent' ? 'equivalent' : (verdict.tier ?? 'less')) : (verdict.category ?? 'failed');
   return {
-    verdict: { ...full, executed: undefined, executed_after_import: undefined },
+    verdict: withoutTrace(full),
     run: { stage: 'slim', why: `the file without the ${left} definitions the original never ran got ${got}, not as far: the full file is written` },
     sizes: { ...sizes, kept: 'full' },
   };
