@@ -107,7 +107,7 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
   const follow = !runtime && !v.ok ? await followStage(session, emission, options, request, v, clock.left()) : undefined;
   if (follow) {
     judged.push(follow.run);
-    if (follow.verdict !== v) clock.spent(follow.verdict);
+    if (follow.judged) clock.spent(follow.judged);
     v = follow.verdict;
     if (follow.emission) written = follow.emission;
   }
