@@ -145,7 +145,16 @@ async function restoreProblems(problems: ValidationProblems, items: PulledItem[]
 async function syncProblems(client: NnragClient, problems: ValidationProblems, doc: vscode.TextDocument): Promise<void> {
   const text = doc.getText();
   const [st] = await client.request(GetPulledStatus, { files: [{ uri: doc.uri.toString(), text }] });
+  // the file may have been deleted while the status was asked (its entry was cleared then): it gets none back
+  if (doc.uri.scheme === 'file' && !(await exists(doc.uri))) return problems.clear(doc.uri);
   showStatus(problems, doc.uri, text, st);
+}
+
+async function exists(uri: vscode.Uri): Promise<boolean> {
+  return vscode.workspace.fs.stat(uri).then(
+    () => true,
+    () => false,
+  );
 }
 
 function showStatus(problems: ValidationProblems, uri: vscode.Uri, text: string, st: PulledItem | undefined): void {

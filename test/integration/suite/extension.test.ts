@@ -1073,7 +1073,8 @@ describe('trusted workspace', function () {
       assert.strictEqual(await vscode.commands.executeCommand<string>('nnrag.copyImport', file.toString()), 'from blocks.drop_path_problem import DropPath');
       assert.strictEqual(await vscode.env.clipboard.readText(), 'from blocks.drop_path_problem import DropPath');
     } finally {
-      await vscode.workspace.fs.delete(file);
+      // (a failure above may have left the file deleted: the finally must not hide it)
+      rmSync(file.fsPath, { force: true });
     }
   });
 
