@@ -22,6 +22,8 @@ export interface WalkStep {
   ok: boolean;
   error?: string;
   screenshot?: string;
+  /** How long its waits took, where a slow machine would make it fail (said on success too). */
+  note?: string;
 }
 
 const SHOTS = path.join(ROOT, 'test-results');
@@ -696,16 +698,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .filter({ hasText: 'shared' })
         .first()
         .waitFor({ timeout: 2 * T });
-      const logs = (): string => {
-        const walk = (dir: string): string[] =>
-          existsSync(dir)
-            ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]))
-            : [];
-        return walk(path.join(cs.home, 'user', 'logs'))
-          .filter((f) => f.endsWith('NN-RAG.log'))
-          .map((f) => readFileSync(f, 'utf8'))
-          .join('\n');
-      };
+      const logs = (): string => logText(cs.home);
       const before = logs().length;
       await palette(page, 'Developer: Reload Window');
       await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: T });
@@ -781,12 +774,25 @@ export async function vsixWalk(h: Harness, python: string, vsix: string): Promis
     browser = b.browser;
     const page = b.page;
     try {
+      // each wait says what it waited for: a timeout alone does not say which part of the extension was missing
+      const took: string[] = [];
+      const started = Date.now();
+      const waitFor = (what: string, wait: Promise<void>): Promise<void> =>
+        wait.then(
+          () => void took.push(`${what} after ${Math.round((Date.now() - started) / 1000)} s`),
+          (err: unknown) => {
+            throw new Error(`${what}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)} (${took.join(', ') || 'nothing seen before'})`);
+          },
+        );
       await page.goto(cs.url(ws.folder), { waitUntil: 'domcontentloaded', timeout: T });
       // the installed extension's contributions are loaded: its view container is in the activity bar
-      await page
-        .locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]')
-        .first()
-        .waitFor({ timeout: 2 * T });
+      await waitFor(
+        'the NN-RAG view container in the activity bar',
+        page
+          .locator('.activitybar a[aria-label^="NN-RAG"], .activitybar .action-item[aria-label^="NN-RAG"]')
+          .first()
+          .waitFor({ timeout: 4 * T }),
+      );
       // a fresh profile: the extension's first activation opens its walkthrough, which takes the focus when it opens
       await page
         .locator('.gettingStartedContainer')
@@ -795,21 +801,29 @@ export async function vsixWalk(h: Harness, python: string, vsix: string): Promis
         .waitFor({ state: 'visible', timeout: T })
         .catch(() => undefined);
       await palette(page, 'NN-RAG: Search Blocks');
-      await page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T });
+      await waitFor(
+        'the Search Blocks QuickPick',
+        page.locator('.quick-input-widget .quick-input-title').filter({ hasText: 'NN-RAG: Search Blocks' }).first().waitFor({ timeout: T }),
+      );
       await page.keyboard.type('drop path', { delay: 20 });
       // answered once the workspace's repository is indexed
-      await page
-        .locator('.quick-input-list .monaco-list-row')
-        .filter({ hasText: 'DropPath' })
-        .first()
-        .waitFor({ timeout: 2 * T });
+      await waitFor(
+        'DropPath among the answers to "drop path"',
+        page
+          .locator('.quick-input-list .monaco-list-row')
+          .filter({ hasText: 'DropPath' })
+          .first()
+          .waitFor({ timeout: 4 * T }),
+      );
       await page.screenshot({ path: shot });
-      steps.push({ name: '08-installed-vsix', ok: true, screenshot: shot });
+      steps.push({ name: '08-installed-vsix', ok: true, screenshot: shot, note: took.join(', ') });
     } catch (err) {
       await page.screenshot({ path: shot }).catch(() => undefined);
       throw err;
     }
   } catch (err) {
+    // the extension's log of the failed run, for whoever reads the failure
+    if (cs) keepLog(cs.home, path.join(SHOTS, '08-installed-vsix.log'));
     steps.push({ name: '08-installed-vsix', ok: false, error: err instanceof Error ? err.message.split('\n')[0] : String(err), screenshot: shot });
   } finally {
     await browser?.close().catch(() => undefined);
@@ -817,4 +831,21 @@ export async function vsixWalk(h: Harness, python: string, vsix: string): Promis
     rmSync(ws.root, { recursive: true, force: true });
   }
   return { steps };
+}
+
+/** The NN-RAG log channel of a code-server home, every file of it ('' when it wrote none). */
+function logText(home: string): string {
+  const walk = (dir: string): string[] =>
+    existsSync(dir)
+      ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]))
+      : [];
+  return walk(path.join(home, 'user', 'logs'))
+    .filter((f) => f.endsWith('NN-RAG.log'))
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n');
+}
+
+/** Copies the NN-RAG log channel of a code-server home to `dest`. */
+function keepLog(home: string, dest: string): void {
+  writeFileSync(dest, logText(home) || '(the extension wrote no log)\n');
 }

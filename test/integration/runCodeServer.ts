@@ -95,7 +95,7 @@ async function main(): Promise<number> {
   for (const walk of walks) {
     for (const s of walk.steps)
       console.log(
-        `[ui-walk] ${s.ok ? 'ok  ' : 'FAIL'} ${s.name}${s.error ? `: ${s.error}` : ''}${s.screenshot ? ` -> ${path.relative(ROOT, s.screenshot)}` : ''}`,
+        `[ui-walk] ${s.ok ? 'ok  ' : 'FAIL'} ${s.name}${s.error ? `: ${s.error}` : ''}${s.note ? ` (${s.note})` : ''}${s.screenshot ? ` -> ${path.relative(ROOT, s.screenshot)}` : ''}`,
       );
     passed += walk.steps.filter((s) => s.ok).length;
     failed += walk.steps.filter((s) => !s.ok).length;
