@@ -195,6 +195,8 @@ def compare(original: List[Frame], copy: List[Frame], lacking: Sequence[str] = (
     # probes the copy could not run for want of compiled operators the judge saw its process lack, where the original
     # ran (its package loaded them): not compared, and never a pass (judge.equivalence_of)
     native: List[str] = []
+    # train steps whose gradients the original's own code did not repeat (evidence.unstable_gradients): not compared
+    unstable: List[str] = []
     try:
         for key, pa in a.probes.items():
             pb = b.probes.get(key)
@@ -209,7 +211,10 @@ def compare(original: List[Frame], copy: List[Frame], lacking: Sequence[str] = (
                 if body_a.get("error_type") != body_b.get("error_type"):
                     c.differ("", f"{str(body_b.get('error', 'runs'))[:160]} in the copy, {str(body_a.get('error', 'runs'))[:160]} in the original")
             else:
-                c.walk("", body_a.get("value"), body_b.get("value"))
+                left = unstable_items(body_a)
+                if left:
+                    unstable.append(f"{readable_key(key)}: {' and '.join(UNSTABLE_WORDS[k] for k in left)}")
+                c.walk("", without(body_a.get("value"), left), without(body_b.get("value"), left))
             compared += c.compared
             largest = max(largest, c.largest)
             differences.extend(c.differences)
@@ -237,7 +242,34 @@ def compare(original: List[Frame], copy: List[Frame], lacking: Sequence[str] = (
         record.update(status="unavailable", reason="nothing to compare: the block's state, outputs and gradients hold no value")
     else:
         record.update(status="equivalent", tolerance="bit-identical")
+    if unstable and record["status"] == "equivalent":
+        record.update(
+            unstable=unstable[:MAX_DIFFERENCES],
+            reason=f"gradients not compared where the original's own vary between two passes of one train step ({len(unstable)} probes; first: {unstable[0]})",
+        )
     return record
+
+
+# the items of a train frame the original may say vary between two passes of its own backward
+UNSTABLE_WORDS = {"input_grads": "the inputs' gradients", "grads": "the parameters' gradients"}
+
+
+def unstable_items(body: Dict[str, Any]) -> List[str]:
+    """The items of a train frame the original said vary between two backward passes of its own; anything else in
+    the field is not ours."""
+    left = body.get("unstable")
+    if left is None:
+        return []
+    if not (isinstance(left, list) and all(k in UNSTABLE_WORDS for k in left)) or not str(body.get("key", "")).endswith("|train"):
+        raise ValueError("an unstable field that is not ours")
+    return list(dict.fromkeys(left))
+
+
+def without(value: Any, items: List[str]) -> Any:
+    """A train frame's value without the named items."""
+    if not items or not isinstance(value, dict) or not isinstance(value.get("items"), dict):
+        return value
+    return dict(value, items={k: v for k, v in value["items"].items() if k not in items})
 
 
 def blob_id(path: str) -> Optional[str]:

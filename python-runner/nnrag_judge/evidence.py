@@ -281,11 +281,14 @@ def probe_variant(
     train: bool = True,
     names: Optional[Dict[str, str]] = None,
     extra: Optional[Tuple[str, Callable[[], Any]]] = None,
+    steadiness: Optional[Dict[str, Any]] = None,
 ) -> None:
     """One variant of the block, probed as the other side probes it: its module tree and configuration and its state
     as built, one more value (`extra`, read after it was built: the objects it was built from, as the block left them,
     or what a method called after building returned), eval outputs per seed, a train step's outputs, gradients and state
-    after. One frame per probe, each keyed `label|what`."""
+    after. One frame per probe, each keyed `label|what`. `steadiness` (the original's side only, one dict for all the
+    variants of a block): the first train step's gradients are computed twice, and those that vary between the two
+    passes are said `unstable` in every train frame of the block (see `unstable_gradients`)."""
 
     def frame(key: str, body: Dict[str, Any], digest: Optional[Digest] = None) -> None:
         head = make_frame(PROBE, dict(body, key=f"{label}|{key}"))
@@ -337,24 +340,63 @@ def probe_variant(
                 raise
             break
         total = weighted_sum(out, torch)
+        check = steadiness is not None and "unstable" not in steadiness and total is not None
         if total is not None:
-            total.backward()
+            total.backward(retain_graph=check)
         grads_in = [v.grad if isinstance(v, torch.Tensor) else None for v in x]
         grads = {n: p.grad for n, p in model.named_parameters()}
-        frame(
-            "train",
-            {
-                "value": {
-                    "$map": "dict",
-                    "items": {
-                        "output": d.walk(out, 1),
-                        "input_grads": d.walk(grads_in, 1),
-                        "grads": d.walk(grads, 1),
-                        "state": d.walk(dict(model.state_dict()), 1),
-                    },
-                }
-            },
-            d,
-        )
+        items = {
+            "output": d.walk(out, 1),
+            "input_grads": d.walk(grads_in, 1),
+            "grads": d.walk(grads, 1),
+            "state": d.walk(dict(model.state_dict()), 1),
+        }
+        if check and steadiness is not None:
+            steadiness["unstable"] = unstable_gradients(total, x, grads_in, model, grads, torch)
+        unstable = steadiness.get("unstable") if steadiness is not None else None
+        frame("train", {"value": {"$map": "dict", "items": items}, **({"unstable": unstable} if unstable else {})}, d)
     except Exception as exc:  # noqa: BLE001
         frame("train", {"error": error_text(exc), "error_type": type(exc).__name__})
+
+
+def unstable_gradients(total: Any, x: List[Any], grads_in: List[Any], model: Any, grads: Dict[str, Any], torch: Any) -> List[str]:
+    """Which gradients of a train step its own code does not reproduce: `total`'s gradients computed a second time
+    (after `total.backward(retain_graph=True)`, into new tensors: nothing accumulates into `.grad`) and compared bit
+    for bit with the first pass's (`grads_in`, `grads`). A backward that reads memory it never wrote gives other
+    values each time (seen in torch 1.13's CPU kernels); the copy's gradients then cannot be compared with the
+    original's. Returns the train frame's items that vary (`input_grads`, `grads`), [] when both passes agree or the
+    second cannot run."""
+    groups = [
+        ("input_grads", [(v, g) for v, g in zip(x, grads_in) if g is not None]),
+        ("grads", [(p, grads[n]) for n, p in model.named_parameters() if grads.get(n) is not None]),
+    ]
+    leaves = [leaf for _, pairs in groups for leaf, _ in pairs]
+    if not leaves:
+        return []
+    try:
+        again = torch.autograd.grad(total, leaves, allow_unused=True)
+    except Exception:  # noqa: BLE001 - a graph that cannot run backward twice is not checked
+        return []
+    unstable: List[str] = []
+    i = 0
+    for name, pairs in groups:
+        same = True
+        for _, first in pairs:
+            second = again[i]
+            i += 1
+            if same and not (second is not None and same_values(first, second, torch)):
+                same = False
+        if not same:
+            unstable.append(name)
+    return unstable
+
+
+def same_values(a: Any, b: Any, torch: Any) -> bool:
+    """Whether two tensors hold the same values, NaN where the other has NaN."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if torch.equal(a, b):
+        return True
+    if not a.dtype.is_floating_point:
+        return False
+    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())

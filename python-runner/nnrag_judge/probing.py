@@ -174,6 +174,7 @@ def probe_plan(
     found: Optional[Found] = None,
     examples: Sequence[str] = (),
     trace: Optional[Trace] = None,
+    check_gradients: bool = False,
 ) -> None:
     """Probe the block exactly as the plan says (the same code on both sides): the base argument set's inputs, then
     each variant, until the budget. The block the search built and ran is the base when it is the plan's (on both
@@ -203,6 +204,8 @@ def probe_plan(
     stop, seen = covering(coverage) if coverage else (None, set())
     call = module_call(base)
     heavy = bool(plan.get("heavy"))
+    # the original's side checks once whether its gradients repeat (evidence.unstable_gradients)
+    steadiness: Optional[Dict[str, Any]] = {} if check_gradients else None
     names = renames_of(coverage) if coverage else {}
     for i, v in enumerate(plan.get("variants", [])[: HEAVY_VARIANTS if heavy else None]):
         if i and not plan.get("exact") and steady() - started > PROBE_BUDGET_S:
@@ -246,6 +249,7 @@ def probe_plan(
             train=i == 0 or not heavy,
             names=names,
             extra=extra,
+            steadiness=steadiness,
         )
         done.append(str(v.get("label")))
     if stop is not None:

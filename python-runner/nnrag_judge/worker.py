@@ -240,7 +240,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
         "heavy": job().last_forward_s > HEAVY_S,
     }
     send(frame(PLAN, plan, compiled=compiled_loaded(torch)))
-    probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req), trace=trace)
+    probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req), trace=trace, check_gradients=True)
 
 
 def traced_roots(original: Dict[str, Any]) -> List[str]:

@@ -513,3 +513,87 @@ class CompiledOperators(unittest.TestCase):
         with self.assertRaises(protocol.Failure) as got:
             equivalence.compare([init, ran], [init, other])
         self.assertEqual(got.exception.category, "differs")
+
+
+# a backward whose values vary from pass to pass, as a kernel reading memory it never wrote gives (torch 1.13's CPU
+# backward of sep_vit's attention): the forward is exact, the gradients are not reproducible by the block itself
+UNSTEADY = """
+import os
+
+import torch
+from torch import nn
+
+
+class Wobble(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        noise = int.from_bytes(os.urandom(2), "little") / 65536.0
+        return g * (2 + noise)
+
+
+class Unsteady(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return Wobble.apply(self.lin(x))
+"""
+
+
+@needs_torch
+class UnsteadyGradients(unittest.TestCase):
+    def test_gradients_the_original_does_not_repeat_are_not_compared_and_said(self) -> None:
+        report = judged(UNSTEADY, UNSTEADY, "Unsteady")
+        self.assertEqual(report["tier"], "equivalent", report)
+        record = report["equivalence"]
+        self.assertTrue(record["unstable"] and all("gradients" in u for u in record["unstable"]), record)
+        self.assertIn("gradients not compared", record["reason"])
+        # outputs and state are still compared, bit for bit
+        self.assertGreater(record["compared_values"], 50)
+
+    def test_a_changed_forward_still_differs_beside_unsteady_gradients(self) -> None:
+        report = judged(UNSTEADY.replace("return x * 2", "return x * 3", 1), UNSTEADY, "Unsteady")
+        self.assertEqual(report["category"], "differs", report)
+
+    def test_steady_gradients_are_compared(self) -> None:
+        report = judged(ORIGINAL)
+        self.assertNotIn("unstable", report["equivalence"])
+
+
+class UnstableField(unittest.TestCase):
+    """The original's word that its gradients vary drops only gradients, only from a train step. Needs no torch."""
+
+    def test_only_gradients_of_a_train_step_are_left_out(self) -> None:
+        from nnrag_judge import equivalence, protocol
+
+        def train(grads: int, unstable: object = None) -> tuple:
+            body = {"key": "v|train", "value": {"$map": "dict", "items": {"output": {"$v": 1}, "grads": {"$v": grads}}}}
+            if unstable is not None:
+                body["unstable"] = unstable
+            return (body, b"")
+
+        record = equivalence.compare([train(1, ["grads"])], [train(2)])
+        self.assertEqual(record["status"], "equivalent", record)
+        self.assertEqual(record["compared_values"], 1)
+        self.assertIn("the parameters' gradients", record["unstable"][0])
+        # without the word, the same gradients differ
+        with self.assertRaises(protocol.Failure) as got:
+            equivalence.compare([train(1)], [train(2)])
+        self.assertEqual(got.exception.category, "differs")
+        # the copy's word counts for nothing
+        with self.assertRaises(protocol.Failure):
+            equivalence.compare([train(1)], [train(2, ["grads"])])
+        # anything but gradients, or on another probe, is not ours
+        for forged in (["output"], "grads", [1]):
+            with self.assertRaises(protocol.Failure) as bad:
+                equivalence.compare([train(1, forged)], [train(1)])
+            self.assertEqual(bad.exception.category, "tampered")
+        other = ({"key": "v|eval|1", "value": {"$v": 1}, "unstable": ["grads"]}, b"")
+        with self.assertRaises(protocol.Failure) as bad:
+            equivalence.compare([other], [({"key": "v|eval|1", "value": {"$v": 1}}, b"")])
+        self.assertEqual(bad.exception.category, "tampered")

@@ -105,6 +105,9 @@ export interface ValidationReport {
     /** Compiled libraries the original's process loaded that the judge saw the copy's process lack (its probes that
      * needed them were left out; the verdict is then `native-extension`). */
     native?: string[];
+    /** Train steps whose gradients were not compared: the original's own vary between two backward passes of one
+     * step (a kernel reading memory it never wrote); `reason` says so on an equivalent verdict. */
+    unstable?: string[];
   };
   /** On a failure: the highest tier the original class reached with the same arguments and inputs. */
   original_passes?: 'instantiated' | 'forward';
