@@ -206,6 +206,7 @@ function judgeTimingsText(t: JudgeTimings): string {
       .join(', ');
     return `${name} ${(s.seconds ?? 0).toFixed(1)} s${steps ? ` (${steps})` : ''}`;
   };
+  if (t.reused) return "nothing run: an identical earlier run's failure";
   return [
     t.starting !== undefined ? `starting ${t.starting.toFixed(1)} s` : undefined,
     t.static !== undefined ? `static ${t.static.toFixed(1)} s` : undefined,

@@ -5,6 +5,7 @@ import { BuilderIndex, callableWithoutArguments } from '../../src/core/resolve/b
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { cli, indexFolder, memoryDb, PYTHON_WITH_TORCH, hasTorch, pullValidated, tmpdir, writeTree } from './helpers';
 import { readProvenance } from '../../src/core/emit/pulledFile';
+import type { ValidatorPoolLike } from '../../src/core/validate/report';
 
 const REPO = {
   'zoo/__init__.py': '',
@@ -152,6 +153,32 @@ describe('builders: how the repository itself builds a block', () => {
     assert.ok(Date.now() - t0 < 25_000, 'the builder was stopped, not waited for');
     assert.strictEqual(report.status, 'failed');
     assert.match(report.message ?? '', /the repository's builders net_small\(\) were not tried within 0\.5 s \(nn-rag pull tries them all\)/);
+  });
+
+  it('tries no further builder after one ends for want of compiled operators (a fact of the process, not the builder)', async function () {
+    this.timeout(60_000);
+    // two argument-free builders; a judge that says no guessed argument set builds the block, and that the model the
+    // first builder makes needs compiled operators the copy's process lacks (MaskRCNN's two builders, a minute each)
+    const two = { ...REPO, 'zoo/net.py': `${REPO['zoo/net.py']}\n\ndef net_big():\n    return _net([8, 16, 32], [2])\n` };
+    const runs: (string | undefined)[] = [];
+    const pool: ValidatorPoolLike = {
+      validate: async (_file, options) => {
+        runs.push(options.builder);
+        return options.builder
+          ? { ok: false, tier: 'instantiated', category: 'native-extension', message: "the copy's process lacks torchvision's _C", seconds: 0.1 }
+          : { ok: false, tier: 'imported', category: 'instantiate', message: 'no argument set built Net', seconds: 0.1 };
+      },
+    };
+    const report = await pullValidated(two, 'zoo.net.Net', { pool });
+    const stage = report.judged?.find((j) => j.stage === 'builder');
+    assert.deepStrictEqual(
+      stage?.builders?.map((b) => [b.name, b.ended]),
+      [['net_small', 'native-extension']],
+      JSON.stringify(report.judged),
+    );
+    assert.strictEqual(stage?.untried, undefined, 'the rest are not said untried for time');
+    assert.deepStrictEqual(runs, [undefined, 'net_small'], 'one judge for the file, one builder');
+    assert.match(report.validation?.message ?? '', /the repository's builders ended: net_small\(\) native-extension/);
   });
 
   it("calls a builder without a download of weights: a default that fetches a backbone's weights is given None", async function () {

@@ -8,13 +8,16 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { gunzipSync, gzipSync } from 'zlib';
 import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
-import { environmentStamp } from '../../src/core/validate/originalCache';
+import { environmentStamp, keepOriginal, keepsAsFailure, keptFailure } from '../../src/core/validate/originalCache';
+import type { ValidationReport } from '../../src/core/validate/report';
 
 interface Verdict {
   tier: string;
   category?: string;
   original_cached?: boolean;
   equivalence?: { status: string };
+  message?: string;
+  timings?: { reused?: boolean };
 }
 
 describe("the originals' runs, kept", function () {
@@ -133,12 +136,47 @@ describe("the originals' runs, kept", function () {
     const first = await pull('a.py');
     assert.strictEqual(first.category, 'forward', JSON.stringify(first));
     assert.notStrictEqual(first.validation.original_cached, true);
+    assert.notStrictEqual(first.validation.timings?.reused, true);
+    // the second run repeats no failure's cost: the same failure, answered from the first's, nothing run
     const second = await pull('b.py');
     assert.deepStrictEqual(
-      [second.category, second.validation.original_reached, second.validation.original_cached],
-      ['forward', first.validation.original_reached, true],
+      [second.category, second.validation.original_reached, second.validation.original_cached, second.validation.timings?.reused],
+      ['forward', first.validation.original_reached, undefined, true],
       JSON.stringify(second),
     );
+    assert.strictEqual(second.validation.message, first.validation.message);
+    // the file edited: judged again (its original replayed from the kept run)
+    const edited = path.join(work, 'b.py');
+    await fsp.writeFile(edited, (await fsp.readFile(edited, 'utf8')).replace('x.dim() == 7', 'x.dim() >= 1'));
+    const again = JSON.parse(
+      (await cli('validate', edited, '--db', db, '--python', PYTHON_WITH_TORCH, '--cache', cache, '--json')).out,
+    ) as Verdict & { timings?: { reused?: boolean } };
+    assert.deepStrictEqual([again.tier, again.original_cached, again.timings?.reused], ['forward', true, undefined], JSON.stringify(again));
+  });
+
+  it('a kept entry that is not a failure of the copy (a damaged or forged one) is never read as a verdict', async () => {
+    const dir = await tmpdir('nnrag-kept-failures-');
+    const forged = { ok: true, tier: 'equivalent', category: undefined, seconds: 1, equivalence: { status: 'equivalent' } };
+    await keepOriginal(dir, 'k1', JSON.stringify(forged));
+    assert.strictEqual(await keptFailure(dir, 'k1'), undefined);
+    await keepOriginal(dir, 'k2', JSON.stringify({ ok: false, tier: 'instantiated', category: 'timeout', seconds: 1 }));
+    assert.strictEqual(await keptFailure(dir, 'k2'), undefined);
+    await keepOriginal(dir, 'k3', '{"ok": false');
+    assert.strictEqual(await keptFailure(dir, 'k3'), undefined);
+    await keepOriginal(dir, 'k4', JSON.stringify({ ok: false, tier: 'instantiated', category: 'forward', seconds: 3, own_seconds: 2.5, original_frames: 'x' }));
+    const kept = await keptFailure(dir, 'k4');
+    assert.deepStrictEqual(
+      [kept?.ok, kept?.category, kept?.own_seconds, kept?.original_frames, kept?.timings?.reused],
+      [false, 'forward', 2.5, undefined, true],
+    );
+    // what is kept: a failure of the copy beside an original that ended of itself, none a limit or a load decides
+    const report = (category: string, ok = false) => ({ ok, tier: null, category, seconds: 1 }) as unknown as ValidationReport;
+    assert.deepStrictEqual(
+      ['instantiate', 'forward', 'native-extension', 'timeout', 'memory', 'differs', 'tampered', 'interpreter'].map((c) => keepsAsFailure(report(c), true)),
+      [true, true, true, false, false, false, false, false],
+    );
+    assert.strictEqual(keepsAsFailure(report('forward'), false), false);
+    assert.strictEqual(keepsAsFailure(report('forward', true), true), false);
   });
 
   it("the interpreter's environment stamp changes when a package is installed in one of its folders", async () => {

@@ -12,7 +12,7 @@ import { promises as fsp, readdirSync, readFileSync } from 'fs';
 import * as path from 'path';
 import { promisify } from 'util';
 import * as zlib from 'zlib';
-import type { ValidateOptions } from './report';
+import type { FailureCategory, ValidateOptions, ValidationReport } from './report';
 import { interpreterInfo } from './sandbox';
 
 const MAX_BYTES = 1024 ** 3;
@@ -114,4 +114,82 @@ export async function keepOriginal(dir: string, key: string, frames: string): Pr
   } catch {
     // kept another time
   }
+}
+
+/**
+ * Failures kept, so that a second run repeats no failure's cost: a job whose original is kept (`originalKey`) and
+ * whose copy failed of itself (an argument set, a builder, that cannot build the block or run its forward; compiled
+ * operators its process lacks) is answered again from the judge's earlier report, nothing run, when the same job
+ * comes with the same file (its text, the companions it imports and the compiled operators beside it). Only
+ * failures are kept, never a pass: an entry can only say what a run of the block said of itself. Kept only when
+ * the original's worker ended of itself too (its run kept or replayed) and the category is none the machine's load,
+ * a limit or a fault outside the block decides (`timeout`, `memory`, `interpreter`, `tampered`, `output`), nor a
+ * finding to be seen again (`differs`).
+ */
+export const KEPT_FAILURES: readonly FailureCategory[] = ['native-extension', 'missing-package', 'import-error', 'instantiate', 'forward'];
+
+/** The key of a job's failure: its original's key, the file's text and what the file reads beside it. */
+export async function failureKey(originalKeyOf: string, file: string, options: ValidateOptions): Promise<string | undefined> {
+  try {
+    const h = createHash('sha256').update('failure\0').update(originalKeyOf).update('\0').update(judgedText(await fsp.readFile(file, 'utf8')));
+    for (const c of options.companions ?? []) h.update(`\0${path.basename(c)}\0`).update(await fsp.readFile(c));
+    for (const n of options.natives ?? []) {
+      const st = await fsp.stat(n.file);
+      h.update(`\0${n.module}\0${n.name}\0${n.fileName}\0${st.size}\0${st.mtimeMs}`);
+    }
+    h.update(`\0${options.allowWeakSandbox === false ? 'strict' : 'any'}`);
+    return h.digest('hex');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The fields of a pulled file's provenance record that change with each pull of the same code (its time, the
+ * verdict written after the judge ran); the judge reads others (the definitions, the names it renamed). */
+const VOLATILE = ['pulledAt', 'validation'];
+/** The provenance record's line as the judge reads it (probing.provenance_of; emit/pulledFile.ts writes it). */
+const PROVENANCE_PREFIX = '# nnrag-provenance: ';
+
+/** A file's text as the failure's key holds it: the provenance record without its VOLATILE fields. */
+function judgedText(text: string): string {
+  const start = text.indexOf(PROVENANCE_PREFIX);
+  if (start < 0) return text;
+  const end = text.indexOf('\n', start);
+  try {
+    const record = JSON.parse(text.slice(start + PROVENANCE_PREFIX.length, end < 0 ? undefined : end)) as Record<string, unknown>;
+    for (const k of VOLATILE) delete record[k];
+    return `${text.slice(0, start)}${JSON.stringify(record)}${end < 0 ? '' : text.slice(end)}`;
+  } catch {
+    return text;
+  }
+}
+
+/** Whether `report` is a failure `keepFailure` keeps: the copy's of itself, beside an original that ended of itself. */
+export function keepsAsFailure(report: ValidationReport, originalEnded: boolean): boolean {
+  return originalEnded && !report.ok && report.category !== undefined && KEPT_FAILURES.includes(report.category);
+}
+
+/**
+ * The failure kept for `key`, as a report answered without running anything (`timings.reused`); undefined when none,
+ * or when the entry is not a kept failure (a damaged or foreign file: never read as a pass).
+ */
+export async function keptFailure(dir: string, key: string): Promise<ValidationReport | undefined> {
+  const text = await keptOriginal(dir, key);
+  if (text === undefined) return undefined;
+  let report: ValidationReport;
+  try {
+    report = JSON.parse(text) as ValidationReport;
+  } catch {
+    return undefined;
+  }
+  if (!report || typeof report !== 'object' || report.ok !== false || !keepsAsFailure(report, true) || report.equivalence?.status === 'equivalent')
+    return undefined;
+  const { original_frames: _frames, ...rest } = report;
+  return { ...rest, ok: false, seconds: 0, timings: { reused: true } };
+}
+
+/** Keeps failure `report` for `key` (its own seconds too: the block's time limit is spent as the first run spent it). */
+export async function keepFailure(dir: string, key: string, report: ValidationReport): Promise<void> {
+  const { original_frames: _frames, timings: _timings, ...rest } = report;
+  await keepOriginal(dir, key, JSON.stringify(rest));
 }

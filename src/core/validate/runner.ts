@@ -6,7 +6,7 @@
 import { NnragError } from '../base/errors';
 import { Judge, describeSandbox, nativesBeside } from './sandbox';
 import { DEFAULT_MEMORY_MB } from './limits';
-import { environmentStamp, keepOriginal, keptOriginal, originalKey } from './originalCache';
+import { environmentStamp, failureKey, keepFailure, keepOriginal, keepsAsFailure, keptFailure, keptOriginal, originalKey } from './originalCache';
 
 export * from './report';
 import { TIERS } from './report';
@@ -41,11 +41,17 @@ export async function validateFile(file: string, options: ValidateOptions): Prom
   if (options.originalCache && options.natives === undefined) options = { ...options, natives: await nativesBeside(file) };
   const key = options.originalCache && options.original && !options.originalOnly ? originalKey(options, await environmentStamp(options.python)) : undefined;
   const dir = options.originalCache?.dir;
+  // a failure of the same job on the same file, kept: answered again, nothing run
+  const failed = key && dir ? await failureKey(key, file, options) : undefined;
+  const reused = failed && dir ? await keptFailure(dir, failed) : undefined;
+  if (reused) return reused;
   const kept = key && dir ? await keptOriginal(dir, key) : undefined;
   // (sent back whenever the original ran: a kept run the judge refused, made with another torch, is replaced)
   const asked: ValidateOptions = key ? { ...options, keepOriginal: true, ...(kept !== undefined ? { originalFrames: kept } : {}) } : options;
   const { original_frames: frames, ...report } = await judged(file, asked);
   if (key && dir && frames !== undefined) await keepOriginal(dir, key, frames);
+  // (the original ended of itself: its run sent to be kept, or replayed from one that was)
+  if (failed && dir && keepsAsFailure(report, frames !== undefined || report.original_cached === true)) await keepFailure(dir, failed, report);
   return report;
 }
 
