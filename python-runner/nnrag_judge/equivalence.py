@@ -243,9 +243,10 @@ def compare(original: List[Frame], copy: List[Frame], lacking: Sequence[str] = (
     else:
         record.update(status="equivalent", tolerance="bit-identical")
     if unstable and record["status"] == "equivalent":
+        probes = f"{len(unstable)} probe{'s' if len(unstable) > 1 else ''}"
         record.update(
             unstable=unstable[:MAX_DIFFERENCES],
-            reason=f"gradients not compared where the original's own vary between two passes of one train step ({len(unstable)} probe{'s' if len(unstable) > 1 else ''}; first: {unstable[0]})",
+            reason=f"gradients not compared where the original's own vary between two passes of one train step ({probes}; first: {unstable[0]})",
         )
     return record
 
