@@ -148,9 +148,9 @@ describe("the originals' runs, kept", function () {
     // the file edited: judged again (its original replayed from the kept run)
     const edited = path.join(work, 'b.py');
     await fsp.writeFile(edited, (await fsp.readFile(edited, 'utf8')).replace('x.dim() == 7', 'x.dim() >= 1'));
-    const again = JSON.parse(
-      (await cli('validate', edited, '--db', db, '--python', PYTHON_WITH_TORCH, '--cache', cache, '--json')).out,
-    ) as Verdict & { timings?: { reused?: boolean } };
+    const again = JSON.parse((await cli('validate', edited, '--db', db, '--python', PYTHON_WITH_TORCH, '--cache', cache, '--json')).out) as Verdict & {
+      timings?: { reused?: boolean };
+    };
     assert.deepStrictEqual([again.tier, again.original_cached, again.timings?.reused], ['forward', true, undefined], JSON.stringify(again));
   });
 

@@ -131,7 +131,11 @@ export const KEPT_FAILURES: readonly FailureCategory[] = ['native-extension', 'm
 /** The key of a job's failure: its original's key, the file's text and what the file reads beside it. */
 export async function failureKey(originalKeyOf: string, file: string, options: ValidateOptions): Promise<string | undefined> {
   try {
-    const h = createHash('sha256').update('failure\0').update(originalKeyOf).update('\0').update(judgedText(await fsp.readFile(file, 'utf8')));
+    const h = createHash('sha256')
+      .update('failure\0')
+      .update(originalKeyOf)
+      .update('\0')
+      .update(judgedText(await fsp.readFile(file, 'utf8')));
     for (const c of options.companions ?? []) h.update(`\0${path.basename(c)}\0`).update(await fsp.readFile(c));
     for (const n of options.natives ?? []) {
       const st = await fsp.stat(n.file);
