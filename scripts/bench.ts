@@ -12,7 +12,9 @@
  * and with one interpreter per block (about twenty minutes).
  * With --index-only, only the floors and the cold index (about a minute): prints their figures and stores nothing.
  * Usage: tsx scripts/bench.ts [--corpus DIR...] [--out FILE] [--no-validate] [--no-synthetic] [--scale N] [--rounds N] [--pool-speedup]
- *        [--small-files N] [--shards N [--shard-blocks B]]
+ *        [--small-files N] [--shards N [--shard-blocks B]] [--search-scale N,M]
+ *        tsx scripts/bench.ts --search-scale-only [--search-scale N,M]   (search over synthetic corpora of N and M
+ *        blocks, 20,000 and 200,000 unless told: index, first answer, p50 / p95 through nn-rag mcp)
  *        tsx scripts/bench.ts --native [--python P]   (pull --build-native: the build, and the cached second pull)
  *        tsx scripts/bench.ts --index-only [--corpus DIR...] [--rounds N]
  *        tsx scripts/bench.ts --observe-only [--observe-repo DIR | --observe-blocks N] [--python P]   (the catalog alone)
@@ -59,6 +61,7 @@ import {
 import type { Timing } from '../bench/common';
 import { mergeChild, smallFilesChild, syntheticChild } from '../bench/children';
 import { mcpLatency } from '../bench/mcpLatency';
+import { searchAtScale } from '../bench/searchScale';
 import { mutationBench } from '../bench/mutationRun';
 import { nativeBench } from '../bench/nativeRun';
 import { observeBench } from '../bench/observeRun';
@@ -90,6 +93,12 @@ async function main(): Promise<void> {
   }
   if (argv.includes('--native')) {
     await nativeBench(argv);
+    return;
+  }
+  if (argv.includes('--search-scale-only')) {
+    const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-bench-'));
+    console.log(JSON.stringify(await searchScales(work, argv)));
+    await fsp.rm(work, { recursive: true, force: true });
     return;
   }
   if (argv.includes('--revalidate')) {
@@ -556,6 +565,8 @@ async function main(): Promise<void> {
   }
   // the catalog of observed calls: a repository's tests run under the observer, cold and again with nothing changed
   const observeFigures = !argv.includes('--no-validate') && hasTorch() ? await observeBench(work, argv) : {};
+  // search at a team's size: synthetic corpora of 20,000 and 200,000 blocks (--search-scale N,M; 0 for none)
+  const searchScaleFigures = await searchScales(work, argv);
   await fsp.rm(work, { recursive: true, force: true });
 
   const result = {
@@ -598,6 +609,7 @@ async function main(): Promise<void> {
     ...poolSpeedup,
     ...shardFigures,
     ...observeFigures,
+    ...searchScaleFigures,
     node: process.version,
     cpus: os.cpus().length,
   };
@@ -638,3 +650,18 @@ main().catch((err: unknown) => {
   console.error(`[bench] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   process.exit(1);
 });
+
+/** The sizes `--search-scale N,M` names (20,000 and 200,000 unless told; 0 for none), each measured in turn. */
+async function searchScales(work: string, argv: string[]): Promise<Record<string, number>> {
+  const told = argv.includes('--search-scale') ? argv[argv.indexOf('--search-scale') + 1] : '20000,200000';
+  const sizes = told
+    .split(',')
+    .map(Number)
+    .filter((n) => Number.isInteger(n) && n > 0);
+  let figures: Record<string, number> = {};
+  for (const n of sizes) {
+    console.error(`[bench] search at ${n} synthetic blocks`);
+    figures = { ...figures, ...(await searchAtScale(work, n)) };
+  }
+  return figures;
+}
