@@ -443,4 +443,68 @@ describe('installed-package repositories under the index service', function () {
       await svc.dispose();
     }
   });
+
+  it("a shared index's copy of an installed package, made with another interpreter, is shadowed by the user's own, across reloads and the setting's removal", async () => {
+    // the team's package copy and the user's live in two interpreters' site folders (two locations of one name)
+    const work = await tmpdir('nnrag-svc-shared-pkg-');
+    const interpreters: string[] = [];
+    for (const [i, cls] of ['TeamGate', 'UserGate'].entries()) {
+      const pkg = path.join(work, `site${i}`, 'mylayers');
+      await fsp.mkdir(pkg, { recursive: true });
+      await fsp.writeFile(path.join(pkg, '__init__.py'), '');
+      await fsp.writeFile(path.join(pkg, 'blocks.py'), `from torch import nn\n\n\nclass ${cls}(nn.Module):\n    def forward(self, x):\n        return x\n`);
+      const venv = path.join(work, `venv${i}`);
+      execFileSync('python3', ['-m', 'venv', '--without-pip', venv]);
+      const site = execFileSync(path.join(venv, 'bin', 'python'), ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], {
+        encoding: 'utf8',
+      }).trim();
+      await fsp.writeFile(path.join(site, 'mine.pth'), `${path.join(work, `site${i}`)}\n`);
+      interpreters.push(path.join(venv, 'bin', 'python'));
+    }
+    const teamDb = path.join(work, 'team.db');
+    const archive = path.join(work, 'team.nnrag.tgz');
+    assert.strictEqual((await cli('index', '--python-env', interpreters[0], '--packages', 'mylayers', '--db', teamDb)).code, 0);
+    assert.strictEqual((await cli('export', '--db', teamDb, '--to', archive)).code, 0);
+    const storage = await tmpdir('nnrag-svc-');
+    const failed: string[] = [];
+    const open = (sharedIndex: string | undefined): IndexService =>
+      new IndexService(
+        {
+          ...ASSETS,
+          storageDir: storage,
+          cacheDir: path.join(storage, 'cache'),
+          maxFileKb: 2048,
+          repositories: [{ location: 'mylayers', kind: 'python-env', python: interpreters[1] }],
+          sharedIndex,
+        },
+        { log: () => undefined, status: () => undefined, failed: (m) => failed.push(m), changed: () => undefined },
+      );
+    const look = async (svc: IndexService): Promise<{ names: string[]; shared: string[]; shadowed: string[] }> => {
+      const { db } = await svc.ready();
+      return {
+        names: searchBlocks(db, { text: '', limit: 100 })
+          .map((h) => `${h.repo}:${h.name}`)
+          .sort(),
+        shared: [...sharedRepositories(db)],
+        shadowed: [...shadowedRepositories(db)],
+      };
+    };
+    // a window, then two reloads (a new server on the same storage each time)
+    for (const round of [1, 2, 3]) {
+      const svc = open(archive);
+      try {
+        await svc.reindex();
+        assert.deepStrictEqual(failed, [], `round ${round}: ${failed.join('\n')}`);
+        assert.deepStrictEqual(await look(svc), { names: ['mylayers:UserGate'], shared: [], shadowed: ['mylayers'] }, `round ${round}`);
+        assert.strictEqual(svc.failing().length, 0);
+        if (round === 3) {
+          await svc.useShared(undefined);
+          assert.deepStrictEqual(await look(svc), { names: ['mylayers:UserGate'], shared: [], shadowed: [] });
+        }
+      } finally {
+        await svc.dispose();
+      }
+    }
+    assert.deepStrictEqual(failed, [], failed.join('\n'));
+  });
 });

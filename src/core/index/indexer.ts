@@ -386,15 +386,16 @@ function upsertRepo(db: IndexDb, source: OpenedSource, options: Pick<IndexOption
   const { info, config } = source;
   let row = db.get('SELECT id, location, kind, url, ref, root, module_prefix, priority, config FROM repos WHERE name = ?', [info.name]);
   const cfg = JSON.stringify({ include: config.include, exclude: config.exclude, symbols: config.symbols, inline: config.inline, ref: config.ref });
-  if (row && String(row.location) !== info.location && replaceInstalled && repoKind(String(row.kind)).installed && repoKind(info.kind).installed) {
-    // the same packages of another interpreter: what was indexed (and judged) from the old one goes with it
-    dropRepositories(db, [Number(row.id)]);
-    row = undefined;
-  }
+  // (first: an archive's copy of installed packages is shadowed too, wherever its interpreter was)
   if (row && importedConfig(row.config) && options.replaceImported) {
     // the user's own copy wins: the shared rows go (their catalog, their verdicts), and the index says they are shadowed
     dropRepositories(db, [Number(row.id)]);
     shadowShared(db, info.name);
+    row = undefined;
+  }
+  if (row && String(row.location) !== info.location && replaceInstalled && repoKind(String(row.kind)).installed && repoKind(info.kind).installed) {
+    // the same packages of another interpreter: what was indexed (and judged) from the old one goes with it
+    dropRepositories(db, [Number(row.id)]);
     row = undefined;
   }
   const what = repoKind(info.kind).installed ? 'package' : 'folder';
