@@ -11,7 +11,7 @@
  * step under test-results/ and fails a step when an element it expects is missing.
  */
 import { execFileSync } from 'child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
 import * as path from 'path';
 import { CodeServer, launchBrowser } from '../integration/codeServer';
 import type { Harness, Page } from '../integration/codeServer';
@@ -570,6 +570,22 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
     };
     const treeRow = (name: string): ReturnType<Page['locator']> => page.locator('.pane-body .monaco-list-row').filter({ hasText: name });
+    const sharedArchive = path.join(ws.root, 'team', 'team.nnrag.tgz');
+    // the window's own folder and installed package beside a shared index holding both: each is the window's copy (no
+    // error on its node, none said), and the shared copies are not used
+    const ownBesideShared = async (): Promise<void> => {
+      for (const name of ['tinyblocks', 'wslayers'])
+        await treeRow(name)
+          .filter({ hasText: 'yours (the shared copy is not used)' })
+          .first()
+          .waitFor({ timeout: 2 * T });
+      const failing = await page.locator('.pane-body .monaco-list-row').filter({ hasText: 'cannot index' }).count();
+      const said = await page
+        .locator('.notifications-toasts .notification-toast, .notifications-center .notification-list-item')
+        .filter({ hasText: /cannot index|came with an imported index|--name|--db/ })
+        .count();
+      if (failing || said) throw new Error(`the shared index made an error: ${failing} failing nodes, ${said} notifications`);
+    };
 
     await step('17-interpreter-switch', async () => {
       await page.keyboard.press('Escape');
@@ -690,14 +706,19 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
       );
       const cli = (...args: string[]): string => execFileSync(process.execPath, [path.join(ROOT, 'dist', 'cli.js'), ...args], { encoding: 'utf8' });
       const teamDb = path.join(ws.root, 'team', 'team.db');
-      const archive = path.join(ws.root, 'team', 'team.nnrag.tgz');
-      cli('index', team, '--db', teamDb);
-      cli('export', '--db', teamDb, '--to', archive);
-      editSettings((st) => (st['nnrag.sharedIndex'] = archive));
+      // the team's index holds, beside its own library, its copies of two repositories this window indexes too: the
+      // folder (tinyblocks) and the installed package (wslayers)
+      const teamCopy = path.join(ws.root, 'team', 'tinyblocks');
+      cpSync(ws.fixture, teamCopy, { recursive: true });
+      cli('index', team, teamCopy, '--db', teamDb);
+      cli('index', '--python-env', interpreters[1], '--packages', 'wslayers', '--db', teamDb);
+      cli('export', '--db', teamDb, '--to', sharedArchive);
+      editSettings((st) => (st['nnrag.sharedIndex'] = sharedArchive));
       await treeRow('teamlib')
         .filter({ hasText: 'shared' })
         .first()
         .waitFor({ timeout: 2 * T });
+      await ownBesideShared();
       const logs = (): string => logText(cs.home);
       const before = logs().length;
       await palette(page, 'Developer: Reload Window');
@@ -706,6 +727,7 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .filter({ hasText: 'shared' })
         .first()
         .waitFor({ timeout: 2 * T });
+      await ownBesideShared();
       // the window's own repositories are not parsed again: the archive is unchanged, every repository reports 0 changed
       let runs: string[] = [];
       for (const t0 = Date.now(); ; await page.waitForTimeout(500)) {
@@ -730,6 +752,32 @@ export async function uiWalk(h: Harness, python: string): Promise<{ steps: WalkS
         .filter({ hasText: /changed\supstream\sagain/ })
         .first()
         .waitFor({ timeout: T });
+    });
+
+    await step('19b-second-reload-then-shared-index-removed', async () => {
+      // a second reload: still no error, still the window's own copies
+      await palette(page, 'Developer: Reload Window');
+      await page.locator('.monaco-workbench').first().waitFor({ state: 'visible', timeout: T });
+      await treeRow('teamlib')
+        .filter({ hasText: 'shared' })
+        .first()
+        .waitFor({ timeout: 2 * T });
+      await ownBesideShared();
+      // the setting removed: the team's library leaves the tree, the window's repositories stay, not marked, with their menu
+      editSettings((st) => delete st['nnrag.sharedIndex']);
+      for (const t0 = Date.now(); (await treeRow('teamlib').count()) > 0; await page.waitForTimeout(250)) {
+        if (Date.now() - t0 > 2 * T) throw new Error('the shared repository stays in the tree after the setting was removed');
+      }
+      for (const name of ['tinyblocks', 'wslayers']) {
+        const row = treeRow(name).first();
+        await row.waitFor({ timeout: T });
+        const text = await row.innerText({ timeout: T });
+        if (/yours|shared|cannot index/.test(text)) throw new Error(`${name} is still marked after the shared index was removed: ${text}`);
+      }
+      await treeRow('tinyblocks').first().click({ button: 'right', timeout: T });
+      await page.locator('.context-view .monaco-menu .action-item').filter({ hasText: 'Re-index Repository' }).first().waitFor({ timeout: T });
+      await page.screenshot({ path: path.join(SHOTS, '19b-repository-menu.png') });
+      await page.keyboard.press('Escape');
     });
 
     await step('20-walkthrough-ticks', async () => {
