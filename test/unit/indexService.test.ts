@@ -397,29 +397,35 @@ describe('a shared index that holds a repository the user indexes too', function
   });
 });
 
+/**
+ * One interpreter per class head given (venvs whose site-packages point each to a folder of its own), each with its own
+ * copy of the package `mylayers` holding that class (a forward returning its input).
+ */
+async function interpretersWith(work: string, heads: string[]): Promise<string[]> {
+  const interpreters: string[] = [];
+  for (const [i, head] of heads.entries()) {
+    const pkg = path.join(work, `site${i}`, 'mylayers');
+    await fsp.mkdir(pkg, { recursive: true });
+    await fsp.writeFile(path.join(pkg, '__init__.py'), '');
+    await fsp.writeFile(path.join(pkg, 'blocks.py'), `from torch import nn\n\n\n${head}\n    def forward(self, x):\n        return x\n`);
+    const venv = path.join(work, `venv${i}`);
+    execFileSync('python3', ['-m', 'venv', '--without-pip', venv]);
+    const site = execFileSync(path.join(venv, 'bin', 'python'), ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], {
+      encoding: 'utf8',
+    }).trim();
+    await fsp.writeFile(path.join(site, 'mine.pth'), `${path.join(work, `site${i}`)}\n`);
+    interpreters.push(path.join(venv, 'bin', 'python'));
+  }
+  return interpreters;
+}
+
 describe('installed-package repositories under the index service', function () {
   this.timeout(60_000);
 
   it('installed packages follow the interpreter the settings give: the same package of another interpreter replaces them', async () => {
     // two interpreters, each with its own copy of one package (venvs whose site-packages point to two folders)
     const work = await tmpdir('nnrag-svc-envs-');
-    const interpreters: string[] = [];
-    for (const [i, doc] of ['first copy', 'second copy'].entries()) {
-      const pkg = path.join(work, `site${i}`, 'mylayers');
-      await fsp.mkdir(pkg, { recursive: true });
-      await fsp.writeFile(path.join(pkg, '__init__.py'), '');
-      await fsp.writeFile(
-        path.join(pkg, 'blocks.py'),
-        `from torch import nn\n\n\nclass Gate${i}(nn.Module):\n    """${doc}"""\n\n    def forward(self, x):\n        return x\n`,
-      );
-      const venv = path.join(work, `venv${i}`);
-      execFileSync('python3', ['-m', 'venv', '--without-pip', venv]);
-      const site = execFileSync(path.join(venv, 'bin', 'python'), ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], {
-        encoding: 'utf8',
-      }).trim();
-      await fsp.writeFile(path.join(site, 'mine.pth'), `${path.join(work, `site${i}`)}\n`);
-      interpreters.push(path.join(venv, 'bin', 'python'));
-    }
+    const interpreters = await interpretersWith(work, [`class Gate0(nn.Module):\n    """first copy"""\n`, `class Gate1(nn.Module):\n    """second copy"""\n`]);
     const storage = await tmpdir('nnrag-svc-');
     const failed: string[] = [];
     const config = (python: string): { location: string; kind: 'python-env'; python: string }[] => [{ location: 'mylayers', kind: 'python-env', python }];
@@ -447,20 +453,7 @@ describe('installed-package repositories under the index service', function () {
   it("a shared index's copy of an installed package, made with another interpreter, is shadowed by the user's own, across reloads and the setting's removal", async () => {
     // the team's package copy and the user's live in two interpreters' site folders (two locations of one name)
     const work = await tmpdir('nnrag-svc-shared-pkg-');
-    const interpreters: string[] = [];
-    for (const [i, cls] of ['TeamGate', 'UserGate'].entries()) {
-      const pkg = path.join(work, `site${i}`, 'mylayers');
-      await fsp.mkdir(pkg, { recursive: true });
-      await fsp.writeFile(path.join(pkg, '__init__.py'), '');
-      await fsp.writeFile(path.join(pkg, 'blocks.py'), `from torch import nn\n\n\nclass ${cls}(nn.Module):\n    def forward(self, x):\n        return x\n`);
-      const venv = path.join(work, `venv${i}`);
-      execFileSync('python3', ['-m', 'venv', '--without-pip', venv]);
-      const site = execFileSync(path.join(venv, 'bin', 'python'), ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], {
-        encoding: 'utf8',
-      }).trim();
-      await fsp.writeFile(path.join(site, 'mine.pth'), `${path.join(work, `site${i}`)}\n`);
-      interpreters.push(path.join(venv, 'bin', 'python'));
-    }
+    const interpreters = await interpretersWith(work, ['class TeamGate(nn.Module):\n', 'class UserGate(nn.Module):\n']);
     const teamDb = path.join(work, 'team.db');
     const archive = path.join(work, 'team.nnrag.tgz');
     assert.strictEqual((await cli('index', '--python-env', interpreters[0], '--packages', 'mylayers', '--db', teamDb)).code, 0);
