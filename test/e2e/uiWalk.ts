@@ -894,6 +894,6 @@ function logText(home: string): string {
 }
 
 /** Copies the NN-RAG log channel of a code-server home to `dest`. */
-function keepLog(home: string, dest: string): void {
+export function keepLog(home: string, dest: string): void {
   writeFileSync(dest, logText(home) || '(the extension wrote no log)\n');
 }

@@ -3,12 +3,12 @@
  * run in code-server 4.139.1 twice (a trusted workspace, then an untrusted one), then the UI walk. Reads the
  * harness paths from NNRAG_HARNESS (scripts/testIntegration.mjs installs and passes them). Exit code 0 when all pass.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'fs';
 import * as path from 'path';
 import { CodeServer, launchBrowser } from './codeServer';
 import type { Harness } from './codeServer';
 import { makeWorkspace, ROOT } from './workspace';
-import { uiWalk, vsixWalk } from '../e2e/uiWalk';
+import { keepLog, uiWalk, vsixWalk } from '../e2e/uiWalk';
 
 interface SuiteResult {
   mode: string;
@@ -52,21 +52,12 @@ async function runSuite(h: Harness, mode: 'trusted' | 'untrusted'): Promise<Suit
     return JSON.parse(readFileSync(resultFile, 'utf8')) as SuiteResult;
   } finally {
     await browser.close().catch(() => undefined);
-    keepLogs(cs.home, mode);
+    // the extension's log channel of the run, kept under test-results/ for whoever reads a failure
+    mkdirSync(path.join(ROOT, 'test-results'), { recursive: true });
+    keepLog(cs.home, path.join(ROOT, 'test-results', `integration-${mode}.log`));
     await cs.stop();
     rmSync(ws.root, { recursive: true, force: true });
   }
-}
-
-/** The extension's log channel of the run, kept under test-results/ for whoever reads a failure. */
-function keepLogs(home: string, mode: string): void {
-  const out = path.join(ROOT, 'test-results');
-  mkdirSync(out, { recursive: true });
-  const walk = (dir: string): string[] =>
-    existsSync(dir)
-      ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]))
-      : [];
-  for (const f of walk(path.join(home, 'user', 'logs')).filter((f) => f.endsWith('NN-RAG.log'))) copyFileSync(f, path.join(out, `integration-${mode}.log`));
 }
 
 async function main(): Promise<number> {
