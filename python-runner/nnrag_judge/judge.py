@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from .equivalence import compare, origin_problem
 from .frames import Failed, Observed, Origin, Plan, Probe, Probed, Reached, Unavailable
@@ -416,13 +416,15 @@ def stem(path: str) -> str:
 
 
 def lacking_compiled(side: OriginalSide, job: WorkerRun, request: ValidateJob, path: str) -> List[str]:
-    """The compiled libraries the original's process loaded that the judge saw the copy's process lack (read from
-    its /proc maps, never asked of it), and that the copy's file names (a word of its text, a compiled module the
-    request names, or `torch.ops.<its package>`): only those may excuse a probe the copy could not run. None when
-    the copy's maps could not be read each time."""
-    if not side.compiled or job.maps_unread or not job.mapped:
+    """The compiled libraries the original's process loaded that the copy's process lacked, and that the copy's file
+    names (a word of its text, a compiled module the request names, or `torch.ops.<its package>`): only those may
+    excuse a probe the copy could not run (and never as a pass). Lacked: where the judge could read the copy's /proc
+    maps, not mapped there; where it could not (a non-dumpable process in a user namespace the judge holds no
+    privilege over: bubblewrap's), the copy's file imports nothing of the library's package (an import statement
+    anywhere, or `import_module`/`__import__` of a constant), so its process never loaded it through Python. Neither
+    is asked of the copy; a copy that raises the same words without needing the library gains nothing but a failure."""
+    if not side.compiled or (not job.maps_unread and not job.mapped):
         return []
-    mapped = {os.path.realpath(p) for p in job.mapped}
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read(8 << 20)
@@ -431,7 +433,36 @@ def lacking_compiled(side: OriginalSide, job: WorkerRun, request: ValidateJob, p
     words = set(re.findall(r"\w+", text)) | {n.split(".")[-1] for n in request.native}
     # named: the module by its name (`_C`), or the operators its package registers (`torch.ops.torchvision.nms`)
     ops = set(re.findall(r"\btorch\.ops\.(\w+)", text))
-    return [p for p in side.compiled if os.path.realpath(p) not in mapped and (stem(p) in words or os.path.basename(os.path.dirname(p)) in ops)]
+    named = [p for p in side.compiled if stem(p) in words or os.path.basename(os.path.dirname(p)) in ops]
+    if not job.maps_unread:
+        mapped = {os.path.realpath(p) for p in job.mapped}
+        return [p for p in named if os.path.realpath(p) not in mapped]
+    try:
+        imported = imports_anywhere(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    return [p for p in named if package_of(p) not in imported]
+
+
+def package_of(path: str) -> str:
+    """The top-level package a compiled library belongs to: the outermost folder above it that holds an
+    `__init__.py` (`.../dist-packages/torchvision/_C.so` -> `torchvision`); its module name when it is in none."""
+    top, folder = stem(path), os.path.dirname(path)
+    while folder != os.path.dirname(folder) and os.path.isfile(os.path.join(folder, "__init__.py")):
+        top, folder = os.path.basename(folder), os.path.dirname(folder)
+    return top
+
+
+def imports_anywhere(tree: ast.AST) -> Set[str]:
+    """Top-level names of every module the file imports: its import statements wherever they are, and calls of
+    `import_module`/`__import__` with a constant name."""
+    names = set(imported_top_levels(tree))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in ("import_module", "__import__"):
+                names.add(node.args[0].value.lstrip(".").split(".")[0])
+    return names
 
 
 def natives_there(request: ValidateJob, job: WorkerRun) -> bool:

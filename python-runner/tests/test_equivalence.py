@@ -515,6 +515,65 @@ class CompiledOperators(unittest.TestCase):
         self.assertEqual(got.exception.category, "differs")
 
 
+class LackedLibraries(unittest.TestCase):
+    """Which of the original's compiled libraries the copy lacked (judge.lacking_compiled): from the copy's /proc maps
+    where the judge can read them, else from the copy's imports (a non-dumpable process in bubblewrap's namespace)."""
+
+    def setUp(self) -> None:
+        from types import SimpleNamespace
+
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        package = os.path.join(self.tmp.name, "site", "pk")
+        os.makedirs(os.path.join(package, "ops"))
+        for init in (os.path.join(package, "__init__.py"), os.path.join(package, "ops", "__init__.py")):
+            open(init, "w").close()
+        self.library = os.path.join(package, "ops", "_C.so")
+        open(self.library, "wb").close()
+        self.side = SimpleNamespace(compiled=[self.library])
+        self.request = SimpleNamespace(native=[])
+        self.unread = SimpleNamespace(maps_unread=True, mapped=set())
+
+    def lacking(self, text: str, job: object) -> list:
+        from nnrag_judge import judge
+
+        path = os.path.join(self.tmp.name, "copy.py")
+        with open(path, "w") as fh:
+            fh.write(textwrap.dedent(text))
+        return judge.lacking_compiled(self.side, job, self.request, path)  # type: ignore[arg-type]
+
+    def test_a_copy_that_imports_nothing_of_the_package_lacked_what_it_names(self) -> None:
+        from nnrag_judge import judge
+
+        self.assertEqual(judge.package_of(self.library), "pk")
+        calls = "import torch\ndef f(x):\n    return torch.ops.ops.nms(x)\n"
+        self.assertEqual(self.lacking(calls, self.unread), [self.library])
+        self.assertEqual(self.lacking("import torch\nNAME = '_C'\n", self.unread), [self.library])
+        # a library the copy does not name excuses nothing
+        self.assertEqual(self.lacking("import torch\n", self.unread), [])
+
+    def test_a_copy_that_imports_the_package_anywhere_did_not_lack_it(self) -> None:
+        for text in (
+            "import pk.ops\nNAME = '_C'\n",
+            "def f():\n    from pk.ops import _C\n    return _C\n",
+            "import importlib\nNAME = '_C'\nm = importlib.import_module('pk.ops')\n",
+            "NAME = '_C'\nm = __import__('pk')\n",
+        ):
+            with self.subTest(text=text):
+                self.assertEqual(self.lacking(text, self.unread), [])
+
+    def test_readable_maps_decide_where_there_are_some(self) -> None:
+        from types import SimpleNamespace
+
+        text = "import pk.ops\nNAME = '_C'\n"
+        seen = SimpleNamespace(maps_unread=False, mapped={"/usr/lib/libc.so.6"})
+        self.assertEqual(self.lacking(text, seen), [self.library])
+        seen.mapped.add(self.library)
+        self.assertEqual(self.lacking("NAME = '_C'\n", seen), [])
+        # maps never read (no frame came) and none unreadable: nothing is known, nothing excused
+        self.assertEqual(self.lacking("NAME = '_C'\n", SimpleNamespace(maps_unread=False, mapped=set())), [])
+
+
 # a backward whose values vary from pass to pass, as a kernel reading memory it never wrote gives (torch 1.13's CPU
 # backward of sep_vit's attention): the forward is exact, the gradients are not reproducible by the block itself
 UNSTEADY = """
