@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { assistantFileProblem, fileNameProblem } from '../core/emit/moduleNames';
 import { requirementsText } from '../core/pull/pull';
-import { searchBlocks } from '../core/search/search';
+import { keepSearchEngine, searchBlocks, searchInMemory } from '../core/search/search';
 import type { SearchHit } from '../core/search/search';
 import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
@@ -89,6 +89,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
     }
   });
   const db: IndexDb = await openDb(args, env, true, 'or-read');
+  keepSearchEngine(db);
   const ws = Workspace.over(db, env.assets, { runner: env.assets.runner, cacheDir: cacheDir(args, env) });
 
   const server = new McpServer({ name: 'nn-rag', version: VERSION }, { capabilities: { logging: {} } });
@@ -162,9 +163,18 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
 
   server.registerTool(
     'index_status',
-    { title: 'Index status', description: 'How many files, blocks and repositories the index holds, and where it is.', inputSchema: {} },
+    {
+      title: 'Index status',
+      description: 'How many files, blocks and repositories the index holds, where it is, and whether its search is held in memory.',
+      inputSchema: {},
+    },
     async () =>
-      json({ ...indexCounts(db), database: dbPath(args), validation: allowValidate ? `allowed, with ${python}` : 'off (start with --allow-validate)' }),
+      json({
+        ...indexCounts(db),
+        database: dbPath(args),
+        validation: allowValidate ? `allowed, with ${python}` : 'off (start with --allow-validate)',
+        search: searchInMemory(db) ? 'in memory' : 'from the database (held in memory once built)',
+      }),
   );
 
   server.registerTool(

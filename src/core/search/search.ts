@@ -1,9 +1,12 @@
 /**
- * Block search: FTS4 finds candidates (sql.js has no FTS5), ranking is BM25 over `matchinfo` in JS,
- * with exact and prefix name matches first. Filters by repository, category, kind and validation state.
+ * Block search: FTS4 finds candidates (sql.js has no FTS5), or the same index held in memory (engine.ts) in a process
+ * that keeps one; ranking is BM25 over `matchinfo` in JS, with exact and prefix name matches first. Filters by
+ * repository, category, kind and validation state.
  */
 import type { IndexDb } from '../store/database';
 import type { SqlValue } from 'sql.js';
+import { RANKED, SearchEngine } from './engine';
+import type { EngineFilter } from './engine';
 import { understand, vocabularyOf } from './query';
 import type { UnderstoodQuery, Vocabulary } from './query';
 import { searchWords, splitIdentifier } from './words';
@@ -79,8 +82,8 @@ const B = 0.75;
 /** The index's vocabulary, kept per database until its blocks change; `maxId` and `count` of the blocks it read. */
 const vocabularies = new WeakMap<IndexDb, { key: string; v: Vocabulary; maxId: number; count: number }>();
 function vocabulary(db: IndexDb): Vocabulary {
-  // every write to the index goes through this connection: its change count says whether the blocks may differ
-  const key = String(db.all('SELECT total_changes() AS n')[0]?.n);
+  // every write to the index goes through this connection: its count of writes says whether the blocks may differ
+  const key = String(db.generation);
   const kept = vocabularies.get(db);
   if (kept?.key === key) return kept.v;
   const now = db.get('SELECT coalesce(max(id), 0) AS m, count(*) AS n FROM classes WHERE is_block = 1');
@@ -104,6 +107,56 @@ function vocabulary(db: IndexDb): Vocabulary {
   return v;
 }
 
+/** The in-memory search of each index that a long-running process keeps (`keepSearchEngine`), by the index's state. */
+const engines = new WeakMap<IndexDb, { generation: number; engine?: SearchEngine; building?: boolean }>();
+const keeping = new WeakSet<IndexDb>();
+const QUIET_MS = 300;
+
+/**
+ * Keeps `db`'s search in memory (the editor's server, `nn-rag mcp`): built now in the background, a slice at a time,
+ * and again after the index changes; until it is ready, searches ask FTS4 and rank the same. A one-shot command does
+ * not call this (its one query would wait for nothing).
+ */
+export function keepSearchEngine(db: IndexDb): void {
+  keeping.add(db);
+  readyEngine(db);
+}
+
+/** Builds `db`'s in-memory search now and waits for it (tests and benches); it serves `db`'s searches from then on. */
+export async function buildSearchEngine(db: IndexDb): Promise<SearchEngine> {
+  const generation = db.generation;
+  const engine = await SearchEngine.build(db);
+  if (db.generation === generation) engines.set(db, { generation, engine });
+  return engine;
+}
+
+/** Whether `db`'s searches are answered from memory now (a kept index whose in-memory search is built and current). */
+export function searchInMemory(db: IndexDb): boolean {
+  const known = engines.get(db);
+  return known?.engine !== undefined && known.generation === db.generation;
+}
+
+/** The in-memory search of `db` as it is now, or undefined (one is started when `db` is kept and none is building). */
+function readyEngine(db: IndexDb): SearchEngine | undefined {
+  const known = engines.get(db);
+  if (known?.engine && known.generation === db.generation) return known.engine;
+  if (keeping.has(db) && !known?.building) {
+    const generation = db.generation;
+    engines.set(db, { generation: -1, building: true });
+    // once the index has been quiet a moment (not after each file of a run that is still indexing)
+    const timer = setTimeout(() => {
+      if (db.generation !== generation) return void engines.delete(db);
+      SearchEngine.build(db, () => new Promise((resolve) => setImmediate(resolve))).then(
+        // written meanwhile: dropped (the next search starts another)
+        (engine) => engines.set(db, db.generation === generation ? { generation, engine } : { generation: -1 }),
+        () => engines.delete(db),
+      );
+    }, QUIET_MS);
+    timer.unref();
+  }
+  return undefined;
+}
+
 /** What the query means over this index (see query.ts). */
 export function understandQuery(db: IndexDb, text: string): UnderstoodQuery {
   return understand(text, vocabulary(db));
@@ -116,23 +169,37 @@ export function searchSuggestion(db: IndexDb, text: string): string | undefined 
   return undefined;
 }
 
-/** BM25 summed over phrases and weighted columns, from matchinfo('pcnalx'). */
-function bm25(info: Uint32Array): number {
+/**
+ * Each phrase's inverse document frequency per column, from matchinfo('pcnalx') (the documents with a hit and the
+ * documents in all: the same in every row of one query).
+ */
+function idfOf(info: Uint32Array): Float64Array {
   const p = info[0];
   const c = info[1];
   const n = info[2];
-  const avg = info.subarray(3, 3 + c);
-  const len = info.subarray(3 + c, 3 + 2 * c);
-  const x = info.subarray(3 + 2 * c);
+  const x = 3 + 2 * c;
+  const idf = new Float64Array(p * c);
+  for (let i = 0; i < p * c; i++) {
+    const df = info[x + 3 * i + 2];
+    idf[i] = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+  }
+  return idf;
+}
+
+/** BM25 summed over phrases and weighted columns, from matchinfo('pcnalx') and the query's `idfOf`. */
+function bm25(info: Uint32Array, idfs: Float64Array): number {
+  const p = info[0];
+  const c = info[1];
+  // the layout: p, c, n, then the columns' averages (a), this row's lengths (l), and per phrase and column (x)
+  const x = 3 + 2 * c;
   let score = 0;
   for (let i = 0; i < p; i++) {
     for (let j = 0; j < c; j++) {
-      const base = 3 * (i * c + j);
-      const tf = x[base];
+      const base = x + 3 * (i * c + j);
+      const tf = info[base];
       if (!tf) continue;
-      const df = x[base + 2];
-      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
-      const norm = tf + K1 * (1 - B + (B * len[j]) / Math.max(avg[j], 1));
+      const idf = idfs[i * c + j];
+      const norm = tf + K1 * (1 - B + (B * info[3 + c + j]) / Math.max(info[3 + j], 1));
       score += WEIGHTS[j] * idf * ((tf * (K1 + 1)) / norm);
     }
   }
@@ -146,17 +213,22 @@ function bm25(info: Uint32Array): number {
 function coverage(info: Uint32Array, origins?: number[]): number {
   const p = info[0];
   const c = info[1];
-  const x = info.subarray(3 + 2 * c);
-  const matched = new Set<number>();
+  const x = 3 + 2 * c;
+  let mask = 0;
+  let more: Set<number> | undefined;
   for (let i = 0; i < p; i++) {
     for (let j = 0; j < c; j++) {
-      if (x[3 * (i * c + j)]) {
-        matched.add(origins?.[i] ?? i);
+      if (info[x + 3 * (i * c + j)]) {
+        const word = origins?.[i] ?? i;
+        if (word < 31) mask |= 1 << word;
+        else (more ??= new Set()).add(word);
         break;
       }
     }
   }
-  return matched.size;
+  let count = more?.size ?? 0;
+  for (; mask; mask &= mask - 1) count++;
+  return count;
 }
 
 /** Whether two words are one (`norm` for normalization, `excite` for excitation). */
@@ -248,6 +320,184 @@ function hitOf(r: Record<string, SqlValue>, score: number): SearchHit {
   };
 }
 
+/** What the ranking reads of a candidate that does not depend on the query. */
+interface RowFacts {
+  lower: string;
+  /** The name's own words, abbreviations expanded. */
+  words: Set<string>;
+  /** The name split as written. */
+  own: string[];
+  blockWord: boolean;
+  classifier: boolean;
+  transforms: boolean;
+  private: boolean;
+  used: number;
+  prior: number;
+  abstract: boolean;
+}
+
+/** Kept per document of an in-memory search (the same rows query after query). */
+const engineFacts = new WeakMap<SearchEngine, (RowFacts | undefined)[]>();
+function factsOf(r: Record<string, SqlValue>): RowFacts {
+  const name = String(r.name);
+  const own = splitIdentifier(name);
+  return {
+    lower: name.toLowerCase(),
+    words: wordsOfName(name),
+    own,
+    blockWord: own.some((w) => BLOCK_WORDS.has(w)),
+    classifier: /\bnum_classes\b/.test(String(r.signature)),
+    transforms: /(^|\.)transforms?(\.|$)/.test(String(r.module)),
+    private: name.startsWith('_'),
+    used: 4 * Math.log1p(Number(r.uses)),
+    prior: Number(r.prior ?? 0),
+    abstract: Number(r.abstract) === 1,
+  };
+}
+
+/** The first `k` items offered, by `order` (a total order), kept in a heap whose root is the one that sorts last. */
+class Leading<T> {
+  private readonly heap: T[] = [];
+
+  constructor(
+    private readonly k: number,
+    private readonly order: (a: T, b: T) => number,
+  ) {}
+
+  /** The item that sorts last of the `k` kept, once there are `k` (an item that sorts after it cannot enter). */
+  last(): T | undefined {
+    return this.heap.length === this.k ? this.heap[0] : undefined;
+  }
+
+  offer(x: T): void {
+    const heap = this.heap;
+    const worse = (i: number, j: number): boolean => this.order(heap[i], heap[j]) > 0;
+    const swap = (i: number, j: number): void => void ([heap[i], heap[j]] = [heap[j], heap[i]]);
+    if (heap.length < this.k) {
+      heap.push(x);
+      for (let i = heap.length - 1; i > 0 && worse(i, (i - 1) >> 1); i = (i - 1) >> 1) swap(i, (i - 1) >> 1);
+      return;
+    }
+    if (this.order(x, heap[0]) >= 0) return;
+    heap[0] = x;
+    for (let i = 0; ;) {
+      const l = 2 * i + 1;
+      let m = i;
+      if (l < this.k && worse(l, m)) m = l;
+      if (l + 1 < this.k && worse(l + 1, m)) m = l + 1;
+      if (m === i) break;
+      swap(i, m);
+      i = m;
+    }
+  }
+
+  sorted(): T[] {
+    return [...this.heap].sort(this.order);
+  }
+}
+
+type Candidates = { rows: Record<string, SqlValue>[]; docs?: Int32Array; info: (k: number) => Uint32Array };
+type Scored = { r: Record<string, SqlValue>; score: number; covered: number };
+/** The ranking's order: more typed words matched, then the higher score, then by name (and id: a total order). */
+const order = (a: Scored, b: Scored): number =>
+  b.covered - a.covered || b.score - a.score || String(a.r.name).localeCompare(String(b.r.name)) || Number(a.r.id) - Number(b.r.id);
+
+/**
+ * The first `wanted` candidates by the ranking's order (typed words matched, then score), sorted; `factsAt(k)`: what
+ * the ranking reads of candidate k that does not depend on the query. `anded`: the candidates matched every typed word.
+ */
+function leadingResults(
+  found: Candidates,
+  understood: UnderstoodQuery,
+  typed: string,
+  anded: boolean,
+  wanted: number,
+  factsAt: (k: number) => RowFacts,
+): Scored[] {
+  const { rows } = found;
+  const terms = understood.terms;
+  const query = typed
+    .trim()
+    .toLowerCase()
+    .replace(/[\s\-_]+/g, '');
+  const queryWords = new Set(terms);
+  const wantsBlock = understood.typed.some((w) => BLOCK_WORDS.has(w));
+  const wantsTransform = understood.typed.some((w) => TRANSFORM_WORDS.test(w));
+  // how many of the typed words each candidate matches, the first key of the order: only the levels that can fill
+  // the leading results are scored (a candidate of a lower level sorts after every one of them)
+  const origins = anded ? undefined : understood.origins;
+  const covers = new Uint16Array(rows.length);
+  const text = new Float64Array(rows.length);
+  let idf: Float64Array | undefined;
+  const levels: number[] = [];
+  for (let k = 0; k < rows.length; k++) {
+    const info = found.info(k);
+    let c = coverage(info, origins);
+    // the initials of the words typed are the name (`atrous spatial pyramid pooling`: ASPP)
+    if (understood.acronym && factsAt(k).own.includes(understood.acronym)) c = understood.typed.length;
+    covers[k] = c;
+    idf ??= idfOf(info);
+    text[k] = bm25(info, idf);
+    levels[c] = (levels[c] ?? 0) + 1;
+  }
+  let floor = levels.length - 1;
+  for (let n = levels[floor] ?? 0; floor > 0 && n < wanted;) n += levels[--floor] ?? 0;
+  // the most the name's words, meanings and initials can add (`score` below): a candidate whose score without them
+  // cannot reach the leading results so far is not scored further
+  let most = 1e-6;
+  for (const w of queryWords) most += understood.loose.has(w) ? 2 : 5;
+  most += 100 * understood.meanings.filter((m) => m.length).length + 20 * understood.initials.length + (understood.acronym ? 100 : 0);
+  /** What the candidate's score is without those (the same terms as `score`; the bound is checked, never the rank). */
+  const bound = (k: number, row: RowFacts): number => {
+    let b = text[k] + most + row.used + row.prior;
+    const name = row.lower;
+    if (name === query) b += 1000;
+    else if (query.length >= 3 && name.startsWith(query)) b += 200 + 100 / name.length;
+    else if (query.length >= 3 && name.includes(query)) b += 50;
+    if (wantsBlock) b += (row.blockWord ? 30 : 0) - (row.classifier ? 30 : 0);
+    if (!wantsTransform && row.transforms) b -= 10;
+    return b - (row.private ? 3 : 0) - (row.abstract ? 1 : 0);
+  };
+  const score = (k: number, row: RowFacts): number => {
+    let score = text[k];
+    const name = row.lower;
+    if (name === query) score += 1000;
+    // (a name that begins with two letters typed is no sign: `bn` begins BNReLU2d, and means batch norm)
+    else if (query.length >= 3 && name.startsWith(query)) score += 200 + 100 / name.length;
+    else if (query.length >= 3 && name.includes(query)) score += 50;
+    // every query word in the name's own words (abbreviations expanded)
+    for (const w of queryWords) if (row.words.has(w)) score += understood.loose.has(w) ? 2 : 5;
+    // an acronym whose meaning is the name (`fpn`: FeaturePyramidNetwork, `vit`: VisionTransformer)
+    const own = row.own;
+    for (const meaning of understood.meanings) if (meaning.length && meaning.every((m) => own.some((w) => sameWord(w, m)))) score += 100;
+    if (wantsBlock) {
+      if (row.blockWord) score += 30;
+      // a whole classifier (it takes num_classes) is not the block asked for
+      if (row.classifier) score -= 30;
+    }
+    if (!wantsTransform && row.transforms) score -= 10;
+    // a private class (`_AdaptiveAvgPoolNd`) after its public ones
+    if (row.private) score -= 3;
+    score += row.used;
+    // the graph's prior, computed when indexing: subclassed, exported, or a variant of another block
+    score += row.prior;
+    if (row.abstract) score -= 1;
+    for (const a of understood.initials) if (own.includes(a)) score += 20;
+    if (understood.acronym && own.includes(understood.acronym)) score += own.length === 1 ? 100 : 30;
+    return score;
+  };
+  // only what can reach the page is scored and sorted: the leading results, which the diversity rule below may reorder
+  const leading = new Leading<Scored>(wanted, order);
+  for (let k = 0; k < rows.length; k++) {
+    if (covers[k] < floor) continue;
+    const row = factsAt(k);
+    const last = leading.last();
+    if (last && (covers[k] < last.covered || (covers[k] === last.covered && bound(k, row) < last.score))) continue;
+    leading.offer({ r: rows[k], score: score(k, row), covered: covers[k] });
+  }
+  return leading.sorted();
+}
+
 export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const limit = Math.max(1, Math.min(q.limit ?? 20, 1000));
   const offset = Math.max(0, q.offset ?? 0);
@@ -261,71 +511,44 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   // prefix matching for words of three letters or more; shorter ones match whole words only
   const pattern = (t: string): string => (t.length >= 3 ? `${t}*` : t);
   const where = ['classes_fts MATCH ?', ...f.sql].join(' AND ');
+  const engine = readyEngine(db);
+  let fromEngine = false;
+  const kept: EngineFilter = { kind: q.kind ?? 'block', repo: q.repo || undefined, category: q.category || undefined, validation: q.validation || undefined };
   // score on the narrow columns only; the wide ones are read for the page of results
-  const candidates = (match: string): Record<string, SqlValue>[] =>
-    db.all(
-      `SELECT c.id, c.name, c.module, c.uses, c.prior, c.abstract, c.bases, c.dup_lex, c.signature, matchinfo(classes_fts, 'pcnalx') AS info
-       FROM classes_fts JOIN classes c ON c.id = classes_fts.docid WHERE ${where}`,
-      [match, ...f.params],
+  const candidates = (words: string[], and: boolean): Candidates => {
+    const held = engine?.match(
+      words.map((w) => ({ word: w, prefix: w.length >= 3 })),
+      and,
+      kept,
     );
+    if (held) {
+      fromEngine = true;
+      return held;
+    }
+    const rows = db.all(
+      `SELECT ${RANKED}, matchinfo(classes_fts, 'pcnalx') AS info
+       FROM classes_fts JOIN classes c ON c.id = classes_fts.docid WHERE ${where}`,
+      [words.map(pattern).join(and ? ' ' : ' OR '), ...f.params],
+    );
+    return { rows, info: (k) => toUint32(rows[k].info) };
+  };
   // every word as typed, first (FTS4 ANDs them): when that fills the page, the word parts and the long tail
   // of partial matches (`model*` matches thousands) need not be scored
   // (not when a typed word is one the index does not have: a typo or a compound, whose meaning is in the terms)
   const words = understood.typed.slice(0, 8);
   // (and not when the query means more than it says: `ffn` must reach FeedForward, not only the docs that say ffn)
-  let rows = words.length && !understood.widened ? candidates(words.map(pattern).join(' ')) : [];
+  let found: Candidates = words.length && !understood.widened ? candidates(words, true) : { rows: [], info: () => new Uint32Array(0) };
   // one word that names or begins names (`FrozenBatchNorm2d`, `AnnotatedC`): those names are the answer; the
   // word's parts would only add the thousands of rows that mention `norm` or `model`
-  const enough = words.length === 1 ? rows.length > 0 : rows.length >= offset + limit;
+  const enough = words.length === 1 ? found.rows.length > 0 : found.rows.length >= offset + limit;
   const anded = enough;
-  if (!enough) rows = candidates(terms.map(pattern).join(' OR '));
-  const query = q.text
-    .trim()
-    .toLowerCase()
-    .replace(/[\s\-_]+/g, '');
-  const queryWords = new Set(terms);
-  const wantsBlock = understood.typed.some((w) => BLOCK_WORDS.has(w));
-  const wantsTransform = understood.typed.some((w) => TRANSFORM_WORDS.test(w));
-  const scored = rows.map((r) => {
-    const info = toUint32(r.info);
-    let score = bm25(info);
-    const name = String(r.name).toLowerCase();
-    if (name === query) score += 1000;
-    // (a name that begins with two letters typed is no sign: `bn` begins BNReLU2d, and means batch norm)
-    else if (query.length >= 3 && name.startsWith(query)) score += 200 + 100 / name.length;
-    else if (query.length >= 3 && name.includes(query)) score += 50;
-    // every query word in the name's own words (abbreviations expanded)
-    const nameWords = wordsOfName(String(r.name));
-    for (const w of queryWords) if (nameWords.has(w)) score += understood.loose.has(w) ? 2 : 5;
-    // an acronym whose meaning is the name (`fpn`: FeaturePyramidNetwork, `vit`: VisionTransformer)
-    const own = splitIdentifier(String(r.name));
-    for (const meaning of understood.meanings) if (meaning.length && meaning.every((m) => own.some((w) => sameWord(w, m)))) score += 100;
-    if (wantsBlock) {
-      if (own.some((w) => BLOCK_WORDS.has(w))) score += 30;
-      // a whole classifier (it takes num_classes) is not the block asked for
-      if (/\bnum_classes\b/.test(String(r.signature))) score -= 30;
-    }
-    if (!wantsTransform && /(^|\.)transforms?(\.|$)/.test(String(r.module))) score -= 10;
-    // a private class (`_AdaptiveAvgPoolNd`) after its public ones
-    if (String(r.name).startsWith('_')) score -= 3;
-    score += 4 * Math.log1p(Number(r.uses));
-    // the graph's prior, computed when indexing: subclassed, exported, or a variant of another block
-    score += Number(r.prior ?? 0);
-    if (Number(r.abstract) === 1) score -= 1;
-    let covered = coverage(info, anded ? undefined : understood.origins);
-    // the initials of the words typed are the name (`atrous spatial pyramid pooling`: ASPP)
-    for (const a of understood.initials) if (own.includes(a)) score += 20;
-    if (understood.acronym && own.includes(understood.acronym)) {
-      covered = understood.typed.length;
-      score += own.length === 1 ? 100 : 30;
-    }
-    return { r, score, covered };
-  });
-  const order = (a: (typeof scored)[number], b: (typeof scored)[number]): number =>
-    b.covered - a.covered || b.score - a.score || String(a.r.name).localeCompare(String(b.r.name));
-  scored.sort(order);
+  if (!enough) found = candidates(terms, false);
+  const { rows } = found;
+  const held = fromEngine;
+  const factsKept = held && engine ? (engineFacts.get(engine) ?? engineFacts.set(engine, new Array(engine.size)).get(engine)!) : undefined;
+  const factsAt = (k: number): RowFacts => (factsKept ? (factsKept[found.docs![k]] ??= factsOf(rows[k])) : factsOf(rows[k]));
+  const head = leadingResults(found, understood, q.text, anded, (offset + limit) * 4, factsAt);
   // diversity among the leading results: another copy of a name already listed, or a subclass of it, moves down
-  const head = scored.slice(0, (offset + limit) * 4);
   const seenNames = new Set<string>();
   for (const s of head) {
     const name = String(s.r.name);
@@ -344,14 +567,16 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const full = new Map(db.all(`${SELECT} WHERE c.id IN (${page.map(() => '?').join(',')})`, page.map(shown)).map((r) => [Number(r.id), r]));
   const groups = page.map((p) => p.r.dup_lex).filter((g): g is SqlValue => g !== null);
   const copies = new Map(
-    groups.length
-      ? db
-          .all(
-            `SELECT dup_lex, count(*) AS n, count(DISTINCT repo_id) AS repos FROM classes WHERE is_block = 1 AND dup_lex IN (${groups.map(() => '?').join(',')}) GROUP BY dup_lex`,
-            groups,
-          )
-          .map((r) => [Number(r.dup_lex), { count: Number(r.n), repos: Number(r.repos) }])
-      : [],
+    held && engine
+      ? groups.map((g) => [Number(g), engine.copies(Number(g))] as const)
+      : groups.length
+        ? db
+            .all(
+              `SELECT dup_lex, count(*) AS n, count(DISTINCT repo_id) AS repos FROM classes WHERE is_block = 1 AND dup_lex IN (${groups.map(() => '?').join(',')}) GROUP BY dup_lex`,
+              groups,
+            )
+            .map((r) => [Number(r.dup_lex), { count: Number(r.n), repos: Number(r.repos) }])
+        : [],
   );
   return page.map((p) => {
     const hit = hitOf(full.get(shown(p))!, p.score);

@@ -18,6 +18,7 @@ import { PARSER_VERSION } from '../parse/facts';
 import { indexSources } from '../index/indexSources';
 import type { WasmPaths } from '../parse/parser';
 import { PythonParser } from '../parse/parser';
+import { keepSearchEngine } from '../search/search';
 import { openPullSession } from '../pull/session';
 import { Workspace } from '../workspace/workspace';
 import type { PullSession } from '../pull/session';
@@ -187,6 +188,7 @@ export class IndexService {
       // another window's server writes this index: this one reads it and keeps its changes in memory only
       if (opened.readOnlyBecause) this.events.log('index', `${opened.readOnlyBecause}: this window reads the index and saves nothing`);
       this.db = opened.db;
+      keepSearchEngine(opened.db);
       if (opened.recovered) this.events.log('index', `the index was unreadable (${opened.recovered.reason}); moved to ${opened.recovered.movedTo} and rebuilt`);
       return { db: opened.db, parser };
     })();

@@ -55,6 +55,8 @@ export class IndexDb {
   private lock: DbLock | undefined;
   /** Opened beside another writer: changes stay in memory, never saved over that writer's file. */
   readOnly = false;
+  /** How many writes this connection has run: what is kept of the index's content (search) is keyed by it. */
+  private writes = 0;
 
   private constructor(
     readonly raw: Database,
@@ -148,7 +150,13 @@ export class IndexDb {
   }
 
   /** Runs a write; `sql` is a fixed string (its prepared statement is kept for the next call). */
+  /** Changes with every write (SQLite's `total_changes()` starts again when `save` reopens the database). */
+  get generation(): number {
+    return this.writes;
+  }
+
   run(sql: string, params: SqlValue[] = []): void {
+    this.writes++;
     const stmt = this.prepared(sql);
     try {
       stmt.run(params);
