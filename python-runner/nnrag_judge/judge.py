@@ -420,8 +420,8 @@ def lacking_compiled(side: OriginalSide, job: WorkerRun, request: ValidateJob, p
     names (a word of its text, a compiled module the request names, or `torch.ops.<its package>`): only those may
     excuse a probe the copy could not run (and never as a pass). Lacked: where the judge could read the copy's /proc
     maps, not mapped there; where it could not (a non-dumpable process in a user namespace the judge holds no
-    privilege over: bubblewrap's), the copy's file imports nothing of the library's package (an import statement
-    anywhere, or `import_module`/`__import__` of a constant), so its process never loaded it through Python. Neither
+    privilege over: bubblewrap's), the copy's file imports no module named as a folder above the library (its package:
+    an import statement anywhere, or `import_module`/`__import__` of a constant), so no import of its own loaded it. Neither
     is asked of the copy; a copy that raises the same words without needing the library gains nothing but a failure."""
     if not side.compiled or (not job.maps_unread and not job.mapped):
         return []
@@ -441,16 +441,9 @@ def lacking_compiled(side: OriginalSide, job: WorkerRun, request: ValidateJob, p
         imported = imports_anywhere(ast.parse(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    return [p for p in named if package_of(p) not in imported]
-
-
-def package_of(path: str) -> str:
-    """The top-level package a compiled library belongs to: the outermost folder above it that holds an
-    `__init__.py` (`.../dist-packages/torchvision/_C.so` -> `torchvision`); its module name when it is in none."""
-    top, folder = stem(path), os.path.dirname(path)
-    while folder != os.path.dirname(folder) and os.path.isfile(os.path.join(folder, "__init__.py")):
-        top, folder = os.path.basename(folder), os.path.dirname(folder)
-    return top
+    # its package is one of the folders above it (`.../dist-packages/torchvision/_C.so`): read from the path the
+    # original's worker gave, never looked up on disk
+    return [p for p in named if not imported & set(os.path.dirname(p).split(os.sep))]
 
 
 def imports_anywhere(tree: ast.AST) -> Set[str]:
