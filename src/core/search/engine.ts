@@ -8,6 +8,7 @@
 import type { Database, SqlValue } from 'sql.js';
 import type { IndexDb, Row } from '../store/database';
 import { loadSqlJs } from '../store/database';
+import { lowerBound } from './words';
 
 /** classes_fts's columns, in its order (matchinfo's column index). */
 export const FTS_COLUMNS = ['name', 'words', 'doc', 'signature', 'path', 'repo'] as const;
@@ -254,13 +255,7 @@ export class SearchEngine {
     const cut = p.word.match(TOKEN);
     if (!cut || cut.length !== 1 || cut[0] !== p.word) return undefined;
     const s = this.stemmer.stem(p.word);
-    let lo = 0;
-    let hi = this.terms.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.terms[mid] < s) lo = mid + 1;
-      else hi = mid;
-    }
+    const lo = lowerBound(this.terms, s);
     if (!p.prefix) return this.terms[lo] === s ? [lo, lo + 1] : [lo, lo];
     let end = lo;
     while (end < this.terms.length && this.terms[end].startsWith(s)) end++;

@@ -3,7 +3,7 @@
  * spellings, plurals, compounds split into the index's own words (`resblock`, `convbnrelu`) and typos corrected
  * against them (`atention`). The index side expands abbreviations the same way (words.ts).
  */
-import { expansionsOf, splitIdentifier } from './words';
+import { expansionsOf, lowerBound, splitIdentifier } from './words';
 
 /** Synonyms and acronyms researchers type, by the word typed: the words the blocks' names and docs use. */
 const SYNONYMS = new Map<string, string[]>(
@@ -104,13 +104,7 @@ export function vocabularyOf(names: Iterable<string>): Vocabulary {
 }
 
 function hasPrefix(v: Vocabulary, prefix: string): boolean {
-  let lo = 0;
-  let hi = v.sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (v.sorted[mid] < prefix) lo = mid + 1;
-    else hi = mid;
-  }
+  const lo = lowerBound(v.sorted, prefix);
   return lo < v.sorted.length && v.sorted[lo].startsWith(prefix);
 }
 
