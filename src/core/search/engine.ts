@@ -121,7 +121,7 @@ export class SearchEngine {
     /** The terms, sorted (prefixes are ranges of them), and per term its postings: document * 8 + column, and the count. */
     private readonly terms: string[],
     private readonly postings: Int32Array[],
-    private readonly counts: Uint16Array[],
+    private readonly counts: Uint32Array[],
     /** Per lexical-duplicate group: its blocks and their repositories. */
     private readonly groups: Map<number, { count: number; repos: number }>,
   ) {
@@ -206,7 +206,7 @@ export class SearchEngine {
             let p = acc.get(s);
             if (!p) acc.set(s, (p = { at: [], n: [] }));
             p.at.push(doc * 8 + col);
-            p.n.push(Math.min(n, 0xffff));
+            p.n.push(n);
           }
         }
       });
@@ -218,7 +218,7 @@ export class SearchEngine {
     const average = new Uint32Array(totals.map((t) => (n ? Math.floor((t + Math.floor(n / 2)) / n) : 0)));
     const terms = [...acc.keys()].sort();
     const postings = terms.map((t) => Int32Array.from(acc.get(t)!.at));
-    const counts = terms.map((t) => Uint16Array.from(acc.get(t)!.n));
+    const counts = terms.map((t) => Uint32Array.from(acc.get(t)!.n));
     const copies = new Map([...groups].map(([g, { count, repos }]) => [g, { count, repos: repos.size }]));
     return new SearchEngine(
       stem,
