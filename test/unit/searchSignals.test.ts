@@ -122,3 +122,30 @@ describe('search: the canonical block first', () => {
     assert.strictEqual(names[0], 'MSDeformAttn', names.join(', '));
   });
 });
+
+describe('search: the words typed, run together, are the name', () => {
+  it('puts the class named by the words typed first, though its text never says the last one alone', async () => {
+    const db = await memoryDb();
+    const dir = await tmpdir();
+    await writeTree(dir, {
+      'enc/__init__.py': '',
+      'enc/image_encoder.py': [
+        'from torch import nn',
+        '',
+        'class ImageEncoderViT(nn.Module):',
+        '    """Encodes an image into patch embeddings."""',
+        '    def forward(self, x):',
+        '        return x',
+        '',
+        'class Block(nn.Module):',
+        '    """A transformer block of the image encoder, as in ViT."""',
+        '    def forward(self, x):',
+        '        return x',
+        '',
+      ].join('\n'),
+    });
+    await indexFolder(db, dir);
+    const names = searchBlocks(db, { text: 'image encoder vit' }).map((h) => h.name);
+    assert.strictEqual(names[0], 'ImageEncoderViT', names.join(', '));
+  });
+});

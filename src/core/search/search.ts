@@ -435,6 +435,9 @@ function leadingResults(
     let c = coverage(info, origins);
     // the initials of the words typed are the name (`atrous spatial pyramid pooling`: ASPP)
     if (understood.acronym && factsAt(k).own.includes(understood.acronym)) c = understood.typed.length;
+    // the words typed, run together, are the name or begin it (`image encoder vit`: ImageEncoderViT, whose `ViT` its
+    // text never says as a word of its own)
+    else if (c < understood.typed.length && query.length >= 3 && factsAt(k).lower.startsWith(query)) c = understood.typed.length;
     covers[k] = c;
     idf ??= idfOf(info);
     text[k] = bm25(info, idf);
