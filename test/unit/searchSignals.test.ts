@@ -149,3 +149,31 @@ describe('search: the words typed, run together, are the name', () => {
     assert.strictEqual(names[0], 'ImageEncoderViT', names.join(', '));
   });
 });
+
+describe('search: a part of the model the query names', () => {
+  let db: IndexDb;
+  before(async () => {
+    db = await memoryDb();
+    const dir = await tmpdir();
+    // bodies of their own (copies of one body would be grouped under one of them)
+    const cls = (name: string, doc: string, args = 'self, dim'): string =>
+      `class ${name}(nn.Module):\n    """${doc}"""\n    def __init__(${args}):\n        super().__init__()\n        self.${name.toLowerCase()} = nn.Linear(dim, ${name.length})\n\n`;
+    await writeTree(dir, {
+      'zoo/__init__.py': '',
+      'zoo/convnext.py': `from torch import nn\n\n${cls('CNBlock', 'Depthwise convolution, layer norm, an MLP.')}${cls('ConvNeXt', 'ConvNeXt, the ConvNeXt model: a stack of ConvNeXt blocks, block after block.', 'self, dim, block_setting=None')}`,
+      'zoo/resnet.py': `from torch import nn\n\n${cls('Bottleneck', 'The bottleneck block: three convolutions with a shortcut.')}${cls('ResNet', 'The residual network.', 'self, dim, num_classes=1000')}`,
+      'zoo/raft.py': `from torch import nn\n\n${cls('ResidualBlock', 'Residual block of the update network.')}`,
+    });
+    await indexFolder(db, dir);
+  });
+
+  it('puts the block of the file the query names before the whole model', () => {
+    const names = searchBlocks(db, { text: 'convnext block' }).map((h) => h.name);
+    assert.strictEqual(names[0], 'CNBlock', names.join(', '));
+  });
+
+  it('reads a word of its own as itself, not as an abbreviation of other words (`bottleneck` is not a residual block)', () => {
+    const names = searchBlocks(db, { text: 'resnet bottleneck block' }).map((h) => h.name);
+    assert.strictEqual(names[0], 'Bottleneck', names.join(', '));
+  });
+});

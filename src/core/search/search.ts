@@ -240,6 +240,9 @@ function sameWord(a: string, b: string): boolean {
   return k >= 5;
 }
 
+/** What a block in the file named by a word typed gains, when another word typed is in its name (`score`). */
+const PART_OF = 40;
+
 /** Words a researcher puts after a block's kind (`convnext block`): they want a block, not the whole model. */
 const BLOCK_WORDS = new Set(['block', 'blocks', 'layer', 'layers', 'unit', 'cell']);
 
@@ -330,6 +333,8 @@ interface RowFacts {
   blockWord: boolean;
   classifier: boolean;
   transforms: boolean;
+  /** The words of its file's name (`convnext`, `modeling_bert`: modeling, bert). */
+  fileWords: string[];
   private: boolean;
   used: number;
   prior: number;
@@ -348,6 +353,7 @@ function factsOf(r: Record<string, SqlValue>): RowFacts {
     blockWord: own.some((w) => BLOCK_WORDS.has(w)),
     classifier: /\bnum_classes\b/.test(String(r.signature)),
     transforms: /(^|\.)transforms?(\.|$)/.test(String(r.module)),
+    fileWords: (String(r.module).split('.').pop() ?? '').toLowerCase().split('_'),
     private: name.startsWith('_'),
     used: 4 * Math.log1p(Number(r.uses)),
     prior: Number(r.prior ?? 0),
@@ -449,7 +455,7 @@ function leadingResults(
   // cannot reach the leading results so far is not scored further
   let most = 1e-6;
   for (const w of queryWords) most += understood.loose.has(w) ? 2 : 5;
-  most += 100 * understood.meanings.filter((m) => m.length).length + 20 * understood.initials.length + (understood.acronym ? 100 : 0);
+  most += 100 * understood.meanings.filter((m) => m.length).length + 20 * understood.initials.length + (understood.acronym ? 100 : 0) + PART_OF;
   /** What the candidate's score is without those (the same terms as `score`; the bound is checked, never the rank). */
   const bound = (k: number, row: RowFacts): number => {
     let b = text[k] + most + row.used + row.prior;
@@ -487,6 +493,10 @@ function leadingResults(
     if (row.abstract) score -= 1;
     for (const a of understood.initials) if (own.includes(a)) score += 20;
     if (understood.acronym && own.includes(understood.acronym)) score += own.length === 1 ? 100 : 30;
+    // a part of the model the query names (`convnext block`: CNBlock in convnext.py, not the whole ConvNeXt): a word
+    // typed names the block's file and not the block, and another word typed is in the block's name
+    const inFile = understood.typed.some((w) => !row.words.has(w) && row.fileWords.includes(w));
+    if (inFile && understood.typed.some((w) => row.words.has(w))) score += PART_OF;
     return score;
   };
   // only what can reach the page is scored and sorted: the leading results, which the diversity rule below may reorder
