@@ -163,6 +163,8 @@ describe('search: a part of the model the query names', () => {
       'zoo/convnext.py': `from torch import nn\n\n${cls('CNBlock', 'Depthwise convolution, layer norm, an MLP.')}${cls('ConvNeXt', 'ConvNeXt, the ConvNeXt model: a stack of ConvNeXt blocks, block after block.', 'self, dim, block_setting=None')}`,
       'zoo/resnet.py': `from torch import nn\n\n${cls('Bottleneck', 'The bottleneck block: three convolutions with a shortcut.')}${cls('ResNet', 'The residual network.', 'self, dim, num_classes=1000')}`,
       'zoo/raft.py': `from torch import nn\n\n${cls('ResidualBlock', 'Residual block of the update network.')}`,
+      'zoo/model.py': `from torch import nn\n\n${cls('Block', 'Attention then an MLP, each with a residual connection.')}${cls('GPT', 'The language model.', 'self, dim, n_layer=2')}`,
+      'zoo/decode_heads.py': `from torch import nn\n\n${cls('FusionBlock', 'Fuses the features of two levels in the decoder.')}`,
     });
     await indexFolder(db, dir);
   });
@@ -170,6 +172,11 @@ describe('search: a part of the model the query names', () => {
   it('puts the block of the file the query names before the whole model', () => {
     const names = searchBlocks(db, { text: 'convnext block' }).map((h) => h.name);
     assert.strictEqual(names[0], 'CNBlock', names.join(', '));
+  });
+
+  it('takes a block beside the class a word names as part of that model (`decoder block of gpt`: the Block beside GPT)', () => {
+    const names = searchBlocks(db, { text: 'decoder block of gpt' }).map((h) => h.name);
+    assert.strictEqual(names[0], 'Block', names.join(', '));
   });
 
   it('reads a word of its own as itself, not as an abbreviation of other words (`bottleneck` is not a residual block)', () => {

@@ -157,6 +157,29 @@ function readyEngine(db: IndexDb): SearchEngine | undefined {
   return undefined;
 }
 
+/** The index's classes by name (lower-cased) and the words of its files' names: what a query's words may name. */
+interface Models {
+  byName: Map<string, Set<string>>;
+  fileWords: Set<string>;
+}
+
+/** The index's `Models`, kept per database until it changes. */
+const models = new WeakMap<IndexDb, { generation: number; m: Models }>();
+function modelsOf(db: IndexDb): Models {
+  const kept = models.get(db);
+  if (kept?.generation === db.generation) return kept.m;
+  const m: Models = { byName: new Map(), fileWords: new Set() };
+  db.each('SELECT DISTINCT name, module FROM classes', [], (r) => {
+    const name = String(r.name).toLowerCase();
+    const modules = m.byName.get(name) ?? new Set<string>();
+    modules.add(String(r.module));
+    m.byName.set(name, modules);
+    for (const w of (String(r.module).split('.').pop() ?? '').toLowerCase().split('_')) m.fileWords.add(w);
+  });
+  models.set(db, { generation: db.generation, m });
+  return m;
+}
+
 /** What the query means over this index (see query.ts). */
 export function understandQuery(db: IndexDb, text: string): UnderstoodQuery {
   return understand(text, vocabulary(db));
@@ -229,6 +252,18 @@ function coverage(info: Uint32Array, origins?: number[]): number {
   let count = more?.size ?? 0;
   for (; mask; mask &= mask - 1) count++;
   return count;
+}
+
+/** Whether the row's text says typed word `t` (any phrase that stands for it has a hit; `origins` as in `coverage`). */
+function saysWord(info: Uint32Array, origins: number[] | undefined, t: number): boolean {
+  const p = info[0];
+  const c = info[1];
+  const x = 3 + 2 * c;
+  for (let i = 0; i < p; i++) {
+    if ((origins?.[i] ?? i) !== t) continue;
+    for (let j = 0; j < c; j++) if (info[x + 3 * (i * c + j)]) return true;
+  }
+  return false;
 }
 
 /** Whether two words are one (`norm` for normalization, `excite` for excitation). */
@@ -333,8 +368,9 @@ interface RowFacts {
   blockWord: boolean;
   classifier: boolean;
   transforms: boolean;
-  /** The words of its file's name (`convnext`, `modeling_bert`: modeling, bert). */
+  /** The words of its file's name (`convnext`, `modeling_bert`: modeling, bert), and its module. */
   fileWords: string[];
+  module: string;
   private: boolean;
   used: number;
   prior: number;
@@ -354,6 +390,7 @@ function factsOf(r: Record<string, SqlValue>): RowFacts {
     classifier: /\bnum_classes\b/.test(String(r.signature)),
     transforms: /(^|\.)transforms?(\.|$)/.test(String(r.module)),
     fileWords: (String(r.module).split('.').pop() ?? '').toLowerCase().split('_'),
+    module: String(r.module),
     private: name.startsWith('_'),
     used: 4 * Math.log1p(Number(r.uses)),
     prior: Number(r.prior ?? 0),
@@ -419,6 +456,7 @@ function leadingResults(
   anded: boolean,
   wanted: number,
   factsAt: (k: number) => RowFacts,
+  models: Models,
 ): Scored[] {
   const { rows } = found;
   const terms = understood.terms;
@@ -432,6 +470,9 @@ function leadingResults(
   // how many of the typed words each candidate matches, the first key of the order: only the levels that can fill
   // the leading results are scored (a candidate of a lower level sorts after every one of them)
   const origins = anded ? undefined : understood.origins;
+  const partOfModel = (w: string, row: RowFacts): boolean => !row.words.has(w) && (row.fileWords.includes(w) || models.byName.get(w)?.has(row.module) === true);
+  // the typed words that name a model (a class or a file of the index), by their place
+  const modelWords = understood.typed.flatMap((w, t) => (models.byName.has(w) || models.fileWords.has(w) ? [t] : []));
   const covers = new Uint16Array(rows.length);
   const text = new Float64Array(rows.length);
   let idf: Float64Array | undefined;
@@ -444,6 +485,11 @@ function leadingResults(
     // the words typed, run together, are the name or begin it (`image encoder vit`: ImageEncoderViT, whose `ViT` its
     // text never says as a word of its own)
     else if (c < understood.typed.length && query.length >= 3 && factsAt(k).lower.startsWith(query)) c = understood.typed.length;
+    // a word typed that names the block's model (its file, or a class beside it) and that its text does not say
+    else if (c < understood.typed.length && modelWords.length) {
+      const row = factsAt(k);
+      for (const t of modelWords) if (partOfModel(understood.typed[t], row) && !saysWord(info, origins, t)) c++;
+    }
     covers[k] = c;
     idf ??= idfOf(info);
     text[k] = bm25(info, idf);
@@ -493,10 +539,11 @@ function leadingResults(
     if (row.abstract) score -= 1;
     for (const a of understood.initials) if (own.includes(a)) score += 20;
     if (understood.acronym && own.includes(understood.acronym)) score += own.length === 1 ? 100 : 30;
-    // a part of the model the query names (`convnext block`: CNBlock in convnext.py, not the whole ConvNeXt): a word
-    // typed names the block's file and not the block, and another word typed is in the block's name
-    const inFile = understood.typed.some((w) => !row.words.has(w) && row.fileWords.includes(w));
-    if (inFile && understood.typed.some((w) => row.words.has(w))) score += PART_OF;
+    // a part of the model the query names (`convnext block`: CNBlock in convnext.py, not the whole ConvNeXt; `decoder
+    // block of gpt`: the Block beside GPT): a word typed names the block's file, or a class of its module, and not the
+    // block, and another word typed is in the block's name
+    const partOf = understood.typed.some((w) => partOfModel(w, row));
+    if (partOf && understood.typed.some((w) => row.words.has(w))) score += PART_OF;
     return score;
   };
   // only what can reach the page is scored and sorted: the leading results, which the diversity rule below may reorder
@@ -559,8 +606,9 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const { rows } = found;
   const held = fromEngine;
   const factsKept = held && engine ? (engineFacts.get(engine) ?? engineFacts.set(engine, new Array(engine.size)).get(engine)!) : undefined;
-  const factsAt = (k: number): RowFacts => (factsKept ? (factsKept[found.docs![k]] ??= factsOf(rows[k])) : factsOf(rows[k]));
-  const head = leadingResults(found, understood, q.text, anded, (offset + limit) * 4, factsAt);
+  const asked: (RowFacts | undefined)[] = [];
+  const factsAt = (k: number): RowFacts => (factsKept ? (factsKept[found.docs![k]] ??= factsOf(rows[k])) : (asked[k] ??= factsOf(rows[k])));
+  const head = leadingResults(found, understood, q.text, anded, (offset + limit) * 4, factsAt, modelsOf(db));
   // diversity among the leading results: another copy of a name already listed, or a subclass of it, moves down
   const seenNames = new Set<string>();
   for (const s of head) {
