@@ -26,6 +26,9 @@ describe('search: what a query means', () => {
     assert.ok(['squeeze', 'excitation'].every((w) => terms('SE block').includes(w)));
     assert.ok(terms('mha').includes('multihead'));
     assert.deepStrictEqual(understand('FPN', v).meanings, [['feature', 'pyramid', 'network']]);
+    // a word spelled out from its start means its words; a word of its own is not another name for them
+    assert.deepStrictEqual(understand('upsample', v).meanings, [['up', 'sampling']]);
+    assert.deepStrictEqual(understand('bottleneck', v).meanings, [[]]);
   });
 
   it("knows the field's synonyms", () => {

@@ -218,11 +218,10 @@ export function understand(text: string, v: Vocabulary): UnderstoodQuery {
     const lower = w.toLowerCase();
     if (typed.includes(lower)) continue;
     typed.push(lower);
-    // (an abbreviation's: a word of its own, `bottleneck`, is what it says, not another name for a residual block)
-    const abbreviation = lower.length <= 5;
-    meanings.push(
-      !abbreviation ? [] : expansionsOf(lower).length > 1 ? expansionsOf(lower) : (SYNONYMS.get(lower) ?? []).length > 1 ? SYNONYMS.get(lower)! : [],
-    );
+    // (an abbreviation's, or a word's spelled out from its start: `upsample`, up sampling; a word of its own,
+    // `bottleneck`, is what it says, not another name for a residual block)
+    const meaning = expansionsOf(lower).length > 1 ? expansionsOf(lower) : (SYNONYMS.get(lower) ?? []).length > 1 ? SYNONYMS.get(lower)! : [];
+    meanings.push(lower.length <= 5 || meaning[0]?.slice(0, 2) === lower.slice(0, 2) ? meaning : []);
     add(lower);
     for (const part of splitIdentifier(w)) if (part.length > 1) add(part);
     const us = american(lower);
