@@ -157,24 +157,21 @@ function readyEngine(db: IndexDb): SearchEngine | undefined {
   return undefined;
 }
 
-/** The index's classes by name (lower-cased) and the words of its files' names: what a query's words may name. */
-interface Models {
-  byName: Map<string, Set<string>>;
-  fileWords: Set<string>;
-}
+/** Per word: the modules that define a class of that name (lower-cased) or whose file's name has it as a word
+ * (`convnext`, `modeling_bert`: modeling, bert): the modules of the model a query's word may name. */
+type Models = Map<string, Set<string>>;
 
 /** The index's `Models`, kept per database until it changes. */
 const models = new WeakMap<IndexDb, { generation: number; m: Models }>();
 function modelsOf(db: IndexDb): Models {
   const kept = models.get(db);
   if (kept?.generation === db.generation) return kept.m;
-  const m: Models = { byName: new Map(), fileWords: new Set() };
+  const m: Models = new Map();
+  const add = (w: string, module: string): void => void (m.get(w) ?? m.set(w, new Set()).get(w)!).add(module);
   db.each('SELECT DISTINCT name, module FROM classes', [], (r) => {
-    const name = String(r.name).toLowerCase();
-    const modules = m.byName.get(name) ?? new Set<string>();
-    modules.add(String(r.module));
-    m.byName.set(name, modules);
-    for (const w of (String(r.module).split('.').pop() ?? '').toLowerCase().split('_')) m.fileWords.add(w);
+    const module = String(r.module);
+    add(String(r.name).toLowerCase(), module);
+    for (const w of (module.split('.').pop() ?? '').toLowerCase().split('_')) add(w, module);
   });
   models.set(db, { generation: db.generation, m });
   return m;
@@ -368,8 +365,6 @@ interface RowFacts {
   blockWord: boolean;
   classifier: boolean;
   transforms: boolean;
-  /** The words of its file's name (`convnext`, `modeling_bert`: modeling, bert), and its module. */
-  fileWords: string[];
   module: string;
   private: boolean;
   used: number;
@@ -389,7 +384,6 @@ function factsOf(r: Record<string, SqlValue>): RowFacts {
     blockWord: own.some((w) => BLOCK_WORDS.has(w)),
     classifier: /\bnum_classes\b/.test(String(r.signature)),
     transforms: /(^|\.)transforms?(\.|$)/.test(String(r.module)),
-    fileWords: (String(r.module).split('.').pop() ?? '').toLowerCase().split('_'),
     module: String(r.module),
     private: name.startsWith('_'),
     used: 4 * Math.log1p(Number(r.uses)),
@@ -470,9 +464,9 @@ function leadingResults(
   // how many of the typed words each candidate matches, the first key of the order: only the levels that can fill
   // the leading results are scored (a candidate of a lower level sorts after every one of them)
   const origins = anded ? undefined : understood.origins;
-  const partOfModel = (w: string, row: RowFacts): boolean => !row.words.has(w) && (row.fileWords.includes(w) || models.byName.get(w)?.has(row.module) === true);
+  const partOfModel = (w: string, row: RowFacts): boolean => models.get(w)?.has(row.module) === true && !row.words.has(w);
   // the typed words that name a model (a class or a file of the index), by their place
-  const modelWords = understood.typed.flatMap((w, t) => (models.byName.has(w) || models.fileWords.has(w) ? [t] : []));
+  const modelWords = understood.typed.flatMap((w, t) => (models.has(w) ? [t] : []));
   const covers = new Uint16Array(rows.length);
   const text = new Float64Array(rows.length);
   let idf: Float64Array | undefined;
