@@ -602,7 +602,9 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const factsKept = held && engine ? (engineFacts.get(engine) ?? engineFacts.set(engine, new Array(engine.size)).get(engine)!) : undefined;
   const asked: (RowFacts | undefined)[] = [];
   const factsAt = (k: number): RowFacts => (factsKept ? (factsKept[found.docs![k]] ??= factsOf(rows[k])) : (asked[k] ??= factsOf(rows[k])));
-  const head = leadingResults(found, understood, q.text, anded, (offset + limit) * 4, factsAt, modelsOf(db));
+  // (a model named needs two words typed: the model, and the part of it)
+  const named = understood.typed.length > 1 ? modelsOf(db) : new Map<string, Set<string>>();
+  const head = leadingResults(found, understood, q.text, anded, (offset + limit) * 4, factsAt, named);
   // diversity among the leading results: another copy of a name already listed, or a subclass of it, moves down
   const seenNames = new Set<string>();
   for (const s of head) {
