@@ -278,29 +278,32 @@ export class SearchEngine {
     const width = p * C;
     const total = new Uint32Array(width);
     const docsWith = new Uint32Array(width);
+    const slot = this.slot;
+    let hits = this.hits;
     for (let i = 0; i < p; i++) {
       const [lo, hi] = ranges[i]!;
+      const phrase = i * C;
       for (let t = lo; t < hi; t++) {
         const at = this.postings[t];
         const n = this.counts[t];
         for (let e = 0; e < at.length; e++) {
           const d = at[e] >> 3;
-          const col = at[e] & 7;
-          let s = this.slot[d];
+          let s = slot[d];
           if (s < 0) {
-            s = this.slot[d] = touched.length;
+            s = slot[d] = touched.length;
             touched.push(d);
-            if ((s + 1) * width > this.hits.length) {
-              const grown = new Uint32Array(Math.max(this.hits.length * 2, (s + 1) * width));
-              grown.set(this.hits.subarray(0, s * width));
-              this.hits = grown;
+            if ((s + 1) * width > hits.length) {
+              const grown = new Uint32Array(Math.max(hits.length * 2, (s + 1) * width));
+              grown.set(hits.subarray(0, s * width));
+              hits = this.hits = grown;
             }
-            this.hits.fill(0, s * width, (s + 1) * width);
+            for (let z = s * width; z < (s + 1) * width; z++) hits[z] = 0;
           }
-          const x = s * width + i * C + col;
-          if (this.hits[x] === 0) docsWith[i * C + col]++;
-          this.hits[x] += n[e];
-          total[i * C + col] += n[e];
+          const cell = phrase + (at[e] & 7);
+          const x = s * width + cell;
+          if (hits[x] === 0) docsWith[cell]++;
+          hits[x] += n[e];
+          total[cell] += n[e];
         }
       }
     }
