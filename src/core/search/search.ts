@@ -157,23 +157,31 @@ function readyEngine(db: IndexDb): SearchEngine | undefined {
   return undefined;
 }
 
-/** Per word: the modules that define a class of that name (lower-cased) or whose file's name has it as a word
- * (`convnext`, `modeling_bert`: modeling, bert): the modules of the model a query's word may name. */
+/** Per word typed: the modules that define a class of that name (case aside) or whose file's name has it as a word
+ * (`convnext`, `modeling_bert`: modeling, bert): the modules of the model the word may name. */
 type Models = Map<string, Set<string>>;
 
-/** The index's `Models`, kept per database until it changes. */
-const models = new WeakMap<IndexDb, { generation: number; m: Models }>();
-function modelsOf(db: IndexDb): Models {
-  const kept = models.get(db);
-  if (kept?.generation === db.generation) return kept.m;
+/** Per database, until it changes: its modules by the words of their files' names, and the words asked so far. */
+const models = new WeakMap<IndexDb, { generation: number; files: Map<string, Set<string>>; names: Map<string, Set<string>> }>();
+function modelsOf(db: IndexDb, words: string[]): Models {
+  let kept = models.get(db);
+  if (kept?.generation !== db.generation) {
+    const files = new Map<string, Set<string>>();
+    db.each('SELECT DISTINCT module FROM classes', [], (r) => {
+      const module = String(r.module);
+      for (const w of (module.split('.').pop() ?? '').toLowerCase().split('_')) (files.get(w) ?? files.set(w, new Set()).get(w)!).add(module);
+    });
+    kept = { generation: db.generation, files, names: new Map() };
+    models.set(db, kept);
+  }
+  if (kept.names.size > 10_000) kept.names.clear();
   const m: Models = new Map();
-  const add = (w: string, module: string): void => void (m.get(w) ?? m.set(w, new Set()).get(w)!).add(module);
-  db.each('SELECT DISTINCT name, module FROM classes', [], (r) => {
-    const module = String(r.module);
-    add(String(r.name).toLowerCase(), module);
-    for (const w of (module.split('.').pop() ?? '').toLowerCase().split('_')) add(w, module);
-  });
-  models.set(db, { generation: db.generation, m });
+  for (const w of words) {
+    let named = kept.names.get(w);
+    if (!named) kept.names.set(w, (named = new Set(db.all('SELECT DISTINCT module FROM classes WHERE lower(name) = ?', [w]).map((r) => String(r.module)))));
+    const both = new Set([...named, ...(kept.files.get(w) ?? [])]);
+    if (both.size) m.set(w, both);
+  }
   return m;
 }
 
@@ -603,7 +611,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const asked: (RowFacts | undefined)[] = [];
   const factsAt = (k: number): RowFacts => (factsKept ? (factsKept[found.docs![k]] ??= factsOf(rows[k])) : (asked[k] ??= factsOf(rows[k])));
   // (a model named needs two words typed: the model, and the part of it)
-  const named = understood.typed.length > 1 ? modelsOf(db) : new Map<string, Set<string>>();
+  const named = understood.typed.length > 1 ? modelsOf(db, understood.typed) : new Map<string, Set<string>>();
   const head = leadingResults(found, understood, q.text, anded, (offset + limit) * 4, factsAt, named);
   // diversity among the leading results: another copy of a name already listed, or a subclass of it, moves down
   const seenNames = new Set<string>();
