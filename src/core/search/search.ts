@@ -159,7 +159,7 @@ function readyEngine(db: IndexDb): SearchEngine | undefined {
 
 /** Per word typed: the modules that define a class of that name (case aside) or whose file's name has it as a word
  * (`convnext`, `modeling_bert`: modeling, bert): the modules of the model the word may name. */
-type Models = Map<string, Set<string>>;
+type Models = Map<string, Set<string>[]>;
 
 /** Per database, until it changes: its modules by the words of their files' names, and the words asked so far. */
 const models = new WeakMap<IndexDb, { generation: number; files: Map<string, Set<string>>; names: Map<string, Set<string>> }>();
@@ -179,8 +179,8 @@ function modelsOf(db: IndexDb, words: string[]): Models {
   for (const w of words) {
     let named = kept.names.get(w);
     if (!named) kept.names.set(w, (named = new Set(db.all('SELECT DISTINCT module FROM classes WHERE lower(name) = ?', [w]).map((r) => String(r.module)))));
-    const both = new Set([...named, ...(kept.files.get(w) ?? [])]);
-    if (both.size) m.set(w, both);
+    const files = kept.files.get(w);
+    if (named.size || files) m.set(w, files ? [named, files] : [named]);
   }
   return m;
 }
@@ -472,7 +472,7 @@ function leadingResults(
   // how many of the typed words each candidate matches, the first key of the order: only the levels that can fill
   // the leading results are scored (a candidate of a lower level sorts after every one of them)
   const origins = anded ? undefined : understood.origins;
-  const partOfModel = (w: string, row: RowFacts): boolean => models.get(w)?.has(row.module) === true && !row.words.has(w);
+  const partOfModel = (w: string, row: RowFacts): boolean => models.get(w)?.some((modules) => modules.has(row.module)) === true && !row.words.has(w);
   // the typed words that name a model (a class or a file of the index), by their place
   const modelWords = understood.typed.flatMap((w, t) => (models.has(w) ? [t] : []));
   const covers = new Uint16Array(rows.length);
@@ -611,7 +611,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const asked: (RowFacts | undefined)[] = [];
   const factsAt = (k: number): RowFacts => (factsKept ? (factsKept[found.docs![k]] ??= factsOf(rows[k])) : (asked[k] ??= factsOf(rows[k])));
   // (a model named needs two words typed: the model, and the part of it)
-  const named = understood.typed.length > 1 ? modelsOf(db, understood.typed) : new Map<string, Set<string>>();
+  const named: Models = understood.typed.length > 1 ? modelsOf(db, understood.typed) : new Map();
   const head = leadingResults(found, understood, q.text, anded, (offset + limit) * 4, factsAt, named);
   // diversity among the leading results: another copy of a name already listed, or a subclass of it, moves down
   const seenNames = new Set<string>();
