@@ -499,34 +499,19 @@ function leadingResults(
   }
   let floor = levels.length - 1;
   for (let n = levels[floor] ?? 0; floor > 0 && n < wanted;) n += levels[--floor] ?? 0;
-  // the most the name's words, meanings and initials can add (`score` below): a candidate whose score without them
-  // cannot reach the leading results so far is not scored further
-  let most = 1e-6;
+  // the most the name's words, meanings, initials and model can add (`bonus` below): a candidate whose score without
+  // them cannot reach the leading results so far is not scored further
+  let most = 0;
   for (const w of queryWords) most += understood.loose.has(w) ? 2 : 5;
   most += 100 * understood.meanings.filter((m) => m.length).length + 20 * understood.initials.length + (understood.acronym ? 100 : 0) + PART_OF;
-  /** What the candidate's score is without those (the same terms as `score`; the bound is checked, never the rank). */
-  const bound = (k: number, row: RowFacts): number => {
-    let b = text[k] + most + row.used + row.prior;
-    const name = row.lower;
-    if (name === query) b += 1000;
-    else if (query.length >= 3 && name.startsWith(query)) b += 200 + 100 / name.length;
-    else if (query.length >= 3 && name.includes(query)) b += 50;
-    if (wantsBlock) b += (row.blockWord ? 30 : 0) - (row.classifier ? 30 : 0);
-    if (!wantsTransform && row.transforms) b -= 10;
-    return b - (row.private ? 3 : 0) - (row.abstract ? 1 : 0);
-  };
-  const score = (k: number, row: RowFacts): number => {
+  /** What the candidate's score is without the name's words, meanings, initials and model (`bonus`). */
+  const settled = (k: number, row: RowFacts): number => {
     let score = text[k];
     const name = row.lower;
     if (name === query) score += 1000;
     // (a name that begins with two letters typed is no sign: `bn` begins BNReLU2d, and means batch norm)
     else if (query.length >= 3 && name.startsWith(query)) score += 200 + 100 / name.length;
     else if (query.length >= 3 && name.includes(query)) score += 50;
-    // every query word in the name's own words (abbreviations expanded)
-    for (const w of queryWords) if (row.words.has(w)) score += understood.loose.has(w) ? 2 : 5;
-    // an acronym whose meaning is the name (`fpn`: FeaturePyramidNetwork, `vit`: VisionTransformer)
-    const own = row.own;
-    for (const meaning of understood.meanings) if (meaning.length && meaning.every((m) => own.some((w) => sameWord(w, m)))) score += 100;
     if (wantsBlock) {
       if (row.blockWord) score += 30;
       // a whole classifier (it takes num_classes) is not the block asked for
@@ -539,6 +524,16 @@ function leadingResults(
     // the graph's prior, computed when indexing: subclassed, exported, or a variant of another block
     score += row.prior;
     if (row.abstract) score -= 1;
+    return score;
+  };
+  /** What the name's words, meanings, initials and model add: at most `most`. */
+  const bonus = (row: RowFacts): number => {
+    let score = 0;
+    // every query word in the name's own words (abbreviations expanded)
+    for (const w of queryWords) if (row.words.has(w)) score += understood.loose.has(w) ? 2 : 5;
+    // an acronym whose meaning is the name (`fpn`: FeaturePyramidNetwork, `vit`: VisionTransformer)
+    const own = row.own;
+    for (const meaning of understood.meanings) if (meaning.length && meaning.every((m) => own.some((w) => sameWord(w, m)))) score += 100;
     for (const a of understood.initials) if (own.includes(a)) score += 20;
     if (understood.acronym && own.includes(understood.acronym)) score += own.length === 1 ? 100 : 30;
     // a part of the model the query names (`convnext block`: CNBlock in convnext.py, not the whole ConvNeXt; `decoder
@@ -554,8 +549,9 @@ function leadingResults(
     if (covers[k] < floor) continue;
     const row = factsAt(k);
     const last = leading.last();
-    if (last && (covers[k] < last.covered || (covers[k] === last.covered && bound(k, row) < last.score))) continue;
-    leading.offer({ r: rows[k], score: score(k, row), covered: covers[k] });
+    const base = settled(k, row);
+    if (last && (covers[k] < last.covered || (covers[k] === last.covered && base + most < last.score))) continue;
+    leading.offer({ r: rows[k], score: base + bonus(row), covered: covers[k] });
   }
   return leading.sorted();
 }
@@ -574,7 +570,6 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const pattern = (t: string): string => (t.length >= 3 ? `${t}*` : t);
   const where = ['classes_fts MATCH ?', ...f.sql].join(' AND ');
   const engine = readyEngine(db);
-  let fromEngine = false;
   const kept: EngineFilter = { kind: q.kind ?? 'block', repo: q.repo || undefined, category: q.category || undefined, validation: q.validation || undefined };
   // score on the narrow columns only; the wide ones are read for the page of results
   const candidates = (words: string[], and: boolean): Candidates => {
@@ -583,10 +578,7 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
       and,
       kept,
     );
-    if (held) {
-      fromEngine = true;
-      return held;
-    }
+    if (held) return held;
     const rows = db.all(
       `SELECT ${RANKED}, matchinfo(classes_fts, 'pcnalx') AS info
        FROM classes_fts JOIN classes c ON c.id = classes_fts.docid WHERE ${where}`,
@@ -606,8 +598,9 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const anded = enough;
   if (!enough) found = candidates(terms, false);
   const { rows } = found;
-  const held = fromEngine;
-  const factsKept = held && engine ? (engineFacts.get(engine) ?? engineFacts.set(engine, new Array(engine.size)).get(engine)!) : undefined;
+  // answered from memory: the engine's documents, whose facts it keeps
+  const held = engine && found.docs ? engine : undefined;
+  const factsKept = held ? (engineFacts.get(held) ?? engineFacts.set(held, new Array(held.size)).get(held)!) : undefined;
   const asked: (RowFacts | undefined)[] = [];
   const factsAt = (k: number): RowFacts => (factsKept ? (factsKept[found.docs![k]] ??= factsOf(rows[k])) : (asked[k] ??= factsOf(rows[k])));
   // (a model named needs two words typed: the model, and the part of it)
@@ -632,8 +625,8 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   const full = new Map(db.all(`${SELECT} WHERE c.id IN (${page.map(() => '?').join(',')})`, page.map(shown)).map((r) => [Number(r.id), r]));
   const groups = page.map((p) => p.r.dup_lex).filter((g): g is SqlValue => g !== null);
   const copies = new Map(
-    held && engine
-      ? groups.map((g) => [Number(g), engine.copies(Number(g))] as const)
+    held
+      ? groups.map((g) => [Number(g), held.copies(Number(g))] as const)
       : groups.length
         ? db
             .all(

@@ -149,12 +149,12 @@ export class IndexDb {
     return this.all('SELECT name FROM migrations ORDER BY name').map((r) => String(r.name));
   }
 
-  /** Runs a write; `sql` is a fixed string (its prepared statement is kept for the next call). */
   /** Changes with every write (SQLite's `total_changes()` starts again when `save` reopens the database). */
   get generation(): number {
     return this.writes;
   }
 
+  /** Runs a write; `sql` is a fixed string (its prepared statement is kept for the next call). */
   run(sql: string, params: SqlValue[] = []): void {
     this.writes++;
     const stmt = this.prepared(sql);
