@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .equivalence import compare, origin_problem
 from .frames import Failed, Observed, Origin, Plan, Probe, Probed, Reached, Unavailable
@@ -20,7 +20,7 @@ from .frames import read as read_frame
 from .jobs import ObserveJob, Original, ValidateJob
 from .protocol import MAX_TRACED_FILES, MAX_TRACED_LINES, Failure
 from .reports import ObserveReport, Report
-from .static import imported_top_levels, requirements, undefined_names
+from .static import imported_top_levels, imports_anywhere, requirements, undefined_names
 from .places import NATIVE_FOLDER, empty, project_folder
 from .supervise import VERSIONS, WorkerRun, last_line, run_worker, tail_text, zygote
 from .verdict import verdict
@@ -420,9 +420,9 @@ def lacking_compiled(side: OriginalSide, job: WorkerRun, request: ValidateJob, p
     names (a word of its text, a compiled module the request names, or `torch.ops.<its package>`): only those may
     excuse a probe the copy could not run (and never as a pass). Lacked: where the judge could read the copy's /proc
     maps, not mapped there; where it could not (a non-dumpable process in a user namespace the judge holds no
-    privilege over: bubblewrap's), the copy's file imports no module named as a folder above the library (its package:
-    an import statement anywhere, or `import_module`/`__import__` of a constant), so no import of its own loaded it. Neither
-    is asked of the copy; a copy that raises the same words without needing the library gains nothing but a failure."""
+    privilege over: bubblewrap's), the copy's file imports no module named as a folder above the library (its
+    package: `static.imports_anywhere`), so no import of its own loaded it. Neither is asked of the copy; a copy that
+    raises the same words without needing the library gains nothing but a failure."""
     if not side.compiled or (not job.maps_unread and not job.mapped):
         return []
     try:
@@ -444,18 +444,6 @@ def lacking_compiled(side: OriginalSide, job: WorkerRun, request: ValidateJob, p
     # its package is one of the folders above it (`.../dist-packages/torchvision/_C.so`): read from the path the
     # original's worker gave, never looked up on disk
     return [p for p in named if not imported & set(os.path.dirname(p).split(os.sep))]
-
-
-def imports_anywhere(tree: ast.AST) -> Set[str]:
-    """Top-level names of every module the file imports: its import statements wherever they are, and calls of
-    `import_module`/`__import__` with a constant name."""
-    names = set(imported_top_levels(tree))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            if called in ("import_module", "__import__"):
-                names.add(node.args[0].value.lstrip(".").split(".")[0])
-    return names
 
 
 def natives_there(request: ValidateJob, job: WorkerRun) -> bool:

@@ -8,7 +8,7 @@ import builtins
 import json
 import symtable
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 MODULE_NAMES = {
     "__name__",
@@ -72,6 +72,18 @@ def imported_top_levels(tree: ast.AST) -> List[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module.split(".")[0])
     return sorted(names)
+
+
+def imports_anywhere(tree: ast.AST) -> Set[str]:
+    """Top-level names of every module the file imports: `imported_top_levels`, and calls of
+    `import_module`/`__import__` with a constant name."""
+    names = set(imported_top_levels(tree))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in ("import_module", "__import__"):
+                names.add(node.args[0].value.lstrip(".").split(".")[0])
+    return names
 
 
 def requirements(modules: List[str]) -> List[Dict[str, Optional[str]]]:
