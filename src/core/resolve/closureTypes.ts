@@ -1,4 +1,5 @@
 /** What a dependency closure is made of (closure.ts computes it, emit.ts writes it), and the keys of its parts. */
+import { lowerBound } from '../base/sorted';
 import type { DirectedGraph } from 'graphology';
 import type { Member, ParsedModule, Timing } from '../parse/types';
 import type { ModuleRecord, ModuleTable } from './moduleTable';
@@ -135,13 +136,7 @@ export interface RanTrace {
 
 /** Whether a function that starts at one of `lines` lies within lines `start` to `end` (sorted `lines`). */
 export function ranWithin(lines: readonly number[], start: number, end: number): boolean {
-  let lo = 0;
-  let hi = lines.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (lines[mid] < start) lo = mid + 1;
-    else hi = mid;
-  }
+  const lo = lowerBound(lines, start);
   return lo < lines.length && lines[lo] <= end;
 }
 

@@ -8,7 +8,7 @@
 import type { Database, SqlValue } from 'sql.js';
 import type { IndexDb, Row } from '../store/database';
 import { loadSqlJs } from '../store/database';
-import { lowerBound } from './words';
+import { lowerBound } from '../base/sorted';
 
 /** classes_fts's columns, in its order (matchinfo's column index). */
 export const FTS_COLUMNS = ['name', 'words', 'doc', 'signature', 'path', 'repo'] as const;

@@ -3,7 +3,8 @@
  * spellings, plurals, compounds split into the index's own words (`resblock`, `convbnrelu`) and typos corrected
  * against them (`atention`). The index side expands abbreviations the same way (words.ts).
  */
-import { expansionsOf, lowerBound, splitIdentifier } from './words';
+import { lowerBound } from '../base/sorted';
+import { expansionsOf, splitIdentifier } from './words';
 
 /** Synonyms and acronyms researchers type, by the word typed: the words the blocks' names and docs use. */
 const SYNONYMS = new Map<string, string[]>(

@@ -118,15 +118,3 @@ export function acronymMeanings(name: string, text: string): string[] {
   }
   return out;
 }
-
-/** The first index of `sorted` whose string is not below `key` (its length when none). */
-export function lowerBound(sorted: readonly string[], key: string): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
