@@ -106,7 +106,13 @@ describe('the package used as a module object', function () {
     const r = await cli('pull', '--all', '--db', db, '--out-dir', out, '--python', PYTHON_WITH_TORCH, '--jobs', '1', '--json');
     assert.strictEqual(r.code, 1, r.err);
     const report = JSON.parse(fs.readFileSync(path.join(out, 'report.json'), 'utf8'));
-    type Item = { target: string; status: string; tier: string | null; original_reached?: string | null };
+    type Item = {
+      target: string;
+      status: string;
+      tier: string | null;
+      original_reached?: string | null;
+      stages?: { stage: string; seconds?: number; copy?: number }[];
+    };
     const byName = new Map((report.items as Item[]).map((i) => [i.target.split('.').pop(), i] as const));
     // KeepsModule's copy runs and differs (its stand-in lacks the package's other attributes): an honest verdict
     assert.deepStrictEqual(
@@ -115,6 +121,9 @@ describe('the package used as a module object', function () {
     );
     assert.deepStrictEqual([byName.get('UsesPkg')?.tier, byName.get('UsesPkg')?.original_reached], ['equivalent', 'forward']);
     assert.deepStrictEqual([byName.get('Conv')?.tier, byName.get('Conv')?.original_reached], ['equivalent', 'forward']);
+    // each item says where its seconds went: the judge's run of the file, with each side's own seconds
+    const judged = byName.get('Conv')?.stages?.[0];
+    assert.ok(judged?.stage === 'judge' && judged.seconds! > 0 && judged.copy! > 0, JSON.stringify(byName.get('Conv')));
     assert.deepStrictEqual([report.summary.originals.run, report.summary.originals.imported], [6, 6]);
     // the raw shares lead, over all the blocks
     assert.deepStrictEqual(Object.keys(report.summary)[0], 'raw');

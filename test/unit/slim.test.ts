@@ -2,12 +2,13 @@
  * The slim copy (pull/stageSlim.ts): validated with a real Python and torch, the pulled file leaves out the
  * definitions of other modules its original never ran (stood in for by functions that say so), keeps what the file
  * needs while it is imported (a decorator: the trace starts after the import), and writes the full file back when
- * the slim one does not get as far; `full` keeps everything.
+ * the slim one does not get as far; `full` keeps everything; a few lines fewer are not worth judging again.
  */
 import * as assert from 'assert';
 import { execFileSync } from 'child_process';
 import { promises as fsp } from 'fs';
 import type { PullReport } from '../../src/core/pull/types';
+import { slimWorthJudging } from '../../src/core/pull/stageSlim';
 import { hasTorch, PYTHON_WITH_TORCH, pullValidated } from './helpers';
 
 const FILES: Record<string, string> = {
@@ -96,6 +97,18 @@ const TARGET = 'app.model.Model';
 function runs(file: string, snippet: string): string {
   return execFileSync(PYTHON_WITH_TORCH, ['-I', '-c', `import runpy\nns = runpy.run_path(${JSON.stringify(file)})\n${snippet}`], { encoding: 'utf8' }).trim();
 }
+
+describe('pull: whether a slim file is worth judging again', () => {
+  it('not for a few lines, nor for a small share of a large file', () => {
+    assert.strictEqual(slimWorthJudging(295, 293), false, 'two lines of a whole model');
+    assert.strictEqual(slimWorthJudging(654, 640), false, 'fourteen lines, 2 %');
+    assert.strictEqual(slimWorthJudging(60, 52), false, 'eight lines, 13 %');
+    assert.strictEqual(slimWorthJudging(52, 35), true);
+    assert.strictEqual(slimWorthJudging(19_099, 1_200), true);
+    assert.strictEqual(slimWorthJudging(100, 100), false);
+    assert.strictEqual(slimWorthJudging(30, 35), false);
+  });
+});
 
 describe('pull: the slim copy, judged with a real Python', function () {
   this.timeout(300_000);

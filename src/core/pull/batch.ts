@@ -9,7 +9,7 @@ import type { IndexDb } from '../store/database';
 import { setValidation } from '../store/files';
 import { findTarget } from '../store/target';
 import { TIERS, tierAtLeast } from '../validate/runner';
-import type { PullReport } from './types';
+import type { JudgeRun, PullReport } from './types';
 
 export interface BatchItem {
   target: string;
@@ -31,8 +31,29 @@ export interface BatchItem {
   lines?: number;
   /** Lines the file would have had with everything the block reaches (`--full`), when the slim stage ran. */
   full_lines?: number;
+  /** Where the seconds went: each run of the judge (the file, builders, replay, follow, slim) with its wall seconds
+   * and each side's own seconds (`cached`: the original's run was an earlier one's). */
+  stages?: BatchStage[];
   /** The verdict as the index records it (a shard's, for `report --merge` to record in the index). */
   record?: string;
+}
+
+export interface BatchStage {
+  stage: string;
+  seconds?: number;
+  original?: number | 'cached';
+  copy?: number;
+}
+
+/** A pull's judge runs as a batch item gives them. */
+export function batchStages(judged: readonly JudgeRun[] | undefined): BatchStage[] | undefined {
+  if (!judged?.length) return undefined;
+  return judged.map((j) => ({
+    stage: j.stage,
+    ...(j.seconds !== undefined ? { seconds: j.seconds } : {}),
+    ...(j.timings?.original ? { original: j.timings.original.cached ? ('cached' as const) : (j.timings.original.seconds ?? 0) } : {}),
+    ...(j.timings?.copy?.seconds !== undefined ? { copy: j.timings.copy.seconds } : {}),
+  }));
 }
 
 export interface BatchSummary {

@@ -106,7 +106,7 @@ export async function followStage(
     };
   const verdict = judged.verdict;
   const further = verdict.ok || tierRank(verdict.tier) > tierRank(first.tier);
-  if (further) return { emission: followed, verdict, judged: verdict, run: { stage: 'follow', why: `${what} taken in; judged again` } };
+  if (further) return { emission: followed, verdict, judged: verdict, run: { stage: 'follow', why: `${what} taken in; judged again`, ...judged.spent } };
   await writeSafely(options.out, emission.emitted.code, true, options.root);
-  return { verdict: first, judged: verdict, run: { stage: 'follow', why: `the file with ${what} got no further: the first file is written` } };
+  return { verdict: first, judged: verdict, run: { stage: 'follow', why: `the file with ${what} got no further: the first file is written`, ...judged.spent } };
 }

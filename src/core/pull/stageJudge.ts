@@ -21,6 +21,7 @@ import { DEFAULT_TIMEOUT_S } from '../validate/limits';
 import { nativeSourcesOf } from './natives';
 import { followStage } from './stageFollow';
 import { slimStage, withoutTrace } from './stageSlim';
+import { round3, spentOn } from './judgeTime';
 import type { OriginalClass, ValidationReport } from '../validate/runner';
 import type { ValidateOptions } from '../validate/report';
 
@@ -296,16 +297,6 @@ async function validateWithBuilder(
 
 /** A judge run's wall seconds (from `began`, performance.now()) and where they went, as a JudgeRun carries them: the
  * judge's own steps, and `starting`, the rest (the sandbox and the judge started, or a warm one reached). */
-function spentOn(v: ValidationReport, began: number): Pick<JudgeRun, 'seconds' | 'timings'> {
-  const seconds = (performance.now() - began) / 1000;
-  const starting = v.seconds !== undefined ? Math.max(0, seconds - v.seconds) : undefined;
-  return { seconds: round3(seconds), ...(v.timings ? { timings: { ...v.timings, ...(starting !== undefined ? { starting: round3(starting) } : {}) } } : {}) };
-}
-
-function round3(x: number): number {
-  return Math.round(x * 1000) / 1000;
-}
-
 /** The judge's own time for a validation, in ms (its wall time where an older judge did not say). */
 function ownMs(v: ValidationReport): number {
   return (v.own_seconds ?? v.seconds ?? 0) * 1000;

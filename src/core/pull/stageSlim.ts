@@ -6,11 +6,13 @@
  */
 import * as fs from 'fs';
 import * as path from 'path';
+import { performance } from 'perf_hooks';
 import type { Emission, JudgeRun, PullOptions, SlimSizes } from './types';
 import type { PullSession } from './session';
 import { emitResolution } from './stageEmit';
 import { failureOf } from './stageResolve';
 import { tierRank } from './pulledState';
+import { spentOn } from './judgeTime';
 import { writeSafely } from '../emit/writeSafe';
 import { CancelledError, errorMessage } from '../base/errors';
 import { computeClosure } from '../resolve/closure';
@@ -19,6 +21,17 @@ import type { ModuleRecord } from '../resolve/moduleTable';
 import { validateFile } from '../validate/runner';
 import type { ValidationReport } from '../validate/runner';
 import type { ValidateOptions } from '../validate/report';
+
+/** The slim file is judged only where it leaves out at least this many lines of code and this share of the file: a
+ * judge run costs seconds (a whole model's, tens), a few lines fewer are not worth them to anyone reading the file. */
+const SLIM_MIN_LINES = 10;
+const SLIM_MIN_SHARE = 0.1;
+
+/** Whether a slim file of `slimLines` lines of code, against the full one's `fullLines`, is worth judging. */
+export function slimWorthJudging(fullLines: number, slimLines: number): boolean {
+  const saved = fullLines - slimLines;
+  return saved >= SLIM_MIN_LINES && saved >= SLIM_MIN_SHARE * fullLines;
+}
 
 /** Passes at most over the closure to keep what the file runs while it is imported (the trace does not see what a
  * template of the original's worker imported before it started). */
@@ -146,10 +159,12 @@ export async function judgeInstead(
   candidate: Emission,
   first: Emission,
   timeLeftMs: number,
-): Promise<{ verdict: ValidationReport } | { error: unknown }> {
+): Promise<{ verdict: ValidationReport; spent: Pick<JudgeRun, 'seconds' | 'timings'> } | { error: unknown }> {
   await writeSafely(options.out!, candidate.emitted.code, true, options.root);
   try {
-    return { verdict: await validateFile(options.out!, { ...request, timeoutMs: timeLeftMs }) };
+    const began = performance.now();
+    const verdict = await validateFile(options.out!, { ...request, timeoutMs: timeLeftMs });
+    return { verdict, spent: spentOn(verdict, began) };
   } catch (err) {
     await writeSafely(options.out!, first.emitted.code, true, options.root);
     if (err instanceof CancelledError) throw err;
@@ -167,7 +182,8 @@ export interface SlimOutcome {
 
 /**
  * The slim stage: undefined when it does not apply (asked for the full file, a copy that did not pass, no trace, a
- * verdict through a builder, nothing to leave out, no time left); else the verdict that stands and the file written.
+ * verdict through a builder, too little left out to be worth judging again, no time left); else the verdict that
+ * stands and the file written.
  */
 export async function slimStage(
   session: PullSession,
@@ -182,7 +198,7 @@ export async function slimStage(
   if (!closure) return undefined;
   const slim = await emitResolution(session, { ...emission, closure }, options);
   const sizes = { fullLines: codeLines(emission.emitted.code), slimLines: codeLines(slim.emitted.code), leftOut: closure.leftOut.length };
-  if (sizes.slimLines >= sizes.fullLines) return undefined;
+  if (!slimWorthJudging(sizes.fullLines, sizes.slimLines)) return undefined;
   const left = closure.leftOut.length;
   const judgedAgain = await judgeInstead(options, request, slim, emission, timeLeftMs);
   if ('error' in judgedAgain) {
@@ -202,7 +218,11 @@ export async function slimStage(
     return {
       emission: slim,
       verdict: withoutTrace(verdict),
-      run: { stage: 'slim', why: `${left} definition${left === 1 ? '' : 's'} the original never ran left out; the slim file judged again` },
+      run: {
+        stage: 'slim',
+        why: `${left} definition${left === 1 ? '' : 's'} the original never ran left out; the slim file judged again`,
+        ...judgedAgain.spent,
+      },
       sizes: { ...sizes, kept: 'slim' },
     };
   }
@@ -210,7 +230,11 @@ export async function slimStage(
   const got = verdict.ok ? (verdict.equivalence?.status === 'equivalent' ? 'equivalent' : (verdict.tier ?? 'less')) : (verdict.category ?? 'failed');
   return {
     verdict: withoutTrace(full),
-    run: { stage: 'slim', why: `the file without the ${left} definitions the original never ran got ${got}, not as far: the full file is written` },
+    run: {
+      stage: 'slim',
+      why: `the file without the ${left} definitions the original never ran got ${got}, not as far: the full file is written`,
+      ...judgedAgain.spent,
+    },
     sizes: { ...sizes, kept: 'full' },
   };
 }

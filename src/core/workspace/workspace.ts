@@ -45,7 +45,7 @@ import { blockSpec } from '../specification/specification';
 import type { BlockSpec } from '../specification/specification';
 import type { ClassDetails } from '../resolve/describe';
 import { planUpdate } from '../pull/update';
-import { inLanes } from '../pull/batch';
+import { batchStages, inLanes } from '../pull/batch';
 import type { BatchItem } from '../pull/batch';
 import { joinInside } from '../emit/writeSafe';
 import { CancelledError, errorMessage, NnragError } from '../base/errors';
@@ -140,11 +140,19 @@ export class Workspace {
   /** Pulls one block (a target or a found block) as `request` asks, written where `how` says. */
   async pull(target: string | ClassRef, request: PullRequest, how: PullHow = {}): Promise<PullReport> {
     const ref = typeof target === 'string' ? this.target(target) : target;
+    // a validating pull with no warm validator gets one judge of its own for all its stages (the file, builders,
+    // follow, slim): starting a sandboxed judge with torch costs seconds each time
+    const own =
+      !how.pool && !this.front.warm && request.validate && request.python && this.front.runner
+        ? this.validatorPool(request.python, this.front.runner, 1, request.memoryMb ?? DEFAULT_MEMORY_MB)
+        : undefined;
     try {
-      return await pullBlock(this.session(), ref, await this.options(request, how));
+      return await pullBlock(this.session(), ref, await this.options(request, own ? { ...how, pool: own } : how));
     } catch (err) {
       if (how.interpreterFailure !== 'report' || !(err instanceof NnragError) || err.code !== 'interpreter' || !how.out) throw err;
       return interpreterFailure(ref, how.out, err.message);
+    } finally {
+      await own?.close();
     }
   }
 
@@ -310,6 +318,7 @@ function batchItem(target: string, r: PullReport, seconds: number, record: boole
     lines: r.sizes?.total,
     ...(r.slim ? { full_lines: r.slim.kept === 'slim' ? r.sizes?.total && r.sizes.total + r.slim.fullLines - r.slim.slimLines : r.sizes?.total } : {}),
     ...(r.originalReached !== undefined ? { original_reached: r.originalReached } : {}),
+    ...(r.judged?.length ? { stages: batchStages(r.judged) } : {}),
     ...(record ? { record: validationRecord(r) } : {}),
     ...(r.validation && isToolFault(r.validation) ? { tool_fault: `the original reaches ${r.validation.original_passes} with the same arguments` } : {}),
   };
