@@ -15,7 +15,7 @@ from .evidence import seed_all
 from .candidates import input_list
 from .inputs import lighter
 from .loading import where
-from .protocol import Failure, steady
+from .protocol import NATIVE_OPS, Failure, steady
 from .building import FORWARD_BUDGET_S, Attempt, make, module_call
 
 MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z_][\w.]*)'")
@@ -94,6 +94,10 @@ def run_forward(
                 frames = len(traceback.extract_tb(exc.__traceback__))
                 if frames > depth:
                     depth, error = frames, f"{type(exc).__name__}: {exc}{where(exc)}"
+                if NATIVE_OPS.search(str(exc)):
+                    # compiled operators this process has not loaded: no other input loads them
+                    error = f"{type(exc).__name__}: {exc}{where(exc)}"
+                    break
                 kind = dtype_retry(str(exc))
                 if kind and index < len(candidates):
                     # one argument at a time, the last first (an index tends to follow what it indexes)
@@ -182,6 +186,9 @@ class Alike:
     def failed(self, error: str) -> None:
         self.count = self.count + 1 if error == self.last and TYPED.search(error) else 1
         self.last = error
+        if NATIVE_OPS.search(error):
+            # the process lacks compiled operators the block calls: every other guess meets that again
+            self.count = ALIKE
 
     def enough(self) -> bool:
         return self.count >= ALIKE

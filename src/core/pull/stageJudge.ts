@@ -295,8 +295,6 @@ async function validateWithBuilder(
   return { untried: [], ownMs: used, tried };
 }
 
-/** A judge run's wall seconds (from `began`, performance.now()) and where they went, as a JudgeRun carries them: the
- * judge's own steps, and `starting`, the rest (the sandbox and the judge started, or a warm one reached). */
 /** The judge's own time for a validation, in ms (its wall time where an older judge did not say). */
 function ownMs(v: ValidationReport): number {
   return (v.own_seconds ?? v.seconds ?? 0) * 1000;
