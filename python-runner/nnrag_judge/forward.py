@@ -186,6 +186,9 @@ class Alike:
     def failed(self, error: str) -> None:
         self.count = self.count + 1 if error == self.last and TYPED.search(error) else 1
         self.last = error
+        if NATIVE_OPS.search(error):
+            # the process lacks compiled operators the block calls: every other guess meets that again
+            self.count = ALIKE
 
     def enough(self) -> bool:
         return self.count >= ALIKE
@@ -209,8 +212,7 @@ def search(
     examples: Sequence[str] = (),
 ) -> Tuple[Optional[Found], List[str], Optional[str], bool]:
     """Build each attempt and drive it forward until one runs: (found, build errors, forward error, built any). With
-    a plan, the argument set and input the original ran with are tried first. A failure for want of compiled operators
-    ends the search: that is the process's, which no other argument set or input changes."""
+    a plan, the argument set and input the original ran with are tried first."""
     errors: List[str] = []
     forward_error: Optional[str] = None
     built = False
@@ -225,8 +227,6 @@ def search(
         model, recorded, extra = make(attempt, cls, factory, torch, nn, errors)
         job().add("build", steady() - began)
         if model is None:
-            if errors and NATIVE_OPS.search(errors[-1]):
-                break  # compiled operators this process has not loaded: no other argument set loads them
             if guess:
                 alike.failed(errors[-1] if errors else "")
             continue
@@ -250,9 +250,6 @@ def search(
         if ran:
             return Found(attempt, inputs, index, out, model), errors, None, True
         forward_error = forward_error or error
-        if error and NATIVE_OPS.search(error):
-            forward_error = error
-            break
         if guess:
             alike.failed(error or "")
     return None, errors, forward_error, built
