@@ -73,6 +73,8 @@ class OriginalSide:
         self.compiled: List[str] = []
         # the worker itself said why the original cannot be compared (it was not cut short)
         self.said = False
+        # a run again to check its gradients' steadiness: its frames, to keep (judge.steadiness_checked)
+        self.kept: Optional[str] = None
 
 
 def on_unavailable(side: OriginalSide, frame: Unavailable, _original: Original) -> bool:
@@ -334,7 +336,22 @@ def judge(path: str, request: ValidateJob, place: Place, control: Optional[int] 
             raise
         if side is not None:
             comparing = time.time()
-            report.equivalence = equivalence_of(side, result, lacking_compiled(side, job, request, path))
+            lacking = lacking_compiled(side, job, request, path)
+            try:
+                report.equivalence = equivalence_of(side, result, lacking)
+            except Failure as failure:
+                # a difference where the original's run did not check whether its own gradients repeat: checked now
+                if failure.category != "differs" or original is None or (side.probed or {}).get("checked") is True:
+                    raise
+                checking = time.time()
+                again = steadiness_checked(request, place, path, original, side, memory_mb, left(), control, spent)
+                timings["steadiness"] = round(time.time() - checking, 3)
+                if again is None:
+                    raise
+                side = again
+                if request.keep_original and again.kept is not None:
+                    report.original_frames = again.kept
+                report.equivalence = equivalence_of(side, result, lacking)
             timings["comparing"] = round(time.time() - comparing, 3)
             if report.equivalence.get("native") and not natives_there(request, job):
                 # left out of the comparison for want of compiled operators: never a pass
@@ -382,6 +399,42 @@ def original_alone(path: str, request: ValidateJob, place: Place, control: Optio
         report.original_reason = side.reason
     report.seconds = round(time.time() - started, 3)
     return report
+
+
+def steadiness_checked(
+    request: ValidateJob,
+    place: Place,
+    path: str,
+    original: Original,
+    side: OriginalSide,
+    memory_mb: int,
+    timeout_s: float,
+    control: Optional[int],
+    spent: List[float],
+) -> Optional[OriginalSide]:
+    """The original run again on the plan it probed the first time, its first train step's gradients computed twice
+    (evidence.unstable_gradients: what varies between the two passes is said `unstable`); None when it cannot be
+    (no plan, no train step, a run that did not finish). Only after a difference: a block whose gradients match pays
+    no second backward. `kept`: its frames, to keep in place of the first run's."""
+    plan = copy_plan(side)
+    if plan is None or not any(str(body.get("key", "")).endswith("|train") for body, _ in side.probes):
+        return None
+    job = run_worker(
+        "original",
+        request.worker_request(file=place.fresh(path), original=original.plain(), plan=plan, check_gradients=True),
+        memory_mb,
+        max(1.0, timeout_s * ORIGINAL_SHARE),
+        control,
+        original_template(request, original),
+    )
+    spent.append(job.own_s)
+    if job.problem is not None and job.problem[0] == "cancelled":
+        raise Failure("cancelled", job.problem[1])
+    again = read_original(job, original)
+    if again.reason is not None or again.plan is None or (again.probed or {}).get("checked") is not True:
+        return None
+    again.kept = kept_original(job) if job.problem is None else None
+    return again
 
 
 def executed_of(side: OriginalSide, key: str = "executed") -> Optional[Dict[str, List[int]]]:

@@ -261,6 +261,7 @@ def probe_plan(
             PROBED,
             {
                 "variants": done,
+                **({"checked": True} if check_gradients else {}),
                 **({"ran": sorted(seen)[:5000]} if coverage else {}),
                 **({"executed": executed} if executed is not None else {}),
                 **({"executed_after_import": late} if late else {}),

@@ -223,7 +223,9 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
             pass
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
     reached = ["imported"]
-    found, errors, forward_error, _ = search(cls, attempts, factory, torch, nn, lambda r: reached.append("instantiated"), None, examples_of(req))
+    # run again to check its gradients' steadiness (judge.steadiness_checked): the plan it made the first time
+    given = req.get("plan") if isinstance(req.get("plan"), dict) else None
+    found, errors, forward_error, _ = search(cls, attempts, factory, torch, nn, lambda r: reached.append("instantiated"), given, examples_of(req))
     if found is None:
         why = forward_error or best_error(errors)
         send(frame(REACHED, reached[-1], error=str(why)[:500], spent=job().told()))
@@ -233,14 +235,15 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
     chosen = variants(cls, args, kwargs, cls) if key != "builder" else [({}, f"built by {original.get('builder', {}).get('name', 'its builder')}()")]
     if takes_a_list(found.model, found.inputs):
         chosen.insert(1, ({INPUT_FORM: "listed"}, "inputs as a list"))
-    plan = {
+    plan = given or {
         "attempt": key,
         "input": found.index,
         "variants": [{"label": label, "overrides": o} for o, label in chosen],
         "heavy": job().last_forward_s > HEAVY_S,
     }
     send(frame(PLAN, plan, compiled=compiled_loaded(torch)))
-    probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req), trace=trace, check_gradients=True)
+    checked = req.get("check_gradients") is True
+    probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req), trace=trace, check_gradients=checked)
 
 
 def traced_roots(original: Dict[str, Any]) -> List[str]:

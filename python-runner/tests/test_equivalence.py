@@ -611,6 +611,8 @@ class UnsteadyGradients(unittest.TestCase):
         self.assertIn("gradients not compared", record["reason"])
         # outputs and state are still compared, bit for bit
         self.assertGreater(record["compared_values"], 50)
+        # the original was run again to check its gradients only once they differed
+        self.assertIn("steadiness", report["timings"], report["timings"])
 
     def test_a_changed_forward_still_differs_beside_unsteady_gradients(self) -> None:
         report = judged(UNSTEADY.replace("return x * 2", "return x * 3", 1), UNSTEADY, "Unsteady")
@@ -619,6 +621,8 @@ class UnsteadyGradients(unittest.TestCase):
     def test_steady_gradients_are_compared(self) -> None:
         report = judged(ORIGINAL)
         self.assertNotIn("unstable", report["equivalence"])
+        # gradients that match cost no second backward: the original is not run again to check them
+        self.assertNotIn("steadiness", report["timings"], report["timings"])
 
 
 class UnstableField(unittest.TestCase):

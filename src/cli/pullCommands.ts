@@ -212,6 +212,7 @@ function judgeTimingsText(t: JudgeTimings): string {
     t.static !== undefined ? `static ${t.static.toFixed(1)} s` : undefined,
     side('original', t.original),
     side('copy', t.copy),
+    t.steadiness !== undefined ? `original again to check its gradients ${t.steadiness.toFixed(1)} s` : undefined,
     t.comparing !== undefined ? `comparing ${t.comparing.toFixed(1)} s` : undefined,
   ]
     .filter((x) => x !== undefined)

@@ -56,6 +56,9 @@ export interface JudgeTimings {
   original?: SideTimings;
   copy?: SideTimings;
   comparing?: number;
+  /** The original run again to check whether its own gradients repeat, after the copy's differed (judge.py
+   * `steadiness_checked`). */
+  steadiness?: number;
   /** Set by validateFile, not the judge: the failure was answered from an identical earlier job's (nothing ran:
    * originalCache.ts `keptFailure`). */
   reused?: boolean;
