@@ -92,11 +92,12 @@ def run_forward(
             except Exception as exc:  # noqa: BLE001
                 # the most telling error: the input that got deepest before it failed
                 frames = len(traceback.extract_tb(exc.__traceback__))
+                said = f"{type(exc).__name__}: {exc}{where(exc)}"
                 if frames > depth:
-                    depth, error = frames, f"{type(exc).__name__}: {exc}{where(exc)}"
+                    depth, error = frames, said
                 if NATIVE_OPS.search(str(exc)):
                     # compiled operators this process has not loaded: no other input loads them
-                    error = f"{type(exc).__name__}: {exc}{where(exc)}"
+                    error = said
                     break
                 kind = dtype_retry(str(exc))
                 if kind and index < len(candidates):

@@ -33,7 +33,7 @@ from .loading import block_network, import_file, import_original, limit_files, l
 from .protocol import NATIVE_OPS, CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
 from .observe import run_observe
 from .building import attempts_of, module_call
-from .forward import ALIKE, MISSING_MODULE, best_error, missing_package, search
+from .forward import ALIKE, MISSING_MODULE, Found, best_error, missing_package, search
 from .probing import HEAVY_S, Trace, probe_plan, torch_twins
 
 
@@ -231,19 +231,25 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
         send(frame(REACHED, reached[-1], error=str(why)[:500], spent=job().told()))
         return
     send(frame(REACHED, "forward", spent=job().told()))
+    plan = given if given is not None else plan_of(cls, found, original)
+    send(frame(PLAN, plan, compiled=compiled_loaded(torch)))
+    checked = req.get("check_gradients") is True
+    probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req), trace=trace, check_gradients=checked)
+
+
+def plan_of(cls: Any, found: Found, original: Dict[str, Any]) -> Dict[str, Any]:
+    """The comparison's plan from the original's first run: the argument set and input that ran, the variants to
+    probe, and whether its forward is heavy."""
     key, args, kwargs = found.attempt
     chosen = variants(cls, args, kwargs, cls) if key != "builder" else [({}, f"built by {original.get('builder', {}).get('name', 'its builder')}()")]
     if takes_a_list(found.model, found.inputs):
         chosen.insert(1, ({INPUT_FORM: "listed"}, "inputs as a list"))
-    plan = given or {
+    return {
         "attempt": key,
         "input": found.index,
         "variants": [{"label": label, "overrides": o} for o, label in chosen],
         "heavy": job().last_forward_s > HEAVY_S,
     }
-    send(frame(PLAN, plan, compiled=compiled_loaded(torch)))
-    checked = req.get("check_gradients") is True
-    probe_plan(send, cls, attempts, factory, plan, torch, nn, found=found, examples=examples_of(req), trace=trace, check_gradients=checked)
 
 
 def traced_roots(original: Dict[str, Any]) -> List[str]:
