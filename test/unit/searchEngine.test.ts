@@ -9,6 +9,7 @@ import { FTS_COLUMNS, SearchEngine } from '../../src/core/search/engine';
 import { buildSearchEngine, keepSearchEngine, searchBlocks, searchInMemory } from '../../src/core/search/search';
 import type { SearchQuery } from '../../src/core/search/search';
 import type { IndexDb } from '../../src/core/store/database';
+import { fieldQueries, writeCorpus } from '../../bench/searchScale';
 import { indexFolder, memoryDb, ROOT, tmpdir, writeTree } from './helpers';
 
 const BLOCKS = [
@@ -151,6 +152,22 @@ describe('search held in memory', () => {
     await writeTree(dir, { 'late/__init__.py': '', 'late/m.py': 'from torch import nn\n\nclass LateArrivalBlock(nn.Module):\n    pass\n' });
     await indexFolder(db, path.join(dir, 'late'));
     assert.strictEqual(searchBlocks(db, { text: 'late arrival' })[0]?.name, 'LateArrivalBlock');
+  });
+
+  it('ranks as FTS4 does where most blocks match a word typed and only bounds decide what is scored', async function () {
+    this.timeout(120_000);
+    // the field's words drawn by Zipf's law: a common word is in most blocks, prefixes reach thousands of terms
+    const big = await memoryDb();
+    const dir = await tmpdir();
+    writeCorpus(dir, 1500);
+    await indexFolder(big, path.join(dir, 'synth'));
+    const queries: SearchQuery[] = [...fieldQueries(40), 'mlp block', 'ffn', 'feed forward network', 'se block', 'attention block layer norm'].flatMap(
+      (q) => [{ text: q }, { text: q, limit: 3, offset: 4, group: false }, { text: q, kind: 'class', limit: 25 }] as SearchQuery[],
+    );
+    const fts = queries.map((q) => searchBlocks(big, q));
+    assert.ok(fts.filter((h) => h.length).length > 100);
+    await buildSearchEngine(big);
+    queries.forEach((q, i) => assert.deepStrictEqual(searchBlocks(big, q), fts[i], `${q.text} ${JSON.stringify(q)}`));
   });
 
   it('is built in the background for a kept index, and set aside by a write until the next one is built', async function () {

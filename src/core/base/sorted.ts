@@ -1,7 +1,7 @@
 /** Searches in sorted arrays. */
 
 /** The first index of `sorted` whose value is not below `key` (its length when none). */
-export function lowerBound<T extends string | number>(sorted: readonly T[], key: T): number {
+export function lowerBound<T extends string | number>(sorted: ArrayLike<T>, key: T): number {
   let lo = 0;
   let hi = sorted.length;
   while (lo < hi) {

@@ -9,6 +9,7 @@ import type { Database, SqlValue } from 'sql.js';
 import type { IndexDb, Row } from '../store/database';
 import { loadSqlJs } from '../store/database';
 import { lowerBound } from '../base/sorted';
+import { kindOf, standing, wordsOfName } from './facts';
 
 /** classes_fts's columns, in its order (matchinfo's column index). */
 export const FTS_COLUMNS = ['name', 'words', 'doc', 'signature', 'path', 'repo'] as const;
@@ -32,6 +33,29 @@ export interface EngineFilter {
   repo?: string;
   category?: string;
   validation?: string;
+}
+
+/**
+ * The documents a query matches, as `SearchEngine.select` leaves them: what each hits is read from bitsets, and a
+ * document's full `matchinfo` only when asked (`info`: one scratch array, valid until the next call).
+ */
+export interface Selection {
+  /** The matched documents, ascending (FTS4's order). */
+  docs: Int32Array;
+  /** `matchinfo('pcnalx')` without a row's own figures: phrases, columns, documents, averages, totals, documents hit. */
+  figures: Uint32Array;
+  /** The documents phrase i hits in column `col`, a bitset (document d: bit d % 32 of word d / 32). */
+  cell(i: number, col: number): Uint32Array;
+  /** Per document and column (d * columns + col), its tokens. */
+  lengths: Uint32Array;
+  /** Whether phrase i hits document d in any column. */
+  says(i: number, d: number): boolean;
+  /** The documents phrase i hits in any column, a bitset (document d: bit d % 32 of word d / 32). */
+  phrase(i: number): Uint32Array;
+  /** The most hits phrase i has in column `col` of any one document. */
+  mostHits(i: number, col: number): number;
+  row(d: number): Row;
+  info(d: number): Uint32Array;
 }
 
 /** Stems words as SQLite's porter tokenizer does, each word once (a word's stem does not depend on its neighbours). */
@@ -105,6 +129,60 @@ function validationStatus(raw: SqlValue): string | null {
 
 const CHUNK = 2_000;
 
+/** The bits set in a 32-bit word. */
+function popcount(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
+}
+
+/** Per term and column (term * columns + column): the documents it is in there, its hits, the most in one. */
+function termFigures(postings: Int32Array[], counts: Uint32Array[]): { termDocs: Uint32Array; termHits: Uint32Array; termMost: Uint32Array } {
+  const termDocs = new Uint32Array(postings.length * C);
+  const termHits = new Uint32Array(postings.length * C);
+  const termMost = new Uint32Array(postings.length * C);
+  postings.forEach((at, t) => {
+    for (let e = 0; e < at.length; e++) {
+      const cell = t * C + (at[e] & 7);
+      termDocs[cell]++;
+      termHits[cell] += counts[t][e];
+      if (counts[t][e] > termMost[cell]) termMost[cell] = counts[t][e];
+    }
+  });
+  return { termDocs, termHits, termMost };
+}
+
+/** The postings by document: document d's entries are `starts[d]` to `starts[d + 1]`, a term and count * 8 + column. */
+function byDocument(postings: Int32Array[], counts: Uint32Array[], n: number): { starts: Uint32Array; termOf: Uint32Array; cellOf: Uint32Array } {
+  const starts = new Uint32Array(n + 1);
+  for (const at of postings) for (let e = 0; e < at.length; e++) starts[(at[e] >> 3) + 1]++;
+  for (let d = 0; d < n; d++) starts[d + 1] += starts[d];
+  const fill = starts.slice(0, n);
+  const termOf = new Uint32Array(starts[n]);
+  const cellOf = new Uint32Array(starts[n]);
+  postings.forEach((at, t) => {
+    for (let e = 0; e < at.length; e++) {
+      const k = fill[at[e] >> 3]++;
+      termOf[k] = t;
+      cellOf[k] = counts[t][e] * 8 + (at[e] & 7);
+    }
+  });
+  return { starts, termOf, cellOf };
+}
+
+/** The documents by each three letters in a row of their names, ascending. */
+function trigramsOf(names: string[]): Map<string, Int32Array> {
+  const threes = new Map<string, number[]>();
+  names.forEach((x, d) => {
+    for (let k = 0; k + 3 <= x.length; k++) {
+      const three = x.slice(k, k + 3);
+      const docs = threes.get(three) ?? threes.set(three, []).get(three)!;
+      if (docs[docs.length - 1] !== d) docs.push(d);
+    }
+  });
+  return new Map([...threes].map(([three, docs]) => [three, Int32Array.from(docs)]));
+}
+
 export class SearchEngine {
   private constructor(
     private readonly stemmer: Stemmer,
@@ -122,16 +200,49 @@ export class SearchEngine {
     private readonly terms: string[],
     private readonly postings: Int32Array[],
     private readonly counts: Uint32Array[],
+    /** Per term and column (term * columns + column): the documents it is in there, its hits, the most in one. */
+    private readonly termDocs: Uint32Array,
+    private readonly termHits: Uint32Array,
+    private readonly termMost: Uint32Array,
+    /** The postings again, by document: document d's entries are `starts[d]` to `starts[d + 1]`, each a term and its
+     * column and count (count * 8 + column). */
+    private readonly starts: Uint32Array,
+    private readonly termOf: Uint32Array,
+    private readonly cellOf: Uint32Array,
     /** Per lexical-duplicate group: its blocks and their repositories. */
     private readonly groups: Map<number, { count: number; repos: number }>,
+    /** Per document, what the ranking reads without the query: its standing (facts.ts), and its kind (1: a block word
+     * in its name, 2: it takes num_classes, 4: in a transforms module). */
+    readonly standings: Float64Array,
+    readonly kinds: Uint8Array,
+    /** The documents by the words of their names (facts.ts `wordsOfName`). */
+    private readonly named: Map<string, Int32Array>,
+    /** Every name in lower case, each between newlines, and where each begins. */
+    private readonly names: string,
+    private readonly nameStarts: Int32Array,
+    /** The documents by each three letters in a row of their lower-case names, ascending. */
+    private readonly trigrams: Map<string, Int32Array>,
   ) {
-    this.slot = new Int32Array(rows.length).fill(-1);
+    const words = (rows.length + 31) >>> 5;
+    this.nameWordList = [...named.keys()].sort();
+    this.blocks = new Uint32Array(words);
+    this.abstracts = new Uint32Array(words);
+    isBlock.forEach((b, d) => {
+      if (!b) return;
+      this.blocks[d >>> 5] |= 1 << (d & 31);
+      if (Number(rows[d].abstract) === 1) this.abstracts[d >>> 5] |= 1 << (d & 31);
+    });
   }
 
-  /** Scratch of the last query: each document it touched, and its slot in `hits` (-1: untouched). */
-  private readonly slot: Int32Array;
-  private touched: number[] = [];
-  private hits = new Uint32Array(1 << 12);
+  /** The blocks, and the abstract blocks, as bitsets over the documents (the filters of kind). */
+  private readonly blocks: Uint32Array;
+  private readonly abstracts: Uint32Array;
+
+  /** Scratch of the last query: a bitset per phrase and column, then one per phrase, then the matched documents. */
+  private bits = new Uint32Array(0);
+  private matched = new Int32Array(0);
+  /** Scratch of a phrase of several terms: its hits per document and column (document * 8 + column), zero between. */
+  private sums = new Uint32Array(0);
 
   /** How many blocks a lexical-duplicate group has, in how many repositories (search.ts's `copies`). */
   copies(group: number): { count: number; repos: number } {
@@ -140,6 +251,72 @@ export class SearchEngine {
 
   get size(): number {
     return this.rows.length;
+  }
+
+  /** The documents whose names have `word` among their words (facts.ts `wordsOfName`). */
+  namedWith(word: string): Int32Array | undefined {
+    return this.named.get(word);
+  }
+
+  /** The words of names (`namedWith`'s keys) that begin with `prefix`. */
+  nameWordsFrom(prefix: string): string[] {
+    const words = this.nameWordList;
+    const out: string[] = [];
+    for (let k = lowerBound(words, prefix); k < words.length && words[k].startsWith(prefix); k++) out.push(words[k]);
+    return out;
+  }
+
+  /** `named`'s keys, sorted. */
+  private readonly nameWordList: string[];
+
+  /** The words of names that the most documents have, most first (at most `count`). */
+  commonNameWords(count: number): string[] {
+    return [...this.named]
+      .sort((a, b) => b[1].length - a[1].length || (a[0] < b[0] ? -1 : 1))
+      .slice(0, count)
+      .map(([w]) => w);
+  }
+
+  /** The documents whose lower-case names contain `text`, each once, ascending. */
+  namesContaining(text: string): number[] {
+    const out: number[] = [];
+    if (!text || text.includes('\n')) return out;
+    if (text.length >= 3) {
+      // the documents of the text's rarest three letters, each name read
+      let rarest: Int32Array | undefined;
+      for (let k = 0; k + 3 <= text.length; k++) {
+        const docs = this.trigrams.get(text.slice(k, k + 3));
+        if (!docs) return out;
+        if (!rarest || docs.length < rarest.length) rarest = docs;
+      }
+      for (const d of rarest!) if (this.lowerName(d).includes(text)) out.push(d);
+      return out;
+    }
+    for (let at = this.names.indexOf(text); at >= 0;) {
+      const d = lowerBound(this.nameStarts, at + 1) - 1;
+      out.push(d);
+      // the next name
+      at = this.names.indexOf(text, this.nameEnd(d) + 1);
+    }
+    return out;
+  }
+
+  /** The documents whose lower-case name is `lower`, ascending. */
+  namedExactly(lower: string): number[] {
+    const out: number[] = [];
+    if (!lower || lower.includes('\n')) return out;
+    const line = `\n${lower}\n`;
+    for (let at = this.names.indexOf(line); at >= 0; at = this.names.indexOf(line, at + line.length - 1)) out.push(lowerBound(this.nameStarts, at + 1));
+    return out;
+  }
+
+  private nameEnd(d: number): number {
+    return d + 1 < this.nameStarts.length ? this.nameStarts[d + 1] - 1 : this.names.length - 1;
+  }
+
+  /** Document d's name in lower case. */
+  lowerName(d: number): string {
+    return this.names.slice(this.nameStarts[d], this.nameEnd(d));
   }
 
   /** Reads the index (every class: FTS4's statistics count them all), `CHUNK` rows at a time with `pause` between. */
@@ -154,6 +331,10 @@ export class SearchEngine {
     const totals = new Array<number>(C).fill(0);
     const acc = new Map<string, { at: number[]; n: number[] }>();
     const groups = new Map<number, { count: number; repos: Set<number> }>();
+    const standings: number[] = [];
+    const kinds: number[] = [];
+    const named = new Map<string, number[]>();
+    const names: string[] = [];
     // a column's terms and counts (one map, emptied for each column)
     const seen = new Map<string, number>();
     let last = -Infinity;
@@ -183,6 +364,11 @@ export class SearchEngine {
           signature: r.signature,
         });
         isBlock.push(Number(r.is_block) === 1 ? 1 : 0);
+        const name = String(r.name);
+        names.push(name.toLowerCase());
+        standings.push(standing(r));
+        kinds.push(kindOf(r));
+        for (const w of wordsOfName(name)) (named.get(w) ?? named.set(w, []).get(w)!).push(doc);
         if (Number(r.is_block) === 1 && r.dup_lex !== null && r.dup_lex !== undefined) {
           const g = groups.get(Number(r.dup_lex)) ?? { count: 0, repos: new Set<number>() };
           g.count++;
@@ -220,6 +406,13 @@ export class SearchEngine {
     const postings = terms.map((t) => Int32Array.from(acc.get(t)!.at));
     const counts = terms.map((t) => Uint32Array.from(acc.get(t)!.n));
     const copies = new Map([...groups].map(([g, { count, repos }]) => [g, { count, repos: repos.size }]));
+    const { termDocs, termHits, termMost } = termFigures(postings, counts);
+    const { starts, termOf, cellOf } = byDocument(postings, counts, n);
+    const threes = trigramsOf(names);
+    // (a newline before the first name too: `namedExactly` looks for a name between two)
+    const nameStarts = new Int32Array(n);
+    if (n) nameStarts[0] = 1;
+    for (let d = 1; d < n; d++) nameStarts[d] = nameStarts[d - 1] + names[d - 1].length + 1;
     return new SearchEngine(
       stem,
       rows,
@@ -232,7 +425,19 @@ export class SearchEngine {
       terms,
       postings,
       counts,
+      termDocs,
+      termHits,
+      termMost,
+      starts,
+      termOf,
+      cellOf,
       copies,
+      Float64Array.from(standings),
+      Uint8Array.from(kinds),
+      new Map([...named].map(([w, docs]) => [w, Int32Array.from(docs)])),
+      `\n${names.map((x) => `${x}\n`).join('')}`,
+      nameStarts,
+      threes,
     );
   }
 
@@ -257,87 +462,141 @@ export class SearchEngine {
     const s = this.stemmer.stem(p.word);
     const lo = lowerBound(this.terms, s);
     if (!p.prefix) return this.terms[lo] === s ? [lo, lo + 1] : [lo, lo];
-    let end = lo;
-    while (end < this.terms.length && this.terms[end].startsWith(s)) end++;
-    return [lo, end];
+    // the terms that begin with s: up to the first term not below s with its last letter's successor
+    const last = s.charCodeAt(s.length - 1);
+    if (last === 0xffff) {
+      let end = lo;
+      while (end < this.terms.length && this.terms[end].startsWith(s)) end++;
+      return [lo, end];
+    }
+    return [lo, lowerBound(this.terms, s.slice(0, -1) + String.fromCharCode(last + 1))];
   }
 
   /**
-   * The documents that match the phrases (all of them when `and`, any otherwise) and pass the filters, in FTS4's
-   * order (`docs`: their indexes in `rows`), each with its `matchinfo('pcnalx')` (`info(k)`: one scratch array, valid until the next call of `info` or
-   * `match`); undefined
-   * when a phrase is not a single token (the caller asks FTS4).
+   * The documents that match the phrases (all of them when `and`, any otherwise) and pass the filters: a `Selection`
+   * that reads each document's `matchinfo('pcnalx')` only when asked; undefined when a phrase is not a single token
+   * (the caller asks FTS4). The selection is valid until the next call of `select` or `match`.
    */
-  match(phrases: Phrase[], and: boolean, filter: EngineFilter): { rows: Row[]; docs: Int32Array; info: (k: number) => Uint32Array } | undefined {
+  select(phrases: Phrase[], and: boolean, filter: EngineFilter): Selection | undefined {
     const ranges = phrases.map((p) => this.range(p));
     if (ranges.some((r) => r === undefined)) return undefined;
-    // the last query's answer is read no more
-    for (const d of this.touched) this.slot[d] = -1;
-    const touched: number[] = (this.touched = []);
+    const n = this.rows.length;
+    const W = (n + 31) >>> 5;
     const p = phrases.length;
-    const width = p * C;
-    const total = new Uint32Array(width);
-    const docsWith = new Uint32Array(width);
-    const slot = this.slot;
-    let hits = this.hits;
+    const cells = p * C;
+    // a bitset per phrase and column (which documents it hits there), then one per phrase (any column), then the matched
+    const size = (cells + p + 1) * W;
+    if (this.bits.length < size) this.bits = new Uint32Array(size);
+    const bits = this.bits;
+    bits.fill(0, 0, size);
+    const total = new Uint32Array(cells);
+    const docsWith = new Uint32Array(cells);
+    const most = new Uint32Array(cells);
     for (let i = 0; i < p; i++) {
       const [lo, hi] = ranges[i]!;
-      const phrase = i * C;
       for (let t = lo; t < hi; t++) {
         const at = this.postings[t];
-        const n = this.counts[t];
         for (let e = 0; e < at.length; e++) {
           const d = at[e] >> 3;
-          let s = slot[d];
-          if (s < 0) {
-            s = slot[d] = touched.length;
-            touched.push(d);
-            if ((s + 1) * width > hits.length) {
-              const grown = new Uint32Array(Math.max(hits.length * 2, (s + 1) * width));
-              grown.set(hits.subarray(0, s * width));
-              hits = this.hits = grown;
-            }
-            for (let z = s * width; z < (s + 1) * width; z++) hits[z] = 0;
-          }
-          const cell = phrase + (at[e] & 7);
-          const x = s * width + cell;
-          if (hits[x] === 0) docsWith[cell]++;
-          hits[x] += n[e];
-          total[cell] += n[e];
+          bits[(i * C + (at[e] & 7)) * W + (d >>> 5)] |= 1 << (d & 31);
+        }
+        for (let col = 0; col < C; col++) {
+          const cell = i * C + col;
+          total[cell] += this.termHits[t * C + col];
+          if (this.termMost[t * C + col] > most[cell]) most[cell] = this.termMost[t * C + col];
+          docsWith[cell] += this.termDocs[t * C + col];
         }
       }
-    }
-    const matched: number[] = [];
-    for (const d of touched) {
-      const s = this.slot[d];
-      let all = true;
-      for (let i = 0; i < p && all; i++) {
-        let any = false;
-        for (let col = 0; col < C; col++) if (this.hits[s * width + i * C + col]) any = true;
-        all = any;
+      if (hi - lo > 1) {
+        // a document two terms of the range hit is counted once, with the hits of both
+        for (let col = 0; col < C; col++) {
+          const from = (i * C + col) * W;
+          let count = 0;
+          for (let w = 0; w < W; w++) count += popcount(bits[from + w]);
+          docsWith[i * C + col] = count;
+          most[i * C + col] = 0;
+        }
+        if (this.sums.length < n * 8) this.sums = new Uint32Array(n * 8);
+        const sums = this.sums;
+        for (let t = lo; t < hi; t++) {
+          const at = this.postings[t];
+          const counts = this.counts[t];
+          for (let e = 0; e < at.length; e++) {
+            const v = (sums[at[e]] += counts[e]);
+            const cell = i * C + (at[e] & 7);
+            if (v > most[cell]) most[cell] = v;
+          }
+        }
+        for (let t = lo; t < hi; t++) {
+          const at = this.postings[t];
+          for (let e = 0; e < at.length; e++) sums[at[e]] = 0;
+        }
       }
-      if ((!and || all) && this.keeps(d, filter)) matched.push(d);
+      const phrase = (cells + i) * W;
+      for (let col = 0; col < C; col++) {
+        if (!most[i * C + col]) continue;
+        const from = (i * C + col) * W;
+        for (let w = 0; w < W; w++) bits[phrase + w] |= bits[from + w];
+      }
     }
-    const chosen = Int32Array.from(matched).sort();
-    const info = new Uint32Array(3 + 2 * C + 3 * width);
+    // the matched: every phrase's documents (and) or any (or), of the kind asked
+    const out = (cells + p) * W;
+    const kind = filter.kind === 'class' ? undefined : filter.kind === 'abstract' ? this.abstracts : this.blocks;
+    for (let w = 0; w < W; w++) {
+      let m = and ? -1 : 0;
+      for (let i = 0; i < p; i++) m = and ? m & bits[(cells + i) * W + w] : m | bits[(cells + i) * W + w];
+      bits[out + w] = kind ? m & kind[w] : m;
+    }
+    if (this.matched.length < n) this.matched = new Int32Array(n);
+    const matched = this.matched;
+    let count = 0;
+    const checked = filter.repo !== undefined || filter.category !== undefined || filter.validation !== undefined;
+    for (let w = 0; w < W; w++) {
+      for (let m = bits[out + w]; m; m &= m - 1) {
+        const d = (w << 5) + (31 - Math.clz32(m & -m));
+        if (!checked || this.keeps(d, filter)) matched[count++] = d;
+      }
+    }
+    const info = new Uint32Array(3 + 2 * C + 3 * cells);
     info[0] = p;
     info[1] = C;
-    info[2] = this.rows.length;
+    info[2] = n;
     info.set(this.average, 3);
-    for (let i = 0; i < width; i++) {
+    for (let i = 0; i < cells; i++) {
       info[3 + 2 * C + 3 * i + 1] = total[i];
       info[3 + 2 * C + 3 * i + 2] = docsWith[i];
     }
+    const has = (at: number, d: number): boolean => (bits[at * W + (d >>> 5)] & (1 << (d & 31))) !== 0;
     return {
-      rows: Array.from(chosen, (d) => this.rows[d]),
-      docs: chosen,
-      info: (k: number): Uint32Array => {
-        const d = chosen[k];
-        const at = this.slot[d] * width;
+      docs: matched.subarray(0, count),
+      figures: info,
+      cell: (i, col) => bits.subarray((i * C + col) * W, (i * C + col + 1) * W),
+      lengths: this.lengths,
+      says: (i, d) => has(cells + i, d),
+      phrase: (i) => bits.subarray((cells + i) * W, (cells + i + 1) * W),
+      mostHits: (i, col) => most[i * C + col],
+      row: (d) => this.rows[d],
+      info: (d) => {
         for (let col = 0; col < C; col++) info[3 + C + col] = this.lengths[d * C + col];
-        for (let i = 0; i < width; i++) info[3 + 2 * C + 3 * i] = this.hits[at + i];
+        for (let i = 0; i < cells; i++) info[3 + 2 * C + 3 * i] = 0;
+        // the document's own terms, each counted for every phrase whose range holds it
+        for (let e = this.starts[d]; e < this.starts[d + 1]; e++) {
+          const t = this.termOf[e];
+          for (let i = 0; i < p; i++) {
+            const [lo, hi] = ranges[i]!;
+            if (t >= lo && t < hi) info[3 + 2 * C + 3 * (i * C + (this.cellOf[e] & 7))] += this.cellOf[e] >>> 3;
+          }
+        }
         return info;
       },
     };
+  }
+
+  /** `select`, read out: the matched documents' rows in FTS4's order, and `info(k)` of the k-th (one scratch array). */
+  match(phrases: Phrase[], and: boolean, filter: EngineFilter): { rows: Row[]; docs: Int32Array; info: (k: number) => Uint32Array } | undefined {
+    const selection = this.select(phrases, and, filter);
+    if (!selection) return undefined;
+    const { docs } = selection;
+    return { rows: Array.from(docs, (d) => this.rows[d]), docs, info: (k) => selection.info(docs[k]) };
   }
 }

@@ -6,10 +6,12 @@
 import type { IndexDb } from '../store/database';
 import type { SqlValue } from 'sql.js';
 import { RANKED, SearchEngine } from './engine';
-import type { EngineFilter } from './engine';
+import type { EngineFilter, Selection } from './engine';
 import { understand, vocabularyOf } from './query';
 import type { UnderstoodQuery, Vocabulary } from './query';
-import { searchWords, splitIdentifier } from './words';
+import { lowerBound } from '../base/sorted';
+import { BLOCK_WORDS, factsOf } from './facts';
+import type { RowFacts } from './facts';
 
 export type BlockKind = 'block' | 'abstract' | 'class';
 
@@ -146,15 +148,42 @@ function readyEngine(db: IndexDb): SearchEngine | undefined {
     // once the index has been quiet a moment (not after each file of a run that is still indexing)
     const timer = setTimeout(() => {
       if (db.generation !== generation) return void engines.delete(db);
-      SearchEngine.build(db, () => new Promise((resolve) => setImmediate(resolve))).then(
-        // written meanwhile: dropped (the next search starts another)
-        (engine) => engines.set(db, db.generation === generation ? { generation, engine } : { generation: -1 }),
-        () => engines.delete(db),
-      );
+      const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+      SearchEngine.build(db, pause)
+        .then(async (engine) => {
+          await warm(db, engine, pause);
+          return engine;
+        })
+        .then(
+          // written meanwhile: dropped (the next search starts another)
+          (engine) => engines.set(db, db.generation === generation ? { generation, engine } : { generation: -1 }),
+          () => engines.delete(db),
+        );
     }, QUIET_MS);
     timer.unref();
   }
   return undefined;
+}
+
+/**
+ * Answers a few queries of the index's most common name words with a new in-memory search before it serves: the first
+ * searches of a fresh process run the ranking's code before the JavaScript engine has compiled it (ten times slower)
+ * and read each block's facts for the first time; a person's first queries should not pay for that.
+ */
+async function warm(db: IndexDb, engine: SearchEngine, pause: () => Promise<void>): Promise<void> {
+  const generation = db.generation;
+  const words = engine.commonNameWords(12);
+  const n = words.length;
+  const queries = [
+    ...words,
+    ...words.map((w, i) => `${w} ${words[(i + 1) % n]}`),
+    ...words.slice(0, 6).map((w, i) => `${w} ${words[(i + 2) % n]} ${words[(i + 4) % n]}`),
+  ];
+  for (const text of queries) {
+    if (db.generation !== generation) return;
+    searchOver(db, { text, limit: 10 }, engine);
+    await pause();
+  }
 }
 
 /** Per word typed: the modules that define a class of that name (case aside) or whose file's name has it as a word
@@ -163,7 +192,7 @@ type Models = Map<string, Set<string>[]>;
 
 /** Per database, until it changes: its modules by the words of their files' names, and the words asked so far. */
 const models = new WeakMap<IndexDb, { generation: number; files: Map<string, Set<string>>; names: Map<string, Set<string>> }>();
-function modelsOf(db: IndexDb, words: string[]): Models {
+function modelsOf(db: IndexDb, words: string[], engine?: SearchEngine): Models {
   let kept = models.get(db);
   if (kept?.generation !== db.generation) {
     const files = new Map<string, Set<string>>();
@@ -178,7 +207,15 @@ function modelsOf(db: IndexDb, words: string[]): Models {
   const m: Models = new Map();
   for (const w of words) {
     let named = kept.names.get(w);
-    if (!named) kept.names.set(w, (named = new Set(db.all('SELECT DISTINCT module FROM classes WHERE lower(name) = ?', [w]).map((r) => String(r.module)))));
+    if (!named)
+      kept.names.set(
+        w,
+        (named = new Set(
+          engine
+            ? engine.namedExactly(w).map((d) => String(engine.rows[d].module))
+            : db.all('SELECT DISTINCT module FROM classes WHERE lower(name) = ?', [w]).map((r) => String(r.module)),
+        )),
+      );
     const files = kept.files.get(w);
     if (named.size || files) m.set(w, files ? [named, files] : [named]);
   }
@@ -283,22 +320,8 @@ function sameWord(a: string, b: string): boolean {
 /** What a block in the file named by a word typed gains, when another word typed is in its name (`score`). */
 const PART_OF = 40;
 
-/** Words a researcher puts after a block's kind (`convnext block`): they want a block, not the whole model. */
-const BLOCK_WORDS = new Set(['block', 'blocks', 'layer', 'layers', 'unit', 'cell']);
-
 /** Words of queries for data transforms: without one, a class of a `transforms` module ranks below blocks. */
 const TRANSFORM_WORDS = /^(transforms?|augment\w*|crop|flip|jitter|resize|rotation|erasing|normalize|blur|grayscale)$/;
-
-/** A class name's own words (abbreviations expanded), kept: the same names come back query after query. */
-const nameWordsCache = new Map<string, Set<string>>();
-function wordsOfName(name: string): Set<string> {
-  let words = nameWordsCache.get(name);
-  if (!words) {
-    if (nameWordsCache.size >= 50_000) nameWordsCache.clear();
-    nameWordsCache.set(name, (words = new Set(searchWords(name).split(' '))));
-  }
-  return words;
-}
 
 function toUint32(blob: SqlValue): Uint32Array {
   const bytes = blob as Uint8Array;
@@ -363,43 +386,8 @@ function hitOf(r: Record<string, SqlValue>, score: number): SearchHit {
   };
 }
 
-/** What the ranking reads of a candidate that does not depend on the query. */
-interface RowFacts {
-  lower: string;
-  /** The name's own words, abbreviations expanded. */
-  words: Set<string>;
-  /** The name split as written. */
-  own: string[];
-  blockWord: boolean;
-  classifier: boolean;
-  transforms: boolean;
-  module: string;
-  private: boolean;
-  used: number;
-  prior: number;
-  abstract: boolean;
-}
-
 /** Kept per document of an in-memory search (the same rows query after query). */
 const engineFacts = new WeakMap<SearchEngine, (RowFacts | undefined)[]>();
-function factsOf(r: Record<string, SqlValue>): RowFacts {
-  const name = String(r.name);
-  const own = splitIdentifier(name);
-  return {
-    lower: name.toLowerCase(),
-    words: wordsOfName(name),
-    own,
-    blockWord: own.some((w) => BLOCK_WORDS.has(w)),
-    classifier: /\bnum_classes\b/.test(String(r.signature)),
-    transforms: /(^|\.)transforms?(\.|$)/.test(String(r.module)),
-    module: String(r.module),
-    private: name.startsWith('_'),
-    used: 4 * Math.log1p(Number(r.uses)),
-    prior: Number(r.prior ?? 0),
-    abstract: Number(r.abstract) === 1,
-  };
-}
-
 /** The first `k` items offered, by `order` (a total order), kept in a heap whose root is the one that sorts last. */
 class Leading<T> {
   private readonly heap: T[] = [];
@@ -441,11 +429,117 @@ class Leading<T> {
   }
 }
 
-type Candidates = { rows: Record<string, SqlValue>[]; docs?: Int32Array; info: (k: number) => Uint32Array };
+type Candidates = { rows: Record<string, SqlValue>[]; info: (k: number) => Uint32Array };
 type Scored = { r: Record<string, SqlValue>; score: number; covered: number };
 /** The ranking's order: more typed words matched, then the higher score, then by name (and id: a total order). */
 const order = (a: Scored, b: Scored): number =>
   b.covered - a.covered || b.score - a.score || String(a.r.name).localeCompare(String(b.r.name)) || Number(a.r.id) - Number(b.r.id);
+
+/** How a query scores a candidate beyond BM25 (both ways of finding candidates rank with the same one). */
+interface Ranker {
+  /** The query's words run together, lower case (`settled` compares names with it). */
+  query: string;
+  /** How many typed words candidate counts, from `c` its text matches (`says(t)`: its text says typed word t). */
+  lift(c: number, row: () => RowFacts, says: (t: number) => boolean): number;
+  /** What a name scores against the query: the query itself, its beginning, or within it. */
+  nameScore(lower: string): number;
+  /** What the block's kind scores (a block word in its name, a whole classifier, a data transform). */
+  kindScore(blockWord: boolean, classifier: boolean, transforms: boolean): number;
+  /** The score without the name's words, meanings, initials and model (`bonus`), from BM25's `text`. */
+  settled(text: number, row: RowFacts): number;
+  /** What the name's words, meanings, initials and model add: at most `most`. */
+  bonus(row: RowFacts): number;
+  most: number;
+  /** The typed words (their places) that name a model, and the model's modules, by the word typed. */
+  modelWords: number[];
+  models: Models;
+  /** Each term and what it adds when the name has it as a word (`bonus`'s first part). */
+  nameWords: [string, number][];
+}
+
+function rankerOf(understood: UnderstoodQuery, typed: string, models: Models): Ranker {
+  const terms = understood.terms;
+  const query = typed
+    .trim()
+    .toLowerCase()
+    .replace(/[\s\-_]+/g, '');
+  const queryWords = new Set(terms);
+  const nameWords = [...queryWords].map((w): [string, number] => [w, understood.loose.has(w) ? 2 : 5]);
+  const wantsBlock = understood.typed.some((w) => BLOCK_WORDS.has(w));
+  const wantsTransform = understood.typed.some((w) => TRANSFORM_WORDS.test(w));
+  const partOfModel = (w: string, row: RowFacts): boolean => models.get(w)?.some((modules) => modules.has(row.module)) === true && !row.words.has(w);
+  // the typed words that name a model (a class or a file of the index), by their place
+  const modelWords = understood.typed.flatMap((w, t) => (models.has(w) ? [t] : []));
+  const all = understood.typed.length;
+  // the most the name's words, meanings, initials and model can add (`bonus` below): a candidate whose score without
+  // them cannot reach the leading results so far is not scored further
+  let most = 0;
+  for (const [, n] of nameWords) most += n;
+  most += 100 * understood.meanings.filter((m) => m.length).length + 20 * understood.initials.length + (understood.acronym ? 100 : 0) + PART_OF;
+  const nameScore = (name: string): number => {
+    if (name === query) return 1000;
+    // (a name that begins with two letters typed is no sign: `bn` begins BNReLU2d, and means batch norm)
+    if (query.length >= 3 && name.startsWith(query)) return 200 + 100 / name.length;
+    if (query.length >= 3 && name.includes(query)) return 50;
+    return 0;
+  };
+  const kindScore = (blockWord: boolean, classifier: boolean, transforms: boolean): number => {
+    let score = 0;
+    if (wantsBlock) {
+      if (blockWord) score += 30;
+      // a whole classifier (it takes num_classes) is not the block asked for
+      if (classifier) score -= 30;
+    }
+    if (!wantsTransform && transforms) score -= 10;
+    return score;
+  };
+  return {
+    query,
+    most,
+    nameWords,
+    modelWords,
+    models,
+    nameScore,
+    kindScore,
+    lift: (c, row, says) => {
+      // the initials of the words typed are the name (`atrous spatial pyramid pooling`: ASPP)
+      if (understood.acronym && row().own.includes(understood.acronym)) return all;
+      // the words typed, run together, are the name or begin it (`image encoder vit`: ImageEncoderViT, whose `ViT` its
+      // text never says as a word of its own)
+      if (c < all && query.length >= 3 && row().lower.startsWith(query)) return all;
+      // a word typed that names the block's model (its file, or a class beside it) and that its text does not say
+      if (c < all && modelWords.length) {
+        const facts = row();
+        for (const t of modelWords) if (partOfModel(understood.typed[t], facts) && !says(t)) c++;
+      }
+      return c;
+    },
+    settled: (text, row) => text + nameScore(row.lower) + kindScore(row.blockWord, row.classifier, row.transforms) + row.standing,
+    bonus: (row) => {
+      let score = 0;
+      // every query word in the name's own words (abbreviations expanded)
+      for (const [w, n] of nameWords) if (row.words.has(w)) score += n;
+      // an acronym whose meaning is the name (`fpn`: FeaturePyramidNetwork, `vit`: VisionTransformer)
+      const own = row.own;
+      for (const meaning of understood.meanings) if (meaning.length && meaning.every((m) => own.some((w) => sameWord(w, m)))) score += 100;
+      for (const a of understood.initials) if (own.includes(a)) score += 20;
+      if (understood.acronym && own.includes(understood.acronym)) score += own.length === 1 ? 100 : 30;
+      // a part of the model the query names (`convnext block`: CNBlock in convnext.py, not the whole ConvNeXt; `decoder
+      // block of gpt`: the Block beside GPT): a word typed names the block's file, or a class of its module, and not the
+      // block, and another word typed is in the block's name
+      const partOf = understood.typed.some((w) => partOfModel(w, row));
+      if (partOf && understood.typed.some((w) => row.words.has(w))) score += PART_OF;
+      return score;
+    },
+  };
+}
+
+/** The lowest level of typed words matched whose candidates, with those of the levels above, fill `wanted`. */
+function floorOf(levels: number[], wanted: number): number {
+  let floor = levels.length - 1;
+  for (let n = levels[floor] ?? 0; floor > 0 && n < wanted;) n += levels[--floor] ?? 0;
+  return floor;
+}
 
 /**
  * The first `wanted` candidates by the ranking's order (typed words matched, then score), sorted; `factsAt(k)`: what
@@ -454,109 +548,254 @@ const order = (a: Scored, b: Scored): number =>
 function leadingResults(
   found: Candidates,
   understood: UnderstoodQuery,
-  typed: string,
+  ranker: Ranker,
   anded: boolean,
   wanted: number,
   factsAt: (k: number) => RowFacts,
-  models: Models,
 ): Scored[] {
   const { rows } = found;
-  const terms = understood.terms;
-  const query = typed
-    .trim()
-    .toLowerCase()
-    .replace(/[\s\-_]+/g, '');
-  const queryWords = new Set(terms);
-  const wantsBlock = understood.typed.some((w) => BLOCK_WORDS.has(w));
-  const wantsTransform = understood.typed.some((w) => TRANSFORM_WORDS.test(w));
   // how many of the typed words each candidate matches, the first key of the order: only the levels that can fill
   // the leading results are scored (a candidate of a lower level sorts after every one of them)
   const origins = anded ? undefined : understood.origins;
-  const partOfModel = (w: string, row: RowFacts): boolean => models.get(w)?.some((modules) => modules.has(row.module)) === true && !row.words.has(w);
-  // the typed words that name a model (a class or a file of the index), by their place
-  const modelWords = understood.typed.flatMap((w, t) => (models.has(w) ? [t] : []));
   const covers = new Uint16Array(rows.length);
   const text = new Float64Array(rows.length);
   let idf: Float64Array | undefined;
   const levels: number[] = [];
   for (let k = 0; k < rows.length; k++) {
     const info = found.info(k);
-    let c = coverage(info, origins);
-    // the initials of the words typed are the name (`atrous spatial pyramid pooling`: ASPP)
-    if (understood.acronym && factsAt(k).own.includes(understood.acronym)) c = understood.typed.length;
-    // the words typed, run together, are the name or begin it (`image encoder vit`: ImageEncoderViT, whose `ViT` its
-    // text never says as a word of its own)
-    else if (c < understood.typed.length && query.length >= 3 && factsAt(k).lower.startsWith(query)) c = understood.typed.length;
-    // a word typed that names the block's model (its file, or a class beside it) and that its text does not say
-    else if (c < understood.typed.length && modelWords.length) {
-      const row = factsAt(k);
-      for (const t of modelWords) if (partOfModel(understood.typed[t], row) && !saysWord(info, origins, t)) c++;
-    }
+    const c = ranker.lift(
+      coverage(info, origins),
+      () => factsAt(k),
+      (t) => saysWord(info, origins, t),
+    );
     covers[k] = c;
     idf ??= idfOf(info);
     text[k] = bm25(info, idf);
     levels[c] = (levels[c] ?? 0) + 1;
   }
-  let floor = levels.length - 1;
-  for (let n = levels[floor] ?? 0; floor > 0 && n < wanted;) n += levels[--floor] ?? 0;
-  // the most the name's words, meanings, initials and model can add (`bonus` below): a candidate whose score without
-  // them cannot reach the leading results so far is not scored further
-  let most = 0;
-  for (const w of queryWords) most += understood.loose.has(w) ? 2 : 5;
-  most += 100 * understood.meanings.filter((m) => m.length).length + 20 * understood.initials.length + (understood.acronym ? 100 : 0) + PART_OF;
-  /** What the candidate's score is without the name's words, meanings, initials and model (`bonus`). */
-  const settled = (k: number, row: RowFacts): number => {
-    let score = text[k];
-    const name = row.lower;
-    if (name === query) score += 1000;
-    // (a name that begins with two letters typed is no sign: `bn` begins BNReLU2d, and means batch norm)
-    else if (query.length >= 3 && name.startsWith(query)) score += 200 + 100 / name.length;
-    else if (query.length >= 3 && name.includes(query)) score += 50;
-    if (wantsBlock) {
-      if (row.blockWord) score += 30;
-      // a whole classifier (it takes num_classes) is not the block asked for
-      if (row.classifier) score -= 30;
-    }
-    if (!wantsTransform && row.transforms) score -= 10;
-    // a private class (`_AdaptiveAvgPoolNd`) after its public ones
-    if (row.private) score -= 3;
-    score += row.used;
-    // the graph's prior, computed when indexing: subclassed, exported, or a variant of another block
-    score += row.prior;
-    if (row.abstract) score -= 1;
-    return score;
-  };
-  /** What the name's words, meanings, initials and model add: at most `most`. */
-  const bonus = (row: RowFacts): number => {
-    let score = 0;
-    // every query word in the name's own words (abbreviations expanded)
-    for (const w of queryWords) if (row.words.has(w)) score += understood.loose.has(w) ? 2 : 5;
-    // an acronym whose meaning is the name (`fpn`: FeaturePyramidNetwork, `vit`: VisionTransformer)
-    const own = row.own;
-    for (const meaning of understood.meanings) if (meaning.length && meaning.every((m) => own.some((w) => sameWord(w, m)))) score += 100;
-    for (const a of understood.initials) if (own.includes(a)) score += 20;
-    if (understood.acronym && own.includes(understood.acronym)) score += own.length === 1 ? 100 : 30;
-    // a part of the model the query names (`convnext block`: CNBlock in convnext.py, not the whole ConvNeXt; `decoder
-    // block of gpt`: the Block beside GPT): a word typed names the block's file, or a class of its module, and not the
-    // block, and another word typed is in the block's name
-    const partOf = understood.typed.some((w) => partOfModel(w, row));
-    if (partOf && understood.typed.some((w) => row.words.has(w))) score += PART_OF;
-    return score;
-  };
+  const floor = floorOf(levels, wanted);
   // only what can reach the page is scored and sorted: the leading results, which the diversity rule below may reorder
   const leading = new Leading<Scored>(wanted, order);
   for (let k = 0; k < rows.length; k++) {
     if (covers[k] < floor) continue;
     const row = factsAt(k);
     const last = leading.last();
-    const base = settled(k, row);
-    if (last && (covers[k] < last.covered || (covers[k] === last.covered && base + most < last.score))) continue;
-    leading.offer({ r: rows[k], score: base + bonus(row), covered: covers[k] });
+    const base = ranker.settled(text[k], row);
+    if (last && (covers[k] < last.covered || (covers[k] === last.covered && base + ranker.most < last.score))) continue;
+    leading.offer({ r: rows[k], score: base + ranker.bonus(row), covered: covers[k] });
+  }
+  return leading.sorted();
+}
+
+/** The k-th largest of `values` (1: the largest), reordering them (Hoare's selection). */
+function kthLargest(values: Float64Array, k: number): number {
+  let lo = 0;
+  let hi = values.length - 1;
+  const at = k - 1;
+  while (lo < hi) {
+    const pivot = values[(lo + hi) >> 1];
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (values[i] > pivot) i++;
+      while (values[j] < pivot) j--;
+      if (i <= j) {
+        const x = values[i];
+        values[i++] = values[j];
+        values[j--] = x;
+      }
+    }
+    if (at <= j) hi = j;
+    else if (at >= i) lo = i;
+    else break;
+  }
+  return values[at];
+}
+
+/**
+ * What the name adds to each document's score for a query, read from what the engine keeps: the query within it
+ * (`nameScore`), and (`named`) its words, the acronym and initials typed as its own words, and an acronym's meaning it
+ * may spell (counted where it has words like each); and the names that count as every typed word (`lifted`: they begin
+ * with the query, or are the acronym).
+ */
+function nameParts(
+  engine: SearchEngine,
+  understood: UnderstoodQuery,
+  ranker: Ranker,
+  factsAt: (d: number) => RowFacts,
+): { nameScores: Map<number, number>; lifted: Set<number>; named: Uint16Array } {
+  const nameScores = new Map<number, number>();
+  if (ranker.query.length >= 3) for (const d of engine.namesContaining(ranker.query)) nameScores.set(d, ranker.nameScore(engine.lowerName(d)));
+  const lifted = new Set([...nameScores.keys()].filter((d) => engine.lowerName(d).startsWith(ranker.query)));
+  const named = new Uint16Array(engine.size);
+  for (const [w, n] of ranker.nameWords) {
+    const with_ = engine.namedWith(w);
+    if (with_) for (let e = 0; e < with_.length; e++) named[with_[e]] += n;
+  }
+  const own = (word: string): number[] => Array.from(engine.namedWith(word) ?? []).filter((d) => factsAt(d).own.includes(word));
+  for (const a of understood.initials) for (const d of own(a)) named[d] += 20;
+  if (understood.acronym)
+    for (const d of own(understood.acronym)) {
+      named[d] += factsAt(d).own.length === 1 ? 100 : 30;
+      lifted.add(d);
+    }
+  // an acronym's meaning spelled by the name: at most the documents with a name word like each of its words
+  for (const meaning of understood.meanings) {
+    if (!meaning.length) continue;
+    if (meaning.length > 8) {
+      for (let d = 0; d < named.length; d++) named[d] += 100;
+      continue;
+    }
+    const marks = new Uint8Array(engine.size);
+    meaning.forEach((m, j) => {
+      // (a word like m begins with its first four letters, or is m)
+      for (const w of m.length >= 4 ? engine.nameWordsFrom(m.slice(0, 4)) : [m]) {
+        if (!sameWord(w, m) || !engine.namedWith(w)) continue;
+        const with_ = engine.namedWith(w)!;
+        for (let e = 0; e < with_.length; e++) marks[with_[e]] |= 1 << j;
+      }
+    });
+    const every = (1 << meaning.length) - 1;
+    for (let d = 0; d < marks.length; d++) if (marks[d] === every) named[d] += 100;
+  }
+  return { nameScores, lifted, named };
+}
+
+/**
+ * `leadingResults` over the in-memory search's selection, with the same answer: the typed words a document matches
+ * are read from the selection's bitsets, and a document's BM25 is computed only where a bound on its score could
+ * still reach the leading results: each phrase and column it hits at the most hits any document has there, at its
+ * own length, and the rest of its score exactly, from what the engine keeps per document (where the query names a
+ * model or spells an abbreviation's meaning, the most those can add).
+ */
+function leadingSelected(
+  engine: SearchEngine,
+  sel: Selection,
+  understood: UnderstoodQuery,
+  ranker: Ranker,
+  anded: boolean,
+  wanted: number,
+  factsAt: (d: number) => RowFacts,
+): Scored[] {
+  const { docs, figures } = sel;
+  const p = figures[0];
+  const C = figures[1];
+  const origins = anded ? undefined : understood.origins;
+  const W = (engine.size + 31) >>> 5;
+  // the documents that say each typed word (through any phrase that stands for it; each phrase its own word when anded)
+  const byWord: number[][] = [];
+  for (let i = 0; i < p; i++) (byWord[origins?.[i] ?? i] ??= []).push(i);
+  const wordBits: Uint32Array[] = [];
+  byWord.forEach((phrases, t) => {
+    const bits = (wordBits[t] = new Uint32Array(W));
+    for (const i of phrases) {
+      const b = sel.phrase(i);
+      for (let w = 0; w < W; w++) bits[w] |= b[w];
+    }
+  });
+  const said = wordBits.filter((b) => b !== undefined);
+  const says = (t: number, d: number): boolean => wordBits[t] !== undefined && (wordBits[t][d >>> 5] & (1 << (d & 31))) !== 0;
+  const all = understood.typed.length;
+  const { nameScores, lifted, named } = nameParts(engine, understood, ranker, factsAt);
+  // a word typed that names the block's model (its file, or a class beside it), that is not a word of its name and
+  // that its text does not say (`lift`)
+  const inModel = (t: number, d: number): boolean => {
+    const w = understood.typed[t];
+    if (!ranker.models.get(w)?.some((modules) => modules.has(String(sel.row(d).module)))) return false;
+    const with_ = engine.namedWith(w);
+    return !(with_ && with_[lowerBound(with_, d)] === d) && !says(t, d);
+  };
+  const covers = new Uint16Array(docs.length);
+  const levels: number[] = [];
+  for (let k = 0; k < docs.length; k++) {
+    const d = docs[k];
+    const word = d >>> 5;
+    const bit = 1 << (d & 31);
+    let c = 0;
+    for (const b of said) if (b[word] & bit) c++;
+    if (c < all && lifted.has(d)) c = all;
+    else if (c < all) for (const t of ranker.modelWords) if (inModel(t, d)) c++;
+    covers[k] = c;
+    levels[c] = (levels[c] ?? 0) + 1;
+  }
+  const floor = floorOf(levels, wanted);
+  const idf = idfOf(figures);
+  // per phrase and column hit anywhere: its documents, its weight, and the most hits one document has there
+  const cellBits: Uint32Array[] = [];
+  const cellCol: number[] = [];
+  const cellWeight: number[] = [];
+  const cellMost: number[] = [];
+  for (let i = 0; i < p; i++)
+    for (let col = 0; col < C; col++) {
+      const most = sel.mostHits(i, col);
+      if (!most) continue;
+      cellBits.push(sel.cell(i, col));
+      cellCol.push(col);
+      cellWeight.push(WEIGHTS[col] * idf[i * C + col]);
+      cellMost.push(most);
+    }
+  const averages = Array.from({ length: C }, (_, col) => Math.max(figures[3 + col], 1));
+  const lengths = sel.lengths;
+  const kindScores = Array.from({ length: 8 }, (_, k) => ranker.kindScore((k & 1) !== 0, (k & 2) !== 0, (k & 4) !== 0));
+  // a part of a model named: the documents of the model's modules
+  const modelModules = ranker.modelWords.flatMap((t) => ranker.models.get(understood.typed[t]) ?? []);
+  const inModule = (d: number): boolean => modelModules.some((modules) => modules.has(String(sel.row(d).module)));
+  /** At least document d's score: BM25 at its bound, the rest as `settled` and `bonus` add it. */
+  const bound = (d: number): number => {
+    let text = 0;
+    const word = d >>> 5;
+    const bit = 1 << (d & 31);
+    for (let c = 0; c < cellBits.length; c++) {
+      if (!(cellBits[c][word] & bit)) continue;
+      const most = cellMost[c];
+      const col = cellCol[c];
+      text += cellWeight[c] * ((most * (K1 + 1)) / (most + K1 * (1 - B + (B * lengths[d * C + col]) / averages[col])));
+    }
+    return text + (nameScores.get(d) ?? 0) + kindScores[engine.kinds[d]] + engine.standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0);
+  };
+  const leading = new Leading<Scored>(wanted, order);
+  const score = (k: number): void => {
+    const d = docs[k];
+    const row = factsAt(d);
+    leading.offer({ r: sel.row(d), score: ranker.settled(bm25(sel.info(d), idf), row) + ranker.bonus(row), covered: covers[k] });
+  };
+  // the levels above the floor all reach the leading results; of the floor's documents, those of the best bounds are
+  // scored first, then any other whose bound can still reach them (a margin for rounding: bound and score add in
+  // another order)
+  const bounds = new Float64Array(docs.length);
+  let above = 0;
+  let atFloor = 0;
+  for (let k = 0; k < docs.length; k++) {
+    if (covers[k] > floor) above++;
+    else if (covers[k] === floor) {
+      atFloor++;
+      bounds[k] = bound(docs[k]);
+    }
+  }
+  const need = wanted - above;
+  let threshold = -Infinity;
+  if (need > 0 && atFloor > need) {
+    const values = new Float64Array(atFloor);
+    let v = 0;
+    for (let k = 0; k < docs.length; k++) if (covers[k] === floor) values[v++] = bounds[k];
+    threshold = kthLargest(values, need);
+  }
+  for (let k = 0; k < docs.length; k++) if (covers[k] > floor || (covers[k] === floor && bounds[k] >= threshold)) score(k);
+  for (let k = 0; k < docs.length; k++) {
+    if (covers[k] !== floor || bounds[k] >= threshold) continue;
+    const last = leading.last();
+    if (last && (floor < last.covered || bounds[k] + 1e-6 < last.score)) continue;
+    score(k);
   }
   return leading.sorted();
 }
 
 export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
+  return searchOver(db, q, readyEngine(db));
+}
+
+/** `searchBlocks` answered by `engine` (the index's in-memory search of its state now), or by FTS4 without one. */
+function searchOver(db: IndexDb, q: SearchQuery, engine: SearchEngine | undefined): SearchHit[] {
   const limit = Math.max(1, Math.min(q.limit ?? 20, 1000));
   const offset = Math.max(0, q.offset ?? 0);
   const f = filters(q);
@@ -569,11 +808,11 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   // prefix matching for words of three letters or more; shorter ones match whole words only
   const pattern = (t: string): string => (t.length >= 3 ? `${t}*` : t);
   const where = ['classes_fts MATCH ?', ...f.sql].join(' AND ');
-  const engine = readyEngine(db);
   const kept: EngineFilter = { kind: q.kind ?? 'block', repo: q.repo || undefined, category: q.category || undefined, validation: q.validation || undefined };
   // score on the narrow columns only; the wide ones are read for the page of results
-  const candidates = (words: string[], and: boolean): Candidates => {
-    const held = engine?.match(
+  // the in-memory search's selection, or FTS4's rows with their matchinfo
+  const candidates = (words: string[], and: boolean): Selection | Candidates => {
+    const held = engine?.select(
       words.map((w) => ({ word: w, prefix: w.length >= 3 })),
       and,
       kept,
@@ -586,26 +825,34 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
     );
     return { rows, info: (k) => toUint32(rows[k].info) };
   };
+  const count = (c: Selection | Candidates): number => ('docs' in c ? c.docs.length : c.rows.length);
   // every word as typed, first (FTS4 ANDs them): when that fills the page, the word parts and the long tail
   // of partial matches (`model*` matches thousands) need not be scored
   // (not when a typed word is one the index does not have: a typo or a compound, whose meaning is in the terms)
   const words = understood.typed.slice(0, 8);
   // (and not when the query means more than it says: `ffn` must reach FeedForward, not only the docs that say ffn)
-  let found: Candidates = words.length && !understood.widened ? candidates(words, true) : { rows: [], info: () => new Uint32Array(0) };
+  let found: Selection | Candidates = words.length && !understood.widened ? candidates(words, true) : { rows: [], info: () => new Uint32Array(0) };
   // one word that names or begins names (`FrozenBatchNorm2d`, `AnnotatedC`): those names are the answer; the
   // word's parts would only add the thousands of rows that mention `norm` or `model`
-  const enough = words.length === 1 ? found.rows.length > 0 : found.rows.length >= offset + limit;
+  const enough = words.length === 1 ? count(found) > 0 : count(found) >= offset + limit;
   const anded = enough;
   if (!enough) found = candidates(terms, false);
-  const { rows } = found;
-  // answered from memory: the engine's documents, whose facts it keeps
-  const held = engine && found.docs ? engine : undefined;
-  const factsKept = held ? (engineFacts.get(held) ?? engineFacts.set(held, new Array(held.size)).get(held)!) : undefined;
-  const asked: (RowFacts | undefined)[] = [];
-  const factsAt = (k: number): RowFacts => (factsKept ? (factsKept[found.docs![k]] ??= factsOf(rows[k])) : (asked[k] ??= factsOf(rows[k])));
   // (a model named needs two words typed: the model, and the part of it)
-  const named: Models = understood.typed.length > 1 ? modelsOf(db, understood.typed) : new Map();
-  const head = leadingResults(found, understood, q.text, anded, (offset + limit) * 4, factsAt, named);
+  const named: Models = understood.typed.length > 1 ? modelsOf(db, understood.typed, engine) : new Map();
+  const ranker = rankerOf(understood, q.text, named);
+  const wanted = (offset + limit) * 4;
+  let head: Scored[];
+  // answered from memory: the engine's documents, whose facts it keeps
+  const held = engine && 'docs' in found ? engine : undefined;
+  if (held && 'docs' in found) {
+    const sel = found;
+    const factsKept = engineFacts.get(held) ?? engineFacts.set(held, new Array(held.size)).get(held)!;
+    head = leadingSelected(held, sel, understood, ranker, anded, wanted, (d) => (factsKept[d] ??= factsOf(sel.row(d))));
+  } else {
+    const { rows } = found as Candidates;
+    const asked: (RowFacts | undefined)[] = [];
+    head = leadingResults(found as Candidates, understood, ranker, anded, wanted, (k) => (asked[k] ??= factsOf(rows[k])));
+  }
   // diversity among the leading results: another copy of a name already listed, or a subclass of it, moves down
   const seenNames = new Set<string>();
   for (const s of head) {
