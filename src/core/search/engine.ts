@@ -58,6 +58,14 @@ export interface Selection {
   info(d: number): Uint32Array;
 }
 
+/** What a range of terms hits (`SearchEngine.hitsOf`). */
+interface PhraseHits {
+  bits: Uint32Array;
+  total: Uint32Array;
+  docsWith: Uint32Array;
+  most: Uint32Array;
+}
+
 /** Stems words as SQLite's porter tokenizer does, each word once (a word's stem does not depend on its neighbours). */
 class Stemmer {
   private readonly known = new Map<string, string>();
@@ -238,7 +246,7 @@ export class SearchEngine {
   private readonly blocks: Uint32Array;
   private readonly abstracts: Uint32Array;
 
-  /** Scratch of the last query: a bitset per phrase and column, then one per phrase, then the matched documents. */
+  /** Scratch of the last query: the matched documents, as a bitset and listed. */
   private bits = new Uint32Array(0);
   private matched = new Int32Array(0);
   /** Scratch of a phrase of several terms: its hits per document and column (document * 8 + column), zero between. */
@@ -473,6 +481,74 @@ export class SearchEngine {
   }
 
   /**
+   * What a range of terms hits: per column a bitset of the documents (then one of any column), and per column
+   * matchinfo's figures (hits, documents hit) and the most hits in one document. Kept for the ranges asked most
+   * recently (the same words come back query after query, and each answer reads every posting of its terms).
+   */
+  private hitsOf([lo, hi]: [number, number]): PhraseHits {
+    const key = lo * 0x100000000 + hi;
+    const kept = this.phraseHits.get(key);
+    if (kept) {
+      this.phraseHits.delete(key);
+      this.phraseHits.set(key, kept);
+      return kept;
+    }
+    const n = this.rows.length;
+    const W = (n + 31) >>> 5;
+    const bits = new Uint32Array((C + 1) * W);
+    const total = new Uint32Array(C);
+    const docsWith = new Uint32Array(C);
+    const most = new Uint32Array(C);
+    for (let t = lo; t < hi; t++) {
+      const at = this.postings[t];
+      for (let e = 0; e < at.length; e++) {
+        const d = at[e] >> 3;
+        bits[(at[e] & 7) * W + (d >>> 5)] |= 1 << (d & 31);
+      }
+      for (let col = 0; col < C; col++) {
+        total[col] += this.termHits[t * C + col];
+        if (this.termMost[t * C + col] > most[col]) most[col] = this.termMost[t * C + col];
+        docsWith[col] += this.termDocs[t * C + col];
+      }
+    }
+    if (hi - lo > 1) {
+      // a document two terms of the range hit is counted once, with the hits of both
+      for (let col = 0; col < C; col++) {
+        let count = 0;
+        for (let w = col * W; w < (col + 1) * W; w++) count += popcount(bits[w]);
+        docsWith[col] = count;
+        most[col] = 0;
+      }
+      if (this.sums.length < n * 8) this.sums = new Uint32Array(n * 8);
+      const sums = this.sums;
+      for (let t = lo; t < hi; t++) {
+        const at = this.postings[t];
+        const counts = this.counts[t];
+        for (let e = 0; e < at.length; e++) {
+          const v = (sums[at[e]] += counts[e]);
+          if (v > most[at[e] & 7]) most[at[e] & 7] = v;
+        }
+      }
+      for (let t = lo; t < hi; t++) {
+        const at = this.postings[t];
+        for (let e = 0; e < at.length; e++) sums[at[e]] = 0;
+      }
+    }
+    for (let col = 0; col < C; col++) {
+      if (!most[col]) continue;
+      for (let w = 0; w < W; w++) bits[C * W + w] |= bits[col * W + w];
+    }
+    const hits = { bits, total, docsWith, most };
+    this.phraseHits.set(key, hits);
+    // at most about 16 MB of them
+    while (this.phraseHits.size > Math.max(8, Math.floor((16 << 20) / bits.byteLength))) this.phraseHits.delete(this.phraseHits.keys().next().value!);
+    return hits;
+  }
+
+  /** The ranges' hits kept (`hitsOf`), the most recently asked last. */
+  private readonly phraseHits = new Map<number, PhraseHits>();
+
+  /**
    * The documents that match the phrases (all of them when `and`, any otherwise) and pass the filters: a `Selection`
    * that reads each document's `matchinfo('pcnalx')` only when asked; undefined when a phrase is not a single token
    * (the caller asks FTS4). The selection is valid until the next call of `select` or `match`.
@@ -484,75 +560,30 @@ export class SearchEngine {
     const W = (n + 31) >>> 5;
     const p = phrases.length;
     const cells = p * C;
-    // a bitset per phrase and column (which documents it hits there), then one per phrase (any column), then the matched
-    const size = (cells + p + 1) * W;
-    if (this.bits.length < size) this.bits = new Uint32Array(size);
-    const bits = this.bits;
-    bits.fill(0, 0, size);
+    const hits = ranges.map((r) => this.hitsOf(r!));
     const total = new Uint32Array(cells);
     const docsWith = new Uint32Array(cells);
     const most = new Uint32Array(cells);
-    for (let i = 0; i < p; i++) {
-      const [lo, hi] = ranges[i]!;
-      for (let t = lo; t < hi; t++) {
-        const at = this.postings[t];
-        for (let e = 0; e < at.length; e++) {
-          const d = at[e] >> 3;
-          bits[(i * C + (at[e] & 7)) * W + (d >>> 5)] |= 1 << (d & 31);
-        }
-        for (let col = 0; col < C; col++) {
-          const cell = i * C + col;
-          total[cell] += this.termHits[t * C + col];
-          if (this.termMost[t * C + col] > most[cell]) most[cell] = this.termMost[t * C + col];
-          docsWith[cell] += this.termDocs[t * C + col];
-        }
-      }
-      if (hi - lo > 1) {
-        // a document two terms of the range hit is counted once, with the hits of both
-        for (let col = 0; col < C; col++) {
-          const from = (i * C + col) * W;
-          let count = 0;
-          for (let w = 0; w < W; w++) count += popcount(bits[from + w]);
-          docsWith[i * C + col] = count;
-          most[i * C + col] = 0;
-        }
-        if (this.sums.length < n * 8) this.sums = new Uint32Array(n * 8);
-        const sums = this.sums;
-        for (let t = lo; t < hi; t++) {
-          const at = this.postings[t];
-          const counts = this.counts[t];
-          for (let e = 0; e < at.length; e++) {
-            const v = (sums[at[e]] += counts[e]);
-            const cell = i * C + (at[e] & 7);
-            if (v > most[cell]) most[cell] = v;
-          }
-        }
-        for (let t = lo; t < hi; t++) {
-          const at = this.postings[t];
-          for (let e = 0; e < at.length; e++) sums[at[e]] = 0;
-        }
-      }
-      const phrase = (cells + i) * W;
-      for (let col = 0; col < C; col++) {
-        if (!most[i * C + col]) continue;
-        const from = (i * C + col) * W;
-        for (let w = 0; w < W; w++) bits[phrase + w] |= bits[from + w];
-      }
-    }
+    hits.forEach((h, i) => {
+      total.set(h.total, i * C);
+      docsWith.set(h.docsWith, i * C);
+      most.set(h.most, i * C);
+    });
+    if (this.bits.length < W) this.bits = new Uint32Array(W);
+    const bits = this.bits;
     // the matched: every phrase's documents (and) or any (or), of the kind asked
-    const out = (cells + p) * W;
     const kind = filter.kind === 'class' ? undefined : filter.kind === 'abstract' ? this.abstracts : this.blocks;
     for (let w = 0; w < W; w++) {
       let m = and ? -1 : 0;
-      for (let i = 0; i < p; i++) m = and ? m & bits[(cells + i) * W + w] : m | bits[(cells + i) * W + w];
-      bits[out + w] = kind ? m & kind[w] : m;
+      for (let i = 0; i < p; i++) m = and ? m & hits[i].bits[C * W + w] : m | hits[i].bits[C * W + w];
+      bits[w] = kind ? m & kind[w] : m;
     }
     if (this.matched.length < n) this.matched = new Int32Array(n);
     const matched = this.matched;
     let count = 0;
     const checked = filter.repo !== undefined || filter.category !== undefined || filter.validation !== undefined;
     for (let w = 0; w < W; w++) {
-      for (let m = bits[out + w]; m; m &= m - 1) {
+      for (let m = bits[w]; m; m &= m - 1) {
         const d = (w << 5) + (31 - Math.clz32(m & -m));
         if (!checked || this.keeps(d, filter)) matched[count++] = d;
       }
@@ -566,14 +597,14 @@ export class SearchEngine {
       info[3 + 2 * C + 3 * i + 1] = total[i];
       info[3 + 2 * C + 3 * i + 2] = docsWith[i];
     }
-    const has = (at: number, d: number): boolean => (bits[at * W + (d >>> 5)] & (1 << (d & 31))) !== 0;
+    const says = (i: number, d: number): boolean => (hits[i].bits[C * W + (d >>> 5)] & (1 << (d & 31))) !== 0;
     return {
       docs: matched.subarray(0, count),
       figures: info,
-      cell: (i, col) => bits.subarray((i * C + col) * W, (i * C + col + 1) * W),
+      cell: (i, col) => hits[i].bits.subarray(col * W, (col + 1) * W),
       lengths: this.lengths,
-      says: (i, d) => has(cells + i, d),
-      phrase: (i) => bits.subarray((cells + i) * W, (cells + i + 1) * W),
+      says,
+      phrase: (i) => hits[i].bits.subarray(C * W, (C + 1) * W),
       mostHits: (i, col) => most[i * C + col],
       row: (d) => this.rows[d],
       info: (d) => {

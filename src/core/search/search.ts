@@ -706,18 +706,22 @@ function leadingSelected(
     return !(with_ && with_[lowerBound(with_, d)] === d) && !says(t, d);
   };
   const covers = new Uint16Array(docs.length);
-  const levels: number[] = [];
+  const counts = new Uint32Array(Math.max(all, said.length) + ranker.modelWords.length + 1);
+  const anyLifted = lifted.size > 0;
+  const modelWords = ranker.modelWords;
   for (let k = 0; k < docs.length; k++) {
     const d = docs[k];
     const word = d >>> 5;
     const bit = 1 << (d & 31);
     let c = 0;
-    for (const b of said) if (b[word] & bit) c++;
-    if (c < all && lifted.has(d)) c = all;
-    else if (c < all) for (const t of ranker.modelWords) if (inModel(t, d)) c++;
+    for (let t = 0; t < said.length; t++) if (said[t][word] & bit) c++;
+    if (c < all && anyLifted && lifted.has(d)) c = all;
+    else if (c < all) for (const t of modelWords) if (inModel(t, d)) c++;
     covers[k] = c;
-    levels[c] = (levels[c] ?? 0) + 1;
+    counts[c]++;
   }
+  const levels = Array.from(counts);
+  while (levels.length > 1 && !levels[levels.length - 1]) levels.pop();
   const floor = floorOf(levels, wanted);
   const idf = idfOf(figures);
   // per phrase and column hit anywhere: its documents, its weight, and the most hits one document has there
@@ -740,6 +744,8 @@ function leadingSelected(
   // a part of a model named: the documents of the model's modules
   const modelModules = ranker.modelWords.flatMap((t) => ranker.models.get(understood.typed[t]) ?? []);
   const inModule = (d: number): boolean => modelModules.some((modules) => modules.has(String(sel.row(d).module)));
+  const anyNamed = nameScores.size > 0;
+  const { kinds, standings } = engine;
   /** At least document d's score: BM25 at its bound, the rest as `settled` and `bonus` add it. */
   const bound = (d: number): number => {
     let text = 0;
@@ -751,7 +757,9 @@ function leadingSelected(
       const col = cellCol[c];
       text += cellWeight[c] * ((most * (K1 + 1)) / (most + K1 * (1 - B + (B * lengths[d * C + col]) / averages[col])));
     }
-    return text + (nameScores.get(d) ?? 0) + kindScores[engine.kinds[d]] + engine.standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0);
+    return (
+      text + (anyNamed ? (nameScores.get(d) ?? 0) : 0) + kindScores[kinds[d]] + standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0)
+    );
   };
   const leading = new Leading<Scored>(wanted, order);
   const score = (k: number): void => {
@@ -869,7 +877,7 @@ function searchOver(db: IndexDb, q: SearchQuery, engine: SearchEngine | undefine
   // a copy whose own name is the query is shown as itself, not as its group's original (Conv3dNormActivation)
   const shown = (p: (typeof page)[number]): number =>
     q.group === false || p.r.dup_lex === null || String(p.r.name).toLowerCase() === q.text.trim().toLowerCase() ? Number(p.r.id) : Number(p.r.dup_lex);
-  const full = new Map(db.all(`${SELECT} WHERE c.id IN (${page.map(() => '?').join(',')})`, page.map(shown)).map((r) => [Number(r.id), r]));
+  const full = new Map(db.allKept(`${SELECT} WHERE c.id IN (${page.map(() => '?').join(',')})`, page.map(shown)).map((r) => [Number(r.id), r]));
   const groups = page.map((p) => p.r.dup_lex).filter((g): g is SqlValue => g !== null);
   const copies = new Map(
     held

@@ -182,6 +182,25 @@ export class IndexDb {
     return rows;
   }
 
+  /** `all` for a query asked again and again (a search's page): its prepared statement is kept for the next call. */
+  allKept(sql: string, params: SqlValue[] = []): Row[] {
+    const rows: Row[] = [];
+    const stmt = this.prepared(sql);
+    try {
+      stmt.bind(params);
+      const columns = stmt.getColumnNames();
+      while (stmt.step()) {
+        const values = stmt.get();
+        const row: Row = {};
+        for (let i = 0; i < columns.length; i++) row[columns[i]] = values[i];
+        rows.push(row);
+      }
+    } finally {
+      stmt.reset();
+    }
+    return rows;
+  }
+
   /** Calls `fn` with each row as it is read (large results without holding them all). */
   each(sql: string, params: SqlValue[], fn: (row: Row) => void): void {
     const stmt = this.raw.prepare(sql);
