@@ -724,21 +724,24 @@ function leadingSelected(
   while (levels.length > 1 && !levels[levels.length - 1]) levels.pop();
   const floor = floorOf(levels, wanted);
   const idf = idfOf(figures);
-  // per phrase and column hit anywhere: its documents, its weight, and the most hits one document has there
+  // per phrase and column hit anywhere: its documents, its column, and BM25's figures at the most hits one document
+  // has there: weight * most * (K1 + 1) / (most + K1 * (1 - B) + K1 * B * length / average)
   const cellBits: Uint32Array[] = [];
   const cellCol: number[] = [];
-  const cellWeight: number[] = [];
-  const cellMost: number[] = [];
+  const cellTop: number[] = [];
+  const cellBase: number[] = [];
+  const cellPer: number[] = [];
   for (let i = 0; i < p; i++)
     for (let col = 0; col < C; col++) {
       const most = sel.mostHits(i, col);
       if (!most) continue;
       cellBits.push(sel.cell(i, col));
       cellCol.push(col);
-      cellWeight.push(WEIGHTS[col] * idf[i * C + col]);
-      cellMost.push(most);
+      cellTop.push(WEIGHTS[col] * idf[i * C + col] * most * (K1 + 1));
+      cellBase.push(most + K1 * (1 - B));
+      cellPer.push((K1 * B) / Math.max(figures[3 + col], 1));
     }
-  const averages = Array.from({ length: C }, (_, col) => Math.max(figures[3 + col], 1));
+  const cellCount = cellBits.length;
   const lengths = sel.lengths;
   const kindScores = Array.from({ length: 8 }, (_, k) => ranker.kindScore((k & 1) !== 0, (k & 2) !== 0, (k & 4) !== 0));
   // a part of a model named: the documents of the model's modules
@@ -746,54 +749,42 @@ function leadingSelected(
   const inModule = (d: number): boolean => modelModules.some((modules) => modules.has(String(sel.row(d).module)));
   const anyNamed = nameScores.size > 0;
   const { kinds, standings } = engine;
-  /** At least document d's score: BM25 at its bound, the rest as `settled` and `bonus` add it. */
-  const bound = (d: number): number => {
-    let text = 0;
-    const word = d >>> 5;
-    const bit = 1 << (d & 31);
-    for (let c = 0; c < cellBits.length; c++) {
-      if (!(cellBits[c][word] & bit)) continue;
-      const most = cellMost[c];
-      const col = cellCol[c];
-      text += cellWeight[c] * ((most * (K1 + 1)) / (most + K1 * (1 - B + (B * lengths[d * C + col]) / averages[col])));
-    }
-    return (
-      text + (anyNamed ? (nameScores.get(d) ?? 0) : 0) + kindScores[kinds[d]] + standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0)
-    );
-  };
   const leading = new Leading<Scored>(wanted, order);
   const score = (k: number): void => {
     const d = docs[k];
     const row = factsAt(d);
     leading.offer({ r: sel.row(d), score: ranker.settled(bm25(sel.info(d), idf), row) + ranker.bonus(row), covered: covers[k] });
   };
-  // the levels above the floor all reach the leading results; of the floor's documents, those of the best bounds are
-  // scored first, then any other whose bound can still reach them (a margin for rounding: bound and score add in
-  // another order)
-  const bounds = new Float64Array(docs.length);
-  let above = 0;
+  // the levels above the floor all reach the leading results; of the floor's documents (`level`), at least each one's
+  // score (`bounds`: BM25 at its bound, the rest as `settled` and `bonus` add it); those of the best bounds are scored
+  // first, then any other whose bound can still reach them (a margin for rounding: bound and score add in another order)
+  const level = new Int32Array(levels[floor] ?? 0);
+  const bounds = new Float64Array(level.length);
   let atFloor = 0;
+  let above = 0;
   for (let k = 0; k < docs.length; k++) {
-    if (covers[k] > floor) above++;
-    else if (covers[k] === floor) {
-      atFloor++;
-      bounds[k] = bound(docs[k]);
+    if (covers[k] > floor) {
+      above++;
+      score(k);
     }
+    if (covers[k] !== floor) continue;
+    const d = docs[k];
+    const word = d >>> 5;
+    const bit = 1 << (d & 31);
+    let text = 0;
+    for (let c = 0; c < cellCount; c++) if (cellBits[c][word] & bit) text += cellTop[c] / (cellBase[c] + cellPer[c] * lengths[d * C + cellCol[c]]);
+    level[atFloor] = k;
+    bounds[atFloor++] =
+      text + (anyNamed ? (nameScores.get(d) ?? 0) : 0) + kindScores[kinds[d]] + standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0);
   }
   const need = wanted - above;
-  let threshold = -Infinity;
-  if (need > 0 && atFloor > need) {
-    const values = new Float64Array(atFloor);
-    let v = 0;
-    for (let k = 0; k < docs.length; k++) if (covers[k] === floor) values[v++] = bounds[k];
-    threshold = kthLargest(values, need);
-  }
-  for (let k = 0; k < docs.length; k++) if (covers[k] > floor || (covers[k] === floor && bounds[k] >= threshold)) score(k);
-  for (let k = 0; k < docs.length; k++) {
-    if (covers[k] !== floor || bounds[k] >= threshold) continue;
+  const threshold = need > 0 && atFloor > need ? kthLargest(bounds.slice(), need) : -Infinity;
+  for (let f = 0; f < atFloor; f++) if (bounds[f] >= threshold) score(level[f]);
+  for (let f = 0; f < atFloor; f++) {
+    if (bounds[f] >= threshold) continue;
     const last = leading.last();
-    if (last && (floor < last.covered || bounds[k] + 1e-6 < last.score)) continue;
-    score(k);
+    if (last && (floor < last.covered || bounds[f] + 1e-6 < last.score)) continue;
+    score(level[f]);
   }
   return leading.sorted();
 }
