@@ -9,7 +9,7 @@ import type { Database, SqlValue } from 'sql.js';
 import type { IndexDb, Row } from '../store/database';
 import { loadSqlJs } from '../store/database';
 import { lowerBound } from '../base/sorted';
-import { kindOf, standing, wordsOfName } from './facts';
+import { kindOf, nameWords, standing } from './facts';
 
 /** classes_fts's columns, in its order (matchinfo's column index). */
 export const FTS_COLUMNS = ['name', 'words', 'doc', 'signature', 'path', 'repo'] as const;
@@ -178,17 +178,23 @@ function byDocument(postings: Int32Array[], counts: Uint32Array[], n: number): {
   return { starts, termOf, cellOf };
 }
 
-/** The documents by each three letters in a row of their names, ascending. */
-function trigramsOf(names: string[]): Map<string, Int32Array> {
-  const threes = new Map<string, number[]>();
+/** Three letters in a row, as one number (each a UTF-16 code unit). */
+function three(text: string, k: number): number {
+  return (text.charCodeAt(k) * 0x10000 + text.charCodeAt(k + 1)) * 0x10000 + text.charCodeAt(k + 2);
+}
+
+/** The documents by each three letters in a row of their names (`three`), ascending. */
+function trigramsOf(names: string[]): Map<number, Int32Array> {
+  const threes = new Map<number, number[]>();
   names.forEach((x, d) => {
     for (let k = 0; k + 3 <= x.length; k++) {
-      const three = x.slice(k, k + 3);
-      const docs = threes.get(three) ?? threes.set(three, []).get(three)!;
+      const key = three(x, k);
+      let docs = threes.get(key);
+      if (!docs) threes.set(key, (docs = []));
       if (docs[docs.length - 1] !== d) docs.push(d);
     }
   });
-  return new Map([...threes].map(([three, docs]) => [three, Int32Array.from(docs)]));
+  return new Map([...threes].map(([key, docs]) => [key, Int32Array.from(docs)]));
 }
 
 export class SearchEngine {
@@ -223,13 +229,13 @@ export class SearchEngine {
      * in its name, 2: it takes num_classes, 4: in a transforms module). */
     readonly standings: Float64Array,
     readonly kinds: Uint8Array,
-    /** The documents by the words of their names (facts.ts `wordsOfName`). */
+    /** The documents by the words of their names (facts.ts `nameWords`). */
     private readonly named: Map<string, Int32Array>,
     /** Every name in lower case, each between newlines, and where each begins. */
     private readonly names: string,
     private readonly nameStarts: Int32Array,
     /** The documents by each three letters in a row of their lower-case names, ascending. */
-    private readonly trigrams: Map<string, Int32Array>,
+    private readonly trigrams: Map<number, Int32Array>,
   ) {
     const words = (rows.length + 31) >>> 5;
     this.nameWordList = [...named.keys()].sort();
@@ -261,7 +267,7 @@ export class SearchEngine {
     return this.rows.length;
   }
 
-  /** The documents whose names have `word` among their words (facts.ts `wordsOfName`). */
+  /** The documents whose names have `word` among their words (facts.ts `nameWords`). */
   namedWith(word: string): Int32Array | undefined {
     return this.named.get(word);
   }
@@ -293,7 +299,7 @@ export class SearchEngine {
       // the documents of the text's rarest three letters, each name read
       let rarest: Int32Array | undefined;
       for (let k = 0; k + 3 <= text.length; k++) {
-        const docs = this.trigrams.get(text.slice(k, k + 3));
+        const docs = this.trigrams.get(three(text, k));
         if (!docs) return out;
         if (!rarest || docs.length < rarest.length) rarest = docs;
       }
@@ -376,7 +382,7 @@ export class SearchEngine {
         names.push(name.toLowerCase());
         standings.push(standing(r));
         kinds.push(kindOf(r));
-        for (const w of wordsOfName(name)) (named.get(w) ?? named.set(w, []).get(w)!).push(doc);
+        for (const w of nameWords(name)) (named.get(w) ?? named.set(w, []).get(w)!).push(doc);
         if (Number(r.is_block) === 1 && r.dup_lex !== null && r.dup_lex !== undefined) {
           const g = groups.get(Number(r.dup_lex)) ?? { count: 0, repos: new Set<number>() };
           g.count++;

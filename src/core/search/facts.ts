@@ -8,13 +8,18 @@ import { searchWords, splitIdentifier } from './words';
 /** Words a researcher puts after a block's kind (`convnext block`): they want a block, not the whole model. */
 export const BLOCK_WORDS = new Set(['block', 'blocks', 'layer', 'layers', 'unit', 'cell']);
 
-/** A class name's own words (abbreviations expanded), kept: the same names come back query after query. */
+/** A class name's own words, abbreviations expanded. */
+export function nameWords(name: string): Set<string> {
+  return new Set(searchWords(name).split(' '));
+}
+
+/** `nameWords`, kept: the same names come back query after query. */
 const nameWordsCache = new Map<string, Set<string>>();
 export function wordsOfName(name: string): Set<string> {
   let words = nameWordsCache.get(name);
   if (!words) {
     if (nameWordsCache.size >= 50_000) nameWordsCache.clear();
-    nameWordsCache.set(name, (words = new Set(searchWords(name).split(' '))));
+    nameWordsCache.set(name, (words = nameWords(name)));
   }
   return words;
 }
