@@ -156,14 +156,22 @@ describe('search held in memory', () => {
 
   it('ranks as FTS4 does where most blocks match a word typed and only bounds decide what is scored', async function () {
     this.timeout(120_000);
-    // the field's words drawn by Zipf's law: a common word is in most blocks, prefixes reach thousands of terms
+    // the field's words drawn by Zipf's law: a common word is in most blocks, prefixes reach thousands of terms; `m3`
+    // names a file (a model named: the candidates counted one by one)
     const big = await memoryDb();
     const dir = await tmpdir();
     writeCorpus(dir, 1500);
     await indexFolder(big, path.join(dir, 'synth'));
-    const queries: SearchQuery[] = [...fieldQueries(40), 'mlp block', 'ffn', 'feed forward network', 'se block', 'attention block layer norm'].flatMap(
-      (q) => [{ text: q }, { text: q, limit: 3, offset: 4, group: false }, { text: q, kind: 'class', limit: 25 }] as SearchQuery[],
-    );
+    const queries: SearchQuery[] = [
+      ...fieldQueries(40),
+      'mlp block',
+      'ffn',
+      'feed forward network',
+      'se block',
+      'attention block layer norm',
+      'm3 attention block',
+      'm12 norm',
+    ].flatMap((q) => [{ text: q }, { text: q, limit: 3, offset: 4, group: false }, { text: q, kind: 'class', limit: 25 }] as SearchQuery[]);
     const fts = queries.map((q) => searchBlocks(big, q));
     assert.ok(fts.filter((h) => h.length).length > 100);
     await buildSearchEngine(big);

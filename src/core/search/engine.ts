@@ -8,6 +8,7 @@
 import type { Database, SqlValue } from 'sql.js';
 import type { IndexDb, Row } from '../store/database';
 import { loadSqlJs } from '../store/database';
+import { popcount } from '../base/bits';
 import { lowerBound } from '../base/sorted';
 import { kindOf, nameWords, standing } from './facts';
 
@@ -40,8 +41,10 @@ export interface EngineFilter {
  * document's full `matchinfo` only when asked (`info`: one scratch array, valid until the next call).
  */
 export interface Selection {
-  /** The matched documents, ascending (FTS4's order). */
-  docs: Int32Array;
+  /** How many documents matched; they, ascending (FTS4's order); and they as a bitset. */
+  count: number;
+  readonly docs: Int32Array;
+  matched: Uint32Array;
   /** `matchinfo('pcnalx')` without a row's own figures: phrases, columns, documents, averages, totals, documents hit. */
   figures: Uint32Array;
   /** The documents phrase i hits in column `col`, a bitset (document d: bit d % 32 of word d / 32). */
@@ -136,13 +139,6 @@ function validationStatus(raw: SqlValue): string | null {
 }
 
 const CHUNK = 2_000;
-
-/** The bits set in a 32-bit word. */
-function popcount(x: number): number {
-  x -= (x >>> 1) & 0x55555555;
-  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
-}
 
 /** Per term and column (term * columns + column): the documents it is in there, its hits, the most in one. */
 function termFigures(postings: Int32Array[], counts: Uint32Array[]): { termDocs: Uint32Array; termHits: Uint32Array; termMost: Uint32Array } {
@@ -252,7 +248,7 @@ export class SearchEngine {
   private readonly blocks: Uint32Array;
   private readonly abstracts: Uint32Array;
 
-  /** Scratch of the last query: the matched documents, as a bitset and listed. */
+  /** Scratch of the last query: the matched documents, as a bitset and listed (`select`). */
   private bits = new Uint32Array(0);
   private matched = new Int32Array(0);
   /** Scratch of a phrase of several terms: its hits per document and column (document * 8 + column), zero between. */
@@ -584,16 +580,25 @@ export class SearchEngine {
       for (let i = 0; i < p; i++) m = and ? m & hits[i].bits[C * W + w] : m | hits[i].bits[C * W + w];
       bits[w] = kind ? m & kind[w] : m;
     }
-    if (this.matched.length < n) this.matched = new Int32Array(n);
-    const matched = this.matched;
     let count = 0;
     const checked = filter.repo !== undefined || filter.category !== undefined || filter.validation !== undefined;
     for (let w = 0; w < W; w++) {
-      for (let m = bits[w]; m; m &= m - 1) {
-        const d = (w << 5) + (31 - Math.clz32(m & -m));
-        if (!checked || this.keeps(d, filter)) matched[count++] = d;
-      }
+      if (checked)
+        for (let m = bits[w]; m; m &= m - 1) {
+          const d = (w << 5) + (31 - Math.clz32(m & -m));
+          if (!this.keeps(d, filter)) bits[w] &= ~(1 << (d & 31));
+        }
+      count += popcount(bits[w]);
     }
+    // listed when asked (the bitset answers most questions)
+    let listed: Int32Array | undefined;
+    const list = (): Int32Array => {
+      if (listed) return listed;
+      if (this.matched.length < count) this.matched = new Int32Array(n);
+      let k = 0;
+      for (let w = 0; w < W; w++) for (let m = bits[w]; m; m &= m - 1) this.matched[k++] = (w << 5) + (31 - Math.clz32(m & -m));
+      return (listed = this.matched.subarray(0, count));
+    };
     const info = new Uint32Array(3 + 2 * C + 3 * cells);
     info[0] = p;
     info[1] = C;
@@ -605,7 +610,11 @@ export class SearchEngine {
     }
     const says = (i: number, d: number): boolean => (hits[i].bits[C * W + (d >>> 5)] & (1 << (d & 31))) !== 0;
     return {
-      docs: matched.subarray(0, count),
+      count,
+      get docs() {
+        return list();
+      },
+      matched: bits.subarray(0, W),
       figures: info,
       cell: (i, col) => hits[i].bits.subarray(col * W, (col + 1) * W),
       lengths: this.lengths,

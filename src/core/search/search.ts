@@ -10,6 +10,7 @@ import type { EngineFilter, Selection } from './engine';
 import { understand, vocabularyOf } from './query';
 import type { UnderstoodQuery, Vocabulary } from './query';
 import { lowerBound } from '../base/sorted';
+import { popcount } from '../base/bits';
 import { BLOCK_WORDS, factsOf } from './facts';
 import type { RowFacts } from './facts';
 
@@ -661,6 +662,96 @@ function nameParts(
   return { nameScores, lifted, named };
 }
 
+/** How many documents count each number of typed words (`levels`), and each document from a level up (`eligible`). */
+interface Covers {
+  levels: number[];
+  eligible: (floor: number, fn: (d: number, covered: number) => void) => void;
+}
+
+/** `levels` trimmed of empty levels at the top. */
+function trimmed(counts: ArrayLike<number>): number[] {
+  const levels = Array.from(counts);
+  while (levels.length > 1 && !levels[levels.length - 1]) levels.pop();
+  return levels;
+}
+
+/**
+ * How many typed words each matched document counts, document by document: the words its text says (`said`: one
+ * bitset a word), every word for a `lifted` one, and what `more` adds (a model named).
+ */
+function coversOne(docs: Int32Array, said: Uint32Array[], all: number, lifted: Set<number>, more: (d: number) => number): Covers {
+  const covers = new Uint16Array(docs.length);
+  const counts: number[] = [];
+  for (let k = 0; k < docs.length; k++) {
+    const d = docs[k];
+    let c = 0;
+    for (let t = 0; t < said.length; t++) if (said[t][d >>> 5] & (1 << (d & 31))) c++;
+    if (c < all && lifted.has(d)) c = all;
+    else if (c < all) c += more(d);
+    covers[k] = c;
+    counts[c] = (counts[c] ?? 0) + 1;
+  }
+  return {
+    levels: trimmed(Array.from(counts, (x) => x ?? 0)),
+    eligible: (floor, fn) => {
+      for (let k = 0; k < docs.length; k++) if (covers[k] >= floor) fn(docs[k], covers[k]);
+    },
+  };
+}
+
+/**
+ * `coversOne` 32 documents at a time: the words' bitsets added up in bit planes (a binary counter per document), each
+ * level's documents read from the planes; only the `lifted` documents one by one.
+ */
+function coversSliced(matched: Uint32Array, said: Uint32Array[], all: number, lifted: Set<number>): Covers {
+  const W = matched.length;
+  const S = said.length;
+  const P = Math.max(1, 32 - Math.clz32(S));
+  const planes = new Uint32Array(P * W);
+  for (let t = 0; t < S; t++) {
+    const b = said[t];
+    for (let w = 0; w < W; w++) {
+      let carry = b[w] & matched[w];
+      for (let j = 0; carry && j < P; j++) {
+        const x = planes[j * W + w];
+        planes[j * W + w] = x ^ carry;
+        carry = x & carry;
+      }
+    }
+  }
+  /** The matched documents of word w that count L typed words. */
+  const at = (L: number, w: number): number => {
+    let x = matched[w];
+    for (let j = 0; j < P; j++) x &= (L >> j) & 1 ? planes[j * W + w] : ~planes[j * W + w];
+    return x;
+  };
+  const counts = new Array<number>(Math.max(all, S) + 1).fill(0);
+  for (let L = 0; L <= S; L++) for (let w = 0; w < W; w++) counts[L] += popcount(at(L, w));
+  // a lifted document counts every word
+  const raised = new Set<number>();
+  for (const d of lifted) {
+    if (!(matched[d >>> 5] & (1 << (d & 31)))) continue;
+    let c = 0;
+    for (let t = 0; t < S; t++) if (said[t][d >>> 5] & (1 << (d & 31))) c++;
+    if (c >= all) continue;
+    counts[c]--;
+    counts[all]++;
+    raised.add(d);
+  }
+  return {
+    levels: trimmed(counts),
+    eligible: (floor, fn) => {
+      for (let w = 0; w < W; w++)
+        for (let L = floor; L <= S; L++)
+          for (let x = at(L, w); x; x &= x - 1) {
+            const d = (w << 5) + (31 - Math.clz32(x & -x));
+            if (!raised.size || !raised.has(d)) fn(d, L);
+          }
+      if (all >= floor) for (const d of raised) fn(d, all);
+    },
+  };
+}
+
 /**
  * `leadingResults` over the in-memory search's selection, with the same answer: the typed words a document matches
  * are read from the selection's bitsets, and a document's BM25 is computed only where a bound on its score could
@@ -677,7 +768,7 @@ function leadingSelected(
   wanted: number,
   factsAt: (d: number) => RowFacts,
 ): Scored[] {
-  const { docs, figures } = sel;
+  const { figures } = sel;
   const p = figures[0];
   const C = figures[1];
   const origins = anded ? undefined : understood.origins;
@@ -705,23 +796,10 @@ function leadingSelected(
     const with_ = engine.namedWith(w);
     return !(with_ && with_[lowerBound(with_, d)] === d) && !says(t, d);
   };
-  const covers = new Uint16Array(docs.length);
-  const counts = new Uint32Array(Math.max(all, said.length) + ranker.modelWords.length + 1);
-  const anyLifted = lifted.size > 0;
-  const modelWords = ranker.modelWords;
-  for (let k = 0; k < docs.length; k++) {
-    const d = docs[k];
-    const word = d >>> 5;
-    const bit = 1 << (d & 31);
-    let c = 0;
-    for (let t = 0; t < said.length; t++) if (said[t][word] & bit) c++;
-    if (c < all && anyLifted && lifted.has(d)) c = all;
-    else if (c < all) for (const t of modelWords) if (inModel(t, d)) c++;
-    covers[k] = c;
-    counts[c]++;
-  }
-  const levels = Array.from(counts);
-  while (levels.length > 1 && !levels[levels.length - 1]) levels.pop();
+  // how many typed words each document counts (`lift`): per level, how many; then each document from the floor up
+  const { levels, eligible } = ranker.modelWords.length
+    ? coversOne(sel.docs, said, all, lifted, (d) => ranker.modelWords.filter((t) => inModel(t, d)).length)
+    : coversSliced(sel.matched, said, all, lifted);
   const floor = floorOf(levels, wanted);
   const idf = idfOf(figures);
   // per phrase and column hit anywhere: its documents, its column, and BM25's figures at the most hits one document
@@ -750,10 +828,9 @@ function leadingSelected(
   const anyNamed = nameScores.size > 0;
   const { kinds, standings } = engine;
   const leading = new Leading<Scored>(wanted, order);
-  const score = (k: number): void => {
-    const d = docs[k];
+  const score = (d: number, covered: number): void => {
     const row = factsAt(d);
-    leading.offer({ r: sel.row(d), score: ranker.settled(bm25(sel.info(d), idf), row) + ranker.bonus(row), covered: covers[k] });
+    leading.offer({ r: sel.row(d), score: ranker.settled(bm25(sel.info(d), idf), row) + ranker.bonus(row), covered });
   };
   // the levels above the floor all reach the leading results; of the floor's documents (`level`), at least each one's
   // score (`bounds`: BM25 at its bound, the rest as `settled` and `bonus` add it); those of the best bounds are scored
@@ -762,29 +839,27 @@ function leadingSelected(
   const bounds = new Float64Array(level.length);
   let atFloor = 0;
   let above = 0;
-  for (let k = 0; k < docs.length; k++) {
-    if (covers[k] > floor) {
+  eligible(floor, (d, c) => {
+    if (c > floor) {
       above++;
-      score(k);
+      return score(d, c);
     }
-    if (covers[k] !== floor) continue;
-    const d = docs[k];
     const word = d >>> 5;
     const bit = 1 << (d & 31);
     let text = 0;
-    for (let c = 0; c < cellCount; c++) if (cellBits[c][word] & bit) text += cellTop[c] / (cellBase[c] + cellPer[c] * lengths[d * C + cellCol[c]]);
-    level[atFloor] = k;
+    for (let k = 0; k < cellCount; k++) if (cellBits[k][word] & bit) text += cellTop[k] / (cellBase[k] + cellPer[k] * lengths[d * C + cellCol[k]]);
+    level[atFloor] = d;
     bounds[atFloor++] =
       text + (anyNamed ? (nameScores.get(d) ?? 0) : 0) + kindScores[kinds[d]] + standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0);
-  }
+  });
   const need = wanted - above;
   const threshold = need > 0 && atFloor > need ? kthLargest(bounds.slice(), need) : -Infinity;
-  for (let f = 0; f < atFloor; f++) if (bounds[f] >= threshold) score(level[f]);
+  for (let f = 0; f < atFloor; f++) if (bounds[f] >= threshold) score(level[f], floor);
   for (let f = 0; f < atFloor; f++) {
     if (bounds[f] >= threshold) continue;
     const last = leading.last();
     if (last && (floor < last.covered || bounds[f] + 1e-6 < last.score)) continue;
-    score(level[f]);
+    score(level[f], floor);
   }
   return leading.sorted();
 }
@@ -824,7 +899,7 @@ function searchOver(db: IndexDb, q: SearchQuery, engine: SearchEngine | undefine
     );
     return { rows, info: (k) => toUint32(rows[k].info) };
   };
-  const count = (c: Selection | Candidates): number => ('docs' in c ? c.docs.length : c.rows.length);
+  const count = (c: Selection | Candidates): number => ('count' in c ? c.count : c.rows.length);
   // every word as typed, first (FTS4 ANDs them): when that fills the page, the word parts and the long tail
   // of partial matches (`model*` matches thousands) need not be scored
   // (not when a typed word is one the index does not have: a typo or a compound, whose meaning is in the terms)
@@ -842,8 +917,8 @@ function searchOver(db: IndexDb, q: SearchQuery, engine: SearchEngine | undefine
   const wanted = (offset + limit) * 4;
   let head: Scored[];
   // answered from memory: the engine's documents, whose facts it keeps
-  const held = engine && 'docs' in found ? engine : undefined;
-  if (held && 'docs' in found) {
+  const held = engine && 'count' in found ? engine : undefined;
+  if (held && 'count' in found) {
     const sel = found;
     const factsKept = engineFacts.get(held) ?? engineFacts.set(held, new Array(held.size)).get(held)!;
     head = leadingSelected(held, sel, understood, ranker, anded, wanted, (d) => (factsKept[d] ??= factsOf(sel.row(d))));
