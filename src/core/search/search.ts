@@ -175,10 +175,12 @@ async function warm(db: IndexDb, engine: SearchEngine, pause: () => Promise<void
   const generation = db.generation;
   const words = engine.commonNameWords(12);
   const n = words.length;
+  // one word, two, three, a word twice (every document then counts as many words: one level)
   const queries = [
     ...words,
     ...words.map((w, i) => `${w} ${words[(i + 1) % n]}`),
     ...words.slice(0, 6).map((w, i) => `${w} ${words[(i + 2) % n]} ${words[(i + 4) % n]}`),
+    ...words.slice(0, 6).map((w) => `${w} ${w}`),
   ];
   for (const text of queries) {
     if (db.generation !== generation) return;
