@@ -125,13 +125,20 @@ export function blockCount(db: IndexDb): number {
   return Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0);
 }
 
+/** The counts of each index as last read, by its state (`indexCounts`: a status asked often reads them once). */
+const counted = new WeakMap<IndexDb, { generation: number; counts: { files: number; blocks: number; repos: number } }>();
+
 /** How many files, blocks and repositories the index holds. */
 export function indexCounts(db: IndexDb): { files: number; blocks: number; repos: number } {
-  return {
+  const known = counted.get(db);
+  if (known?.generation === db.generation) return { ...known.counts };
+  const counts = {
     files: Number(db.get('SELECT count(*) AS n FROM files')?.n ?? 0),
     blocks: blockCount(db),
     repos: Number(db.get('SELECT count(*) AS n FROM repos')?.n ?? 0),
   };
+  counted.set(db, { generation: db.generation, counts });
+  return { ...counts };
 }
 
 /** Each repository's name and number of blocks, by name. */
