@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { BuilderIndex, callableWithoutArguments } from '../../src/core/resolve/builders';
+import { BuilderIndex, callableWithoutArguments, modulesTaken } from '../../src/core/resolve/builders';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { cli, indexFolder, memoryDb, PYTHON_WITH_TORCH, hasTorch, pullValidated, tmpdir, writeTree } from './helpers';
 import { readProvenance } from '../../src/core/emit/pulledFile';
@@ -65,7 +65,61 @@ const NESTED = {
   ].join('\n'),
 };
 
+// a constructor that takes a module: a guessed Identity builds it and fails its forward; its builder gives the real one
+const TAKES_MODULE = {
+  'vgglike/__init__.py': '',
+  'vgglike/model.py': [
+    'from torch import nn',
+    '',
+    'class Classifier(nn.Module):',
+    '    def __init__(self, features: nn.Module, num_classes: int = 5):',
+    '        super().__init__()',
+    '        self.features = features',
+    '        self.head = nn.Linear(16 * 2 * 2, num_classes)',
+    '    def forward(self, x):',
+    '        return self.head(self.features(x).flatten(1))',
+    '',
+    'def classifier_small():',
+    '    return Classifier(nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(2)))',
+    '',
+    '# no builder, and the guess stands in well: a residual around any module',
+    'class Residual(nn.Module):',
+    '    def __init__(self, fn: nn.Module):',
+    '        super().__init__()',
+    '        self.fn = fn',
+    '    def forward(self, x):',
+    '        return self.fn(x) + x',
+  ].join('\n'),
+};
+
 describe('builders: how the repository itself builds a block', () => {
+  it('reads which required parameters take a module', () => {
+    assert.deepStrictEqual(modulesTaken('(features: nn.Module, num_classes: int = 1000, init_weights: bool = True )'), ['features']);
+    assert.deepStrictEqual(modulesTaken('(backbone: torch.nn.Module, head: Optional[nn.Module], rpn: nn.Module = None)'), ['backbone', 'head']);
+    // a factory of modules, a class, a defaulted module, an unannotated one: guesses build those as well as anything
+    assert.deepStrictEqual(modulesTaken('(block: Callable[..., nn.Module], cls: Type[nn.Module], norm: nn.Module = nn.Identity(), fn)'), []);
+  });
+
+  it('asks the builders first for a constructor that takes a module, and guesses where none builds it', async function () {
+    if (!hasTorch()) this.skip();
+    this.timeout(240_000);
+    const built = await pullValidated(TAKES_MODULE, 'vgglike.model.Classifier');
+    assert.strictEqual(built.tier, 'equivalent', JSON.stringify(built.validation));
+    assert.strictEqual(built.validation?.builder, 'vgglike.model.classifier_small');
+    // the file as pulled is not judged with guesses first
+    assert.strictEqual(built.judged?.[0]?.stage, 'builder', JSON.stringify(built.judged));
+    assert.ok(!built.judged?.some((j) => j.stage === 'judge'), JSON.stringify(built.judged));
+    assert.match(built.message ?? '', /its constructor takes features, a module the builder gives it/);
+    const guessed = await pullValidated(TAKES_MODULE, 'vgglike.model.Residual');
+    assert.strictEqual(guessed.tier, 'equivalent', JSON.stringify(guessed.validation));
+    assert.strictEqual(guessed.validation?.builder, undefined);
+    assert.deepStrictEqual(
+      guessed.judged?.map((j) => j.stage),
+      ['judge'],
+      JSON.stringify(guessed.judged),
+    );
+  });
+
   it('reads whether a signature needs arguments', () => {
     assert.ok(callableWithoutArguments('()'));
     assert.ok(callableWithoutArguments('(*, weights=None, progress: bool = True, **kwargs: Any)'));

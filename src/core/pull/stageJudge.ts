@@ -12,7 +12,7 @@ import * as path from 'path';
 import type { ClassRef } from '../store/target';
 import { emitFile } from '../emit/emit';
 import { NnragError } from '../base/errors';
-import { BuilderIndex } from '../resolve/builders';
+import { BuilderIndex, modulesTaken } from '../resolve/builders';
 import { computeClosure } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { validateFile } from '../validate/runner';
@@ -87,12 +87,41 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
   };
   // one time limit for the whole block: its argument sets, its builders and the replay of a builder's arguments
   const clock = new JudgeClock(options.timeoutMs ?? DEFAULT_TIMEOUT_S * 1000);
-  const began = performance.now();
-  let v = await validateFile(options.out, request);
-  clock.spent(v);
-  const judged: JudgeRun[] = [{ stage: 'judge', why: 'the file as pulled', ...spentOn(v, began) }];
-  if (!v.ok && (v.category === 'instantiate' || v.category === 'forward'))
-    v = await builderStage(session, emission, options, request, original, clock, v, judged);
+  const judged: JudgeRun[] = [];
+  // a constructor that takes a module (`features: nn.Module`) gets only an Identity from a guess: where the
+  // repository's calls and examples say nothing, its builders first, whose model stands where it is equivalent;
+  // otherwise the file as pulled, as for any block
+  const said = (request.candidates?.length ?? 0) + (request.examples?.length ?? 0) > 0;
+  const modules = said ? [] : modulesTaken(emission.rec.facts.classes.find((c) => c.unit === emission.unit)?.signature ?? '');
+  const first = modules.length
+    ? await tryBuilders(
+        session,
+        emission,
+        options,
+        original,
+        clock,
+        `its constructor takes ${modules.join(', ')}, a module a guess only stands in for: the repository's builders first`,
+      )
+    : undefined;
+  let v: ValidationReport;
+  if (first?.built.report?.ok && first.built.report.tier === 'equivalent') {
+    judged.push(first.stage);
+    v = await builderVerdict(first.built, options, request, clock, judged, { ...first.built.report, moduleArguments: modules });
+  } else {
+    const began = performance.now();
+    // (after the builders, within what is left of the block's time)
+    v = await validateFile(options.out, first ? { ...request, timeoutMs: Math.max(MIN_JUDGE_MS, clock.left()) } : request);
+    clock.spent(v);
+    judged.push({ stage: 'judge', why: 'the file as pulled', ...spentOn(v, began) });
+    if (!v.ok && (v.category === 'instantiate' || v.category === 'forward')) {
+      const why = `no guessed argument set ${v.category === 'instantiate' ? 'built the block' : 'ran its forward'}: the repository's builders`;
+      // (the builders already tried are not tried again)
+      const tried = first ?? (await tryBuilders(session, emission, options, original, clock, why));
+      if (first) first.stage.why = `${why} (tried first: the constructor takes ${modules.join(', ')})`;
+      judged.push(tried.stage);
+      v = await builderVerdict(tried.built, options, request, clock, judged, v);
+    }
+  }
   const runtime = runtimeNativeOf(session, v, ref.repoId, inlined);
   if (runtime && options.buildNative && !options.runtimeNatives?.includes(runtime)) return { verdict: v, judged, native: runtime };
   if (runtime) {
@@ -127,31 +156,30 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
   };
 }
 
+/** What the repository's builders gave (`validateWithBuilder`), and the builder stage's record of it. */
+interface BuildersTried {
+  built: Awaited<ReturnType<typeof validateWithBuilder>>;
+  stage: JudgeRun;
+}
+
 /**
- * The builder stage: the repository's own builder builds what no guessed argument set builds, and a block taken from
- * inside the model it makes runs on the inputs that model really gives it; then the replay stage judges the
- * builder's arguments on the file written. Returns the verdict that stands.
+ * The builder stage: the repository's own builder builds what no guessed argument set builds (or what takes a module,
+ * asked first), and a block taken from inside the model it makes runs on the inputs that model really gives it.
  */
-async function builderStage(
+async function tryBuilders(
   session: PullSession,
   emission: Emission,
   options: PullOptions,
-  request: ValidateOptions,
   original: OriginalClass | undefined,
   clock: JudgeClock,
-  v: ValidationReport,
-  judged: JudgeRun[],
-): Promise<ValidationReport> {
+  why: string,
+): Promise<BuildersTried> {
   const { ref, rec, unit, target, closureCtx, emitCtx, inlined } = emission;
   // the builder's model must be made of the copy's classes: everything of the repository is inlined for it (an
   // installed package's builders would build, and register, the installed classes)
   const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
   const budgetMs = Math.min(options.builderBudgetMs ?? Infinity, clock.left() - MIN_JUDGE_MS);
-  const stage: JudgeRun = {
-    stage: 'builder',
-    why: `no guessed argument set ${v.category === 'instantiate' ? 'built the block' : 'ran its forward'}: the repository's builders`,
-  };
-  judged.push(stage);
+  const stage: JudgeRun = { stage: 'builder', why };
   const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, unit, ref.name, target, { ...options, builderBudgetMs: budgetMs }, original);
   clock.spent(built.ownMs);
   Object.assign(stage, {
@@ -160,12 +188,28 @@ async function builderStage(
     ...(built.untried.length ? { untried: built.untried } : {}),
     ...(built.report?.timings ? { timings: built.report.timings } : {}),
   });
+  return { built, stage };
+}
+
+/**
+ * The verdict that stands after the builders: the replay stage judges the builder's arguments on the file written;
+ * without a builder's report, `v` (the file as pulled) with what the builders ended in.
+ */
+async function builderVerdict(
+  built: BuildersTried['built'],
+  options: PullOptions,
+  request: ValidateOptions,
+  clock: JudgeClock,
+  judged: JudgeRun[],
+  v: ValidationReport,
+): Promise<ValidationReport> {
   if (built.report && clock.left() > MIN_JUDGE_MS) {
     const replay: JudgeRun = { stage: 'replay', why: "the builder's arguments, judged again on the file written" };
     judged.push(replay);
-    return replayed(built.report, options.out!, { ...request, timeoutMs: clock.left() }, replay);
+    const again = await replayed(built.report, options.out!, { ...request, timeoutMs: clock.left() }, replay);
+    return v.moduleArguments ? { ...again, moduleArguments: v.moduleArguments } : again;
   }
-  if (built.report) return { ...built.report, recipe: undefined };
+  if (built.report) return { ...built.report, recipe: undefined, ...(v.moduleArguments ? { moduleArguments: v.moduleArguments } : {}) };
   const ended = built.tried.length ? `; the repository's builders ended: ${built.tried.map((b) => `${b.name}() ${b.ended}`).join(', ')}` : '';
   if (!built.untried.length) return ended ? { ...v, message: `${v.message ?? ''}${ended}` } : v;
   const within =

@@ -62,12 +62,17 @@ function settleVerdict(report: PullReport, v: ValidationReport, provenance: Prov
     report.status = 'validated';
     if (v.observed) {
       report.message = `built and fed as the repository's own ${v.observed} does`;
-    } else if (v.recipe) {
-      report.message = `built with the arguments the repository's builder ${v.builder}() gives it (in the file's header, for nn-rag validate): no guessed argument set builds it alone`;
     } else if (v.builder) {
-      report.message = v.inside
-        ? `built inside the ${v.inside} that the repository's ${v.builder}() makes, and run on the inputs that model gives it: no guessed argument set builds it alone`
-        : `built through the repository's own builder ${v.builder}(): no guessed argument set builds it alone`;
+      // why the builder: no guess built it, or it takes a module a guess would only stand in for
+      const why = v.moduleArguments?.length
+        ? `its constructor takes ${v.moduleArguments.join(', ')}, a module the builder gives it`
+        : 'no guessed argument set builds it alone';
+      if (v.recipe)
+        report.message = `built with the arguments the repository's builder ${v.builder}() gives it (in the file's header, for nn-rag validate): ${why}`;
+      else
+        report.message = v.inside
+          ? `built inside the ${v.inside} that the repository's ${v.builder}() makes, and run on the inputs that model gives it: ${why}`
+          : `built through the repository's own builder ${v.builder}(): ${why}`;
     }
   } else {
     report.status = 'failed';

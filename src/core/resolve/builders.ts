@@ -12,9 +12,9 @@ export interface Builder {
   name: string;
 }
 
-/** True when a parameter list as written (`(*, weights=None, **kwargs)`) has no required parameter. */
-export function callableWithoutArguments(signature: string): boolean {
-  const inner = signature.replace(/^\(|\)$/g, '');
+/** The parameters of a parameter list as written (`(features: nn.Module, *, init=True)`), each as written. */
+function parametersOf(signature: string): string[] {
+  const inner = signature.trim().replace(/^\(|\)$/g, '');
   let depth = 0;
   let cur = '';
   const params: string[] = [];
@@ -29,7 +29,29 @@ export function callableWithoutArguments(signature: string): boolean {
     }
   }
   if (cur.trim()) params.push(cur.trim());
-  return params.every((p) => p === '*' || p === '/' || p.startsWith('*') || p.includes('='));
+  return params;
+}
+
+/** Whether a parameter as written must be given (not `*`, `/`, `*args`, `**kwargs`, nor one with a default). */
+const required = (p: string): boolean => !(p === '*' || p === '/' || p.startsWith('*') || p.includes('='));
+
+/** True when a parameter list as written (`(*, weights=None, **kwargs)`) has no required parameter. */
+export function callableWithoutArguments(signature: string): boolean {
+  return !parametersOf(signature).some(required);
+}
+
+/**
+ * The required parameters a constructor annotates as a module (`features: nn.Module`; not a factory of modules,
+ * `Callable[..., nn.Module]`): a guessed argument only stands in for them (an Identity), so the repository's builders
+ * are asked first.
+ */
+export function modulesTaken(signature: string): string[] {
+  return parametersOf(signature)
+    .filter(required)
+    .flatMap((p) => {
+      const m = /^(\w+)\s*:\s*(.+)$/.exec(p);
+      return m && /\bModule\b/.test(m[2]) && !/\bCallable\b|\bType\b|\btype\[/.test(m[2]) ? [m[1]] : [];
+    });
 }
 
 /** Reverse call edges among the module-level functions of one repository (built once per table and repository). */
