@@ -52,6 +52,8 @@ export interface Judgement {
   slim?: Emission;
   /** The slim stage's sizes, when it ran. */
   slimSizes?: SlimSizes;
+  /** The constructor's parameters that take a module, when a builder, asked before any guess, built the block. */
+  moduleArguments?: string[];
 }
 
 /** The judge's time for one block, counted in its own time (a loaded machine does not leave a stage untried). */
@@ -104,9 +106,11 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
       )
     : undefined;
   let v: ValidationReport;
-  if (first?.built.report?.ok && first.built.report.tier === 'equivalent') {
+  // (a builder asked first built it: the verdict says so)
+  const asked = first?.built.report?.ok === true && first.built.report.tier === 'equivalent';
+  if (asked && first?.built.report) {
     judged.push(first.stage);
-    v = await builderVerdict(first.built, options, request, clock, judged, { ...first.built.report, moduleArguments: modules });
+    v = await builderVerdict(first.built, options, request, clock, judged, first.built.report);
   } else {
     const began = performance.now();
     // (after the builders, within what is left of the block's time)
@@ -151,6 +155,7 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
   return {
     verdict: explained(withoutTrace(v), found),
     judged,
+    ...(asked ? { moduleArguments: modules } : {}),
     ...(kept ? { slim: kept } : {}),
     ...(slim ? { slimSizes: slim.sizes } : {}),
   };
@@ -206,10 +211,9 @@ async function builderVerdict(
   if (built.report && clock.left() > MIN_JUDGE_MS) {
     const replay: JudgeRun = { stage: 'replay', why: "the builder's arguments, judged again on the file written" };
     judged.push(replay);
-    const again = await replayed(built.report, options.out!, { ...request, timeoutMs: clock.left() }, replay);
-    return v.moduleArguments ? { ...again, moduleArguments: v.moduleArguments } : again;
+    return replayed(built.report, options.out!, { ...request, timeoutMs: clock.left() }, replay);
   }
-  if (built.report) return { ...built.report, recipe: undefined, ...(v.moduleArguments ? { moduleArguments: v.moduleArguments } : {}) };
+  if (built.report) return { ...built.report, recipe: undefined };
   const ended = built.tried.length ? `; the repository's builders ended: ${built.tried.map((b) => `${b.name}() ${b.ended}`).join(', ')}` : '';
   if (!built.untried.length) return ended ? { ...v, message: `${v.message ?? ''}${ended}` } : v;
   const within =

@@ -31,7 +31,7 @@ export async function recordPull(
   let final: string | undefined;
   if (judgement) {
     report.judged = judgement.judged;
-    settleVerdict(report, judgement.verdict, emitted.provenance);
+    settleVerdict(report, judgement.verdict, emitted.provenance, judgement.moduleArguments);
     recordValidation(session.db, ref.id, report);
     final = replaceProvenance(emitted.code, emitted.provenance);
   }
@@ -52,7 +52,7 @@ export async function recordPull(
 }
 
 /** The report as verdict `v` says (its status, tier, message), and the file's provenance record (for hovers). */
-function settleVerdict(report: PullReport, v: ValidationReport, provenance: Provenance): void {
+function settleVerdict(report: PullReport, v: ValidationReport, provenance: Provenance, moduleArguments?: string[]): void {
   report.validation = v;
   if (v.original_reached !== undefined) report.originalReached = v.original_reached;
   report.tier = v.tier;
@@ -64,8 +64,8 @@ function settleVerdict(report: PullReport, v: ValidationReport, provenance: Prov
       report.message = `built and fed as the repository's own ${v.observed} does`;
     } else if (v.builder) {
       // why the builder: no guess built it, or it takes a module a guess would only stand in for
-      const why = v.moduleArguments?.length
-        ? `its constructor takes ${v.moduleArguments.join(', ')}, a module the builder gives it`
+      const why = moduleArguments?.length
+        ? `its constructor takes ${moduleArguments.join(', ')}, a module the builder gives it`
         : 'no guessed argument set builds it alone';
       if (v.recipe)
         report.message = `built with the arguments the repository's builder ${v.builder}() gives it (in the file's header, for nn-rag validate): ${why}`;

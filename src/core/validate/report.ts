@@ -85,8 +85,6 @@ export interface ValidationReport {
   builder?: string;
   /** The model the builder made, when the block was taken from inside it. */
   inside?: string;
-  /** The constructor's parameters that take a module, for which the builder was asked before any guess. */
-  moduleArguments?: string[];
   /** Where the repository's own code built the block this way and fed it (`tests/test_x.py::test_conv`). */
   observed?: string;
   /**
