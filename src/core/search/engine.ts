@@ -51,8 +51,6 @@ export interface Selection {
   cell(i: number, col: number): Uint32Array;
   /** Per document and column (d * columns + col), its tokens. */
   lengths: Uint32Array;
-  /** Whether phrase i hits document d in any column. */
-  says(i: number, d: number): boolean;
   /** The documents phrase i hits in any column, a bitset (document d: bit d % 32 of word d / 32). */
   phrase(i: number): Uint32Array;
   /** The most hits phrase i has in column `col` of any one document. */
@@ -608,7 +606,6 @@ export class SearchEngine {
       info[3 + 2 * C + 3 * i + 1] = total[i];
       info[3 + 2 * C + 3 * i + 2] = docsWith[i];
     }
-    const says = (i: number, d: number): boolean => (hits[i].bits[C * W + (d >>> 5)] & (1 << (d & 31))) !== 0;
     return {
       count,
       get docs() {
@@ -618,7 +615,6 @@ export class SearchEngine {
       figures: info,
       cell: (i, col) => hits[i].bits.subarray(col * W, (col + 1) * W),
       lengths: this.lengths,
-      says,
       phrase: (i) => hits[i].bits.subarray(C * W, (C + 1) * W),
       mostHits: (i, col) => most[i * C + col],
       row: (d) => this.rows[d],
