@@ -628,8 +628,13 @@ function nameParts(
   factsAt: (d: number) => RowFacts,
 ): { nameScores: Map<number, number>; lifted: Set<number>; named: Uint16Array } {
   const nameScores = new Map<number, number>();
-  if (ranker.query.length >= 3) for (const d of engine.namesContaining(ranker.query)) nameScores.set(d, ranker.nameScore(engine.lowerName(d)));
-  const lifted = new Set([...nameScores.keys()].filter((d) => engine.lowerName(d).startsWith(ranker.query)));
+  const lifted = new Set<number>();
+  if (ranker.query.length >= 3)
+    for (const d of engine.namesContaining(ranker.query)) {
+      const name = engine.lowerName(d);
+      nameScores.set(d, ranker.nameScore(name));
+      if (name.startsWith(ranker.query)) lifted.add(d);
+    }
   const named = new Uint16Array(engine.size);
   for (const [w, n] of ranker.nameWords) {
     const with_ = engine.namedWith(w);
