@@ -18,7 +18,7 @@ from .equivalence import compare, origin_problem
 from .frames import Failed, Observed, Origin, Plan, Probe, Probed, Reached, Unavailable
 from .frames import read as read_frame
 from .jobs import ObserveJob, Original, ValidateJob
-from .protocol import MAX_TRACED_FILES, MAX_TRACED_LINES, Failure
+from .protocol import HANDED_OVER, MAX_TRACED_FILES, MAX_TRACED_LINES, Failure
 from .reports import ObserveReport, Report
 from .static import imported_top_levels, imports_anywhere, requirements, undefined_names
 from .places import NATIVE_FOLDER, empty, project_folder
@@ -551,9 +551,18 @@ def observe_template(request: ObserveJob) -> Optional[Dict[str, Any]]:
 QUIET_GRACE_S = 30.0  # an observer worker's imports, beyond twice an entry's own limit
 
 
+def handed_over(job: WorkerRun, progressed: bool) -> bool:
+    """Whether an observer worker ended between two entries for a fresh one to run the rest (its memory crowded,
+    observe.crowded): nothing else went wrong, and it finished an entry (a test that exits with that status itself is
+    run again first in the next worker, and blamed there)."""
+    status = job.status
+    return progressed and job.problem is None and status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == HANDED_OVER
+
+
 def observe(request: ObserveJob, place: Place, control: Optional[int]) -> ObserveReport:
     """Run a repository's entry points in workers (observe.py) and gather what each observed. A worker that dies or
-    runs out of time loses only the entry it was in: the next worker starts after it. Never runs a block's copy."""
+    runs out of time loses only the entry it was in: the next worker starts after it; one whose memory is crowded hands
+    the rest to the next. Never runs a block's copy."""
     entries = request.entries
     report = ObserveReport()
     spent = 0.0  # the workers' own time (supervise.supervise): the machine's load does not cut the repository short
@@ -583,7 +592,7 @@ def observe(request: ObserveJob, place: Place, control: Optional[int]) -> Observ
         if job.problem is not None and job.problem[0] in ("cancelled", "tampered", "output"):
             return ObserveReport(False, report.observed, job.problem[0], job.problem[1])
         left = tuple(e for e in entries if e.id not in done)
-        if left:
+        if left and not handed_over(job, bool(done)):
             # the entry the worker was in when it ended
             why = job.problem[1] if job.problem is not None else f"the process ended: {last_line(tail_text(job))}"
             report.observed.append({"entry": left[0].id, "error": why[:300], "calls": [], "files": []})

@@ -305,9 +305,10 @@ def alarm(_signum: int, _frame: Any) -> None:
     raise EntryTimeout()
 
 
-def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feeder: Feeder) -> None:
+def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feeder: Feeder) -> bool:
     """Run each entry under the hook; one frame per entry: its classes' constructions and inputs, the repository's
-    files it imported (their paths), its time and its error."""
+    files it imported (their paths), its time and its error. True when it stopped between two entries because its
+    memory is crowded (a fresh worker runs the rest)."""
     spec = req["observe"]
     root, folder = str(spec["root"]), str(spec["path"])
     budget = float(spec.get("entry_s", 20))
@@ -386,6 +387,39 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
         # long run otherwise meets the memory limit)
         observer = None
         gc.collect()
+        if crowded():
+            return True
+    return False
+
+
+# the share of its data limit past which an observer worker hands the remaining entries to a fresh one
+CROWDED_SHARE = 0.6
+
+
+def crowded() -> bool:
+    """Whether this process's data memory (what RLIMIT_DATA caps, `limit_memory`) is past CROWDED_SHARE of its limit
+    once the freed memory is given back to the system. One worker runs hundreds of entries; its heap only grows
+    (fragments; what the repository's code caches), and near the limit every allocation fails, the smallest included:
+    oneDNN says 'could not create a primitive' for any convolution, and every later entry fails with it."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
+        if limit == resource.RLIM_INFINITY or limit <= 0:
+            return False
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass  # not glibc: what is held stays held
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024 > CROWDED_SHARE * limit
+    except (ImportError, OSError, ValueError):
+        pass
+    return False
 
 
 def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:

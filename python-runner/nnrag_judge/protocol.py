@@ -51,6 +51,9 @@ NATIVE_OPS = re.compile(r"custom C\+\+ ops|Could not run '\w+::|undefined symbol
 FRAME = struct.Struct(">II")
 MAX_HEADER = 1 << 20
 MAX_VALUES = 1 << 22  # float64 values a worker may send in all (32 MB)
+# an observer worker's exit status when it ended between two entries to let a fresh one run the rest (observe.crowded)
+HANDED_OVER = 75
+
 # the most files and first lines a trace of the original's run reports (what a slim copy keeps is decided from it)
 MAX_TRACED_FILES = 400
 MAX_TRACED_LINES = 20000

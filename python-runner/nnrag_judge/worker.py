@@ -30,7 +30,7 @@ from .evidence import tensor_evidence
 from .candidates import input_list
 from .inputs import shapes
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, original_path, set_target
-from .protocol import NATIVE_OPS, CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
+from .protocol import HANDED_OVER, NATIVE_OPS, CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
 from .observe import run_observe
 from .building import attempts_of, module_call
 from .forward import ALIKE, MISSING_MODULE, Found, best_error, missing_package, search
@@ -316,7 +316,8 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
         if role == "observe":
             if torch is None:
                 raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")
-            run_observe(send, req, torch, (input_list, module_call))
+            if run_observe(send, req, torch, (input_list, module_call)):
+                exit_(HANDED_OVER)
         elif role == "original":
             if torch is None:
                 raise Failure("missing-package", "missing package 'torch': the interpreter cannot import torch", package="torch")

@@ -491,6 +491,73 @@ class Observing(unittest.TestCase):
         self.assertEqual([o["error"] is None for o in got["observed"]], [False, False, True], got)
         self.assertEqual(imports, ["imported"], got)
 
+    @unittest.skipUnless(HAS_TORCH, "the observer's workers import torch")
+    def test_a_worker_whose_memory_is_crowded_hands_the_rest_to_a_fresh_one(self) -> None:
+        # an entry keeps memory (a module-level cache) until the worker's data is past its share of the limit: the
+        # worker ends after that entry, nobody is blamed, and a fresh worker runs the next entries; a test that exits
+        # with the same status itself, first in its worker, is blamed as any worker that ends
+        from nnrag_judge.protocol import HANDED_OVER
+
+        with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as log, tempfile.TemporaryDirectory() as work:
+            write_tree(
+                root,
+                {
+                    "tests/test_fill.py": f"""
+                import os
+                import resource
+
+                from nnrag_judge import observe
+
+                KEPT = []
+
+
+                def pid(name):
+                    with open(os.path.join({log!r}, name), "w") as fh:
+                        fh.write(str(os.getpid()))
+
+
+                def test_fills():
+                    pid("fills")
+                    limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
+                    with open("/proc/self/status") as fh:
+                        data = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmData:"))
+                    more = int(observe.CROWDED_SHARE * limit) - data + (64 << 20)
+                    KEPT.append(bytearray(max(more, 1)))
+
+
+                def test_next():
+                    pid("next")
+
+
+                def test_exits():
+                    os._exit({HANDED_OVER})
+
+
+                def test_last():
+                    pid("last")
+                """
+                },
+            )
+            names = ("test_fills", "test_next", "test_exits", "test_last")
+            entries = [{"id": f"tests/test_fill.py::{f}", "module": "tests.test_fill", "function": f} for f in names]
+            before = os.getcwd()
+            try:
+                spec = {"root": root, "path": root, "entry_s": 20, "entries": entries, "also": [os.path.join(HERE, "..")]}
+                got = observe_repository(spec, Place(work), 3072, 120, None)
+            finally:
+                os.chdir(before)
+            pids = {}
+            for name in ("fills", "next", "last"):
+                with open(os.path.join(log, name)) as fh:
+                    pids[name] = fh.read()
+        errors = {o["entry"].split("::")[1]: o["error"] for o in got["observed"]}
+        self.assertEqual(set(errors), set(names), got)
+        self.assertIsNone(errors["test_fills"], got)
+        self.assertIsNone(errors["test_next"], got)
+        self.assertIsNotNone(errors["test_exits"], got)
+        self.assertIsNone(errors["test_last"], got)
+        self.assertNotEqual(pids["fills"], pids["next"], got)
+
     def test_a_package_the_interpreter_lacks_stops_only_the_entries_that_use_it(self) -> None:
         # a test module imports an optional package at module level for some of its tests (pycocotools in a detection
         # framework's suite): the others still run; pytest's warns, approx and importorskip work without pytest
