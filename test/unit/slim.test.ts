@@ -136,6 +136,23 @@ describe('pull: the slim copy, judged with a real Python', function () {
     assert.deepStrictEqual(report.provenance?.definitions.map((d) => d.names.join()).includes('unused'), true);
   });
 
+  it('stands in for a function the block keeps as an attribute but never calls under its own name', async () => {
+    // a loss module keeps its criterion (`self.cls_criterion = binary_cross_entropy`): the module tree the judge compares
+    // names it, so the stand-in must print itself as the original does
+    const model = FILES['app/model.py']
+      .replace('from fw.util import registered', 'from fw.util import registered, unused')
+      .replace('self.lin = torch.nn.Linear(dim, dim)', 'self.lin = torch.nn.Linear(dim, dim)\n        self.criterion = unused');
+    const report = await pullValidated({ ...FILES, 'app/model.py': model }, TARGET);
+    assert.strictEqual(report.validation?.equivalence?.status, 'equivalent', JSON.stringify(report.validation));
+    assert.ok(
+      report.judged?.some((j) => j.stage === 'slim' && /left out; the slim file judged again/.test(j.why)),
+      JSON.stringify(report.judged),
+    );
+    const code = await fsp.readFile(report.out!, 'utf8');
+    assert.match(code, /^unused = _nnrag_left_out\("fw\.util\.unused"\)$/m);
+    assert.strictEqual(runs(report.out!, 'm = ns["Model"]()\nprint(m.criterion.__qualname__, ns["Base"].save.__qualname__)'), 'unused Base.save');
+  });
+
   it('keeps every definition with `full`', async () => {
     const report = await pullValidated(FILES, TARGET, { full: true });
     assert.strictEqual(report.validation?.equivalence?.status, 'equivalent');

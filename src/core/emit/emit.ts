@@ -124,12 +124,14 @@ const LEFT_OUT_STAND_IN = `class _NnragLeftOut(RuntimeError):
 
 
 def _nnrag_left_out(where, *methods):
-    def left_out(name):
+    owner = where.rsplit(".", 1)[-1]
+    def left_out(name, qualname):
         def stand_in(*args, **kwargs):
             raise _NnragLeftOut(f"{name} was left out of this file: the original never ran it when NN-RAG validated the block (nn-rag pull --full keeps it)")
-        stand_in.__name__ = name.rsplit(".", 1)[-1]
+        stand_in.__name__ = qualname.rsplit(".", 1)[-1]
+        stand_in.__qualname__ = qualname  # as the original's prints itself (a module keeping it as an attribute)
         return stand_in
-    return {m: left_out(f"{where}.{m}") for m in methods} if methods else left_out(where)`;
+    return {m: left_out(f"{where}.{m}", f"{owner}.{m}") for m in methods} if methods else left_out(where, owner)`;
 
 /** Packages every torch interpreter has in practice: plain imports whatever uses them. */
 const ALWAYS_THERE = new Set(['torch', 'numpy']);
