@@ -354,7 +354,10 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
             test_folder = base_folder(real_root, relative)
             if test_folder and test_folder not in sys.path:
                 sys.path.insert(1, test_folder)
-            module = importlib.import_module(import_name(real_root, relative, test_folder, str(entry["module"])))
+            # a configuration file is read by the repository's own loader (mmengine's resolves `with read_base():`
+            # relative imports of a folder that is no package), never imported as a module of its own
+            config = entry.get("kind") == "config"
+            module = None if config else importlib.import_module(import_name(real_root, relative, test_folder, str(entry["module"])))
             calls = entry_callables(module, entry, real_root, observer, feeder)
             sys.setprofile(observer.profile)
             signal.setitimer(signal.ITIMER_PROF, budget)

@@ -781,6 +781,68 @@ class ConfigFiles(unittest.TestCase):
                     del sys.modules[name]
         self.assertEqual((type(built).__name__, built.width), ("Net", 4))
 
+    @unittest.skipUnless(HAS_TORCH, "the observer's workers import torch")
+    def test_a_config_is_read_by_the_loader_never_imported_as_a_module(self) -> None:
+        # mmengine's Python configs import their bases relatively inside `with read_base():` from folders that are no
+        # packages: only the loader resolves that; importing the file as a module fails before the loader runs
+        with tempfile.TemporaryDirectory() as root:
+            write_tree(
+                root,
+                {
+                    "pk/__init__.py": "",
+                    "pk/registry.py": """
+                                  class Registry:
+                                      def get(self, name):
+                                          return None
+
+                                      def build(self, cfg):
+                                          args = dict(cfg)
+                                          return args.pop("type")(**args)
+
+                                  MODELS = Registry()
+                                  """,
+                    "pk/net.py": SCALE,
+                    # the framework's loader, as the repository's users have it: runs a config as part of a package
+                    "mmengine/__init__.py": "",
+                    "mmengine/config.py": """
+                                  import importlib.util, os, sys, types
+
+                                  class Config(dict):
+                                      @staticmethod
+                                      def fromfile(path):
+                                          folder = os.path.dirname(os.path.dirname(path))
+                                          top = types.ModuleType("_cfg")
+                                          top.__path__ = [folder]
+                                          sys.modules["_cfg"] = top
+                                          name = "_cfg." + os.path.relpath(path, folder)[:-3].replace(os.sep, ".")
+                                          spec = importlib.util.spec_from_file_location(name, path)
+                                          module = importlib.util.module_from_spec(spec)
+                                          sys.modules[name] = module
+                                          spec.loader.exec_module(module)
+                                          return Config({k: v for k, v in vars(module).items() if not k.startswith("_")})
+                                  """,
+                    "configs/_base_/width.py": "FACTOR = 3\n",
+                    "configs/x/cfg.py": """
+                                  from pk.net import Scale
+
+                                  from .._base_.width import FACTOR
+
+                                  model = dict(type=Scale, factor=FACTOR)
+                                  """,
+                },
+            )
+            entry = {
+                "id": "configs/x/cfg.py::model",
+                "module": "configs.x.cfg",
+                "function": "model",
+                "kind": "config",
+                "file": "configs/x/cfg.py",
+                "registries": [["pk.registry", "MODELS"]],
+            }
+            got = observed(root, [entry])
+        self.assertIsNone(got["observed"][0]["error"], got)
+        self.assertEqual([c["kwargs"] for c in got["observed"][0]["calls"]], [{"factor": 3}], got)
+
     def test_a_base_outside_the_repository_is_refused(self) -> None:
         with tempfile.TemporaryDirectory() as top:
             root = os.path.join(top, "repo")
