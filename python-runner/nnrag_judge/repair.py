@@ -19,28 +19,44 @@ EXISTS = ("exists", "is_not_none", "not_none", "defined")
 DIVISIBLE = ("divisible_by", "divisible", "is_divisible")
 
 
-def failing_statement(exc: BaseException, cls: Any) -> Optional[Tuple[ast.stmt, List[ast.AST], Any]]:
-    """The statement of the block's own `__init__` where the exception was raised (or that called the code that
-    raised it), its enclosing nodes (innermost last) and the frame; None when the block's `__init__` is not in the
-    traceback."""
-    init: Any = getattr(cls, "__init__", None)
-    code = getattr(init, "__code__", None)
+def failing_statements(exc: BaseException, cls: Any) -> List[Tuple[ast.stmt, List[ast.AST], Any]]:
+    """The statements of the block's `__init__`s where the exception was raised (or that called the code that raised
+    it), each with its enclosing nodes (innermost last) and its frame, innermost first: the `__init__` of a base class
+    the block's called (`super().__init__(depth=depth)`, then the base's `if depth not in self.arch_settings: raise`:
+    its parameters that hold the block's own arguments are changed), then the block's own. None in the traceback: []."""
+    inits: Dict[Any, Any] = {}
+    for klass in getattr(cls, "__mro__", ()):
+        init = klass.__dict__.get("__init__")
+        code = getattr(init, "__code__", None)
+        if code is not None:
+            inits.setdefault(code, init)
+    own = getattr(getattr(cls, "__init__", None), "__code__", None)
     tb = exc.__traceback__
-    last = None
-    # the innermost frame of the block's own `__init__`: where it raised, or the statement whose call raised deeper
+    innermost = last_own = None
+    # the innermost frame of each: where it raised, or the statement whose call raised deeper
     # (`nn.Linear(hidden_size, ...)` with `hidden_size=None`)
     while tb is not None:
-        if tb.tb_frame.f_code is code:
-            last = tb
+        if tb.tb_frame.f_code in inits:
+            innermost = tb
+        if tb.tb_frame.f_code is own:
+            last_own = tb
         tb = tb.tb_next
-    if code is None or last is None:
-        return None
+    out = []
+    for at in dict.fromkeys(t for t in (innermost, last_own) if t is not None):
+        found = statement_at(inits[at.tb_frame.f_code], at.tb_lineno)
+        if found is not None:
+            out.append((found[0], found[1], at.tb_frame))
+    return out
+
+
+def statement_at(init: Any, lineno: int) -> Optional[Tuple[ast.stmt, List[ast.AST]]]:
+    """The innermost statement of `init`'s source on the file's line `lineno`, and its enclosing nodes."""
     try:
         lines, start = inspect.getsourcelines(init)
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):
         return None
-    line = last.tb_lineno - start + 1
+    line = lineno - start + 1
     found: List[Tuple[ast.stmt, List[ast.AST]]] = []
 
     def walk(node: ast.AST, parents: List[ast.AST]) -> None:
@@ -50,10 +66,7 @@ def failing_statement(exc: BaseException, cls: Any) -> Optional[Tuple[ast.stmt, 
             walk(child, parents + [node])
 
     walk(tree, [])
-    if not found:
-        return None
-    stmt, parents = found[-1]
-    return stmt, parents, last.tb_frame
+    return found[-1] if found else None
 
 
 def solve(test: ast.expr, values: Dict[str, Any], guess: Any, namespace: Dict[str, Any], build: Any = None) -> Dict[str, Any]:
@@ -125,6 +138,10 @@ def solve(test: ast.expr, values: Dict[str, Any], guess: Any, namespace: Dict[st
     ):
         listed = [e.value for e in right.elts if isinstance(e, ast.Constant)]
         return {} if values[left.id] in listed else {left.id: listed[0]}
+    # `depth in self.arch_settings`, `arch in set(self.arch_zoo)`: the first key of the table the class keeps
+    if len(test.ops) == 1 and isinstance(op, ast.In) and isinstance(left, ast.Name) and left.id in values:
+        keys = table_keys(right, namespace)
+        return {left.id: keys[0]} if keys and values[left.id] not in keys else {}
     # `x is not None`, also as the attribute the constructor keeps it in (`if self.processor is None: raise`)
     kept = left.attr if isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) and left.value.id == "self" else None
     if len(test.ops) == 1 and isinstance(op, ast.IsNot) and kept in values and values[kept] is None:
@@ -135,6 +152,37 @@ def solve(test: ast.expr, values: Dict[str, Any], guess: Any, namespace: Dict[st
     for name, o, value in comparisons(test, values):
         pairs.setdefault(name, []).append((o, value))
     return {k: v for k, v in ((k, within(values[k], p)) for k, p in pairs.items()) if v is not None}
+
+
+# a table's keys, at most this many read
+MAX_KEYS = 64
+
+
+def table_keys(node: ast.expr, namespace: Dict[str, Any]) -> List[Any]:
+    """The keys (numbers, strings) of the table a membership test reads: an attribute of `self` (its class's, as the
+    frame's `self` holds it: `self.arch_settings`) or a module-level name, through `set()`, `list()`, `tuple()`,
+    `sorted()` or `.keys()`; none for anything else (nothing is called but reading it)."""
+    if isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1 and isinstance(node.func, ast.Name):
+        return table_keys(node.args[0], namespace) if node.func.id in ("set", "list", "tuple", "sorted", "frozenset") else []
+    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) and node.func.attr == "keys":
+        return table_keys(node.func.value, namespace)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        owner = namespace.get(SELF)
+        table = getattr(type(owner), node.attr, None) if owner is not None else None
+        if table is None and owner is not None:
+            table = vars(owner).get(node.attr) if hasattr(owner, "__dict__") else None
+    elif isinstance(node, ast.Name):
+        table = namespace.get(node.id)
+    else:
+        return []
+    if not isinstance(table, (dict, list, tuple, set, frozenset)):
+        return []
+    keys = [k for k in list(table)[:MAX_KEYS] if isinstance(k, (int, str)) and not isinstance(k, bool)]
+    return sorted(keys, key=lambda k: (str(type(k)), k)) if isinstance(table, (set, frozenset)) else keys
+
+
+# the frame's `self`, in the namespace a test is solved in (a name no module defines)
+SELF = " self"
 
 
 OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -318,20 +366,35 @@ def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, An
     """Change `args`/`kwargs` (in place) so that the statement of the block's constructor that raised `exc` holds;
     False when it says nothing the arguments can change. `guess(param)` is the guessed value of a parameter,
     `build(klass)` an object of a module class (or None)."""
-    where = failing_statement(exc, cls)
-    if where is None:
-        return False
-    stmt, parents, frame = where
     try:
         signature = inspect.signature(cls.__init__)
     except (TypeError, ValueError):
         return False
     params = [p.name for p in list(signature.parameters.values())[1:] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     given = bound(params, args, kwargs)
-    # the parameters as the failing frame holds them, where it has not rebound them
-    local = dict(frame.f_locals)
-    values = {p: local[p] for p in params if p in local and local[p] is (given[p] if p in given else signature.parameters[p].default)}
-    namespace = frame.f_globals
+    for stmt, parents, frame in failing_statements(exc, cls):
+        # the parameters as the failing frame holds them, where it has not rebound them (a base's `__init__`: those
+        # of its parameters that hold the block's own arguments, under the same names)
+        local = dict(frame.f_locals)
+        values = {p: local[p] for p in params if p in local and local[p] is (given[p] if p in given else signature.parameters[p].default)}
+        changes = {k: v for k, v in changes_for(exc, cls, stmt, parents, frame, values, signature, build, guess).items() if v is not None and k in values}
+        if changes:
+            for name, value in changes.items():
+                index = params.index(name)
+                if index < len(args):
+                    args[index] = value
+                else:
+                    kwargs[name] = value
+            return True
+    return False
+
+
+def changes_for(
+    exc: BaseException, cls: Any, stmt: ast.stmt, parents: List[ast.AST], frame: Any, values: Dict[str, Any], signature: Any, build: Any, guess: Any
+) -> Dict[str, Any]:
+    """The arguments that make the failing statement `stmt` hold, by what it is and what was raised."""
+    namespace = dict(frame.f_globals)
+    namespace[SELF] = frame.f_locals.get("self")
 
     def guess_of(name: str) -> Any:
         return guess(signature.parameters[name])
@@ -352,16 +415,7 @@ def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, An
         # namespace, tens of seconds)
         names = named_in(cls)
         changes = with_attribute(exc, stmt, values, {k: v for k, v in namespace.items() if k in names}, build)
-    changes = {k: v for k, v in changes.items() if v is not None and k in values}
-    if not changes:
-        return False
-    for name, value in changes.items():
-        index = params.index(name)
-        if index < len(args):
-            args[index] = value
-        else:
-            kwargs[name] = value
-    return True
+    return changes
 
 
 def bound(params: List[str], args: List[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:

@@ -180,6 +180,47 @@ class ConstructorChoices(unittest.TestCase):
         self.assertNotIn("Recursion", report["message"])
 
 
+TABLES = """
+import torch
+from torch import nn
+
+
+class Backbone(nn.Module):
+    arch_settings = {18: (2, 2), 34: (3, 4)}
+
+    def __init__(self, depth, width=8):
+        super().__init__()
+        if depth not in self.arch_settings:
+            raise KeyError(f"invalid depth {depth} for resnet")
+        self.layers = nn.Sequential(*[nn.Linear(width, width) for _ in range(sum(self.arch_settings[depth]))])
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class Searched(Backbone):
+    def __init__(self, depth, arch, width=8):
+        super().__init__(depth=depth, width=width)
+        self.arch_zoo = {"tiny": 1, "small": 2}
+        assert arch in set(self.arch_zoo), f"Arch {arch} is not in default archs {set(self.arch_zoo)}"
+        self.scale = self.arch_zoo[arch]
+
+    def forward(self, x):
+        return super().forward(x) * self.scale
+"""
+
+
+@needs_torch
+class ConstructorTables(unittest.TestCase):
+    """A value checked against a table the class keeps (OpenMMLab's `arch_settings`, `arch_zoo`) is one of its keys,
+    also where a base class's constructor the block's calls does the check."""
+
+    def test_keys_of_the_tables_a_base_and_the_block_check(self) -> None:
+        report = judged(TABLES, TABLES, "Searched")
+        self.assertEqual(report.get("tier"), "equivalent", report)
+        self.assertEqual(report["kwargs"].get("depth", report["args"][0] if report["args"] else None), 18, report)
+
+
 LOOKED_UP = """
 import torch
 from torch import nn
