@@ -377,10 +377,12 @@ def repaired(exc: BaseException, cls: Any, args: List[Any], kwargs: Dict[str, An
         # of its parameters that hold the block's own arguments, under the same names)
         local = dict(frame.f_locals)
         values = {p: local[p] for p in params if p in local and local[p] is (given[p] if p in given else signature.parameters[p].default)}
+        # what the block passed on through its `**kwargs` (`ExampleNet(**kwargs)` -> `ResNet(depth)`)
+        values.update({k: v for k, v in kwargs.items() if k not in params and k in local and local[k] is v})
         changes = {k: v for k, v in changes_for(exc, cls, stmt, parents, frame, values, signature, build, guess).items() if v is not None and k in values}
         if changes:
             for name, value in changes.items():
-                index = params.index(name)
+                index = params.index(name) if name in params else len(args)
                 if index < len(args):
                     args[index] = value
                 else:
@@ -397,7 +399,8 @@ def changes_for(
     namespace[SELF] = frame.f_locals.get("self")
 
     def guess_of(name: str) -> Any:
-        return guess(signature.parameters[name])
+        # (a name passed on through `**kwargs` has no parameter of the block's to guess from)
+        return guess(signature.parameters[name]) if name in signature.parameters else None
 
     changes: Dict[str, Any] = {}
     if isinstance(stmt, ast.Assert):

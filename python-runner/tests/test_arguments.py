@@ -207,6 +207,11 @@ class Searched(Backbone):
 
     def forward(self, x):
         return super().forward(x) * self.scale
+
+
+class Passed(Backbone):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
 """
 
 
@@ -219,6 +224,11 @@ class ConstructorTables(unittest.TestCase):
         report = judged(TABLES, TABLES, "Searched")
         self.assertEqual(report.get("tier"), "equivalent", report)
         self.assertEqual(report["kwargs"].get("depth", report["args"][0] if report["args"] else None), 18, report)
+
+    def test_a_key_for_an_argument_the_block_passes_on_through_its_kwargs(self) -> None:
+        report = judged(TABLES, TABLES, "Passed")
+        self.assertEqual(report.get("tier"), "equivalent", report)
+        self.assertEqual(report["kwargs"].get("depth"), 18, report)
 
 
 LOOKED_UP = """
