@@ -728,6 +728,20 @@ class WhatIsKept(unittest.TestCase):
         self.assertIsNone(got["observed"][0]["error"], got)
 
 
+# a registry that builds a config's `type` given as the class itself (mmengine's Python configs)
+TYPE_REGISTRY = """
+class Registry:
+    def get(self, name):
+        return None
+
+    def build(self, cfg):
+        args = dict(cfg)
+        return args.pop("type")(**args)
+
+MODELS = Registry()
+"""
+
+
 class ConfigFiles(unittest.TestCase):
     """A configuration entry reads only files inside the repository."""
 
@@ -750,17 +764,7 @@ class ConfigFiles(unittest.TestCase):
                 root,
                 {
                     "pyconf/__init__.py": "",
-                    "pyconf/registry.py": """
-                                  class Registry:
-                                      def get(self, name):
-                                          return None
-
-                                      def build(self, cfg):
-                                          args = dict(cfg)
-                                          return args.pop("type")(**args)
-
-                                  MODELS = Registry()
-                                  """,
+                    "pyconf/registry.py": TYPE_REGISTRY,
                     "pyconf/models.py": """
                                   class Net:
                                       def __init__(self, width):
@@ -790,17 +794,7 @@ class ConfigFiles(unittest.TestCase):
                 root,
                 {
                     "pk/__init__.py": "",
-                    "pk/registry.py": """
-                                  class Registry:
-                                      def get(self, name):
-                                          return None
-
-                                      def build(self, cfg):
-                                          args = dict(cfg)
-                                          return args.pop("type")(**args)
-
-                                  MODELS = Registry()
-                                  """,
+                    "pk/registry.py": TYPE_REGISTRY,
                     "pk/net.py": SCALE,
                     # the framework's loader, as the repository's users have it: runs a config as part of a package
                     "mmengine/__init__.py": "",
