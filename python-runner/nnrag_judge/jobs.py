@@ -264,6 +264,8 @@ class ObserveJob:
     native_folder: Optional[str] = None
     # the repository's own package, imported once by the template its workers are forked from
     package: Optional[str] = None
+    # the root is a private copy: its setup.py may place the package data an editable install would (observe.installed)
+    install: bool = False
     memory_mb: int = 0
     timeout_s: float = 600.0
 
@@ -287,6 +289,7 @@ class ObserveJob:
             natives=natives,
             native_folder=value["native_folder"] if natives is not None else None,
             package=value["package"] if isinstance(value.get("package"), str) and value["package"].isidentifier() else None,
+            install=value.get("install") is True,
             memory_mb=int(req.get("memory_mb", 0)),
             timeout_s=float(req.get("timeout_s", 600)),
         )
@@ -296,4 +299,6 @@ class ObserveJob:
         spec: Dict[str, Any] = {"root": self.root, "path": self.path, "also": list(self.also), "entries": [e.plain() for e in entries], "entry_s": self.entry_s}
         if self.natives is not None:
             spec.update(natives=[n.plain() for n in self.natives], native_folder=self.native_folder)
+        if self.install:
+            spec["install"] = True
         return {"observe": spec}

@@ -24,6 +24,7 @@ import json
 import math
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -315,6 +316,8 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
     # the repository's folders first, in order (a `src/` layout's, then its root for its tests), and its own
     # distribution's metadata as `pip install -e .` leaves it (done once in a process: a template's worker finds it done)
     original_path({"path": folder, "also": [str(a) for a in spec.get("also") or []]})
+    if spec.get("install") is True:
+        installed(root)
     try:
         import pytest  # noqa: F401
     except ImportError:
@@ -397,6 +400,39 @@ def run_observe(send: Callable[..., None], req: Dict[str, Any], torch: Any, feed
         if crowded():
             return True
     return False
+
+
+# seconds the repository's setup.py may take to place its package data
+SETUP_S = 30.0
+
+# written into the private copy once its setup.py ran (a later worker of the same judge does not run it again)
+SETUP_DONE = ".nnrag-setup-ran"
+
+
+def installed(root: str) -> None:
+    """The package data an editable install (`pip install -e .`) places inside the package, placed in the root, which
+    is this judge's private copy of the repository (`install` in the request; never the repository itself): the
+    repository's `setup.py` runs as `setup.py develop --help`, so what it does while it is read (OpenMMLab's links of
+    `configs/` and `model-index.yml` into `pkg/.mim/` when `develop` is asked; a `model_zoo/configs` link made while its
+    `package_data` is computed) happens, and nothing is built or installed. Whatever fails here, the entries still run."""
+    setup = os.path.join(root, "setup.py")
+    done = os.path.join(root, SETUP_DONE)
+    if not os.path.isfile(setup) or os.path.lexists(done):
+        return
+    try:
+        with open(done, "x", encoding="ascii"):
+            pass
+        subprocess.run(
+            [sys.executable, "setup.py", "develop", "--help"],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=SETUP_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        pass
 
 
 # the share of its data limit past which an observer worker hands the remaining entries to a fresh one

@@ -369,6 +369,62 @@ def test_store():
     assert.strictEqual(await fsp.readFile(path.join(repo, 'data', 'README'), 'utf8'), 'the processed files go here\n');
   });
 
+  it("what an editable install places in the package (its setup.py's links) is there in the private copy only", async () => {
+    const dir = await tmpdir();
+    const repo = path.join(dir, 'repo');
+    await writeTree(repo, {
+      'setup.py': `import os
+import sys
+
+# as OpenMMLab's setup.py does for \`pip install -e .\`: the configs linked into the package, read through it
+if "develop" in sys.argv:
+    here = os.path.dirname(os.path.abspath(__file__))
+    mim = os.path.join(here, "zoo", ".mim")
+    os.makedirs(mim, exist_ok=True)
+    link = os.path.join(mim, "configs")
+    if not os.path.lexists(link):
+        os.symlink(os.path.relpath(os.path.join(here, "configs"), mim), link)
+`,
+      'configs/net.json': '{"width": 3}\n',
+      'zoo/__init__.py': '',
+      'zoo/block.py': `import json
+import os
+
+from torch import nn
+
+
+class Zoo(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.proj = nn.Linear(width, 2)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+def from_zoo(name):
+    with open(os.path.join(os.path.dirname(__file__), ".mim", "configs", name + ".json")) as f:
+        return Zoo(**json.load(f))
+`,
+      'tests/test_zoo.py': `import torch
+
+from zoo.block import from_zoo
+
+
+def test_from_zoo():
+    assert from_zoo("net")(torch.randn(4, 3)).shape == (4, 2)
+`,
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', repo, '--db', db)).code, 0);
+    const observed = await cli('observe', '--db', db, '--python', PYTHON_WITH_TORCH, '--json');
+    const [summary] = JSON.parse(observed.out) as { ran: number; failed: number; fed: number }[];
+    // (it failed before: "No such file or directory: .../zoo/.mim/configs/net.json")
+    assert.deepStrictEqual([summary.ran, summary.failed, summary.fed], [1, 0, 1], observed.out);
+    assert.deepStrictEqual((await fsp.readdir(path.join(repo, 'zoo'))).sort(), ['__init__.py', 'block.py'], 'nothing was written into the repository');
+    assert.deepStrictEqual((await fsp.readdir(repo)).sort(), ['configs', 'setup.py', 'tests', 'zoo']);
+  });
+
   it('a src/ layout: its package imports from src/, its tests from the root, and its original is compared', async () => {
     const dir = await tmpdir();
     const repo = path.join(dir, 'repo');

@@ -562,6 +562,9 @@ export interface ObserveSpec {
   /** The repository's own package, imported once by a template the observer's workers are forked from (a worker that
    * dies is replaced without importing it again). */
   package?: string;
+  /** The root is a private copy (set by the judge): the repository's `setup.py` runs there as an editable install
+   * would, without building, so that the package data it places (links into the package) is there. */
+  install?: boolean;
 }
 
 /** What the observer answers: per entry, what it saw (see store/observed.ts), or why the run stopped. */
@@ -691,7 +694,9 @@ export class Judge {
     };
     const pyArgs = [info.executable, '-I', '-B', path.join(this.mounts.runnerDir, path.basename(this.runner)), '--serve'];
     this.cgroup = Cgroup.create(memoryMb);
-    const argv = sandboxArgv(this.sandbox.kind, info, this.mounts, this.roots, pyArgs, this.cgroup, await this.copies(inside));
+    const copies = await this.copies(inside);
+    this.copied = new Set(copies.keys());
+    const argv = sandboxArgv(this.sandbox.kind, info, this.mounts, this.roots, pyArgs, this.cgroup, copies);
     // in bubblewrap, /tmp is the sandbox's own (emptied before each worker); elsewhere temporary files go to the work
     // folder, which is emptied the same way
     const env: Record<string, string> = {
@@ -754,6 +759,9 @@ export class Judge {
   private startError: NnragError | undefined;
 
   /** The private copies of the writable roots (bubblewrap only: elsewhere nothing is mounted over a folder). */
+  /** The roots shown as their private copy (`copies`): what the judge's workers write there stays there. */
+  private copied = new Set<string>();
+
   private async copies(inside: boolean): Promise<Map<string, RootCopy>> {
     const out = new Map<string, RootCopy>();
     if (!inside) return out;
@@ -925,7 +933,9 @@ export class Judge {
    */
   async observe(spec: ObserveSpec, options: { timeoutMs: number; memoryMb?: number; signal?: AbortSignal }): Promise<ObserveAnswer> {
     if (this.exited) throw new NnragError('interpreter', `the validator (${this.python}) is not running: ${this.lastError()}`);
-    const request = observeRequest(this.nextId++, spec, this.mounts.workDir, this.sandbox.kind, options);
+    // a private copy may be given what an editable install places in the package (its setup.py's links)
+    const install = this.copied.has(path.resolve(spec.root));
+    const request = observeRequest(this.nextId++, { ...spec, ...(install ? { install } : {}) }, this.mounts.workDir, this.sandbox.kind, options);
     const got = await this.exchange(request, wallLimit(options.timeoutMs), options.signal);
     if (options.signal?.aborted) throw new CancelledError('observation cancelled');
     const report = got?.report as unknown as ObserveAnswer | undefined;
