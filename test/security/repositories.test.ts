@@ -180,12 +180,18 @@ class Bomb(nn.Module):
     };
     for (let t = 0; t < 8; t++)
       tests[`tests/test_bomb${t}.py`] = `import gc
+import sys
 from bombpkg.layers import Bomb
 
 
 def test_bomb():
-    # the worker that records the calls runs this code: its own limits are the repository's to lift
-    for o in gc.get_objects():
+    # the worker that records the calls runs this code: its own limits are the repository's to lift (the namespaces
+    # of the frames that called it, and whatever the collector lists)
+    spaces, frame = [], sys._getframe()
+    while frame is not None:
+        spaces.append(frame.f_globals)
+        frame = frame.f_back
+    for o in spaces + gc.get_objects():
         if isinstance(o, dict) and 'PER_CLASS' in o and 'MAX_CALL_CHARS' in o:
             o['PER_CLASS'] = 10 ** 6
             o['MAX_CALL_CHARS'] = 10 ** 8
