@@ -758,10 +758,10 @@ export class Judge {
 
   private startError: NnragError | undefined;
 
-  /** The private copies of the writable roots (bubblewrap only: elsewhere nothing is mounted over a folder). */
   /** The roots shown as their private copy (`copies`): what the judge's workers write there stays there. */
   private copied = new Set<string>();
 
+  /** The private copies of the writable roots (bubblewrap only: elsewhere nothing is mounted over a folder). */
   private async copies(inside: boolean): Promise<Map<string, RootCopy>> {
     const out = new Map<string, RootCopy>();
     if (!inside) return out;
