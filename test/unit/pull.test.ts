@@ -186,6 +186,33 @@ describe('pull: resolution and emission', () => {
     assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));
   });
 
+  it("validate FILE puts on the original's path the repositories its pull did, also one the file names nothing of (a package's __init__ that imports it and registers the block's parts)", async () => {
+    const dir = await tmpdir();
+    const registry =
+      'class Registry:\n    def __init__(self):\n        self.items = {}\n\n    def register_module(self):\n        def wrap(cls):\n            self.items[cls.__name__] = cls\n            return cls\n        return wrap\n\n    def build(self, cfg):\n        cfg = dict(cfg)\n        return self.items[cfg.pop("type")](**cfg)\n\n\nMODELS = Registry()\n';
+    await writeTree(path.join(dir, 'checklib'), { 'checklib/__init__.py': 'VERSION = "1.0"\n' });
+    await writeTree(path.join(dir, 'model'), {
+      // as OpenMMLab's packages do: the package checks another library's version and registers its layers on import
+      'model/__init__.py': 'import checklib\n\nfrom . import losses  # noqa: F401\n\nassert checklib.VERSION\n',
+      'model/registry.py': registry,
+      'model/losses.py':
+        'from torch import nn\n\nfrom .registry import MODELS\n\n\n@MODELS.register_module()\nclass Scale(nn.Module):\n    def forward(self, x):\n        return x * 3\n',
+      'model/block.py':
+        'from torch import nn\n\nfrom .registry import MODELS\n\n\nclass Block(nn.Module):\n    def __init__(self, dim=4, act=dict(type="Scale")):\n        super().__init__()\n        self.lin = nn.Linear(dim, dim)\n        self.act = MODELS.build(act)\n\n    def forward(self, x):\n        return self.act(self.lin(x))\n',
+    });
+    const db = path.join(dir, 'index.db');
+    assert.strictEqual((await cli('index', path.join(dir, 'checklib'), path.join(dir, 'model'), '--db', db)).code, 0);
+    const out = path.join(dir, 'out', 'block.py');
+    const r = await cli('pull', 'model.block.Block', '--db', db, '--out', out, '--python', PYTHON_WITH_TORCH, '--json');
+    const report = JSON.parse(r.out) as { tier: string; inlinedRepos?: string[] };
+    assert.strictEqual(report.tier, 'equivalent', r.out);
+    assert.strictEqual(report.inlinedRepos, undefined, 'the file holds nothing of checklib');
+    // without checklib on its path, the original's package __init__ fails, it is imported without it, and its
+    // registry lacks Scale: the original would not build and nothing would be compared
+    const again = JSON.parse((await cli('validate', out, '--db', db, '--python', PYTHON_WITH_TORCH, '--json')).out) as { tier: string };
+    assert.strictEqual(again.tier, 'equivalent', JSON.stringify(again));
+  });
+
   it('a name registered in a library the file inlines is found by string: in the code, and in the config dict a test built the block with', async () => {
     const dir = await tmpdir();
     const registry =

@@ -78,9 +78,10 @@ export function explained(report: ValidationReport, original: OriginalClass | { 
 
 /**
  * The original of a pulled file, as its header names it: the class in its repository, at the blob it was pulled
- * from (the judge refuses a file that changed since), or why it cannot be compared.
+ * from (the judge refuses a file that changed since), or why it cannot be compared. `companions`: the repositories
+ * its repository runs with (`stageResolve.companionRepos`), on the original's path as in its pull.
  */
-export function originalOfPulled(session: PullSession, prov: Provenance): OriginalClass | { unavailable: string } {
+export function originalOfPulled(session: PullSession, prov: Provenance, companions: Iterable<number> = []): OriginalClass | { unavailable: string } {
   let ref: ClassRef;
   try {
     ref = findTarget(session.db, prov.target);
@@ -88,7 +89,9 @@ export function originalOfPulled(session: PullSession, prov: Provenance): Origin
     return { unavailable: `its original ${prov.target} is not in the index: ${errorMessage(err)}` };
   }
   const named = new Set(prov.definitions.map((d) => d.repo));
-  const inlined = [...session.repos.values()].filter((r) => r.id !== ref.repoId && named.has(r.name)).map((r) => r.id);
+  const inlined = new Set([...session.repos.values()].filter((r) => r.id !== ref.repoId && named.has(r.name)).map((r) => r.id));
+  // (and those its repository runs with that the file names nothing of: a package the original's imports need)
+  for (const id of companions) if (id !== ref.repoId) inlined.add(id);
   const found = originalOf(session, ref, inlined);
   if (!('module' in found)) return found;
   const own = prov.definitions.find((d) => d.module === ref.module && d.names.includes(ref.name));

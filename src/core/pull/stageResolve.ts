@@ -85,7 +85,13 @@ async function reposToInline(session: PullSession, rootRepo: number, options: Pu
  * repository's own entry points with them, as the original's worker does.
  */
 export async function companionRoots(session: PullSession, repoId: number, python: string): Promise<{ roots: string[]; mounts: string[] }> {
-  return localRoots(session, dependencies(session, repoId, await reposToInline(session, repoId, { python } as PullOptions)));
+  return localRoots(session, await companionRepos(session, repoId, python));
+}
+
+/** The other repositories of the index a repository's code runs with under `python` (those a pull inlines that it
+ * depends on): the original's worker imports them from their folders, in a pull and in `validate FILE` alike. */
+export async function companionRepos(session: PullSession, repoId: number, python: string): Promise<Set<number>> {
+  return dependencies(session, repoId, await reposToInline(session, repoId, { python } as PullOptions));
 }
 
 export function failureOf(problems: Problem[]): { category: FailureCategory; message: string } | undefined {
