@@ -102,15 +102,22 @@ def serve() -> int:
     answer = sys.stdout
     answer.write(json.dumps({"ready": True}) + "\n")
     answer.flush()
-    pending = b""
+    # a request's line arrives in pipe-sized pieces (one that replays a kept original holds its frames: megabytes):
+    # gathered in place, each piece searched once for the line's end
+    pending = bytearray()
     home = os.getcwd()
     while True:
-        while b"\n" not in pending:
+        end = pending.find(b"\n")
+        while end < 0:
             data = os.read(0, 1 << 16)
             if not data:
                 return 0
+            end = data.find(b"\n")
+            if end >= 0:
+                end += len(pending)
             pending += data
-        line, pending = pending.split(b"\n", 1)
+        line = bytes(pending[:end])
+        del pending[: end + 1]
         if not line.strip() or line.strip() == b"cancel":  # a cancel that came after its job ended
             continue
         req: Any = None
@@ -127,7 +134,7 @@ def serve() -> int:
             continue
         if pending.strip().startswith(b"cancel"):  # cancelled before the job started
             report = {"tier": None, "ok": False, "category": "cancelled", "message": "validation cancelled"}
-            pending = b""
+            pending = bytearray()
         else:
             os.environ["HOME"] = work
             report = HANDLERS[kind](req, Place(work, scratch))

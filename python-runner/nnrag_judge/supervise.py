@@ -78,7 +78,9 @@ class WorkerRun:
 
     def __init__(self) -> None:
         self.frames: List[Tuple[Dict[str, Any], bytes]] = []
-        self.buffer = b""
+        # what came of a frame not yet whole: appended to and consumed from its front in place (a frame of 16 MB
+        # arrives in pipe-sized pieces; a bytes object copied whole on each would cost the square of its size)
+        self.buffer = bytearray()
         self.tail = b""
         self.printed = 0
         self.problem: Optional[Tuple[str, str]] = None
@@ -112,7 +114,7 @@ class WorkerRun:
             if len(self.buffer) < end:
                 return
             try:
-                header = json.loads(self.buffer[FRAME.size : FRAME.size + head_len].decode("utf-8"))
+                header = json.loads(bytes(self.buffer[FRAME.size : FRAME.size + head_len]).decode("utf-8"))
                 if not isinstance(header, dict):
                     raise ValueError("not an object")
             except ValueError:
@@ -120,7 +122,7 @@ class WorkerRun:
                 return
             self.frames.append((header, bytes(self.buffer[FRAME.size + head_len : end])))
             self.stamps.append(0.0 if self.began is None else round(time.monotonic() - self.began, 3))
-            self.buffer = self.buffer[end:]
+            del self.buffer[:end]
 
     def output(self, data: bytes) -> None:
         self.printed += len(data)

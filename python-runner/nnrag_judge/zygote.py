@@ -114,13 +114,13 @@ def warm_torch() -> Dict[str, str]:
 
 
 def read_all(fd: int, cap: int) -> bytes:
-    data = b""
+    data = bytearray()
     while len(data) <= cap:
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
         data += chunk
-    return data
+    return bytes(data)
 
 
 def worker_stdio(events_w: int, printed_w: int) -> None:

@@ -60,6 +60,57 @@ class Checked(unittest.TestCase):
         self.assertIn("does not know: 'colour'", answers[2]["error"])
 
 
+class Read(unittest.TestCase):
+    """What comes over a pipe in pieces of any size is read as the same frames and lines."""
+
+    @staticmethod
+    def framed(header: dict, blob: bytes = b"") -> bytes:
+        head = json.dumps(header).encode("utf-8")
+        return protocol.FRAME.pack(len(head), len(blob)) + head + blob
+
+    def test_frames_cut_anywhere_read_the_same(self) -> None:
+        from nnrag_judge.supervise import WorkerRun
+
+        big = bytes(range(256)) * 40_000  # a frame of 10 MB, many pipe reads long
+        stream = self.framed(protocol.frame(protocol.TIER, "imported")) + self.framed({"probe": {"key": "a|init"}}, big) + self.framed({"probed": {}})
+        for size in (1 << 16, 4096, 7, len(stream)):
+            job = WorkerRun()
+            for piece in [stream[i : i + size] for i in range(0, len(stream), size)]:
+                job.feed(piece)
+            self.assertIsNone(job.problem, size)
+            self.assertEqual([h for h, _ in job.frames], [protocol.frame(protocol.TIER, "imported"), {"probe": {"key": "a|init"}}, {"probed": {}}])
+            self.assertEqual(job.frames[1][1], big)
+            self.assertEqual(len(job.buffer), 0)
+        # one byte at a time, the last frame's header cut short: nothing of it yet
+        job = WorkerRun()
+        for b in stream[:-3]:
+            job.feed(bytes([b]))
+        self.assertEqual(len(job.frames), 2)
+        self.assertIsNone(job.problem)
+        job.feed(stream[-3:])
+        self.assertEqual(len(job.frames), 3)
+        # a header that is not an object is not ours, wherever it is cut
+        job = WorkerRun()
+        bad = self.framed([1, 2])  # type: ignore[arg-type]
+        job.feed(bad[:5])
+        job.feed(bad[5:])
+        self.assertEqual(job.problem and job.problem[0], "tampered")
+
+    def test_the_running_judge_reads_a_request_line_of_megabytes_and_the_next(self) -> None:
+        lines = [json.dumps(request(id=7, colour="x" * (3 << 20))), json.dumps(request(kind="explode", id=8))]
+        done = subprocess.run(
+            [sys.executable, "-I", "-B", os.path.join(RUNNER, "judge.py"), "--serve"],
+            input="\n".join(lines) + "\n",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        answers = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+        self.assertEqual([a.get("id") for a in answers[1:]], [7, 8], done.stderr[-2000:])
+        self.assertIn("does not know: 'colour'", answers[1]["error"])
+        self.assertIn("unknown request kind 'explode'", answers[2]["error"])
+
+
 class Frames(unittest.TestCase):
     def test_a_frame_names_its_kind(self) -> None:
         # an "instantiated" tier frame that carries what it observed is a tier frame (the key `observed` is a kind too)
