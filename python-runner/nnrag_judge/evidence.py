@@ -104,7 +104,11 @@ class Digest:
         n = int(flat.numel())
         count = min(n if n <= WHOLE else SAMPLE, max(0, self.budget[0]))
         self.budget[0] -= count
-        self.chunks.append(array("d", flat[:count].to(torch.float64).tolist()).tobytes())
+        sample = flat[:count].to(torch.float64)
+        try:
+            self.chunks.append(sample.numpy().tobytes())  # the bytes array("d", ...) makes, five times sooner
+        except Exception:  # noqa: BLE001 - no numpy in this interpreter
+            self.chunks.append(array("d", sample.tolist()).tobytes())
         self.entries.append(
             {"dtype": str(value.dtype).replace("torch.", ""), "shape": [int(d) for d in value.shape], "sha": digest, "count": count, "numel": n}
         )
