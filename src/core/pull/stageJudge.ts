@@ -120,7 +120,7 @@ export async function judgeEmission(session: PullSession, emission: Emission, op
     if (!v.ok && (v.category === 'instantiate' || v.category === 'forward')) {
       const why = `no guessed argument set ${v.category === 'instantiate' ? 'built the block' : 'ran its forward'}: the repository's builders`;
       // (the builders already tried are not tried again)
-      const tried = first ?? (await tryBuilders(session, emission, options, original, clock, why));
+      const tried = first ?? (await tryBuilders(session, emission, options, original, clock, why, { file: options.out, request }));
       if (first) first.stage.why = `${why} (tried first: the constructor takes ${modules.join(', ')})`;
       judged.push(tried.stage);
       v = await builderVerdict(tried.built, options, request, clock, judged, v);
@@ -178,6 +178,7 @@ async function tryBuilders(
   original: OriginalClass | undefined,
   clock: JudgeClock,
   why: string,
+  replay?: Replay,
 ): Promise<BuildersTried> {
   const { ref, rec, unit, target, closureCtx, emitCtx, inlined } = emission;
   // the builder's model must be made of the copy's classes: everything of the repository is inlined for it (an
@@ -185,13 +186,25 @@ async function tryBuilders(
   const builderCtx = { ...closureCtx, inlines: (r: ModuleRecord, rootRepo: number) => r.repoId === rootRepo || inlined.has(r.repoId) };
   const budgetMs = Math.min(options.builderBudgetMs ?? Infinity, clock.left() - MIN_JUDGE_MS);
   const stage: JudgeRun = { stage: 'builder', why };
-  const built = await validateWithBuilder(session, builderCtx, emitCtx, rec, unit, ref.name, target, { ...options, builderBudgetMs: budgetMs }, original);
+  const built = await validateWithBuilder(
+    session,
+    builderCtx,
+    emitCtx,
+    rec,
+    unit,
+    ref.name,
+    target,
+    { ...options, builderBudgetMs: budgetMs },
+    original,
+    replay,
+  );
   clock.spent(built.ownMs);
   Object.assign(stage, {
     seconds: round3(built.tried.reduce((sum, b) => sum + b.seconds, 0)),
     builders: built.tried,
     ...(built.untried.length ? { untried: built.untried } : {}),
-    ...(built.report?.timings ? { timings: built.report.timings } : {}),
+    // (a replay's verdict has its own stage and timings)
+    ...(built.report?.timings && !built.replayed?.stands ? { timings: built.report.timings } : {}),
   });
   return { built, stage };
 }
@@ -208,6 +221,11 @@ async function builderVerdict(
   judged: JudgeRun[],
   v: ValidationReport,
 ): Promise<ValidationReport> {
+  if (built.report && built.replayed) {
+    // (run before the builder's own: its verdict, or the builder's where the file alone did not get as far)
+    judged.push(built.replayed.run);
+    return asFarAs(built.replayed.report, built.report, built.replayed.recipe);
+  }
   if (built.report && clock.left() > MIN_JUDGE_MS) {
     const replay: JudgeRun = { stage: 'replay', why: "the builder's arguments, judged again on the file written" };
     judged.push(replay);
@@ -232,16 +250,44 @@ const MIN_JUDGE_MS = 2000;
  * it. The builder's verdict stays where the file alone does not get as far.
  */
 async function replayed(byBuilder: ValidationReport, file: string, request: ValidateOptions, run: JudgeRun): Promise<ValidationReport> {
-  const recipe = byBuilder.recipe;
-  if (!recipe || JSON.stringify(recipe).length > MAX_RECIPE_CHARS) {
+  const recipe = writable(byBuilder.recipe);
+  if (!recipe) {
     run.why += ' (not run: the arguments cannot be written)';
     return { ...byBuilder, recipe: undefined };
   }
   const began = performance.now();
   const again = await validateFile(file, { ...request, candidates: [recipe, ...(request.candidates ?? [])] });
   Object.assign(run, spentOn(again, began));
+  return asFarAs(again, byBuilder, recipe);
+}
+
+/** The replay's verdict where it gets as far as the builder's, else the builder's. */
+function asFarAs(again: ValidationReport, byBuilder: ValidationReport, recipe: Recipe): ValidationReport {
   const asFar = again.ok && (again.tier === 'equivalent' || byBuilder.tier !== 'equivalent');
   return asFar ? { ...again, builder: byBuilder.builder, recipe } : { ...byBuilder, recipe: undefined };
+}
+
+/** The arguments a builder gave the block, as the copy's worker recorded them. */
+type Recipe = NonNullable<ValidationReport['recipe']>;
+
+/** The file written and its judge's request: what the replay stage judges again with a builder's arguments. */
+interface Replay {
+  file: string;
+  request: ValidateOptions;
+}
+
+/** A replay run inside the builder stage, before the builder's own run (`validateWithBuilder`). */
+interface EarlyReplay {
+  run: JudgeRun;
+  report: ValidationReport;
+  recipe: Recipe;
+  /** It is equivalent: the builder's own run was not needed. */
+  stands: boolean;
+}
+
+/** The recipe when it can be written into a request (a block built from modules leaves none). */
+function writable(recipe: ValidationReport['recipe']): Recipe | undefined {
+  return recipe && JSON.stringify(recipe).length <= MAX_RECIPE_CHARS ? recipe : undefined;
 }
 
 /** How far `ref`'s original gets with the tool's arguments when run alone (null: it is not imported). */
@@ -288,7 +334,8 @@ async function validateWithBuilder(
   target: string,
   options: PullOptions,
   original: OriginalClass | undefined,
-): Promise<{ report?: ValidationReport; untried: string[]; ownMs: number; tried: { name: string; seconds: number; ended: string }[] }> {
+  replay?: Replay,
+): Promise<{ report?: ValidationReport; untried: string[]; ownMs: number; tried: { name: string; seconds: number; ended: string }[]; replayed?: EarlyReplay }> {
   // the budget counts the judge's own time (ownMs), not the machine's
   let used = 0;
   const tried: { name: string; seconds: number; ended: string }[] = [];
@@ -311,18 +358,57 @@ async function validateWithBuilder(
       const began = performance.now();
       await fsp.writeFile(file, emitted.code, 'utf8');
       const builder = emitted.provenance.renamed[`${b.rec.module}.${b.name}`] ?? b.name;
-      const v = await validateFile(file, {
+      // within the budget: a builder's run is a forked worker of the judge, stopped at no cost to the next pull
+      const timeoutMs = (): number | undefined =>
+        options.builderBudgetMs === undefined ? options.timeoutMs : Math.max(1000, Math.min(options.timeoutMs ?? Infinity, options.builderBudgetMs - used));
+      const common = {
         python: options.python!,
         runner: options.runner!,
-        className: name,
-        builder,
-        // within the budget: a builder's run is a forked worker of the judge, stopped at no cost to the next pull
-        timeoutMs:
-          options.builderBudgetMs === undefined ? options.timeoutMs : Math.max(1000, Math.min(options.timeoutMs ?? Infinity, options.builderBudgetMs - used)),
         memoryMb: options.memoryMb,
         signal: options.signal,
         pool: options.pool,
         allowWeakSandbox: options.allowWeakSandbox,
+      };
+      let early: EarlyReplay | undefined;
+      if (replay) {
+        // the arguments the builder gives the block, from the copy's side alone (no original, no probes): the file
+        // written, built from them, judged against its original is the replay stage's verdict, which stands where it
+        // is equivalent; the builder's own run of both sides (the whole model, probed) is needed only where it is not
+        const scout = await validateFile(file, { ...common, className: name, builder, timeoutMs: timeoutMs() });
+        used += ownMs(scout);
+        if (!scout.ok) {
+          // the same copy with the same single argument set fails the same way beside its original
+          tried.push({ name: b.name, seconds: round3((performance.now() - began) / 1000), ended: scout.category ?? 'failed' });
+          if (options.builderBudgetMs !== undefined && scout.category === 'timeout')
+            return { untried: builders.slice(i).map((u) => u.name), ownMs: used, tried };
+          if (scout.category === 'native-extension') return { untried: [], ownMs: used, tried };
+          continue;
+        }
+        const recipe = writable(scout.recipe);
+        // (the builder's seconds are the copy's build; the replay's are its own stage's)
+        const scouted = round3((performance.now() - began) / 1000);
+        if (recipe) {
+          const run: JudgeRun = { stage: 'replay', why: "the builder's arguments (from the copy's build alone), judged on the file written" };
+          const replayBegan = performance.now();
+          const again = await validateFile(replay.file, {
+            ...replay.request,
+            candidates: [recipe, ...(replay.request.candidates ?? [])],
+            timeoutMs: timeoutMs(),
+          });
+          used += ownMs(again);
+          Object.assign(run, spentOn(again, replayBegan));
+          early = { run, report: again, recipe, stands: again.ok && again.tier === 'equivalent' };
+          if (early.stands) {
+            tried.push({ name: b.name, seconds: scouted, ended: 'equivalent' });
+            return { report: { ...again, builder: `${b.rec.module}.${b.name}`, recipe }, untried: [], ownMs: used, tried, replayed: early };
+          }
+        }
+      }
+      const v = await validateFile(file, {
+        ...common,
+        className: name,
+        builder,
+        timeoutMs: timeoutMs(),
         original: original && { ...original, builder: { module: b.rec.module, name: b.name } },
         // the builder's original run is kept as a block's is: pulled again, only the copy's side runs
         ...keptIn(options.originalCache, emitted.provenance.definitions),
@@ -330,7 +416,8 @@ async function validateWithBuilder(
       // a copy that differs from its original is a finding, never hidden behind the failure before it
       used += ownMs(v);
       tried.push({ name: b.name, seconds: round3((performance.now() - began) / 1000), ended: v.ok ? (v.tier ?? 'ok') : (v.category ?? 'failed') });
-      if (v.ok || v.category === 'differs') return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [], ownMs: used, tried };
+      if (v.ok || v.category === 'differs')
+        return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [], ownMs: used, tried, ...(early ? { replayed: early } : {}) };
       // stopped by the budget, it was not really tried
       if (options.builderBudgetMs !== undefined && v.category === 'timeout') return { untried: builders.slice(i).map((u) => u.name), ownMs: used, tried };
       // the copy's process lacks compiled operators the model needs: a fact of the process, which another builder of
