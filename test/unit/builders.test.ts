@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import { BuilderIndex, callableWithoutArguments, modulesTaken } from '../../src/core/resolve/builders';
+import { BuilderIndex, callableWithoutArguments, modulesTaken, namesTheBlock } from '../../src/core/resolve/builders';
 import { loadModuleTable } from '../../src/core/resolve/loadTable';
 import { cli, indexFolder, memoryDb, PYTHON_WITH_TORCH, hasTorch, pullValidated, tmpdir, writeTree } from './helpers';
 import { readProvenance } from '../../src/core/emit/pulledFile';
@@ -126,6 +126,15 @@ describe('builders: how the repository itself builds a block', () => {
     assert.ok(callableWithoutArguments('(a=(1, 2), b={"k": [1, 2]})'));
     assert.ok(!callableWithoutArguments('(x)'));
     assert.ok(!callableWithoutArguments('(x, y=1)'));
+  });
+
+  it("reads whether a builder's name says it makes the block itself, not a model with the block inside", () => {
+    assert.ok(namesTheBlock('maxvit_t', 'MaxVit'));
+    assert.ok(namesTheBlock('resnet18', 'ResNet'));
+    assert.ok(namesTheBlock('net_small', 'Net'));
+    assert.ok(!namesTheBlock('ssd300_vgg16', 'DefaultBoxGenerator'));
+    assert.ok(!namesTheBlock('ssd300_vgg16', 'SSDScoringHead'));
+    assert.ok(!namesTheBlock('fasterrcnn_resnet50_fpn', 'AnchorGenerator'));
   });
 
   it('finds argument-free public builders through private helpers', async () => {

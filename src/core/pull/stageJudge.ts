@@ -12,7 +12,7 @@ import * as path from 'path';
 import type { ClassRef } from '../store/target';
 import { emitFile } from '../emit/emit';
 import { NnragError } from '../base/errors';
-import { BuilderIndex, modulesTaken } from '../resolve/builders';
+import { BuilderIndex, modulesTaken, namesTheBlock } from '../resolve/builders';
 import { computeClosure } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { validateFile } from '../validate/runner';
@@ -370,7 +370,7 @@ async function validateWithBuilder(
         allowWeakSandbox: options.allowWeakSandbox,
       };
       let early: EarlyReplay | undefined;
-      if (replay) {
+      if (replay && namesTheBlock(b.name, name)) {
         // the arguments the builder gives the block, from the copy's side alone (no original, no probes): the file
         // written, built from them, judged against its original is the replay stage's verdict, which stands where it
         // is equivalent; the builder's own run of both sides (the whole model, probed) is needed only where it is not

@@ -54,6 +54,17 @@ export function modulesTaken(signature: string): string[] {
     });
 }
 
+/**
+ * Whether a builder's name says it makes the block itself (`maxvit_t` for MaxVit, `resnet18` for ResNet), not a
+ * model with the block inside (`ssd300_vgg16` for DefaultBoxGenerator): only then is the copy asked alone for its
+ * arguments first (the replay of a block inside a model rarely stands: its inputs are the model's).
+ */
+export function namesTheBlock(builder: string, block: string): boolean {
+  const letters = (s: string): string => s.toLowerCase().replace(/[^a-z]/g, '');
+  const want = letters(block);
+  return want.length > 0 && letters(builder).includes(want);
+}
+
 /** Reverse call edges among the module-level functions of one repository (built once per table and repository). */
 export class BuilderIndex {
   private readonly callers = new Map<string, { rec: ModuleRecord; unit: number; name: string; isClass: boolean }[]>();
