@@ -199,7 +199,7 @@ export async function judgeMutants(
   const text = await fsp.readFile(file, 'utf8');
   const prov = readProvenance(text);
   if (!prov || bodyHash(text) !== prov.hash) return undefined;
-  const original = originalOfPulled(session, prov);
+  const original = await originalOfPulled(session, prov, python);
   if (!('module' in original)) return undefined;
   const judge = async (name: string, source: string): Promise<ValidationReport> => {
     const where = path.join(dir, name);

@@ -2,6 +2,7 @@
 import { repoKind } from '../sources/kinds';
 import type { PullSession } from './session';
 import { importRoots, localRoots } from './roots';
+import { companionRepos } from './stageResolve';
 import * as fs from 'fs';
 import { createHash } from 'crypto';
 import * as path from 'path';
@@ -78,10 +79,10 @@ export function explained(report: ValidationReport, original: OriginalClass | { 
 
 /**
  * The original of a pulled file, as its header names it: the class in its repository, at the blob it was pulled
- * from (the judge refuses a file that changed since), or why it cannot be compared. `companions`: the repositories
- * its repository runs with (`stageResolve.companionRepos`), on the original's path as in its pull.
+ * from (the judge refuses a file that changed since), or why it cannot be compared. With `python`, the repositories
+ * its repository runs with under it (`stageResolve.companionRepos`) are on the original's path, as in its pull.
  */
-export function originalOfPulled(session: PullSession, prov: Provenance, companions: Iterable<number> = []): OriginalClass | { unavailable: string } {
+export async function originalOfPulled(session: PullSession, prov: Provenance, python?: string): Promise<OriginalClass | { unavailable: string }> {
   let ref: ClassRef;
   try {
     ref = findTarget(session.db, prov.target);
@@ -91,7 +92,7 @@ export function originalOfPulled(session: PullSession, prov: Provenance, compani
   const named = new Set(prov.definitions.map((d) => d.repo));
   const inlined = new Set([...session.repos.values()].filter((r) => r.id !== ref.repoId && named.has(r.name)).map((r) => r.id));
   // (and those its repository runs with that the file names nothing of: a package the original's imports need)
-  for (const id of companions) if (id !== ref.repoId) inlined.add(id);
+  for (const id of python ? await companionRepos(session, ref.repoId, python) : []) if (id !== ref.repoId) inlined.add(id);
   const found = originalOf(session, ref, inlined);
   if (!('module' in found)) return found;
   const own = prov.definitions.find((d) => d.module === ref.module && d.names.includes(ref.name));

@@ -255,10 +255,15 @@ async function replayed(byBuilder: ValidationReport, file: string, request: Vali
     run.why += ' (not run: the arguments cannot be written)';
     return { ...byBuilder, recipe: undefined };
   }
+  return asFarAs(await judgedWith(recipe, file, request, run), byBuilder, recipe);
+}
+
+/** The file written judged with a builder's arguments first (the replay), its seconds said in `run`. */
+async function judgedWith(recipe: Recipe, file: string, request: ValidateOptions, run: JudgeRun): Promise<ValidationReport> {
   const began = performance.now();
   const again = await validateFile(file, { ...request, candidates: [recipe, ...(request.candidates ?? [])] });
   Object.assign(run, spentOn(again, began));
-  return asFarAs(again, byBuilder, recipe);
+  return again;
 }
 
 /** The replay's verdict where it gets as far as the builder's, else the builder's. */
@@ -369,6 +374,15 @@ async function validateWithBuilder(
         pool: options.pool,
         allowWeakSandbox: options.allowWeakSandbox,
       };
+      // how a builder's failure ends the search: stopped by the budget, it was not really tried; the copy's process
+      // lacks compiled operators the model needs, a fact of the process, which another builder of the same block
+      // meets again (MaskRCNN's two builders, a minute each)
+      const stops = (failed: ValidationReport): Awaited<ReturnType<typeof validateWithBuilder>> | undefined =>
+        options.builderBudgetMs !== undefined && failed.category === 'timeout'
+          ? { untried: builders.slice(i).map((u) => u.name), ownMs: used, tried }
+          : failed.category === 'native-extension'
+            ? { untried: [], ownMs: used, tried }
+            : undefined;
       let early: EarlyReplay | undefined;
       if (replay && namesTheBlock(b.name, name)) {
         // the arguments the builder gives the block, from the copy's side alone (no original, no probes): the file
@@ -379,9 +393,8 @@ async function validateWithBuilder(
         if (!scout.ok) {
           // the same copy with the same single argument set fails the same way beside its original
           tried.push({ name: b.name, seconds: round3((performance.now() - began) / 1000), ended: scout.category ?? 'failed' });
-          if (options.builderBudgetMs !== undefined && scout.category === 'timeout')
-            return { untried: builders.slice(i).map((u) => u.name), ownMs: used, tried };
-          if (scout.category === 'native-extension') return { untried: [], ownMs: used, tried };
+          const stop = stops(scout);
+          if (stop) return stop;
           continue;
         }
         const recipe = writable(scout.recipe);
@@ -389,14 +402,8 @@ async function validateWithBuilder(
         const scouted = round3((performance.now() - began) / 1000);
         if (recipe) {
           const run: JudgeRun = { stage: 'replay', why: "the builder's arguments (from the copy's build alone), judged on the file written" };
-          const replayBegan = performance.now();
-          const again = await validateFile(replay.file, {
-            ...replay.request,
-            candidates: [recipe, ...(replay.request.candidates ?? [])],
-            timeoutMs: timeoutMs(),
-          });
+          const again = await judgedWith(recipe, replay.file, { ...replay.request, timeoutMs: timeoutMs() }, run);
           used += ownMs(again);
-          Object.assign(run, spentOn(again, replayBegan));
           early = { run, report: again, recipe, stands: again.ok && again.tier === 'equivalent' };
           if (early.stands) {
             tried.push({ name: b.name, seconds: scouted, ended: 'equivalent' });
@@ -418,11 +425,8 @@ async function validateWithBuilder(
       tried.push({ name: b.name, seconds: round3((performance.now() - began) / 1000), ended: v.ok ? (v.tier ?? 'ok') : (v.category ?? 'failed') });
       if (v.ok || v.category === 'differs')
         return { report: { ...v, builder: `${b.rec.module}.${b.name}` }, untried: [], ownMs: used, tried, ...(early ? { replayed: early } : {}) };
-      // stopped by the budget, it was not really tried
-      if (options.builderBudgetMs !== undefined && v.category === 'timeout') return { untried: builders.slice(i).map((u) => u.name), ownMs: used, tried };
-      // the copy's process lacks compiled operators the model needs: a fact of the process, which another builder of
-      // the same block meets again (MaskRCNN's two builders, a minute each)
-      if (v.category === 'native-extension') return { untried: [], ownMs: used, tried };
+      const stop = stops(v);
+      if (stop) return stop;
     } finally {
       await fsp.rm(dir, { recursive: true, force: true });
     }

@@ -14,8 +14,6 @@ import { keptIn } from '../validate/originalCache';
 import { judgedByBuilderAgain, judgingPulled } from './pull';
 import { explained, originalOfPulled } from './original';
 import type { PullSession } from './session';
-import { companionRepos } from './stageResolve';
-import { findTarget } from '../store/target';
 
 /** The index a pulled file is judged against, or why there is none. */
 export type PulledIndex = { session: PullSession; parser: PythonParser } | { unavailable: string };
@@ -37,7 +35,7 @@ export async function validatePulled(
   const prov = readProvenance(text);
   if (!prov) return { report: await validateFile(file, rest) };
   const edited = bodyHash(text) !== prov.hash;
-  const original = 'session' in index ? originalOfPulled(index.session, prov, await companionsOf(index.session, prov, options.python)) : index;
+  const original = 'session' in index ? await originalOfPulled(index.session, prov, options.python) : index;
   const uses = 'session' in index ? await judgingPulled(index.session, prov, index.parser) : { candidates: recordedArguments(prov) };
   let report = await validateFile(file, {
     ...rest,
@@ -62,15 +60,4 @@ export async function validatePulled(
     });
   }
   return { report: explained(report, original, edited), edited };
-}
-
-/** The repositories the original of a pulled file runs with under `python`, as its pull found them (none when the
- * target is no longer in the index). */
-async function companionsOf(session: PullSession, prov: { target: string }, python: string | undefined): Promise<Set<number>> {
-  if (!python) return new Set();
-  try {
-    return await companionRepos(session, findTarget(session.db, prov.target).repoId, python);
-  } catch {
-    return new Set();
-  }
 }
