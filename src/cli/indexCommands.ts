@@ -12,6 +12,7 @@ import { repositoryNames } from '../core/sources/names';
 import { sourceFromArgument } from '../core/sources/open';
 import type { SourceConfig } from '../core/sources/types';
 import { blockCount, indexStats } from '../core/store/stats';
+import { writeSearchSnapshot } from '../core/search/search';
 import { coverageWords } from '../core/store/observed';
 import { HELP } from './help';
 import { cacheDir, dbPath, EXIT, flag, intOpt, openDb, opt, parse, progressLine, shortCommit } from './env';
@@ -100,6 +101,8 @@ export async function indexCommand(argv: string[], env: CliEnv): Promise<number>
     const regroup = dedup.lexical !== undefined || dedup.structural !== undefined;
     const blocks = changed || regroup ? finishRun(db, dedup).blocks : blockCount(db);
     await db.save();
+    // the search as the next process to open the index holds it (a shard's part is merged first)
+    if (!shard) await writeSearchSnapshot(db);
     if (env.tty) env.err('\r\x1b[K');
     if (flag(args, 'json')) {
       if (runs.length || shard)

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { assistantFileProblem, fileNameProblem } from '../core/emit/moduleNames';
 import { requirementsText } from '../core/pull/pull';
-import { keepSearchEngine, searchBlocks, searchInMemory } from '../core/search/search';
+import { keepSearchEngine, searchBlocks, searchInMemory, snapshotBytes } from '../core/search/search';
 import type { SearchHit } from '../core/search/search';
 import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
@@ -88,8 +88,10 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       throw new NnragError('not-found', `--root ${r} does not exist`);
     }
   });
+  // the search's snapshot read while the index opens (both are read whole)
+  const snapshot = snapshotBytes(dbPath(args));
   const db: IndexDb = await openDb(args, env, true, 'or-read');
-  keepSearchEngine(db);
+  await keepSearchEngine(db, snapshot);
   const ws = Workspace.over(db, env.assets, { runner: env.assets.runner, cacheDir: cacheDir(args, env) });
 
   const server = new McpServer({ name: 'nn-rag', version: VERSION }, { capabilities: { logging: {} } });

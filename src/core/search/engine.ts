@@ -11,6 +11,7 @@ import { loadSqlJs } from '../store/database';
 import { popcount } from '../base/bits';
 import { lowerBound } from '../base/sorted';
 import { kindOf, nameWords, standing } from './facts';
+import { vocabularyOf } from './query';
 
 /** classes_fts's columns, in its order (matchinfo's column index). */
 export const FTS_COLUMNS = ['name', 'words', 'doc', 'signature', 'path', 'repo'] as const;
@@ -68,7 +69,7 @@ interface PhraseHits {
 }
 
 /** Stems words as SQLite's porter tokenizer does, each word once (a word's stem does not depend on its neighbours). */
-class Stemmer {
+export class Stemmer {
   private readonly known = new Map<string, string>();
 
   constructor(private readonly db: Database) {
@@ -139,37 +140,100 @@ function validationStatus(raw: SqlValue): string | null {
 const CHUNK = 2_000;
 
 /** Per term and column (term * columns + column): the documents it is in there, its hits, the most in one. */
-function termFigures(postings: Int32Array[], counts: Uint32Array[]): { termDocs: Uint32Array; termHits: Uint32Array; termMost: Uint32Array } {
-  const termDocs = new Uint32Array(postings.length * C);
-  const termHits = new Uint32Array(postings.length * C);
-  const termMost = new Uint32Array(postings.length * C);
-  postings.forEach((at, t) => {
-    for (let e = 0; e < at.length; e++) {
-      const cell = t * C + (at[e] & 7);
+function termFigures(p: Postings): Derived['figures'] {
+  const terms = p.ends.length;
+  const termDocs = new Uint32Array(terms * C);
+  const termHits = new Uint32Array(terms * C);
+  const termMost = new Uint32Array(terms * C);
+  for (let t = 0, e = 0; t < terms; t++) {
+    for (; e < p.ends[t]; e++) {
+      const cell = t * C + (p.at[e] & 7);
       termDocs[cell]++;
-      termHits[cell] += counts[t][e];
-      if (counts[t][e] > termMost[cell]) termMost[cell] = counts[t][e];
+      termHits[cell] += p.counts[e];
+      if (p.counts[e] > termMost[cell]) termMost[cell] = p.counts[e];
     }
-  });
+  }
   return { termDocs, termHits, termMost };
 }
 
 /** The postings by document: document d's entries are `starts[d]` to `starts[d + 1]`, a term and count * 8 + column. */
-function byDocument(postings: Int32Array[], counts: Uint32Array[], n: number): { starts: Uint32Array; termOf: Uint32Array; cellOf: Uint32Array } {
+function byDocument(p: Postings, n: number): Derived['byDocument'] {
   const starts = new Uint32Array(n + 1);
-  for (const at of postings) for (let e = 0; e < at.length; e++) starts[(at[e] >> 3) + 1]++;
+  for (let e = 0; e < p.at.length; e++) starts[(p.at[e] >> 3) + 1]++;
   for (let d = 0; d < n; d++) starts[d + 1] += starts[d];
   const fill = starts.slice(0, n);
   const termOf = new Uint32Array(starts[n]);
   const cellOf = new Uint32Array(starts[n]);
-  postings.forEach((at, t) => {
-    for (let e = 0; e < at.length; e++) {
-      const k = fill[at[e] >> 3]++;
+  for (let t = 0, e = 0; t < p.ends.length; t++) {
+    for (; e < p.ends[t]; e++) {
+      const k = fill[p.at[e] >> 3]++;
       termOf[k] = t;
-      cellOf[k] = counts[t][e] * 8 + (at[e] & 7);
+      cellOf[k] = p.counts[e] * 8 + (p.at[e] & 7);
     }
-  });
+  }
   return { starts, termOf, cellOf };
+}
+
+/** Where each document's lower-case name begins in `names` (each between newlines, a newline first). */
+function nameStartsOf(names: string, n: number): Int32Array {
+  const starts = new Int32Array(n);
+  let at = 1;
+  for (let d = 0; d < n; d++) {
+    starts[d] = at;
+    at = names.indexOf('\n', at) + 1;
+  }
+  return starts;
+}
+
+/**
+ * Documents by key in one array: the k-th key's documents are `docs` from `ends[k - 1]` (0 for the first) to
+ * `ends[k]`; the keys sorted (found by halving, no map of a hundred thousand entries to make).
+ */
+export class KeyedDocs<K extends string | number> {
+  constructor(
+    readonly keys: ArrayLike<K>,
+    readonly docs: Int32Array,
+    readonly ends: Uint32Array,
+  ) {}
+
+  static of<K extends string | number>(map: Map<K, number[]>): KeyedDocs<K> {
+    const keys = [...map.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const ends = new Uint32Array(keys.length);
+    let total = 0;
+    keys.forEach((k, i) => (ends[i] = total += map.get(k)!.length));
+    const docs = new Int32Array(total);
+    keys.forEach((k, i) => docs.set(map.get(k)!, i ? ends[i - 1] : 0));
+    return new KeyedDocs(typeof keys[0] === 'number' ? (Float64Array.from(keys as number[]) as unknown as ArrayLike<K>) : keys, docs, ends);
+  }
+
+  get size(): number {
+    return this.ends.length;
+  }
+
+  /** The documents of the k-th key. */
+  at(k: number): Int32Array {
+    return this.docs.subarray(k ? this.ends[k - 1] : 0, this.ends[k]);
+  }
+
+  get(key: K): Int32Array | undefined {
+    const k = lowerBound(this.keys, key);
+    return k < this.keys.length && this.keys[k] === key ? this.at(k) : undefined;
+  }
+}
+
+/** Every term's postings in one array: term t's entries (document * 8 + column) and their counts run from `ends[t - 1]`
+ * (0 for the first) to `ends[t]`. */
+export interface Postings {
+  at: Int32Array;
+  counts: Uint32Array;
+  ends: Uint32Array;
+}
+
+/** What the engine derives from its parts (a snapshot keeps it too, and gives it back checked). */
+export interface Derived {
+  figures: { termDocs: Uint32Array; termHits: Uint32Array; termMost: Uint32Array };
+  byDocument: { starts: Uint32Array; termOf: Uint32Array; cellOf: Uint32Array };
+  nameStarts: Int32Array;
 }
 
 /** Three letters in a row, as one number (each a UTF-16 code unit). */
@@ -178,7 +242,7 @@ function three(text: string, k: number): number {
 }
 
 /** The documents by each three letters in a row of their names (`three`), ascending. */
-function trigramsOf(names: string[]): Map<number, Int32Array> {
+function trigramsOf(names: string[]): KeyedDocs<number> {
   const threes = new Map<number, number[]>();
   names.forEach((x, d) => {
     for (let k = 0; k + 3 <= x.length; k++) {
@@ -188,58 +252,164 @@ function trigramsOf(names: string[]): Map<number, Int32Array> {
       if (docs[docs.length - 1] !== d) docs.push(d);
     }
   });
-  return new Map([...threes].map(([key, docs]) => [key, Int32Array.from(docs)]));
+  return KeyedDocs.of(threes);
+}
+
+/** The terms' postings, in the terms' order, in one array. */
+function flatPostings(perTerm: { at: number[]; n: number[] }[]): Postings {
+  const ends = new Uint32Array(perTerm.length);
+  let total = 0;
+  perTerm.forEach((p, t) => (ends[t] = total += p.at.length));
+  const at = new Int32Array(total);
+  const counts = new Uint32Array(total);
+  perTerm.forEach((p, t) => {
+    at.set(p.at, t ? ends[t - 1] : 0);
+    counts.set(p.n, t ? ends[t - 1] : 0);
+  });
+  return { at, counts, ends };
+}
+
+/** The rows of the documents, read when asked (from the index's rows, or from a snapshot's columns). */
+export interface RowTable {
+  readonly length: number;
+  at(d: number): Row;
+}
+
+/**
+ * What an in-memory search is made of, as `SearchEngine.build` reads it from the index or `snapshot.ts` from the file
+ * beside it; the rest (the postings by document, the terms' figures, where each name begins) is derived from these.
+ */
+export interface EngineParts {
+  /** Per document (ascending class id, as FTS4 returns its rows): the columns the ranking reads. */
+  rows: RowTable;
+  isBlock: Uint8Array;
+  abstract: Uint8Array;
+  validation: (string | null | undefined)[];
+  category: string[];
+  repo: string[];
+  /** Tokens per document and column (matchinfo's `l`). */
+  lengths: Uint32Array;
+  /** Average tokens per column over all documents, rounded as FTS4 does (matchinfo's `a`). */
+  average: Uint32Array;
+  /** The terms, sorted (prefixes are ranges of them), and their postings. */
+  terms: string[];
+  postings: Postings;
+  /** Per lexical-duplicate group: its blocks and their repositories. */
+  groups: Map<number, { count: number; repos: number }>;
+  /** Per document, what the ranking reads without the query: its standing (facts.ts), and its kind (1: a block word
+   * in its name, 2: it takes num_classes, 4: in a transforms module). */
+  standings: Float64Array;
+  kinds: Uint8Array;
+  /** The documents by the words of their names (facts.ts `nameWords`). */
+  named: KeyedDocs<string>;
+  /** Every name in lower case, each between newlines. */
+  names: string;
+  /** The documents by each three letters in a row of their lower-case names (`three`), ascending. */
+  trigrams: KeyedDocs<number>;
+  /** The words of the blocks' names (query.ts `vocabularyOf`), sorted. */
+  vocabulary: string[];
+  /** The modules that define the classes, each once. */
+  modules: string[];
+  /** The blocks' largest class id and their count (what search.ts's vocabulary was read up to). */
+  blockIds: { max: number; count: number };
 }
 
 export class SearchEngine {
-  private constructor(
+  private readonly table: RowTable;
+  private readonly isBlock: Uint8Array;
+  private readonly validation: (string | null | undefined)[];
+  private readonly category: string[];
+  private readonly repo: string[];
+  private readonly lengths: Uint32Array;
+  private readonly average: Uint32Array;
+  private readonly terms: string[];
+  private readonly postings: Postings;
+  /** Per term and column (term * columns + column): the documents it is in there, its hits, the most in one. */
+  private readonly termDocs: Uint32Array;
+  private readonly termHits: Uint32Array;
+  private readonly termMost: Uint32Array;
+  /** The postings again, by document: document d's entries are `starts[d]` to `starts[d + 1]`, each a term and its
+   * column and count (count * 8 + column). */
+  private readonly starts: Uint32Array;
+  private readonly termOf: Uint32Array;
+  private readonly cellOf: Uint32Array;
+  private readonly groups: Map<number, { count: number; repos: number }>;
+  readonly standings: Float64Array;
+  readonly kinds: Uint8Array;
+  private readonly named: KeyedDocs<string>;
+  private readonly names: string;
+  /** Where each document's lower-case name begins in `names`. */
+  private readonly nameStarts: Int32Array;
+  private readonly trigrams: KeyedDocs<number>;
+  /** The parts it was made of, and what it derived from them (what a snapshot writes). */
+  readonly parts: EngineParts;
+  readonly derived: Derived;
+
+  constructor(
     private readonly stemmer: Stemmer,
-    /** Per document (ascending class id, as FTS4 returns its rows): the columns the ranking reads. */
-    readonly rows: Row[],
-    private readonly isBlock: Uint8Array,
-    private readonly validation: (string | null | undefined)[],
-    private readonly category: string[],
-    private readonly repo: string[],
-    /** Tokens per document and column (matchinfo's `l`). */
-    private readonly lengths: Uint32Array,
-    /** Average tokens per column over all documents, rounded as FTS4 does (matchinfo's `a`). */
-    private readonly average: Uint32Array,
-    /** The terms, sorted (prefixes are ranges of them), and per term its postings: document * 8 + column, and the count. */
-    private readonly terms: string[],
-    private readonly postings: Int32Array[],
-    private readonly counts: Uint32Array[],
-    /** Per term and column (term * columns + column): the documents it is in there, its hits, the most in one. */
-    private readonly termDocs: Uint32Array,
-    private readonly termHits: Uint32Array,
-    private readonly termMost: Uint32Array,
-    /** The postings again, by document: document d's entries are `starts[d]` to `starts[d + 1]`, each a term and its
-     * column and count (count * 8 + column). */
-    private readonly starts: Uint32Array,
-    private readonly termOf: Uint32Array,
-    private readonly cellOf: Uint32Array,
-    /** Per lexical-duplicate group: its blocks and their repositories. */
-    private readonly groups: Map<number, { count: number; repos: number }>,
-    /** Per document, what the ranking reads without the query: its standing (facts.ts), and its kind (1: a block word
-     * in its name, 2: it takes num_classes, 4: in a transforms module). */
-    readonly standings: Float64Array,
-    readonly kinds: Uint8Array,
-    /** The documents by the words of their names (facts.ts `nameWords`). */
-    private readonly named: Map<string, Int32Array>,
-    /** Every name in lower case, each between newlines, and where each begins. */
-    private readonly names: string,
-    private readonly nameStarts: Int32Array,
-    /** The documents by each three letters in a row of their lower-case names, ascending. */
-    private readonly trigrams: Map<number, Int32Array>,
+    parts: EngineParts,
+    derived?: Derived,
   ) {
-    const words = (rows.length + 31) >>> 5;
-    this.nameWordList = [...named.keys()].sort();
+    this.parts = parts;
+    ({
+      rows: this.table,
+      isBlock: this.isBlock,
+      validation: this.validation,
+      category: this.category,
+      repo: this.repo,
+      lengths: this.lengths,
+      average: this.average,
+      terms: this.terms,
+      postings: this.postings,
+      groups: this.groups,
+      standings: this.standings,
+      kinds: this.kinds,
+      named: this.named,
+      names: this.names,
+      trigrams: this.trigrams,
+    } = parts);
+    const n = parts.rows.length;
+    this.derived = derived ?? {
+      figures: termFigures(this.postings),
+      byDocument: byDocument(this.postings, n),
+      nameStarts: nameStartsOf(this.names, n),
+    };
+    ({ termDocs: this.termDocs, termHits: this.termHits, termMost: this.termMost } = this.derived.figures);
+    ({ starts: this.starts, termOf: this.termOf, cellOf: this.cellOf } = this.derived.byDocument);
+    this.nameStarts = this.derived.nameStarts;
+    const words = (n + 31) >>> 5;
     this.blocks = new Uint32Array(words);
     this.abstracts = new Uint32Array(words);
-    isBlock.forEach((b, d) => {
+    this.isBlock.forEach((b, d) => {
       if (!b) return;
       this.blocks[d >>> 5] |= 1 << (d & 31);
-      if (Number(rows[d].abstract) === 1) this.abstracts[d >>> 5] |= 1 << (d & 31);
+      if (parts.abstract[d]) this.abstracts[d >>> 5] |= 1 << (d & 31);
     });
+  }
+
+  /** Stems words as the index's tokenizer does (a snapshot's engine gets one of its own). */
+  static async stemmer(): Promise<Stemmer> {
+    return theStemmer();
+  }
+
+  /** Document d's row. */
+  row(d: number): Row {
+    return this.table.at(d);
+  }
+
+  /** The words of the blocks' names (query.ts `vocabularyOf`), sorted. */
+  get vocabulary(): string[] {
+    return this.parts.vocabulary;
+  }
+
+  /** The modules that define the classes, each once. */
+  get modules(): string[] {
+    return this.parts.modules;
+  }
+
+  /** The blocks' largest class id and their count. */
+  get blockIds(): { max: number; count: number } {
+    return this.parts.blockIds;
   }
 
   /** The blocks, and the abstract blocks, as bitsets over the documents (the filters of kind). */
@@ -258,7 +428,7 @@ export class SearchEngine {
   }
 
   get size(): number {
-    return this.rows.length;
+    return this.table.length;
   }
 
   /** The documents whose names have `word` among their words (facts.ts `nameWords`). */
@@ -268,21 +438,20 @@ export class SearchEngine {
 
   /** The words of names (`namedWith`'s keys) that begin with `prefix`. */
   nameWordsFrom(prefix: string): string[] {
-    const words = this.nameWordList;
+    const words = this.named.keys;
     const out: string[] = [];
     for (let k = lowerBound(words, prefix); k < words.length && words[k].startsWith(prefix); k++) out.push(words[k]);
     return out;
   }
 
-  /** `named`'s keys, sorted. */
-  private readonly nameWordList: string[];
-
   /** The words of names that the most documents have, most first (at most `count`). */
   commonNameWords(count: number): string[] {
-    return [...this.named]
-      .sort((a, b) => b[1].length - a[1].length || (a[0] < b[0] ? -1 : 1))
+    const { keys, ends } = this.named;
+    const docs = (k: number): number => ends[k] - (k ? ends[k - 1] : 0);
+    return Array.from({ length: keys.length }, (_, k) => k)
+      .sort((a, b) => docs(b) - docs(a) || (keys[a] < keys[b] ? -1 : 1))
       .slice(0, count)
-      .map(([w]) => w);
+      .map((k) => keys[k]);
   }
 
   /** The documents whose lower-case names contain `text`, each once, ascending. */
@@ -411,48 +580,34 @@ export class SearchEngine {
     // FTS4's `a`: the column's tokens over the documents, rounded to the nearest integer
     const average = new Uint32Array(totals.map((t) => (n ? Math.floor((t + Math.floor(n / 2)) / n) : 0)));
     const terms = [...acc.keys()].sort();
-    const postings = terms.map((t) => Int32Array.from(acc.get(t)!.at));
-    const counts = terms.map((t) => Uint32Array.from(acc.get(t)!.n));
-    const copies = new Map([...groups].map(([g, { count, repos }]) => [g, { count, repos: repos.size }]));
-    const { termDocs, termHits, termMost } = termFigures(postings, counts);
-    const { starts, termOf, cellOf } = byDocument(postings, counts, n);
-    const threes = trigramsOf(names);
-    // (a newline before the first name too: `namedExactly` looks for a name between two)
-    const nameStarts = new Int32Array(n);
-    if (n) nameStarts[0] = 1;
-    for (let d = 1; d < n; d++) nameStarts[d] = nameStarts[d - 1] + names[d - 1].length + 1;
-    return new SearchEngine(
-      stem,
-      rows,
-      Uint8Array.from(isBlock),
+    const blockNames = rows.filter((_, d) => isBlock[d] === 1).map((r) => String(r.name));
+    return new SearchEngine(stem, {
+      rows: { length: n, at: (d) => rows[d] },
+      isBlock: Uint8Array.from(isBlock),
+      abstract: Uint8Array.from(rows, (r) => (Number(r.abstract) === 1 ? 1 : 0)),
       validation,
       category,
       repo,
-      Uint32Array.from(lengths),
+      lengths: Uint32Array.from(lengths),
       average,
       terms,
-      postings,
-      counts,
-      termDocs,
-      termHits,
-      termMost,
-      starts,
-      termOf,
-      cellOf,
-      copies,
-      Float64Array.from(standings),
-      Uint8Array.from(kinds),
-      new Map([...named].map(([w, docs]) => [w, Int32Array.from(docs)])),
-      `\n${names.map((x) => `${x}\n`).join('')}`,
-      nameStarts,
-      threes,
-    );
+      postings: flatPostings(terms.map((t) => acc.get(t)!)),
+      groups: new Map([...groups].map(([g, { count, repos }]) => [g, { count, repos: repos.size }])),
+      standings: Float64Array.from(standings),
+      kinds: Uint8Array.from(kinds),
+      named: KeyedDocs.of(named),
+      names: `\n${names.map((x) => `${x}\n`).join('')}`,
+      trigrams: trigramsOf(names),
+      vocabulary: vocabularyOf(blockNames).sorted,
+      modules: [...new Set(rows.map((r) => String(r.module)))],
+      blockIds: { max: rows.reduce((m, r, d) => (isBlock[d] ? Math.max(m, Number(r.id)) : m), 0), count: blockNames.length },
+    });
   }
 
   /** Whether document `d` passes the query's filters (the SQL of search.ts `filters`, read from the same columns). */
   private keeps(d: number, f: EngineFilter): boolean {
     if (f.kind !== 'class' && !this.isBlock[d]) return false;
-    if (f.kind === 'abstract' && Number(this.rows[d].abstract) !== 1) return false;
+    if (f.kind === 'abstract' && !this.parts.abstract[d]) return false;
     if (f.repo !== undefined && this.repo[d] !== f.repo) return false;
     if (f.category !== undefined && this.category[d] !== f.category) return false;
     if (f.validation !== undefined) {
@@ -493,15 +648,15 @@ export class SearchEngine {
       this.phraseHits.set(key, kept);
       return kept;
     }
-    const n = this.rows.length;
+    const n = this.table.length;
     const W = (n + 31) >>> 5;
     const bits = new Uint32Array((C + 1) * W);
     const total = new Uint32Array(C);
     const docsWith = new Uint32Array(C);
     const most = new Uint32Array(C);
+    const { at, counts, ends } = this.postings;
     for (let t = lo; t < hi; t++) {
-      const at = this.postings[t];
-      for (let e = 0; e < at.length; e++) {
+      for (let e = t ? ends[t - 1] : 0; e < ends[t]; e++) {
         const d = at[e] >> 3;
         bits[(at[e] & 7) * W + (d >>> 5)] |= 1 << (d & 31);
       }
@@ -522,17 +677,12 @@ export class SearchEngine {
       if (this.sums.length < n * 8) this.sums = new Uint32Array(n * 8);
       const sums = this.sums;
       for (let t = lo; t < hi; t++) {
-        const at = this.postings[t];
-        const counts = this.counts[t];
-        for (let e = 0; e < at.length; e++) {
+        for (let e = t ? ends[t - 1] : 0; e < ends[t]; e++) {
           const v = (sums[at[e]] += counts[e]);
           if (v > most[at[e] & 7]) most[at[e] & 7] = v;
         }
       }
-      for (let t = lo; t < hi; t++) {
-        const at = this.postings[t];
-        for (let e = 0; e < at.length; e++) sums[at[e]] = 0;
-      }
+      for (let t = lo; t < hi; t++) for (let e = t ? ends[t - 1] : 0; e < ends[t]; e++) sums[at[e]] = 0;
     }
     for (let col = 0; col < C; col++) {
       if (!most[col]) continue;
@@ -556,7 +706,7 @@ export class SearchEngine {
   select(phrases: Phrase[], and: boolean, filter: EngineFilter): Selection | undefined {
     const ranges = phrases.map((p) => this.range(p));
     if (ranges.some((r) => r === undefined)) return undefined;
-    const n = this.rows.length;
+    const n = this.table.length;
     const W = (n + 31) >>> 5;
     const p = phrases.length;
     const cells = p * C;
@@ -617,7 +767,7 @@ export class SearchEngine {
       lengths: this.lengths,
       phrase: (i) => hits[i].bits.subarray(C * W, (C + 1) * W),
       mostHits: (i, col) => most[i * C + col],
-      row: (d) => this.rows[d],
+      row: (d) => this.table.at(d),
       info: (d) => {
         for (let col = 0; col < C; col++) info[3 + C + col] = this.lengths[d * C + col];
         for (let i = 0; i < cells; i++) info[3 + 2 * C + 3 * i] = 0;
@@ -639,6 +789,6 @@ export class SearchEngine {
     const selection = this.select(phrases, and, filter);
     if (!selection) return undefined;
     const { docs } = selection;
-    return { rows: Array.from(docs, (d) => this.rows[d]), docs, info: (k) => selection.info(docs[k]) };
+    return { rows: Array.from(docs, (d) => this.table.at(d)), docs, info: (k) => selection.info(docs[k]) };
   }
 }

@@ -6,6 +6,8 @@
 import type { IndexDb } from '../store/database';
 import type { SqlValue } from 'sql.js';
 import { RANKED, SearchEngine } from './engine';
+import { readSnapshot, snapshotCurrent, writeSnapshot } from './snapshot';
+export { snapshotBytes } from './snapshot';
 import type { EngineFilter, Selection } from './engine';
 import { understand, vocabularyOf } from './query';
 import type { UnderstoodQuery, Vocabulary } from './query';
@@ -89,6 +91,14 @@ function vocabulary(db: IndexDb): Vocabulary {
   const key = String(db.generation);
   const kept = vocabularies.get(db);
   if (kept?.key === key) return kept.v;
+  const known = engines.get(db);
+  if (known?.engine && known.generation === db.generation) {
+    // the in-memory search read every name already (or its snapshot holds them)
+    const { vocabulary: sorted, blockIds } = known.engine;
+    const v: Vocabulary = { words: new Set(sorted), sorted };
+    vocabularies.set(db, { key, v, maxId: blockIds.max, count: blockIds.count });
+    return v;
+  }
   const now = db.get('SELECT coalesce(max(id), 0) AS m, count(*) AS n FROM classes WHERE is_block = 1');
   const maxId = Number(now?.m ?? 0);
   const count = Number(now?.n ?? 0);
@@ -116,13 +126,40 @@ const keeping = new WeakSet<IndexDb>();
 const QUIET_MS = 300;
 
 /**
- * Keeps `db`'s search in memory (the editor's server, `nn-rag mcp`): built now in the background, a slice at a time,
+ * Keeps `db`'s search in memory (the editor's server, `nn-rag mcp`): read from the snapshot beside the index when that
+ * was made from it as it is (search/snapshot.ts), else built now in the background, a slice at a time,
  * and again after the index changes; until it is ready, searches ask FTS4 and rank the same. A one-shot command does
  * not call this (its one query would wait for nothing).
  */
-export function keepSearchEngine(db: IndexDb): void {
+export async function keepSearchEngine(db: IndexDb, snapshot?: Promise<Buffer | undefined>): Promise<void> {
   keeping.add(db);
+  if (!engines.get(db)) {
+    // the snapshot beside the index (`snapshot`: its bytes, read while the index opened), when it was made from the
+    // index as it is: the first query answered from memory
+    const generation = db.generation;
+    const engine = await readSnapshot(db, snapshot).catch(() => undefined);
+    if (engine && db.generation === generation && !engines.get(db)) {
+      engines.set(db, { generation, engine });
+      const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+      warm(db, engine, pause).catch(() => undefined);
+    }
+  }
   readyEngine(db);
+}
+
+/** Writes `engine` beside `db`'s file when it holds the content last saved there (search/snapshot.ts). */
+async function snapshotFrom(db: IndexDb, engine: SearchEngine, generation: number): Promise<void> {
+  const saved = db.savedAs;
+  if (!db.file || !saved || saved.generation !== generation || db.generation !== generation) return;
+  await writeSnapshot(db.file, engine, saved.sha256).catch(() => false);
+}
+
+/** Builds `db`'s search and writes it beside the index (`nn-rag index`: the next process to open it answers from
+ * memory at once); nothing when the index is not saved as it is now. */
+export async function writeSearchSnapshot(db: IndexDb): Promise<void> {
+  const generation = db.generation;
+  if (!db.file || db.savedAs?.generation !== generation || (await snapshotCurrent(db.file, db.savedAs.sha256))) return;
+  await snapshotFrom(db, await SearchEngine.build(db), generation);
 }
 
 /** Builds `db`'s in-memory search now and waits for it (tests and benches); it serves `db`'s searches from then on. */
@@ -153,6 +190,7 @@ function readyEngine(db: IndexDb): SearchEngine | undefined {
       SearchEngine.build(db, pause)
         .then(async (engine) => {
           await warm(db, engine, pause);
+          await snapshotFrom(db, engine, generation);
           return engine;
         })
         .then(
@@ -173,6 +211,8 @@ function readyEngine(db: IndexDb): SearchEngine | undefined {
  */
 async function warm(db: IndexDb, engine: SearchEngine, pause: () => Promise<void>): Promise<void> {
   const generation = db.generation;
+  // (after whatever waits: a request that came meanwhile is answered first)
+  await pause();
   const words = engine.commonNameWords(12);
   const n = words.length;
   // one word, two, three, a word twice (every document then counts as many words: one level)
@@ -199,10 +239,11 @@ function modelsOf(db: IndexDb, words: string[], engine?: SearchEngine): Models {
   let kept = models.get(db);
   if (kept?.generation !== db.generation) {
     const files = new Map<string, Set<string>>();
-    db.each('SELECT DISTINCT module FROM classes', [], (r) => {
-      const module = String(r.module);
+    const add = (module: string): void => {
       for (const w of (module.split('.').pop() ?? '').toLowerCase().split('_')) (files.get(w) ?? files.set(w, new Set()).get(w)!).add(module);
-    });
+    };
+    if (engine) engine.modules.forEach(add);
+    else db.each('SELECT DISTINCT module FROM classes', [], (r) => add(String(r.module)));
     kept = { generation: db.generation, files, names: new Map() };
     models.set(db, kept);
   }
@@ -215,7 +256,7 @@ function modelsOf(db: IndexDb, words: string[], engine?: SearchEngine): Models {
         w,
         (named = new Set(
           engine
-            ? engine.namedExactly(w).map((d) => String(engine.rows[d].module))
+            ? engine.namedExactly(w).map((d) => String(engine.row(d).module))
             : db.all('SELECT DISTINCT module FROM classes WHERE lower(name) = ?', [w]).map((r) => String(r.module)),
         )),
       );

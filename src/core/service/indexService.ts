@@ -18,7 +18,7 @@ import { PARSER_VERSION } from '../parse/facts';
 import { indexSources } from '../index/indexSources';
 import type { WasmPaths } from '../parse/parser';
 import { PythonParser } from '../parse/parser';
-import { keepSearchEngine } from '../search/search';
+import { keepSearchEngine, snapshotBytes } from '../search/search';
 import { openPullSession } from '../pull/session';
 import { Workspace } from '../workspace/workspace';
 import type { PullSession } from '../pull/session';
@@ -184,11 +184,13 @@ export class IndexService {
       this.parsePool = lazyPool(options.parseWorker, options, parser);
       const file = path.join(options.storageDir, 'index.db');
       if (options.sharedIndex) await this.startFromShared(options.sharedIndex, file);
+      // the search's snapshot read while the index opens (both are read whole)
+      const snapshot = snapshotBytes(file);
       const opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, write: 'or-read' });
       // another window's server writes this index: this one reads it and keeps its changes in memory only
       if (opened.readOnlyBecause) this.events.log('index', `${opened.readOnlyBecause}: this window reads the index and saves nothing`);
       this.db = opened.db;
-      keepSearchEngine(opened.db);
+      await keepSearchEngine(opened.db, snapshot);
       if (opened.recovered) this.events.log('index', `the index was unreadable (${opened.recovered.reason}); moved to ${opened.recovered.movedTo} and rebuilt`);
       return { db: opened.db, parser };
     })();

@@ -12,7 +12,7 @@ import * as path from 'path';
 import initSqlJs from 'sql.js';
 import type { Database, SqlJsStatic, SqlValue, Statement } from 'sql.js';
 import { NnragError } from '../base/errors';
-import { running } from '../base/files';
+import { readWhole, running } from '../base/files';
 import { MIGRATIONS } from './migrations';
 
 /** SQLite's application_id of our databases ("NNRG"). */
@@ -55,6 +55,10 @@ export class IndexDb {
   private lock: DbLock | undefined;
   /** Opened beside another writer: changes stay in memory, never saved over that writer's file. */
   readOnly = false;
+  /** The sha256 of the file as this process last read or saved it, and the generation the database had then: while
+   * the generation is the same, the database holds exactly that file's content (what a search snapshot beside the
+   * file is checked against, search/snapshot.ts). */
+  savedAs?: { sha256: string; generation: number };
   /** How many writes this connection has run: what is kept of the index's content (search) is keyed by it. */
   private writes = 0;
 
@@ -77,6 +81,7 @@ export class IndexDb {
     const SQL = await loadSqlJs(options.sqlWasm);
     let recovered: OpenResult['recovered'];
     let raw: Database | undefined;
+    let savedAs: string | undefined;
     let lock: DbLock | undefined;
     let readOnlyBecause: string | undefined;
     const target = file ? checkDbPath(file) : undefined;
@@ -90,14 +95,17 @@ export class IndexDb {
         }
       }
       if (target) {
-        let bytes: Buffer | undefined;
+        let read: { bytes: Buffer; stat: fs.BigIntStats } | undefined;
         try {
-          bytes = await fsp.readFile(target);
+          read = await readWithStat(target);
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw fileError('read', target, err);
         }
-        if (bytes && bytes.length > 0) {
-          const ours = ownership(bytes, await stampedHash(target));
+        const bytes = read?.bytes;
+        if (read && bytes && bytes.length > 0) {
+          const stamp = await readStamp(target);
+          const ours = ownership(bytes, stamp, read.stat);
+          if (ours === 'saved-by-us' && stamp) savedAs = stamp.sha256;
           if (ours === 'foreign') {
             throw new NnragError('bad-db', `${target} is not an NN-RAG index (another program's file?); choose another --db`);
           }
@@ -129,6 +137,7 @@ export class IndexDb {
     db.lock = lock;
     db.readOnly = options.readOnly === true || readOnlyBecause !== undefined;
     db.migrate();
+    if (savedAs && db.generation === 0) db.savedAs = { sha256: savedAs, generation: 0 };
     return { db, recovered, readOnlyBecause };
   }
 
@@ -318,7 +327,8 @@ export class IndexDb {
       await fsp.rm(tmp, { force: true }).catch(() => undefined);
       throw fileError('save', this.file, err);
     }
-    await stampWritten(this.file, bytes);
+    const sha256 = await stampWritten(this.file, bytes);
+    this.savedAs = { sha256, generation: this.writes };
     this.dirty = false;
   }
 
@@ -442,17 +452,18 @@ function nearestExisting(dir: string): string {
   return dir;
 }
 
-/** Whose file this is: ours as last saved (content hash matches our stamp), ours, or another program's. */
-function ownership(bytes: Buffer, stamped: string | undefined): 'saved-by-us' | 'ours' | 'foreign' {
-  if (stamped && stamped === sha256(bytes)) return 'saved-by-us';
+/** Whose file this is: ours as last saved (its stat, else its content hash, as our stamp says), ours, or another
+ * program's. */
+function ownership(bytes: Buffer, stamp: Stamp | undefined, stat: fs.BigIntStats): 'saved-by-us' | 'ours' | 'foreign' {
+  if (stamp && (sameStat(stamp, stat) || stamp.sha256 === sha256(bytes))) return 'saved-by-us';
   if (bytes.length < 100 || !bytes.subarray(0, 16).equals(SQLITE_MAGIC)) {
     // not SQLite at all: ours only if we saved a file here before (it was damaged since)
-    return stamped ? 'ours' : 'foreign';
+    return stamp ? 'ours' : 'foreign';
   }
   const appId = bytes.readUInt32BE(68);
   if (appId === APPLICATION_ID) return 'ours';
   // databases written before the application id: ours when they hold our migrations table and nothing else's
-  if (appId === 0 && (stamped || bytes.includes(Buffer.from('CREATE TABLE migrations')))) return 'ours';
+  if (appId === 0 && (stamp || bytes.includes(Buffer.from('CREATE TABLE migrations')))) return 'ours';
   return 'foreign';
 }
 
@@ -516,26 +527,58 @@ async function readHolder(file: string): Promise<{ pid: number; host: string } |
 }
 
 /**
- * Beside the database, the sha256 of what this code last saved: a file whose content still has it is the one written
- * from a checked in-memory database, and opening it skips SQLite's `quick_check` (which reads every page: most of a
- * warm start's time). Any other change, whatever its size and time, gets the full check.
+ * Beside the database, the sha256 of what this code last saved and the file's stat just after: a file whose stat
+ * (device, inode, size, modification and change times to the nanosecond: any write or replacement changes the change
+ * time, which no program sets back) or else whose content still has it is the one written from a checked in-memory
+ * database, and opening it skips SQLite's `quick_check` (which reads every page: most of a warm start's time) and,
+ * with the stat, the hash too (a second at 300 MB). Any other change, whatever its size and time, gets the full check.
  */
 function stampFile(file: string): string {
   return `${file}.saved`;
 }
 
-async function stampWritten(file: string, bytes: Uint8Array): Promise<void> {
+interface Stamp {
+  sha256: string;
+  stat?: string;
+}
+
+/** A stat as the stamp keeps it. */
+function statKey(st: fs.BigIntStats): string {
+  return [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join(':');
+}
+
+function sameStat(stamp: Stamp, st: fs.BigIntStats): boolean {
+  return stamp.stat !== undefined && stamp.stat === statKey(st);
+}
+
+/** The file's bytes and the stat of the very file read (one descriptor: a rename between the two cannot mix them). */
+async function readWithStat(file: string): Promise<{ bytes: Buffer; stat: fs.BigIntStats }> {
+  const fh = await fsp.open(file, 'r');
   try {
-    await fsp.writeFile(stampFile(file), JSON.stringify({ sha256: sha256(bytes) }));
-  } catch {
-    // without a stamp the next open checks the file in full
+    const stat = await fh.stat({ bigint: true });
+    return { bytes: await readWhole(fh, Number(stat.size)), stat };
+  } finally {
+    await fh.close();
   }
 }
 
-async function stampedHash(file: string): Promise<string | undefined> {
+/** Stamps the file just saved; its sha256. */
+async function stampWritten(file: string, bytes: Uint8Array): Promise<string> {
+  const digest = sha256(bytes);
   try {
-    const s = JSON.parse(await fsp.readFile(stampFile(file), 'utf8')) as { sha256?: unknown };
-    return typeof s.sha256 === 'string' ? s.sha256 : undefined;
+    const stat = statKey(await fsp.stat(file, { bigint: true }));
+    await fsp.writeFile(stampFile(file), JSON.stringify({ sha256: digest, stat }));
+  } catch {
+    // without a stamp the next open checks the file in full
+  }
+  return digest;
+}
+
+async function readStamp(file: string): Promise<Stamp | undefined> {
+  try {
+    const s = JSON.parse(await fsp.readFile(stampFile(file), 'utf8')) as { sha256?: unknown; stat?: unknown };
+    if (typeof s.sha256 !== 'string') return undefined;
+    return { sha256: s.sha256, stat: typeof s.stat === 'string' ? s.stat : undefined };
   } catch {
     return undefined;
   }

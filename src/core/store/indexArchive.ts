@@ -345,8 +345,9 @@ export async function importIndex(
     const lock = exists ? (await IndexDb.open(dbFile, { sqlWasm, write: 'try' })).db : undefined;
     lock?.close();
     await swapIn(stage, dbFile);
-    // the save stamp of the old file no longer describes the new one
+    // the save stamp and the search snapshot (search/snapshot.ts) of the old file no longer describe the new one
     await fsp.rm(`${dbFile}.saved`, { force: true });
+    await fsp.rm(`${dbFile}.search`, { force: true });
     return manifest;
   } finally {
     // the unpacking is over (extractBounded awaits its writes): the stage goes, and is checked gone

@@ -336,6 +336,8 @@ export async function layerShared(
     await fsp.rename(tmp, workFile);
     await fsp.rm(`${tmp}.saved`, { force: true });
     await fsp.rm(`${workFile}.saved`, { force: true });
+    // (the search snapshot of the window's old index: search/snapshot.ts)
+    await fsp.rm(`${workFile}.search`, { force: true });
     return true;
   } finally {
     work.close();
