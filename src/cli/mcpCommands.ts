@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { errorMessage, NnragError } from '../core/base/errors';
 import { assistantFileProblem, fileNameProblem } from '../core/emit/moduleNames';
 import { requirementsText } from '../core/pull/pull';
-import { keepSearchEngine, searchBlocks, searchInMemory, snapshotBytes } from '../core/search/search';
+import { keepSearchEngine, searchBlocks, searchInMemory, searchWarming, prepareSnapshot } from '../core/search/search';
 import type { SearchHit } from '../core/search/search';
 import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
@@ -88,8 +88,8 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       throw new NnragError('not-found', `--root ${r} does not exist`);
     }
   });
-  // the search's snapshot read while the index opens (both are read whole)
-  const snapshot = snapshotBytes(dbPath(args));
+  // the search's snapshot read and checked while the index opens (both are read whole)
+  const snapshot = prepareSnapshot(dbPath(args));
   const db: IndexDb = await openDb(args, env, true, 'or-read');
   await keepSearchEngine(db, snapshot);
   const ws = Workspace.over(db, env.assets, { runner: env.assets.runner, cacheDir: cacheDir(args, env) });
@@ -175,7 +175,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
         ...indexCounts(db),
         database: dbPath(args),
         validation: allowValidate ? `allowed, with ${python}` : 'off (start with --allow-validate)',
-        search: searchInMemory(db) ? 'in memory' : 'from the database (held in memory once built)',
+        search: searchWarming(db) ? 'in memory, warming up' : searchInMemory(db) ? 'in memory' : 'from the database (held in memory once built)',
       }),
   );
 

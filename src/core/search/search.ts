@@ -6,8 +6,8 @@
 import type { IndexDb } from '../store/database';
 import type { SqlValue } from 'sql.js';
 import { RANKED, SearchEngine } from './engine';
-import { readSnapshot, snapshotCurrent, writeSnapshot } from './snapshot';
-export { snapshotBytes } from './snapshot';
+import { readSnapshot, snapshotCurrent, writeSnapshot, type PreparedSnapshot } from './snapshot';
+export { prepareSnapshot } from './snapshot';
 import type { EngineFilter, Selection } from './engine';
 import { understand, vocabularyOf } from './query';
 import type { UnderstoodQuery, Vocabulary } from './query';
@@ -121,7 +121,7 @@ function vocabulary(db: IndexDb): Vocabulary {
 }
 
 /** The in-memory search of each index that a long-running process keeps (`keepSearchEngine`), by the index's state. */
-const engines = new WeakMap<IndexDb, { generation: number; engine?: SearchEngine; building?: boolean }>();
+const engines = new WeakMap<IndexDb, { generation: number; engine?: SearchEngine; building?: boolean; warming?: boolean }>();
 const keeping = new WeakSet<IndexDb>();
 const QUIET_MS = 300;
 
@@ -131,17 +131,23 @@ const QUIET_MS = 300;
  * and again after the index changes; until it is ready, searches ask FTS4 and rank the same. A one-shot command does
  * not call this (its one query would wait for nothing).
  */
-export async function keepSearchEngine(db: IndexDb, snapshot?: Promise<Buffer | undefined>): Promise<void> {
+export async function keepSearchEngine(db: IndexDb, snapshot?: Promise<PreparedSnapshot | undefined>): Promise<void> {
   keeping.add(db);
   if (!engines.get(db)) {
-    // the snapshot beside the index (`snapshot`: its bytes, read while the index opened), when it was made from the
+    // the snapshot beside the index (`snapshot`: read and checked while the index opened), when it was made from the
     // index as it is: the first query answered from memory
     const generation = db.generation;
     const engine = await readSnapshot(db, snapshot).catch(() => undefined);
     if (engine && db.generation === generation && !engines.get(db)) {
-      engines.set(db, { generation, engine });
+      const kept = { generation, engine, warming: true };
+      engines.set(db, kept);
+      // warmed once the first requests have been answered (they come as the process starts: not kept waiting)
       const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-      warm(db, engine, pause).catch(() => undefined);
+      setTimeout(() => {
+        warm(db, engine, pause)
+          .catch(() => undefined)
+          .finally(() => (kept.warming = false));
+      }, QUIET_MS).unref();
     }
   }
   readyEngine(db);
@@ -174,6 +180,11 @@ export async function buildSearchEngine(db: IndexDb): Promise<SearchEngine> {
 export function searchInMemory(db: IndexDb): boolean {
   const known = engines.get(db);
   return known?.engine !== undefined && known.generation === db.generation;
+}
+
+/** Whether `db`'s in-memory search is still answering its own warming queries (one read from a snapshot, at first). */
+export function searchWarming(db: IndexDb): boolean {
+  return searchInMemory(db) && engines.get(db)?.warming === true;
 }
 
 /** The in-memory search of `db` as it is now, or undefined (one is started when `db` is kept and none is building). */

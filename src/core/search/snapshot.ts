@@ -19,7 +19,7 @@ import { promises as fsp } from 'fs';
 import * as os from 'os';
 import type { SqlValue } from 'sql.js';
 import { readWhole } from '../base/files';
-import type { IndexDb, Row } from '../store/database';
+import { stampedSha256, type IndexDb, type Row } from '../store/database';
 import { FTS_COLUMNS, KeyedDocs, SearchEngine, type Derived, type EngineParts, type RowTable } from './engine';
 
 const MAGIC = Buffer.from('NNRAGSE1');
@@ -248,17 +248,33 @@ export async function snapshotBytes(dbFile: string): Promise<Buffer | undefined>
   }
 }
 
-/** The search `db` holds, from the snapshot beside its file (`bytes`, when already read) when that was made from the
- * content `db` holds now; undefined otherwise. */
-export async function readSnapshot(db: IndexDb, bytes?: Promise<Buffer | undefined>): Promise<SearchEngine | undefined> {
+/** A snapshot read and checked for the content its database's save stamp names, before that database has opened. */
+export interface PreparedSnapshot {
+  sha256: string;
+  parts: EngineParts;
+  derived: Derived;
+}
+
+/**
+ * Reads and checks the snapshot beside the database `dbFile` for the content the database's save stamp names: done
+ * while the database itself is read (`readSnapshot` then takes it only if the database opened is that content).
+ */
+export async function prepareSnapshot(dbFile: string): Promise<PreparedSnapshot | undefined> {
+  const [sha256, bytes] = await Promise.all([stampedSha256(dbFile), snapshotBytes(dbFile)]);
+  if (!sha256 || !bytes) return undefined;
+  const read = partsOf(bytes, sha256);
+  return read && { sha256, ...read };
+}
+
+/** The search `db` holds, from the snapshot beside its file (`prepared`, when read while it opened) when that was made
+ * from the content `db` holds now; undefined otherwise. */
+export async function readSnapshot(db: IndexDb, prepared?: Promise<PreparedSnapshot | undefined>): Promise<SearchEngine | undefined> {
   const saved = db.savedAs;
   if (!db.file || !saved || saved.generation !== db.generation) return undefined;
-  const read = await (bytes ?? snapshotBytes(db.file));
-  if (!read) return undefined;
+  const read = await (prepared ?? prepareSnapshot(db.file));
   const stemmer = await SearchEngine.stemmer();
-  const parts = partsOf(read, saved.sha256);
-  if (!parts || db.generation !== saved.generation) return undefined;
-  return new SearchEngine(stemmer, parts.parts, parts.derived);
+  if (!read || read.sha256 !== saved.sha256 || db.generation !== saved.generation) return undefined;
+  return new SearchEngine(stemmer, read.parts, read.derived);
 }
 
 /** The engine's parts from a snapshot's bytes, every number checked; undefined when anything is not as written. */

@@ -18,7 +18,7 @@ import { PARSER_VERSION } from '../parse/facts';
 import { indexSources } from '../index/indexSources';
 import type { WasmPaths } from '../parse/parser';
 import { PythonParser } from '../parse/parser';
-import { keepSearchEngine, snapshotBytes } from '../search/search';
+import { keepSearchEngine, prepareSnapshot } from '../search/search';
 import { openPullSession } from '../pull/session';
 import { Workspace } from '../workspace/workspace';
 import type { PullSession } from '../pull/session';
@@ -184,8 +184,8 @@ export class IndexService {
       this.parsePool = lazyPool(options.parseWorker, options, parser);
       const file = path.join(options.storageDir, 'index.db');
       if (options.sharedIndex) await this.startFromShared(options.sharedIndex, file);
-      // the search's snapshot read while the index opens (both are read whole)
-      const snapshot = snapshotBytes(file);
+      // the search's snapshot read and checked while the index opens (both are read whole)
+      const snapshot = prepareSnapshot(file);
       const opened = await IndexDb.open(file, { sqlWasm: options.sqlWasm, write: 'or-read' });
       // another window's server writes this index: this one reads it and keeps its changes in memory only
       if (opened.readOnlyBecause) this.events.log('index', `${opened.readOnlyBecause}: this window reads the index and saves nothing`);

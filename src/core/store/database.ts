@@ -574,6 +574,12 @@ async function stampWritten(file: string, bytes: Uint8Array): Promise<string> {
   return digest;
 }
 
+/** The sha256 the save stamp beside `file` names (what the file held when this code last saved it, if unchanged since:
+ * `IndexDb.savedAs` says whether it is). */
+export async function stampedSha256(file: string): Promise<string | undefined> {
+  return (await readStamp(file))?.sha256;
+}
+
 async function readStamp(file: string): Promise<Stamp | undefined> {
   try {
     const s = JSON.parse(await fsp.readFile(stampFile(file), 'utf8')) as { sha256?: unknown; stat?: unknown };
