@@ -184,3 +184,51 @@ describe('search: a part of the model the query names', () => {
     assert.strictEqual(names[0], 'Bottleneck', names.join(', '));
   });
 });
+
+describe('search: names cut short, and cross written X', () => {
+  let db: IndexDb;
+  before(async () => {
+    const dir = await tmpdir();
+    // (bodies that differ: copies of one body would be shown as one group)
+    let made = 0;
+    const block = (name: string, body = `        self.lin = nn.Linear(dim, dim * ${++made})`): string[] => [
+      `class ${name}(nn.Module):`,
+      '    def __init__(self, dim, init_values=1e-5):',
+      '        super().__init__()',
+      body,
+      '    def forward(self, x):',
+      '        return self.lin(x)',
+      '',
+    ];
+    await writeTree(dir, {
+      'geo/__init__.py': '',
+      'geo/layers.py': [
+        'import torch',
+        'from torch import nn',
+        '',
+        ...block('CoorsNorm'),
+        ...block('NormLinear'),
+        ...block('CrossTransformer'),
+        ...block('XCAttention'),
+        ...block('Attention'),
+        ...block('LayerScale', '        self.gamma = nn.Parameter(torch.empty(dim))\n        nn.init.constant_(self.gamma, self.init_values)'),
+        ...block('ChannelGate'),
+      ].join('\n'),
+    });
+    db = await memoryDb();
+    await indexFolder(db, `${dir}/geo`);
+  });
+
+  it('finds a name that cuts a typed word short (`coordinate`: the Coors of CoorsNorm)', () => {
+    assert.strictEqual(searchBlocks(db, { text: 'coordinate norm' })[0]?.name, 'CoorsNorm');
+  });
+
+  it('reads X as cross in a name (`cross covariance attention`: XCAttention, with the class named cross)', () => {
+    const names = searchBlocks(db, { text: 'cross covariance attention' }).map((h) => h.name);
+    assert.deepStrictEqual(names.slice(0, 2).sort(), ['CrossTransformer', 'XCAttention'], names.join(' '));
+  });
+
+  it('says a learnable per-channel scale set from init_values (a layer scale)', () => {
+    assert.strictEqual(searchBlocks(db, { text: 'learnable per channel scale' })[0]?.name, 'LayerScale');
+  });
+});

@@ -23,7 +23,8 @@ const RULES: [RegExp, string][] = [
   [/\bpixel_unshuffle\b|\bPixelUnshuffle\s*\(/, 'pixel unshuffle downsample'],
   // (a layer norm's variance is a mean of squares too: it subtracts the mean first, or calls var)
   [/^(?![\s\S]*(?:\(\s*\w+\s*-\s*\w+\s*\)\.pow\(\s*2|\bvar\s*\(|-\s*\w*mean\w*\s*\)))[\s\S]*\brsqrt\s*\(/, 'root mean square rms'],
-  [/\.mean\(\s*(?:1|dim\s*=\s*1)\s*,\s*keepdim|\bvar\([^)]*\bdim\s*=\s*1\b/, 'channels first layer norm'],
+  // (normalizing over dimension 1 of NCHW maps: the layer norm of convolutional features, ConvNeXt's and SAM's)
+  [/\.mean\(\s*(?:1|dim\s*=\s*1)\s*,\s*keepdim|\bvar\([^)]*\bdim\s*=\s*1\b/, 'channels first layer norm conv features'],
   [/\btopk\s*\(/, 'top k routing'],
   [/\bexperts\b/, 'mixture of experts moe'],
   [/\blora_[AaBb]\b|\blora_/, 'low rank adaptation lora'],
@@ -31,7 +32,11 @@ const RULES: [RegExp, string][] = [
   [/\bdrop_path\b|\bbernoulli_?\s*\(/, 'stochastic depth drop path'],
   [/\badaptive_avg_pool\dd\s*\([^)]*\)|\bAdaptiveAvgPool\dd\s*\(/, 'pooling'],
   [/\bcos\s*\([^)]*\)[^\n]*\bsin\s*\(|\brotary|\brotate_half\b/, 'rotary position embedding rope'],
-  [/\binit_values\s*\*\s*torch\.ones\b|\bgamma\s*\*\s*x\b/, 'layer scale'],
+  // a learnable per-channel scale set from an initial value (`init_values`), the residual branch multiplied by it
+  [
+    /\binit_values\s*\*\s*torch\.ones\b|\bgamma\s*\*\s*x\b|\bconstant_\(\s*self\.\w+\s*,\s*self\.init_values\b|\blayer_scale_init_value\b/,
+    'layer scale learnable channel',
+  ],
   [/\bfrozen|\brequires_grad_?\(\s*False\s*\)/, 'frozen'],
 ];
 

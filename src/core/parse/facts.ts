@@ -24,7 +24,7 @@ import type {
 } from './types';
 
 /** Bump when the facts extraction changes: every file is parsed again on the next run. */
-export const PARSER_VERSION = '14';
+export const PARSER_VERSION = '15';
 
 /** Nesting deeper than this is refused (CPython's own parser stops at 200 parentheses). */
 export const MAX_DEPTH = 400;

@@ -117,6 +117,17 @@ function known(word: string, v: Vocabulary): boolean {
   return parts.length > 1 && parts.every((p) => p.length < 2 || /^\d+$/.test(p) || v.words.has(p));
 }
 
+/** The longest word of the index's names that is `word` cut short, four letters or more, a plural `s` aside
+ * (`coordinate`: coors); undefined when none is. */
+export function truncated(word: string, v: Vocabulary): string | undefined {
+  for (let end = word.length - 1; end >= 4; end--) {
+    const head = word.slice(0, end);
+    if (v.words.has(head)) return head;
+    if (v.words.has(`${head}s`)) return `${head}s`;
+  }
+  return undefined;
+}
+
 /** `resblock` -> res block, `convbnrelu` -> conv bn relu: the fewest index words that spell the word, if any. */
 export function splitCompound(word: string, v: Vocabulary): string[] | undefined {
   const best: (string[] | undefined)[] = [[]];
@@ -235,6 +246,13 @@ export function understand(text: string, v: Vocabulary): UnderstoodQuery {
       for (const p of pieces) add(p);
       continue;
     }
+    // a word no name has, that a name has cut short (`coordinate`: the Coors of CoorsNorm): the abbreviation code
+    // writes most, learned from the index's own names
+    const cut = truncated(lower, v);
+    if (cut) {
+      add(cut);
+      continue;
+    }
     const fixed = correct(lower, v);
     if (fixed) {
       corrections.set(lower, fixed);
@@ -251,7 +269,8 @@ export function understand(text: string, v: Vocabulary): UnderstoodQuery {
     for (let i = 0; i + n <= typed.length; i++) {
       const run = typed.slice(i, i + n);
       if (!run.every((w) => /^[a-z]{3,}$/.test(w))) continue;
-      const a = run.map((w) => w[0]).join('');
+      // (`cross` is written X in names: XCA for cross covariance attention)
+      const a = run.map((w) => (w === 'cross' && i === 0 ? 'x' : w[0])).join('');
       // (an abbreviation the tables already know, `bn`, is said by its words on both sides)
       if (a === acronym || !v.words.has(a) || terms.has(a) || expansionsOf(a).length || SYNONYMS.has(a)) continue;
       terms.set(a, i);
