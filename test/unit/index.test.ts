@@ -367,6 +367,35 @@ describe('index: the database file', () => {
     again.close();
   });
 
+  it('knows a file as saved by its stamped stat, else by its hash, and not once its content changed', async () => {
+    const file = path.join(await tmpdir(), 'index.db');
+    const { db } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    db.setMeta('k', 'v');
+    await db.save();
+    const saved = db.savedAs;
+    db.close();
+    assert.ok(saved && saved.generation === db.generation);
+    const stamp = JSON.parse(await fsp.readFile(`${file}.saved`, 'utf8')) as { sha256: string; stat: string };
+    assert.strictEqual(stamp.sha256, saved.sha256);
+    assert.match(stamp.stat, /^\d+:\d+:\d+:\d+:\d+$/, 'device, inode, size, modification and change times');
+    const reopened = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    assert.deepStrictEqual(reopened.db.savedAs, { sha256: saved.sha256, generation: 0 });
+    reopened.db.close();
+    // the same bytes written again: another stat, the same hash
+    await new Promise((r) => setTimeout(r, 20));
+    await fsp.writeFile(file, await fsp.readFile(file));
+    const rewritten = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    assert.strictEqual(rewritten.db.savedAs?.sha256, saved.sha256);
+    rewritten.db.close();
+    // one byte of a page changed (a database still): not the content saved
+    const bytes = await fsp.readFile(file);
+    bytes[bytes.length - 1] ^= 1;
+    await fsp.writeFile(file, bytes);
+    const changed = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    assert.strictEqual(changed.db.savedAs, undefined);
+    changed.db.close();
+  });
+
   it('debounces saves', async () => {
     const file = path.join(await tmpdir(), 'index.db');
     const { db } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });

@@ -24,7 +24,7 @@ import { FTS_COLUMNS, KeyedDocs, SearchEngine, type Derived, type EngineParts, t
 
 const MAGIC = Buffer.from('NNRAGSE1');
 const FORMAT = 1;
-/** A snapshot larger than this is not read (a 200,000-block index makes about 150 MB). */
+/** A snapshot larger than this is not read (a 200,000-block index makes about 200 MB). */
 const MAX_BYTES = 4 * 2 ** 30;
 const C = FTS_COLUMNS.length;
 /** The row's columns the ranking reads (engine.ts `RANKED`), in the order a snapshot keeps them. */
