@@ -24,13 +24,17 @@ const QUERIES: SearchQuery[] = [
   { text: 'attention', group: false },
 ];
 
-/** A section of a snapshot's bytes by name, as an Int32Array over them. */
-function section(bytes: Buffer, name: string): Int32Array {
+/** A section of a snapshot's bytes by name, as an Int32Array over them (or a Uint8Array, a Float64Array). */
+function section<T extends Int32Array | Uint8Array | Float64Array = Int32Array>(
+  bytes: Buffer,
+  name: string,
+  Type: new (b: ArrayBufferLike, offset: number, length: number) => T = Int32Array as never,
+): T {
   const length = bytes.readUInt32LE(8);
   const header = JSON.parse(bytes.toString('utf8', 12, 12 + length)) as { sections: { name: string; offset: number; count: number }[] };
   const s = header.sections.find((x) => x.name === name)!;
   const start = Math.ceil((12 + length) / 8) * 8;
-  return new Int32Array(bytes.buffer, bytes.byteOffset + start + s.offset, s.count);
+  return new Type(bytes.buffer, bytes.byteOffset + start + s.offset, s.count);
 }
 
 describe('search snapshot beside the index', function () {
@@ -105,6 +109,13 @@ describe('search snapshot beside the index', function () {
       values[values.length >> 1] = name === 'postings.at' ? (n + 5) * 8 : name === 'nameStarts' ? -1 : n + 5;
       assert.strictEqual(partsOf(copy, sha), undefined, name);
     }
+    // a kind past its table, a standing that is not a number
+    const kinds = Buffer.from(bytes);
+    section(kinds, 'kinds', Uint8Array)[0] = 200;
+    assert.strictEqual(partsOf(kinds, sha), undefined, 'kinds');
+    const standings = Buffer.from(bytes);
+    section(standings, 'standings', Float64Array)[1] = NaN;
+    assert.strictEqual(partsOf(standings, sha), undefined, 'standings');
     // one planted where the snapshot goes: the search is built from the index instead
     const planted = Buffer.from(bytes);
     const docs = section(planted, 'named.docs');

@@ -429,6 +429,12 @@ function checkedParts(raw: Buffer, sha256: string): { parts: EngineParts; derive
   };
   ensure(derived.byDocument.starts[0] === 0 && starts.length === n);
 
+  // (a kind indexes a table of eight; a standing is added to every bound)
+  const kinds = get('kinds', 'u8', n);
+  const standings = get('standings', 'f64', n);
+  let odd = false;
+  for (let d = 0; d < n; d++) odd ||= kinds[d] > 7 || !Number.isFinite(standings[d]);
+  ensure(!odd);
   const isBlock = get('isBlock', 'u8', n);
   let blocks = 0;
   for (let d = 0; d < n; d++) blocks += isBlock[d] ? 1 : 0;
@@ -445,8 +451,8 @@ function checkedParts(raw: Buffer, sha256: string): { parts: EngineParts; derive
     terms,
     postings,
     groups,
-    standings: get('standings', 'f64', n),
-    kinds: get('kinds', 'u8', n),
+    standings,
+    kinds,
     named,
     names,
     trigrams,
