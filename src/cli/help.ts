@@ -25,8 +25,12 @@ usage:
                      --max-entries N caps them (--seconds: the time of each repository, default 3600); a test
                      that writes into its repository writes into a private copy of it
   nn-rag search QUERY [--db F]... [--repo R] [--category C] [--kind block|abstract|class] [--limit N]
-                      [--validation validated|failed|none] [--all-copies] [--json]
+                      [--validation validated|failed|none] [--all-copies] [--embeddings URL [--embedding-model M]] [--json]
                                                     several --db: searched together, merged by score
+                                                    --embeddings: the first results ranked again by an embedding
+                                                    model you serve on this machine (OpenAI-compatible
+                                                    /v1/embeddings, e.g. Ollama's; loopback only; default model
+                                                    nomic-embed-text; or NNRAG_EMBEDDINGS, NNRAG_EMBEDDING_MODEL)
   nn-rag show TARGET [--db F] [--calls] [--json]
                      --calls: how the repository's own tests built and fed the block (see observe)
   nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--full-docstrings]
@@ -72,11 +76,12 @@ usage:
   nn-rag update PATH... [--db F] [--dry-run] [--python PY | --no-validate] [--timeout S] [--memory-mb MB] [--json]
                                                     pull pulled files again, keeping your edits (3-way merge);
                                                     --dry-run prints the diff; updated files are validated again
-  nn-rag mcp [--db F] [--root DIR]... [--allow-validate] [--python PY]
+  nn-rag mcp [--db F] [--root DIR]... [--allow-validate] [--python PY] [--embeddings URL [--embedding-model M]]
                                                     a Model Context Protocol server over stdio for code assistants:
                                                     tools search_blocks, describe_block, pull_block (writes only under
                                                     the client's roots or --root; runs code only with --allow-validate),
-                                                    list_repositories, index_status, get_context
+                                                    list_repositories, index_status, get_context; --embeddings as
+                                                    for search
   nn-rag context QUERY [--db F] [--limit N]         the best N blocks (default 3) for a prompt, as JSON
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
                                                     the batch extraction report as tables, or a page

@@ -15,7 +15,9 @@ import { errorMessage, NnragError } from '../core/base/errors';
 import { assistantFileProblem, fileNameProblem } from '../core/emit/moduleNames';
 import { requirementsText } from '../core/pull/pull';
 import { keepSearchEngine, searchBlocks, searchInMemory, searchWarming, prepareSnapshot } from '../core/search/search';
-import type { SearchHit } from '../core/search/search';
+import { searchSemantic, type Embeddings } from '../core/search/semantic';
+import { embeddingsOption } from './searchCommands';
+import type { SearchHit, SearchQuery } from '../core/search/search';
 import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
 import { importableModules } from '../core/validate/sandbox';
@@ -77,17 +79,38 @@ async function writableRoots(server: McpServer, givenRoots: string[]): Promise<s
   return out;
 }
 
-export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { root: { value: true, multiple: true }, 'allow-validate': {}, python: { value: true } });
-  const allowValidate = flag(args, 'allow-validate');
-  const python = pythonOf(args, env);
-  const givenRoots = (args.options.get('root') ?? []).map((r) => {
+/** search_blocks's hits, summed up: ranked again by the user's own embedding model where one is named. */
+async function toolHits(db: IndexDb, q: SearchQuery, embeddings: Embeddings | undefined, env: CliEnv): Promise<Record<string, unknown>[]> {
+  if (!embeddings) return searchBlocks(db, q).map(hitSummary);
+  const ranked = await searchSemantic(db, q, embeddings);
+  if (ranked.warning) env.err(`nn-rag mcp: ${ranked.warning}\n`);
+  return ranked.hits.map(hitSummary);
+}
+
+/** The folders `--root` names, as real paths; a clear error for one that does not exist. */
+function rootsGiven(given: string[]): string[] {
+  return given.map((r) => {
     try {
       return realpathSync(path.resolve(r));
     } catch {
       throw new NnragError('not-found', `--root ${r} does not exist`);
     }
   });
+}
+
+export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, {
+    root: { value: true, multiple: true },
+    'allow-validate': {},
+    python: { value: true },
+    embeddings: { value: true },
+    'embedding-model': { value: true },
+  });
+  const allowValidate = flag(args, 'allow-validate');
+  const python = pythonOf(args, env);
+  const givenRoots = rootsGiven(args.options.get('root') ?? []);
+  // the user's own embedding model, when they serve one on this machine (as `nn-rag search --embeddings`)
+  const embeddings = embeddingsOption(args, env);
   // the search's snapshot read and checked while the index opens (both are read whole)
   const snapshot = prepareSnapshot(dbPath(args));
   const db: IndexDb = await openDb(args, env, true, 'or-read');
@@ -117,10 +140,8 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
         limit: z.number().int().min(1).max(50).optional().describe('How many results (default 10)'),
       },
     },
-    async ({ query, repository, category, validation, limit }) => {
-      const hits = searchBlocks(db, { text: query, repo: repository, category, validation, limit: limit ?? 10, kind: 'block', group: true });
-      return json(hits.map(hitSummary));
-    },
+    async ({ query, repository, category, validation, limit }) =>
+      json(await toolHits(db, { text: query, repo: repository, category, validation, limit: limit ?? 10, kind: 'block', group: true }, embeddings, env)),
   );
 
   server.registerTool(

@@ -2,11 +2,19 @@
 import { NnragError } from '../core/base/errors';
 import { searchBlocks, searchMany, searchSuggestion } from '../core/search/search';
 import type { BlockKind } from '../core/search/search';
+import { embeddingsAt, searchSemantic, type Embeddings } from '../core/search/semantic';
 import { EXIT, flag, intOpt, openDb, opt, parse } from './env';
-import type { CliEnv } from './env';
+import type { CliEnv, ParsedArgs } from './env';
 import { showDepsCommand } from './pullCommands';
 import { callsText } from './observeCommands';
 import { Workspace } from '../core/workspace/workspace';
+
+/** The embedding service `--embeddings` (else NNRAG_EMBEDDINGS) names, for `--embedding-model` (else
+ * NNRAG_EMBEDDING_MODEL); undefined when none is named. */
+export function embeddingsOption(args: ParsedArgs, env: CliEnv): Embeddings | undefined {
+  const url = opt(args, 'embeddings') ?? (env.env.NNRAG_EMBEDDINGS || undefined);
+  return url ? embeddingsAt(url, opt(args, 'embedding-model') ?? (env.env.NNRAG_EMBEDDING_MODEL || undefined)) : undefined;
+}
 
 export async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, {
@@ -17,8 +25,13 @@ export async function searchCommand(argv: string[], env: CliEnv): Promise<number
     limit: { value: true },
     validation: { value: true },
     'all-copies': {},
+    embeddings: { value: true },
+    'embedding-model': { value: true },
   });
   const kind = opt(args, 'kind') ?? 'block';
+  // a semantic ranker only where the user serves an embedding model on this machine
+  const embeddings = embeddingsOption(args, env);
+  if (embeddings && (args.options.get('db') ?? []).length > 1) throw new NnragError('usage', '--embeddings ranks one index: give one --db');
   if (!['block', 'abstract', 'class'].includes(kind)) throw new NnragError('usage', `--kind is block, abstract or class, not '${kind}'`);
   const query = {
     text: args.positionals.join(' '),
@@ -40,7 +53,9 @@ export async function searchCommand(argv: string[], env: CliEnv): Promise<number
   }
   const db = await openDb(args, env);
   try {
-    const hits = others.length ? searchMany([{ label: files[0], db }, ...others], query) : searchBlocks(db, query);
+    const ranked = embeddings ? await searchSemantic(db, query, embeddings) : undefined;
+    if (ranked?.warning) env.err(`nn-rag: ${ranked.warning}\n`);
+    const hits = ranked ? ranked.hits : others.length ? searchMany([{ label: files[0], db }, ...others], query) : searchBlocks(db, query);
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify(hits, null, 1)}\n`);
     } else if (hits.length === 0) {

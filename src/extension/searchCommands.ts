@@ -49,7 +49,13 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
       qp.hide();
     };
     const ask = async (text: string): Promise<Item[]> => {
-      const hits = await client.request(SearchBlocks, { text, limit: 50 });
+      const config = vscode.workspace.getConfiguration('nnrag.search');
+      const url = config.get<string>('embeddings', '').trim();
+      const hits = await client.request(SearchBlocks, {
+        text,
+        limit: 50,
+        ...(url ? { embeddings: { url, model: config.get<string>('embeddingModel', '') } } : {}),
+      });
       if (hits.length || !text.trim()) return hits.map(hitItem);
       const meant = await client.request(SuggestSearch, { text }).catch(() => ({ meant: undefined }));
       return [

@@ -2,7 +2,8 @@
 import type { Connection } from 'vscode-languageserver';
 import type { IndexService } from '../core/service/indexService';
 import { shadowedRepositories, sharedRepositories } from '../core/store/sharedIndex';
-import { searchBlocks, searchSuggestion } from '../core/search/search';
+import { searchBlocks, searchSuggestion, type SearchHit } from '../core/search/search';
+import { embeddingsAt, searchSemantic } from '../core/search/semantic';
 import { blocksPerRepo, indexStats } from '../core/store/stats';
 import { observedCoverage } from '../core/store/observed';
 import { GetIndexStatus, GetStats, ListTree, ReindexRepositories, SearchBlocks, SuggestSearch, UseSharedIndex } from '../shared/protocol';
@@ -27,7 +28,20 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
     }
   });
   onRequest(connection, UseSharedIndex, ({ location }) => service().useShared(location));
-  onRequest(connection, SearchBlocks, async (q) => searchBlocks((await service().ready()).db, q));
+  onRequest(connection, SearchBlocks, async ({ embeddings, ...q }) => {
+    const { db } = await service().ready();
+    if (!embeddings?.url) return searchBlocks(db, q);
+    // the user's own embedding model (nnrag.search.embeddings): a wrong address or a failing service leaves the text
+    // ranking, said in the log
+    let ranked: { hits: SearchHit[]; warning?: string };
+    try {
+      ranked = await searchSemantic(db, q, embeddingsAt(embeddings.url, embeddings.model || undefined));
+    } catch (err) {
+      ranked = { hits: searchBlocks(db, q), warning: err instanceof Error ? err.message : String(err) };
+    }
+    if (ranked.warning) connection.console.warn(`nnrag.search.embeddings: ${ranked.warning}`);
+    return ranked.hits;
+  });
   onRequest(connection, SuggestSearch, async ({ text }) => ({ meant: searchSuggestion((await service().ready()).db, text) }));
   onRequest(connection, GetStats, async () => indexStats((await service().ready()).db));
   onRequest(connection, ListTree, async ({ parent, query }) => {

@@ -77,6 +77,8 @@ export interface SearchHit {
   copies?: { count: number; repos: number };
   /** Set when several indexes were searched together: the one that holds the block. */
   index?: string;
+  /** Set when a semantic ranker ranked it again (semantic.ts): the cosine of its embedding to the query's. */
+  semantic?: number;
 }
 
 /** Column weights for name, words, doc, signature, path, repo. */
