@@ -1,4 +1,5 @@
 import * as assert from 'assert';
+import { execFileSync } from 'child_process';
 import { createHash } from 'crypto';
 import { promises as fsp } from 'fs';
 import * as path from 'path';
@@ -394,6 +395,32 @@ describe('index: the database file', () => {
     const changed = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
     assert.strictEqual(changed.db.savedAs, undefined);
     changed.db.close();
+  });
+
+  it('reads no stamp from a FIFO and writes none through a link', async function () {
+    if (process.platform === 'win32') this.skip();
+    const dir = await tmpdir();
+    const file = path.join(dir, 'index.db');
+    const { db } = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    db.setMeta('k', 'v');
+    await db.save();
+    db.close();
+    // a FIFO where the stamp goes: opened as a file never stamped (checked in full), without waiting for a writer
+    await fsp.rm(`${file}.saved`);
+    execFileSync('mkfifo', [`${file}.saved`]);
+    const opened = await IndexDb.open(file, { sqlWasm: ASSETS.sqlWasm });
+    assert.strictEqual(opened.db.savedAs, undefined);
+    assert.strictEqual(opened.db.getMeta('k'), 'v');
+    // a link where the stamp goes: the save replaces the link, the file it pointed to stays as it was
+    await fsp.rm(`${file}.saved`);
+    const precious = path.join(dir, 'precious.txt');
+    await fsp.writeFile(precious, 'keep me');
+    await fsp.symlink(precious, `${file}.saved`);
+    opened.db.setMeta('k', 'w');
+    await opened.db.save();
+    opened.db.close();
+    assert.strictEqual(await fsp.readFile(precious, 'utf8'), 'keep me');
+    assert.ok((await fsp.lstat(`${file}.saved`)).isFile());
   });
 
   it('debounces saves', async () => {

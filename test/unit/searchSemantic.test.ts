@@ -93,6 +93,9 @@ describe('search: the optional semantic ranker', function () {
     assert.throws(() => embeddingsAt('http://example.com/v1/embeddings'), /on this machine/);
     assert.throws(() => embeddingsAt('file:///etc/passwd'), /on this machine/);
     assert.throws(() => embeddingsAt('not a url'), /address of an embedding service/);
+    // a name is looked up elsewhere, whatever it begins with
+    assert.throws(() => embeddingsAt('http://127.evil.example/v1/embeddings'), /on this machine/);
+    assert.ok(embeddingsAt('http://127.0.0.2:8080/v1/embeddings') && embeddingsAt('http://[::1]:8080/v1/embeddings'));
     assert.ok(embeddingsAt('http://localhost:11434/v1/embeddings'));
   });
 

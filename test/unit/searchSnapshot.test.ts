@@ -98,7 +98,7 @@ describe('search snapshot beside the index', function () {
   it('is not used when a document number leaves the index, when cut short, or when reached through a link', async () => {
     const db = await open(dbFile);
     const sha = db.savedAs!.sha256;
-    const bytes = (await snapshotBytes(dbFile))!;
+    const bytes = (await snapshotBytes(dbFile, sha))!;
     assert.ok(partsOf(bytes, sha), 'the snapshot as written is read');
     assert.strictEqual(partsOf(bytes, '0'.repeat(64)), undefined, 'made from other content');
     assert.strictEqual(partsOf(bytes.subarray(0, bytes.length >> 1), sha), undefined, 'cut short');
@@ -109,6 +109,14 @@ describe('search snapshot beside the index', function () {
       values[values.length >> 1] = name === 'postings.at' ? (n + 5) * 8 : name === 'nameStarts' ? -1 : n + 5;
       assert.strictEqual(partsOf(copy, sha), undefined, name);
     }
+    // a name's start off its newline (a document number past the index would follow), ids out of order
+    const starts = Buffer.from(bytes);
+    section(starts, 'nameStarts')[3] += 1;
+    assert.strictEqual(partsOf(starts, sha), undefined, 'nameStarts off a newline');
+    const ids = Buffer.from(bytes);
+    const idValues = section(ids, 'row.id.numbers', Float64Array);
+    [idValues[0], idValues[1]] = [idValues[1], idValues[0]];
+    assert.strictEqual(partsOf(ids, sha), undefined, 'ids out of order');
     // a kind past its table, a standing that is not a number
     const kinds = Buffer.from(bytes);
     section(kinds, 'kinds', Uint8Array)[0] = 200;
@@ -130,7 +138,7 @@ describe('search snapshot beside the index', function () {
     await fsp.writeFile(elsewhere, bytes);
     await fsp.rm(snapshotFile(dbFile));
     await fsp.symlink(elsewhere, snapshotFile(dbFile));
-    assert.strictEqual(await snapshotBytes(dbFile), undefined);
+    assert.strictEqual(await snapshotBytes(dbFile, sha), undefined);
     const linked = await open(dbFile);
     await keepSearchEngine(linked);
     assert.ok(!searchInMemory(linked));

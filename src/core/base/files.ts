@@ -129,3 +129,38 @@ export async function readWhole(fh: fsp.FileHandle, size: number): Promise<Buffe
   }
   return at === size ? out : out.subarray(0, at);
 }
+
+/**
+ * The text of a small regular file, or undefined: never through a link, never from a FIFO or a device (opened without
+ * blocking, checked a regular file), never more than `maxBytes` (a file beside a database that someone else may have
+ * put there: a stamp, a lock).
+ */
+export async function readSmallFile(file: string, maxBytes = 64 << 10): Promise<string | undefined> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || st.size > maxBytes) return undefined;
+    return (await readWhole(fh, st.size)).toString('utf8');
+  } catch {
+    return undefined;
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Writes `text` to `file` through a new file renamed over it: a link at `file` is replaced, never written through. */
+export async function writeReplacing(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  try {
+    await fsp.writeFile(tmp, text, { flag: 'wx' });
+    await fsp.rename(tmp, file);
+  } catch (err) {
+    await fsp.rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+}

@@ -992,7 +992,7 @@ function searchOver(db: IndexDb, q: SearchQuery, engine: SearchEngine | undefine
   const seenNames = new Set<string>();
   for (const s of head) {
     const name = String(s.r.name);
-    const bases = (JSON.parse(String(s.r.bases)) as string[]).map((x) => x.split('.').pop() ?? x);
+    const bases = basesOf(s.r.bases).map((x) => x.split('.').pop() ?? x);
     if (seenNames.has(name) || bases.some((x) => seenNames.has(x))) s.score *= 0.75;
     seenNames.add(name);
   }
@@ -1018,12 +1018,25 @@ function searchOver(db: IndexDb, q: SearchQuery, engine: SearchEngine | undefine
             .map((r) => [Number(r.dup_lex), { count: Number(r.n), repos: Number(r.repos) }])
         : [],
   );
-  return page.map((p) => {
-    const hit = hitOf(full.get(shown(p))!, p.score);
+  // (a row the database does not hold, named by a database or a search snapshot someone else wrote, is left out)
+  return page.flatMap((p) => {
+    const row = full.get(shown(p));
+    if (!row) return [];
+    const hit = hitOf(row, p.score);
     const c = p.r.dup_lex === null ? undefined : copies.get(Number(p.r.dup_lex));
     if (c && c.count > 1) hit.copies = c;
-    return hit;
+    return [hit];
   });
+}
+
+/** A class row's bases (a JSON list of names as the indexer writes it; anything else, none). */
+function basesOf(raw: SqlValue): string[] {
+  try {
+    const bases = JSON.parse(String(raw)) as unknown;
+    return Array.isArray(bases) ? bases.map(String) : [];
+  } catch {
+    return [];
+  }
 }
 
 function collapseGroups<T extends { r: Record<string, SqlValue> }>(sorted: T[]): T[] {

@@ -7,6 +7,7 @@
  * text stays on the machine. The service's answer is data from another program: read within a size, checked number
  * by number; a service that fails or answers wrong leaves the text ranking as it was, with a warning that says why.
  */
+import { isIP } from 'net';
 import { NnragError } from '../base/errors';
 import type { IndexDb } from '../store/database';
 import { searchBlocks, type SearchHit, type SearchQuery } from './search';
@@ -26,7 +27,14 @@ const K = 60;
 const MAX_ANSWER_BYTES = 64 << 20;
 const MAX_DIMENSIONS = 8192;
 const TIMEOUT_MS = 30_000;
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/** `localhost`, or a literal address of this machine's loopback (127.0.0.0/8, ::1): never a name to look up. */
+function loopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.split('.')[0] === '127';
+  return isIP(host) === 6 && host === '::1';
+}
 
 /** The service at `url` (an http address on this machine), for `model`; a clear error for any other address. */
 export function embeddingsAt(url: string, model = 'nomic-embed-text'): Embeddings {
@@ -36,7 +44,7 @@ export function embeddingsAt(url: string, model = 'nomic-embed-text'): Embedding
   } catch {
     throw new NnragError('usage', `--embeddings takes the address of an embedding service (http://127.0.0.1:11434/v1/embeddings), not '${url}'`);
   }
-  if (!['http:', 'https:'].includes(parsed.protocol) || !(LOOPBACK.has(parsed.hostname) || parsed.hostname.startsWith('127.'))) {
+  if (!['http:', 'https:'].includes(parsed.protocol) || !loopback(parsed.hostname)) {
     throw new NnragError(
       'usage',
       `the embedding service must run on this machine (a loopback address): the blocks' text is sent to it, and '${url}' is elsewhere`,
@@ -55,24 +63,40 @@ function textOf(h: SearchHit): string {
 /** Vectors already asked, by model and text (the same blocks come back query after query). */
 const known = new Map<string, Float32Array>();
 
+/** The service's answer to `body`, as text: within `TIMEOUT_MS` from the request to the answer's last byte (a timer of
+ * its own, cleared after), and at most `MAX_ANSWER_BYTES` (read piece by piece, stopped past it). */
+async function ask(url: string, body: string): Promise<string> {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(new Error(`no whole answer within ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS);
+  try {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: stop.signal, redirect: 'error' });
+    if (!res.ok) throw new Error(`the service answered ${res.status} ${res.statusText}`);
+    if (Number(res.headers.get('content-length') ?? 0) > MAX_ANSWER_BYTES) throw new Error('the service answered more than 64 MB');
+    const pieces: Uint8Array[] = [];
+    let size = 0;
+    const reader = res.body?.getReader();
+    for (;;) {
+      const piece = reader ? await reader.read() : { done: true as const, value: undefined };
+      if (piece.done) break;
+      size += piece.value.byteLength;
+      if (size > MAX_ANSWER_BYTES) {
+        stop.abort();
+        throw new Error('the service answered more than 64 MB');
+      }
+      pieces.push(piece.value);
+    }
+    return Buffer.concat(pieces).toString('utf8');
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The vectors of `texts`, in their order, asked of the service in one request (those not known yet). */
 async function vectorsOf(e: Embeddings, texts: string[]): Promise<Float32Array[]> {
   const key = (t: string): string => `${e.model}\0${t}`;
   const missing = [...new Set(texts.filter((t) => !known.has(key(t))))];
   if (missing.length) {
-    const res = await fetch(e.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: e.model, input: missing }),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-      redirect: 'error',
-    });
-    if (!res.ok) throw new Error(`the service answered ${res.status} ${res.statusText}`);
-    const length = Number(res.headers.get('content-length') ?? 0);
-    if (length > MAX_ANSWER_BYTES) throw new Error('the service answered more than 64 MB');
-    const body = await res.arrayBuffer();
-    if (body.byteLength > MAX_ANSWER_BYTES) throw new Error('the service answered more than 64 MB');
-    const answer = JSON.parse(Buffer.from(body).toString('utf8')) as { data?: { embedding?: unknown; index?: unknown }[] };
+    const answer = JSON.parse(await ask(e.url, JSON.stringify({ model: e.model, input: missing }))) as { data?: { embedding?: unknown; index?: unknown }[] };
     const data = Array.isArray(answer?.data) ? answer.data : undefined;
     if (!data || data.length !== missing.length) throw new Error(`the service gave ${data?.length ?? 'no'} vectors for ${missing.length} texts`);
     let width: number | undefined;
@@ -86,7 +110,10 @@ async function vectorsOf(e: Embeddings, texts: string[]): Promise<Float32Array[]
       if (!Number.isInteger(at) || at < 0 || at >= missing.length) throw new Error('the service numbered its vectors wrong');
       width = v.length;
       if (known.size >= 50_000) known.clear();
-      known.set(key(missing[at]), Float32Array.from(v as number[]));
+      const vector = Float32Array.from(v as number[]);
+      // (a number past float32's range would be infinite there)
+      if (!vector.every(Number.isFinite)) throw new Error('the service gave a vector that is not a list of numbers');
+      known.set(key(missing[at]), vector);
     });
   }
   return texts.map((t) => {

@@ -26,6 +26,8 @@ const MAGIC = Buffer.from('NNRAGSE1');
 const FORMAT = 1;
 /** A snapshot larger than this is not read (a 200,000-block index makes about 200 MB). */
 const MAX_BYTES = 4 * 2 ** 30;
+/** The bytes read first, the header within them (its sections' list: about 6 KB). */
+const HEAD_BYTES = 64 << 10;
 const C = FTS_COLUMNS.length;
 /** The row's columns the ranking reads (engine.ts `RANKED`), in the order a snapshot keeps them. */
 const ROW_COLUMNS = ['id', 'name', 'module', 'uses', 'prior', 'abstract', 'bases', 'dup_lex', 'signature'] as const;
@@ -214,15 +216,7 @@ export async function snapshotCurrent(dbFile: string, sha256: string): Promise<b
   try {
     const fh = await fsp.open(snapshotFile(dbFile), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     try {
-      if (!(await fh.stat()).isFile()) return false;
-      const head = Buffer.alloc(1 << 16);
-      const { bytesRead } = await fh.read(head, 0, head.length, 0);
-      const at = MAGIC.length + 4;
-      if (bytesRead < at || !head.subarray(0, MAGIC.length).equals(MAGIC)) return false;
-      const length = head.readUInt32LE(MAGIC.length);
-      // the sha256 is the header's third field: within its first bytes
-      const text = head.toString('utf8', at, Math.min(bytesRead, at + length));
-      return text.includes(`"db":${JSON.stringify(sha256)},`) && text.includes(`"format":${FORMAT},`);
+      return (await fh.stat()).isFile() && madeFrom(await readHead(fh), sha256);
     } finally {
       await fh.close();
     }
@@ -231,14 +225,17 @@ export async function snapshotCurrent(dbFile: string, sha256: string): Promise<b
   }
 }
 
-/** The bytes of the snapshot beside the database `dbFile`, from a regular file only (never through a link: a FIFO or a
- * device would hang or never end); undefined when there is none. Read while the database opens (`readSnapshot`). */
-export async function snapshotBytes(dbFile: string): Promise<Buffer | undefined> {
+/** The bytes of the snapshot beside the database `dbFile` made from the content whose sha256 is `sha256`, from a
+ * regular file only (never through a link: a FIFO or a device would hang or never end), its header read first (a
+ * snapshot of other content is not read on), at most twice the database's size and a little more; undefined when there
+ * is none such. Read while the database opens (`prepareSnapshot`). */
+export async function snapshotBytes(dbFile: string, sha256: string): Promise<Buffer | undefined> {
   try {
     const fh = await fsp.open(snapshotFile(dbFile), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     try {
       const st = await fh.stat();
-      if (!st.isFile() || st.size > MAX_BYTES) return undefined;
+      const limit = Math.min(MAX_BYTES, 2 * (await fsp.stat(dbFile)).size + (64 << 20));
+      if (!st.isFile() || st.size > limit || !madeFrom(await readHead(fh), sha256)) return undefined;
       return await readWhole(fh, st.size);
     } finally {
       await fh.close();
@@ -248,11 +245,28 @@ export async function snapshotBytes(dbFile: string): Promise<Buffer | undefined>
   }
 }
 
+/** The first bytes of a snapshot (its header is within them). */
+async function readHead(fh: fsp.FileHandle): Promise<Buffer> {
+  const head = Buffer.alloc(HEAD_BYTES);
+  const { bytesRead } = await fh.read(head, 0, head.length, 0);
+  return head.subarray(0, bytesRead);
+}
+
+/** Whether a snapshot's first bytes say it was made from the content whose sha256 is `sha256`, in this format. */
+function madeFrom(head: Buffer, sha256: string): boolean {
+  const at = MAGIC.length + 4;
+  if (head.length < at || !head.subarray(0, MAGIC.length).equals(MAGIC)) return false;
+  const text = head.toString('utf8', at, Math.min(head.length, at + head.readUInt32LE(MAGIC.length)));
+  return text.includes(`"db":${JSON.stringify(sha256)},`) && text.includes(`"format":${FORMAT},`);
+}
+
 /** A snapshot read and checked for the content its database's save stamp names, before that database has opened. */
 export interface PreparedSnapshot {
   sha256: string;
   parts: EngineParts;
   derived: Derived;
+  /** The documents' class ids, ascending. */
+  ids: Float64Array;
 }
 
 /**
@@ -260,7 +274,8 @@ export interface PreparedSnapshot {
  * while the database itself is read (`readSnapshot` then takes it only if the database opened is that content).
  */
 export async function prepareSnapshot(dbFile: string): Promise<PreparedSnapshot | undefined> {
-  const [sha256, bytes] = await Promise.all([stampedSha256(dbFile), snapshotBytes(dbFile)]);
+  const sha256 = await stampedSha256(dbFile);
+  const bytes = sha256 && (await snapshotBytes(dbFile, sha256));
   if (!sha256 || !bytes) return undefined;
   const read = partsOf(bytes, sha256);
   return read && { sha256, ...read };
@@ -274,11 +289,17 @@ export async function readSnapshot(db: IndexDb, prepared?: Promise<PreparedSnaps
   const read = await (prepared ?? prepareSnapshot(db.file));
   const stemmer = await SearchEngine.stemmer();
   if (!read || read.sha256 !== saved.sha256 || db.generation !== saved.generation) return undefined;
+  // documents from the database's first class id to its last (its ends of the ids' tree: no scan; a row named that the
+  // database lacks is left out of a page, search.ts)
+  const { ids } = read;
+  const lo = db.get('SELECT min(id) AS id FROM classes')?.id;
+  const hi = db.get('SELECT max(id) AS id FROM classes')?.id;
+  if (ids.length ? Number(lo) !== ids[0] || Number(hi) !== ids[ids.length - 1] : lo !== null && lo !== undefined) return undefined;
   return new SearchEngine(stemmer, read.parts, read.derived);
 }
 
 /** The engine's parts from a snapshot's bytes, every number checked; undefined when anything is not as written. */
-export function partsOf(bytes: Buffer, sha256: string): { parts: EngineParts; derived: Derived } | undefined {
+export function partsOf(bytes: Buffer, sha256: string): { parts: EngineParts; derived: Derived; ids: Float64Array } | undefined {
   try {
     return checkedParts(bytes, sha256);
   } catch {
@@ -364,10 +385,16 @@ function rowsOf(sec: Sections): RowTable {
     return (d: number): SqlValue => (tags[d] === 0 ? null : tags[d] === 1 ? numbers[d] : text.slice(nth[d] ? ends[nth[d] - 1] : 0, ends[nth[d]]));
   });
   const made: (Row | undefined)[] = new Array<Row | undefined>(n);
-  return { length: n, at: (d) => (made[d] ??= Object.fromEntries(ROW_COLUMNS.map((col, k) => [col, columns[k](d)]))) };
+  return {
+    length: n,
+    at: (d) => {
+      if (!(d >= 0 && d < n)) throw new RangeError(`no document ${d} in the index`);
+      return (made[d] ??= Object.fromEntries(ROW_COLUMNS.map((col, k) => [col, columns[k](d)])));
+    },
+  };
 }
 
-function checkedParts(raw: Buffer, sha256: string): { parts: EngineParts; derived: Derived } | undefined {
+function checkedParts(raw: Buffer, sha256: string): { parts: EngineParts; derived: Derived; ids: Float64Array } | undefined {
   if (raw.length < MAGIC.length + 4 || !raw.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;
   const headLength = raw.readUInt32LE(MAGIC.length);
   ensure(MAGIC.length + 4 + headLength <= raw.length);
@@ -394,6 +421,12 @@ function checkedParts(raw: Buffer, sha256: string): { parts: EngineParts; derive
   const sec = new Sections(byName, n);
   const { get, strings, list, table, keyed, ended } = sec;
   const rows = rowsOf(sec);
+  // the class ids, each a number, ascending (readSnapshot holds them to the database's)
+  const idTags = get('row.id.tags', 'u8', n);
+  const ids = get('row.id.numbers', 'f64', n);
+  let unordered = false;
+  for (let d = 0; d < n; d++) unordered ||= idTags[d] !== 1 || !Number.isSafeInteger(ids[d]) || (d > 0 && ids[d - 1] >= ids[d]);
+  ensure(!unordered);
 
   const terms = list('terms');
   const at = get('postings.at', 'i32');
@@ -416,7 +449,13 @@ function checkedParts(raw: Buffer, sha256: string): { parts: EngineParts; derive
   for (let k = names.indexOf('\n'); k >= 0; k = names.indexOf('\n', k + 1)) lines++;
   ensure(names.startsWith('\n') && names.endsWith('\n') && lines === n + 1);
   const nameStarts = get('nameStarts', 'i32', n);
-  for (let d = 0; d < n; d++) ensure(nameStarts[d] > 0 && nameStarts[d] < names.length && (d === 0 || nameStarts[d - 1] < nameStarts[d]));
+  // each where a name begins: just after a newline, in order
+  let misplaced = false;
+  for (let d = 0; d < n; d++) {
+    const at = nameStarts[d];
+    misplaced ||= !(at > 0 && at < names.length && names.charCodeAt(at - 1) === 10 && (d === 0 || nameStarts[d - 1] < at));
+  }
+  ensure(!misplaced);
 
   const starts = ended(get('byDocument.starts', 'u32', n + 1).subarray(1), at.length);
   const termOf = get('byDocument.terms', 'u32', at.length);
@@ -460,7 +499,7 @@ function checkedParts(raw: Buffer, sha256: string): { parts: EngineParts; derive
     modules: list('modules'),
     blockIds: { max, count },
   };
-  return { parts, derived };
+  return { parts, derived, ids };
 }
 
 /** Whether every value of `values` is at least 0 and below `limit`. */

@@ -12,7 +12,7 @@ import * as path from 'path';
 import initSqlJs from 'sql.js';
 import type { Database, SqlJsStatic, SqlValue, Statement } from 'sql.js';
 import { NnragError } from '../base/errors';
-import { readWhole, running } from '../base/files';
+import { readSmallFile, readWhole, running, writeReplacing } from '../base/files';
 import { MIGRATIONS } from './migrations';
 
 /** SQLite's application_id of our databases ("NNRG"). */
@@ -519,7 +519,7 @@ class DbLock {
 
 async function readHolder(file: string): Promise<{ pid: number; host: string } | undefined> {
   try {
-    const h = JSON.parse(await fsp.readFile(file, 'utf8')) as { pid?: unknown; host?: unknown };
+    const h = JSON.parse((await readSmallFile(file)) ?? '') as { pid?: unknown; host?: unknown };
     return typeof h.pid === 'number' && typeof h.host === 'string' ? { pid: h.pid, host: h.host } : undefined;
   } catch {
     return undefined;
@@ -567,7 +567,7 @@ async function stampWritten(file: string, bytes: Uint8Array): Promise<string> {
   const digest = sha256(bytes);
   try {
     const stat = statKey(await fsp.stat(file, { bigint: true }));
-    await fsp.writeFile(stampFile(file), JSON.stringify({ sha256: digest, stat }));
+    await writeReplacing(stampFile(file), JSON.stringify({ sha256: digest, stat }));
   } catch {
     // without a stamp the next open checks the file in full
   }
@@ -582,7 +582,7 @@ export async function stampedSha256(file: string): Promise<string | undefined> {
 
 async function readStamp(file: string): Promise<Stamp | undefined> {
   try {
-    const s = JSON.parse(await fsp.readFile(stampFile(file), 'utf8')) as { sha256?: unknown; stat?: unknown };
+    const s = JSON.parse((await readSmallFile(stampFile(file))) ?? '') as { sha256?: unknown; stat?: unknown };
     if (typeof s.sha256 !== 'string') return undefined;
     return { sha256: s.sha256, stat: typeof s.stat === 'string' ? s.stat : undefined };
   } catch {
