@@ -20,6 +20,8 @@ export const DEFAULTS = {
   'pull.inlineMetadata': false,
   'hover.enabled': true,
   'codeLens.enabled': true,
+  'search.embeddings': '',
+  'search.embeddingModel': 'nomic-embed-text',
 };
 
 /** The settings whose scope (package.json) is `machine` or `machine-overridable`: paths and limits of the machine the
@@ -34,4 +36,6 @@ export const MACHINE_SETTINGS: ReadonlySet<keyof typeof DEFAULTS> = new Set<keyo
   'sharedIndexMaxSizeMB',
   'sharedIndexFollowRedirects',
   'git.fetchIntervalMinutes',
+  'search.embeddings',
+  'search.embeddingModel',
 ]);

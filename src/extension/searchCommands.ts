@@ -5,6 +5,7 @@ import { ExplainDependencies, ReadSource, SearchBlocks, SuggestSearch } from '..
 import type { IndexStatus } from '../shared/protocol';
 import type { NnragClient } from './client';
 import { verdictWords } from '../core/pull/pulledState';
+import { setting } from './config';
 import { targetOf } from './ctx';
 import { SearchSession } from './searchSession';
 import type { Deps, Reg, Session } from './ctx';
@@ -49,12 +50,12 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
       qp.hide();
     };
     const ask = async (text: string): Promise<Item[]> => {
-      const config = vscode.workspace.getConfiguration('nnrag.search');
-      const url = config.get<string>('embeddings', '').trim();
+      // the user's own embedding model, when they serve one on this machine
+      const url = setting('search.embeddings').trim();
       const hits = await client.request(SearchBlocks, {
         text,
         limit: 50,
-        ...(url ? { embeddings: { url, model: config.get<string>('embeddingModel', '') } } : {}),
+        ...(url ? { embeddings: { url, model: setting('search.embeddingModel') } } : {}),
       });
       if (hits.length || !text.trim()) return hits.map(hitItem);
       const meant = await client.request(SuggestSearch, { text }).catch(() => ({ meant: undefined }));
