@@ -60,7 +60,7 @@ function textOf(h: SearchHit): string {
   return `${splitIdentifier(h.name).join(' ')}. ${h.name}${h.signature}. ${doc}`.slice(0, 2000);
 }
 
-/** Vectors already asked, by model and text (the same blocks come back query after query). */
+/** Vectors already asked, by service, model and text (the same blocks come back query after query). */
 const known = new Map<string, Float32Array>();
 
 /** The service's answer to `body`, as text: within `TIMEOUT_MS` from the request to the answer's last byte (a timer of
@@ -93,7 +93,7 @@ async function ask(url: string, body: string): Promise<string> {
 
 /** The vectors of `texts`, in their order, asked of the service in one request (those not known yet). */
 async function vectorsOf(e: Embeddings, texts: string[]): Promise<Float32Array[]> {
-  const key = (t: string): string => `${e.model}\0${t}`;
+  const key = (t: string): string => `${e.url}\0${e.model}\0${t}`;
   const missing = [...new Set(texts.filter((t) => !known.has(key(t))))];
   if (missing.length) {
     const answer = JSON.parse(await ask(e.url, JSON.stringify({ model: e.model, input: missing }))) as { data?: { embedding?: unknown; index?: unknown }[] };
