@@ -131,11 +131,11 @@ export async function readWhole(fh: fsp.FileHandle, size: number): Promise<Buffe
 }
 
 /**
- * The text of a small regular file, or undefined: never through a link, never from a FIFO or a device (opened without
- * blocking, checked a regular file), never more than `maxBytes` (a file beside a database that someone else may have
- * put there: a stamp, a lock).
+ * `use` of `file` opened for reading when it is a regular file: never through a link, never a FIFO or a device
+ * (opened without blocking, then checked); undefined when it is none, or on any error (a file beside a database that
+ * someone else may have put there: a stamp, a lock, a search snapshot).
  */
-export async function readSmallFile(file: string, maxBytes = 64 << 10): Promise<string | undefined> {
+export async function withRegularFile<T>(file: string, use: (fh: fsp.FileHandle, size: number) => Promise<T | undefined>): Promise<T | undefined> {
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -144,8 +144,7 @@ export async function readSmallFile(file: string, maxBytes = 64 << 10): Promise<
   }
   try {
     const st = await fh.stat();
-    if (!st.isFile() || st.size > maxBytes) return undefined;
-    return (await readWhole(fh, st.size)).toString('utf8');
+    return st.isFile() ? await use(fh, st.size) : undefined;
   } catch {
     return undefined;
   } finally {
@@ -153,11 +152,16 @@ export async function readSmallFile(file: string, maxBytes = 64 << 10): Promise<
   }
 }
 
-/** Writes `text` to `file` through a new file renamed over it: a link at `file` is replaced, never written through. */
-export async function writeReplacing(file: string, text: string): Promise<void> {
+/** The text of a small regular file (`withRegularFile`), at most `maxBytes`; undefined otherwise. */
+export function readSmallFile(file: string, maxBytes = 64 << 10): Promise<string | undefined> {
+  return withRegularFile(file, async (fh, size) => (size > maxBytes ? undefined : (await readWhole(fh, size)).toString('utf8')));
+}
+
+/** Writes `data` to `file` through a new file renamed over it: a link at `file` is replaced, never written through. */
+export async function writeReplacing(file: string, data: string | Uint8Array): Promise<void> {
   const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
   try {
-    await fsp.writeFile(tmp, text, { flag: 'wx' });
+    await fsp.writeFile(tmp, data, { flag: 'wx' });
     await fsp.rename(tmp, file);
   } catch (err) {
     await fsp.rm(tmp, { force: true }).catch(() => undefined);

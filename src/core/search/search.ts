@@ -126,6 +126,8 @@ function vocabulary(db: IndexDb): Vocabulary {
 const engines = new WeakMap<IndexDb, { generation: number; engine?: SearchEngine; building?: boolean; warming?: boolean }>();
 const keeping = new WeakSet<IndexDb>();
 const QUIET_MS = 300;
+/** A turn of the event loop given to whatever waits (a request) between slices of building and warming. */
+const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Keeps `db`'s search in memory (the editor's server, `nn-rag mcp`): read from the snapshot beside the index when that
@@ -144,9 +146,8 @@ export async function keepSearchEngine(db: IndexDb, snapshot?: Promise<PreparedS
       const kept = { generation, engine, warming: true };
       engines.set(db, kept);
       // warmed once the first requests have been answered (they come as the process starts: not kept waiting)
-      const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
       setTimeout(() => {
-        warm(db, engine, pause)
+        warm(db, engine)
           .catch(() => undefined)
           .finally(() => (kept.warming = false));
       }, QUIET_MS).unref();
@@ -199,10 +200,9 @@ function readyEngine(db: IndexDb): SearchEngine | undefined {
     // once the index has been quiet a moment (not after each file of a run that is still indexing)
     const timer = setTimeout(() => {
       if (db.generation !== generation) return void engines.delete(db);
-      const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
       SearchEngine.build(db, pause)
         .then(async (engine) => {
-          await warm(db, engine, pause);
+          await warm(db, engine);
           await snapshotFrom(db, engine, generation);
           return engine;
         })
@@ -222,7 +222,7 @@ function readyEngine(db: IndexDb): SearchEngine | undefined {
  * searches of a fresh process run the ranking's code before the JavaScript engine has compiled it (ten times slower)
  * and read each block's facts for the first time; a person's first queries should not pay for that.
  */
-async function warm(db: IndexDb, engine: SearchEngine, pause: () => Promise<void>): Promise<void> {
+async function warm(db: IndexDb, engine: SearchEngine): Promise<void> {
   const generation = db.generation;
   // (after whatever waits: a request that came meanwhile is answered first)
   await pause();
@@ -929,10 +929,14 @@ export function searchBlocks(db: IndexDb, q: SearchQuery): SearchHit[] {
   return searchOver(db, q, readyEngine(db));
 }
 
+/** The page a query asks for: how many results (1 to 1,000, 20 unless told) after how many. */
+export function pageOf(q: SearchQuery): { limit: number; offset: number } {
+  return { limit: Math.max(1, Math.min(q.limit ?? 20, 1000)), offset: Math.max(0, q.offset ?? 0) };
+}
+
 /** `searchBlocks` answered by `engine` (the index's in-memory search of its state now), or by FTS4 without one. */
 function searchOver(db: IndexDb, q: SearchQuery, engine: SearchEngine | undefined): SearchHit[] {
-  const limit = Math.max(1, Math.min(q.limit ?? 20, 1000));
-  const offset = Math.max(0, q.offset ?? 0);
+  const { limit, offset } = pageOf(q);
   const f = filters(q);
   const understood = understandQuery(db, q.text);
   const terms = understood.terms;
@@ -1056,7 +1060,7 @@ function collapseGroups<T extends { r: Record<string, SqlValue> }>(sorted: T[]):
  * own; the same target in two indexes is listed once, from the first index given.
  */
 export function searchMany(indexes: { label: string; db: IndexDb }[], q: SearchQuery): SearchHit[] {
-  const limit = Math.max(1, Math.min(q.limit ?? 20, 1000));
+  const { limit } = pageOf(q);
   const seen = new Set<string>();
   const all = indexes.flatMap(({ label, db }, i) => searchBlocks(db, { ...q, limit, offset: 0 }).map((h) => ({ ...h, index: label, order: i })));
   all.sort((a, b) => b.score - a.score || a.order - b.order);

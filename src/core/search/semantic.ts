@@ -10,7 +10,7 @@
 import { isIP } from 'net';
 import { NnragError } from '../base/errors';
 import type { IndexDb } from '../store/database';
-import { searchBlocks, type SearchHit, type SearchQuery } from './search';
+import { pageOf, searchBlocks, type SearchHit, type SearchQuery } from './search';
 import { splitIdentifier } from './words';
 
 /** Where the embedding model is served, and the model's name as the service knows it. */
@@ -159,8 +159,7 @@ export async function rerank(hits: SearchHit[], query: string, e: Embeddings): P
  * and a warning that says why.
  */
 export async function searchSemantic(db: IndexDb, q: SearchQuery, e: Embeddings): Promise<{ hits: SearchHit[]; warning?: string }> {
-  const limit = Math.max(1, Math.min(q.limit ?? 20, 1000));
-  const offset = Math.max(0, q.offset ?? 0);
+  const { limit, offset } = pageOf(q);
   const first = searchBlocks(db, { ...q, offset: 0, limit: Math.max(RERANKED, offset + limit) });
   try {
     return { hits: (await rerank(first, q.text, e)).slice(offset, offset + limit) };

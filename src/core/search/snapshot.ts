@@ -14,11 +14,10 @@
  * Layout: 8 bytes `NNRAGSE1`, a 4-byte length and a JSON header (`Header`), then the sections, each at a multiple of 8
  * bytes, as typed arrays in the machine's byte order (the header says which; another is not read).
  */
-import * as fs from 'fs';
 import { promises as fsp } from 'fs';
 import * as os from 'os';
 import type { SqlValue } from 'sql.js';
-import { readWhole } from '../base/files';
+import { readWhole, withRegularFile, writeReplacing } from '../base/files';
 import { stampedSha256, type IndexDb, type Row } from '../store/database';
 import { FTS_COLUMNS, KeyedDocs, SearchEngine, type Derived, type EngineParts, type RowTable } from './engine';
 
@@ -195,16 +194,10 @@ export async function writeSnapshot(dbFile: string, engine: SearchEngine, sha256
   out.writeUInt32LE(head.length, MAGIC.length);
   head.copy(out, MAGIC.length + 4);
   sections.forEach(({ data }, k) => out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), start + placed[k].offset));
-  const target = snapshotFile(dbFile);
-  const tmp = `${target}.${process.pid}.tmp`;
-  try {
-    await fsp.writeFile(tmp, out, { flag: 'wx' });
-    await fsp.rename(tmp, target);
-    return true;
-  } catch {
-    await fsp.rm(tmp, { force: true }).catch(() => undefined);
-    return false;
-  }
+  return writeReplacing(snapshotFile(dbFile), out).then(
+    () => true,
+    () => false,
+  );
 }
 
 function align(bytes: number): number {
@@ -213,36 +206,18 @@ function align(bytes: number): number {
 
 /** Whether the snapshot beside `dbFile` says it was made from the content whose sha256 is `sha256` (its header only). */
 export async function snapshotCurrent(dbFile: string, sha256: string): Promise<boolean> {
-  try {
-    const fh = await fsp.open(snapshotFile(dbFile), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-    try {
-      return (await fh.stat()).isFile() && madeFrom(await readHead(fh), sha256);
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    return false;
-  }
+  return (await withRegularFile(snapshotFile(dbFile), async (fh) => madeFrom(await readHead(fh), sha256))) === true;
 }
 
 /** The bytes of the snapshot beside the database `dbFile` made from the content whose sha256 is `sha256`, from a
  * regular file only (never through a link: a FIFO or a device would hang or never end), its header read first (a
  * snapshot of other content is not read on), at most twice the database's size and a little more; undefined when there
  * is none such. Read while the database opens (`prepareSnapshot`). */
-export async function snapshotBytes(dbFile: string, sha256: string): Promise<Buffer | undefined> {
-  try {
-    const fh = await fsp.open(snapshotFile(dbFile), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-    try {
-      const st = await fh.stat();
-      const limit = Math.min(MAX_BYTES, 2 * (await fsp.stat(dbFile)).size + (64 << 20));
-      if (!st.isFile() || st.size > limit || !madeFrom(await readHead(fh), sha256)) return undefined;
-      return await readWhole(fh, st.size);
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    return undefined;
-  }
+export function snapshotBytes(dbFile: string, sha256: string): Promise<Buffer | undefined> {
+  return withRegularFile(snapshotFile(dbFile), async (fh, size) => {
+    const limit = Math.min(MAX_BYTES, 2 * (await fsp.stat(dbFile)).size + (64 << 20));
+    return size > limit || !madeFrom(await readHead(fh), sha256) ? undefined : readWhole(fh, size);
+  });
 }
 
 /** The first bytes of a snapshot (its header is within them). */
