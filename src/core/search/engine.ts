@@ -50,14 +50,19 @@ export interface Selection {
   figures: Uint32Array;
   /** The documents phrase i hits in column `col`, a bitset (document d: bit d % 32 of word d / 32). */
   cell(i: number, col: number): Uint32Array;
+  /** The most hits phrase i has in column `col` of any one document. */
+  mostHits(i: number, col: number): number;
   /** Per document and column (d * columns + col), its tokens. */
   lengths: Uint32Array;
   /** The documents phrase i hits in any column, a bitset (document d: bit d % 32 of word d / 32). */
   phrase(i: number): Uint32Array;
-  /** The most hits phrase i has in column `col` of any one document. */
-  mostHits(i: number, col: number): number;
   row(d: number): Row;
   info(d: number): Uint32Array;
+  /**
+   * Phrase i's hits per document and column, as `info` counts them, visited by ascending document and then column
+   * (the order `info` lists them in): the text scores of every document hit at once, a posting read once.
+   */
+  counts(i: number, visit: (d: number, col: number, hits: number) => void): void;
 }
 
 /** What a range of terms hits (`SearchEngine.hitsOf`). */
@@ -390,6 +395,11 @@ export class SearchEngine {
   /** Stems words as the index's tokenizer does (a snapshot's engine gets one of its own). */
   static async stemmer(): Promise<Stemmer> {
     return theStemmer();
+  }
+
+  /** Whether document d is a block (what searches find unless told otherwise). */
+  isBlockAt(d: number): boolean {
+    return this.isBlock[d] === 1;
   }
 
   /** Document d's row. */
@@ -747,6 +757,7 @@ export class SearchEngine {
       for (let w = 0; w < W; w++) for (let m = bits[w]; m; m &= m - 1) this.matched[k++] = (w << 5) + (31 - Math.clz32(m & -m));
       return (listed = this.matched.subarray(0, count));
     };
+    const { at, counts, ends } = this.postings;
     const info = new Uint32Array(3 + 2 * C + 3 * cells);
     info[0] = p;
     info[1] = C;
@@ -765,9 +776,31 @@ export class SearchEngine {
       figures: info,
       cell: (i, col) => hits[i].bits.subarray(col * W, (col + 1) * W),
       lengths: this.lengths,
-      phrase: (i) => hits[i].bits.subarray(C * W, (C + 1) * W),
       mostHits: (i, col) => most[i * C + col],
+      phrase: (i) => hits[i].bits.subarray(C * W, (C + 1) * W),
       row: (d) => this.table.at(d),
+      counts: (i, visit) => {
+        const [lo, hi] = ranges[i]!;
+        if (hi - lo === 1) {
+          // one term: its postings are by document and column already, each once
+          for (let e = lo ? ends[lo - 1] : 0; e < ends[lo]; e++) visit(at[e] >> 3, at[e] & 7, counts[e]);
+          return;
+        }
+        if (this.sums.length < n * 8) this.sums = new Uint32Array(n * 8);
+        const sums = this.sums;
+        for (let t = lo; t < hi; t++) for (let e = t ? ends[t - 1] : 0; e < ends[t]; e++) sums[at[e]] += counts[e];
+        const any = hits[i].bits.subarray(C * W, (C + 1) * W);
+        for (let w = 0; w < W; w++)
+          for (let m = any[w]; m; m &= m - 1) {
+            const d = (w << 5) + (31 - Math.clz32(m & -m));
+            for (let col = 0; col < C; col++) {
+              const k = d * 8 + col;
+              if (!sums[k]) continue;
+              visit(d, col, sums[k]);
+              sums[k] = 0;
+            }
+          }
+      },
       info: (d) => {
         for (let col = 0; col < C; col++) info[3 + C + col] = this.lengths[d * C + col];
         for (let i = 0; i < cells; i++) info[3 + 2 * C + 3 * i] = 0;

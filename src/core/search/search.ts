@@ -126,6 +126,7 @@ function vocabulary(db: IndexDb): Vocabulary {
 const engines = new WeakMap<IndexDb, { generation: number; engine?: SearchEngine; building?: boolean; warming?: boolean }>();
 const keeping = new WeakSet<IndexDb>();
 const QUIET_MS = 300;
+const WARM_ROUNDS = 3;
 /** A turn of the event loop given to whatever waits (a request) between slices of building and warming. */
 const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -235,10 +236,19 @@ async function warm(db: IndexDb, engine: SearchEngine): Promise<void> {
     ...words.slice(0, 6).map((w, i) => `${w} ${words[(i + 2) % n]} ${words[(i + 4) % n]}`),
     ...words.slice(0, 6).map((w) => `${w} ${w}`),
   ];
-  for (const text of queries) {
+  for (let round = 0; round < WARM_ROUNDS; round++)
+    for (const text of queries) {
+      if (db.generation !== generation) return;
+      searchOver(db, { text, limit: 10 }, engine);
+      await pause();
+    }
+  // every block's facts read once, a slice at a time (a query that reads them for the first time pays for it, and so
+  // does every later one: what it leaves to keep is copied by the collector)
+  const facts = factsOfEngine(engine);
+  for (let d = 0; d < engine.size; d++) {
     if (db.generation !== generation) return;
-    searchOver(db, { text, limit: 10 }, engine);
-    await pause();
+    if (engine.isBlockAt(d)) facts[d] ??= factsOf(engine.row(d));
+    if (d % 2000 === 1999) await pause();
   }
 }
 
@@ -320,12 +330,16 @@ function bm25(info: Uint32Array, idfs: Float64Array): number {
       const base = x + 3 * (i * c + j);
       const tf = info[base];
       if (!tf) continue;
-      const idf = idfs[i * c + j];
-      const norm = tf + K1 * (1 - B + (B * info[3 + c + j]) / Math.max(info[3 + j], 1));
-      score += WEIGHTS[j] * idf * ((tf * (K1 + 1)) / norm);
+      score += bm25Term(j, tf, info[3 + c + j], info[3 + j], idfs[i * c + j]);
     }
   }
   return score;
+}
+
+/** What `tf` hits of a phrase in column `col` (of `length` tokens, `average` over the index) add to BM25. */
+function bm25Term(col: number, tf: number, length: number, average: number, idf: number): number {
+  const norm = tf + K1 * (1 - B + (B * length) / Math.max(average, 1));
+  return WEIGHTS[col] * idf * ((tf * (K1 + 1)) / norm);
 }
 
 /**
@@ -445,6 +459,9 @@ function hitOf(r: Record<string, SqlValue>, score: number): SearchHit {
 
 /** Kept per document of an in-memory search (the same rows query after query). */
 const engineFacts = new WeakMap<SearchEngine, (RowFacts | undefined)[]>();
+function factsOfEngine(engine: SearchEngine): (RowFacts | undefined)[] {
+  return engineFacts.get(engine) ?? engineFacts.set(engine, new Array<RowFacts | undefined>(engine.size)).get(engine)!;
+}
 /** The first `k` items offered, by `order` (a total order), kept in a heap whose root is the one that sorts last. */
 class Leading<T> {
   private readonly heap: T[] = [];
@@ -644,6 +661,50 @@ function leadingResults(
   return leading.sorted();
 }
 
+/** How many of the query's postings per document from the floor up make reading them all cheaper than bounds. */
+const EXACT_PER_DOCUMENT = 4;
+
+/**
+ * A bound on each document's BM25 for a query (`leadingSelected`): each phrase and column it hits at the most hits
+ * any document has there, at its own length: weight * most * (K1 + 1) / (most + K1 * (1 - B) + K1 * B * length / average).
+ */
+function looseText(sel: Selection, idf: Float64Array, figures: Uint32Array): (d: number) => number {
+  const p = figures[0];
+  const C = figures[1];
+  const cellBits: Uint32Array[] = [];
+  const cellCol: number[] = [];
+  const cellTop: number[] = [];
+  const cellBase: number[] = [];
+  const cellPer: number[] = [];
+  for (let i = 0; i < p; i++)
+    for (let col = 0; col < C; col++) {
+      const most = sel.mostHits(i, col);
+      if (!most) continue;
+      cellBits.push(sel.cell(i, col));
+      cellCol.push(col);
+      cellTop.push(WEIGHTS[col] * idf[i * C + col] * most * (K1 + 1));
+      cellBase.push(most + K1 * (1 - B));
+      cellPer.push((K1 * B) / Math.max(figures[3 + col], 1));
+    }
+  const cellCount = cellBits.length;
+  const lengths = sel.lengths;
+  return (d) => {
+    const word = d >>> 5;
+    const bit = 1 << (d & 31);
+    let text = 0;
+    for (let k = 0; k < cellCount; k++) if (cellBits[k][word] & bit) text += cellTop[k] / (cellBase[k] + cellPer[k] * lengths[d * C + cellCol[k]]);
+    return text;
+  };
+}
+
+/** A scratch of one number per document, zeroed (one query's text scores: `leadingSelected`). */
+let texts = new Float64Array(0);
+function textScratch(n: number): Float64Array {
+  if (texts.length < n) texts = new Float64Array(n);
+  else texts.fill(0, 0, n);
+  return texts;
+}
+
 /** The k-th largest of `values` (1: the largest), reordering them (Hoare's selection). */
 function kthLargest(values: Float64Array, k: number): number {
   let lo = 0;
@@ -815,10 +876,10 @@ function coversSliced(matched: Uint32Array, said: Uint32Array[], all: number, li
 
 /**
  * `leadingResults` over the in-memory search's selection, with the same answer: the typed words a document matches
- * are read from the selection's bitsets, and a document's BM25 is computed only where a bound on its score could
- * still reach the leading results: each phrase and column it hits at the most hits any document has there, at its
- * own length, and the rest of its score exactly, from what the engine keeps per document (where the query names a
- * model or spells an abbreviation's meaning, the most those can add).
+ * are read from the selection's bitsets, and a document is scored in full only where a bound on its score could still
+ * reach the leading results: its BM25 (exactly, or at a bound: `looseText`), and the rest of its score exactly, from
+ * what the engine keeps per document (where the query names a model or spells an abbreviation's meaning, the most
+ * those can add).
  */
 function leadingSelected(
   engine: SearchEngine,
@@ -863,25 +924,23 @@ function leadingSelected(
     : coversSliced(sel.matched, said, all, lifted);
   const floor = floorOf(levels, wanted);
   const idf = idfOf(figures);
-  // per phrase and column hit anywhere: its documents, its column, and BM25's figures at the most hits one document
-  // has there: weight * most * (K1 + 1) / (most + K1 * (1 - B) + K1 * B * length / average)
-  const cellBits: Uint32Array[] = [];
-  const cellCol: number[] = [];
-  const cellTop: number[] = [];
-  const cellBase: number[] = [];
-  const cellPer: number[] = [];
-  for (let i = 0; i < p; i++)
-    for (let col = 0; col < C; col++) {
-      const most = sel.mostHits(i, col);
-      if (!most) continue;
-      cellBits.push(sel.cell(i, col));
-      cellCol.push(col);
-      cellTop.push(WEIGHTS[col] * idf[i * C + col] * most * (K1 + 1));
-      cellBase.push(most + K1 * (1 - B));
-      cellPer.push((K1 * B) / Math.max(figures[3 + col], 1));
-    }
-  const cellCount = cellBits.length;
   const lengths = sel.lengths;
+  // each document's BM25 from the floor up, exactly (`exact`: every posting of the query's terms read once, the same
+  // sum added in the same order as `bm25` over the document's `info`) where the query's postings are few against
+  // those documents; else at a bound (`loose`: each phrase and column it hits at the most hits any document has
+  // there, at its own length), and exactly only for the documents whose bound can still reach the leading results
+  let eligibleCount = 0;
+  for (let level = floor; level < levels.length; level++) eligibleCount += levels[level] ?? 0;
+  let postings = 0;
+  for (let k = 0; k < p * C; k++) postings += figures[3 + 2 * C + 3 * k + 2];
+  const exact = postings <= EXACT_PER_DOCUMENT * eligibleCount ? textScratch(engine.size) : undefined;
+  if (exact)
+    for (let i = 0; i < p; i++)
+      sel.counts(i, (d, col, tf) => {
+        exact[d] += bm25Term(col, tf, lengths[d * C + col], figures[3 + col], idf[i * C + col]);
+      });
+  const loose = exact ? undefined : looseText(sel, idf, figures);
+  const textOf = (d: number): number => (exact ? exact[d] : bm25(sel.info(d), idf));
   const kindScores = Array.from({ length: 8 }, (_, k) => ranker.kindScore((k & 1) !== 0, (k & 2) !== 0, (k & 4) !== 0));
   // a part of a model named: the documents of the model's modules
   const modelModules = ranker.modelWords.flatMap((t) => ranker.models.get(understood.typed[t]) ?? []);
@@ -891,10 +950,10 @@ function leadingSelected(
   const leading = new Leading<Scored>(wanted, order);
   const score = (d: number, covered: number): void => {
     const row = factsAt(d);
-    leading.offer({ r: sel.row(d), score: ranker.settled(bm25(sel.info(d), idf), row) + ranker.bonus(row), covered });
+    leading.offer({ r: sel.row(d), score: ranker.settled(textOf(d), row) + ranker.bonus(row), covered });
   };
   // the levels above the floor all reach the leading results; of the floor's documents (`level`), at least each one's
-  // score (`bounds`: BM25 at its bound, the rest as `settled` and `bonus` add it); those of the best bounds are scored
+  // score (`bounds`: its BM25, and the rest as `settled` and `bonus` can add it); those of the best bounds are scored
   // first, then any other whose bound can still reach them (a margin for rounding: bound and score add in another order)
   const level = new Int32Array(levels[floor] ?? 0);
   const bounds = new Float64Array(level.length);
@@ -905,13 +964,9 @@ function leadingSelected(
       above++;
       return score(d, c);
     }
-    const word = d >>> 5;
-    const bit = 1 << (d & 31);
-    let text = 0;
-    for (let k = 0; k < cellCount; k++) if (cellBits[k][word] & bit) text += cellTop[k] / (cellBase[k] + cellPer[k] * lengths[d * C + cellCol[k]]);
     level[atFloor] = d;
     bounds[atFloor++] =
-      text + (anyNamed ? (nameScores.get(d) ?? 0) : 0) + kindScores[kinds[d]] + standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0);
+      (exact ? exact[d] : loose!(d)) + (anyNamed ? (nameScores.get(d) ?? 0) : 0) + kindScores[kinds[d]] + standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0);
   });
   const need = wanted - above;
   const threshold = need > 0 && atFloor > need ? kthLargest(bounds.slice(), need) : -Infinity;
@@ -985,7 +1040,7 @@ function searchOver(db: IndexDb, q: SearchQuery, engine: SearchEngine | undefine
   const held = engine && 'count' in found ? engine : undefined;
   if (held && 'count' in found) {
     const sel = found;
-    const factsKept = engineFacts.get(held) ?? engineFacts.set(held, new Array(held.size)).get(held)!;
+    const factsKept = factsOfEngine(held);
     head = leadingSelected(held, sel, understood, ranker, anded, wanted, (d) => (factsKept[d] ??= factsOf(sel.row(d))));
   } else {
     const { rows } = found as Candidates;
