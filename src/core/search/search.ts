@@ -965,8 +965,9 @@ function leadingSelected(
       return score(d, c);
     }
     level[atFloor] = d;
+    const text = exact ? exact[d] : loose!(d);
     bounds[atFloor++] =
-      (exact ? exact[d] : loose!(d)) + (anyNamed ? (nameScores.get(d) ?? 0) : 0) + kindScores[kinds[d]] + standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0);
+      text + (anyNamed ? (nameScores.get(d) ?? 0) : 0) + kindScores[kinds[d]] + standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0);
   });
   const need = wanted - above;
   const threshold = need > 0 && atFloor > need ? kthLargest(bounds.slice(), need) : -Infinity;
