@@ -8,6 +8,7 @@ import { contextCommand, mcpCommand } from './mcpCommands';
 import { observeCommand } from './observeCommands';
 import { pullCommand, validateCommand } from './pullCommands';
 import { searchCommand, showCommand } from './searchCommands';
+import { serveCommand } from './serveCommands';
 import { reportCommand, specCommand } from './specCommands';
 import { exportCommand, importCommand } from './shareCommands';
 import { statusCommand, updateCommand } from './updateCommands';
@@ -68,6 +69,8 @@ export async function runCli(argv: string[], rawEnv: CliEnv): Promise<number> {
         return await updateCommand(rest, env);
       case 'mcp':
         return await mcpCommand(rest, env);
+      case 'serve':
+        return await serveCommand(rest, env);
       case 'context':
         return await contextCommand(rest, env);
       case 'export':

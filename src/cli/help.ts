@@ -31,6 +31,9 @@ usage:
                                                     model you serve on this machine (OpenAI-compatible
                                                     /v1/embeddings, e.g. Ollama's; loopback only; default model
                                                     nomic-embed-text; or NNRAG_EMBEDDINGS, NNRAG_EMBEDDING_MODEL)
+                      [--server URL]...             also the team's search servers (nn-rag serve; or NNRAG_SERVERS,
+                                                    addresses separated by spaces): merged by score, each hit naming
+                                                    its server; a server that fails leaves the others, with a warning
   nn-rag show TARGET [--db F] [--calls] [--json]
                      --calls: how the repository's own tests built and fed the block (see observe)
   nn-rag show --deps TARGET [--db F] [--python PY] [--inline | --no-inline] [--whole-classes] [--full-docstrings]
@@ -82,6 +85,10 @@ usage:
                                                     the client's roots or --root; runs code only with --allow-validate),
                                                     list_repositories, index_status, get_context; --embeddings as
                                                     for search
+  nn-rag serve [--db F]... [--host H] [--port N]   the indexes searched over HTTP for a team (GET /v1/search?q=...,
+                                                    /v1/status), each held once in memory here instead of copied to
+                                                    every editor (nnrag.search.servers, search --server); read only;
+                                                    127.0.0.1 unless --host (0.0.0.0: the network); port 7723
   nn-rag context QUERY [--db F] [--limit N]         the best N blocks (default 3) for a prompt, as JSON
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
                                                     the batch extraction report as tables, or a page
@@ -142,6 +149,7 @@ export const COMMANDS = [
   'status',
   'update',
   'mcp',
+  'serve',
   'context',
   'export',
   'import',

@@ -1,7 +1,8 @@
 /** `nn-rag search` and `nn-rag show`: finding blocks and what one needs. */
 import { NnragError } from '../core/base/errors';
 import { searchBlocks, searchMany, searchSuggestion } from '../core/search/search';
-import type { BlockKind } from '../core/search/search';
+import type { BlockKind, SearchHit, SearchQuery } from '../core/search/search';
+import { searchWithServers, serverAt, type TeamServer } from '../core/search/served';
 import { embeddingsAt, searchSemantic, type Embeddings } from '../core/search/semantic';
 import { EXIT, flag, intOpt, openDb, opt, parse } from './env';
 import type { CliEnv, ParsedArgs } from './env';
@@ -16,6 +17,12 @@ export function embeddingsOption(args: ParsedArgs, env: CliEnv): Embeddings | un
   return url ? embeddingsAt(url, opt(args, 'embedding-model') ?? (env.env.NNRAG_EMBEDDING_MODEL || undefined)) : undefined;
 }
 
+/** The team's search servers `--server` (else NNRAG_SERVERS, addresses separated by spaces) names. */
+export function serversOption(args: ParsedArgs, env: CliEnv): TeamServer[] {
+  const given = args.options.get('server') ?? (env.env.NNRAG_SERVERS ?? '').split(/\s+/).filter(Boolean);
+  return given.map(serverAt);
+}
+
 export async function searchCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, {
     db: { value: true, multiple: true },
@@ -27,11 +34,14 @@ export async function searchCommand(argv: string[], env: CliEnv): Promise<number
     'all-copies': {},
     embeddings: { value: true },
     'embedding-model': { value: true },
+    server: { value: true, multiple: true },
   });
   const kind = opt(args, 'kind') ?? 'block';
+  const servers = serversOption(args, env);
   // a semantic ranker only where the user serves an embedding model on this machine
   const embeddings = embeddingsOption(args, env);
-  if (embeddings && (args.options.get('db') ?? []).length > 1) throw new NnragError('usage', '--embeddings ranks one index: give one --db');
+  if (embeddings && ((args.options.get('db') ?? []).length > 1 || servers.length))
+    throw new NnragError('usage', '--embeddings ranks one index: give one --db and no --server');
   if (!['block', 'abstract', 'class'].includes(kind)) throw new NnragError('usage', `--kind is block, abstract or class, not '${kind}'`);
   const query = {
     text: args.positionals.join(' '),
@@ -55,7 +65,15 @@ export async function searchCommand(argv: string[], env: CliEnv): Promise<number
   try {
     const ranked = embeddings ? await searchSemantic(db, query, embeddings) : undefined;
     if (ranked?.warning) env.err(`nn-rag: ${ranked.warning}\n`);
-    const hits = ranked ? ranked.hits : others.length ? searchMany([{ label: files[0], db }, ...others], query) : searchBlocks(db, query);
+    const here = (q: SearchQuery): SearchHit[] => (others.length ? searchMany([{ label: files[0], db }, ...others], q) : searchBlocks(db, q));
+    let hits: SearchHit[];
+    if (ranked) hits = ranked.hits;
+    else if (servers.length) {
+      // the team's servers beside the local index; one that fails leaves the others
+      const merged = await searchWithServers(here, query, servers);
+      for (const w of merged.warnings) env.err(`nn-rag: ${w}\n`);
+      hits = merged.hits;
+    } else hits = here(query);
     if (flag(args, 'json')) {
       env.out(`${JSON.stringify(hits, null, 1)}\n`);
     } else if (hits.length === 0) {

@@ -22,6 +22,7 @@ export const DEFAULTS = {
   'codeLens.enabled': true,
   'search.embeddings': '',
   'search.embeddingModel': 'nomic-embed-text',
+  'search.servers': [] as string[],
 };
 
 /** The settings whose scope (package.json) is `machine` or `machine-overridable`: paths and limits of the machine the
@@ -38,4 +39,5 @@ export const MACHINE_SETTINGS: ReadonlySet<keyof typeof DEFAULTS> = new Set<keyo
   'git.fetchIntervalMinutes',
   'search.embeddings',
   'search.embeddingModel',
+  'search.servers',
 ]);

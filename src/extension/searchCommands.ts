@@ -13,6 +13,8 @@ import type { Deps, Reg, Session } from './ctx';
 function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
   // what the block is, before it is chosen: its verdict (if a pull recorded one), license and first docstring line
   const facts = [
+    // a hit from the team's search server (nnrag.search.servers), not this window's index
+    h.index ? `$(cloud) ${h.index}` : '',
     h.repo,
     h.category,
     h.abstract ? 'abstract' : '',
@@ -52,10 +54,14 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
     const ask = async (text: string): Promise<Item[]> => {
       // the user's own embedding model, when they serve one on this machine
       const url = setting('search.embeddings').trim();
+      // the team's search servers, when the user named them
+      const named = setting('search.servers');
+      const servers = Array.isArray(named) ? named.filter((s): s is string => typeof s === 'string' && s.trim() !== '') : [];
       const hits = await client.request(SearchBlocks, {
         text,
         limit: 50,
         ...(url ? { embeddings: { url, model: setting('search.embeddingModel') } } : {}),
+        ...(servers.length ? { servers } : {}),
       });
       if (hits.length || !text.trim()) return hits.map(hitItem);
       const meant = await client.request(SuggestSearch, { text }).catch(() => ({ meant: undefined }));
@@ -122,6 +128,24 @@ export function registerSearchCommands(reg: Reg, deps: Deps): void {
     if (!hit) return undefined;
     // the walkthrough's search step ticks on a block found (after the picker closed)
     void vscode.commands.executeCommand('setContext', 'nnrag.searchedBlock', true);
+    if (hit.index !== undefined) {
+      // found by the team's server: its source is there, not in this window's index
+      const copy = vscode.l10n.t('Copy Target');
+      const add = vscode.l10n.t('Add Repository');
+      const choice = await vscode.window.showInformationMessage(
+        vscode.l10n.t(
+          "{0} is in the team's index at {1}, not in this window's: add its repository ({2}) to pull it, or start from the team's whole index (nnrag.sharedIndex).",
+          hit.name,
+          hit.index,
+          hit.repo,
+        ),
+        copy,
+        add,
+      );
+      if (choice === copy) await vscode.env.clipboard.writeText(hit.target);
+      else if (choice === add) await vscode.commands.executeCommand('nnrag.addRepository');
+      return { target: hit.target, action: choice, result: undefined };
+    }
     const pull = vscode.l10n.t('Pull into Workspace');
     const open = vscode.l10n.t('Open Source');
     const deps_ = vscode.l10n.t('Show Dependencies');

@@ -4,6 +4,7 @@ import type { IndexService } from '../core/service/indexService';
 import { shadowedRepositories, sharedRepositories } from '../core/store/sharedIndex';
 import { searchBlocks, searchSuggestion, type SearchHit } from '../core/search/search';
 import { embeddingsAt, searchSemantic } from '../core/search/semantic';
+import { searchWithServers, serverAt } from '../core/search/served';
 import { blocksPerRepo, indexStats } from '../core/store/stats';
 import { observedCoverage } from '../core/store/observed';
 import { GetIndexStatus, GetStats, ListTree, ReindexRepositories, SearchBlocks, SuggestSearch, UseSharedIndex } from '../shared/protocol';
@@ -28,8 +29,23 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
     }
   });
   onRequest(connection, UseSharedIndex, ({ location }) => service().useShared(location));
-  onRequest(connection, SearchBlocks, async ({ embeddings, ...q }) => {
+  onRequest(connection, SearchBlocks, async ({ embeddings, servers, ...q }) => {
     const { db } = await service().ready();
+    if (servers?.length && !embeddings?.url) {
+      // the team's search servers (nnrag.search.servers) beside this index: one that fails leaves the others, said in
+      // the log; an address that is not one is said there too
+      const known = servers.flatMap((s) => {
+        try {
+          return [serverAt(s)];
+        } catch (err) {
+          connection.console.warn(`nnrag.search.servers: ${err instanceof Error ? err.message : String(err)}`);
+          return [];
+        }
+      });
+      const merged = await searchWithServers((x) => searchBlocks(db, x), q, known);
+      for (const w of merged.warnings) connection.console.warn(`nnrag.search.servers: ${w}`);
+      return merged.hits;
+    }
     if (!embeddings?.url) return searchBlocks(db, q);
     // the user's own embedding model (nnrag.search.embeddings): a wrong address or a failing service leaves the text
     // ranking, said in the log

@@ -96,7 +96,9 @@ export const ReindexRepositories = method<{ repositories?: SourceConfig[]; gitFe
   'nnrag/reindexRepositories',
 );
 /** Client -> server: search blocks for the QuickPick and the tree. */
-export const SearchBlocks = method<SearchQuery & { embeddings?: { url: string; model: string } }, SearchHit[]>('nnrag/searchBlocks');
+/** A search of the index, ranked again by the user's embedding model (`embeddings`) or merged with the team's search
+ * servers' answers (`servers`: nnrag.search.servers). */
+export const SearchBlocks = method<SearchQuery & { embeddings?: { url: string; model: string }; servers?: string[] }, SearchHit[]>('nnrag/searchBlocks');
 /** Client -> server: for a search that found nothing, the query as the index would spell it (typos corrected). */
 export const SuggestSearch = method<{ text: string }, { meant?: string }>('nnrag/suggestSearch');
 /** Client -> server: children of a tree node (repositories, then categories, then blocks). */

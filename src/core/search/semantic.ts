@@ -9,6 +9,7 @@
  */
 import { isIP } from 'net';
 import { NnragError } from '../base/errors';
+import { answerOf } from '../base/http';
 import type { IndexDb } from '../store/database';
 import { pageOf, searchBlocks, type SearchHit, type SearchQuery } from './search';
 import { splitIdentifier } from './words';
@@ -63,31 +64,16 @@ function textOf(h: SearchHit): string {
 /** Vectors already asked, by service, model and text (the same blocks come back query after query). */
 const known = new Map<string, Float32Array>();
 
-/** The service's answer to `body`, as text: within `TIMEOUT_MS` from the request to the answer's last byte (a timer of
- * its own, cleared after), and at most `MAX_ANSWER_BYTES` (read piece by piece, stopped past it). */
+/** The service's answer to `body`, as text (within the time and size above). */
 async function ask(url: string, body: string): Promise<string> {
-  const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(new Error(`no whole answer within ${TIMEOUT_MS / 1000} s`)), TIMEOUT_MS);
   try {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: stop.signal, redirect: 'error' });
-    if (!res.ok) throw new Error(`the service answered ${res.status} ${res.statusText}`);
-    if (Number(res.headers.get('content-length') ?? 0) > MAX_ANSWER_BYTES) throw new Error('the service answered more than 64 MB');
-    const pieces: Uint8Array[] = [];
-    let size = 0;
-    const reader = res.body?.getReader();
-    for (;;) {
-      const piece = reader ? await reader.read() : { done: true as const, value: undefined };
-      if (piece.done) break;
-      size += piece.value.byteLength;
-      if (size > MAX_ANSWER_BYTES) {
-        stop.abort();
-        throw new Error('the service answered more than 64 MB');
-      }
-      pieces.push(piece.value);
-    }
-    return Buffer.concat(pieces).toString('utf8');
-  } finally {
-    clearTimeout(timer);
+    return await answerOf(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/json' }, body },
+      { maxBytes: MAX_ANSWER_BYTES, timeoutMs: TIMEOUT_MS },
+    );
+  } catch (err) {
+    throw new Error(`the embedding service: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

@@ -1,0 +1,68 @@
+/** `nn-rag serve`: a team's indexes searched over HTTP (search/served.ts), held by one process instead of copied to
+ * every editor. */
+import * as path from 'path';
+import type { AddressInfo } from 'net';
+import { NnragError } from '../core/base/errors';
+import { keepSearchEngine, prepareSnapshot } from '../core/search/search';
+import { createSearchServer, loopback, SEARCH_PATH, type ServedIndex } from '../core/search/served';
+import { EXIT, intOpt, openDb, opt, parse } from './env';
+import type { CliEnv } from './env';
+
+/** Where a team server listens unless told. */
+export const SERVE_PORT = 7723;
+
+export async function serveCommand(argv: string[], env: CliEnv): Promise<number> {
+  const args = parse(argv, { db: { value: true, multiple: true }, host: { value: true }, port: { value: true } });
+  const host = opt(args, 'host') ?? '127.0.0.1';
+  const port = intOpt(args, 'port', SERVE_PORT);
+  if (port > 65535) throw new NnragError('usage', `--port is a port number (0 to 65535; 0: any free one), not ${port}`);
+  const files = (args.options.get('db') ?? [path.join('.nnrag', 'index.db')]).map((f) => path.resolve(f));
+  // each index named by its file's name, or its whole path where two files share a name
+  const names = files.map((f) => path.basename(f).replace(/\.db$/, ''));
+  const label = (f: string, i: number): string => (names.filter((n) => n === names[i]).length > 1 ? f : names[i]);
+  const indexes: ServedIndex[] = [];
+  try {
+    for (const [i, file] of files.entries()) {
+      // the search's snapshot read and checked while the index opens; read only: a server never writes an index
+      const snapshot = prepareSnapshot(file);
+      const db = await openDb({ ...args, options: new Map([...args.options, ['db', [file]]]) }, env);
+      indexes.push({ label: label(file, i), db });
+      await keepSearchEngine(db, snapshot);
+    }
+  } catch (err) {
+    for (const x of indexes) x.db.close();
+    throw err;
+  }
+  const server = createSearchServer(indexes, loopback(host));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    for (const x of indexes) x.db.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new NnragError('usage', `port ${port} on ${host} is taken: choose another with --port`);
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new NnragError('usage', `this machine has no address ${host} to listen on (--host)`);
+    throw err;
+  }
+  const where = server.address() as AddressInfo;
+  const shown = where.family === 'IPv6' ? `[${where.address}]` : where.address;
+  const blocks = indexes.map((x) => Number(x.db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0)).reduce((a, b) => a + b, 0);
+  env.err(
+    `nn-rag serve: ${blocks} blocks in ${indexes.length === 1 ? indexes[0].label : `${indexes.length} indexes`} at http://${shown}:${where.port}${SEARCH_PATH}?q=...` +
+      `${loopback(host) ? ' (this machine only: --host 0.0.0.0 serves the network)' : ''}\n`,
+  );
+  await new Promise<void>((resolve) => {
+    if (env.signal?.aborted) return resolve();
+    env.signal?.addEventListener('abort', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  for (const x of indexes) x.db.close();
+  return EXIT.ok;
+}

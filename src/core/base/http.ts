@@ -1,0 +1,49 @@
+/** Asking another program over HTTP (an embedding service, a team's search server): its answer is data, read within a
+ * time and a size. */
+
+export interface Asked {
+  /** The most the answer may be, in bytes. */
+  maxBytes: number;
+  /** From the request to the answer's last byte. */
+  timeoutMs: number;
+}
+
+function size(bytes: number): string {
+  return bytes >= 1 << 20 ? `${bytes / (1 << 20)} MB` : `${bytes / 1024} KB`;
+}
+
+/**
+ * The answer to `init` at `url`, as text: within `timeoutMs` from the request to the answer's last byte (a timer of its
+ * own, cleared after), at most `maxBytes` (read piece by piece, stopped past it); a redirect is refused (the address
+ * asked is the one answered). Throws an Error that says what went wrong.
+ */
+export async function answerOf(url: string, init: RequestInit, { maxBytes, timeoutMs }: Asked): Promise<string> {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(new Error(`no whole answer within ${timeoutMs / 1000} s`)), timeoutMs);
+  try {
+    const res = await fetch(url, { ...init, signal: stop.signal, redirect: 'error' });
+    if (!res.ok) throw new Error(`it answered ${res.status} ${res.statusText}`);
+    if (Number(res.headers.get('content-length') ?? 0) > maxBytes) throw new Error(`it answered more than ${size(maxBytes)}`);
+    const pieces: Uint8Array[] = [];
+    let got = 0;
+    const reader = res.body?.getReader();
+    for (;;) {
+      const piece = reader ? await reader.read() : { done: true as const, value: undefined };
+      if (piece.done) break;
+      got += piece.value.byteLength;
+      if (got > maxBytes) {
+        const tooMuch = new Error(`it answered more than ${size(maxBytes)}`);
+        stop.abort(tooMuch);
+        throw tooMuch;
+      }
+      pieces.push(piece.value);
+    }
+    return Buffer.concat(pieces).toString('utf8');
+  } catch (err) {
+    // the timer's reason, not fetch's own words for an abort
+    if (stop.signal.aborted && stop.signal.reason instanceof Error) throw stop.signal.reason;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
