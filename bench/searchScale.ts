@@ -75,16 +75,17 @@ function zipf(n: number, rand: () => number): () => number {
 
 const capital = (w: string): string => w[0].toUpperCase() + w.slice(1);
 
-/** Writes `blocks` classes (ten a file, a hundred files a folder) under `dir`; returns the files written. */
-export function writeCorpus(dir: string, blocks: number): number {
+/** Writes `blocks` classes (ten a file, a hundred files a folder) under `dir`, in a package `name` (`synth`), drawn by
+ * a generator seeded with `seed` (the count); returns the files written. */
+export function writeCorpus(dir: string, blocks: number, { seed = blocks, name = 'synth' }: { seed?: number; name?: string } = {}): number {
   const words = vocabulary();
-  const rand = rng(blocks);
+  const rand = rng(seed);
   const draw = zipf(words.length, rand);
   const pick = (lo: number, hi: number): string[] => Array.from({ length: lo + Math.floor(rand() * (hi - lo + 1)) }, () => words[draw()]);
   const files = Math.ceil(blocks / 10);
   const names = new Set<string>();
   for (let f = 0; f < files; f++) {
-    const folder = path.join(dir, 'synth', `part${Math.floor(f / 100)}`);
+    const folder = path.join(dir, name, `part${Math.floor(f / 100)}`);
     if (f % 100 === 0) {
       mkdirSync(folder, { recursive: true });
       writeFileSync(path.join(folder, '__init__.py'), '');
@@ -102,7 +103,7 @@ export function writeCorpus(dir: string, blocks: number): number {
     }
     writeFileSync(path.join(folder, `m${f}.py`), text);
   }
-  writeFileSync(path.join(dir, 'synth', '__init__.py'), '');
+  writeFileSync(path.join(dir, name, '__init__.py'), '');
   return files;
 }
 
