@@ -62,7 +62,8 @@ export async function searchServedAtScale(work: string, groups: number, perGroup
       const res = await fetch(new URL('v1/status', s.url));
       return ((await res.json()) as { indexes: { search: string }[] }).indexes.every((x) => x.search === 'in memory');
     };
-    while (!(await Promise.all(servers.map(warm))).every(Boolean) && performance.now() - started < 900_000) await new Promise((resolve) => setTimeout(resolve, 200));
+    const allWarm = async (): Promise<boolean> => (await Promise.all(servers.map(warm))).every(Boolean);
+    while (!(await allWarm()) && performance.now() - started < 900_000) await new Promise((resolve) => setTimeout(resolve, 200));
     const ms: number[] = [];
     let answered = 0;
     for (const q of qs) {
