@@ -1,15 +1,19 @@
 /** `nn-rag serve`: a team's indexes searched over HTTP (search/served.ts), held by one process instead of copied to
  * every editor. */
+import { existsSync, unwatchFile, watchFile } from 'fs';
 import * as path from 'path';
 import type { AddressInfo } from 'net';
 import { NnragError } from '../core/base/errors';
 import { keepSearchEngine, prepareSnapshot } from '../core/search/search';
 import { createSearchServer, loopback, SEARCH_PATH, type ServedIndex } from '../core/search/served';
-import { EXIT, intOpt, openDb, opt, parse } from './env';
+import { EXIT, intOpt, opt, parse } from './env';
 import type { CliEnv } from './env';
+import { IndexDb } from '../core/store/database';
 
 /** Where a team server listens unless told. */
 export const SERVE_PORT = 7723;
+/** How often a served index's file is looked at for a new save. */
+const WATCH_MS = 2000;
 
 export async function serveCommand(argv: string[], env: CliEnv): Promise<number> {
   const args = parse(argv, { db: { value: true, multiple: true }, host: { value: true }, port: { value: true } });
@@ -20,15 +24,17 @@ export async function serveCommand(argv: string[], env: CliEnv): Promise<number>
   // each index named by its file's name, or its whole path where two files share a name
   const names = files.map((f) => path.basename(f).replace(/\.db$/, ''));
   const label = (f: string, i: number): string => (names.filter((n) => n === names[i]).length > 1 ? f : names[i]);
+  // the search's snapshot read and checked while the index opens; read only: a server never writes an index
+  const open = async (file: string): Promise<IndexDb> => {
+    if (!existsSync(file)) throw new NnragError('not-found', `no index at ${file}; run 'nn-rag index SOURCE --db ${file}' first`);
+    const snapshot = prepareSnapshot(file);
+    const { db } = await IndexDb.open(file, { sqlWasm: env.assets.sqlWasm, readOnly: true });
+    await keepSearchEngine(db, snapshot);
+    return db;
+  };
   const indexes: ServedIndex[] = [];
   try {
-    for (const [i, file] of files.entries()) {
-      // the search's snapshot read and checked while the index opens; read only: a server never writes an index
-      const snapshot = prepareSnapshot(file);
-      const db = await openDb({ ...args, options: new Map([...args.options, ['db', [file]]]) }, env);
-      indexes.push({ label: label(file, i), db });
-      await keepSearchEngine(db, snapshot);
-    }
+    for (const [i, file] of files.entries()) indexes.push({ label: label(file, i), db: await open(file) });
   } catch (err) {
     for (const x of indexes) x.db.close();
     throw err;
@@ -56,11 +62,31 @@ export async function serveCommand(argv: string[], env: CliEnv): Promise<number>
     `nn-rag serve: ${blocks} blocks in ${indexes.length === 1 ? indexes[0].label : `${indexes.length} indexes`} at http://${shown}:${where.port}${SEARCH_PATH}?q=...` +
       `${loopback(host) ? ' (this machine only: --host 0.0.0.0 serves the network)' : ''}\n`,
   );
+  // an index saved again (the team indexed it anew) is read again and served from then on; one that cannot be read
+  // leaves the one served, said once
+  files.forEach((file, i) => {
+    let reading = Promise.resolve();
+    watchFile(file, { interval: WATCH_MS, persistent: false }, (now, before) => {
+      if (now.mtimeMs === before.mtimeMs && now.size === before.size && now.ino === before.ino) return;
+      reading = reading.then(async () => {
+        try {
+          const db = await open(file);
+          const old = indexes[i].db;
+          indexes[i] = { label: indexes[i].label, db };
+          old.close();
+          env.err(`nn-rag serve: ${file} read again\n`);
+        } catch (err) {
+          env.err(`nn-rag serve: ${file} changed and could not be read (${err instanceof Error ? err.message : String(err)}); serving it as it was\n`);
+        }
+      });
+    });
+  });
   await new Promise<void>((resolve) => {
     if (env.signal?.aborted) return resolve();
     env.signal?.addEventListener('abort', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
+  for (const file of files) unwatchFile(file);
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
   for (const x of indexes) x.db.close();

@@ -5,6 +5,7 @@
  * JSON, too much, too slow, a redirect, hits of the wrong shape).
  */
 import * as assert from 'assert';
+import { existsSync, readdirSync } from 'fs';
 import * as http from 'http';
 import type { AddressInfo } from 'net';
 import * as path from 'path';
@@ -177,6 +178,18 @@ describe("search: a team's index served", function () {
     }
   });
 
+  it('serves an index as it is, and leaves a file that is not one where it is', async () => {
+    const dir = await tmpdir();
+    const bad = path.join(dir, 'bad.db');
+    await writeTree(dir, { 'bad.db': Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096, 7)]) });
+    const r = await cli('serve', '--db', bad, '--port', '0');
+    assert.notStrictEqual(r.code, 0);
+    assert.match(r.err, /cannot be read as an index|not an NN-RAG index/);
+    assert.ok(existsSync(bad));
+    assert.deepStrictEqual(readdirSync(dir), ['bad.db']);
+    assert.match((await cli('serve', '--db', path.join(dir, 'none.db'))).err, /no index at/);
+  });
+
   it('refuses an address that is not a server', () => {
     assert.throws(() => serverAt('ftp://team/'), /http or https/);
     assert.throws(() => serverAt('http://user:secret@team/'), /no user or password/);
@@ -223,6 +236,24 @@ describe("search: a team's index served", function () {
         ['MyAttention'],
       );
       assert.match(gone.err, /search server 127\.0\.0\.1:9/);
+      // the team indexes anew: the server reads its index again and serves the new block
+      // (a block of its own: a copy of another would be listed as that one)
+      const later = [
+        'class NewlyServedAttention(nn.Module):',
+        '    """Attention indexed later."""',
+        '    def forward(self, q, k):',
+        '        return (q @ k.T).softmax(-1)',
+      ];
+      await writeTree(dir, { 'served/n.py': ['from torch import nn', '', ...later, ''].join('\n') });
+      assert.strictEqual((await cli('index', path.join(dir, 'served'), '--db', teamDb)).code, 0);
+      // (the index may be saved more than once as it runs: each save is read again)
+      let first: string | undefined;
+      for (let k = 0; k < 100 && first !== 'NewlyServedAttention'; k++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        first = (JSON.parse((await cli('search', 'newly served attention', '--db', mineDb, '--server', url, '--json')).out) as { name: string }[])[0]?.name;
+      }
+      assert.strictEqual(first, 'NewlyServedAttention', err);
+      assert.match(err, /read again/);
     } finally {
       stop.abort();
       assert.strictEqual(await serving, 0);

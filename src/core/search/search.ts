@@ -160,7 +160,8 @@ export async function keepSearchEngine(db: IndexDb, snapshot?: Promise<PreparedS
 /** Writes `engine` beside `db`'s file when it holds the content last saved there (search/snapshot.ts). */
 async function snapshotFrom(db: IndexDb, engine: SearchEngine, generation: number): Promise<void> {
   const saved = db.savedAs;
-  if (!db.file || !saved || saved.generation !== generation || db.generation !== generation) return;
+  // (a reader beside the index, a server, writes nothing there)
+  if (!db.file || db.readOnly || !saved || saved.generation !== generation || db.generation !== generation) return;
   await writeSnapshot(db.file, engine, saved.sha256).catch(() => false);
 }
 

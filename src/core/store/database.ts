@@ -113,6 +113,9 @@ export class IndexDb {
           const problem = checkBytes(SQL, bytes, ours === 'saved-by-us');
           if (problem.ok) {
             raw = problem.db;
+          } else if (options.readOnly) {
+            // a reader (a server, a shard being merged) never moves the file it was given
+            throw new NnragError('bad-db', `${target} cannot be read as an index (${problem.reason}); it is left as it is`);
           } else {
             const movedTo = `${target}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
             await fsp.rename(target, movedTo).catch((err) => {
