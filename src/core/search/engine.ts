@@ -397,11 +397,6 @@ export class SearchEngine {
     return theStemmer();
   }
 
-  /** Whether document d is a block (what searches find unless told otherwise). */
-  isBlockAt(d: number): boolean {
-    return this.isBlock[d] === 1;
-  }
-
   /** Document d's row. */
   row(d: number): Row {
     return this.table.at(d);

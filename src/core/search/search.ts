@@ -126,7 +126,6 @@ function vocabulary(db: IndexDb): Vocabulary {
 const engines = new WeakMap<IndexDb, { generation: number; engine?: SearchEngine; building?: boolean; warming?: boolean }>();
 const keeping = new WeakSet<IndexDb>();
 const QUIET_MS = 300;
-const WARM_ROUNDS = 3;
 /** A turn of the event loop given to whatever waits (a request) between slices of building and warming. */
 const pause = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -237,19 +236,10 @@ async function warm(db: IndexDb, engine: SearchEngine): Promise<void> {
     ...words.slice(0, 6).map((w, i) => `${w} ${words[(i + 2) % n]} ${words[(i + 4) % n]}`),
     ...words.slice(0, 6).map((w) => `${w} ${w}`),
   ];
-  for (let round = 0; round < WARM_ROUNDS; round++)
-    for (const text of queries) {
-      if (db.generation !== generation) return;
-      searchOver(db, { text, limit: 10 }, engine);
-      await pause();
-    }
-  // every block's facts read once, a slice at a time (a query that reads them for the first time pays for it, and so
-  // does every later one: what it leaves to keep is copied by the collector)
-  const facts = factsOfEngine(engine);
-  for (let d = 0; d < engine.size; d++) {
+  for (const text of queries) {
     if (db.generation !== generation) return;
-    if (engine.isBlockAt(d)) facts[d] ??= factsOf(engine.row(d));
-    if (d % 2000 === 1999) await pause();
+    searchOver(db, { text, limit: 10 }, engine);
+    await pause();
   }
 }
 
