@@ -51,7 +51,7 @@ export async function searchServedAtScale(work: string, groups: number, perGroup
   try {
     const servers = running.map((r) => r.server);
     const ask = async (text: string): Promise<number> => {
-      const answers = await Promise.all(servers.map((s) => askServer(s, { text, limit: 10 })));
+      const answers = (await Promise.all(servers.map((s) => askServer(s, { text, limit: 10 })))).map((a) => a.hits);
       return mergeAnswers(answers, { text, limit: 10 }).length;
     };
     const qs = fieldQueries(queries);

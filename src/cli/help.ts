@@ -85,10 +85,14 @@ usage:
                                                     the client's roots or --root; runs code only with --allow-validate),
                                                     list_repositories, index_status, get_context; --embeddings as
                                                     for search
-  nn-rag serve [--db F]... [--host H] [--port N]   the indexes searched over HTTP for a team (GET /v1/search?q=...,
+  nn-rag serve [--db F]... [--host H] [--port N] [--allow-host NAME]...
+                                                    the indexes searched over HTTP for a team (GET /v1/search?q=...,
                                                     /v1/status), each held once in memory here instead of copied to
-                                                    every editor (nnrag.search.servers, search --server); read only;
-                                                    127.0.0.1 unless --host (0.0.0.0: the network); port 7723
+                                                    every editor (nnrag.search.servers, search --server); read only,
+                                                    read again when saved again; 127.0.0.1 unless --host (0.0.0.0:
+                                                    the network); port 7723; answers requests for its addresses and
+                                                    this machine's name, and --allow-host names (a page in a browser
+                                                    that points a name of its own here reads nothing)
   nn-rag context QUERY [--db F] [--limit N]         the best N blocks (default 3) for a prompt, as JSON
   nn-rag report --from DIR/report.json [--db F] [--html FILE] [--json]
                                                     the batch extraction report as tables, or a page

@@ -1,12 +1,13 @@
 /** `nn-rag serve`: a team's indexes searched over HTTP (search/served.ts), held by one process instead of copied to
  * every editor. */
 import { existsSync, unwatchFile, watchFile } from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import type { AddressInfo } from 'net';
 import { NnragError } from '../core/base/errors';
 import { keepSearchEngine, prepareSnapshot } from '../core/search/search';
-import { createSearchServer, loopback, SEARCH_PATH, type ServedIndex } from '../core/search/served';
-import { EXIT, intOpt, opt, parse } from './env';
+import { createSearchServer, hostsFor, loopback, SEARCH_PATH, type ServedIndex } from '../core/search/served';
+import { EXIT, opt, parse } from './env';
 import type { CliEnv } from './env';
 import { IndexDb } from '../core/store/database';
 
@@ -15,15 +16,38 @@ export const SERVE_PORT = 7723;
 /** How often a served index's file is looked at for a new save. */
 const WATCH_MS = 2000;
 
+/** Each file's shortest ending of its path that no other file given shares (`team.db`, `a/team.db`). */
+function labelsOf(files: string[]): string[] {
+  return files.map((f) => {
+    const parts = f.split(path.sep).filter(Boolean);
+    for (let n = 1; n <= parts.length; n++) {
+      const end = parts.slice(-n).join('/');
+      if (files.every((g) => g === f || !`/${g.split(path.sep).filter(Boolean).join('/')}`.endsWith(`/${end}`))) return end.replace(/\.db$/, '');
+    }
+    return f;
+  });
+}
+
 export async function serveCommand(argv: string[], env: CliEnv): Promise<number> {
-  const args = parse(argv, { db: { value: true, multiple: true }, host: { value: true }, port: { value: true } });
+  const args = parse(argv, {
+    db: { value: true, multiple: true },
+    host: { value: true },
+    port: { value: true },
+    'allow-host': { value: true, multiple: true },
+  });
   const host = opt(args, 'host') ?? '127.0.0.1';
-  const port = intOpt(args, 'port', SERVE_PORT);
+  if (!host.trim()) throw new NnragError('usage', '--host names an address to listen on (127.0.0.1, 0.0.0.0 for the network), not nothing');
+  const givenPort = opt(args, 'port');
+  if (givenPort !== undefined && !/^\d{1,5}$/.test(givenPort))
+    throw new NnragError('usage', `--port is a port number (0 to 65535; 0: any free one), not '${givenPort}'`);
+  const port = givenPort === undefined ? SERVE_PORT : Number(givenPort);
   if (port > 65535) throw new NnragError('usage', `--port is a port number (0 to 65535; 0: any free one), not ${port}`);
   const files = (args.options.get('db') ?? [path.join('.nnrag', 'index.db')]).map((f) => path.resolve(f));
-  // each index named by its file's name, or its whole path where two files share a name
-  const names = files.map((f) => path.basename(f).replace(/\.db$/, ''));
-  const label = (f: string, i: number): string => (names.filter((n) => n === names[i]).length > 1 ? f : names[i]);
+  const twice = files.find((f, i) => files.indexOf(f) !== i);
+  if (twice) throw new NnragError('usage', `${twice} is given twice`);
+  // each index named by the shortest ending of its path that tells it from the others (never the whole path: it is
+  // sent to every client)
+  const labels = labelsOf(files);
   // the search's snapshot read and checked while the index opens; read only: a server never writes an index
   const open = async (file: string): Promise<IndexDb> => {
     if (!existsSync(file)) throw new NnragError('not-found', `no index at ${file}; run 'nn-rag index SOURCE --db ${file}' first`);
@@ -34,12 +58,12 @@ export async function serveCommand(argv: string[], env: CliEnv): Promise<number>
   };
   const indexes: ServedIndex[] = [];
   try {
-    for (const [i, file] of files.entries()) indexes.push({ label: label(file, i), db: await open(file) });
+    for (const [i, file] of files.entries()) indexes.push({ label: labels[i], db: await open(file) });
   } catch (err) {
     for (const x of indexes) x.db.close();
     throw err;
   }
-  const server = createSearchServer(indexes, loopback(host));
+  const { server, allowHost } = createSearchServer(indexes);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -52,15 +76,21 @@ export async function serveCommand(argv: string[], env: CliEnv): Promise<number>
     for (const x of indexes) x.db.close();
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') throw new NnragError('usage', `port ${port} on ${host} is taken: choose another with --port`);
-    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new NnragError('usage', `this machine has no address ${host} to listen on (--host)`);
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+      throw new NnragError('usage', `this machine has no address ${host} to listen on (--host)`);
     throw err;
   }
+  server.on('error', (err) => env.err(`nn-rag serve: ${err.message}\n`));
   const where = server.address() as AddressInfo;
   const shown = where.family === 'IPv6' ? `[${where.address}]` : where.address;
+  // the names a request may ask for, by the address it listens on (not by how --host was spelled)
+  const names = [os.hostname(), ...(args.options.get('allow-host') ?? [])].map((n) => n.toLowerCase());
+  allowHost(hostsFor(where.address, names));
+  const onLoopback = loopback(where.address) || /^::ffff:127\./.test(where.address);
   const blocks = indexes.map((x) => Number(x.db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0)).reduce((a, b) => a + b, 0);
   env.err(
     `nn-rag serve: ${blocks} blocks in ${indexes.length === 1 ? indexes[0].label : `${indexes.length} indexes`} at http://${shown}:${where.port}${SEARCH_PATH}?q=...` +
-      `${loopback(host) ? ' (this machine only: --host 0.0.0.0 serves the network)' : ''}\n`,
+      `${onLoopback ? ' (this machine only: --host 0.0.0.0 serves the network)' : ` (requests for ${[...names, 'its addresses'].join(', ')}; --allow-host adds a name)`}\n`,
   );
   // an index saved again (the team indexed it anew) is read again and served from then on; one that cannot be read
   // leaves the one served, said once

@@ -10,11 +10,12 @@ import { targetOf } from './ctx';
 import { SearchSession } from './searchSession';
 import type { Deps, Reg, Session } from './ctx';
 
+/** Text of an index or a server as a list shows it: `$(name)` written as it is, not drawn as an icon. */
+const plain = (text: string): string => text.replace(/\$\(/g, '$\u200b(');
+
 function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
   // what the block is, before it is chosen: its verdict (if a pull recorded one), license and first docstring line
   const facts = [
-    // a hit from the team's search server (nnrag.search.servers), not this window's index
-    h.index ? `$(cloud) ${h.index}` : '',
     h.repo,
     h.category,
     h.abstract ? 'abstract' : '',
@@ -27,16 +28,24 @@ function hitItem(h: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
       .find((l) => l.trim())
       ?.trim() ?? '';
   return {
-    label: `$(symbol-class) ${h.name}`,
-    description: `${facts.filter(Boolean).join(' · ')}${h.copies ? ` · ${vscode.l10n.t('{0} copies in {1} repositories', h.copies.count, h.copies.repos)}` : ''}`,
-    detail: `${firstLine ? `${firstLine.slice(0, 120)} — ` : ''}${h.path}:${h.line}  ${h.name}${h.signature || '()'}`,
+    label: `$(symbol-class) ${plain(h.name)}`,
+    // (a hit from the team's search server, nnrag.search.servers, says which: not this window's index)
+    description: `${h.index ? `$(cloud) ${plain(h.index)} · ` : ''}${plain(facts.filter(Boolean).join(' · '))}${h.copies ? ` · ${vscode.l10n.t('{0} copies in {1} repositories', h.copies.count, h.copies.repos)}` : ''}`,
+    detail: plain(`${firstLine ? `${firstLine.slice(0, 120)} — ` : ''}${h.path}:${h.line}  ${h.name}${h.signature || '()'}`),
     alwaysShow: true,
     hit: h,
   };
 }
 
-/** The search QuickPick, backed by the server; resolves with the chosen block. */
-export function searchQuickPick(client: NnragClient, initial = '', indexChanged?: vscode.Event<IndexStatus>, ui?: Session): Promise<SearchHit | undefined> {
+/** The search QuickPick, backed by the server; resolves with the chosen block. `withServers`: the team's search
+ * servers' blocks too (only where a block found there is handled as one: it is not in this window's index). */
+export function searchQuickPick(
+  client: NnragClient,
+  initial = '',
+  indexChanged?: vscode.Event<IndexStatus>,
+  ui?: Session,
+  withServers = false,
+): Promise<SearchHit | undefined> {
   return new Promise((resolve) => {
     type Item = vscode.QuickPickItem & { hit?: SearchHit; meant?: string };
     const qp = vscode.window.createQuickPick<Item>();
@@ -55,7 +64,7 @@ export function searchQuickPick(client: NnragClient, initial = '', indexChanged?
       // the user's own embedding model, when they serve one on this machine
       const url = setting('search.embeddings').trim();
       // the team's search servers, when the user named them
-      const named = setting('search.servers');
+      const named = withServers ? setting('search.servers') : [];
       const servers = Array.isArray(named) ? named.filter((s): s is string => typeof s === 'string' && s.trim() !== '') : [];
       const hits = await client.request(SearchBlocks, {
         text,
@@ -124,7 +133,7 @@ export function registerSearchCommands(reg: Reg, deps: Deps): void {
   const { client, tree, interpreter } = deps;
   // resolves with the chosen block and what was done with it (the integration tests read it)
   reg('nnrag.searchBlocks', async (initial) => {
-    const hit = await searchQuickPick(client, typeof initial === 'string' ? initial : tree.activeQuery, deps.indexChanged, deps.session);
+    const hit = await searchQuickPick(client, typeof initial === 'string' ? initial : tree.activeQuery, deps.indexChanged, deps.session, true);
     if (!hit) return undefined;
     // the walkthrough's search step ticks on a block found (after the picker closed)
     void vscode.commands.executeCommand('setContext', 'nnrag.searchedBlock', true);

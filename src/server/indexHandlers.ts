@@ -9,7 +9,10 @@ import { blocksPerRepo, indexStats } from '../core/store/stats';
 import { observedCoverage } from '../core/store/observed';
 import { GetIndexStatus, GetStats, ListTree, ReindexRepositories, SearchBlocks, SuggestSearch, UseSharedIndex } from '../shared/protocol';
 import type { TreeNode } from '../shared/protocol';
-import { onRequest } from './rpc';
+import { onRequest, signalOf } from './rpc';
+
+/** How long a search in the editor waits for a team's search server. */
+const EDITOR_SERVER_MS = 3000;
 
 export function registerIndexHandlers(connection: Connection, service: () => IndexService): void {
   onRequest(connection, GetIndexStatus, () => service().status);
@@ -29,7 +32,7 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
     }
   });
   onRequest(connection, UseSharedIndex, ({ location }) => service().useShared(location));
-  onRequest(connection, SearchBlocks, async ({ embeddings, servers, ...q }) => {
+  onRequest(connection, SearchBlocks, async ({ embeddings, servers, ...q }, token) => {
     const { db } = await service().ready();
     if (servers?.length && !embeddings?.url) {
       // the team's search servers (nnrag.search.servers) beside this index: one that fails leaves the others, said in
@@ -42,7 +45,8 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
           return [];
         }
       });
-      const merged = await searchWithServers((x) => searchBlocks(db, x), q, known);
+      // (a search box waits for no server longer than it takes to type a word; one typed over is cancelled)
+      const merged = await searchWithServers((x) => searchBlocks(db, x), q, known, { timeoutMs: EDITOR_SERVER_MS, signal: signalOf(token) });
       for (const w of merged.warnings) connection.console.warn(`nnrag.search.servers: ${w}`);
       return merged.hits;
     }

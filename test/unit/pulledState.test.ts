@@ -47,6 +47,8 @@ describe('the words for a pulled file', () => {
         c,
       );
     assert.strictEqual(verdictWords(undefined), 'not validated');
+    // a record's words are data, not the tables' own keys
+    assert.strictEqual(verdictWords({ status: 'failed', tier: 'constructor', category: 'toString' }), 'failed: toString');
     assert.strictEqual(verdictWords({ status: 'extracted', tier: null }), 'not validated');
     assert.ok(tierRank('forward') < tierRank('equivalent') && tierRank(null) < tierRank('parsed'));
   });

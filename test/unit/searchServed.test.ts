@@ -11,7 +11,7 @@ import type { AddressInfo } from 'net';
 import * as path from 'path';
 import { runCli } from '../../src/cli/cli';
 import { searchBlocks } from '../../src/core/search/search';
-import { askServer, createSearchServer, mergeAnswers, searchWithServers, serverAt, type TeamServer } from '../../src/core/search/served';
+import { askServer, createSearchServer, hostsFor, mergeAnswers, searchWithServers, serverAt, type TeamServer } from '../../src/core/search/served';
 import type { IndexDb } from '../../src/core/store/database';
 import { ASSETS, cli, indexFolder, memoryDb, tmpdir, writeTree } from './helpers';
 
@@ -68,7 +68,9 @@ describe("search: a team's index served", function () {
     await indexFolder(team, path.join(dir, 'teamzoo'));
     local = await memoryDb();
     await indexFolder(local, path.join(dir, 'ownzoo'));
-    server = createSearchServer([{ label: 'team', db: team }], true);
+    const made = createSearchServer([{ label: 'team', db: team }]);
+    server = made.server;
+    made.allowHost(hostsFor('127.0.0.1', []));
     at = serverAt(await listening(server));
   });
   after(() => {
@@ -77,7 +79,7 @@ describe("search: a team's index served", function () {
   });
 
   it("answers a search with the index's own hits, and merges them with the local index's by score", async () => {
-    const served = await askServer(at, { text: 'window attention' });
+    const { hits: served } = await askServer(at, { text: 'window attention' });
     assert.deepStrictEqual(
       served.map((h) => [h.name, h.index, h.id]),
       [['WindowAttention', at.label, -1]],
@@ -86,7 +88,7 @@ describe("search: a team's index served", function () {
     assert.strictEqual(served[0].score, searchBlocks(team, { text: 'window attention' })[0].score);
     const { hits, warnings } = await searchWithServers((q) => searchBlocks(local, q), { text: 'attention' }, [at]);
     assert.deepStrictEqual(warnings, []);
-    const all = [...searchBlocks(local, { text: 'attention' }), ...(await askServer(at, { text: 'attention' }))].sort((a, b) => b.score - a.score);
+    const all = [...searchBlocks(local, { text: 'attention' }), ...(await askServer(at, { text: 'attention' })).hits].sort((a, b) => b.score - a.score);
     assert.deepStrictEqual(
       hits.map((h) => h.name),
       all.map((h) => h.name),
@@ -95,12 +97,24 @@ describe("search: a team's index served", function () {
     assert.ok(hits.some((h) => h.name === 'WindowAttention' && h.index === at.label));
   });
 
-  it('lists a target in two answers once, from the first', () => {
+  it("lists a target in two answers once, from the first: a server's hit never stands for a block of this index", () => {
     const hit = searchBlocks(team, { text: 'gated' })[0];
-    const merged = mergeAnswers([[{ ...hit, score: 1 }], [{ ...hit, score: 5, index: 'far' }]], { text: 'gated' });
-    assert.strictEqual(merged.length, 1);
-    assert.strictEqual(merged[0].index, 'far');
-    assert.strictEqual(mergeAnswers([[hit], [{ ...hit, index: 'far' }]], { text: 'gated' })[0].index, undefined);
+    const merged = mergeAnswers([[{ ...hit, score: 1 }], [{ ...hit, score: 1e308, index: 'far' }]], { text: 'gated' });
+    assert.deepStrictEqual(
+      merged.map((h) => [h.index, h.score]),
+      [[undefined, 1]],
+    );
+    assert.strictEqual(mergeAnswers([[], [{ ...hit, index: 'far' }], [{ ...hit, index: 'farther' }]], { text: 'gated' })[0].index, 'far');
+  });
+
+  it('answers only the names it goes by: loopback names on a loopback address; addresses and given names elsewhere', () => {
+    const here = hostsFor('127.0.0.1', ['vm']);
+    assert.ok(here('localhost') && here('127.0.0.1') && here('[::1]'));
+    assert.ok(!here('vm') && !here('attacker.example') && !here('localhost.attacker.example') && !here('127.0.0.1.nip.io'));
+    assert.ok(!hostsFor('::ffff:127.0.0.1', [])('attacker.example'));
+    const lan = hostsFor('0.0.0.0', ['team-host']);
+    assert.ok(lan('team-host') && lan('10.1.2.3') && lan('[fe80::1]') && lan('localhost'));
+    assert.ok(!lan('attacker.example') && !lan('team-host.attacker.example'));
   });
 
   it('refuses another method, a Host that is not a loopback name, and a query out of bounds', async () => {
@@ -125,11 +139,13 @@ describe("search: a team's index served", function () {
   });
 
   it('keeps only the hits that are what a hit is, and says why a server that answers wrong gave nothing', async () => {
-    const good = (await askServer(at, { text: 'window attention' }))[0];
+    const good = (await askServer(at, { text: 'window attention' })).hits[0];
     let answer: (res: http.ServerResponse) => void = () => undefined;
     const hostile = http.createServer((_req, res) => answer(res));
     const there = serverAt(await listening(hostile));
     try {
+      // a link VS Code would run from a message, a line that forges another hit, an icon, a target of another block
+      const link = '[Add](command:workbench.action.terminal.sendSequence?%7B%7D "Add")';
       answer = (res) =>
         res.end(
           JSON.stringify({
@@ -140,20 +156,27 @@ describe("search: a team's index served", function () {
               { ...good, line: -1 },
               { ...good, doc: 'x'.repeat(3000) },
               { ...good, validation: { status: ['validated'] } },
+              { ...good, repo: link, target: `${link}:${good.module}.${good.name}` },
+              { ...good, name: 'A](command:x)', qualname: `${good.module}.A](command:x)`, target: `${good.repo}:${good.module}.A](command:x)` },
+              { ...good, target: `${good.repo}:other.Block` },
+              { ...good, signature: '()\nzoo:zoo.m.A  [other]  m.py:2' },
+              { ...good, path: 'layers.py\u202e' },
               null,
               'WindowAttention',
             ],
           }),
         );
+      const kept = await askServer(there, { text: 'x' });
       assert.deepStrictEqual(
-        (await askServer(there, { text: 'x' })).map((h) => h.name),
+        kept.hits.map((h) => h.name),
         ['WindowAttention'],
       );
+      assert.strictEqual(kept.leftOut, 12);
       const wrong = async (respond: (res: http.ServerResponse) => void, said: RegExp, timeoutMs?: number): Promise<void> => {
         answer = respond;
-        await assert.rejects(askServer(there, { text: 'x' }, timeoutMs), said);
+        await assert.rejects(askServer(there, { text: 'x' }, { timeoutMs }), said);
         // the local hits stay, with the reason
-        const { hits, warnings } = await searchWithServers((q) => searchBlocks(local, q), { text: 'attention' }, [there], timeoutMs);
+        const { hits, warnings } = await searchWithServers((q) => searchBlocks(local, q), { text: 'attention' }, [there], { timeoutMs });
         assert.deepStrictEqual(
           hits.map((h) => h.name),
           ['LocalAttention'],
@@ -169,8 +192,9 @@ describe("search: a team's index served", function () {
       await wrong((res) => {
         res.writeHead(302, { location: `${at.url}v1/search?q=attention` });
         res.end();
-      }, /fetch failed|redirect/);
-      await wrong((res) => res.end(Buffer.alloc(9 << 20, 0x20)), /more than 8 MB/);
+      }, /fetch failed: .*redirect/);
+      await wrong((res) => res.end(Buffer.alloc(3 << 20, 0x20)), /more than 2 MB/);
+      await wrong((res) => res.end(`{"hits": ${'['.repeat(100_000)}`), /nested deeper than 8/);
       await wrong(() => undefined, /no whole answer within 0.3 s/, 300);
     } finally {
       hostile.closeAllConnections();
@@ -188,6 +212,10 @@ describe("search: a team's index served", function () {
     assert.ok(existsSync(bad));
     assert.deepStrictEqual(readdirSync(dir), ['bad.db']);
     assert.match((await cli('serve', '--db', path.join(dir, 'none.db'))).err, /no index at/);
+    for (const port of ['', '1e3', '0x1F', '80.0', '99999999999999999999', '70000'])
+      assert.match((await cli('serve', '--db', bad, '--port', port)).err, /--port is a port number/, port);
+    assert.match((await cli('serve', '--db', bad, '--host', '')).err, /--host names an address/);
+    assert.match((await cli('serve', '--db', bad, '--db', bad)).err, /given twice/);
   });
 
   it('refuses an address that is not a server', () => {
@@ -195,6 +223,8 @@ describe("search: a team's index served", function () {
     assert.throws(() => serverAt('http://user:secret@team/'), /no user or password/);
     assert.throws(() => serverAt('team host'), /an address such as/);
     assert.strictEqual(serverAt('http://team:7723/search?x=1').url, 'http://team:7723/search/');
+    assert.deepStrictEqual(serverAt('http://team:7723/v1/search'), { url: 'http://team:7723/', label: 'team:7723' });
+    assert.strictEqual(serverAt('http://team:7723/b/').label, 'team:7723/b');
   });
 
   it('is served by nn-rag serve and asked by nn-rag search --server', async () => {

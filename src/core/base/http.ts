@@ -6,6 +6,8 @@ export interface Asked {
   maxBytes: number;
   /** From the request to the answer's last byte. */
   timeoutMs: number;
+  /** The caller's own cancel (a search typed over). */
+  signal?: AbortSignal;
 }
 
 function size(bytes: number): string {
@@ -17,9 +19,12 @@ function size(bytes: number): string {
  * own, cleared after), at most `maxBytes` (read piece by piece, stopped past it); a redirect is refused (the address
  * asked is the one answered). Throws an Error that says what went wrong.
  */
-export async function answerOf(url: string, init: RequestInit, { maxBytes, timeoutMs }: Asked): Promise<string> {
+export async function answerOf(url: string, init: RequestInit, { maxBytes, timeoutMs, signal }: Asked): Promise<string> {
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(new Error(`no whole answer within ${timeoutMs / 1000} s`)), timeoutMs);
+  const cancelled = (): void => stop.abort(new Error('cancelled'));
+  if (signal?.aborted) cancelled();
+  signal?.addEventListener('abort', cancelled);
   try {
     const res = await fetch(url, { ...init, signal: stop.signal, redirect: 'error' });
     if (!res.ok) throw new Error(`it answered ${res.status} ${res.statusText}`);
@@ -42,8 +47,12 @@ export async function answerOf(url: string, init: RequestInit, { maxBytes, timeo
   } catch (err) {
     // the timer's reason, not fetch's own words for an abort
     if (stop.signal.aborted && stop.signal.reason instanceof Error) throw stop.signal.reason;
+    // fetch says "fetch failed": why is in its cause (refused, a redirect, a name not found)
+    const cause = (err as { cause?: unknown }).cause;
+    if (err instanceof Error && cause instanceof Error) throw new Error(`${err.message}: ${cause.message}`);
     throw err;
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener('abort', cancelled);
   }
 }

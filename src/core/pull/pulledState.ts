@@ -65,8 +65,10 @@ export function verdictWords(v: VerdictLike | null | undefined): string {
   if (!v || v.status === 'not-validated' || v.status === 'extracted') return 'not validated';
   if (v.status === 'validated') return `validated: ${v.tier ?? 'parsed'}`;
   // how far it got, unless the reason already says it ("built but its forward did not run", not "... (the block builds)")
-  const reached = v.tier && IMPLIED[v.category ?? ''] !== v.tier ? REACHED_WORDS[v.tier] : undefined;
-  return `failed: ${FAILURE_WORDS[v.category ?? ''] ?? v.category ?? 'for an unknown reason'}${reached ? ` (${reached})` : ''}`;
+  // (a record's words are data: `constructor` is a tier no table has, not the tables' own)
+  const own = <T>(table: Record<string, T>, key: string | null | undefined): T | undefined => (key && Object.hasOwn(table, key) ? table[key] : undefined);
+  const reached = v.tier && own(IMPLIED, v.category) !== v.tier ? own(REACHED_WORDS, v.tier) : undefined;
+  return `failed: ${own(FAILURE_WORDS, v.category) ?? v.category ?? 'for an unknown reason'}${reached ? ` (${reached})` : ''}`;
 }
 
 /** The verdict of a report that says `ok` (a validation) or a `status` (a pull), in the shape `verdictWords` reads. */
