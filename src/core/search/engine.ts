@@ -10,6 +10,7 @@ import type { IndexDb, Row } from '../store/database';
 import { loadSqlJs } from '../store/database';
 import { popcount } from '../base/bits';
 import { lowerBound } from '../base/sorted';
+import { bm25Term } from './bm25';
 import { kindOf, nameWords, standing } from './facts';
 import { vocabularyOf } from './query';
 
@@ -59,10 +60,11 @@ export interface Selection {
   row(d: number): Row;
   info(d: number): Uint32Array;
   /**
-   * Phrase i's hits per document and column, as `info` counts them, visited by ascending document and then column
-   * (the order `info` lists them in): the text scores of every document hit at once, a posting read once.
+   * Adds phrase i's BM25 (`bm25Term` of its hits per column, as `info` counts them, with the query's `idf` per phrase
+   * and column) to each document's `out`, by ascending document and then column (the order `info` lists them in, so
+   * that the sum over phrases is added as search.ts's `bm25` adds it): a posting read once.
    */
-  counts(i: number, visit: (d: number, col: number, hits: number) => void): void;
+  addText(i: number, idf: Float64Array, out: Float64Array): void;
 }
 
 /** What a range of terms hits (`SearchEngine.hitsOf`). */
@@ -774,11 +776,16 @@ export class SearchEngine {
       mostHits: (i, col) => most[i * C + col],
       phrase: (i) => hits[i].bits.subarray(C * W, (C + 1) * W),
       row: (d) => this.table.at(d),
-      counts: (i, visit) => {
+      addText: (i, idf, out) => {
         const [lo, hi] = ranges[i]!;
+        const { average, lengths } = this;
         if (hi - lo === 1) {
           // one term: its postings are by document and column already, each once
-          for (let e = lo ? ends[lo - 1] : 0; e < ends[lo]; e++) visit(at[e] >> 3, at[e] & 7, counts[e]);
+          for (let e = lo ? ends[lo - 1] : 0; e < ends[lo]; e++) {
+            const d = at[e] >> 3;
+            const col = at[e] & 7;
+            out[d] += bm25Term(col, counts[e], lengths[d * C + col], average[col], idf[i * C + col]);
+          }
           return;
         }
         if (this.sums.length < n * 8) this.sums = new Uint32Array(n * 8);
@@ -791,7 +798,7 @@ export class SearchEngine {
             for (let col = 0; col < C; col++) {
               const k = d * 8 + col;
               if (!sums[k]) continue;
-              visit(d, col, sums[k]);
+              out[d] += bm25Term(col, sums[k], lengths[d * C + col], average[col], idf[i * C + col]);
               sums[k] = 0;
             }
           }

@@ -9,6 +9,7 @@ import { RANKED, SearchEngine } from './engine';
 import { readSnapshot, snapshotCurrent, writeSnapshot, type PreparedSnapshot } from './snapshot';
 export { prepareSnapshot } from './snapshot';
 import type { EngineFilter, Selection } from './engine';
+import { B, bm25Term, K1, WEIGHTS } from './bm25';
 import { understand, vocabularyOf } from './query';
 import type { UnderstoodQuery, Vocabulary } from './query';
 import { lowerBound } from '../base/sorted';
@@ -80,11 +81,6 @@ export interface SearchHit {
   /** Set when a semantic ranker ranked it again (semantic.ts): the cosine of its embedding to the query's. */
   semantic?: number;
 }
-
-/** Column weights for name, words, doc, signature, path, repo. */
-const WEIGHTS = [5, 3, 1, 0.6, 1.2, 0.8];
-const K1 = 1.2;
-const B = 0.75;
 
 /** The index's vocabulary, kept per database until its blocks change; `maxId` and `count` of the blocks it read. */
 const vocabularies = new WeakMap<IndexDb, { key: string; v: Vocabulary; maxId: number; count: number }>();
@@ -325,12 +321,6 @@ function bm25(info: Uint32Array, idfs: Float64Array): number {
     }
   }
   return score;
-}
-
-/** What `tf` hits of a phrase in column `col` (of `length` tokens, `average` over the index) add to BM25. */
-function bm25Term(col: number, tf: number, length: number, average: number, idf: number): number {
-  const norm = tf + K1 * (1 - B + (B * length) / Math.max(average, 1));
-  return WEIGHTS[col] * idf * ((tf * (K1 + 1)) / norm);
 }
 
 /**
@@ -915,7 +905,6 @@ function leadingSelected(
     : coversSliced(sel.matched, said, all, lifted);
   const floor = floorOf(levels, wanted);
   const idf = idfOf(figures);
-  const lengths = sel.lengths;
   // each document's BM25 from the floor up, exactly (`exact`: every posting of the query's terms read once, the same
   // sum added in the same order as `bm25` over the document's `info`) where the query's postings are few against
   // those documents; else at a bound (`loose`: each phrase and column it hits at the most hits any document has
@@ -925,11 +914,7 @@ function leadingSelected(
   let postings = 0;
   for (let k = 0; k < p * C; k++) postings += figures[3 + 2 * C + 3 * k + 2];
   const exact = postings <= EXACT_PER_DOCUMENT * eligibleCount ? textScratch(engine.size) : undefined;
-  if (exact)
-    for (let i = 0; i < p; i++)
-      sel.counts(i, (d, col, tf) => {
-        exact[d] += bm25Term(col, tf, lengths[d * C + col], figures[3 + col], idf[i * C + col]);
-      });
+  if (exact) for (let i = 0; i < p; i++) sel.addText(i, idf, exact);
   const loose = exact ? undefined : looseText(sel, idf, figures);
   const textOf = (d: number): number => (exact ? exact[d] : bm25(sel.info(d), idf));
   const kindScores = Array.from({ length: 8 }, (_, k) => ranker.kindScore((k & 1) !== 0, (k & 2) !== 0, (k & 4) !== 0));
