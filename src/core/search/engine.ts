@@ -13,6 +13,7 @@ import { lowerBound } from '../base/sorted';
 import { bm25Term } from './bm25';
 import { kindOf, nameWords, standing } from './facts';
 import { vocabularyOf } from './query';
+import { splitIdentifier } from './words';
 
 /** classes_fts's columns, in its order (matchinfo's column index). */
 export const FTS_COLUMNS = ['name', 'words', 'doc', 'signature', 'path', 'repo'] as const;
@@ -309,6 +310,8 @@ export interface EngineParts {
   kinds: Uint8Array;
   /** The documents by the words of their names (facts.ts `nameWords`). */
   named: KeyedDocs<string>;
+  /** The documents by the words of their names as written, no abbreviation expanded (facts.ts `own`). */
+  owned: KeyedDocs<string>;
   /** Every name in lower case, each between newlines. */
   names: string;
   /** The documents by each three letters in a row of their lower-case names (`three`), ascending. */
@@ -344,6 +347,7 @@ export class SearchEngine {
   readonly standings: Float64Array;
   readonly kinds: Uint8Array;
   private readonly named: KeyedDocs<string>;
+  private readonly owned: KeyedDocs<string>;
   private readonly names: string;
   /** Where each document's lower-case name begins in `names`. */
   private readonly nameStarts: Int32Array;
@@ -372,6 +376,7 @@ export class SearchEngine {
       standings: this.standings,
       kinds: this.kinds,
       named: this.named,
+      owned: this.owned,
       names: this.names,
       trigrams: this.trigrams,
     } = parts);
@@ -441,6 +446,19 @@ export class SearchEngine {
   /** The documents whose names have `word` among their words (facts.ts `nameWords`). */
   namedWith(word: string): Int32Array | undefined {
     return this.named.get(word);
+  }
+
+  /** The documents whose names, split as written, have `word` among their words (facts.ts `own`). */
+  ownedWith(word: string): Int32Array | undefined {
+    return this.owned.get(word);
+  }
+
+  /** The words of names as written (`ownedWith`'s keys) that begin with `prefix`. */
+  ownWordsFrom(prefix: string): string[] {
+    const words = this.owned.keys;
+    const out: string[] = [];
+    for (let k = lowerBound(words, prefix); k < words.length && words[k].startsWith(prefix); k++) out.push(words[k]);
+    return out;
   }
 
   /** The words of names (`namedWith`'s keys) that begin with `prefix`. */
@@ -518,6 +536,7 @@ export class SearchEngine {
     const standings: number[] = [];
     const kinds: number[] = [];
     const named = new Map<string, number[]>();
+    const owned = new Map<string, number[]>();
     const names: string[] = [];
     // a column's terms and counts (one map, emptied for each column)
     const seen = new Map<string, number>();
@@ -553,6 +572,7 @@ export class SearchEngine {
         standings.push(standing(r));
         kinds.push(kindOf(r));
         for (const w of nameWords(name)) (named.get(w) ?? named.set(w, []).get(w)!).push(doc);
+        for (const w of new Set(splitIdentifier(name))) (owned.get(w) ?? owned.set(w, []).get(w)!).push(doc);
         if (Number(r.is_block) === 1 && r.dup_lex !== null && r.dup_lex !== undefined) {
           const g = groups.get(Number(r.dup_lex)) ?? { count: 0, repos: new Set<number>() };
           g.count++;
@@ -603,6 +623,7 @@ export class SearchEngine {
       standings: Float64Array.from(standings),
       kinds: Uint8Array.from(kinds),
       named: KeyedDocs.of(named),
+      owned: KeyedDocs.of(owned),
       names: `\n${names.map((x) => `${x}\n`).join('')}`,
       trigrams: trigramsOf(names),
       vocabulary: vocabularyOf(blockNames).sorted,

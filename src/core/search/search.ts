@@ -736,14 +736,14 @@ function nameParts(
     const with_ = engine.namedWith(w);
     if (with_) for (let e = 0; e < with_.length; e++) named[with_[e]] += n;
   }
-  const own = (word: string): number[] => Array.from(engine.namedWith(word) ?? []).filter((d) => factsAt(d).own.includes(word));
+  const own = (word: string): Int32Array => engine.ownedWith(word) ?? new Int32Array(0);
   for (const a of understood.initials) for (const d of own(a)) named[d] += 20;
   if (understood.acronym)
     for (const d of own(understood.acronym)) {
       named[d] += factsAt(d).own.length === 1 ? 100 : 30;
       lifted.add(d);
     }
-  // an acronym's meaning spelled by the name: at most the documents with a name word like each of its words
+  // an acronym's meaning spelled by the name: the documents with a word of the name as written like each of its words
   for (const meaning of understood.meanings) {
     if (!meaning.length) continue;
     if (meaning.length > 8) {
@@ -753,9 +753,9 @@ function nameParts(
     const marks = new Uint8Array(engine.size);
     meaning.forEach((m, j) => {
       // (a word like m begins with its first four letters, or is m)
-      for (const w of m.length >= 4 ? engine.nameWordsFrom(m.slice(0, 4)) : [m]) {
-        if (!sameWord(w, m) || !engine.namedWith(w)) continue;
-        const with_ = engine.namedWith(w)!;
+      for (const w of m.length >= 4 ? engine.ownWordsFrom(m.slice(0, 4)) : [m]) {
+        const with_ = engine.ownedWith(w);
+        if (!sameWord(w, m) || !with_) continue;
         for (let e = 0; e < with_.length; e++) marks[with_[e]] |= 1 << j;
       }
     });

@@ -22,7 +22,7 @@ import { stampedSha256, type IndexDb, type Row } from '../store/database';
 import { FTS_COLUMNS, KeyedDocs, SearchEngine, type Derived, type EngineParts, type RowTable } from './engine';
 
 const MAGIC = Buffer.from('NNRAGSE1');
-const FORMAT = 1;
+const FORMAT = 2;
 /** A snapshot larger than this is not read (a 200,000-block index makes about 200 MB). */
 const MAX_BYTES = 4 * 2 ** 30;
 /** The bytes read first, the header within them (its sections' list: about 6 KB). */
@@ -158,6 +158,9 @@ export async function writeSnapshot(dbFile: string, engine: SearchEngine, sha256
   if (!addList('named.words', Array.from(named.keys))) return false;
   add('named.docs', named.docs);
   add('named.ends', named.ends);
+  if (!addList('owned.words', Array.from(parts.owned.keys))) return false;
+  add('owned.docs', parts.owned.docs);
+  add('owned.ends', parts.owned.ends);
   add('trigrams.keys', Float64Array.from(trigrams.keys));
   add('trigrams.docs', trigrams.docs);
   add('trigrams.ends', trigrams.ends);
@@ -416,6 +419,7 @@ function checkedParts(raw: Buffer, sha256: string): { parts: EngineParts; derive
   const groups = new Map(Array.from(groupKeys, (g, k) => [g, { count: groupCounts[k], repos: groupRepos[k] }]));
 
   const named = keyed(list('named.words'), 'named');
+  const owned = keyed(list('owned.words'), 'owned');
   const trigrams = keyed(get('trigrams.keys', 'f64'), 'trigrams');
 
   const names = strings('names', 1).text;
@@ -468,6 +472,7 @@ function checkedParts(raw: Buffer, sha256: string): { parts: EngineParts; derive
     standings,
     kinds,
     named,
+    owned,
     names,
     trigrams,
     vocabulary: list('vocabulary'),
