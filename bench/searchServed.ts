@@ -59,8 +59,13 @@ export async function searchServedAtScale(work: string, groups: number, perGroup
     const firstS = (performance.now() - started) / 1000;
     // every server's search in memory and warm, as an editor finds a server that has been up a while
     const warm = async (s: TeamServer): Promise<boolean> => {
-      const res = await fetch(new URL('v1/status', s.url));
-      return ((await res.json()) as { indexes: { search: string }[] }).indexes.every((x) => x.search === 'in memory');
+      try {
+        const res = await fetch(new URL('v1/status', s.url));
+        return ((await res.json()) as { indexes: { search: string }[] }).indexes.every((x) => x.search === 'in memory');
+      } catch {
+        // (a server busy building its search may drop an idle connection: asked again)
+        return false;
+      }
     };
     const allWarm = async (): Promise<boolean> => (await Promise.all(servers.map(warm))).every(Boolean);
     while (!(await allWarm()) && performance.now() - started < 900_000) await new Promise((resolve) => setTimeout(resolve, 200));

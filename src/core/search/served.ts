@@ -131,9 +131,10 @@ export function createSearchServer(indexes: ServedIndex[]): { server: http.Serve
       return answer(res, 500, { error: `the search failed: ${err instanceof Error ? err.message : String(err)}`.slice(0, 500) });
     }
   });
-  // a client that sends its request slowly, or holds connections, is given up on (a server on the network)
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 15_000;
+  // a client that sends its request slowly, or holds connections, is given up on (a server on the network); not so
+  // soon that a request waiting for a search being built is (the searches run one after another)
+  server.headersTimeout = 30_000;
+  server.requestTimeout = 60_000;
   server.maxConnections = 512;
   return { server, allowHost: (f) => (allowed = f) };
 }
