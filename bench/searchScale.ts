@@ -114,6 +114,18 @@ export function fieldQueries(count: number): string[] {
   return Array.from({ length: count }, () => Array.from({ length: 2 + Math.floor(rand() * 2) }, () => FIELD[draw()]).join(' '));
 }
 
+/** Each query asked in turn: its milliseconds, and how many found something (`ask`: how many hits). */
+export async function timed(qs: string[], ask: (q: string) => Promise<number>): Promise<{ ms: number[]; answered: number }> {
+  const ms: number[] = [];
+  let answered = 0;
+  for (const q of qs) {
+    const q0 = performance.now();
+    if ((await ask(q)) > 0) answered++;
+    ms.push(performance.now() - q0);
+  }
+  return { ms, answered };
+}
+
 /**
  * Builds a corpus of `blocks` blocks under `work`, indexes it with the bundled CLI and searches it through `nn-rag mcp`:
  * the figures of one size, keyed `search_<blocks>_*`.
@@ -148,13 +160,7 @@ export async function searchAtScale(work: string, blocks: number, queries = 200)
     };
     while (!(await inMemory()) && performance.now() - started < 600_000) await new Promise((resolve) => setTimeout(resolve, 100));
     const memoryS = (performance.now() - started) / 1000;
-    const ms: number[] = [];
-    let answered = 0;
-    for (const q of qs) {
-      const q0 = performance.now();
-      if ((await ask(q)) > 0) answered++;
-      ms.push(performance.now() - q0);
-    }
+    const { ms, answered } = await timed(qs, ask);
     const key = `search_${blocks}`;
     // the server's peak resident memory (the editor's language server holds the same)
     const status = transport.pid ? readFileSync(`/proc/${transport.pid}/status`, 'utf8') : '';

@@ -12,7 +12,7 @@ import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { askServer, mergeAnswers, serverAt, type TeamServer } from '../src/core/search/served';
 import { ROOT, percentile, r2 } from './common';
-import { fieldQueries, writeCorpus } from './searchScale';
+import { fieldQueries, timed, writeCorpus } from './searchScale';
 
 const cliJs = (): string => path.join(ROOT, 'dist', 'cli.js');
 
@@ -69,13 +69,7 @@ export async function searchServedAtScale(work: string, groups: number, perGroup
     };
     const allWarm = async (): Promise<boolean> => (await Promise.all(servers.map(warm))).every(Boolean);
     while (!(await allWarm()) && performance.now() - started < 900_000) await new Promise((resolve) => setTimeout(resolve, 200));
-    const ms: number[] = [];
-    let answered = 0;
-    for (const q of qs) {
-      const q0 = performance.now();
-      if ((await ask(q)) > 0) answered++;
-      ms.push(performance.now() - q0);
-    }
+    const { ms, answered } = await timed(qs, ask);
     const total = groups * perGroup;
     const key = `search_served_${total}`;
     const rss = running.map((r) => peakMb(r.child.pid));
