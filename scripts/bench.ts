@@ -13,8 +13,10 @@
  * With --index-only, only the floors and the cold index (about a minute): prints their figures and stores nothing.
  * Usage: tsx scripts/bench.ts [--corpus DIR...] [--out FILE] [--no-validate] [--no-synthetic] [--scale N] [--rounds N] [--pool-speedup]
  *        [--small-files N] [--shards N [--shard-blocks B]] [--search-scale N,M]
- *        tsx scripts/bench.ts --search-scale-only [--search-scale N,M]   (search over synthetic corpora of N and M
- *        blocks, 20,000 and 200,000 unless told: index, first answer, p50 / p95 through nn-rag mcp)
+ *        tsx scripts/bench.ts --search-scale-only [--search-scale N,M] [--search-served GxB]   (search over synthetic
+ *        corpora of N and M blocks, 20,000 and 200,000 unless told: index, first answer, p50 / p95 through nn-rag mcp;
+ *        --search-served 5x200000: a team's million blocks in G groups of B, each served by nn-rag serve and merged
+ *        by one client, about ten minutes)
  *        tsx scripts/bench.ts --native [--python P]   (pull --build-native: the build, and the cached second pull)
  *        tsx scripts/bench.ts --index-only [--corpus DIR...] [--rounds N]
  *        tsx scripts/bench.ts --observe-only [--observe-repo DIR | --observe-blocks N] [--python P]   (the catalog alone)
@@ -62,6 +64,7 @@ import type { Timing } from '../bench/common';
 import { mergeChild, smallFilesChild, syntheticChild } from '../bench/children';
 import { mcpLatency } from '../bench/mcpLatency';
 import { searchAtScale } from '../bench/searchScale';
+import { searchServedAtScale } from '../bench/searchServed';
 import { mutationBench } from '../bench/mutationRun';
 import { nativeBench } from '../bench/nativeRun';
 import { observeBench } from '../bench/observeRun';
@@ -97,7 +100,7 @@ async function main(): Promise<void> {
   }
   if (argv.includes('--search-scale-only')) {
     const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'nnrag-bench-'));
-    console.log(JSON.stringify(await searchScales(work, argv)));
+    console.log(JSON.stringify({ ...(await searchScales(work, argv)), ...(await searchServed(work, argv)) }));
     await fsp.rm(work, { recursive: true, force: true });
     return;
   }
@@ -566,7 +569,7 @@ async function main(): Promise<void> {
   // the catalog of observed calls: a repository's tests run under the observer, cold and again with nothing changed
   const observeFigures = !argv.includes('--no-validate') && hasTorch() ? await observeBench(work, argv) : {};
   // search at a team's size: synthetic corpora of 20,000 and 200,000 blocks (--search-scale N,M; 0 for none)
-  const searchScaleFigures = await searchScales(work, argv);
+  const searchScaleFigures = { ...(await searchScales(work, argv)), ...(await searchServed(work, argv)) };
   await fsp.rm(work, { recursive: true, force: true });
 
   const result = {
@@ -650,6 +653,16 @@ main().catch((err: unknown) => {
   console.error(`[bench] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   process.exit(1);
 });
+
+/** A team's index served (`--search-served GxB`: G groups of B blocks), when asked. */
+async function searchServed(work: string, argv: string[]): Promise<Record<string, number>> {
+  if (!argv.includes('--search-served')) return {};
+  const told = argv[argv.indexOf('--search-served') + 1] ?? '';
+  const m = /^(\d+)x(\d+)$/.exec(told);
+  if (!m) throw new Error(`--search-served takes GROUPSxBLOCKS (5x200000), not '${told}'`);
+  console.error(`[bench] a team's ${Number(m[1]) * Number(m[2])} synthetic blocks served in ${m[1]} groups`);
+  return searchServedAtScale(work, Number(m[1]), Number(m[2]));
+}
 
 /** The sizes `--search-scale N,M` names (20,000 and 200,000 unless told; 0 for none), each measured in turn. */
 async function searchScales(work: string, argv: string[]): Promise<Record<string, number>> {
