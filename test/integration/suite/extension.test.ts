@@ -5,7 +5,7 @@
  * NNRAG_IT_MODE whether the workspace is trusted; suites are chosen by that first word.
  */
 import * as assert from 'assert';
-import { execFileSync } from 'child_process';
+import { execFileSync, spawn } from 'child_process';
 import { createHash } from 'crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'fs';
 import * as http from 'http';
@@ -718,6 +718,48 @@ describe('trusted workspace', function () {
     }
     await nnrag.waitForStatus((st) => st.state === 'ready' && !st.failing);
     assert.ok(!(await nnrag.request(ListTree, {})).some((n) => n.repo === 'unreachable'));
+  });
+
+  it("merges a team's search server (nn-rag serve) into this window's search: its blocks named by the server, this window's as they were", async () => {
+    await ready(nnrag);
+    const work = mkdtempSync(path.join(tmpdir(), 'nnrag-it-served-'));
+    const team = path.join(work, 'servedlib');
+    mkdirSync(team);
+    writeFileSync(path.join(team, '__init__.py'), '');
+    writeFileSync(
+      path.join(team, 'gates.py'),
+      'import torch\nfrom torch import nn\n\n\nclass FarawayGate(nn.Module):\n    """Gates channels with a sigmoid (the team\'s, served)."""\n\n    def __init__(self, c: int = 8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x * torch.sigmoid(self.proj(x))\n',
+    );
+    const cliJs = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
+    const env = { ...process.env, ELECTRON_RUN_AS_NODE: '1' };
+    execFileSync(process.execPath, [cliJs, 'index', team, '--db', path.join(work, 'team.db')], { env });
+    const server = spawn(process.execPath, [cliJs, 'serve', '--db', path.join(work, 'team.db'), '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let said = '';
+        server.stderr!.on('data', (c: Buffer) => {
+          said += c.toString();
+          const m = /at (http:\/\/[^/\s]+)\//.exec(said);
+          if (m) resolve(m[1]);
+        });
+        server.on('exit', () => reject(new Error(`nn-rag serve ended: ${said}`)));
+      });
+      const far = await nnrag.request(SearchBlocks, { text: 'faraway gate', limit: 5, servers: [url] });
+      assert.strictEqual(far[0]?.name, 'FarawayGate');
+      assert.strictEqual(far[0].index, new URL(url).host);
+      // this window's blocks stay first where they are the answer, and carry no server's name
+      const here = await nnrag.request(SearchBlocks, { text: 'residual block', limit: 5, servers: [url] });
+      assert.strictEqual(here[0]?.target, 'tinyblocks:tinyblocks.blocks.ResidualBlock');
+      assert.strictEqual(here[0].index, undefined);
+      // a server that is not there: this window's answer, as without one
+      const gone = await nnrag.request(SearchBlocks, { text: 'residual block', limit: 5, servers: ['http://127.0.0.1:9/'] });
+      assert.deepStrictEqual(
+        gone.map((h) => h.target),
+        (await nnrag.request(SearchBlocks, { text: 'residual block', limit: 5 })).map((h) => h.target),
+      );
+    } finally {
+      server.kill();
+    }
   });
 
   it('starts from a shared index served over http (searches and pulls from it), downloads it again only when it changed, refuses a tampered one and keeps the last', async () => {
