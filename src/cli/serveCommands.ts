@@ -93,7 +93,7 @@ export async function serveCommand(argv: string[], env: CliEnv): Promise<number>
       `${onLoopback ? ' (this machine only: --host 0.0.0.0 serves the network)' : ` (requests for ${[...names, 'its addresses'].join(', ')}; --allow-host adds a name)`}\n`,
   );
   // an index saved again (the team indexed it anew) is read again and served from then on; one that cannot be read
-  // leaves the one served, said once
+  // leaves the one served, and says why
   files.forEach((file, i) => {
     let reading = Promise.resolve();
     watchFile(file, { interval: WATCH_MS, persistent: false }, (now, before) => {
@@ -111,11 +111,14 @@ export async function serveCommand(argv: string[], env: CliEnv): Promise<number>
       });
     });
   });
+  let stop = (): void => undefined;
   await new Promise<void>((resolve) => {
+    stop = resolve;
     if (env.signal?.aborted) return resolve();
-    env.signal?.addEventListener('abort', () => resolve());
-    process.once('SIGTERM', () => resolve());
+    env.signal?.addEventListener('abort', stop);
+    process.once('SIGTERM', stop);
   });
+  process.off('SIGTERM', stop);
   for (const file of files) unwatchFile(file);
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
