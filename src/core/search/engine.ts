@@ -461,14 +461,6 @@ export class SearchEngine {
     return out;
   }
 
-  /** The words of names (`namedWith`'s keys) that begin with `prefix`. */
-  nameWordsFrom(prefix: string): string[] {
-    const words = this.named.keys;
-    const out: string[] = [];
-    for (let k = lowerBound(words, prefix); k < words.length && words[k].startsWith(prefix); k++) out.push(words[k]);
-    return out;
-  }
-
   /** The words of names that the most documents have, most first (at most `count`). */
   commonNameWords(count: number): string[] {
     const { keys, ends } = this.named;
