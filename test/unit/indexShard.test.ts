@@ -6,6 +6,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { inShard } from '../../src/core/pull/shard';
+import { APPLICATION_ID } from '../../src/core/store/database';
 import { cli, PYTHON_WITH_TORCH, ROOT, tmpdir } from './helpers';
 
 const TORCHVISION = '/usr/lib/python3/dist-packages/torchvision';
@@ -94,6 +95,22 @@ describe('index shards merged into one index', function () {
     assert.strictEqual(r.code, 2);
     assert.match(r.err, /both hold the repository/);
     assert.ok(!fs.existsSync(target) || fs.statSync(target).size === 0);
+  });
+
+  it('refuses a shard it cannot read, and leaves it where it is', async () => {
+    const work = await tmpdir('nnrag-merge-damaged-');
+    const damaged = path.join(work, 'damaged.db');
+    // (our application id: a file of ours, damaged; a reader never sets it aside as a writer does)
+    const bytes = Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096, 7)]);
+    bytes.writeUInt32BE(APPLICATION_ID, 68);
+    fs.writeFileSync(damaged, bytes);
+    const r = await cli('merge', one, damaged, '--db', path.join(work, 'out.db'));
+    assert.notStrictEqual(r.code, 0);
+    assert.match(r.err, /cannot be read as an index/);
+    assert.deepStrictEqual(
+      fs.readdirSync(work).filter((f) => f.startsWith('damaged')),
+      ['damaged.db'],
+    );
   });
 
   it('carries the catalog of observed calls', async () => {
