@@ -80,11 +80,12 @@ usage:
                                                     pull pulled files again, keeping your edits (3-way merge);
                                                     --dry-run prints the diff; updated files are validated again
   nn-rag mcp [--db F] [--root DIR]... [--allow-validate] [--python PY] [--embeddings URL [--embedding-model M]]
+             [--server URL]...
                                                     a Model Context Protocol server over stdio for code assistants:
                                                     tools search_blocks, describe_block, pull_block (writes only under
                                                     the client's roots or --root; runs code only with --allow-validate),
-                                                    list_repositories, index_status, get_context; --embeddings as
-                                                    for search
+                                                    list_repositories, index_status, get_context; --embeddings and
+                                                    --server as for search
   nn-rag serve [--db F]... [--host H] [--port N] [--allow-host NAME]...
                                                     the indexes searched over HTTP for a team (GET /v1/search?q=...,
                                                     /v1/status), each held once in memory here instead of copied to

@@ -16,7 +16,8 @@ import { assistantFileProblem, fileNameProblem } from '../core/emit/moduleNames'
 import { requirementsText } from '../core/pull/pull';
 import { keepSearchEngine, searchBlocks, searchInMemory, searchWarming, prepareSnapshot } from '../core/search/search';
 import { searchSemantic, type Embeddings } from '../core/search/semantic';
-import { embeddingsOption } from './searchCommands';
+import { embeddingsOption, serversOption } from './searchCommands';
+import { searchWithServers, type TeamServer } from '../core/search/served';
 import type { SearchHit, SearchQuery } from '../core/search/search';
 import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
@@ -37,6 +38,8 @@ function hitSummary(h: SearchHit): Record<string, unknown> {
     validation: h.validation ? { status: h.validation.status, tier: h.validation.tier } : null,
     provenance: { repository: h.repo, path: h.path, lines: [h.line, h.endLine] },
     ...(h.copies ? { copies: h.copies } : {}),
+    // a block of the team's search server: found there, pulled once its repository is indexed here
+    ...(h.index !== undefined && h.id === -1 ? { server: h.index } : {}),
   };
 }
 
@@ -79,8 +82,14 @@ async function writableRoots(server: McpServer, givenRoots: string[]): Promise<s
   return out;
 }
 
-/** search_blocks's hits, summed up: ranked again by the user's own embedding model where one is named. */
-async function toolHits(db: IndexDb, q: SearchQuery, embeddings: Embeddings | undefined, env: CliEnv): Promise<Record<string, unknown>[]> {
+/** search_blocks's hits, summed up: ranked again by the user's own embedding model where one is named, or merged with
+ * the team's search servers' (`--server`). */
+async function toolHits(db: IndexDb, q: SearchQuery, embeddings: Embeddings | undefined, servers: TeamServer[], env: CliEnv): Promise<Record<string, unknown>[]> {
+  if (!embeddings && servers.length) {
+    const merged = await searchWithServers((x) => searchBlocks(db, x), q, servers);
+    for (const w of merged.warnings) env.err(`nn-rag mcp: ${w}\n`);
+    return merged.hits.map(hitSummary);
+  }
   if (!embeddings) return searchBlocks(db, q).map(hitSummary);
   const ranked = await searchSemantic(db, q, embeddings);
   if (ranked.warning) env.err(`nn-rag mcp: ${ranked.warning}\n`);
@@ -105,8 +114,12 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
     python: { value: true },
     embeddings: { value: true },
     'embedding-model': { value: true },
+    server: { value: true, multiple: true },
   });
   const allowValidate = flag(args, 'allow-validate');
+  // the team's search servers, whose blocks search_blocks lists beside this index's (they are pulled where indexed)
+  const servers = serversOption(args, env);
+  if (servers.length && args.options.has('embeddings')) throw new NnragError('usage', '--embeddings ranks one index: give no --server');
   const python = pythonOf(args, env);
   const givenRoots = rootsGiven(args.options.get('root') ?? []);
   // the user's own embedding model, when they serve one on this machine (as `nn-rag search --embeddings`)
@@ -141,7 +154,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       },
     },
     async ({ query, repository, category, validation, limit }) =>
-      json(await toolHits(db, { text: query, repo: repository, category, validation, limit: limit ?? 10, kind: 'block', group: true }, embeddings, env)),
+      json(await toolHits(db, { text: query, repo: repository, category, validation, limit: limit ?? 10, kind: 'block', group: true }, embeddings, servers, env)),
   );
 
   server.registerTool(

@@ -13,7 +13,9 @@ import { runCli } from '../../src/cli/cli';
 import { searchBlocks } from '../../src/core/search/search';
 import { askServer, createSearchServer, hostsFor, mergeAnswers, searchWithServers, serverAt, type TeamServer } from '../../src/core/search/served';
 import { APPLICATION_ID, type IndexDb } from '../../src/core/store/database';
-import { ASSETS, cli, indexFolder, memoryDb, tmpdir, writeTree } from './helpers';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ASSETS, cli, indexFolder, memoryDb, ROOT, tmpdir, writeTree } from './helpers';
 
 const block = (name: string, doc: string): string[] => [
   `class ${name}(nn.Module):`,
@@ -219,6 +221,34 @@ describe("search: a team's index served", function () {
       assert.match((await cli('serve', '--db', bad, '--port', port)).err, /--port is a port number/, port);
     assert.match((await cli('serve', '--db', bad, '--host', '')).err, /--host names an address/);
     assert.match((await cli('serve', '--db', bad, '--db', bad)).err, /given twice/);
+  });
+
+  it("lists the server's blocks beside this index's in nn-rag mcp --server (search_blocks), each saying which server", async () => {
+    const dir = await tmpdir();
+    await writeTree(dir, {
+      'ownzoo/__init__.py': '',
+      'ownzoo/layers.py': ['from torch import nn', '', ...block('LocalAttention', 'Attention nearby.')].join('\n'),
+    });
+    const mine = path.join(dir, 'mine.db');
+    assert.strictEqual((await cli('index', path.join(dir, 'ownzoo'), '--db', mine)).code, 0);
+    const client = new Client({ name: 'nnrag-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(ROOT, 'src/cli/main.ts'), 'mcp', '--db', mine, '--server', at.url],
+        stderr: 'ignore',
+      }),
+    );
+    try {
+      const r = (await client.callTool({ name: 'search_blocks', arguments: { query: 'attention' } })) as { content: { text: string }[] };
+      const hits = JSON.parse(r.content[0].text) as { name: string; server?: string }[];
+      assert.deepStrictEqual(hits.map((h) => [h.name, h.server]).sort(), [
+        ['LocalAttention', undefined],
+        ['WindowAttention', at.label],
+      ]);
+    } finally {
+      await client.close();
+    }
   });
 
   it('refuses an address that is not a server', () => {
