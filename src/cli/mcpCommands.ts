@@ -24,7 +24,7 @@ import { indexCounts, indexStats } from '../core/store/stats';
 import { importableModules } from '../core/validate/sandbox';
 import { VERSION } from '../shared/version';
 import { cacheDir, dbPath, EXIT, flag, openDb, opt, parse, pythonOf } from './env';
-import type { CliEnv } from './env';
+import type { CliEnv, ParsedArgs } from './env';
 import { Workspace } from '../core/workspace/workspace';
 
 /** A search hit as an assistant reads it: what to pull, what it takes, what it is, whether it ran, where it is from. */
@@ -82,9 +82,23 @@ async function writableRoots(server: McpServer, givenRoots: string[]): Promise<s
   return out;
 }
 
+/** How search_blocks ranks: by the user's own embedding model (`--embeddings`), or merged with the team's search
+ * servers (`--server`), not both. */
+interface SearchOptions {
+  embeddings?: Embeddings;
+  servers: TeamServer[];
+}
+
+function searchOptions(args: ParsedArgs, env: CliEnv): SearchOptions {
+  const embeddings = embeddingsOption(args, env);
+  const servers = serversOption(args, env);
+  if (servers.length && embeddings) throw new NnragError('usage', '--embeddings ranks one index: give no --server');
+  return { embeddings, servers };
+}
+
 /** search_blocks's hits, summed up: ranked again by the user's own embedding model where one is named, or merged with
  * the team's search servers' (`--server`). */
-async function toolHits(db: IndexDb, q: SearchQuery, embeddings: Embeddings | undefined, servers: TeamServer[], env: CliEnv): Promise<Record<string, unknown>[]> {
+async function toolHits(db: IndexDb, q: SearchQuery, { embeddings, servers }: SearchOptions, env: CliEnv): Promise<Record<string, unknown>[]> {
   if (!embeddings && servers.length) {
     const merged = await searchWithServers((x) => searchBlocks(db, x), q, servers);
     for (const w of merged.warnings) env.err(`nn-rag mcp: ${w}\n`);
@@ -117,13 +131,10 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
     server: { value: true, multiple: true },
   });
   const allowValidate = flag(args, 'allow-validate');
-  // the team's search servers, whose blocks search_blocks lists beside this index's (they are pulled where indexed)
-  const servers = serversOption(args, env);
-  if (servers.length && args.options.has('embeddings')) throw new NnragError('usage', '--embeddings ranks one index: give no --server');
   const python = pythonOf(args, env);
   const givenRoots = rootsGiven(args.options.get('root') ?? []);
-  // the user's own embedding model, when they serve one on this machine (as `nn-rag search --embeddings`)
-  const embeddings = embeddingsOption(args, env);
+  // the user's own embedding model (as `nn-rag search --embeddings`), or the team's search servers
+  const ranking = searchOptions(args, env);
   // the search's snapshot read and checked while the index opens (both are read whole)
   const snapshot = prepareSnapshot(dbPath(args));
   const db: IndexDb = await openDb(args, env, true, 'or-read');
@@ -154,7 +165,7 @@ export async function mcpCommand(argv: string[], env: CliEnv): Promise<number> {
       },
     },
     async ({ query, repository, category, validation, limit }) =>
-      json(await toolHits(db, { text: query, repo: repository, category, validation, limit: limit ?? 10, kind: 'block', group: true }, embeddings, servers, env)),
+      json(await toolHits(db, { text: query, repo: repository, category, validation, limit: limit ?? 10, kind: 'block', group: true }, ranking, env)),
   );
 
   server.registerTool(
