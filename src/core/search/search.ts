@@ -678,28 +678,12 @@ function looseText(sel: Selection, idf: Float64Array, figures: Uint32Array): (d:
   };
 }
 
-type Typed = Uint8Array | Uint16Array | Uint32Array | Int32Array | Float64Array;
-/** Arrays of one entry per document (or per word of a bitset) that a query of the in-memory search uses and leaves,
- * kept by purpose for the next (one query runs at a time): a search of 200,000 blocks would otherwise allocate
- * megabytes, and the collector run for them, every time. */
-const scratches = new Map<string, Typed>();
-function scratch<T extends Typed>(purpose: string, make: (n: number) => T, n: number): T {
-  const kept = scratches.get(purpose) as T | undefined;
-  if (!kept || kept.length < n) {
-    const made = make(Math.max(n, kept ? kept.length * 2 : 0));
-    scratches.set(purpose, made);
-    return made.subarray(0, n) as T;
-  }
-  const view = kept.subarray(0, n) as T;
-  view.fill(0);
-  return view;
-}
-
-/** `values` copied into a scratch of their own (kthLargest reorders what it is given). */
-function copied(values: Float64Array): Float64Array {
-  const copy = scratch('copy', (k) => new Float64Array(k), values.length);
-  copy.set(values);
-  return copy;
+/** A scratch of one number per document, zeroed (one query's text scores: `leadingSelected`). */
+let texts = new Float64Array(0);
+function textScratch(n: number): Float64Array {
+  if (texts.length < n) texts = new Float64Array(n);
+  else texts.fill(0, 0, n);
+  return texts;
 }
 
 /** The k-th largest of `values` (1: the largest), reordering them (Hoare's selection). */
@@ -747,7 +731,7 @@ function nameParts(
       nameScores.set(d, ranker.nameScore(name));
       if (name.startsWith(ranker.query)) lifted.add(d);
     }
-  const named = scratch('named', (k) => new Uint16Array(k), engine.size);
+  const named = new Uint16Array(engine.size);
   for (const [w, n] of ranker.nameWords) {
     const with_ = engine.namedWith(w);
     if (with_) for (let e = 0; e < with_.length; e++) named[with_[e]] += n;
@@ -766,7 +750,7 @@ function nameParts(
       for (let d = 0; d < named.length; d++) named[d] += 100;
       continue;
     }
-    const marks = scratch('marks', (k) => new Uint8Array(k), engine.size);
+    const marks = new Uint8Array(engine.size);
     meaning.forEach((m, j) => {
       // (a word like m begins with its first four letters, or is m)
       for (const w of m.length >= 4 ? engine.ownWordsFrom(m.slice(0, 4)) : [m]) {
@@ -826,7 +810,7 @@ function coversSliced(matched: Uint32Array, said: Uint32Array[], all: number, li
   const W = matched.length;
   const S = said.length;
   const P = Math.max(1, 32 - Math.clz32(S));
-  const planes = scratch('planes', (k) => new Uint32Array(k), P * W);
+  const planes = new Uint32Array(P * W);
   for (let t = 0; t < S; t++) {
     const b = said[t];
     for (let w = 0; w < W; w++) {
@@ -897,7 +881,7 @@ function leadingSelected(
   for (let i = 0; i < p; i++) (byWord[origins?.[i] ?? i] ??= []).push(i);
   const wordBits: Uint32Array[] = [];
   byWord.forEach((phrases, t) => {
-    const bits = (wordBits[t] = scratch(`word ${t}`, (k) => new Uint32Array(k), W));
+    const bits = (wordBits[t] = new Uint32Array(W));
     for (const i of phrases) {
       const b = sel.phrase(i);
       for (let w = 0; w < W; w++) bits[w] |= b[w];
@@ -929,7 +913,7 @@ function leadingSelected(
   for (let level = floor; level < levels.length; level++) eligibleCount += levels[level] ?? 0;
   let postings = 0;
   for (let k = 0; k < p * C; k++) postings += figures[3 + 2 * C + 3 * k + 2];
-  const exact = postings <= EXACT_PER_DOCUMENT * eligibleCount ? scratch('text', (k) => new Float64Array(k), engine.size) : undefined;
+  const exact = postings <= EXACT_PER_DOCUMENT * eligibleCount ? textScratch(engine.size) : undefined;
   if (exact) for (let i = 0; i < p; i++) sel.addText(i, idf, exact);
   const loose = exact ? undefined : looseText(sel, idf, figures);
   const textOf = (d: number): number => (exact ? exact[d] : bm25(sel.info(d), idf));
@@ -947,8 +931,8 @@ function leadingSelected(
   // the levels above the floor all reach the leading results; of the floor's documents (`level`), at least each one's
   // score (`bounds`: its BM25, and the rest as `settled` and `bonus` can add it); those of the best bounds are scored
   // first, then any other whose bound can still reach them (a margin for rounding: bound and score add in another order)
-  const level = scratch('level', (k) => new Int32Array(k), levels[floor] ?? 0);
-  const bounds = scratch('bounds', (k) => new Float64Array(k), level.length);
+  const level = new Int32Array(levels[floor] ?? 0);
+  const bounds = new Float64Array(level.length);
   let atFloor = 0;
   let above = 0;
   eligible(floor, (d, c) => {
@@ -962,7 +946,7 @@ function leadingSelected(
       text + (anyNamed ? (nameScores.get(d) ?? 0) : 0) + kindScores[kinds[d]] + standings[d] + named[d] + (modelModules.length && inModule(d) ? PART_OF : 0);
   });
   const need = wanted - above;
-  const threshold = need > 0 && atFloor > need ? kthLargest(copied(bounds.subarray(0, atFloor)), need) : -Infinity;
+  const threshold = need > 0 && atFloor > need ? kthLargest(bounds.slice(), need) : -Infinity;
   for (let f = 0; f < atFloor; f++) if (bounds[f] >= threshold) score(level[f], floor);
   for (let f = 0; f < atFloor; f++) {
     if (bounds[f] >= threshold) continue;
