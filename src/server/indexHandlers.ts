@@ -47,7 +47,8 @@ export function registerIndexHandlers(connection: Connection, service: () => Ind
       });
       // (a search box waits for no server longer than it takes to type a word; one typed over is cancelled)
       const merged = await searchWithServers((x) => searchBlocks(db, x), q, known, { timeoutMs: EDITOR_SERVER_MS, signal: signalOf(token) });
-      for (const w of merged.warnings) connection.console.warn(`nnrag.search.servers: ${w}`);
+      // (a search typed over says nothing: it was not wanted any more)
+      if (!token.isCancellationRequested) for (const w of merged.warnings) connection.console.warn(`nnrag.search.servers: ${w}`);
       return merged.hits;
     }
     if (!embeddings?.url) return searchBlocks(db, q);
