@@ -60,6 +60,23 @@ async function drive<T>(work: Thenable<T>, pokes: string[], ms = 150_000): Promi
 
 const ACCEPT = 'workbench.action.acceptSelectedQuickOpenItem';
 
+/** A team's library of one module (`source` after torch's imports) in a folder of its own (`teamlib` in a fresh
+ * `nnrag-it-KIND-` folder), and the extension's own command line to index, export or serve it. */
+function teamLibrary(
+  kind: string,
+  module: string,
+  source: string,
+): { work: string; team: string; cliJs: string; env: NodeJS.ProcessEnv; run: (...args: string[]) => string } {
+  const work = mkdtempSync(path.join(tmpdir(), `nnrag-it-${kind}-`));
+  const team = path.join(work, 'teamlib');
+  mkdirSync(team);
+  writeFileSync(path.join(team, '__init__.py'), '');
+  writeFileSync(path.join(team, `${module}.py`), `import torch\nfrom torch import nn\n\n\n${source}`);
+  const cliJs = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
+  const env = { ...process.env, ELECTRON_RUN_AS_NODE: '1' };
+  return { work, team, cliJs, env, run: (...args) => execFileSync(process.execPath, [cliJs, ...args], { env, encoding: 'utf8' }) };
+}
+
 /** The language-model tools API where this VS Code has it (1.95+), typed for the test. */
 interface LmToolsApi {
   tools: readonly { name: string }[];
@@ -722,17 +739,12 @@ describe('trusted workspace', function () {
 
   it("merges a team's search server (nn-rag serve) into this window's search: its blocks named by the server, this window's as they were", async () => {
     await ready(nnrag);
-    const work = mkdtempSync(path.join(tmpdir(), 'nnrag-it-served-'));
-    const team = path.join(work, 'servedlib');
-    mkdirSync(team);
-    writeFileSync(path.join(team, '__init__.py'), '');
-    writeFileSync(
-      path.join(team, 'gates.py'),
-      'import torch\nfrom torch import nn\n\n\nclass FarawayGate(nn.Module):\n    """Gates channels with a sigmoid (the team\'s, served)."""\n\n    def __init__(self, c: int = 8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x * torch.sigmoid(self.proj(x))\n',
+    const { work, team, cliJs, env, run } = teamLibrary(
+      'served',
+      'gates',
+      'class FarawayGate(nn.Module):\n    """Gates channels with a sigmoid (the team\'s, served)."""\n\n    def __init__(self, c: int = 8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x * torch.sigmoid(self.proj(x))\n',
     );
-    const cliJs = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
-    const env = { ...process.env, ELECTRON_RUN_AS_NODE: '1' };
-    execFileSync(process.execPath, [cliJs, 'index', team, '--db', path.join(work, 'team.db')], { env });
+    run('index', team, '--db', path.join(work, 'team.db'));
     const server = spawn(process.execPath, [cliJs, 'serve', '--db', path.join(work, 'team.db'), '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     try {
       const url = await new Promise<string>((resolve, reject) => {
@@ -764,17 +776,11 @@ describe('trusted workspace', function () {
 
   it('starts from a shared index served over http (searches and pulls from it), downloads it again only when it changed, refuses a tampered one and keeps the last', async () => {
     // the team's index, made and exported with the extension's own command line, its library then gone
-    const work = mkdtempSync(path.join(tmpdir(), 'nnrag-it-shared-'));
-    const team = path.join(work, 'teamlib');
-    mkdirSync(team);
-    writeFileSync(path.join(team, '__init__.py'), '');
-    writeFileSync(
-      path.join(team, 'mixers.py'),
-      'import torch\nfrom torch import nn\n\n\nclass TeamMixer(nn.Module):\n    """Mixes channels with one linear layer (the team\'s)."""\n\n    def __init__(self, c: int = 8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x + self.proj(x)\n',
+    const { work, team, run } = teamLibrary(
+      'shared',
+      'mixers',
+      'class TeamMixer(nn.Module):\n    """Mixes channels with one linear layer (the team\'s)."""\n\n    def __init__(self, c: int = 8):\n        super().__init__()\n        self.proj = nn.Linear(c, c)\n\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x + self.proj(x)\n',
     );
-    const cliJs = path.join(vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath, 'dist', 'cli.js');
-    const run = (...args: string[]): string =>
-      execFileSync(process.execPath, [cliJs, ...args], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' }, encoding: 'utf8' });
     run('index', team, '--db', path.join(work, 'team.db'));
     run('export', '--db', path.join(work, 'team.db'), '--to', path.join(work, 'team.tgz'));
     rmSync(team, { recursive: true });
