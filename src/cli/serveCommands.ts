@@ -6,7 +6,9 @@ import * as path from 'path';
 import type { AddressInfo } from 'net';
 import { NnragError } from '../core/base/errors';
 import { keepSearchEngine, prepareSnapshot } from '../core/search/search';
-import { createSearchServer, hostsFor, loopback, SEARCH_PATH, type ServedIndex } from '../core/search/served';
+import { listensOnLoopback } from '../core/base/http';
+import { createSearchServer, hostsFor, SEARCH_PATH, type ServedIndex } from '../core/search/served';
+import { indexCounts } from '../core/store/stats';
 import { EXIT, opt, parse } from './env';
 import type { CliEnv } from './env';
 import { IndexDb } from '../core/store/database';
@@ -86,8 +88,8 @@ export async function serveCommand(argv: string[], env: CliEnv): Promise<number>
   // the names a request may ask for, by the address it listens on (not by how --host was spelled)
   const names = [os.hostname(), ...(args.options.get('allow-host') ?? [])].map((n) => n.toLowerCase());
   allowHost(hostsFor(where.address, names));
-  const onLoopback = loopback(where.address) || /^::ffff:127\./.test(where.address);
-  const blocks = indexes.map((x) => Number(x.db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0)).reduce((a, b) => a + b, 0);
+  const onLoopback = listensOnLoopback(where.address);
+  const blocks = indexes.map((x) => indexCounts(x.db).blocks).reduce((a, b) => a + b, 0);
   env.err(
     `nn-rag serve: ${blocks} blocks in ${indexes.length === 1 ? indexes[0].label : `${indexes.length} indexes`} at http://${shown}:${where.port}${SEARCH_PATH}?q=...` +
       `${onLoopback ? ' (this machine only: --host 0.0.0.0 serves the network)' : ` (requests for ${[...names, 'its addresses'].join(', ')}; --allow-host adds a name)`}\n`,

@@ -1,5 +1,19 @@
 /** Asking another program over HTTP (an embedding service, a team's search server): its answer is data, read within a
  * time and a size. */
+import { isIP } from 'net';
+
+/** `localhost`, or a literal address of this machine's loopback (127.0.0.0/8, ::1): never a name to look up. */
+export function loopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.split('.')[0] === '127';
+  return isIP(host) === 6 && host === '::1';
+}
+
+/** Whether a server listening on `address` (as `server.address()` gives it) listens on this machine's loopback only. */
+export function listensOnLoopback(address: string): boolean {
+  return loopback(address) || /^::ffff:127\./.test(address);
+}
 
 export interface Asked {
   /** The most the answer may be, in bytes. */

@@ -7,9 +7,8 @@
  * text stays on the machine. The service's answer is data from another program: read within a size, checked number
  * by number; a service that fails or answers wrong leaves the text ranking as it was, with a warning that says why.
  */
-import { isIP } from 'net';
 import { NnragError } from '../base/errors';
-import { answerOf } from '../base/http';
+import { answerOf, loopback } from '../base/http';
 import type { IndexDb } from '../store/database';
 import { pageOf, searchBlocks, type SearchHit, type SearchQuery } from './search';
 import { splitIdentifier } from './words';
@@ -28,14 +27,6 @@ const K = 60;
 const MAX_ANSWER_BYTES = 64 << 20;
 const MAX_DIMENSIONS = 8192;
 const TIMEOUT_MS = 30_000;
-
-/** `localhost`, or a literal address of this machine's loopback (127.0.0.0/8, ::1): never a name to look up. */
-function loopback(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  if (host === 'localhost') return true;
-  if (isIP(host) === 4) return host.split('.')[0] === '127';
-  return isIP(host) === 6 && host === '::1';
-}
 
 /** The service at `url` (an http address on this machine), for `model`; a clear error for any other address. */
 export function embeddingsAt(url: string, model = 'nomic-embed-text'): Embeddings {

@@ -9,8 +9,9 @@
 import * as http from 'http';
 import { isIP } from 'net';
 import { NnragError } from '../base/errors';
-import { answerOf } from '../base/http';
+import { answerOf, listensOnLoopback, loopback } from '../base/http';
 import type { IndexDb } from '../store/database';
+import { indexCounts } from '../store/stats';
 import { pageOf, searchBlocks, searchInMemory, searchMany, searchWarming, type BlockKind, type SearchHit, type SearchQuery } from './search';
 
 /** One index a server holds, and the name its hits carry. */
@@ -30,14 +31,6 @@ const MAX_LIMIT = 100;
 const MAX_OFFSET = 10_000;
 /** A hit's docstring as served (its first part: what a result shows). */
 const DOC_CHARS = 2000;
-
-/** `localhost`, or a literal address of this machine's loopback (127.0.0.0/8, ::1): never a name to look up. */
-export function loopback(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  if (host === 'localhost') return true;
-  if (isIP(host) === 4) return host.split('.')[0] === '127';
-  return isIP(host) === 6 && host === '::1';
-}
 
 /** The query a request asks for, or the reason it is not one. */
 export function queryOf(params: URLSearchParams): SearchQuery | string {
@@ -82,7 +75,7 @@ function statusOf(indexes: ServedIndex[]): unknown {
   return {
     indexes: indexes.map(({ label, db }) => ({
       label,
-      blocks: Number(db.get('SELECT count(*) AS n FROM classes WHERE is_block = 1')?.n ?? 0),
+      blocks: indexCounts(db).blocks,
       search: searchWarming(db) ? 'in memory, warming up' : searchInMemory(db) ? 'in memory' : 'from the database (held in memory once built)',
     })),
   };
@@ -142,7 +135,7 @@ export function createSearchServer(indexes: ServedIndex[]): { server: http.Serve
 /** The Host names a server listening on `address` answers: a loopback address, loopback names only; another, an
  * address written as such (no name to point elsewhere) and the names the user gives (`names`, lower case). */
 export function hostsFor(address: string, names: string[]): (host: string) => boolean {
-  const onLoopback = loopback(address) || /^::ffff:127\./.test(address);
+  const onLoopback = listensOnLoopback(address);
   return (host) => {
     if (loopback(host)) return true;
     if (onLoopback) return false;
