@@ -440,9 +440,6 @@ function hitOf(r: Record<string, SqlValue>, score: number): SearchHit {
 
 /** Kept per document of an in-memory search (the same rows query after query). */
 const engineFacts = new WeakMap<SearchEngine, (RowFacts | undefined)[]>();
-function factsOfEngine(engine: SearchEngine): (RowFacts | undefined)[] {
-  return engineFacts.get(engine) ?? engineFacts.set(engine, new Array<RowFacts | undefined>(engine.size)).get(engine)!;
-}
 /** The first `k` items offered, by `order` (a total order), kept in a heap whose root is the one that sorts last. */
 class Leading<T> {
   private readonly heap: T[] = [];
@@ -1017,7 +1014,7 @@ function searchOver(db: IndexDb, q: SearchQuery, engine: SearchEngine | undefine
   const held = engine && 'count' in found ? engine : undefined;
   if (held && 'count' in found) {
     const sel = found;
-    const factsKept = factsOfEngine(held);
+    const factsKept = engineFacts.get(held) ?? engineFacts.set(held, new Array(held.size)).get(held)!;
     head = leadingSelected(held, sel, understood, ranker, anded, wanted, (d) => (factsKept[d] ??= factsOf(sel.row(d))));
   } else {
     const { rows } = found as Candidates;
