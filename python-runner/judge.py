@@ -10,12 +10,12 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--zygote"]:
-    runpy.run_path(os.path.join(HERE, "nnrag_judge", "zygote.py"), run_name="__zygote__")
+    runpy.run_path(os.path.join(HERE, "nnrag_judge", "worker", "zygote.py"), run_name="__zygote__")
     sys.exit(0)
 
 sys.path.insert(0, HERE)
 
-from nnrag_judge.serve import main, serve  # noqa: E402
+from nnrag_judge.judge.serve import main, serve  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(serve() if sys.argv[1:] == ["--serve"] else main(sys.argv[1:]))

@@ -497,7 +497,7 @@ class ReportedArguments(unittest.TestCase):
         import torch
         from torch import nn
 
-        from nnrag_judge.arguments import jsonable
+        from nnrag_judge.worker.arguments import jsonable
 
         class Local(nn.Module):
             pass

@@ -16,7 +16,7 @@ from tests.support import HAS_TORCH, ORIGINAL, RUNNER, has_memory_fill, judged, 
 class Mutants(unittest.TestCase):
     """One-line changes the judge must see, each in a place the old judge missed."""
 
-    def assertDiffers(self, old: str, new: str) -> None:
+    def assert_differs(self, old: str, new: str) -> None:
         self.assertIn(old, ORIGINAL)
         report = judged(ORIGINAL.replace(old, new, 1))
         self.assertEqual(report.get("category"), "differs", report)
@@ -32,28 +32,28 @@ class Mutants(unittest.TestCase):
         self.assertIn("inplace=True", report["equivalence"]["variants"])
 
     def test_a_constant_of_a_helper(self) -> None:
-        self.assertDiffers("return x * factor", "return x * factor * 1.0000001")
+        self.assert_differs("return x * factor", "return x * factor * 1.0000001")
 
     def test_a_changed_default(self) -> None:
-        self.assertDiffers("def scale(x, factor=2.0)", "def scale(x, factor=2.5)")
+        self.assert_differs("def scale(x, factor=2.0)", "def scale(x, factor=2.5)")
 
     def test_a_tiny_eps(self) -> None:
-        self.assertDiffers("EPS = 1e-6", "EPS = 3e-6")
+        self.assert_differs("EPS = 1e-6", "EPS = 3e-6")
 
     def test_a_numeric_default_only_train_mode_shows(self) -> None:
-        self.assertDiffers("momentum=0.1,", "momentum=0.2,")
+        self.assert_differs("momentum=0.1,", "momentum=0.2,")
 
     def test_dropout_probability_shows_in_train_mode(self) -> None:
-        self.assertDiffers("p=0.5):", "p=0.4):")
+        self.assert_differs("p=0.5):", "p=0.4):")
 
     def test_a_branch_of_a_flipped_option(self) -> None:
-        self.assertDiffers("y = y + 1", "y = y + 2")
+        self.assert_differs("y = y + 1", "y = y + 2")
 
     def test_a_random_branch(self) -> None:
-        self.assertDiffers("y = y.flip(0)", "y = y")
+        self.assert_differs("y = y.flip(0)", "y = y")
 
     def test_a_field_of_an_output_object(self) -> None:
-        self.assertDiffers("Stats(y.mean(), 3)", "Stats(y.mean(), 4)")
+        self.assert_differs("Stats(y.mean(), 3)", "Stats(y.mean(), 4)")
 
     def test_configuration_the_outputs_do_not_show(self) -> None:
         # a head whose depth range is read only when decoding, and an activation built for an optional branch the
@@ -272,7 +272,7 @@ class DropPath(nn.Module):
         self.assertEqual(report.get("category"), "differs", report)
 
     def test_an_init(self) -> None:
-        self.assertDiffers("self.lin = nn.Linear(dim, dim)", "self.lin = nn.Linear(dim, dim)\n        nn.init.zeros_(self.lin.bias)")
+        self.assert_differs("self.lin = nn.Linear(dim, dim)", "self.lin = nn.Linear(dim, dim)\n        nn.init.zeros_(self.lin.bias)")
 
     def test_a_constant_of_an_init_method_the_constructor_does_not_call(self) -> None:
         # mmengine-style: the framework calls init_weights() after building; the block's constructor does not
@@ -472,7 +472,7 @@ class TensorDigests(unittest.TestCase):
 
         import torch
 
-        from nnrag_judge.evidence import plain, raw_bytes
+        from nnrag_judge.worker.evidence import plain, raw_bytes
 
         cases = [
             torch.tensor(3.5),
@@ -494,7 +494,8 @@ class CompiledOperators(unittest.TestCase):
     ops, which the original's package loads) is not compared, and said so. Needs no torch."""
 
     def test_a_probe_that_needs_compiled_operators_in_the_copy_only_is_not_compared(self) -> None:
-        from nnrag_judge import equivalence, protocol
+        from nnrag_judge.judge import equivalence
+        from nnrag_judge.wire import protocol
 
         ran = ({"key": "eval|1", "value": {"$v": 3}}, b"")
         init = ({"key": "init|1", "value": {"$v": 1}}, b"")
@@ -535,7 +536,7 @@ class LackedLibraries(unittest.TestCase):
         self.unread = SimpleNamespace(maps_unread=True, mapped=set())
 
     def lacking(self, text: str, job: object) -> list:
-        from nnrag_judge import judge
+        from nnrag_judge.judge import judge
 
         path = os.path.join(self.tmp.name, "copy.py")
         with open(path, "w") as fh:
@@ -629,7 +630,8 @@ class UnstableField(unittest.TestCase):
     """The original's word that its gradients vary drops only gradients, only from a train step. Needs no torch."""
 
     def test_only_gradients_of_a_train_step_are_left_out(self) -> None:
-        from nnrag_judge import equivalence, protocol
+        from nnrag_judge.judge import equivalence
+        from nnrag_judge.wire import protocol
 
         def train(grads: int, unstable: object = None) -> tuple:
             body = {"key": "v|train", "value": {"$map": "dict", "items": {"output": {"$v": 1}, "grads": {"$v": grads}}}}

@@ -6,7 +6,7 @@ import unittest
 
 sys.path.insert(0, __file__.rsplit("/tests/", 1)[0])
 
-from nnrag_judge import candidates, inputs  # noqa: E402,F401 - candidates imports every inputs_* module
+from nnrag_judge.worker import candidates, inputs  # candidates imports every inputs_* module
 
 
 class InputKinds(unittest.TestCase):

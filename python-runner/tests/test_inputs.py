@@ -650,8 +650,8 @@ class TorchOwnLayers(unittest.TestCase):
 
         import torch
 
-        from nnrag_judge import context, inputs_layers
-        from nnrag_judge.worker import torch_twins
+        from nnrag_judge.worker import context, inputs_layers
+        from nnrag_judge.worker.worker import torch_twins
 
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "linear_copy.py")

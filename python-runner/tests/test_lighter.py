@@ -11,7 +11,7 @@ class Lighter(unittest.TestCase):
     def test_sides_and_counts_of_a_detector(self) -> None:
         from torch import nn
 
-        from nnrag_judge.inputs import lighter
+        from nnrag_judge.worker.inputs import lighter
 
         class Transform(nn.Module):
             def __init__(self) -> None:

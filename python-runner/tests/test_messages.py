@@ -1,6 +1,6 @@
 """The judge's typed boundary: a request of a kind the judge has no handler for, or with a field judge.schema.json does
 not name, is refused in words (messages.py), by the running judge too; every field jobs.py reads of a request is one
-the schema names and every field the schema names is read (sandbox.ts's side: test/unit/judgeProtocol.test.ts); a
+the schema names and every field the schema names is read (judgeRequests.ts's side: test/unit/judgeProtocol.test.ts); a
 report names exactly the fields report.ts reads; each frame reads into its variant (frames.py). Needs no torch."""
 
 import json
@@ -14,7 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.dirname(HERE)
 sys.path.insert(0, RUNNER)
 
-from nnrag_judge import frames, jobs, messages, protocol, reports, serve  # noqa: E402
+from nnrag_judge.wire import frames, jobs, messages, protocol, reports  # noqa: E402
+from nnrag_judge.judge import serve  # noqa: E402
 
 SCHEMA = messages.load_schema()
 
@@ -71,7 +72,7 @@ class Read(unittest.TestCase):
         return protocol.FRAME.pack(len(head), len(blob)) + head + blob
 
     def test_frames_cut_anywhere_read_the_same(self) -> None:
-        from nnrag_judge.supervise import WorkerRun
+        from nnrag_judge.judge.supervise import WorkerRun
 
         big = bytes(range(256)) * 40_000  # a frame of 10 MB, many pipe reads long
         stream = self.framed(protocol.frame(protocol.TIER, "imported")) + self.framed({"probe": {"key": "a|init"}}, big) + self.framed({"probed": {}})
@@ -128,7 +129,7 @@ class BothSides(unittest.TestCase):
             text = fh.read()
         body = text[text.index("export interface ValidationReport {") : text.index("export interface ValidateOptions")]
         # a field's line: two spaces, its name, `?:` or `:` (nested records are indented further)
-        typescript = set(re.findall(r"^  ([a-z_A-Z]+)\??:", body, re.M)) - {"sandbox", "weakSandbox"}  # (set by sandbox.ts)
+        typescript = set(re.findall(r"^  ([a-z_A-Z]+)\??:", body, re.M)) - {"sandbox", "weakSandbox"}  # (set by judge.ts)
         python = set(reports.report_fields())
         self.assertEqual(sorted(python - typescript), [], "sent by reports.Report, unknown to report.ts")
         self.assertEqual(sorted(typescript - python), [], "read by report.ts, never sent by reports.Report")

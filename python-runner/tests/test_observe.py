@@ -10,10 +10,10 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 sys.path.insert(0, os.path.join(HERE, ".."))
-from nnrag_judge import entries, observe, pytest_like  # noqa: E402
-from nnrag_judge.judge import Place  # noqa: E402
-from nnrag_judge.jobs import ObserveJob  # noqa: E402
-from nnrag_judge.judge import observe as observe_job  # noqa: E402
+from nnrag_judge.worker import entries, observe, pytest_like  # noqa: E402
+from nnrag_judge.judge.judge import Place  # noqa: E402
+from nnrag_judge.wire.jobs import ObserveJob  # noqa: E402
+from nnrag_judge.judge.judge import observe as observe_job  # noqa: E402
 
 
 def observe_repository(spec: dict, place: Place, memory_mb: int, timeout_s: float, control: object) -> dict:
@@ -63,7 +63,7 @@ class Parametrize(unittest.TestCase):
 
         @marks.parametrize("a, b", [(1, 2), (3, 4)])
         @marks.parametrize("c", ["x", "y", "z"])
-        def test(a, b, c, tmp_path):  # noqa: ANN001, ANN202
+        def test(a, b, c, tmp_path):
             return a, b, c, tmp_path
 
         self.assertEqual(pytest_like.parametrized(test), [{"a": 1, "b": 2, "c": "x"}, {"a": 3, "b": 4, "c": "y"}, {"a": 1, "b": 2, "c": "z"}])
@@ -74,21 +74,21 @@ class Parametrize(unittest.TestCase):
 
         @stand_in.mark.parametrize("device", [stand_in.param("cpu", id="cpu"), stand_in.param("meta", id="meta")])
         @stand_in.mark.parametrize("n, m", [stand_in.param(1, 2, id="small")])
-        def test(device, n, m):  # noqa: ANN001, ANN202
+        def test(device, n, m):
             return device, n, m
 
         self.assertEqual(pytest_like.parametrized(test), [{"device": "cpu", "n": 1, "m": 2}, {"device": "meta", "n": 1, "m": 2}])
 
     def test_at_most_a_few_runs(self) -> None:
         @pytest_like.Marks().parametrize("a", list(range(100)))
-        def test(a):  # noqa: ANN001, ANN202
+        def test(a):
             return a
 
         self.assertEqual(len(pytest_like.parametrized(test)), pytest_like.MAX_PARAMETER_SETS)
 
     def test_an_empty_parametrize_runs_nothing(self) -> None:
         @pytest_like.Marks().parametrize("a", [])
-        def test(a):  # noqa: ANN001, ANN202
+        def test(a):
             return a
 
         self.assertEqual(pytest_like.parametrized(test), [])
@@ -394,7 +394,7 @@ class Observing(unittest.TestCase):
         self.assertEqual([o["error"] for o in got["observed"]], [None, None], got)
 
     def test_an_entry_that_ignores_its_alarm_is_stopped_from_outside_and_the_next_runs(self) -> None:
-        from nnrag_judge import judge
+        from nnrag_judge.judge import judge
 
         with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as work:
             write_tree(
@@ -496,7 +496,7 @@ class Observing(unittest.TestCase):
         # an entry keeps memory (a module-level cache) until the worker's data is past its share of the limit: the
         # worker ends after that entry, nobody is blamed, and a fresh worker runs the next entries; a test that exits
         # with the same status itself, first in its worker, is blamed as any worker that ends
-        from nnrag_judge.protocol import HANDED_OVER
+        from nnrag_judge.wire.protocol import HANDED_OVER
 
         with tempfile.TemporaryDirectory() as root, tempfile.TemporaryDirectory() as log, tempfile.TemporaryDirectory() as work:
             write_tree(
@@ -506,7 +506,7 @@ class Observing(unittest.TestCase):
                 import os
                 import resource
 
-                from nnrag_judge import observe
+                from nnrag_judge.worker import observe
 
                 KEPT = []
 
@@ -636,7 +636,7 @@ class ObservedNames(unittest.TestCase):
     original's side only) and torch's layers, never another module's functions."""
 
     def test_only_the_file_the_original_package_and_torch_layers(self) -> None:
-        from nnrag_judge import arguments, context
+        from nnrag_judge.worker import arguments, context
 
         context.begin()
         hostile = [
@@ -658,7 +658,7 @@ class ObservedNames(unittest.TestCase):
     @unittest.skipUnless(HAS_TORCH, "torch is not installed")
     def test_torch_layers_and_dtypes(self) -> None:
         import torch
-        from nnrag_judge import arguments
+        from nnrag_judge.worker import arguments
 
         self.assertEqual(arguments.resolve_given({"$name": "torch.nn.ReLU"}, {}), (True, torch.nn.ReLU))
         self.assertEqual(arguments.resolve_given({"$name": "torch.float16"}, {}), (True, torch.float16))
@@ -746,7 +746,7 @@ class ConfigFiles(unittest.TestCase):
     """A configuration entry reads only files inside the repository."""
 
     def test_the_spec_keeps_only_relative_files_inside(self) -> None:
-        from nnrag_judge.jobs import ObserveJob
+        from nnrag_judge.wire.jobs import ObserveJob
 
         entry = {"id": "c", "module": "configs.x", "function": "model", "kind": "config", "registries": [["pkg.registry", "MODELS"], ["os;x", "y"]]}
         job = ObserveJob.parse(

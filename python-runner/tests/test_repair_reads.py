@@ -31,7 +31,7 @@ class Net(nn.Module):
 @needs_torch
 class RepairReads(unittest.TestCase):
     def test_the_block_source_is_read_once_per_repair(self) -> None:
-        from nnrag_judge import repair
+        from nnrag_judge.worker import repair
 
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "pulled.py")

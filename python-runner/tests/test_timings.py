@@ -3,10 +3,10 @@ worker, the comparison, and a worker's word about its own time read only where i
 
 import unittest
 
-from nnrag_judge.frames import spent_of
-from nnrag_judge.protocol import CLASS, FORWARD, PROBED, TIER, frame
-from nnrag_judge.supervise import WorkerRun
-from nnrag_judge.timings import side_timings
+from nnrag_judge.wire.frames import spent_of
+from nnrag_judge.wire.protocol import CLASS, FORWARD, PROBED, TIER, frame
+from nnrag_judge.judge.supervise import WorkerRun
+from nnrag_judge.judge.timings import side_timings
 from tests.support import ORIGINAL, judged, needs_torch
 
 

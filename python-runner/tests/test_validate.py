@@ -16,7 +16,9 @@ RUNNER = os.path.join(HERE, "..", "judge.py")
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 sys.path.insert(0, os.path.join(HERE, ".."))
-from nnrag_judge import arguments, forward, jobs, judge, static, variants  # noqa: E402
+from nnrag_judge.worker import arguments, forward, variants  # noqa: E402
+from nnrag_judge.wire import jobs  # noqa: E402
+from nnrag_judge.judge import judge, static  # noqa: E402
 
 
 def run_file(source: str, *args: str) -> dict:
@@ -157,7 +159,7 @@ class ReadableDifferences(unittest.TestCase):
     """A difference names the probe and the argument set in words, never the internal key."""
 
     def test_probe_keys_read_as_words(self) -> None:
-        from nnrag_judge.equivalence import readable_key
+        from nnrag_judge.judge.equivalence import readable_key
 
         self.assertEqual(readable_key("the arguments that ran|structure"), "the module tree, with the arguments that ran")
         self.assertEqual(readable_key("dim=9|eval|2"), "eval output under seed 2, with dim=9")
@@ -168,7 +170,7 @@ class GuessedCounts(unittest.TestCase):
     """A count of layers is a number: `n_layer` is not taken for a layer factory (`norm_layer`)."""
 
     def test_n_layer_is_a_number(self) -> None:
-        def init(n_state, n_layer, num_layer, norm_layer):  # noqa: ANN001, ANN202 - a signature to read
+        def init(n_state, n_layer, num_layer, norm_layer):  # a signature to read
             pass
 
         params = list(inspect.signature(init).parameters.values())

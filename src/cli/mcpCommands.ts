@@ -21,7 +21,7 @@ import { searchWithServers, type TeamServer } from '../core/search/served';
 import type { SearchHit, SearchQuery } from '../core/search/search';
 import type { IndexDb } from '../core/store/database';
 import { indexCounts, indexStats } from '../core/store/stats';
-import { importableModules } from '../core/validate/sandbox';
+import { importableModules } from '../core/validate/interpreter';
 import { VERSION } from '../shared/version';
 import { cacheDir, dbPath, EXIT, flag, openDb, opt, parse, pythonOf } from './env';
 import type { CliEnv, ParsedArgs } from './env';

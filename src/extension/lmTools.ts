@@ -34,8 +34,6 @@ interface LmClasses {
   McpStdioServerDefinition?: new (label: string, command: string, args: string[], env?: Record<string, string>) => unknown;
 }
 
-export const TOOL_NAMES = ['nnrag_searchBlocks', 'nnrag_describeBlock', 'nnrag_pullBlock'] as const;
-
 export function registerLanguageModelTools(context: vscode.ExtensionContext, deps: Deps, storageDir: string): void {
   const lm = (vscode as unknown as { lm?: LmApi }).lm;
   const classes = vscode as unknown as LmClasses;

@@ -2,7 +2,7 @@
 import type { Connection } from 'vscode-languageserver';
 import type { IndexService } from '../core/service/indexService';
 import { readClassFile } from '../core/store/sourceText';
-import { describeSandbox } from '../core/validate/sandbox';
+import { describeSandbox } from '../core/validate/bubblewrap';
 import * as path from 'path';
 import { NnragError } from '../core/base/errors';
 import { SHARED_MODULE, sharedReplaceProblem } from '../core/pull/shared';

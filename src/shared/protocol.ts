@@ -16,7 +16,7 @@ import type { DependencyGraph } from '../core/emit/emit';
 import type { Provenance } from '../core/emit/pulledFile';
 import type { FileSizes } from '../core/emit/why';
 import type { GitCredentials } from '../core/sources/git';
-import type { SandboxDescription } from '../core/validate/sandbox';
+import type { SandboxDescription } from '../core/validate/bubblewrap';
 
 /** A typed method name: `P` the params, `R` the result. */
 export interface Method<P, R> {

@@ -12,7 +12,7 @@ import * as path from 'path';
 import { ValidatorPool } from '../../src/core/validate/validatorPool';
 import { validateFile } from '../../src/core/validate/runner';
 import type { ValidationReport } from '../../src/core/validate/runner';
-import { describeSandbox } from '../../src/core/validate/sandbox';
+import { describeSandbox } from '../../src/core/validate/bubblewrap';
 import { PYTHON_WITH_TORCH, ROOT, tmpdir } from '../unit/helpers';
 
 const RUNNER = path.join(ROOT, 'python-runner', 'judge.py');

@@ -7,7 +7,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { validateFile } from '../../src/core/validate/runner';
-import { describeSandbox } from '../../src/core/validate/sandbox';
+import { describeSandbox } from '../../src/core/validate/bubblewrap';
 import { ValidatorPool } from '../../src/core/validate/validatorPool';
 import { PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from '../unit/helpers';
 

@@ -8,7 +8,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { IndexDb } from '../../src/core/store/database';
-import { describeSandbox } from '../../src/core/validate/sandbox';
+import { describeSandbox } from '../../src/core/validate/bubblewrap';
 import { ASSETS, cli, PYTHON_WITH_TORCH, tmpdir, writeTree } from '../unit/helpers';
 
 const SECRET = 'sk-user-secret-7c1f3a';

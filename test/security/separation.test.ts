@@ -8,7 +8,7 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
 import { validateFile } from '../../src/core/validate/runner';
-import { describeSandbox } from '../../src/core/validate/sandbox';
+import { describeSandbox } from '../../src/core/validate/bubblewrap';
 import { ValidatorPool } from '../../src/core/validate/validatorPool';
 import { PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from '../unit/helpers';
 
@@ -34,7 +34,7 @@ class Blk(nn.Module):
 /** What a block finds of the judge in its own process: frames of the judge's modules on any thread's stack, and
  * objects of the judge's classes (the original's side, a supervised job, a forker) anywhere in its heap. */
 const TRACES = `import gc as _gc, os as _os, sys as _sys
-_JUDGE_FILES = ('serve.py', 'supervise.py', 'verdict.py', 'equivalence.py', 'static.py', 'nnrag_judge/judge.py')
+_JUDGE_FILES = tuple(f'nnrag_judge/judge/{_n}.py' for _n in ('serve', 'supervise', 'verdict', 'equivalence', 'static', 'judge', 'timings', 'places', 'processes'))
 _found = set()
 for _f in _sys._current_frames().values():
     while _f is not None:

@@ -1,5 +1,5 @@
 /**
- * The judge's requests have one description, python-runner/judge.schema.json: what sandbox.ts writes fits it (here),
+ * The judge's requests have one description, python-runner/judge.schema.json: what validate/judgeRequests.ts writes fits it (here),
  * and what jobs.py reads is in it (python-runner/tests/test_messages.py), so a field one side adds that the other
  * does not know fails a test; the judge refuses a request of a kind it has no handler for, or with a field it does not
  * know, in words.
@@ -7,7 +7,7 @@
 import * as assert from 'assert';
 import { readFileSync } from 'fs';
 import * as path from 'path';
-import { observeRequest, validateRequest } from '../../src/core/validate/sandbox';
+import { observeRequest, validateRequest } from '../../src/core/validate/judgeRequests';
 import { ROOT } from './helpers';
 import { validateSchema } from './jsonSchema';
 
@@ -46,7 +46,7 @@ describe("the judge's requests", () => {
     { timeoutMs: 60_000, memoryMb: 2048 },
   );
 
-  it('what sandbox.ts writes fits the schema the judge checks (messages.py), each with its kind', () => {
+  it('what judgeRequests.ts writes fits the schema the judge checks (messages.py), each with its kind', () => {
     assert.deepStrictEqual(validateSchema(schema, JSON.parse(JSON.stringify(validate))), []);
     assert.deepStrictEqual(validateSchema(schema, JSON.parse(JSON.stringify(observe))), []);
     assert.deepStrictEqual([validate.kind, observe.kind], ['validate', 'observe']);

@@ -2,7 +2,7 @@ import * as assert from 'assert';
 import { existsSync, readdirSync, readFileSync } from 'fs';
 import * as path from 'path';
 import { detectLicense } from '../../src/core/sources/license';
-import { stdlibModules } from '../../src/core/validate/sandbox';
+import { stdlibModules } from '../../src/core/validate/interpreter';
 import { licenseFile } from './helpers';
 
 const COMMON = '/usr/share/common-licenses';

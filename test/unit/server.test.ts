@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import type { ChildProcess } from 'child_process';
 import { spawn } from 'child_process';
-import { existsSync, promises as fsp } from 'fs';
+import { promises as fsp } from 'fs';
 import * as path from 'path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
 import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
@@ -21,7 +21,7 @@ import {
 } from '../../src/shared/protocol';
 import type { IndexStatus, InitOptions, TreeNode } from '../../src/shared/protocol';
 import { git, startGitServer } from './gitServer';
-import { ASSETS, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
+import { ASSETS, hasTorch, PYTHON_WITH_TORCH, ROOT, tmpdir, writeTree } from './helpers';
 
 describe('language server over stdio (the real server process)', function () {
   this.timeout(60_000);
@@ -192,7 +192,7 @@ describe('language server over stdio (the real server process)', function () {
         return true;
       });
     }
-    if (!existsSync(PYTHON_WITH_TORCH)) return;
+    if (!hasTorch()) this.skip(); // the rest validates with torch
     const checked = await conn.sendRequest<{ validation: { ok: boolean; tier: string }; text: string }>(ValidatePulled.method, {
       file: out,
       text,

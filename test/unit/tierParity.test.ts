@@ -9,7 +9,7 @@ const RUNNER = path.join(ROOT, 'python-runner', 'judge.py');
 
 describe('one list of tiers and failure categories', () => {
   it('the validator (Python) and the tool (TypeScript) name the same tiers and categories, in the same order', () => {
-    const code = `import importlib.util, json\nspec = importlib.util.spec_from_file_location("v", ${JSON.stringify(path.join(path.dirname(RUNNER), 'nnrag_judge', 'protocol.py'))})\nv = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(v)\nprint(json.dumps({"tiers": v.TIERS, "categories": v.REPORT_CATEGORIES}))`;
+    const code = `import importlib.util, json\nspec = importlib.util.spec_from_file_location("v", ${JSON.stringify(path.join(path.dirname(RUNNER), 'nnrag_judge', 'wire', 'protocol.py'))})\nv = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(v)\nprint(json.dumps({"tiers": v.TIERS, "categories": v.REPORT_CATEGORIES}))`;
     const got = JSON.parse(execFileSync('python3', ['-I', '-c', code], { encoding: 'utf8' })) as { tiers: string[]; categories: string[] };
     assert.deepStrictEqual(got.tiers, [...TIERS]);
     assert.deepStrictEqual(got.categories, [...FAILURE_CATEGORIES]);

@@ -1,6 +1,6 @@
 /**
  * Top-level standard-library modules, for when no interpreter says which it has: CPython 3.11's
- * `sys.stdlib_module_names` (public ones). A pull with an interpreter asks it (validate/sandbox.ts `stdlibModules`).
+ * `sys.stdlib_module_names` (public ones). A pull with an interpreter asks it (validate/interpreter.ts `stdlibModules`).
  */
 export const STDLIB: ReadonlySet<string> = new Set(
   `__future__ abc aifc antigravity argparse array ast asynchat asyncio asyncore atexit audioop base64 bdb binascii

@@ -19,6 +19,7 @@ import { acronymMeanings, searchWords } from '../search/words';
 import { isImportable, modulePathOf } from '../sources/modulePath';
 import type { OpenedSource, SkippedEntry, SourceFile } from '../sources/types';
 import type { IndexDb } from '../store/database';
+import type { SqlValue } from 'sql.js';
 import { pruneUnits, unitsDirOf } from '../store/unitsCache';
 import { importedConfig } from '../store/sourceText';
 import { shadowShared } from '../store/sharedIndex';
@@ -448,46 +449,32 @@ interface FileRow {
   parseMs?: number;
 }
 
+/** A files row's columns after its repository and path, each with its value from a FileRow: one list for the update
+ * and the insert. */
+const FILE_COLUMNS: readonly (readonly [string, (f: FileRow) => SqlValue])[] = [
+  ['module', (f) => f.module],
+  ['is_package', (f) => (f.isPackage ? 1 : 0)],
+  ['size', (f) => f.size],
+  ['mtime', (f) => f.mtime],
+  ['hash', (f) => f.hash],
+  ['status', (f) => f.status],
+  ['reason', (f) => f.reason ?? null],
+  ['detail', (f) => f.detail ?? null],
+  ['facts', (f) => f.facts ?? null],
+  ['slim', (f) => f.slim ?? null],
+  ['parse_ms', (f) => f.parseMs ?? null],
+];
+const UPDATE_FILE = `UPDATE files SET ${FILE_COLUMNS.map(([c]) => `${c} = ?`).join(', ')} WHERE id = ?`;
+const INSERT_FILE = `INSERT INTO files (repo_id, path, ${FILE_COLUMNS.map(([c]) => c).join(', ')}) VALUES (?, ?${', ?'.repeat(FILE_COLUMNS.length)})`;
+
 function writeFile(db: IndexDb, repoId: number, oldId: number | undefined, f: FileRow): number {
+  const values = FILE_COLUMNS.map(([, value]) => value(f));
   if (oldId !== undefined) {
     deleteClasses(db, oldId);
-    db.run(
-      'UPDATE files SET module = ?, is_package = ?, size = ?, mtime = ?, hash = ?, status = ?, reason = ?, detail = ?, facts = ?, slim = ?, parse_ms = ? WHERE id = ?',
-      [
-        f.module,
-        f.isPackage ? 1 : 0,
-        f.size,
-        f.mtime,
-        f.hash,
-        f.status,
-        f.reason ?? null,
-        f.detail ?? null,
-        f.facts ?? null,
-        f.slim ?? null,
-        f.parseMs ?? null,
-        oldId,
-      ],
-    );
+    db.run(UPDATE_FILE, [...values, oldId]);
     return oldId;
   }
-  db.run(
-    'INSERT INTO files (repo_id, path, module, is_package, size, mtime, hash, status, reason, detail, facts, slim, parse_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    [
-      repoId,
-      f.path,
-      f.module,
-      f.isPackage ? 1 : 0,
-      f.size,
-      f.mtime,
-      f.hash,
-      f.status,
-      f.reason ?? null,
-      f.detail ?? null,
-      f.facts ?? null,
-      f.slim ?? null,
-      f.parseMs ?? null,
-    ],
-  );
+  db.run(INSERT_FILE, [repoId, f.path, ...values]);
   return db.lastId();
 }
 

@@ -29,7 +29,7 @@ import type { ClosureResult } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { importedUncommitted, isImported } from '../store/sourceText';
 import { committedBlob } from '../sources/open';
-import { importableModules, stdlibModules } from '../validate/sandbox';
+import { importableModules, stdlibModules } from '../validate/interpreter';
 import { nativeNote } from './natives';
 
 /** `text` with its docstrings cut (docstrings.ts), from the session's memory when it was cut before. */

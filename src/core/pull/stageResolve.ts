@@ -17,7 +17,7 @@ import { computeClosure } from '../resolve/closure';
 import type { ClosureContext, ClosureResult, Problem } from '../resolve/closure';
 import type { ModuleRecord } from '../resolve/moduleTable';
 import { readIndexedFile } from '../store/sourceText';
-import { importableModules } from '../validate/sandbox';
+import { importableModules } from '../validate/interpreter';
 import type { NativeBuild } from '../validate/native';
 import { buildNatives, nativeSourcesOf } from './natives';
 import type { FailureCategory } from '../validate/runner';

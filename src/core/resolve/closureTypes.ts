@@ -121,7 +121,7 @@ export interface ClosureContext {
   wholeClasses?: boolean;
   /** Compiled modules built for this pull (`--build-native`), by module: the file and name to load them by. */
   natives?: ReadonlyMap<string, { file: string; name: string }>;
-  /** What the original's run ran (a slim copy, `slim.ts`): the definitions of other modules it never ran are left out. */
+  /** What the original's run ran (a slim copy, `pull/stageSlim.ts`): the definitions of other modules it never ran are left out. */
   ran?: RanTrace;
 }
 

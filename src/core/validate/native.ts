@@ -10,7 +10,8 @@ import { promises as fsp } from 'fs';
 import * as path from 'path';
 import { createHash } from 'crypto';
 import { NnragError } from '../base/errors';
-import { interpreterInfo, runInSandbox, torchVersionKey } from './sandbox';
+import { interpreterInfo, torchVersionKey } from './interpreter';
+import { runInSandbox } from './bubblewrap';
 export { NATIVE_FOLDER } from './report';
 
 /** What building a compiled module takes, found in its repository. */

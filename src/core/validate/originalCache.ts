@@ -13,7 +13,7 @@ import * as path from 'path';
 import { promisify } from 'util';
 import * as zlib from 'zlib';
 import type { FailureCategory, ValidateOptions, ValidationReport } from './report';
-import { interpreterInfo } from './sandbox';
+import { interpreterInfo } from './interpreter';
 
 const MAX_BYTES = 1024 ** 3;
 const EXT = '.json.gz';
@@ -21,13 +21,13 @@ const gzip = promisify(zlib.gzip);
 const gunzip = promisify(zlib.gunzip);
 const judgeVersions = new Map<string, string>();
 
-/** A digest of the judge's own code (python-runner's nnrag_judge package beside `runner`), once per process. */
+/** A digest of the judge's own code (python-runner's nnrag_judge package beside `runner`, its rooms included), once per process. */
 function judgeVersion(runner: string): string {
   let v = judgeVersions.get(runner);
   if (v === undefined) {
     const folder = path.join(path.dirname(runner), 'nnrag_judge');
     const h = createHash('sha256').update(readFileSync(runner));
-    for (const f of readdirSync(folder)
+    for (const f of readdirSync(folder, { recursive: true, encoding: 'utf8' })
       .filter((n) => n.endsWith('.py'))
       .sort())
       h.update(f).update(readFileSync(path.join(folder, f)));

@@ -1,9 +1,9 @@
 /** What a validation says and what it is asked (the types the judge's protocol maps to), apart from running it. */
 
-/** Tiers in order; python-runner/nnrag_judge/protocol.py has the same list (TIERS, a test checks). */
+/** Tiers in order; python-runner/nnrag_judge/wire/protocol.py has the same list (TIERS, a test checks). */
 export const TIERS = ['parsed', 'compiled', 'names-closed', 'imported', 'instantiated', 'forward', 'equivalent'] as const;
 export type Tier = (typeof TIERS)[number];
-/** Failure categories of a report; python-runner/nnrag_judge/protocol.py has the same list (REPORT_CATEGORIES, a test checks). */
+/** Failure categories of a report; python-runner/nnrag_judge/wire/protocol.py has the same list (REPORT_CATEGORIES, a test checks). */
 export const FAILURE_CATEGORIES = [
   'syntax',
   'unresolved',
@@ -238,7 +238,7 @@ export interface OriginalClass {
   builder?: { module: string; name: string };
 }
 
-/** What validateFile needs of a pool (the pool lives in pool.ts). */
+/** What validateFile needs of a pool (the pool lives in validatorPool.ts). */
 export interface ValidatorPoolLike {
   validate(file: string, options: ValidateOptions): Promise<ValidationReport>;
 }

@@ -1,10 +1,11 @@
 /**
  * Validation of a pulled file with the user's interpreter: python-runner/judge.py (the nnrag_judge package) judges, in the sandbox of
- * sandbox.ts, while a worker it forks is the only process that runs the block's code. One-shot here; pool.ts keeps
- * warm judges for batches.
+ * bubblewrap.ts, while a worker it forks is the only process that runs the block's code. One-shot here; validatorPool.ts
+ * keeps warm judges for batches.
  */
 import { NnragError } from '../base/errors';
-import { Judge, describeSandbox, nativesBeside } from './sandbox';
+import { Judge, nativesBeside } from './judge';
+import { describeSandbox } from './bubblewrap';
 import { DEFAULT_MEMORY_MB } from './limits';
 import { environmentStamp, failureKey, keepFailure, keepOriginal, keepsAsFailure, keptFailure, keptOriginal, originalKey } from './originalCache';
 

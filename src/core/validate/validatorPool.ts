@@ -1,5 +1,5 @@
 /**
- * A pool of warm judges: each is `judge.py --serve` in its own sandbox (sandbox.ts), with torch imported once (in
+ * A pool of warm judges: each is `judge.py --serve` in its own sandbox (judge.ts, bubblewrap.ts), with torch imported once (in
  * its zygote); every block then runs in a worker forked from it, killed with everything it started when its job ends.
  * A judge that dies is replaced. The pool's size is how many blocks validate at once. A judge is shown only the
  * repository folders its job's original needs (`OriginalClass.mounts`): a job that needs others gets a judge of its
@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { CancelledError, NnragError } from '../base/errors';
 import type { ValidateOptions, ValidationReport, ValidatorPoolLike } from './runner';
-import { Judge } from './sandbox';
+import { Judge } from './judge';
 import { DEFAULT_MEMORY_MB } from './limits';
 
 interface Job {

@@ -46,7 +46,7 @@ export function originalsDir(front: Front): string | undefined {
   return front.cacheDir ? path.join(front.cacheDir, 'originals') : undefined;
 }
 
-/** Where a front keeps the compiled operators it built (pull/nativeBuild.ts), when it has a cache folder. */
+/** Where a front keeps the compiled operators it built (pull/natives.ts), when it has a cache folder. */
 export function nativeDir(front: Front): string | undefined {
   return front.cacheDir ? path.join(front.cacheDir, 'native') : undefined;
 }

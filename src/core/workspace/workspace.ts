@@ -167,7 +167,7 @@ export class Workspace {
     return describeClass(this.db, typeof target === 'string' ? this.target(target) : target, this.session().table);
   }
 
-  /** A block's neutral specification: its parameters, forward, tensors and provenance (specification/spec.ts). */
+  /** A block's neutral specification: its parameters, forward, tensors and provenance (specification/specification.ts). */
   async spec(target: string | ClassRef): Promise<BlockSpec> {
     return blockSpec(this.db, typeof target === 'string' ? this.target(target) : target, await this.parser(), this.session());
   }

@@ -30,7 +30,7 @@ from .evidence import tensor_evidence
 from .candidates import input_list
 from .inputs import shapes
 from .loading import block_network, import_file, import_original, limit_files, limit_memory, load_natives, original_path, set_target
-from .protocol import HANDED_OVER, NATIVE_OPS, CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
+from ..wire.protocol import HANDED_OVER, NATIVE_OPS, CLASS, FAILURE, FORWARD, MAX_VALUES, ORIGIN, PLAN, REACHED, TIER, UNAVAILABLE, Failure, frame, sender
 from .observe import run_observe
 from .building import attempts_of, module_call
 from .forward import ALIKE, MISSING_MODULE, Found, best_error, missing_package, search
@@ -80,7 +80,7 @@ def compiled_loaded(torch: Any) -> List[str]:
     found: Set[str] = set()
     try:
         found |= {str(p) for p in getattr(torch.ops, "loaded_libraries", set()) if isinstance(p, str)}
-    except Exception:  # noqa: BLE001 - none known
+    except Exception:  # noqa: BLE001, S110 - none known
         pass
     own = job().own_packages
     for name, module in list(sys.modules.items()):
@@ -219,7 +219,7 @@ def run_original(send: Callable[..., None], req: Dict[str, Any], torch: Any, nn:
             continue
         try:
             importlib.import_module(name)
-        except BaseException:  # noqa: BLE001 - that observation then cannot be replayed here
+        except BaseException:  # noqa: BLE001, S110 - that observation then cannot be replayed here
             pass
     attempts = attempts_of(cls, module, req.get("candidates", []), factory, nn)
     reached = ["imported"]
@@ -332,6 +332,6 @@ def entry(events: int, role: str, req: Dict[str, Any], memory_mb: int) -> None:
     except BaseException as exc:  # noqa: BLE001 - never leave the judge without a word
         try:
             send(frame(FAILURE, {"category": "error", "message": f"{type(exc).__name__}: {exc}"}))
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001, S110 - the channel is gone: nothing more can be said
             pass
     exit_(0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
+import runpy
 import socket
 import struct
 import sys
@@ -23,76 +23,67 @@ import time
 import types
 from typing import Any, Callable, Dict, List
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# the modules a worker runs, in the order they import each other
+# the package folder (nnrag_judge), above this file's room
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the modules a worker runs (its room, `worker`, and what it shares with the judge, `wire`), in the order they import
+# each other
 WORKER_MODULES = (
-    "protocol",
-    "context",
-    "loading",
-    "arguments",
-    "variants",
-    "inputs",
-    "inputs_documented",
-    "inputs_layers",
-    "inputs_graph",
-    "inputs_tasks",
-    "evidence",
-    "candidates",
-    "recipe",
-    "pytest_like",
-    "entries",
-    "observe",
-    "repair",
-    "building",
-    "forward",
-    "probing",
-    "worker",
+    "wire.protocol",
+    "worker.context",
+    "worker.loading",
+    "worker.arguments",
+    "worker.variants",
+    "worker.inputs",
+    "worker.inputs_documented",
+    "worker.inputs_layers",
+    "worker.inputs_graph",
+    "worker.inputs_tasks",
+    "worker.evidence",
+    "worker.candidates",
+    "worker.recipe",
+    "worker.pytest_like",
+    "worker.entries",
+    "worker.observe",
+    "worker.repair",
+    "worker.building",
+    "worker.forward",
+    "worker.probing",
+    "worker.worker",
 )
 LENGTH = struct.Struct("<I")
 MAX_ORDER = 1 << 16  # an order names what to fork, never a job
 MAX_JOB = 64 << 20
 
 
-def prctl(option: int, value: int) -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError, ImportError):
-        pass
-
-
-def not_dumpable() -> None:
-    """No process of the same user may read or write this one's memory or descriptors (/proc, ptrace): inherited by
-    every fork, so by every template and worker."""
-    prctl(4, 0)  # PR_SET_DUMPABLE
-
-
-def dies_with_parent() -> None:
-    prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+# the prctl calls every process of the judge's makes (`wire/linux.py`), run by path: nothing of the package is imported
+LINUX = runpy.run_path(os.path.join(PACKAGE_DIR, "wire", "linux.py"))
+not_dumpable, dies_with_parent = LINUX["not_dumpable"], LINUX["dies_with_parent"]
 
 
 def private_worker() -> Any:
     """The worker modules loaded under a random package name, then removed from `sys.modules` (a block finds no
     module that names the tool), and the runner's folder taken off the path. Returns the worker module."""
     package = "_" + os.urandom(6).hex()
-    root = types.ModuleType(package)
-    root.__path__ = []
-    sys.modules[package] = root
+    # the package and its two rooms, as folders of nothing: each module is put in `sys.modules` by hand
+    for holder_name in [package] + sorted({f"{package}.{name.split('.')[0]}" for name in WORKER_MODULES}):
+        holder = types.ModuleType(holder_name)
+        holder.__path__ = []
+        sys.modules[holder.__name__] = holder
     for name in WORKER_MODULES:
-        path = os.path.join(HERE, f"{name}.py")
+        room, base = name.split(".")
+        path = os.path.join(PACKAGE_DIR, room, f"{base}.py")
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
         module = types.ModuleType(f"{package}.{name}")
         module.__file__ = path
-        module.__package__ = package
+        module.__package__ = f"{package}.{room}"
         sys.modules[module.__name__] = module
         exec(compile(text, path, "exec"), module.__dict__)  # noqa: S102 - our own source
-    worker = sys.modules[f"{package}.worker"]
+    worker = sys.modules[f"{package}.worker.worker"]
     for name in list(sys.modules):
         if name.split(".")[0] in (package, "nnrag_judge"):
             del sys.modules[name]
-    top = os.path.dirname(HERE)
+    top = os.path.dirname(PACKAGE_DIR)
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != top]
     return worker
 
@@ -104,11 +95,11 @@ def warm_torch() -> Dict[str, str]:
     torch = None
     try:
         import torch  # type: ignore[no-redef]
-        import torch.nn  # noqa: F401
+        import torch.nn
 
         if hasattr(getattr(torch, "utils", None), "deterministic"):
-            import torch._inductor.config  # noqa: F401
-    except Exception:  # noqa: BLE001 - a torch-less interpreter still serves (and workers report it)
+            import torch._inductor.config
+    except Exception:  # noqa: BLE001, S110 - a torch-less interpreter still serves (and workers report it)
         pass
     return {"python": sys.version, "torch": str(getattr(torch, "__version__", "none"))}
 

@@ -10,10 +10,10 @@ import os
 from array import array
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .frames import ClassNamed, Failed, Forward, Probe, Probed, Tier
-from .frames import read as read_frame
-from .protocol import CATEGORIES, MAX_VALUES, Failure
-from .reports import Report
+from ..wire.frames import ClassNamed, Failed, Forward, Probe, Probed, Tier
+from ..wire.frames import read as read_frame
+from ..wire.protocol import CATEGORIES, MAX_VALUES, Failure
+from ..wire.reports import Report
 from .supervise import WorkerRun, last_line, tail_text
 
 
@@ -174,6 +174,14 @@ BEFORE_FORWARD: Dict[type, Callable[[CopyReading, Any], None]] = {
 PROBING: Dict[type, Callable[[CopyReading, Any], None]] = {Probe: CopyReading.on_probe, Probed: CopyReading.on_probed}
 
 
+# the category of a failure that came after the last tier a worker reached: the step that follows it failed
+FAILED_AFTER = {"names-closed": "import-error", "imported": "instantiate"}
+
+
+def failed_after(tier: Optional[str]) -> str:
+    return FAILED_AFTER.get(tier or "", "forward")
+
+
 def verdict(job: WorkerRun, report: Report, reach: Callable[[str], None]) -> CopyResult:
     """Turn the copy worker's frames into the report's tiers (raising Failure for a failed one); return its probes."""
     reading = CopyReading(report, reach)
@@ -194,7 +202,7 @@ def verdict(job: WorkerRun, report: Report, reach: Callable[[str], None]) -> Cop
     if failure is not None:
         category = str(failure.get("category", "error"))
         if category == "error":  # an exception of the validator's own steps: the tier it stopped before
-            category = {"names-closed": "import-error", "imported": "instantiate"}.get(report.tier or "", "forward")
+            category = failed_after(report.tier)
         if category not in CATEGORIES:
             raise Failure("tampered", "the block wrote to the validator's channel (an unknown category)")
         extra = {k: v for k, v in failure.items() if k in ("names", "package", "requested_module")}
@@ -206,11 +214,7 @@ def verdict(job: WorkerRun, report: Report, reach: Callable[[str], None]) -> Cop
         status = 0
     if os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0) or forward is None:
         how = f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}" if os.WIFEXITED(status) else "no status"
-        category = (
-            "memory"
-            if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
-            else {"names-closed": "import-error", "imported": "instantiate", "instantiated": "forward"}.get(report.tier or "", "forward")
-        )
+        category = "memory" if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9 else failed_after(report.tier)
         raise Failure(category, f"the block's process ended without a result ({how}): {last_line(tail_text(job))}", output=tail_text(job))
     body, values = forward.body, forward.values
     try:

@@ -89,7 +89,7 @@ class Fixtures:
             for undo in reversed(teardown):
                 try:
                     undo()
-                except Exception:  # noqa: BLE001 - a teardown that fails does not hide what the test built
+                except Exception:  # noqa: BLE001, S110 - a teardown that fails does not hide what the test built
                     pass
 
     def value(self, name: str, made: Dict[str, Any], teardown: List[Callable[[], Any]], depth: int) -> Any:

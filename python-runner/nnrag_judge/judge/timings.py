@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .frames import spent_of
-from .protocol import CLASS, FAILURE, FORWARD, ORIGIN, PLAN, PROBED, REACHED, kind_of
+from ..wire.frames import spent_of
+from ..wire.protocol import CLASS, FAILURE, FORWARD, ORIGIN, PLAN, PROBED, REACHED, kind_of
 
 
 def arrivals(job: Any) -> List[Tuple[Optional[str], Dict[str, Any], float]]:

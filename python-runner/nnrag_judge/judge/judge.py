@@ -15,14 +15,14 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .equivalence import compare, origin_problem
-from .frames import Failed, Observed, Origin, Plan, Probe, Probed, Reached, Unavailable
-from .frames import read as read_frame
-from .jobs import ObserveJob, Original, ValidateJob
-from .protocol import HANDED_OVER, MAX_TRACED_FILES, MAX_TRACED_LINES, Failure
-from .reports import ObserveReport, Report
+from ..wire.frames import Failed, Observed, Origin, Plan, Probe, Probed, Reached, Unavailable
+from ..wire.frames import read as read_frame
+from ..wire.jobs import ObserveJob, Original, ValidateJob
+from ..wire.protocol import HANDED_OVER, MAX_TRACED_FILES, MAX_TRACED_LINES, Failure
+from ..wire.reports import ObserveReport, Report
 from .static import imported_top_levels, imports_anywhere, requirements, undefined_names
 from .places import NATIVE_FOLDER, empty, project_folder
-from .supervise import VERSIONS, WorkerRun, last_line, run_worker, tail_text, zygote
+from .supervise import FORKERS, WorkerRun, last_line, run_worker, tail_text, zygote
 from .verdict import verdict
 from .timings import side_timings
 
@@ -155,9 +155,9 @@ def read_original(job: WorkerRun, original: Original) -> OriginalSide:
 def interpreter_versions() -> Dict[str, str]:
     """What a cached original's run depends on of this interpreter: Python's and torch's versions (as the zygote,
     which imported torch, said them)."""
-    if not VERSIONS:
+    if not FORKERS.versions:
         zygote()
-    return {"python": VERSIONS.get("python", sys.version), "torch": VERSIONS.get("torch", "unknown")}
+    return {"python": FORKERS.versions.get("python", sys.version), "torch": FORKERS.versions.get("torch", "unknown")}
 
 
 def cached_original(request: ValidateJob) -> Optional[WorkerRun]:

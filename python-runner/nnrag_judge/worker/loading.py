@@ -12,7 +12,7 @@ import traceback
 import types
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .protocol import Failure
+from ..wire.protocol import Failure
 
 FILE_SIZE_CAP = 1 << 30  # bytes of one file the block may write
 # the file the block came from, for messages that name its line

@@ -14,7 +14,7 @@ from .evidence import seed_all
 from .inputs import lighter
 from .inputs_layers import input_candidates
 from .loading import where
-from .protocol import Failure, steady
+from ..wire.protocol import Failure, steady
 from .observe import observed_inputs
 from .recipe import recipe_of, recording
 from .repair import repaired
@@ -142,7 +142,7 @@ def build_with(
                     break
                 try:
                     call(model, *inputs)
-                except Exception:  # noqa: BLE001 - the hook may have fired before the failure
+                except Exception:  # noqa: BLE001, S110 - the hook may have fired before the failure
                     pass
     finally:
         hook.remove()
@@ -283,5 +283,5 @@ def known_memory(torch: Any, on: bool) -> None:
     try:
         torch.use_deterministic_algorithms(on, warn_only=True)
         deterministic.fill_uninitialized_memory = on
-    except Exception:  # noqa: BLE001 - an older torch: memory stays as it is
+    except Exception:  # noqa: BLE001, S110 - an older torch: memory stays as it is
         pass

@@ -130,7 +130,7 @@ def from_config(root: str, entry: Dict[str, Any], observer: "Observer") -> Any:
             for module_name in entry.get("modules") or []:
                 try:
                     importlib.import_module(str(module_name))
-                except Exception:  # noqa: BLE001 - a module with an optional dependency registers nothing here
+                except Exception:  # noqa: BLE001, S112 - a module with an optional dependency registers nothing here
                     continue
         for registry in registries:
             try:
@@ -145,7 +145,7 @@ def from_config(root: str, entry: Dict[str, Any], observer: "Observer") -> Any:
 def read_config(root: str, path: str, observer: "Observer", depth: int = 0) -> Any:
     if depth == 0:
         try:
-            from mmengine.config import Config  # noqa: PLC0415 - the repository's own reader, where installed
+            from mmengine.config import Config  # the repository's own reader, where installed
         except ImportError:
             Config = None  # noqa: N806
         if Config is not None:
@@ -153,7 +153,7 @@ def read_config(root: str, path: str, observer: "Observer", depth: int = 0) -> A
             return Config.fromfile(path)
     if depth > 8:
         raise ValueError("the config's _base_ files nest too deep")
-    import runpy  # noqa: PLC0415
+    import runpy
 
     observer.read.append(path)
     values = {k: v for k, v in runpy.run_path(path).items() if not k.startswith("__") and not inspect.ismodule(v)}

@@ -12,9 +12,9 @@ import sys
 import tempfile
 from typing import Any, Callable, Dict, List
 
-from .jobs import ObserveJob, ValidateJob
+from ..wire.jobs import ObserveJob, ValidateJob
 from .judge import Place, judge, observe
-from .messages import checked, load_schema
+from ..wire.messages import checked, load_schema
 from .processes import not_dumpable
 from .supervise import zygote
 

@@ -15,7 +15,7 @@ from .evidence import seed_all
 from .candidates import input_list
 from .inputs import lighter
 from .loading import where
-from .protocol import NATIVE_OPS, Failure, steady
+from ..wire.protocol import NATIVE_OPS, Failure, steady
 from .building import FORWARD_BUDGET_S, Attempt, make, module_call
 
 MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([A-Za-z_][\w.]*)'")

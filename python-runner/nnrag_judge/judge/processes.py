@@ -10,6 +10,8 @@ import socket
 import time
 from typing import Dict, List, Optional, Set, Tuple
 
+from ..wire import linux
+
 
 # signals a process of the same user may send that would stop or end the judge: it ignores them (its caller stops it
 # with SIGKILL, and cancels a job with a line on its control pipe); the zygote gets them back at their defaults
@@ -34,25 +36,9 @@ def not_dumpable() -> None:
     """Make the judge untraceable and its /proc entries (fds, memory, environment) unreadable by processes without
     privileges over it: the workers and what they start cannot reach the verdict pipe. A subreaper too, so what a
     block leaves behind stays the judge's to kill."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: what the block leaves behind stays ours to kill
-    except (OSError, AttributeError, ImportError):
-        pass
+    linux.not_dumpable()
+    linux.subreaper()
     deaf_to_blocks()
-
-
-def subreaper() -> None:
-    """What a block process leaves behind, and every process the zygote forks, is this process's child."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError, ImportError):
-        pass
 
 
 def descendants(root: int) -> List[int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from .protocol import mount_points, remove_tree
+from ..wire.protocol import mount_points, remove_tree
 
 
 def empty(folder: str) -> None:

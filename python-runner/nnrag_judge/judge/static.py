@@ -109,7 +109,7 @@ def requirements(modules: List[str]) -> List[Dict[str, Optional[str]]]:
                 installer = (found.read_text("INSTALLER") or "").strip() or None
                 direct = found.read_text("direct_url.json")
                 url = json.loads(direct).get("url") if direct else None
-            except Exception:  # noqa: BLE001 - metadata is best effort
+            except Exception:  # noqa: BLE001, S110 - metadata is best effort
                 pass
         out.append({"module": mod, "distribution": dist if version else None, "version": version, "location": location, "installer": installer, "url": url})
     return out

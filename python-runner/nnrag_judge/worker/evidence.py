@@ -16,8 +16,8 @@ import re
 from array import array
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .protocol import PROBE
-from .protocol import frame as make_frame
+from ..wire.protocol import PROBE
+from ..wire.protocol import frame as make_frame
 
 SAMPLE = 4096  # values sent of a large tensor (all of one up to WHOLE)
 WHOLE = 1 << 16
@@ -170,7 +170,7 @@ def seed_all(seed: int, torch: Any) -> None:
     if np is not None:
         try:
             np.random.seed(seed)
-        except Exception:  # noqa: BLE001 - a numpy without the legacy seed
+        except Exception:  # noqa: BLE001, S110 - a numpy without the legacy seed
             pass
 
 

@@ -31,7 +31,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .loading import load_natives, original_path
-from .protocol import OBSERVED, frame, remove_tree
+from ..wire.protocol import OBSERVED, frame, remove_tree
 from .recipe import Recorder, Unwritable, is_scalar, scalar, written
 from .entries import Feeder, entry_callables
 from .pytest_like import MissingFinder, base_folder, import_name, pytest_stand_in
@@ -121,7 +121,7 @@ class Observer:
             elif id(me) in self.rec.calls and id(me) not in self.inputs and self.forwarded.get(type(me), 0) < PER_CLASS:
                 self.inputs[id(me)] = arguments_of(frame, type(me), "forward", keep_defaults=False)
                 self.forwarded[type(me)] = self.forwarded.get(type(me), 0) + 1
-        except Exception:  # noqa: BLE001 - watching never breaks what is watched
+        except Exception:  # noqa: BLE001, S110 - watching never breaks what is watched
             pass
 
 
@@ -469,7 +469,7 @@ def observations(observer: Observer, root: str) -> List[Dict[str, Any]]:
     """The recorded constructions of the repository's nn.Module classes, at most PER_CLASS distinct ones per class,
     those whose forward ran first."""
     nn = observer.torch.nn
-    namer = lambda v: dotted(v, root)  # noqa: E731
+    namer = lambda v: dotted(v, root)
     out: List[Dict[str, Any]] = []
     seen: Dict[str, List[str]] = {}
     order = sorted(observer.rec.calls.items(), key=lambda kv: kv[0] not in observer.inputs)

@@ -16,8 +16,8 @@ import re
 from array import array
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .jobs import Original
-from .protocol import NATIVE_OPS, Failure
+from ..wire.jobs import Original
+from ..wire.protocol import NATIVE_OPS, Failure
 from .verdict import TENSOR_DTYPES
 
 Frame = Tuple[Dict[str, Any], bytes]  # a probe: its header's value, and its values
@@ -280,7 +280,7 @@ def blob_id(path: str) -> Optional[str]:
             data = fh.read()
     except OSError:
         return None
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()  # git's blob id
 
 
 def origin_problem(origin: Dict[str, Any], original: Original) -> Optional[str]:

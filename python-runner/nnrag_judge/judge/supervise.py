@@ -17,8 +17,9 @@ import time
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .processes import IGNORED_SIGNALS, descendants, mapped_libraries, memory_in_use, process_state, read_line, subreaper
-from .protocol import FRAME, MAX_HEADER, MAX_VALUES, run_delay_s
+from ..wire.linux import subreaper
+from .processes import IGNORED_SIGNALS, descendants, mapped_libraries, memory_in_use, process_state, read_line
+from ..wire.protocol import FRAME, MAX_HEADER, MAX_VALUES, run_delay_s
 
 
 WALL_FACTOR = 4  # a worker kept waiting by the machine's load gets this many times its limit in wall time
@@ -39,10 +40,8 @@ POLL_S = 0.1
 MEMORY_EVERY_S = 0.25
 
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-RUNNER = os.path.join(os.path.dirname(HERE), "judge.py")
+# python-runner/judge.py, two folders above this room
+RUNNER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "judge.py")
 
 
 def kill_descendants() -> None:
@@ -65,7 +64,7 @@ def kill_descendants() -> None:
             except ChildProcessError:
                 break
             if reaped in keep:
-                REAPED.add(reaped)  # a zygote or template that died: its pid is never signalled again
+                FORKERS.reaped.add(reaped)  # a zygote or template that died: its pid is never signalled again
             if reaped == 0:
                 if not any(process_state(p)[0] not in ("", "Z", "X") or process_state(p)[1] == os.getpid() for p in pids):
                     break
@@ -204,19 +203,20 @@ def supervise(
 # A template runs only its side's imports and is stopped (SIGSTOP) but while it forks, so no code of one side runs
 # while the other side's worker does. Every one is forked through a process that exits at once, so it is the judge's
 # child (a subreaper), supervised and killed as any worker.
-TEMPLATES: "OrderedDict[str, Forker]" = OrderedDict()
+class Forkers:
+    """The supervisor's state, one object per judge: the zygote, the templates (the most recently used last), the
+    versions the zygote reported, the templates that could not be made (their workers are forked from the zygote),
+    and the pids this judge reaped without asking for them (never signalled again)."""
+
+    def __init__(self) -> None:
+        self.zygote: Optional[Forker] = None
+        self.templates: "OrderedDict[str, Forker]" = OrderedDict()
+        self.versions: Dict[str, str] = {}
+        self.refused: Set[str] = set()
+        self.reaped: Set[int] = set()
 
 
-ZYGOTE: Dict[str, "Forker"] = {}
-
-
-VERSIONS: Dict[str, str] = {}
-
-
-REFUSED: Set[str] = set()  # templates that could not be made: their workers are forked from the zygote
-
-
-REAPED: Set[int] = set()  # pids this judge reaped without asking for them: never signalled again
+FORKERS = Forkers()
 
 
 MAX_TEMPLATES = 4
@@ -235,7 +235,7 @@ LENGTH = struct.Struct("<I")
 
 
 def template_pids() -> Set[int]:
-    return {t.pid for t in TEMPLATES.values()} | {z.pid for z in ZYGOTE.values()}
+    return {t.pid for t in FORKERS.templates.values()} | ({FORKERS.zygote.pid} if FORKERS.zygote is not None else set())
 
 
 class Forker:
@@ -246,7 +246,7 @@ class Forker:
         self.pid, self.sock, self.stopped = pid, sock, stopped
 
     def signal(self, sig: int) -> bool:
-        if self.pid in REAPED:
+        if self.pid in FORKERS.reaped:
             return False
         try:
             os.kill(self.pid, sig)
@@ -255,7 +255,7 @@ class Forker:
             return False
 
     def usable(self) -> bool:
-        state = process_state(self.pid)[0] if self.pid not in REAPED else ""
+        state = process_state(self.pid)[0] if self.pid not in FORKERS.reaped else ""
         return state in ("T", "t") if self.stopped else state not in ("", "Z", "X", "T", "t")
 
     def stop(self) -> bool:
@@ -271,7 +271,7 @@ class Forker:
 
     def close(self) -> None:
         self.signal(signal.SIGKILL)
-        if self.pid not in REAPED:
+        if self.pid not in FORKERS.reaped:
             try:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
@@ -308,13 +308,13 @@ class Forker:
 def zygote() -> Optional[Forker]:
     """The running zygote, started (exec'd: `judge.py --zygote`) when there is none or it died; None when it cannot
     start (the report then says why the worker did not run)."""
-    known = ZYGOTE.get("zygote")
+    known = FORKERS.zygote
     if known is not None and known.usable():
         return known
     subreaper()
     if known is not None:
         known.close()
-        del ZYGOTE["zygote"]
+        FORKERS.zygote = None
     ours, theirs = socket.socketpair()
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -342,19 +342,19 @@ def zygote() -> Optional[Forker]:
         forker.close()
         return None
     try:
-        VERSIONS.update({k: str(v) for k, v in json.loads(answer[6:]).items()})
+        FORKERS.versions.update({k: str(v) for k, v in json.loads(answer[6:]).items()})
     except (ValueError, AttributeError):
         forker.close()
         return None
-    ZYGOTE["zygote"] = forker
+    FORKERS.zygote = forker
     return forker
 
 
 def drop(template: Forker) -> None:
     """A template that did not answer as it should: closed, and forgotten."""
-    for key, known in list(TEMPLATES.items()):
+    for key, known in list(FORKERS.templates.items()):
         if known is template:
-            del TEMPLATES[key]
+            del FORKERS.templates[key]
     template.close()
     kill_descendants()
 
@@ -365,19 +365,19 @@ def template_for(role: str, spec: Optional[Dict[str, Any]], memory_mb: int, with
     if spec is None:
         return None
     key = json.dumps([role, spec, memory_mb], sort_keys=True)
-    known = TEMPLATES.pop(key, None)
+    known = FORKERS.templates.pop(key, None)
     if known is not None:
         if known.usable():
-            TEMPLATES[key] = known
+            FORKERS.templates[key] = known
             return known
         known.close()
-    if key in REFUSED:
+    if key in FORKERS.refused:
         return None
     base = zygote()
     if base is None:
         return None
-    while len(TEMPLATES) >= MAX_TEMPLATES:
-        TEMPLATES.popitem(last=False)[1].close()
+    while len(FORKERS.templates) >= MAX_TEMPLATES:
+        FORKERS.templates.popitem(last=False)[1].close()
     ours, theirs = socket.socketpair()
     pid = base.order({"make": "template", "role": role, "spec": spec, "memory_mb": memory_mb}, [theirs.fileno()])
     theirs.close()
@@ -387,13 +387,13 @@ def template_for(role: str, spec: Optional[Dict[str, Any]], memory_mb: int, with
     template = Forker(pid, ours, stopped=True)
     answer = read_line(ours, min(START_S, within_s), 16)
     if answer == b"ready\n" and template.stop():
-        TEMPLATES[key] = template
+        FORKERS.templates[key] = template
         return template
     # imports that failed, hung or left a process behind would do the same again: this judge's workers of that
     # template are forked from the zygote from now on
     template.close()
     kill_descendants()
-    REFUSED.add(key)
+    FORKERS.refused.add(key)
     return None
 
 

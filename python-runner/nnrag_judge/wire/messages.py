@@ -1,5 +1,5 @@
 """Judge side: the one door of the judge's requests. Each request names its `kind` and is checked against
-judge.schema.json (beside judge.py; sandbox.ts's requests are tested against the same file), so the two sides cannot
+judge.schema.json (beside judge.py; judgeRequests.ts's requests are tested against the same file), so the two sides cannot
 drift: a field one side adds that the other does not know is refused, as is a kind the judge has no handler for."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-SCHEMA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "judge.schema.json")
+SCHEMA_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "judge.schema.json")
 
 JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 

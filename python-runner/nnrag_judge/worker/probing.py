@@ -14,7 +14,7 @@ from .variants import AFTER_BUILD, INIT_METHODS, INPUT_FORM, NOT_ARGUMENTS, call
 from .evidence import probe_variant, seed_all
 from .candidates import input_list
 from .inputs import lighter
-from .protocol import MAX_TRACED_FILES, MAX_TRACED_LINES, MAX_VALUES, PROBED, frame, steady
+from ..wire.protocol import MAX_TRACED_FILES, MAX_TRACED_LINES, MAX_VALUES, PROBED, frame, steady
 
 from .building import Attempt, make, module_call
 from .forward import Found, candidate_at

@@ -253,7 +253,7 @@ def config_instance(param: inspect.Parameter, namespace: Dict[str, Any], owner: 
         try:
             config = cls(**kwargs)
             break
-        except Exception:  # noqa: BLE001 - the next way, or the required arguments guessed
+        except Exception:  # noqa: BLE001, S112 - the next way, or the required arguments guessed
             continue
     nn = sys.modules["torch"].nn
     if config is None:
@@ -271,7 +271,7 @@ def config_instance(param: inspect.Parameter, namespace: Dict[str, Any], owner: 
         if isinstance(getattr(config, key, None), int) and not isinstance(getattr(config, key), bool):
             try:
                 setattr(config, key, value)
-            except Exception:  # noqa: BLE001 - read-only attributes stay as they are
+            except Exception:  # noqa: BLE001, S110 - read-only attributes stay as they are
                 pass
     return config
 

@@ -233,11 +233,6 @@ def scalar_inputs(model: Any) -> Dict[int, Any]:
     return out
 
 
-def forward_arity(model: Any) -> int:
-    """How many required positional inputs forward() takes."""
-    return max(len(required_inputs(model) or []), 1)
-
-
 def shapes(value: Any) -> Any:
     """Shapes of tensors in a (nested) output, for the report."""
     if hasattr(value, "shape") and hasattr(value, "dtype"):
