@@ -1,6 +1,6 @@
 """The judge's typed boundary: a request of a kind the judge has no handler for, or with a field judge.schema.json does
 not name, is refused in words (messages.py), by the running judge too; every field jobs.py reads of a request is one
-the schema names and every field the schema names is read (judgeRequests.ts's side: test/unit/judgeProtocol.test.ts); a
+the schema names and every field the schema names is read (judgeRequests.ts's side: test/unit/validate/judgeProtocol.test.ts); a
 report names exactly the fields report.ts reads; each frame reads into its variant (frames.py). Needs no torch."""
 
 import json

@@ -3,7 +3,7 @@
  * `classes_fts` (FTS4, porter tokenizer, external content `classes`) gives, from postings built once per state of the
  * index instead of SQLite reading every matching row's columns and matchinfo blob on every query. A word becomes the
  * term FTS4 indexed by SQLite's own porter tokenizer (`fts3tokenize`, in a private in-memory database), so both
- * answer the same: `test/unit/searchEngine.test.ts` compares them query by query.
+ * answer the same: `test/unit/search/searchEngine.test.ts` compares them query by query.
  */
 import type { Database, SqlValue } from 'sql.js';
 import type { IndexDb, Row } from '../store/database';

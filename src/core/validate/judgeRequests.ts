@@ -1,6 +1,6 @@
 /**
  * The judge's requests as its client (judge.ts) writes them (python-runner/judge.schema.json describes them; the judge
- * refuses a field it does not know; test/unit/judgeProtocol.test.ts checks these against the same file), and what the
+ * refuses a field it does not know; test/unit/validate/judgeProtocol.test.ts checks these against the same file), and what the
  * observer answers.
  */
 import type { NativeFile, ValidateOptions } from './report';
@@ -59,7 +59,7 @@ const scratchOf = (kind: SandboxKind): string[] => (kind === 'bubblewrap' ? ['/t
 
 /**
  * A `validate` request to the judge, as python-runner/judge.schema.json describes it (the judge refuses a field it does
- * not know; test/unit/judgeProtocol.test.ts checks these against the same file).
+ * not know; test/unit/validate/judgeProtocol.test.ts checks these against the same file).
  */
 export function validateRequest(
   id: number,
