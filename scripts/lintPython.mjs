@@ -2,27 +2,16 @@
 // `ruff format` does (a file it would change is a finding; `--write` formats it) and lints it (RULES below, at the
 // TypeScript side's width), pyright checks the judge package, and the judge's
 // rooms keep to their processes (pythonRooms.mjs). Exits 1 on any finding, printing each as FILE:LINE:COL CODE message.
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { roomProblems } from './pythonRooms.mjs';
+import { pythonFiles, roomProblems } from './pythonRooms.mjs';
 
 const ROOT = join(fileURLToPath(import.meta.url), '..', '..');
 const RUNNER = join(ROOT, 'python-runner');
 const require = createRequire(import.meta.url);
-
-function pythonFiles(dir) {
-  const out = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (name === '__pycache__') continue;
-    if (statSync(p).isDirectory()) out.push(...pythonFiles(p));
-    else if (name.endsWith('.py')) out.push(p);
-  }
-  return out.sort();
-}
 
 const { Workspace, PositionEncoding } = require('@astral-sh/ruff-wasm-nodejs');
 // the width of .prettierrc's printWidth: one line length for both languages

@@ -12,12 +12,13 @@ export const ROOM_IMPORTS = { judge: ['judge', 'wire'], worker: ['worker', 'wire
 
 const IMPORT = /^\s*(?:from\s+(\.*)([\w.]*)\s+import\s+([\w\s,()*]+)|import\s+(nnrag_judge[\w.]*))/;
 
-function files(dir) {
+/** Every .py file under `dir` (no `__pycache__`), sorted: the lint's walk and the rooms' alike. */
+export function pythonFiles(dir) {
   const out = [];
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
     if (name === '__pycache__') continue;
-    if (statSync(p).isDirectory()) out.push(...files(p));
+    if (statSync(p).isDirectory()) out.push(...pythonFiles(p));
     else if (name.endsWith('.py')) out.push(p);
   }
   return out.sort();
@@ -39,7 +40,7 @@ function firstName(names) {
 /** Each module of `packageDir` outside the rooms, and each import across rooms the rules refuse: `FILE:LINE message`. */
 export function roomProblems(packageDir, root = packageDir) {
   const problems = [];
-  for (const file of files(packageDir)) {
+  for (const file of pythonFiles(packageDir)) {
     const rel = relative(packageDir, file).split(sep);
     const where = relative(root, file);
     if (rel.length === 1) {

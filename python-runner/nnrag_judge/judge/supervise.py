@@ -40,7 +40,7 @@ POLL_S = 0.1
 MEMORY_EVERY_S = 0.25
 
 
-# python-runner/judge.py, two folders above this room
+# python-runner/judge.py, beside the package this room is in
 RUNNER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "judge.py")
 
 
